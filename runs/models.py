@@ -28,6 +28,9 @@ class Benchmark(models.Model):
     version = models.CharField(max_length=50, blank=True)
     description = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
+    #: bumped in the transaction that changes what its leaderboards show (rollups rebuilt, audit
+    #: statuses changed), so computed rows can be cached under (benchmark, data_generation)
+    data_generation = models.BigIntegerField(default=0)
 
     class Meta:
         ordering = ["slug"]
@@ -90,6 +93,11 @@ class ChecklistItem(models.Model):
     privilege = models.IntegerField(null=True, blank=True)
     details = models.JSONField(default=dict, blank=True)
     content_hash = models.CharField(max_length=64)
+    #: an audit may rewrite an item: the rewrite is a new item (version + 1) that `supersedes`
+    #: the old one; the old item and its verdicts stay as they were
+    version = models.PositiveIntegerField(default=1)
+    supersedes = models.OneToOneField("self", null=True, blank=True, on_delete=models.RESTRICT,
+                                      related_name="superseded_by")
 
     class Meta:
         ordering = ["instance", "position"]
