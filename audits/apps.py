@@ -7,8 +7,13 @@ class AuditsConfig(AppConfig):
 
     def ready(self):
         # Leaderboards in runs honour audit outcomes through this hook (runs never imports audits).
+        from django.urls import reverse
+
         from runs.exclusions import exclusion_policy_register
 
         from .selectors import POLICIES, excluded_item_ids
 
-        exclusion_policy_register(POLICIES, excluded_item_ids)
+        def explain(benchmark, policy):
+            return f"{reverse('audits:effect', args=[benchmark.slug])}?exclude={policy}"
+
+        exclusion_policy_register(POLICIES, excluded_item_ids, explain=explain)

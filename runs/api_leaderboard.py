@@ -111,15 +111,14 @@ class LeaderboardView(APIView):
         form = LeaderboardFilterForm(_form_data(query.validated_data), benchmark=benchmark)
         if not form.is_valid():
             return Response(form.errors, status=status.HTTP_400_BAD_REQUEST)
-        state = form.state()
-        policy = query.validated_data["exclude"]
+        state = form.state() | {"exclude": query.validated_data["exclude"]}
         try:
-            excluded = excluded_item_ids(benchmark, policy)
+            excluded = excluded_item_ids(benchmark, state["exclude"])
         except ValueError as exc:
             return Response({"exclude": [str(exc)]}, status=status.HTTP_400_BAD_REQUEST)
         tables = sharing.leaderboard_tables(benchmark, state, excluded_items=excluded)
         rows = [sharing.score_row_dict(r) for r in tables.rows]
-        body = {"benchmark": benchmark.slug, "by": state["by"], "state": sharing.state_dict(state) | {"exclude": policy},
+        body = {"benchmark": benchmark.slug, "by": state["by"], "state": sharing.state_dict(state),
                 "excluded_items": len(excluded or ()), "rows": rows}
         return Response(LeaderboardSerializer(body).data)
 

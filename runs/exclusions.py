@@ -5,20 +5,44 @@
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 
 _PROVIDERS: dict[str, Callable[[object, str], set[int]]] = {}
+_LABELS: dict[str, str] = {}
+_EXPLAINERS: dict[str, Callable[[object, str], str]] = {}
 
 
-def exclusion_policy_register(policies: Iterable[str], provider: Callable[[object, str], set[int]]) -> None:
-    """Make `provider(benchmark, policy) -> item ids` answer for each of these policy names."""
+def exclusion_policy_register(policies: Iterable[str] | Mapping[str, str], provider: Callable[[object, str], set[int]],
+                              *, explain: Callable[[object, str], str] | None = None) -> None:
+    """Make `provider(benchmark, policy) -> item ids` answer for each of these policy names
+    (a mapping of name -> label gives the words pages show for them); `explain(benchmark, policy)`
+    is the address of a page showing which items are behind the policy's effect."""
     for policy in policies:
         _PROVIDERS[policy] = provider
+        _LABELS[policy] = policies[policy] if isinstance(policies, Mapping) else policy.replace("_", " ")
+        if explain is not None:
+            _EXPLAINERS[policy] = explain
 
 
 def exclusion_policies() -> list[str]:
     """The policy names leaderboards accept (besides none)."""
     return sorted(_PROVIDERS)
+
+
+def exclusion_policy_choices() -> list[tuple[str, str]]:
+    """(name, label) for a form: none first, then every registered policy."""
+    return [("none", "none (every item)")] + [(p, _LABELS[p]) for p in exclusion_policies()]
+
+
+def exclusion_policy_label(policy: str | None) -> str:
+    """The words for a policy name ("" for none or an unknown name)."""
+    return _LABELS.get(policy or "", "")
+
+
+def exclusion_explain_url(benchmark, policy: str | None) -> str:
+    """The page explaining a policy's effect on this benchmark ("" when its app offers none)."""
+    explain = _EXPLAINERS.get(policy or "")
+    return explain(benchmark, policy) if explain else ""
 
 
 def excluded_item_ids(benchmark, policy: str | None) -> set[int] | None:

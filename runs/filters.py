@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from django import forms
 
+from runs.exclusions import exclusion_policy_choices
 from runs.metrics.checklist import GROUPINGS, Filters
 from runs.models import AttemptRollup, Instance, Judge, Run
 
@@ -13,7 +14,8 @@ SORTS = {
 
 
 class LeaderboardFilterForm(forms.Form):
-    """Filters, grouping, sort and the bootstrap flag of a checklist leaderboard; choices come from the benchmark."""
+    """Filters, grouping, sort, the bootstrap flag and the audit exclusion policy of a checklist leaderboard;
+    choices come from the benchmark (and the policies from runs.exclusions)."""
 
     run = forms.MultipleChoiceField(required=False, label="Runs")
     judge = forms.MultipleChoiceField(required=False, label="Judges")
@@ -22,9 +24,11 @@ class LeaderboardFilterForm(forms.Form):
     by = forms.ChoiceField(choices=list(GROUPINGS.items()), required=False, label="Group by")
     sort = forms.ChoiceField(choices=list(SORTS.items()), required=False, label="Sort")
     ci = forms.BooleanField(required=False, label="Bootstrap 95% interval")
+    exclude = forms.ChoiceField(required=False, label="Audit exclusion")
 
     def __init__(self, data, *, benchmark, **kwargs):
         super().__init__(data, **kwargs)
+        self.fields["exclude"].choices = exclusion_policy_choices()
         runs = Run.objects.filter(benchmark=benchmark).order_by("label").values_list("label", flat=True)
         judge_ids = AttemptRollup.objects.filter(benchmark=benchmark).values("judge_id").distinct()
         judges = Judge.objects.filter(id__in=judge_ids).order_by("name").values_list("name", flat=True)
@@ -44,6 +48,7 @@ class LeaderboardFilterForm(forms.Form):
             "by": data.get("by") or "model",
             "sort": data.get("sort") or "-isr",
             "ci": bool(data.get("ci")),
+            "exclude": data.get("exclude") or "none",
         }
 
 

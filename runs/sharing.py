@@ -18,6 +18,7 @@ from datetime import timedelta
 from django.db.models import Count, Max
 from django.utils import timezone
 
+from runs.exclusions import excluded_item_ids, exclusion_policy_label
 from runs.leaderboard_rows import LeaderboardTables, leaderboard_tables  # the API reads the tables from here too
 from runs.metrics import checklist as metrics
 from runs.metrics.checklist import GROUPINGS, AttemptRow, Filters, ScoreRow
@@ -44,10 +45,16 @@ def score_row_dict(row: ScoreRow) -> dict:
 
 
 def state_dict(state: dict) -> dict:
-    """A leaderboard state (filters, grouping, sort, interval flag) as plain JSON."""
+    """A leaderboard state (filters, grouping, sort, interval flag, exclusion policy) as plain JSON."""
     f: Filters = state["filters"]
     return {"run": list(f.runs), "judge": list(f.judges), "scaffold": list(f.scaffolds),
-            "primary_category": list(f.primary_categories), "by": state["by"], "sort": state["sort"], "ci": state["ci"]}
+            "primary_category": list(f.primary_categories), "by": state["by"], "sort": state["sort"], "ci": state["ci"],
+            "exclude": state.get("exclude", "none")}
+
+
+def state_tables(benchmark: Benchmark, state: dict) -> LeaderboardTables:
+    """The leaderboard tables of a state, leaving out the items its exclusion policy names (page, exports, snapshots, API)."""
+    return leaderboard_tables(benchmark, state, excluded_items=excluded_item_ids(benchmark, state.get("exclude")))
 
 
 def export_document(*, benchmark_slug: str, state: dict, rows: list[dict]) -> dict:
@@ -120,7 +127,8 @@ def _drilldown(benchmark: Benchmark, state: dict, tables: LeaderboardTables) -> 
 
 def leaderboard_snapshot(benchmark: Benchmark, state: dict, *, include_attempts: bool) -> dict:
     """The frozen page: state, rows, matrix groups, chart and (with attempts) each cell's attempt list."""
-    tables = leaderboard_tables(benchmark, state)
+    excluded = excluded_item_ids(benchmark, state.get("exclude"))
+    tables = leaderboard_tables(benchmark, state, excluded_items=excluded)
     snapshot = {
         "benchmark": {"slug": benchmark.slug, "name": benchmark.name},
         "state": state_dict(state), "by": state["by"], "by_label": GROUPINGS[state["by"]],
@@ -128,6 +136,9 @@ def leaderboard_snapshot(benchmark: Benchmark, state: dict, *, include_attempts:
         "rows": [score_row_dict(r) for r in tables.rows],
         "groups": tables.groups, "figure": tables.figure, "small_cell": metrics.SMALL_CELL,
     }
+    if excluded is not None:
+        snapshot["exclusion"] = {"policy": state["exclude"], "label": exclusion_policy_label(state["exclude"]),
+                                 "n_excluded": len(excluded)}
     if include_attempts:
         snapshot["drilldown"] = _drilldown(benchmark, state, tables)
     return snapshot

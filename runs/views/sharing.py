@@ -105,7 +105,7 @@ def leaderboard_export(request, slug):
     params = request.GET.copy()
     params.pop("format", None)
     state = _state(benchmark, params)
-    rows = [sharing.score_row_dict(r) for r in sharing.leaderboard_tables(benchmark, state).rows]
+    rows = [sharing.score_row_dict(r) for r in sharing.state_tables(benchmark, state).rows]
     return _export(rows, fmt=fmt, benchmark_slug=benchmark.slug, state=sharing.state_dict(state),
                    filename=f"{benchmark.slug}-leaderboard-{state['by']}")
 

@@ -79,3 +79,39 @@ def test_the_leaderboard_api_leaves_out_what_an_exclusion_policy_flags(bench, ca
     assert after["rows"][0]["isr"] == 100.0 and after["excluded_items"] == 3 and before["excluded_items"] == 0
     assert after["state"]["exclude"] == "adjudicated_invalid"
     assert api.get("/api/leaderboards/octo-test/?exclude=nope").status_code == 400
+
+
+def test_the_leaderboard_page_offers_the_policies_and_shows_ranks_before_and_after(bench, campaign, lead, annotator_a, annotator_b):
+    _label_all(campaign, [annotator_a, annotator_b], {"annotator_a": ("x",), "annotator_b": ("x",)})
+    page = client_for(lead)
+    plain = page.get("/b/octo-test/leaderboard/").content.decode()
+    assert 'name="exclude"' in plain and "final status invalid" in plain and 'id="exclusion"' not in plain
+
+    html = page.get("/b/octo-test/leaderboard/?exclude=adjudicated_invalid").content.decode()
+    box = html[html.index('id="exclusion"'):html.index("</div>", html.index("exclusion-stats"))]
+    assert "3 checklist items left out" in box
+    assert "<dd>-1.000</dd>" in box  # the two models swap: tau = -1
+    assert "alpha now above beta" in html
+    assert "/audits/effect/octo-test/?exclude=adjudicated_invalid" in html
+    table = html[html.index("<tbody>"):html.index("</tbody>")]
+    assert table.index(">alpha<") < table.index(">beta<")  # ordered after the exclusion
+    alpha = table[table.index(">alpha<"):table.index("</tr>", table.index(">alpha<"))]
+    assert "▲ 1" in alpha and ">100.00 <" in alpha  # rank 2 -> 1, ISR 100 after
+
+
+def test_exports_and_share_snapshots_carry_the_exclusion_policy(bench, campaign, lead, annotator_a, annotator_b):
+    from runs.models import ShareLink
+
+    _label_all(campaign, [annotator_a, annotator_b], {"annotator_a": ("x",), "annotator_b": ("x",)})
+    page = client_for(lead)
+    exported = page.get("/b/octo-test/leaderboard/export/?exclude=adjudicated_invalid&format=json").json()
+    assert exported["state"]["exclude"] == "adjudicated_invalid"
+    assert [(r["model"], r["isr"]) for r in exported["rows"]][0] == ("alpha", 100.0)
+    plain = page.get("/b/octo-test/leaderboard/export/?format=json").json()
+    assert plain["state"]["exclude"] == "none" and plain["rows"][0]["model"] == "beta"
+
+    assert page.post("/b/octo-test/share/", {"query": "exclude=adjudicated_invalid", "expires_in": ""}).status_code == 200
+    snapshot = ShareLink.objects.get().snapshot
+    assert snapshot["state"]["exclude"] == "adjudicated_invalid" and snapshot["overall"][0]["model"] == "alpha"
+    assert snapshot["exclusion"]["n_excluded"] == 3
+

@@ -1,0 +1,73 @@
+"""How a leaderboard's order changes between two sets of rows (METRICS.md section 6, effect on results).
+
+Ranks are by ISR (1 = best, tied scores share the mean of their ranks, models without a
+score are unranked); Kendall's tau-b compares the two rankings over the models ranked in
+both; a swap is a pair of models whose relative order changed (flipped, tied or untied).
+Used by the leaderboard page under an exclusion policy and by the audit effect page.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from itertools import combinations
+
+from runs.metrics.stats import kendall_tau
+
+
+@dataclass
+class EffectRow:
+    """One model before and after a change of the items scored."""
+
+    model: str
+    isr_before: float | None
+    isr_after: float | None
+    csr_before: float | None
+    csr_after: float | None
+    rank_before: float | None
+    rank_after: float | None
+
+    @property
+    def rank_change(self) -> float | None:
+        if self.rank_before is None or self.rank_after is None:
+            return None
+        return self.rank_before - self.rank_after  # positive: moved up
+
+
+def ranks(scores: dict[str, float | None]) -> dict[str, float]:
+    """Rank 1 for the highest score; tied scores share the mean of their ranks; models without a score are unranked."""
+    ordered = sorted(((m, s) for m, s in scores.items() if s is not None), key=lambda ms: (-ms[1], ms[0]))
+    out, i = {}, 0
+    while i < len(ordered):
+        j = i
+        while j + 1 < len(ordered) and ordered[j + 1][1] == ordered[i][1]:
+            j += 1
+        for k in range(i, j + 1):
+            out[ordered[k][0]] = (i + j) / 2 + 1
+        i = j + 1
+    return out
+
+
+def compare(before: Sequence, after: Sequence) -> tuple[list[EffectRow], float | None, list[tuple[str, str]]]:
+    """Rows (in the after order), tau and the pairs whose relative order changed, as (gainer, other), from two lists of ScoreRows."""
+    b = {r.model: r for r in before}
+    a = {r.model: r for r in after}
+    rb = ranks({m: r.isr for m, r in b.items()})
+    ra = ranks({m: r.isr for m, r in a.items()})
+    models = sorted(set(b) | set(a), key=lambda m: (ra.get(m, 1e9), m))
+    rows = [EffectRow(m, getattr(b.get(m), "isr", None), getattr(a.get(m), "isr", None),
+                      getattr(b.get(m), "csr", None), getattr(a.get(m), "csr", None), rb.get(m), ra.get(m))
+            for m in models]
+    common = [m for m in models if m in rb and m in ra]
+    tau = kendall_tau([-rb[m] for m in common], [-ra[m] for m in common])
+    swaps = []
+    for x, y in combinations(common, 2):
+        before_sign, after_sign = _sign(rb[x] - rb[y]), _sign(ra[x] - ra[y])
+        if before_sign == after_sign:
+            continue
+        # the model that gained relative to the other comes first (a tie broken or an order flipped)
+        swaps.append((x, y) if after_sign < before_sign else (y, x))
+    return rows, tau, swaps
+
+
+def _sign(value: float) -> int:
+    return (value > 0) - (value < 0)
