@@ -170,11 +170,17 @@ def items_by_id(ids: Iterable[int]) -> dict[int, ChecklistItem]:
     return {i.id: i for i in ChecklistItem.objects.filter(id__in=list(ids)).select_related("instance")}
 
 
-def attempt_verdicts_on(item_ids: Iterable[int], benchmark_id: int) -> dict[str, dict[int, dict[str, int]]]:
-    """For each model: item id -> {"pass": n, "fail": n} of its verdicts on these items (for the swap explanation)."""
+def attempt_verdicts_on(item_ids: Iterable[int], benchmark_id: int, filters=None) -> dict[str, dict[int, dict[str, int]]]:
+    """For each model: item id -> {"pass": n, "fail": n} of its verdicts on these items (for the swap explanation),
+    limited to the runs, judges, scaffolds and primary categories of a leaderboard's `filters` when given."""
     out: dict[str, dict[int, dict[str, int]]] = defaultdict(lambda: defaultdict(lambda: {"pass": 0, "fail": 0}))
-    rows = Verdict.objects.filter(item_id__in=list(item_ids), attempt__run__benchmark_id=benchmark_id).exclude(
-        result=VerdictResult.NOT_APPLICABLE).values_list("attempt__run__model__name", "item_id", "result") \
+    verdicts = Verdict.objects.filter(item_id__in=list(item_ids), attempt__run__benchmark_id=benchmark_id)
+    for values, lookup in ((getattr(filters, "runs", ()), "attempt__run__label__in"), (getattr(filters, "judges", ()), "judge__name__in"),
+                           (getattr(filters, "scaffolds", ()), "attempt__instance__scaffold__in"),
+                           (getattr(filters, "primary_categories", ()), "attempt__instance__primary_category__in")):
+        if values:
+            verdicts = verdicts.filter(**{lookup: list(values)})
+    rows = verdicts.exclude(result=VerdictResult.NOT_APPLICABLE).values_list("attempt__run__model__name", "item_id", "result") \
         .annotate(n=Count("id")).order_by()
     for model, item_id, result, n in rows:
         out[model][item_id][result] += n

@@ -14,6 +14,7 @@ from django.http import JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
+from runs.filters import LeaderboardFilterForm, form_state
 from runs.models import Benchmark, BenchmarkKind, VerdictResult
 
 from . import access, effect, sampling, selectors, services
@@ -213,11 +214,18 @@ def effect_page(request, slug):
     benchmark = get_object_or_404(Benchmark, slug=slug, kind=BenchmarkKind.CHECKLIST)
     form = EffectForm(request.GET or None)
     policy = (form.cleaned_data.get("exclude") if form.is_valid() else "") or "adjudicated_invalid"
+    # the leaderboard's filters (runs, judges, scaffolds, primary categories) carry over from its link
+    filters = form_state(LeaderboardFilterForm(request.GET or None, benchmark=benchmark))["filters"]
     excluded = selectors.excluded_item_ids(benchmark, policy)
-    result = effect.exclusion_effect(benchmark.id, excluded, selectors.attempt_verdicts_on(excluded, benchmark.id))
+    verdicts = selectors.attempt_verdicts_on(excluded, benchmark.id, filters)
+    result = effect.exclusion_effect(benchmark.id, excluded, verdicts, filters=filters)
     items = selectors.items_by_id({d["item_id"] for s in result.swaps for d in s.items})
+    filtered = any((filters.runs, filters.judges, filters.scaffolds, filters.primary_categories))
+    keep = request.GET.copy()
+    keep.pop("exclude", None)
     return render(request, "audits/effect.html", {
         "benchmark": benchmark, "form": form, "policy": policy, "policies": selectors.POLICIES, "effect": result,
-        "items": items, "benchmarks": Benchmark.objects.filter(kind=BenchmarkKind.CHECKLIST)})
+        "items": items, "filters": filters if filtered else None, "keep": keep.urlencode(),
+        "benchmarks": Benchmark.objects.filter(kind=BenchmarkKind.CHECKLIST)})
 
 

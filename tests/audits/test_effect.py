@@ -115,3 +115,14 @@ def test_exports_and_share_snapshots_carry_the_exclusion_policy(bench, campaign,
     assert snapshot["state"]["exclude"] == "adjudicated_invalid" and snapshot["overall"][0]["model"] == "alpha"
     assert snapshot["exclusion"]["n_excluded"] == 3
 
+
+
+def test_the_effect_page_keeps_the_leaderboard_filters_it_was_opened_with(bench, campaign, lead, annotator_a, annotator_b):
+    _label_all(campaign, [annotator_a, annotator_b], {"annotator_a": ("x",), "annotator_b": ("x",)})
+    page = client_for(lead)
+    whole = page.get("/audits/effect/octo-test/?exclude=adjudicated_invalid").content.decode()
+    assert "alpha gained on beta" in whole and "Limited to the leaderboard" not in whole
+    only_alpha = page.get("/audits/effect/octo-test/?exclude=adjudicated_invalid&run=alpha-r1").content.decode()
+    assert "Limited to the leaderboard's filters: runs alpha-r1;" in only_alpha
+    assert "gained on" not in only_alpha and ">beta<" not in only_alpha  # one model: nothing to swap with
+    assert 'href="?run=alpha-r1&amp;exclude=flagged_by_both"' in only_alpha  # the policy pills keep the filter
