@@ -5,19 +5,19 @@ import logging
 import threading
 import time
 import traceback
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 from django.conf import settings
 from django.core.cache import cache
 from django.db import InterfaceError, OperationalError, connection, transaction
-from django.db.models import Count, Q
+from django.db.models import Count, F, Q
 from django.utils import timezone
 
 from .bulk import bulk_insert
 from .models import (
-    Attempt, AttemptRollup, ChecklistItem, GroupRollup, Job, JobState, Run, Verdict, VerdictResult,
+    Attempt, AttemptRollup, Benchmark, ChecklistItem, GroupRollup, Job, JobState, Run, Verdict, VerdictResult,
 )
 
 log = logging.getLogger(__name__)
@@ -73,21 +73,55 @@ def catalog_lock(slug: str | None = None) -> None:
             cursor.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", [LOCK_CATALOG + 1, slug])
 
 
+def benchmarks_generation_bump(benchmark_ids: Iterable[int]) -> None:
+    """Mark what these benchmarks' leaderboards show as changed: data_generation + 1.
+
+    Call it inside the transaction that makes the change, as late in it as possible (the
+    update holds the benchmark row until commit). Cached leaderboards are keyed by the
+    generation (`runs.leaderboard_rows`), so readers see the new number together with the
+    new rows when the transaction commits, and never a cached table of the old rows under it.
+    """
+    if not connection.in_atomic_block:
+        raise RuntimeError("benchmarks_generation_bump needs the transaction that makes the change")
+    ids = sorted({int(i) for i in benchmark_ids})
+    if ids:
+        Benchmark.objects.filter(id__in=ids).update(data_generation=F("data_generation") + 1)
+
+
+def benchmarks_of_attempts(attempt_ids: Sequence[int]) -> set[int]:
+    """The benchmarks these attempts belong to (a query per ROLLUP_BATCH ids)."""
+    out: set[int] = set()
+    for start in range(0, len(attempt_ids), ROLLUP_BATCH):
+        out.update(Run.objects.filter(attempts__id__in=attempt_ids[start : start + ROLLUP_BATCH])
+                   .values_list("benchmark_id", flat=True).distinct().order_by())
+    return out
+
+
+def leaderboard_data_changed(*, attempt_ids: Iterable[int] = (), benchmark_ids: Iterable[int] = ()) -> None:
+    """After a write outside ingests and jobs (admin edits and deletions): rebuild the rollups of
+    the attempts that are still there and bump the data generation of every benchmark concerned."""
+    with transaction.atomic():
+        attempts = sorted(set(Attempt.objects.filter(id__in=sorted(set(attempt_ids))).values_list("id", flat=True)))
+        benchmarks = set(benchmark_ids) | benchmarks_of_attempts(attempts)
+        benchmarks_lock(benchmarks)
+        if attempts:
+            rollups_rebuild_for_attempts(attempts)
+        benchmarks_generation_bump(benchmarks)
+
+
 def rollups_rebuild_for_attempts(attempt_ids: Iterable[int]) -> int:
     """Recompute AttemptRollup and GroupRollup rows of these attempts from their verdicts.
 
     The whole set is replaced in one transaction under the lock of its benchmarks:
     readers see the previous complete rows until it commits, concurrent rebuilds of the
-    same data run one after the other, and running it twice gives the same rows.
-    Returns the number of attempt x judge rollups written.
+    same data run one after the other, and running it twice gives the same rows. The
+    benchmarks' data generation is bumped in the same transaction (cached leaderboards
+    of the old rows are no longer read). Returns the number of attempt x judge rollups written.
     """
     ids = sorted(set(attempt_ids))
     written = 0
     with transaction.atomic():
-        benchmarks: set[int] = set()
-        for start in range(0, len(ids), ROLLUP_BATCH):
-            benchmarks.update(Run.objects.filter(attempts__id__in=ids[start : start + ROLLUP_BATCH])
-                              .values_list("benchmark_id", flat=True).distinct().order_by())
+        benchmarks = benchmarks_of_attempts(ids)
         benchmarks_lock(benchmarks)
         for start in range(0, len(ids), ROLLUP_BATCH):
             batch = ids[start : start + ROLLUP_BATCH]
@@ -95,6 +129,7 @@ def rollups_rebuild_for_attempts(attempt_ids: Iterable[int]) -> int:
                 written += _rollups_rebuild_sql(batch)
             else:
                 written += _rollups_rebuild_batch(batch)
+        benchmarks_generation_bump(benchmarks)
     return written
 
 

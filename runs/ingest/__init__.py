@@ -44,7 +44,7 @@ def ingest(
     progress: Callable[[int, int], None] | None = None,
 ) -> Report:
     """Ingest `sources` as `format_name`, all or nothing; returns the counts."""
-    from runs.services import rollups_rebuild_for_attempts
+    from runs.services import benchmarks_generation_bump, rollups_rebuild_for_attempts
 
     if format_name not in FORMATS:
         raise ValueError(f"unknown format {format_name!r}; one of: {', '.join(FORMATS)}")
@@ -57,6 +57,9 @@ def ingest(
             rollups_rebuild_for_attempts(sorted(ctx.touched_attempts))
         for run in ctx.touched_runs.values():
             run_record_sources(run, ctx.source_hashes, format_name)
+        if any(ctx.report.total(outcome) for outcome in ("created", "updated", "removed")):
+            # instances, items or runs may have changed what a leaderboard shows without a rollup rebuild
+            benchmarks_generation_bump(ctx.benchmarks)
     return ctx.report
 
 

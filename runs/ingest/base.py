@@ -166,6 +166,8 @@ class Context:
         #: attempts whose verdicts changed (their rollups are rebuilt) and runs written to
         self.touched_attempts: set[int] = set()
         self.touched_runs: dict[int, Any] = {}
+        #: benchmarks this ingest locked for writing (their data generation is bumped if anything changed)
+        self.benchmarks: set[int] = set()
 
     # problems -------------------------------------------------------------------------
     def problem(self, source: Source | str, line: int | None, reason: str) -> None:

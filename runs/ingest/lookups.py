@@ -21,7 +21,7 @@ def benchmark_get_or_create(ctx: Context, *, default_slug: str, kind: str, name:
         benchmark, created = Benchmark.objects.get_or_create(slug=slug, defaults={"kind": kind, "name": name})
         if created:
             ctx.report.add("benchmarks", "created")
-    benchmark_lock_for_ingest(benchmark)
+    benchmark_lock_for_ingest(benchmark, ctx)
     return benchmark
 
 
@@ -33,17 +33,20 @@ def benchmark_existing(ctx: Context, source: Source, *, default_slug: str) -> Be
     if benchmark is None:
         ctx.problem(source, None, f"benchmark '{slug}' does not exist: ingest its instances first (or pass --benchmark)")
         return None
-    benchmark_lock_for_ingest(benchmark)
+    benchmark_lock_for_ingest(benchmark, ctx)
     return benchmark
 
 
-def benchmark_lock_for_ingest(benchmark: Benchmark) -> None:
+def benchmark_lock_for_ingest(benchmark: Benchmark, ctx: Context | None = None) -> None:
     """Take the benchmark's write lock before reading any of its rows: a concurrent ingest of
     the same benchmark waits here until the other commits, then sees its rows (so the same
-    file ingested twice at once ends with the second one "unchanged")."""
+    file ingested twice at once ends with the second one "unchanged"). With `ctx`, the ingest
+    remembers the benchmark so its data generation is bumped when the ingest changes anything."""
     from runs.services import benchmarks_lock
 
     benchmarks_lock([benchmark.id])
+    if ctx is not None:
+        ctx.benchmarks.add(benchmark.id)
 
 
 def model_get_or_create(name: str) -> AgentModel:
