@@ -9,6 +9,7 @@ from django.db.models import Count
 from django.utils import timezone
 
 from runs.models import Benchmark
+from runs.services import benchmarks_generation_bump
 
 from . import sampling, selectors
 from .models import (
@@ -163,6 +164,7 @@ def _unit_settle(unit: AuditUnit, rubric, *, now) -> None:
     else:
         unit.state = UnitState.DISPUTED
     unit.save(update_fields=["agreement", "state", "final_status", "final_source", "closed_at"])
+    benchmarks_generation_bump(unit.campaign.benchmarks.values_list("id", flat=True))  # exclusion policies read unit states
 
 
 @transaction.atomic
@@ -185,6 +187,7 @@ def unit_adjudicate(unit: AuditUnit, *, lead, final_status: str, reason: str = "
     unit.final_source = FinalSource.UNRESOLVED if final_status == FinalStatus.UNRESOLVED else FinalSource.ADJUDICATED
     unit.closed_at = timezone.now()
     unit.save(update_fields=["state", "final_status", "final_source", "closed_at"])
+    benchmarks_generation_bump(unit.campaign.benchmarks.values_list("id", flat=True))  # exclusion policies read unit states
     return adjudication
 
 
