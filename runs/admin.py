@@ -1,7 +1,48 @@
-"""Admin: a maintenance view of the stored rows; large JSON (specs, trajectories) stays out of the lists."""
+"""Admin: a maintenance view of the stored rows; large JSON (specs, trajectories) stays out of the lists.
+
+Edits and deletions of rows that leaderboards read rebuild the rollups of the attempts they
+touch and bump their benchmarks' data generation (cached leaderboards are keyed by it).
+"""
 from django.contrib import admin
+from django.db import transaction
 
 from .models import AgentModel, Attempt, Benchmark, ChecklistItem, Instance, Job, Judge, Run, Verdict
+from .services import leaderboard_data_changed
+
+
+class LeaderboardRowsAdmin(admin.ModelAdmin):
+    """An admin whose rows feed leaderboards; subclasses say which attempts and benchmarks rows concern."""
+
+    #: (verdict-bearing attempts lookup, benchmark lookup) from this model, for values_list on a queryset
+    attempt_path: str | None = None
+    benchmark_path: str = ""
+
+    def _concerned(self, queryset) -> tuple[set[int], set[int]]:
+        attempts = set(queryset.filter(**{f"{self.attempt_path}__isnull": False})
+                       .values_list(self.attempt_path, flat=True)) if self.attempt_path else set()
+        return attempts, set(queryset.values_list(self.benchmark_path, flat=True))
+
+    def _one(self, obj) -> tuple[set[int], set[int]]:
+        return self._concerned(type(obj).objects.filter(pk=obj.pk))
+
+    def save_model(self, request, obj, form, change):
+        with transaction.atomic():
+            before = self._one(obj) if change else (set(), set())
+            super().save_model(request, obj, form, change)
+            after = self._one(obj)
+            leaderboard_data_changed(attempt_ids=before[0] | after[0], benchmark_ids=before[1] | after[1])
+
+    def delete_model(self, request, obj):
+        with transaction.atomic():
+            attempts, benchmarks = self._one(obj)
+            super().delete_model(request, obj)
+            leaderboard_data_changed(attempt_ids=attempts, benchmark_ids=benchmarks)
+
+    def delete_queryset(self, request, queryset):
+        with transaction.atomic():
+            attempts, benchmarks = self._concerned(queryset)
+            super().delete_queryset(request, queryset)
+            leaderboard_data_changed(attempt_ids=attempts, benchmark_ids=benchmarks)
 
 
 @admin.register(Benchmark)
@@ -9,10 +50,19 @@ class BenchmarkAdmin(admin.ModelAdmin):
     list_display = ["slug", "name", "kind", "version", "created_at"]
     list_filter = ["kind"]
     search_fields = ["slug", "name"]
+    readonly_fields = ["data_generation"]
+
+    def save_model(self, request, obj, form, change):
+        if change:  # never write back data_generation: a bump made while the form was open would be undone
+            obj.save(update_fields=[f.name for f in obj._meta.concrete_fields if not f.primary_key and f.name != "data_generation"])
+        else:
+            super().save_model(request, obj, form, change)
 
 
 @admin.register(Instance)
-class InstanceAdmin(admin.ModelAdmin):
+class InstanceAdmin(LeaderboardRowsAdmin):
+    benchmark_path = "benchmark_id"
+
     list_display = ["external_id", "benchmark", "primary_category", "scaffold", "updated_at"]
     list_filter = ["benchmark"]
     list_select_related = ["benchmark"]
@@ -25,7 +75,9 @@ class InstanceAdmin(admin.ModelAdmin):
 
 
 @admin.register(ChecklistItem)
-class ChecklistItemAdmin(admin.ModelAdmin):
+class ChecklistItemAdmin(LeaderboardRowsAdmin):
+    attempt_path = "verdicts__attempt_id"
+    benchmark_path = "instance__benchmark_id"
     list_display = ["key", "instance", "category", "check_type", "group", "turn"]
     list_select_related = ["instance"]
     search_fields = ["key", "instance__external_id", "description"]
@@ -46,7 +98,9 @@ class JudgeAdmin(admin.ModelAdmin):
 
 
 @admin.register(Run)
-class RunAdmin(admin.ModelAdmin):
+class RunAdmin(LeaderboardRowsAdmin):
+    attempt_path = "attempts__id"
+    benchmark_path = "benchmark_id"
     list_display = ["label", "benchmark", "model", "repetition", "scaffold", "created_at"]
     list_filter = ["benchmark"]
     list_select_related = ["benchmark", "model"]
@@ -55,7 +109,9 @@ class RunAdmin(admin.ModelAdmin):
 
 
 @admin.register(Attempt)
-class AttemptAdmin(admin.ModelAdmin):
+class AttemptAdmin(LeaderboardRowsAdmin):
+    attempt_path = "id"
+    benchmark_path = "run__benchmark_id"
     list_display = ["id", "run", "instance", "assistant_turns", "updated_at"]
     list_select_related = ["run", "instance"]
     search_fields = ["run__label", "instance__external_id"]
@@ -63,7 +119,9 @@ class AttemptAdmin(admin.ModelAdmin):
 
 
 @admin.register(Verdict)
-class VerdictAdmin(admin.ModelAdmin):
+class VerdictAdmin(LeaderboardRowsAdmin):
+    attempt_path = "attempt_id"
+    benchmark_path = "attempt__run__benchmark_id"
     list_display = ["id", "attempt", "item", "judge", "result"]
     list_filter = ["result", "judge"]
     list_select_related = ["attempt", "item", "judge"]
