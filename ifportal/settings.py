@@ -173,9 +173,28 @@ if IFPORTAL_JOBS not in {"celery", "thread", "inline"}:
 if IFPORTAL_JOBS == "celery" and not CELERY_BROKER_URL:
     raise ImproperlyConfigured("IFPORTAL_JOBS=celery needs CELERY_BROKER_URL")
 
-# Live job progress is shared through the cache: Redis when workers run elsewhere,
-# process memory in the embedded default (jobs run in a thread of the same process).
-CACHE_URL = env_str("CACHE_URL") or CELERY_BROKER_URL
+
+
+def cache_url_beside(broker_url: str) -> str:
+    """The Redis URL for the cache next to a Redis broker: same server, the next database
+    number (broker /0 -> cache /1), so cache keys never mix with Celery's queues; "" for a
+    broker that is not Redis."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    if not broker_url.startswith(("redis://", "rediss://")):
+        return ""
+    parts = urlsplit(broker_url)
+    db = parts.path.strip("/") or "0"
+    if not db.isdigit():
+        raise ImproperlyConfigured(f"CELERY_BROKER_URL={broker_url!r}: the Redis database number {db!r} is not a number")
+    cache_db = int(db) + 1 if int(db) < 15 else int(db) - 1
+    return urlunsplit(parts._replace(path=f"/{cache_db}"))
+
+
+# The cache holds live job progress and computed leaderboards (keyed by data generation):
+# Redis when workers or several web processes run, process memory in the embedded default
+# (jobs run in a thread of the same process). Default: the broker's Redis, next database.
+CACHE_URL = env_str("CACHE_URL") or cache_url_beside(CELERY_BROKER_URL)
 CACHES = {
     "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": CACHE_URL}
     if CACHE_URL.startswith(("redis://", "rediss://"))

@@ -2,15 +2,50 @@
 
 The page, the CSV/JSON exports, GET /api/leaderboards/<slug>/ and share snapshots all
 call `leaderboard_tables`, so they cannot disagree on numbers or order.
+
+Computed tables are cached (Django's cache: Redis when configured, else process memory)
+under the benchmark's `data_generation`, which every write that changes what a
+leaderboard shows bumps in its own transaction (rollup rebuilds, ingests, deletions,
+audit decisions). A request reads the generation fresh (one primary-key query) before
+anything else, so a table cached for an older generation is never served after the
+change commits. Tables are stored only once the reading transaction commits (at once in
+autocommit), so numbers computed from uncommitted rows never reach the cache.
 """
 from __future__ import annotations
 
+import copy
+import hashlib
+import json
+import logging
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
+from pathlib import Path
+
+from django.core.cache import cache
+from django.db import connection, transaction
 
 from runs import charts
 from runs.metrics import checklist as metrics
 from runs.metrics.checklist import GROUPINGS, ScoreRow
+
+log = logging.getLogger(__name__)
+
+#: how long a computed table stays cached; entries of older generations are simply never read again
+CACHE_SECONDS = 24 * 3600
+
+
+def _code_version() -> str:
+    """A digest of the code that computes and shapes the tables: a deploy that changes how
+    rows are scored or laid out never reads tables an older version cached in Redis."""
+    here = Path(__file__).resolve().parent
+    digest = hashlib.sha256()
+    for path in (here / "leaderboard_rows.py", here / "metrics" / "checklist.py", here / "metrics" / "stats.py",
+                 here / "charts.py"):
+        digest.update(path.read_bytes() if path.exists() else path.name.encode())
+    return digest.hexdigest()[:12]
+
+
+CODE_VERSION = _code_version()
 
 
 @dataclass
@@ -45,14 +80,75 @@ def matrix_layout(overall: Sequence[ScoreRow], cells: Sequence[ScoreRow], by: st
     return groups, [{"row": o, "cells": [by_key.get((o.model, g)) for g in groups]} for o in overall]
 
 
+def data_generation(benchmark_id: int) -> int | None:
+    """The benchmark's data generation as committed now (None if it was deleted): one primary-key query,
+    read fresh on every call (a benchmark row fetched earlier in a long request may be stale)."""
+    from runs.models import Benchmark
+
+    return Benchmark.objects.filter(pk=benchmark_id).values_list("data_generation", flat=True).first()
+
+
+def state_digest(state: dict, excluded_items: Collection[int] | None) -> str:
+    """A stable hash of everything a table depends on besides the data: filters, grouping, sort,
+    interval flag, exclusion policy and the excluded items themselves (order-independent)."""
+    f = state["filters"]
+    document = {
+        "runs": sorted(f.runs), "judges": sorted(f.judges), "scaffolds": sorted(f.scaffolds),
+        "primary_categories": sorted(f.primary_categories), "models": sorted(getattr(f, "models", ()) or ()),
+        "by": state["by"], "sort": state["sort"], "ci": bool(state["ci"]), "exclude": state.get("exclude") or "none",
+        "excluded": sorted(excluded_items) if excluded_items else None,
+    }
+    return hashlib.sha256(json.dumps(document, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+def cache_key(benchmark_id: int, generation: int, digest: str) -> str:
+    """The cache key of one table; the database's name is part of it, so two portals (or test
+    databases) sharing one Redis never read each other's tables for the same benchmark id."""
+    return f"leaderboard:{CODE_VERSION}:{_database_tag()}:{benchmark_id}:{generation}:{digest}"
+
+
+def _database_tag() -> str:
+    settings_dict = connection.settings_dict
+    where = f"{settings_dict.get('HOST') or ''}:{settings_dict.get('PORT') or ''}/{settings_dict.get('NAME')}"
+    return hashlib.sha256(where.encode()).hexdigest()[:8]
+
+
 def leaderboard_tables(benchmark, state: dict, *, excluded_items: Collection[int] | None = None) -> LeaderboardTables:
     """The leaderboard of a benchmark for a state (filters, by, sort, ci) exactly as its page lays it out,
-    optionally leaving out excluded checklist items (an audit exclusion policy)."""
+    optionally leaving out excluded checklist items (an audit exclusion policy); cached per data generation."""
+    generation = data_generation(benchmark.id)
+    if generation is None:  # deleted meanwhile: compute (empty) rather than cache under no generation
+        return compute_tables(benchmark.id, state, excluded_items=excluded_items)
+    key = cache_key(benchmark.id, generation, state_digest(state, excluded_items))
+    try:
+        cached = cache.get(key)
+    except Exception:  # a cache that is down must not take the leaderboard with it
+        log.warning("leaderboard cache unavailable (read)", exc_info=True)
+        cached = None
+    if isinstance(cached, LeaderboardTables):
+        return cached
+    tables = compute_tables(benchmark.id, state, excluded_items=excluded_items)
+    # inside a transaction the store waits for commit (and is dropped on rollback): keep what
+    # was computed now, whatever the caller does to the rows it gets back meanwhile
+    stored = copy.deepcopy(tables) if connection.in_atomic_block else tables
+    transaction.on_commit(lambda: _store(key, stored))
+    return tables
+
+
+def _store(key: str, tables: LeaderboardTables) -> None:
+    try:
+        cache.set(key, tables, CACHE_SECONDS)
+    except Exception:
+        log.warning("leaderboard cache unavailable (write)", exc_info=True)
+
+
+def compute_tables(benchmark_id: int, state: dict, *, excluded_items: Collection[int] | None = None) -> LeaderboardTables:
+    """The tables computed from the rollups (or verdicts, when items are excluded), without the cache."""
     filters, by, ci = state["filters"], state["by"], state["ci"]
-    overall = sort_rows(metrics.leaderboard_rows(benchmark.id, filters, bootstrap=ci, excluded_items=excluded_items), state["sort"])
+    overall = sort_rows(metrics.leaderboard_rows(benchmark_id, filters, bootstrap=ci, excluded_items=excluded_items), state["sort"])
     if by == "model":
         return LeaderboardTables(overall, overall, [], [], charts.leaderboard_figure(overall))
-    cells = metrics.leaderboard_rows(benchmark.id, filters, by=by, bootstrap=ci, excluded_items=excluded_items)
+    cells = metrics.leaderboard_rows(benchmark_id, filters, by=by, bootstrap=ci, excluded_items=excluded_items)
     groups, matrix = matrix_layout(overall, cells, by)
     rows = [cell for line in matrix for cell in line["cells"] if cell is not None]
     figure = charts.matrix_figure(cells, group_label=GROUPINGS[by], groups=groups)

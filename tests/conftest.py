@@ -14,6 +14,32 @@ def _inline_jobs(settings, tmp_path):
     settings.MEDIA_ROOT = tmp_path / "media"
 
 
+@pytest.fixture(autouse=True)
+def _no_cache_between_tests():
+    """Each test starts with no cached leaderboard (benchmark ids and generations repeat across tests).
+
+    A process-memory cache is cleared; a Redis cache (shared with other test runs and
+    workers) loses only the leaderboard keys of this test database, never a whole Redis database."""
+    _cache_forget()
+    yield
+    _cache_forget()
+
+
+def _cache_forget() -> None:
+    from django.core.cache import caches
+    from django.core.cache.backends.redis import RedisCache
+
+    from runs.leaderboard_rows import _database_tag
+
+    cache = caches["default"]
+    if not isinstance(cache, RedisCache):
+        cache.clear()
+        return
+    client = cache._cache.get_client(None, write=True)
+    for key in client.scan_iter(match=cache.make_key(f"leaderboard:*:{_database_tag()}:*"), count=1000):
+        client.delete(key)
+
+
 @pytest.fixture
 def shared_data() -> Path:
     """../shared/data, or skip: a fresh clone does not have it."""
