@@ -18,7 +18,7 @@ from django.db import transaction
 
 from .checkers.evolif import LLM_JUDGED, check_constraint
 from .models import Attempt, ChecklistItem, Job, Judge, JudgeKind, Run, Verdict, VerdictResult
-from .services import ProgressReporter, job_register, rollups_rebuild_for_attempts
+from .services import ProgressReporter, benchmarks_lock, job_register, rollups_rebuild_for_attempts
 
 CHECKER_JUDGE = "evolif-checker"
 BATCH = 200
@@ -65,10 +65,13 @@ def logged_judge_for(run: Run) -> Judge | None:
 def rescore_evolif_run(*, run: Run, progress: Callable[[int, int], None] | None = None) -> RescoreReport:
     """Check every evaluated turn of `run` with the portal's EvolIF checkers and store the verdicts."""
     judge, _ = Judge.objects.get_or_create(name=CHECKER_JUDGE, defaults={"kind": JudgeKind.CHECKER})
-    logged = logged_judge_for(run)
-    report = RescoreReport(run=run.label, judge=judge.name, logged_judge=logged.name if logged else None)
-    attempt_ids = list(Attempt.objects.filter(run=run).order_by("id").values_list("id", flat=True))
     with transaction.atomic():
+        # the benchmark's write lock first, as ingests do: a concurrent ingest or rescore of this
+        # benchmark commits before this one reads the run's attempts and logged verdicts
+        benchmarks_lock([run.benchmark_id])
+        logged = logged_judge_for(run)
+        report = RescoreReport(run=run.label, judge=judge.name, logged_judge=logged.name if logged else None)
+        attempt_ids = list(Attempt.objects.filter(run=run).order_by("id").values_list("id", flat=True))
         Verdict.objects.filter(judge=judge, attempt_id__in=attempt_ids).delete()
         for start in range(0, len(attempt_ids), BATCH):
             batch = attempt_ids[start:start + BATCH]

@@ -21,7 +21,7 @@ from django.db import transaction
 from .checkers.manyih_style import STYLE_CHECKERS, Code, check_style, extract_code
 from .metrics.hierarchy import CHECKER_JUDGE, LOGGED_JUDGE
 from .models import Attempt, BenchmarkKind, ChecklistItem, Job, Judge, JudgeKind, Run, Verdict, VerdictResult
-from .services import ProgressReporter, job_register, rollups_rebuild_for_attempts
+from .services import ProgressReporter, benchmarks_lock, job_register, rollups_rebuild_for_attempts
 
 BATCH = 200
 _FIELDS = ("result", "score", "reasoning", "evidence")
@@ -81,10 +81,13 @@ def restyle_run(*, run: Run, progress: Callable[[int, int], None] | None = None)
     if run.benchmark.kind != BenchmarkKind.HIERARCHY:
         raise ValueError(f"run '{run.label}' is not a hierarchy run (benchmark kind {run.benchmark.kind})")
     judge = checker_judge()
-    logged = logged_judge_for(run)
-    report = RestyleReport(run=run.label, logged_judge=logged.name if logged else None)
-    attempt_ids = list(Attempt.objects.filter(run=run).order_by("id").values_list("id", flat=True))
     with transaction.atomic():
+        # the benchmark's write lock first, as ingests do: a concurrent ingest or re-check of this
+        # benchmark commits before this one reads the run's attempts and existing verdicts
+        benchmarks_lock([run.benchmark_id])
+        logged = logged_judge_for(run)
+        report = RestyleReport(run=run.label, logged_judge=logged.name if logged else None)
+        attempt_ids = list(Attempt.objects.filter(run=run).order_by("id").values_list("id", flat=True))
         for start in range(0, len(attempt_ids), BATCH):
             _restyle_batch(attempt_ids[start:start + BATCH], judge, logged, report)
             report.attempts += len(attempt_ids[start:start + BATCH])

@@ -30,7 +30,13 @@ from runs.models import (
 )
 
 from .base import Context, Source, content_hash, iter_jsonl
-from .lookups import attempt_ids_for, attempts_upsert, judge_get_or_create, model_get_or_create
+from .lookups import (
+    attempt_ids_for,
+    attempts_upsert,
+    benchmark_lock_for_ingest,
+    judge_get_or_create,
+    model_get_or_create,
+)
 from .verdicts import verdicts_upsert
 
 BATCH = 2000  # records per write; measured: 10x fewer round trips than 200, same memory bound (BATCH_BYTES)
@@ -238,7 +244,10 @@ class _NativeIngest:
         if slug in self.benchmarks:
             return self.benchmarks[slug]
         benchmark = Benchmark.objects.filter(slug=slug).first()
-        return self._defined(benchmark) if benchmark else None
+        if benchmark is None:
+            return None
+        benchmark_lock_for_ingest(benchmark, self.ctx)  # before reading any of its rows
+        return self._defined(benchmark)
 
     def _defined(self, benchmark: Benchmark) -> _Defined:
         if benchmark.slug not in self.benchmarks:
@@ -261,8 +270,14 @@ class _NativeIngest:
         values = {"name": record.get("name") or slug, "kind": record["kind"],
                   "version": record.get("version") or "", "description": record.get("description") or ""}
         benchmark = Benchmark.objects.filter(slug=slug).first()
+        created = False
         if benchmark is None:
-            benchmark = Benchmark.objects.create(slug=slug, **values)
+            from runs.services import catalog_lock
+
+            catalog_lock(slug)  # as lookups.benchmark_get_or_create: two imports creating it wait for each other
+            benchmark, created = Benchmark.objects.get_or_create(slug=slug, defaults=values)
+        benchmark_lock_for_ingest(benchmark, ctx)  # before reading any of its rows
+        if created:
             ctx.report.add("benchmarks", "created")
         elif benchmark.kind != values["kind"]:
             ctx.problem(source, line, f"benchmark '{slug}' is stored as a {benchmark.kind} benchmark, not {values['kind']}")
@@ -271,7 +286,7 @@ class _NativeIngest:
             for k, v in values.items():
                 setattr(benchmark, k, v)
             if not ctx.failed:
-                benchmark.save()
+                benchmark.save(update_fields=list(values))  # never data_generation: a stale copy would undo a bump
             ctx.report.add("benchmarks", "updated")
         else:
             ctx.report.add("benchmarks", "unchanged")
@@ -482,7 +497,9 @@ class _NativeIngest:
             ctx.upsert(ChecklistItem, items, key=("instance_id", "key"), compare=("content_hash",), kind="checklist items")
         for source, line, r in records:
             keys = {item["key"] for item in r["items"]}
-            dropped = ChecklistItem.objects.filter(instance_id=ids[(benchmark.id, r["id"])]).exclude(key__in=keys)
+            # an audit's rewrite and the version it superseded are not the file's to remove (both stay, linked)
+            dropped = ChecklistItem.objects.filter(instance_id=ids[(benchmark.id, r["id"])], supersedes__isnull=True,
+                                                   superseded_by__isnull=True).exclude(key__in=keys)
             judged = list(dropped.filter(verdicts__isnull=False).values_list("key", flat=True).distinct()[:5])
             if judged:
                 ctx.problem(source, line, f"items {', '.join(judged)} have verdicts and cannot be removed from instance '{r['id']}'")
