@@ -23,6 +23,16 @@ CHROMIUM_ARGS = [
 ]
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 
+#: runs before any page script (injected through the devtools protocol, so the CSP does not apply to it):
+#: every Content-Security-Policy violation lands in window.__csp and in the console as an error
+WATCH_CSP = """
+window.__csp = [];
+document.addEventListener('securitypolicyviolation', function (e) {
+  window.__csp.push(e.violatedDirective + ' ' + e.blockedURI + ' ' + (e.sourceFile || '') + ':' + e.lineNumber);
+  console.error('CSP violation: ' + e.violatedDirective + ' blocked ' + e.blockedURI);
+});
+"""
+
 
 def pytest_collection_modifyitems(config, items):
     here = Path(__file__).parent
@@ -84,6 +94,43 @@ def page(browser, console) -> Iterator:
     page.on("requestfailed", console.on_request_failed)
     yield page
     context.close()
+
+
+@pytest.fixture
+def watch_csp() -> str:
+    """The CSP-violation watcher, for `context.add_init_script`."""
+    return WATCH_CSP
+
+
+@pytest.fixture
+def session(browser, live_server, console):
+    """Open a new browser context (no cookies, CSP watched, errors into `console.errors`) as one person.
+
+    `session()` is a visitor without an account; `session("name", "password")` signs in through the form.
+    """
+    contexts = []
+
+    def _session(username: str | None = None, password: str | None = None):
+        context = browser.new_context(viewport={"width": 1280, "height": 900}, locale="en-US", accept_downloads=True)
+        contexts.append(context)
+        context.set_default_timeout(10_000)
+        context.add_init_script(WATCH_CSP)
+        page = context.new_page()
+        page.on("console", console.on_console)
+        page.on("pageerror", console.on_page_error)
+        page.on("requestfailed", console.on_request_failed)
+        if username:
+            page.goto(f"{live_server.url}/login/")
+            page.get_by_label("Username").fill(username)
+            page.get_by_label("Password").fill(password)
+            page.get_by_role("button", name="Sign in").click()
+            page.wait_for_load_state("networkidle")
+            assert page.get_by_role("button", name="Log out").is_visible(), f"{username} could not sign in"
+        return page
+
+    yield _session
+    for context in contexts:
+        context.close()
 
 
 @pytest.fixture

@@ -17,20 +17,11 @@ _spec = importlib.util.spec_from_file_location(
 hostile_corpus = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(hostile_corpus)
 
-#: runs before any page script; CSP-exempt (injected by the browser's devtools protocol)
-WATCH_CSP = """
-window.__csp = [];
-document.addEventListener('securitypolicyviolation', function (e) {
-  window.__csp.push(e.violatedDirective + ' ' + e.blockedURI + ' ' + (e.sourceFile || '') + ':' + e.lineNumber);
-  console.error('CSP violation: ' + e.violatedDirective + ' blocked ' + e.blockedURI);
-});
-"""
-
 
 @pytest.fixture
-def watched(page):
+def watched(page, watch_csp):
     """CSP violations of the page recorded in window.__csp and reported as console errors."""
-    page.context.add_init_script(WATCH_CSP)
+    page.context.add_init_script(watch_csp)
     page.context.set_default_timeout(15_000)
 
 
