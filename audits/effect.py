@@ -52,8 +52,8 @@ def _items_behind(up: str, down: str, verdicts: dict, limit: int) -> list[dict]:
     for item_id in set(verdicts.get(up, {})) | set(verdicts.get(down, {})):
         rate_up = _rate(verdicts.get(up, {}).get(item_id))
         rate_down = _rate(verdicts.get(down, {}).get(item_id))
-        if rate_up is None or rate_down is None or rate_down == rate_up:
-            continue
+        if rate_up is None or rate_down is None or rate_down <= rate_up:
+            continue  # an item `up` passed as often or more: leaving it out did not help `up` past `down`
         out.append({"item_id": item_id, "pass_rate_up": rate_up, "pass_rate_down": rate_down,
                     "difference": rate_down - rate_up})
     return sorted(out, key=lambda d: (-d["difference"], d["item_id"]))[:limit]

@@ -225,7 +225,7 @@ def effect_page(request, slug):
     keep.pop("exclude", None)
     return render(request, "audits/effect.html", {
         "benchmark": benchmark, "form": form, "policy": policy, "policies": selectors.POLICIES, "effect": result,
-        "items": items, "filters": filters if filtered else None, "keep": keep.urlencode(),
+        "policy_label": selectors.POLICIES.get(policy, policy), "items": items, "filters": filters if filtered else None, "keep": keep.urlencode(),
         "benchmarks": Benchmark.objects.filter(kind=BenchmarkKind.CHECKLIST)})
 
 

@@ -126,3 +126,10 @@ def test_the_effect_page_keeps_the_leaderboard_filters_it_was_opened_with(bench,
     assert "Limited to the leaderboard's filters: runs alpha-r1;" in only_alpha
     assert "gained on" not in only_alpha and ">beta<" not in only_alpha  # one model: nothing to swap with
     assert 'href="?run=alpha-r1&amp;exclude=flagged_by_both"' in only_alpha  # the policy pills keep the filter
+
+
+def test_only_items_the_gaining_model_failed_more_often_are_behind_a_swap():
+    verdicts = {"up": {1: {"pass": 1, "fail": 1}, 2: {"pass": 2, "fail": 0}, 3: {"pass": 1, "fail": 0}},
+                "down": {1: {"pass": 2, "fail": 0}, 2: {"pass": 0, "fail": 2}, 3: {"pass": 1, "fail": 0}}}
+    behind = effect._items_behind("up", "down", verdicts, limit=10)
+    assert behind == [{"item_id": 1, "pass_rate_up": 0.5, "pass_rate_down": 1.0, "difference": 0.5}]
