@@ -164,3 +164,30 @@ class Adjudication(models.Model):
     shown_order = models.JSONField(default=list, blank=True)
     note = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
+
+
+class ItemRevision(models.Model):
+    """A lead's rewrite of a checklist item: the old version, the new one, who, why, and from which unit.
+
+    The link itself lives on the items (`ChecklistItem.supersedes`); this row is the audit
+    trail: it can be listed per lead, unit or campaign, and it keeps both texts as the lead
+    saw them, since a corrected import may later update the old item's text in place.
+    """
+
+    old_item = models.OneToOneField(ChecklistItem, on_delete=models.CASCADE, related_name="rewrite")
+    new_item = models.OneToOneField(ChecklistItem, on_delete=models.CASCADE, related_name="created_by_rewrite")
+    lead = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    reason = models.TextField(blank=True)
+    unit = models.ForeignKey(AuditUnit, null=True, blank=True, on_delete=models.SET_NULL, related_name="item_revisions")
+    old_description = models.TextField(blank=True)
+    new_description = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            models.CheckConstraint(condition=~models.Q(old_item=models.F("new_item")), name="item_revision_two_items"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.old_item_id} -> {self.new_item_id}"

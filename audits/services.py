@@ -1,6 +1,7 @@
-"""Writes for audits: create and start campaigns, reserve assignments, save labels, adjudicate."""
+"""Writes for audits: create and start campaigns, reserve assignments, save labels, adjudicate, rewrite items."""
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from datetime import timedelta
 
@@ -8,10 +9,12 @@ from django.db import IntegrityError, transaction
 from django.db.models import Count
 from django.utils import timezone
 
-from runs.models import Benchmark
+from runs.categories import normalise_category
+from runs.ingest.base import clean, content_hash
+from runs.models import Benchmark, ChecklistItem, Instance
 from runs.services import benchmarks_generation_bump
 
-from . import sampling, selectors
+from . import access, sampling, selectors
 from .models import (
     Adjudication,
     Assignment,
@@ -20,6 +23,7 @@ from .models import (
     CampaignState,
     FinalSource,
     FinalStatus,
+    ItemRevision,
     Label,
     UnitState,
 )
@@ -197,3 +201,97 @@ def open_reservations(campaign: Campaign) -> int:
                                      expires_at__gte=timezone.now()).count()
 
 
+# item rewrites -------------------------------------------------------------------------------
+class ItemAlreadyRewritten(AuditError):
+    """The item has a newer version: only the newest version of an item can be rewritten."""
+
+
+REWRITE_MAX_TEXT = 20_000  # characters of a rewritten description
+KEY_MAX = ChecklistItem._meta.get_field("key").max_length
+
+
+def item_rewrite(*, item: ChecklistItem, lead, description: str, check_type: str | None = None,
+                 category: str | None = None, reason: str = "", unit: AuditUnit | None = None) -> ChecklistItem:
+    """Rewrite an item as a new version (leads only): a new item `<key>@v<n>` in the same instance that supersedes it.
+
+    Everything not given is copied from the old item; `details` gets the provenance under
+    "audit_rewrite" and an ItemRevision row keeps who, when, why and both texts. The old
+    item and its verdicts stay as they are. Only the newest version can be rewritten, and
+    at most once: a second (or concurrent, or repeated) rewrite of the same version is
+    refused with ItemAlreadyRewritten, whatever the database let through first.
+    """
+    access.require_lead(lead)
+    description = clean(description or "").strip()
+    reason = clean(reason or "").strip()
+    if not description:
+        raise AuditError("The rewritten item needs a description.")
+    if len(description) > REWRITE_MAX_TEXT:
+        raise AuditError(f"The description is longer than {REWRITE_MAX_TEXT:,} characters.")
+    if unit is not None and item.pk not in {i.pk for i in selectors.unit_items(unit)}:
+        raise AuditError("This audit unit is not about that item.")
+    try:
+        with transaction.atomic():
+            old = ChecklistItem.objects.select_for_update().get(pk=item.pk)
+            _refuse_when_rewritten(old)
+            new = _new_version(old, lead=lead, description=description, reason=reason, unit=unit,
+                               check_type=None if check_type is None else clean(check_type).strip(),
+                               category=None if category is None else clean(category).strip())
+            ItemRevision.objects.create(old_item=old, new_item=new, lead=lead, reason=reason, unit=unit,
+                                        old_description=old.description, new_description=description)
+            # the "superseded" exclusion policy now leaves the old version out: cached leaderboards are stale
+            benchmarks_generation_bump(Instance.objects.filter(pk=old.instance_id).values_list("benchmark_id", flat=True))
+    except IntegrityError:
+        # a concurrent rewrite of the same version won the one-to-one `supersedes`, or took the key
+        _refuse_when_rewritten(item)
+        raise AuditError("Another item took the new version's key at the same moment; submit the rewrite again.") from None
+    return new
+
+
+def _refuse_when_rewritten(item: ChecklistItem) -> None:
+    newer = ChecklistItem.objects.filter(supersedes_id=item.pk).values_list("key", "version").first()
+    if newer:
+        raise ItemAlreadyRewritten(f"This item was already rewritten as v{newer[1]} ('{newer[0]}'); "
+                                   "only the newest version of an item can be rewritten.")
+
+
+def _new_version(old: ChecklistItem, *, lead, description: str, reason: str, unit: AuditUnit | None,
+                 check_type: str | None, category: str | None) -> ChecklistItem:
+    check_type = old.check_type if check_type is None else check_type
+    spelling = old.category_original or old.category  # what the lead was shown and may have kept
+    if category is None or category == spelling:
+        category, category_original = old.category, old.category_original
+    else:
+        category, category_original = (normalise_category(category) if category else ""), category
+    if (description, check_type, category_original) == (old.description, old.check_type, old.category_original):
+        raise AuditError("The rewrite changes nothing: give a new description, check type or category.")
+    if len(check_type) > 100 or len(category_original) > 200:
+        raise AuditError("A check type has at most 100 characters and a category at most 200.")
+    version = old.version + 1
+    key = _version_key(old, version)
+    details = {**(old.details if isinstance(old.details, dict) else {"original": old.details}), "audit_rewrite": {
+        "rewrites": old.key, "version": version, "by": lead.get_username(), "at": timezone.now().isoformat(),
+        "reason": reason, "unit": unit.pk if unit is not None else None}}
+    # the item as a native `items` record: its hash is what a native import of that record stores
+    record = {"key": key, "category": category_original or category, "check_type": check_type, "group": old.group,
+              "description": description, "conditional": old.conditional, "turn": old.turn,
+              "privilege": old.privilege, "details": details}
+    return ChecklistItem.objects.create(
+        instance_id=old.instance_id, key=key, position=old.position, category=category,
+        category_original=category_original, check_type=check_type, group=old.group, description=description,
+        conditional=old.conditional, turn=old.turn, privilege=old.privilege, details=details,
+        content_hash=content_hash([old.position, record]), version=version, supersedes=old)
+
+
+def _version_key(old: ChecklistItem, version: int) -> str:
+    """`<first version's key>@v<n>`, cut to fit the key column; `-2`, `-3`... appended if an item already has it."""
+    root = old
+    while root.supersedes_id:
+        root = ChecklistItem.objects.only("key", "supersedes_id").get(pk=root.supersedes_id)
+    taken = set(ChecklistItem.objects.filter(instance_id=old.instance_id, key__contains=f"@v{version}")
+                .values_list("key", flat=True))
+    for n in itertools.count(1):
+        suffix = f"@v{version}" + (f"-{n}" if n > 1 else "")
+        key = root.key[: KEY_MAX - len(suffix)] + suffix
+        if key not in taken:
+            return key
+    raise AssertionError("itertools.count() does not end")
