@@ -149,9 +149,11 @@ def _remove_dropped_items(ctx: Context, batch, ids, benchmark) -> None:
     for source, line, record in batch:
         keys = {str(c["check_id"]) for g in record["checklist"].values() for c in g["checks"]}
         wanted[ids[(benchmark.id, str(record["instance_id"]))]] = (source, line, record, keys)
+    # an audit's rewrite and the version it superseded are not the file's to remove (both stay, linked)
     dropped = {
         pk: (instance_id, key)
-        for pk, instance_id, key in ChecklistItem.objects.filter(instance_id__in=list(wanted)).values_list("id", "instance_id", "key")
+        for pk, instance_id, key in ChecklistItem.objects.filter(instance_id__in=list(wanted), supersedes__isnull=True,
+                                                                 superseded_by__isnull=True).values_list("id", "instance_id", "key")
         if key not in wanted[instance_id][3]
     }
     if not dropped:
