@@ -1,4 +1,4 @@
-"""Forms of the audit pages: campaign creation, labels from a rubric, adjudication, exclusion policy."""
+"""Forms of the audit pages: campaign creation, labels from a rubric, adjudication, item rewrites, exclusion policy."""
 from __future__ import annotations
 
 from django import forms
@@ -9,6 +9,7 @@ from .models import Allocation, FinalStatus, Subject
 from .rubrics import Rubric
 from .sampling import STRATA
 from .selectors import POLICIES, SUBJECT_KINDS
+from .services import REWRITE_MAX_TEXT
 
 
 class CampaignForm(forms.Form):
@@ -66,6 +67,19 @@ class AdjudicationForm(forms.Form):
         self.fields["reason"].choices = [("", "—")] + list(rubric.issues)
         self.fields["upheld"].choices = [("", "neither / own decision")] + [
             (str(n), f"Annotator {n}") for n in range(1, shown + 1)]
+
+
+class ItemRewriteForm(forms.Form):
+    """A lead's new text for an item (check type and category prefilled, changeable) and why; `back` says which page to return to."""
+
+    description = forms.CharField(max_length=REWRITE_MAX_TEXT, widget=forms.Textarea(attrs={"rows": 4}),
+                                  label="New text of the item")
+    check_type = forms.CharField(max_length=100, required=False)
+    category = forms.CharField(max_length=200, required=False, help_text="Source category, any spelling of METRICS.md section 1.")
+    reason = forms.CharField(max_length=2000, required=False, widget=forms.Textarea(attrs={"rows": 2}),
+                             label="Reason for the rewrite")
+    back = forms.ChoiceField(choices=[("unit", "unit"), ("adjudicate", "adjudicate")], required=False,
+                             widget=forms.HiddenInput)
 
 
 class EffectForm(forms.Form):

@@ -9,7 +9,7 @@ from django.db.models import Count, Q
 
 from runs.models import Benchmark, ChecklistItem, Instance, Verdict, VerdictResult
 
-from .models import Assignment, AuditUnit, Campaign, FinalStatus, Label, Subject, UnitState
+from .models import Assignment, AuditUnit, Campaign, FinalStatus, ItemRevision, Label, Subject, UnitState
 from .sampling import Candidate
 
 #: exclusion policies offered on leaderboards: URL value -> label
@@ -17,6 +17,7 @@ POLICIES = {
     "flagged_by_either": "flagged by either annotator",
     "flagged_by_both": "flagged by both annotators",
     "adjudicated_invalid": "final status invalid (unanimous or adjudicated)",
+    "superseded": "items replaced by a newer version",
 }
 SUBJECT_KINDS = {Subject.CHECKLIST: ("checklist", "conflict"), Subject.HIERARCHY: ("hierarchy",),
                  Subject.DIALOGUE: ("dialogue",)}
@@ -30,7 +31,8 @@ def benchmarks_for_subject(subject: str):
 def candidates(subject: str, benchmark_ids: Iterable[int]) -> list[Candidate]:
     """Every unit a campaign on these benchmarks could sample, with its stratum facets and text (two queries at most)."""
     benchmark_ids = list(benchmark_ids)
-    items = ChecklistItem.objects.filter(instance__benchmark_id__in=benchmark_ids).values_list(
+    # an item rewritten as a newer version is not audited again: its newest version is
+    items = ChecklistItem.objects.filter(instance__benchmark_id__in=benchmark_ids, superseded_by__isnull=True).values_list(
         "id", "key", "instance_id", "instance__external_id", "instance__benchmark__slug", "category", "check_type",
         "conditional", "instance__primary_category", "description", "turn",
     ).order_by()
@@ -138,10 +140,33 @@ def my_labels(user, campaign: Campaign | None = None) -> list[dict]:
     return out
 
 
+def item_version_chain(item: ChecklistItem) -> list[dict]:
+    """Every version of a rewritten item, oldest first, as {"item", "revision"} (the ItemRevision that made
+    that version; None for the first); [] for an item never rewritten. Two queries."""
+    linked = {i.pk: i for i in ChecklistItem.objects.filter(instance_id=item.instance_id).filter(
+        Q(supersedes__isnull=False) | Q(superseded_by__isnull=False)).order_by()}
+    if item.pk not in linked:
+        return []
+    first = linked[item.pk]
+    for _ in linked:  # bounded walks: a chain is never longer than the linked items
+        if first.supersedes_id not in linked:
+            break
+        first = linked[first.supersedes_id]
+    newer = {i.supersedes_id: i for i in linked.values() if i.supersedes_id}
+    chain = [first]
+    for _ in linked:
+        if chain[-1].pk not in newer:
+            break
+        chain.append(newer[chain[-1].pk])
+    revisions = {r.new_item_id: r for r in ItemRevision.objects.filter(new_item__in=[i.pk for i in chain[1:]])
+                 .select_related("lead")}
+    return [{"item": i, "revision": revisions.get(i.pk)} for i in chain]
+
+
 # exclusion policies -----------------------------------------------------------------------
 def flagged_units(benchmark: Benchmark, policy: str) -> list[AuditUnit]:
-    """The audit units of a benchmark that a policy excludes (see POLICIES)."""
-    if policy not in POLICIES:
+    """The audit units of a benchmark that a label-based policy excludes (see POLICIES; "superseded" has no units)."""
+    if policy not in POLICIES or policy == "superseded":
         raise ValueError(f"unknown exclusion policy {policy!r}")
     units = AuditUnit.objects.filter(instance__benchmark=benchmark)
     if policy == "adjudicated_invalid":
@@ -153,7 +178,13 @@ def flagged_units(benchmark: Benchmark, policy: str) -> list[AuditUnit]:
 
 
 def excluded_item_ids(benchmark: Benchmark, policy: str) -> set[int]:
-    """Checklist item ids that an exclusion policy leaves out of the benchmark's leaderboard (empty without audits)."""
+    """Checklist item ids that an exclusion policy leaves out of the benchmark's leaderboard (empty without audits).
+
+    "superseded" leaves out every item an audit rewrote as a newer version (the newest stays).
+    """
+    if policy == "superseded":
+        return set(ChecklistItem.objects.filter(instance__benchmark=benchmark, superseded_by__isnull=False)
+                   .values_list("id", flat=True))
     units = flagged_units(benchmark, policy)
     ids = {u.item_id for u in units if u.item_id}
     turns = [(u.instance_id, u.turn) for u in units if not u.item_id and u.turn is not None]

@@ -16,5 +16,6 @@ urlpatterns = [
     path("assignments/<int:pk>/label/", views.label_save, name="label-save"),
     path("units/<int:pk>/", views.unit_detail, name="unit"),
     path("units/<int:pk>/adjudicate/", views.adjudicate, name="adjudicate"),
+    path("units/<int:pk>/rewrite/", views.unit_item_rewrite, name="unit-rewrite"),
     path("effect/<slug:slug>/", views.effect_page, name="effect"),
 ]

@@ -10,7 +10,7 @@ import json
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
-from django.http import JsonResponse
+from django.http import Http404, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
@@ -19,8 +19,8 @@ from runs.models import Benchmark, BenchmarkKind, VerdictResult
 
 from . import access, effect, sampling, selectors, services
 from .agreement import campaign_agreement
-from .forms import AdjudicationForm, CampaignForm, EffectForm, label_form_class
-from .models import Campaign, CampaignState, Subject
+from .forms import AdjudicationForm, CampaignForm, EffectForm, ItemRewriteForm, label_form_class
+from .models import Campaign, CampaignState, Subject, UnitState
 from .rubrics import rubric_for
 
 SPEC_CUT = 20_000  # characters of one spec field shown on the labelling screen
@@ -166,7 +166,7 @@ def adjudicate(request, pk):
         return redirect("audits:adjudication", pk=unit.campaign_id)
     return render(request, "audits/adjudicate.html", {
         "unit": unit, "rubric": rubric, "shown": shown, "form": form, "items": selectors.unit_items(unit),
-        "verdicts": _verdict_counts(unit)})
+        "verdicts": _verdict_counts(unit), **_rewrite_context(request.user, unit, back="adjudicate")})
 
 
 def _verdict_counts(unit) -> dict:
@@ -182,14 +182,56 @@ def _verdict_counts(unit) -> dict:
 def unit_detail(request, pk):
     """One unit as the user may see it: annotators see their own label only, others' (anonymous) once closed."""
     unit = access.unit_for_user(request.user, pk)
+    return render(request, "audits/unit.html", _unit_context(request.user, unit))
+
+
+def _unit_context(user, unit, rewrite_form=None) -> dict:
     labels = selectors.labels_of_unit(unit)
-    if not access.may_see_other_labels(request.user, unit):
-        labels = [lab for lab in labels if lab.assignment.annotator_id == request.user.id]
-    context = {"unit": unit, "labels": labels, "identities": access.may_see_identities(request.user),
-               "items": selectors.unit_items(unit), "rubric": rubric_for(unit.campaign.subject)}
-    if access.may_see_verdicts(request.user, unit):
+    if not access.may_see_other_labels(user, unit):
+        labels = [lab for lab in labels if lab.assignment.annotator_id == user.id]
+    context = {"unit": unit, "labels": labels, "identities": access.may_see_identities(user),
+               "items": selectors.unit_items(unit), "rubric": rubric_for(unit.campaign.subject),
+               **_rewrite_context(user, unit, rewrite_form, back="unit")}
+    if access.may_see_verdicts(user, unit):
         context["verdicts"] = _verdict_counts(unit)
-    return render(request, "audits/unit.html", context)
+    return context
+
+
+def _rewrite_context(user, unit, form=None, *, back: str) -> dict:
+    """The unit's item versions (for those who may see the unit's outcome) and, for a lead, the rewrite form
+    while the item is the newest version (or a refused submission, with what was typed)."""
+    if unit.item_id is None or not access.may_see_other_labels(user, unit):
+        return {}
+    versions = selectors.item_version_chain(unit.item)
+    newest = versions[-1]["item"] if versions else unit.item
+    if form is None and access.is_lead(user) and newest.pk == unit.item_id:
+        form = ItemRewriteForm(initial={"description": unit.item.description, "check_type": unit.item.check_type,
+                                        "category": unit.item.category_original or unit.item.category, "back": back})
+    return {"versions": versions, "rewrite_form": form, "next_version": unit.item.version + 1}
+
+
+@login_required
+@require_POST
+def unit_item_rewrite(request, pk):
+    """A lead rewrites the unit's item as a new version; a refused rewrite shows the unit page with the typed text."""
+    unit = access.unit_for_lead(request.user, pk)
+    if unit.item_id is None:
+        raise Http404("This unit is a dialogue turn, not one item: rewrite its items through the API.")
+    form = ItemRewriteForm(request.POST)
+    if form.is_valid():
+        data = form.cleaned_data
+        try:
+            new = services.item_rewrite(item=unit.item, lead=request.user, description=data["description"],
+                                        check_type=data["check_type"], category=data["category"], reason=data["reason"],
+                                        unit=unit)
+        except services.AuditError as exc:
+            form.add_error(None, str(exc))
+        else:
+            messages.success(request, f"Saved the rewrite as v{new.version} ({new.key}).")
+            if data["back"] == "adjudicate" and unit.state == UnitState.DISPUTED:
+                return redirect("audits:adjudicate", pk=unit.pk)
+            return redirect("audits:unit", pk=unit.pk)
+    return render(request, "audits/unit.html", _unit_context(request.user, unit, rewrite_form=form))
 
 
 @login_required

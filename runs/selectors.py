@@ -9,7 +9,7 @@ import datetime
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from django.db.models import Count, F, OuterRef, QuerySet, Subquery, Sum
+from django.db.models import Count, F, OuterRef, Q, QuerySet, Subquery, Sum
 from django.db.models.functions import Coalesce
 from django.urls import NoReverseMatch, reverse
 
@@ -223,3 +223,22 @@ def job_status(job: Job) -> JobStatus:
         errors=errors, more_errors=max(0, job.error_count - len(errors)),
         seconds=(job.finished_at - job.started_at).total_seconds() if job.finished_at and job.started_at else None,
     )
+
+
+def item_versions(instance_id: int) -> dict[int, dict]:
+    """The version links of an instance's rewritten items (one query); items never rewritten are absent.
+
+    item id -> {"version", "supersedes": the older version's {id, key, version, description} or None,
+    "superseded_by": the newer version's {id, key, version, description} or None}. An audit
+    rewrite keeps both versions in the same instance (ChecklistItem.supersedes).
+    """
+    rows = {r["id"]: r for r in ChecklistItem.objects.filter(instance_id=instance_id).filter(
+        Q(supersedes__isnull=False) | Q(superseded_by__isnull=False)).values(
+        "id", "key", "version", "description", "supersedes_id").order_by()}
+    out = {pk: {"version": r["version"], "supersedes": None, "superseded_by": None} for pk, r in rows.items()}
+    for pk, row in rows.items():
+        older = rows.get(row["supersedes_id"])
+        if older is not None:
+            out[pk]["supersedes"] = older
+            out[older["id"]]["superseded_by"] = row
+    return out

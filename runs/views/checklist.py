@@ -8,7 +8,7 @@ from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.utils.html import escape
 
-from runs import charts, trajectory_view
+from runs import charts, selectors, trajectory_view
 from runs.exclusions import exclusion_explain_url, exclusion_policy_label, excluded_item_ids
 from runs.filters import SORTS, LeaderboardFilterForm, form_state
 from runs.leaderboard_rows import leaderboard_tables
@@ -128,9 +128,14 @@ def attempt_text_response(attempt, params) -> HttpResponse:
 # instance ------------------------------------------------------------------------------
 @login_required
 def instance(request, pk):
-    """The task as the agent saw it, its checklist by source, and an item x model matrix of pass rates."""
+    """The task as the agent saw it, its checklist by source (rewritten items with their versions), and an
+    item x model matrix of pass rates."""
     instance = get_object_or_404(Instance.objects.select_related("benchmark"), pk=pk, benchmark__kind=BenchmarkKind.CHECKLIST)
     matrix = metrics.item_model_matrix(instance.id)
+    versions = selectors.item_versions(instance.id)
+    for group in matrix["groups"]:
+        for item in group["items"]:
+            item["versions"] = versions.get(item["id"])  # "v2, rewrites v1" / "superseded by v2"
     spec = instance.spec or {}
     queries = spec.get("user_query") or spec.get("user_queries") or []
     context = {"instance": instance, "benchmark": instance.benchmark, "matrix": matrix,
