@@ -1,4 +1,5 @@
-"""Audit API (for scripts and tests): campaigns, next assignment, labels, disagreements, adjudication, agreement.
+"""Audit API (for scripts and tests): campaigns, next assignment, labels, disagreements, adjudication, agreement,
+item rewrites.
 
 Every endpoint checks access through audits.access, exactly as the pages do.
 """
@@ -9,7 +10,7 @@ from rest_framework import status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from runs.models import Benchmark
+from runs.models import Benchmark, ChecklistItem
 
 from . import access, selectors, services
 from .agreement import campaign_agreement
@@ -18,6 +19,8 @@ from .serializers import (
     AssignmentSerializer,
     CampaignInputSerializer,
     CampaignSerializer,
+    ItemRewriteInputSerializer,
+    ItemVersionSerializer,
     LabelInputSerializer,
     LabelSerializer,
     UnitSerializer,
@@ -175,3 +178,24 @@ class ExcludedItemsView(APIView):
             return Response({"exclude": [f"one of {', '.join(selectors.POLICIES)}"]}, status=status.HTTP_400_BAD_REQUEST)
         return Response({"benchmark": slug, "exclude": policy,
                          "items": sorted(selectors.excluded_item_ids(benchmark, policy))})
+
+
+class ItemRewriteView(APIView):
+    """Rewrite a checklist item as a new version `<key>@v<n>` that supersedes it (leads; only the newest version, once)."""
+
+    @extend_schema(request=ItemRewriteInputSerializer, responses={201: ItemVersionSerializer, 400: None, 409: None})
+    def post(self, request, pk):
+        access.require_lead(request.user)
+        item = get_object_or_404(ChecklistItem, pk=pk)
+        data = ItemRewriteInputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        values = dict(data.validated_data)
+        unit_id = values.pop("unit")
+        unit = access.unit_for_lead(request.user, unit_id) if unit_id else None
+        try:
+            new = services.item_rewrite(item=item, lead=request.user, unit=unit, **values)
+        except services.ItemAlreadyRewritten as exc:
+            return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
+        except services.AuditError as exc:
+            return Response({"detail": str(exc)}, status=status.HTTP_400_BAD_REQUEST)
+        return Response(ItemVersionSerializer(new).data, status=status.HTTP_201_CREATED)

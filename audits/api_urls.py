@@ -14,4 +14,5 @@ urlpatterns = [
     path("units/<int:pk>/", api.UnitView.as_view(), name="unit"),
     path("units/<int:pk>/adjudicate/", api.AdjudicateView.as_view(), name="adjudicate"),
     path("excluded-items/<slug:slug>/", api.ExcludedItemsView.as_view(), name="excluded-items"),
+    path("items/<int:pk>/rewrite/", api.ItemRewriteView.as_view(), name="item-rewrite"),
 ]

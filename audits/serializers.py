@@ -6,6 +6,7 @@ from runs.models import Benchmark
 
 from .models import Allocation, FinalStatus, Subject
 from .sampling import STRATA
+from .services import REWRITE_MAX_TEXT
 
 
 class BenchmarkSlugField(serializers.SlugRelatedField):
@@ -53,6 +54,7 @@ class ItemSerializer(serializers.Serializer):
     check_type = serializers.CharField()
     conditional = serializers.BooleanField()
     turn = serializers.IntegerField(allow_null=True)
+    version = serializers.IntegerField()
 
 
 class AssignmentSerializer(serializers.Serializer):
@@ -116,3 +118,31 @@ class AdjudicationInputSerializer(serializers.Serializer):
     reason = serializers.CharField(required=False, allow_blank=True, default="")
     upheld_slot = serializers.IntegerField(required=False, allow_null=True, default=None)
     note = serializers.CharField(required=False, allow_blank=True, default="")
+
+
+class ItemRewriteInputSerializer(serializers.Serializer):
+    """A rewrite: the new text, optionally a new check type or category (default: the old item's), why, and the unit it came from."""
+
+    description = serializers.CharField(max_length=REWRITE_MAX_TEXT)
+    check_type = serializers.CharField(max_length=100, required=False, allow_blank=True, allow_null=True, default=None)
+    category = serializers.CharField(max_length=200, required=False, allow_blank=True, allow_null=True, default=None)
+    reason = serializers.CharField(max_length=2000, required=False, allow_blank=True, default="")
+    unit = serializers.IntegerField(required=False, allow_null=True, default=None, min_value=1, max_value=2**31 - 1,
+                                    help_text="The audit unit the rewrite comes from (it must be about this item).")
+
+
+class ItemVersionSerializer(serializers.Serializer):
+    """A version of an item: `supersedes` is the id of the item it rewrites (null for a first version)."""
+
+    id = serializers.IntegerField()
+    key = serializers.CharField()
+    version = serializers.IntegerField()
+    supersedes = serializers.IntegerField(source="supersedes_id", allow_null=True)
+    supersedes_key = serializers.SerializerMethodField()
+    instance = serializers.CharField(source="instance.external_id")
+    description = serializers.CharField()
+    category = serializers.CharField()
+    check_type = serializers.CharField()
+
+    def get_supersedes_key(self, obj) -> str | None:
+        return obj.supersedes.key if obj.supersedes_id else None

@@ -192,6 +192,8 @@ def fill(route: Route, s: SimpleNamespace, whose: str, token_ok: bool) -> tuple[
         "audits-api:unit": ({"pk": (s.assignments[whose].unit if whose in s.assignments else s.unassigned).pk}, ""),
         "audits:adjudicate": ({"pk": s.unassigned.pk}, ""),
         "audits-api:adjudicate": ({"pk": s.unassigned.pk}, ""),
+        "audits:unit-rewrite": ({"pk": s.unassigned.pk}, ""),  # an empty form: refused for leads, nothing rewritten
+        "audits-api:item-rewrite": ({"pk": s.unassigned.item_id}, ""),
         "audits-api:excluded-items": ({"slug": "hostile"}, "exclude=adjudicated_invalid"),
     }
     if name in by_name:
