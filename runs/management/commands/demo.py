@@ -1,6 +1,7 @@
 """python manage.py demo [--seed N] [--scale small|default] [--force]"""
 import time
 
+from django.core.management import call_command, get_commands
 from django.core.management.base import BaseCommand, CommandError
 
 from runs.demo import SCALES, demo_database_empty, demo_load
@@ -29,3 +30,5 @@ class Command(BaseCommand):
             f"Demo loaded: {len(loaded)} benchmark(s) in {time.perf_counter() - started:.1f} s"))
         for result in skipped:
             self.stdout.write(self.style.WARNING(f"Skipped {result.benchmark}: {result.skipped}"))
+        if "demo_audit" in get_commands():  # the audits app adds a pilot campaign over these benchmarks
+            call_command("demo_audit", seed=opts["seed"], stdout=self.stdout)

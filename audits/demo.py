@@ -1,0 +1,90 @@
+"""A pilot audit for the demo study: two annotators have labelled most of a stratified sample of
+checklist items, a lead has settled some disagreements, the rest wait in the queue.
+
+So that a first look at the portal finds the audit pages, the agreement dashboard and the
+leaderboard's exclusion policies with something in them. Deterministic per seed; the demo
+people have no password (they cannot log in; the demo superuser sees everything).
+"""
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
+from django.db import transaction
+
+from runs.models import Benchmark, BenchmarkKind
+
+from . import access, services
+from .models import Campaign, FinalStatus, UnitState
+from .rubrics import rubric_for
+
+CAMPAIGN_NAME = "Demo pilot: checklist item quality"
+SUBJECT = "checklist_items"
+#: share of sampled items that are really flawed, how often an annotator sees an item as it is,
+#: the share of units labelled by both annotators, the share of disputes the lead has settled
+FLAWED, ACCURACY, LABELLED, SETTLED = 0.2, 0.85, 0.8, 0.6
+OK = {"decidable": "yes", "grounded": "yes", "duplicate": "none", "overall": "ok"}
+FLAWS = (  # (values, adjudication reason)
+    ({"decidable": "no", "grounded": "yes", "duplicate": "none", "overall": "ambiguous"}, "ambiguous"),
+    ({"decidable": "yes", "grounded": "no", "duplicate": "none", "overall": "unfaithful"}, "not-grounded"),
+    ({"decidable": "yes", "grounded": "yes", "duplicate": "duplicate", "overall": "ambiguous"}, "duplicate"),
+)
+
+
+@dataclass
+class DemoAudit:
+    campaign: Campaign | None
+    labels: int = 0
+    adjudicated: int = 0
+    skipped: str = ""
+
+
+def _person(username: str, group: str):
+    user, created = get_user_model().objects.get_or_create(username=username, defaults={"first_name": username.title()})
+    if created:
+        user.set_unusable_password()
+        user.save(update_fields=["password"])
+    user.groups.add(Group.objects.get_or_create(name=group)[0])
+    return user
+
+
+@transaction.atomic
+def demo_audit_load(*, seed: int = 1, size: int = 60) -> DemoAudit:
+    """Create (once) the demo pilot campaign over the demo checklist benchmarks and play its labelling."""
+    if Campaign.objects.filter(name=CAMPAIGN_NAME).exists():
+        return DemoAudit(None, skipped="the demo pilot campaign exists already")
+    benchmarks = list(Benchmark.objects.filter(kind=BenchmarkKind.CHECKLIST))
+    if not benchmarks:
+        return DemoAudit(None, skipped="no checklist benchmark to audit")
+    lead = _person("demo-lead", access.LEAD)
+    annotators = [_person("demo-ann", access.ANNOTATOR), _person("demo-ben", access.ANNOTATOR)]
+    campaign = services.campaign_create(
+        name=CAMPAIGN_NAME, subject=SUBJECT, benchmarks=benchmarks, strata=["category"], allocation="proportional",
+        size=size, seed=seed, minimum_per_stratum=2, user=lead)
+    campaign = services.campaign_start(campaign)
+    rng = random.Random(seed)
+    units = list(campaign.units.order_by("position"))
+    truth = {u.pk: (rng.choice(FLAWS) if rng.random() < FLAWED else None) for u in units}
+    result = DemoAudit(campaign)
+    for unit in units[: round(len(units) * LABELLED)]:
+        for annotator in annotators:
+            assignment = services.assignment_next(campaign, annotator)
+            if assignment is None or assignment.unit_id != unit.pk:
+                continue
+            flaw = truth[unit.pk]
+            sees_flaw = (flaw is not None) == (rng.random() < ACCURACY)
+            values = (flaw or rng.choice(FLAWS))[0] if sees_flaw else OK
+            services.label_submit(assignment, values)
+            result.labels += 1
+    disputed = list(campaign.units.filter(state=UnitState.DISPUTED).order_by("position"))
+    reasons = dict(rubric_for(SUBJECT).issues)
+    for unit in disputed[: round(len(disputed) * SETTLED)]:
+        flaw = truth[unit.pk]
+        status = FinalStatus.INVALID if flaw else FinalStatus.VALID
+        services.unit_adjudicate(unit, lead=lead, final_status=status,
+                                 reason=flaw[1] if flaw else "annotator-error",
+                                 note="" if flaw else f"reads fine: {reasons['annotator-error']}")
+        result.adjudicated += 1
+    return result

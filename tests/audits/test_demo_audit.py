@@ -1,0 +1,45 @@
+"""The demo's pilot audit: a first look at the portal finds campaigns, disagreements and exclusion effects."""
+from io import StringIO
+
+import pytest
+from django.core.management import call_command
+
+from audits import selectors
+from audits.demo import CAMPAIGN_NAME, demo_audit_load
+from audits.models import Campaign, Label, UnitState
+from runs.demo import demo_load
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def study():
+    demo_load(seed=3, scale="small")
+
+
+def test_it_plays_a_pilot_campaign_with_every_unit_state(study):
+    result = demo_audit_load(seed=3)
+    campaign = Campaign.objects.get(name=CAMPAIGN_NAME)
+    states = set(campaign.units.values_list("state", flat=True))
+    assert {UnitState.OPEN, UnitState.CLOSED, UnitState.DISPUTED} <= states  # something left for the demo lead
+    assert result.labels == Label.objects.count() > 0 and result.adjudicated > 0
+    # labels are blind pairs: never one annotator twice on a unit
+    pairs = list(Label.objects.values_list("assignment__unit_id", "assignment__annotator_id"))
+    assert len(pairs) == len(set(pairs))
+    octobench = campaign.benchmarks.get(slug="octobench")
+    assert selectors.excluded_item_ids(octobench, "flagged_by_either") > selectors.excluded_item_ids(octobench, "flagged_by_both")
+
+
+def test_it_is_deterministic_and_runs_once(study):
+    demo_audit_load(seed=3)
+    first = sorted(Label.objects.values_list("assignment__unit__key", "assignment__slot", "valid"))
+    again = demo_audit_load(seed=3)
+    assert again.skipped and Campaign.objects.count() == 1
+    assert sorted(Label.objects.values_list("assignment__unit__key", "assignment__slot", "valid")) == first
+
+
+def test_the_demo_command_adds_it(db):
+    out = StringIO()
+    call_command("demo", scale="small", seed=2, stdout=out)
+    assert "Demo audit: campaign" in out.getvalue()
+    assert Campaign.objects.filter(name=CAMPAIGN_NAME).exists()
