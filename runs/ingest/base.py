@@ -9,6 +9,7 @@ at the end and nothing is stored.
 from __future__ import annotations
 
 import codecs
+import functools
 import hashlib
 import json
 import re
@@ -150,6 +151,13 @@ def content_hash(value: Any) -> str:
     return hashlib.sha256(data.encode("utf-8", "surrogatepass")).hexdigest()
 
 
+@functools.cache
+def _text_limits(model: type[models.Model]) -> tuple[tuple[str, int], ...]:
+    """(attname, max_length) of a model's bounded text columns."""
+    return tuple((f.attname, f.max_length) for f in model._meta.concrete_fields
+                 if isinstance(f, models.CharField) and f.max_length)
+
+
 class Context:
     """The state of one ingest command: problems, counts, progress, hashes of the sources."""
 
@@ -188,6 +196,17 @@ class Context:
         if self.failed:
             raise IngestFailed(self._problems, self.problem_count, self.report)
 
+    def _check_lengths(self, model: type[models.Model], by_key: dict[tuple, dict[str, Any]], kind: str) -> None:
+        """Report text longer than its column holds (formats check their own fields with line numbers first;
+        this is the net under all of them, so PostgreSQL never refuses a row half-way through an import)."""
+        limits = _text_limits(model)
+        for k, row in by_key.items():
+            for name, limit in limits:
+                value = row.get(name)
+                if isinstance(value, str) and len(value) > limit:
+                    self.problem(f"{kind} '{k[-1]}'"[:200], None,  # the last key part is the file's own name for it
+                                 f"{name} is {len(value):,} characters long; at most {limit} fit: {value[:60]!r}...")
+
     # progress -------------------------------------------------------------------------
     def plan(self, sources: Iterable[Source]) -> None:
         self.total_bytes = sum(s.path.stat().st_size for s in sources if s.path.exists())
@@ -225,6 +244,7 @@ class Context:
             by_key[tuple(row[k] for k in key)] = row
         if not by_key:
             return {}
+        self._check_lengths(model, by_key, kind)
         existing: dict[tuple, dict[str, Any]] = {}
         first = key[0]
         first_values = {k[0] for k in by_key}

@@ -73,6 +73,31 @@ def _valid_instance(ctx: Context, source: Source, line: int, record: dict, seen:
                 ctx.problem(source, line, f"check id '{check['check_id']}' appears twice in instance '{instance_id}'")
                 ok = False
             keys.add(check["check_id"])
+            ok = _valid_check_fields(ctx, source, line, category, check) and ok
+    return ok
+
+
+#: text fields of a check and the longest value each may hold (the columns they are stored in)
+CHECK_TEXT = {"check_id": 300, "check_type": 100}
+
+
+def _valid_check_fields(ctx: Context, source: Source, line: int, category: str, check: dict) -> bool:
+    """A check's id and type are short text (a number is taken as text); its category name fits its column."""
+    ok = True
+    for name, limit in CHECK_TEXT.items():
+        value = check.get(name)
+        if value is None:
+            continue
+        if not isinstance(value, (str, int)) or isinstance(value, bool):
+            ctx.problem(source, line, f"check '{check['check_id']}' of category '{category}': '{name}' should be text")
+            ok = False
+        elif len(str(value)) > limit:
+            ctx.problem(source, line, f"check of category '{category}': '{name}' is {len(str(value)):,} characters; "
+                                      f"at most {limit} fit")
+            ok = False
+    if len(category) > 200:
+        ctx.problem(source, line, f"checklist category name is {len(category):,} characters; at most 200 fit")
+        ok = False
     return ok
 
 

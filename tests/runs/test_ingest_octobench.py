@@ -319,6 +319,34 @@ def test_it_rejects_a_record_missing_instance_id(tmp_path):
     assert [str(p) for p in failure.problems] == ["instances.jsonl:2: missing required field 'instance_id'"]
 
 
+def test_it_rejects_a_check_type_that_is_not_short_text(tmp_path):
+    # found by fuzzing on PostgreSQL: a dict check_type became its repr, too long for the column, and the
+    # database refused the row half-way through the import
+    records = fixture_records("instances.jsonl")
+    records[2]["checklist"]["System reminder"]["checks"][0]["check_type"] = {"nested": ["x"] * 40}
+    records[1]["checklist"]["UQ"]["checks"][0]["check_type"] = "c" * 101
+    path = write(tmp_path, "instances.jsonl", "".join(json.dumps(r) + "\n" for r in records))
+
+    failure = fails("octobench-instances", path)
+
+    assert [str(p) for p in failure.problems] == [
+        "instances.jsonl:2: check of category 'UQ': 'check_type' is 101 characters; at most 100 fit",
+        "instances.jsonl:3: check 'SR-1' of category 'System reminder': 'check_type' should be text"]
+    assert stored()["ChecklistItem"] == 0 and stored()["Instance"] == 0
+
+
+def test_any_text_too_long_for_its_column_is_refused_before_anything_is_written(tmp_path):
+    records = fixture_records("instances.jsonl")
+    records[0]["scaffold"] = {"name": "s" * 150, "version": "1"}  # no format check covers it: the net does
+    path = write(tmp_path, "instances.jsonl", "".join(json.dumps(r) + "\n" for r in records))
+
+    failure = fails("octobench-instances", path)
+
+    assert len(failure.problems) == 1
+    assert "scaffold is 150 characters long; at most 100 fit" in str(failure.problems[0])
+    assert stored()["Instance"] == 0
+
+
 def test_it_rejects_a_duplicate_instance(tmp_path):
     line = (FIXTURES / "instances.jsonl").read_text().splitlines()[0]
 
