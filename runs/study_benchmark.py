@@ -241,8 +241,8 @@ def free_port() -> int:
 class WebServer:
     """gunicorn with N workers on loopback, for as long as the `with` block lasts."""
 
-    def __init__(self, workers: int = 2):
-        self.port = free_port()
+    def __init__(self, workers: int = 2, port: int | None = None):
+        self.port = port or free_port()
         self.workers = workers
         self.proc: subprocess.Popen | None = None
 
@@ -294,11 +294,14 @@ def fetch(url: str, cookie: str, timeout: float = 30) -> tuple[int, int]:
         return exc.code, 0
 
 
-def latency(url: str, cookie: str, *, requests: int = 20) -> dict[str, float]:
-    """Median and p95 in milliseconds over `requests` sequential GETs (after one warm-up)."""
+def latency(url: str, cookie: str, *, requests: int = 20, before: Callable[[], object] | None = None) -> dict[str, float]:
+    """Median and p95 in milliseconds over `requests` sequential GETs (after one warm-up);
+    `before` runs ahead of each request, untimed (e.g. a data change that empties the cache)."""
     status, size = fetch(url, cookie)
     samples = []
     for _ in range(requests):
+        if before:
+            before()
         start = time.perf_counter()
         status, size = fetch(url, cookie)
         samples.append(1000 * (time.perf_counter() - start))

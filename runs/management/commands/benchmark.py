@@ -8,6 +8,7 @@ from pathlib import Path
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 from django.db import connection
+from django.db.models import F
 from django.urls import NoReverseMatch, reverse
 
 from runs import study_benchmark as sb
@@ -30,6 +31,7 @@ class Command(BaseCommand):
         parser.add_argument("--requests", type=int, default=20, help="requests per latency measurement")
         parser.add_argument("--clients", type=int, default=32)
         parser.add_argument("--load-seconds", type=float, default=10.0)
+        parser.add_argument("--port", type=int, help="loopback port of the measured web server (default: any free one)")
         parser.add_argument("--skip-http", action="store_true")
         parser.add_argument("--json", help="also write the figures to this file")
         parser.add_argument("--keep", action="store_true", help="keep the generated benchmark in the database")
@@ -136,7 +138,7 @@ class Command(BaseCommand):
             "hierarchy API": ("runs:hierarchy_api", {"slug": self._slug_of("hierarchy")}, ""),
         }
         out: dict = {}
-        with sb.WebServer(workers=2) as server:
+        with sb.WebServer(workers=2, port=o["port"]) as server:
             for label, (name, kwargs, query) in pages.items():
                 try:
                     if kwargs is None or None in kwargs.values():
@@ -148,6 +150,11 @@ class Command(BaseCommand):
                     continue
                 out[label] = sb.latency(server.url(path), cookie, requests=o["requests"]) | {"path": path}
                 self._say(f"{label}: median {out[label]['median_ms']:.0f} ms, p95 {out[label]['p95_ms']:.0f} ms (HTTP {out[label]['status']})")
+                if label == "leaderboard":
+                    # the first request after every data change: the generation moves, the cache misses
+                    cold = sb.latency(server.url(path), cookie, requests=o["requests"], before=self._data_changed)
+                    out["leaderboard (cold cache)"] = cold | {"path": path}
+                    self._say(f"leaderboard, cold cache: median {cold['median_ms']:.0f} ms, p95 {cold['p95_ms']:.0f} ms")
             try:
                 board = server.url(reverse("runs:leaderboard", kwargs={"slug": SLUG}))
                 out["leaderboard_load"] = sb.throughput(board, cookie, clients=o["clients"], seconds=o["load_seconds"])
@@ -155,6 +162,11 @@ class Command(BaseCommand):
             except NoReverseMatch:
                 out["leaderboard_load"] = "not available"
         return out
+
+    @staticmethod
+    def _data_changed() -> None:
+        """What every committed write to the study does to cached leaderboards: a new data generation."""
+        Benchmark.objects.filter(slug=SLUG).update(data_generation=F("data_generation") + 1)
 
     @staticmethod
     def _slug_of(kind: str) -> str | None:
