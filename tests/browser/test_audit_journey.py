@@ -111,7 +111,21 @@ def test_it_runs_an_audit_from_campaign_to_leaderboard_change(browser, live_serv
         decided += 1
     assert decided == 3
 
-    lead.goto(f"{live_server.url}/audits/effect/{bench.slug}/?exclude=adjudicated_invalid")
+    # the leaderboard itself: pick the policy in its filter form (htmx swaps the results in)
+    lead.goto(f"{live_server.url}/b/{bench.slug}/leaderboard/")
+    assert lead.locator("#results tbody tr").first.inner_text().startswith("beta")
+    lead.select_option("#id_exclude", "adjudicated_invalid")
+    lead.wait_for_selector("#exclusion")
+    assert "exclude=adjudicated_invalid" in lead.url
+    assert "alpha now above beta" in lead.locator("#exclusion").inner_text()
+    first = lead.locator("#results tbody tr").first.inner_text()
+    assert first.startswith("alpha") and "▲ 1" in first
+    # the chart is drawn again from the swapped-in figure (htmx drops script elements from swapped content)
+    lead.wait_for_selector('[data-plotly="leaderboard-figure"] .main-svg', timeout=5000)
+    lead.screenshot(path=str(artifacts / "audit-leaderboard-excluded.png"), full_page=True)
+    lead.get_by_role("link", name="Items behind each swap").click()
+
+    lead.wait_for_url(re.compile(r".*/audits/effect/.*exclude=adjudicated_invalid.*"))
     lead.screenshot(path=str(artifacts / "audit-effect.png"), full_page=True)
     rows = lead.locator("#effect-table tbody tr")
     assert re.match(r"alpha\s+0\.00\s+100\.00", rows.nth(0).inner_text())

@@ -7,6 +7,7 @@ Hand-made study (judge j1), sides given as (A, B) sources:
   c4 UQ vs MD, verbosity (MD, UQ) m1-r1: neither m1-r2: B=UQ     m2-r1: A=MD
 Judge j2 read only m2-r1 on c1, and says B=SP.
 """
+import html
 import json
 
 import pytest
@@ -187,8 +188,8 @@ def test_it_shows_both_tables_the_chart_and_the_note(reviewer_client, study):
     assert response.context["types"] == ["UQ vs SP", "SP vs MD", "UQ vs MD"]
     assert response.context["scenarios"] == [m.ALL_SCENARIOS, "emoji", "language", "safety"]  # the summary first
     assert "25.00" in page and "50.00" in page and "33.33" in page
-    assert 'data-plotly="conflict-figure"' in page and 'id="conflict-figure"' in page
-    figure = json.loads(page.split('id="conflict-figure" type="application/json">')[1].split("</script>")[0])
+    assert 'data-plotly="conflict-figure"' in page
+    figure = json.loads(html.unescape(page.split('data-plotly="conflict-figure" data-figure="')[1].split('"')[0]))
     assert figure["layout"]["barmode"] == "stack"
     neither = next(t for t in figure["data"] if t["name"] == "followed neither")
     assert neither["y"][neither["x"][1].index("m1")] == 25.0

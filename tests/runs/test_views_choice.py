@@ -67,7 +67,7 @@ def test_it_shows_accuracy_macro_scores_and_unanswered_per_run(reviewer_client):
     html = response.content.decode()
     # alpha: chat 2/3, price 1/2 (the text "0" is not the number 0); overall 3/5
     assert "60.00%" in html and "66.67%" in html and "50.00%" in html
-    assert 'data-plotly="fig-accuracy"' in html and 'id="fig-accuracy"' in html
+    assert 'data-plotly="fig-accuracy" data-figure="{' in html
     assert "How is this computed" in html
     overall = response.context["overall"]
     assert [(m.run, m.accuracy, m.unanswered) for m, _ in overall] == [("beta", 80.0, 1), ("alpha", 60.0, 1)]
