@@ -4,6 +4,7 @@ from __future__ import annotations
 from django import forms
 
 from runs.exclusions import exclusion_policy_choices
+from runs.leaderboard_rows import FRESH, cached
 from runs.metrics.checklist import GROUPINGS, Filters
 from runs.models import AttemptRollup, Instance, Judge, Run
 
@@ -26,30 +27,46 @@ class LeaderboardFilterForm(forms.Form):
     ci = forms.BooleanField(required=False, label="Bootstrap 95% interval")
     exclude = forms.ChoiceField(required=False, label="Audit exclusion")
 
-    def __init__(self, data, *, benchmark, **kwargs):
+    def __init__(self, data, *, benchmark, generation=FRESH, **kwargs):
+        """`generation`: the benchmark's data generation when the caller has read it (see filter_choices)."""
         super().__init__(data, **kwargs)
         self.fields["exclude"].choices = exclusion_policy_choices()
-        runs = Run.objects.filter(benchmark=benchmark).order_by("label").values_list("label", flat=True)
-        judge_ids = AttemptRollup.objects.filter(benchmark=benchmark).values("judge_id").distinct()
-        judges = Judge.objects.filter(id__in=judge_ids).order_by("name").values_list("name", flat=True)
-        instances = Instance.objects.filter(benchmark=benchmark)
-        scaffolds = instances.exclude(scaffold="").order_by("scaffold").values_list("scaffold", flat=True).distinct()
-        primaries = instances.exclude(primary_category="").order_by("primary_category").values_list(
-            "primary_category", flat=True).distinct()
-        for name, values in (("run", runs), ("judge", judges), ("scaffold", scaffolds), ("primary_category", primaries)):
+        for name, values in filter_choices(benchmark, generation=generation).items():
             self.fields[name].choices = [(v, v) for v in values]
 
     def state(self) -> dict:
         """The cleaned state with defaults (call after is_valid, which drops unknown values)."""
-        data = self.cleaned_data if self.is_bound and hasattr(self, "cleaned_data") else {}
-        return {
-            "filters": Filters(runs=data.get("run") or [], judges=data.get("judge") or [],
-                               scaffolds=data.get("scaffold") or [], primary_categories=data.get("primary_category") or []),
-            "by": data.get("by") or "model",
-            "sort": data.get("sort") or "-isr",
-            "ci": bool(data.get("ci")),
-            "exclude": data.get("exclude") or "none",
-        }
+        return state_of(self.cleaned_data if self.is_bound and hasattr(self, "cleaned_data") else {})
+
+
+def state_of(data: dict) -> dict:
+    """A leaderboard state from cleaned form data; `state_of({})` is the default state (no filters,
+    by model, best ISR first, no interval, every item)."""
+    return {
+        "filters": Filters(runs=data.get("run") or [], judges=data.get("judge") or [],
+                           scaffolds=data.get("scaffold") or [], primary_categories=data.get("primary_category") or []),
+        "by": data.get("by") or "model",
+        "sort": data.get("sort") or "-isr",
+        "ci": bool(data.get("ci")),
+        "exclude": data.get("exclude") or "none",
+    }
+
+
+def filter_choices(benchmark, *, generation=FRESH) -> dict[str, list[str]]:
+    """The values each filter offers (runs, judges present in the rollups, scaffolds, primary categories),
+    cached per data generation like the tables (every write that adds or removes one bumps it)."""
+    return cached(benchmark.id, "choices", lambda: _filter_choices(benchmark), kind=dict, generation=generation)
+
+
+def _filter_choices(benchmark) -> dict[str, list[str]]:
+    runs = Run.objects.filter(benchmark=benchmark).order_by("label").values_list("label", flat=True)
+    judge_ids = AttemptRollup.objects.filter(benchmark=benchmark).values("judge_id").distinct()
+    judges = Judge.objects.filter(id__in=judge_ids).order_by("name").values_list("name", flat=True)
+    instances = Instance.objects.filter(benchmark=benchmark)
+    scaffolds = instances.exclude(scaffold="").order_by("scaffold").values_list("scaffold", flat=True).distinct()
+    primaries = instances.exclude(primary_category="").order_by("primary_category").values_list(
+        "primary_category", flat=True).distinct()
+    return {"run": list(runs), "judge": list(judges), "scaffold": list(scaffolds), "primary_category": list(primaries)}
 
 
 def form_state(form: LeaderboardFilterForm) -> dict:

@@ -10,6 +10,10 @@ audit decisions). A request reads the generation fresh (one primary-key query) b
 anything else, so a table cached for an older generation is never served after the
 change commits. Tables are stored only once the reading transaction commits (at once in
 autocommit), so numbers computed from uncommitted rows never reach the cache.
+
+`cached` is the one mechanism: the filter choices (`runs.filters.filter_choices`) and the
+page's rendered #results fragment (`runs.leaderboard_page`) are kept under the same keys
+(benchmark, generation, part), so one bump retires all three.
 """
 from __future__ import annotations
 
@@ -17,9 +21,10 @@ import copy
 import hashlib
 import json
 import logging
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from django.core.cache import cache
 from django.db import connection, transaction
@@ -35,12 +40,14 @@ CACHE_SECONDS = 24 * 3600
 
 
 def _code_version() -> str:
-    """A digest of the code that computes and shapes the tables: a deploy that changes how
-    rows are scored or laid out never reads tables an older version cached in Redis."""
+    """A digest of the code and templates that compute, shape and render what is cached: a deploy
+    that changes how rows are scored, laid out or rendered never reads what an older version cached in Redis."""
     here = Path(__file__).resolve().parent
+    templates = here.parent / "templates" / "runs"
     digest = hashlib.sha256()
     for path in (here / "leaderboard_rows.py", here / "metrics" / "checklist.py", here / "metrics" / "stats.py",
-                 here / "charts.py"):
+                 here / "charts.py", here / "filters.py", here / "leaderboard_page.py", here / "templatetags" / "figures.py",
+                 templates / "checklist" / "leaderboard.html", templates / "sharing" / "_exports.html"):
         digest.update(path.read_bytes() if path.exists() else path.name.encode())
     return digest.hexdigest()[:12]
 
@@ -113,31 +120,51 @@ def _database_tag() -> str:
     return hashlib.sha256(where.encode()).hexdigest()[:8]
 
 
-def leaderboard_tables(benchmark, state: dict, *, excluded_items: Collection[int] | None = None) -> LeaderboardTables:
-    """The leaderboard of a benchmark for a state (filters, by, sort, ci) exactly as its page lays it out,
-    optionally leaving out excluded checklist items (an audit exclusion policy); cached per data generation."""
-    generation = data_generation(benchmark.id)
+#: `generation=FRESH`: read the benchmark's data generation now (one query)
+FRESH = object()
+T = TypeVar("T")
+
+
+def cached(benchmark_id: int, part: str, compute: Callable[[], T], *, kind: type, generation=FRESH) -> T:
+    """`compute()`, cached under (benchmark, data generation, `part`) until the generation moves.
+
+    `generation` is the benchmark's data generation read before any of the data `compute`
+    reads (FRESH reads it now); a caller that caches several things for one request reads it
+    once and passes it to each. A value of another type than `kind` in the cache counts as a
+    miss. The value is stored once the current transaction commits (dropped on rollback).
+    """
+    if generation is FRESH:
+        generation = data_generation(benchmark_id)
     if generation is None:  # deleted meanwhile: compute (empty) rather than cache under no generation
-        return compute_tables(benchmark.id, state, excluded_items=excluded_items)
-    key = cache_key(benchmark.id, generation, state_digest(state, excluded_items))
+        return compute()
+    key = cache_key(benchmark_id, generation, part)
     try:
-        cached = cache.get(key)
+        value = cache.get(key)
     except Exception:  # a cache that is down must not take the leaderboard with it
         log.warning("leaderboard cache unavailable (read)", exc_info=True)
-        cached = None
-    if isinstance(cached, LeaderboardTables):
-        return cached
-    tables = compute_tables(benchmark.id, state, excluded_items=excluded_items)
+        value = None
+    if isinstance(value, kind):
+        return value
+    value = compute()
     # inside a transaction the store waits for commit (and is dropped on rollback): keep what
-    # was computed now, whatever the caller does to the rows it gets back meanwhile
-    stored = copy.deepcopy(tables) if connection.in_atomic_block else tables
+    # was computed now, whatever the caller does to what it gets back meanwhile
+    stored = copy.deepcopy(value) if connection.in_atomic_block else value
     transaction.on_commit(lambda: _store(key, stored))
-    return tables
+    return value
 
 
-def _store(key: str, tables: LeaderboardTables) -> None:
+def leaderboard_tables(benchmark, state: dict, *, excluded_items: Collection[int] | None = None,
+                       generation=FRESH) -> LeaderboardTables:
+    """The leaderboard of a benchmark for a state (filters, by, sort, ci) exactly as its page lays it out,
+    optionally leaving out excluded checklist items (an audit exclusion policy); cached per data generation."""
+    return cached(benchmark.id, state_digest(state, excluded_items),
+                  lambda: compute_tables(benchmark.id, state, excluded_items=excluded_items),
+                  kind=LeaderboardTables, generation=generation)
+
+
+def _store(key: str, value) -> None:
     try:
-        cache.set(key, tables, CACHE_SECONDS)
+        cache.set(key, value, CACHE_SECONDS)
     except Exception:
         log.warning("leaderboard cache unavailable (write)", exc_info=True)
 

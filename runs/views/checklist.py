@@ -9,12 +9,11 @@ from django.urls import reverse
 from django.utils.html import escape
 
 from runs import charts, selectors, trajectory_view
-from runs.exclusions import exclusion_explain_url, exclusion_policy_label, excluded_item_ids
-from runs.filters import SORTS, LeaderboardFilterForm, form_state
-from runs.leaderboard_rows import leaderboard_tables
+from runs.filters import LeaderboardFilterForm, form_state
+from runs.leaderboard_page import params_with, results_html
+from runs.leaderboard_rows import data_generation
 from runs.metrics import attempt_diff as metrics_diff
 from runs.metrics import checklist as metrics
-from runs.metrics import rank_change
 from runs.metrics.checklist import GROUPINGS
 from runs.models import Attempt, Benchmark, BenchmarkKind, Instance
 
@@ -36,43 +35,25 @@ def _attempt(pk: int) -> Attempt:
 
 def query_with(request, **changes) -> str:
     """The current query string with some parameters replaced (None removes one)."""
-    params = request.GET.copy()
-    for name, value in changes.items():
-        params.pop(name, None)
-        if value is not None:
-            params.setlist(name, value if isinstance(value, list) else [value])
-    return params.urlencode()
+    return params_with(request.GET, **changes)
 
 
 # leaderboard ---------------------------------------------------------------------------
 @login_required
 def leaderboard(request, slug):
-    """ISR/CSR per model (mean ± std across judges), or a model x group matrix; filters in the URL."""
+    """ISR/CSR per model (mean ± std across judges), or a model x group matrix; filters in the URL.
+
+    The #results fragment comes rendered from the cache (runs.leaderboard_page); the page
+    renders only the shell around it (header, filter form, Share form)."""
     benchmark = benchmark_or_404(slug)
-    form = LeaderboardFilterForm(request.GET or None, benchmark=benchmark)
+    generation = data_generation(benchmark.id)  # once, before any data: choices and fragment share it
+    form = LeaderboardFilterForm(request.GET or None, benchmark=benchmark, generation=generation)
     state = form_state(form) if form.is_bound else form.state()
-    excluded = excluded_item_ids(benchmark, state["exclude"])
-    tables = leaderboard_tables(benchmark, state, excluded_items=excluded)
-    exclusion = _exclusion_effect(request, benchmark, state, tables, excluded) if excluded is not None else None
-    effects = exclusion["rows"] if exclusion else {}
-    context = {"benchmark": benchmark, "form": form, "state": state, "groupings": GROUPINGS,
-               "lines": [{"row": r, "effect": effects.get(r.model)} for r in tables.overall], "overall": tables.overall,
-               "sorts": SORTS, "query": request.GET.urlencode(), "small": metrics.SMALL_CELL, "exclusion": exclusion,
-               "groups": tables.groups, "matrix": tables.matrix, "figure": tables.figure}
-    template = "runs/checklist/leaderboard.html#results" if request.htmx else "runs/checklist/leaderboard.html"
-    return render(request, template, context)
-
-
-def _exclusion_effect(request, benchmark, state, tables, excluded) -> dict:
-    """What the state's exclusion policy did: each model's ISR and rank before and after, Kendall's tau, the swaps."""
-    before = leaderboard_tables(benchmark, state | {"exclude": "none", "by": "model", "ci": False}).overall
-    rows, tau, swaps = rank_change.compare(before, tables.overall)
-    explain = exclusion_explain_url(benchmark, state["exclude"])
-    filters = query_with(request, exclude=None, by=None, sort=None, ci=None)
-    return {"policy": state["exclude"], "label": exclusion_policy_label(state["exclude"]), "n_excluded": len(excluded),
-            "rows": {r.model: r for r in rows}, "tau": tau, "swaps": swaps,
-            "explain_url": f"{explain}&{filters}" if explain and filters else explain,
-            "off_query": query_with(request, exclude=None)}
+    results = results_html(benchmark, state, request.GET, request=request, generation=generation)
+    if request.htmx:
+        return HttpResponse(results)
+    context = {"benchmark": benchmark, "form": form, "query": request.GET.urlencode(), "results": results}
+    return render(request, "runs/checklist/leaderboard.html", context)
 
 
 # drill-down ----------------------------------------------------------------------------

@@ -1,0 +1,97 @@
+"""The checklist leaderboard page's #results fragment (exports, exclusion box, table or matrix, chart),
+rendered once per (benchmark, data generation, query string) and kept as HTML in the cache.
+
+The fragment holds nothing about who asks: the CSRF token and the user's name are in
+base.html and the Share form, outside it. Its key carries the full query string (the
+fragment's links embed it verbatim), whether it is an htmx swap (which adds the Share form's
+out-of-band state field), the benchmark's slug and the URL prefix (its links), and the state's
+digest with the excluded item ids (an exclusion policy's items come from audits). Entries move
+with the data generation like the tables (`runs.leaderboard_rows.cached`).
+
+`warm_default` computes what the first viewer after a data change would otherwise pay for
+(the default state's tables, fragment and filter choices); jobs call it after they commit.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from collections.abc import Iterable
+
+from django.http import QueryDict
+from django.template.loader import render_to_string
+from django.urls import get_script_prefix
+from django.utils.safestring import SafeString, mark_safe
+
+from runs.exclusions import exclusion_explain_url, exclusion_policy_label, excluded_item_ids
+from runs.filters import SORTS, filter_choices, state_of
+from runs.leaderboard_rows import FRESH, cached, data_generation, leaderboard_tables, state_digest
+from runs.metrics import rank_change
+from runs.metrics.checklist import GROUPINGS, SMALL_CELL
+
+log = logging.getLogger(__name__)
+
+TEMPLATE = "runs/checklist/leaderboard.html"
+
+
+def params_with(params: QueryDict, **changes) -> str:
+    """A query string with some parameters replaced (None removes one)."""
+    params = params.copy()
+    for name, value in changes.items():
+        params.pop(name, None)
+        if value is not None:
+            params.setlist(name, value if isinstance(value, list) else [value])
+    return params.urlencode()
+
+
+def results_html(benchmark, state: dict, params: QueryDict, *, request=None, generation=FRESH) -> SafeString:
+    """The #results fragment of the leaderboard for a state parsed from `params` (the request's query);
+    `request` only tells whether it is an htmx swap. Cached per data generation and query string."""
+    if generation is FRESH:
+        generation = data_generation(benchmark.id)
+    excluded = excluded_item_ids(benchmark, state["exclude"])
+    htmx = bool(request is not None and getattr(request, "htmx", False))
+    query = params.urlencode()
+    where = json.dumps([benchmark.slug, get_script_prefix(), query, htmx, state_digest(state, excluded)])
+    part = "results:" + hashlib.sha256(where.encode()).hexdigest()
+
+    def render() -> str:
+        tables = leaderboard_tables(benchmark, state, excluded_items=excluded, generation=generation)
+        exclusion = (exclusion_effect(benchmark, state, tables, excluded, params, generation=generation)
+                     if excluded is not None else None)
+        effects = exclusion["rows"] if exclusion else {}
+        context = {"benchmark": benchmark, "state": state, "query": query, "small": SMALL_CELL, "exclusion": exclusion,
+                   "lines": [{"row": r, "effect": effects.get(r.model)} for r in tables.overall],
+                   "overall": tables.overall, "sorts": SORTS, "groupings": GROUPINGS,
+                   "groups": tables.groups, "matrix": tables.matrix, "figure": tables.figure}
+        return str(render_to_string(f"{TEMPLATE}#results", context, request))
+
+    return mark_safe(cached(benchmark.id, part, render, kind=str, generation=generation))
+
+
+def exclusion_effect(benchmark, state: dict, tables, excluded, params: QueryDict, *, generation=FRESH) -> dict:
+    """What the state's exclusion policy did: each model's ISR and rank before and after, Kendall's tau, the swaps."""
+    before = leaderboard_tables(benchmark, state | {"exclude": "none", "by": "model", "ci": False},
+                                generation=generation).overall
+    rows, tau, swaps = rank_change.compare(before, tables.overall)
+    explain = exclusion_explain_url(benchmark, state["exclude"])
+    filters = params_with(params, exclude=None, by=None, sort=None, ci=None)
+    return {"policy": state["exclude"], "label": exclusion_policy_label(state["exclude"]), "n_excluded": len(excluded),
+            "rows": {r.model: r for r in rows}, "tau": tau, "swaps": swaps,
+            "explain_url": f"{explain}&{filters}" if explain and filters else explain,
+            "off_query": params_with(params, exclude=None)}
+
+
+def warm_default(benchmark_ids: Iterable[int]) -> None:
+    """Compute and cache the default leaderboard (no filters, by model, best ISR first, every item: the
+    page as first opened) and the filter choices of these benchmarks, so the first viewer after a data
+    change does not pay for it. Call it after the change committed; benchmarks without rollups are skipped."""
+    from runs.models import AttemptRollup, Benchmark, BenchmarkKind
+
+    ids = sorted(set(benchmark_ids))
+    with_rollups = set(AttemptRollup.objects.filter(benchmark_id__in=ids).values_list("benchmark_id", flat=True)
+                       .distinct().order_by())
+    for benchmark in Benchmark.objects.filter(id__in=with_rollups, kind=BenchmarkKind.CHECKLIST).order_by("id"):
+        generation = data_generation(benchmark.id)
+        filter_choices(benchmark, generation=generation)
+        results_html(benchmark, state_of({}), QueryDict(""), generation=generation)
