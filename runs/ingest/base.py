@@ -22,6 +22,7 @@ from typing import Any
 from django.db import models
 
 from runs.bulk import bulk_insert_rows
+from runs.models import ChecklistItem
 
 MAX_LISTED_PROBLEMS = 50
 CHUNK_BYTES = 1 << 20
@@ -151,6 +152,14 @@ def content_hash(value: Any) -> str:
     return hashlib.sha256(data.encode("utf-8", "surrogatepass")).hexdigest()
 
 
+#: rows a file may not change, by the field that marks them (not null) and why: an audit lead's
+#: rewrite of a checklist item is the lead's text, kept whatever a later import says
+_OWNED_ELSEWHERE: dict[type[models.Model], tuple[str, str]] = {
+    ChecklistItem: ("supersedes_id", "is an audit's rewrite of another item: a file may not redefine it "
+                                     "(give the file's item another key)"),
+}
+
+
 @functools.cache
 def _text_limits(model: type[models.Model]) -> tuple[tuple[str, int], ...]:
     """(attname, max_length) of a model's bounded text columns."""
@@ -254,7 +263,8 @@ class Context:
                 values = {k[key.index(extra)] for k in by_key}
                 if len(values) <= 500:
                     qs = qs.filter(**{f"{extra}__in": values})
-        for found in qs.values("pk", *key, *compare):
+        owner = _OWNED_ELSEWHERE.get(model)
+        for found in qs.values("pk", *key, *compare, *([owner[0]] if owner else [])):
             k = tuple(found[f] for f in key)
             if k in by_key:
                 existing[k] = found
@@ -266,6 +276,9 @@ class Context:
                 # rows that are only copied in (no ids back) never become model instances
                 to_create.append((k, row if not returning_ids else model(**row)))
             elif any(old[f] != row[f] for f in compare):
+                if owner and old[owner[0]] is not None:
+                    self.problem(f"{kind} '{k[-1]}'"[:200], None, owner[1])
+                    continue
                 obj = model(pk=old["pk"], **row)
                 to_update.append(obj)
         if changed is not None:

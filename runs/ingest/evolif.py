@@ -29,6 +29,7 @@ from .lookups import (
     attempts_upsert,
     benchmark_existing,
     benchmark_get_or_create,
+    file_items,
     judge_get_or_create,
     run_get_or_create,
 )
@@ -137,9 +138,7 @@ def _write_dialog(ctx: Context, benchmark, source: Source, external_id: str, tur
         ctx.report.add("checklist items", "created", len(rows))
         return
     ctx.upsert(ChecklistItem, rows, key=("instance_id", "key"), compare=("content_hash",), kind="checklist items")
-    # an audit's rewrite and the version it superseded are not the file's to remove (both stay, linked)
-    dropped = ChecklistItem.objects.filter(instance_id=instance_id, supersedes__isnull=True,
-                                           superseded_by__isnull=True).exclude(key__in=[r["key"] for r in rows])
+    dropped = file_items(instance_id=instance_id).exclude(key__in=[r["key"] for r in rows])
     judged = list(dropped.filter(verdicts__isnull=False).values_list("key", flat=True).distinct()[:5])
     if judged:
         ctx.problem(source, None, f"constraints {', '.join(judged)} have verdicts and cannot be removed from '{external_id}'")

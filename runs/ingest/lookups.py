@@ -152,3 +152,10 @@ def attempt_ids_for(ctx: Context, run: Run, instance_ids: list[int]) -> dict[int
         created = Attempt.objects.bulk_create([Attempt(run=run, instance_id=i) for i in missing])
         found.update({a.instance_id: a.id for a in created})
     return found
+
+
+def file_items(**filters):
+    """The checklist items an import file owns and may remove when it no longer lists them: all but an
+    audit's rewrites and the versions they superseded (both stay, linked, whatever a file says)."""
+    return ChecklistItem.objects.filter(supersedes__isnull=True, superseded_by__isnull=True, **filters)
+

@@ -29,6 +29,7 @@ from .lookups import (
     attempts_upsert,
     benchmark_existing,
     benchmark_get_or_create,
+    file_items,
     judge_get_or_create,
     run_get_or_create,
 )
@@ -263,9 +264,7 @@ _ITEM_FIELDS = {"id", "privilege", "description", "style_key", "style_id", "cate
 
 def _remove_dropped_items(ctx: Context, source: Source, line: int, instance_id: int, keys: set[str], where: str) -> None:
     """A corrected sample that no longer lists an instruction loses its item, unless verdicts refer to it."""
-    # an audit's rewrite and the version it superseded are not the file's to remove (both stay, linked)
-    dropped = ChecklistItem.objects.filter(instance_id=instance_id, supersedes__isnull=True,
-                                           superseded_by__isnull=True).exclude(key__in=keys)
+    dropped = file_items(instance_id=instance_id).exclude(key__in=keys)
     judged = list(dropped.filter(verdicts__isnull=False).values_list("key", flat=True).distinct()[:5])
     if judged:
         ctx.problem(source, line, f"instructions {', '.join(judged)} have verdicts and cannot be removed from {where}")

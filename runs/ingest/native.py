@@ -34,6 +34,7 @@ from .lookups import (
     attempt_ids_for,
     attempts_upsert,
     benchmark_lock_for_ingest,
+    file_items,
     judge_get_or_create,
     model_get_or_create,
 )
@@ -152,6 +153,8 @@ class _Defined:
     stored_instances: dict[str, int]
     instances: dict[str, tuple[str, frozenset[str]]] = field(default_factory=dict)
     stored_items: dict[int, frozenset[str]] = field(default_factory=dict)
+    #: keys of stored items an audit created by rewriting another (no file defines them; re-imports keep them)
+    stored_rewrites: dict[int, frozenset[str]] = field(default_factory=dict)
     runs: dict[str, tuple[str, Run | None]] = field(default_factory=dict)
     stored_runs: dict[str, Run | None] = field(default_factory=dict)
     attempts: dict[tuple[str, str], str] = field(default_factory=dict)
@@ -162,20 +165,31 @@ class _Defined:
     _items_loaded: bool = False
 
     def item_keys(self, instance: str) -> frozenset[str] | None:
-        if instance in self.instances:
-            return self.instances[instance][1]
+        """Keys a verdict on this instance may name: the file's definition (plus the audit rewrites a
+        re-import keeps), else the stored items; None for an unknown instance."""
         pk = self.stored_instances.get(instance)
+        if instance in self.instances:
+            defined = self.instances[instance][1]
+            return defined | self._stored(pk)[1] if pk is not None else defined
         if pk is None:
             return None
+        return self._stored(pk)[0]
+
+    def _stored(self, pk: int) -> tuple[frozenset[str], frozenset[str]]:
+        """(every stored item key, the audit rewrites' keys) of a stored instance."""
         if not self._items_loaded:  # the whole benchmark's item keys in one query
             keys: dict[int, set[str]] = {}
-            for iid, key in ChecklistItem.objects.filter(instance__benchmark=self.benchmark).values_list(
-                "instance_id", "key"
+            rewrites: dict[int, set[str]] = {}
+            for iid, key, supersedes in ChecklistItem.objects.filter(instance__benchmark=self.benchmark).values_list(
+                "instance_id", "key", "supersedes_id"
             ).iterator(chunk_size=20000):
                 keys.setdefault(iid, set()).add(key)
+                if supersedes is not None:
+                    rewrites.setdefault(iid, set()).add(key)
             self.stored_items = {iid: frozenset(k) for iid, k in keys.items()}
+            self.stored_rewrites = {iid: frozenset(k) for iid, k in rewrites.items()}
             self._items_loaded = True
-        return self.stored_items.get(pk, frozenset())
+        return self.stored_items.get(pk, frozenset()), self.stored_rewrites.get(pk, frozenset())
 
     def run(self, label: str) -> tuple[bool, Run | None]:
         """(known, stored run or None) for a run label."""
@@ -497,9 +511,7 @@ class _NativeIngest:
             ctx.upsert(ChecklistItem, items, key=("instance_id", "key"), compare=("content_hash",), kind="checklist items")
         for source, line, r in records:
             keys = {item["key"] for item in r["items"]}
-            # an audit's rewrite and the version it superseded are not the file's to remove (both stay, linked)
-            dropped = ChecklistItem.objects.filter(instance_id=ids[(benchmark.id, r["id"])], supersedes__isnull=True,
-                                                   superseded_by__isnull=True).exclude(key__in=keys)
+            dropped = file_items(instance_id=ids[(benchmark.id, r["id"])]).exclude(key__in=keys)
             judged = list(dropped.filter(verdicts__isnull=False).values_list("key", flat=True).distinct()[:5])
             if judged:
                 ctx.problem(source, line, f"items {', '.join(judged)} have verdicts and cannot be removed from instance '{r['id']}'")

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from runs.categories import normalise_category
-from runs.models import Attempt, BenchmarkKind, ChecklistItem, Instance, JudgeKind, Trajectory, Verdict
+from runs.models import BenchmarkKind, ChecklistItem, Instance, JudgeKind, Trajectory, Verdict
 
 from .base import Context, Source, content_hash, iter_json_document, iter_jsonl, require
 from .lookups import (
@@ -15,6 +15,7 @@ from .lookups import (
     attempts_upsert,
     benchmark_existing,
     benchmark_get_or_create,
+    file_items,
     judge_get_or_create,
     run_get_or_create,
 )
@@ -174,11 +175,9 @@ def _remove_dropped_items(ctx: Context, batch, ids, benchmark) -> None:
     for source, line, record in batch:
         keys = {str(c["check_id"]) for g in record["checklist"].values() for c in g["checks"]}
         wanted[ids[(benchmark.id, str(record["instance_id"]))]] = (source, line, record, keys)
-    # an audit's rewrite and the version it superseded are not the file's to remove (both stay, linked)
     dropped = {
         pk: (instance_id, key)
-        for pk, instance_id, key in ChecklistItem.objects.filter(instance_id__in=list(wanted), supersedes__isnull=True,
-                                                                 superseded_by__isnull=True).values_list("id", "instance_id", "key")
+        for pk, instance_id, key in file_items(instance_id__in=list(wanted)).values_list("id", "instance_id", "key")
         if key not in wanted[instance_id][3]
     }
     if not dropped:

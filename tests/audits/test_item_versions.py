@@ -354,6 +354,25 @@ def test_a_corrected_file_without_the_old_key_keeps_both_versions_and_still_drop
     assert report.counts["checklist items"]["removed"] == 1  # "c": the drop logic still removes what the file dropped
 
 
+@pytest.mark.django_db
+def test_a_file_may_not_overwrite_a_rewrite_under_its_key(tmp_path, lead):
+    bench = {"type": "benchmark", "slug": "acme", "kind": "checklist"}
+    items = [{"key": "a", "description": "item a"}]
+    ingest("native", [_native(tmp_path, [bench, {"type": "instance", "id": "t1", "items": items}])], Options())
+    new = _rewrite(ChecklistItem.objects.get(key="a"), lead)
+    clash = items + [{"key": new.key, "description": "the file's own idea of a@v2"}]
+
+    with pytest.raises(IngestFailed) as failed:
+        ingest("native", [_native(tmp_path, [bench, {"type": "instance", "id": "t1", "items": clash}], "clash.jsonl")],
+               Options())
+
+    assert [p.reason for p in failed.value.problems] == [
+        "is an audit's rewrite of another item: a file may not redefine it (give the file's item another key)"]
+    assert "a@v2" in str(failed.value.problems[0])
+    new.refresh_from_db()
+    assert new.description != "the file's own idea of a@v2" and new.supersedes is not None
+
+
 # verdicts on the new version ------------------------------------------------------------
 def test_native_verdicts_address_the_new_version_by_its_key(bench, lead, tmp_path):
     for n in (1, 2, 3):
@@ -370,16 +389,18 @@ def test_native_verdicts_address_the_new_version_by_its_key(bench, lead, tmp_pat
     assert Verdict.objects.filter(item__key="x").count() == 6  # the old version's verdicts stay
 
 
-def test_a_verdict_on_the_new_key_after_an_instance_record_without_it_is_refused_clearly(lead, tmp_path):
+def test_a_verdict_on_the_new_key_is_taken_after_a_re_import_of_the_instance_without_it(lead, tmp_path):
     bench = {"type": "benchmark", "slug": "acme", "kind": "checklist"}
     instance = {"type": "instance", "id": "t1", "items": [{"key": "a", "description": "item a"}]}
     ingest("native", [_native(tmp_path, [bench, instance, {"type": "run", "label": "r1", "model": "m"}])], Options())
     _rewrite(ChecklistItem.objects.get(key="a"), lead)
     verdict = {"type": "verdict", "run": "r1", "instance": "t1", "item": "a@v2", "judge": "j", "result": "pass"}
+    unknown = {"type": "verdict", "run": "r1", "instance": "t1", "item": "a@v3", "judge": "j", "result": "pass"}
 
+    # the file's instance record does not list the rewrite, which the re-import keeps: its key stays addressable
+    ingest("native", [_native(tmp_path, [bench, instance, verdict], "both.jsonl")], Options())
     with pytest.raises(IngestFailed) as failed:
-        ingest("native", [_native(tmp_path, [bench, instance, verdict], "both.jsonl")], Options())
-    ingest("native", [_native(tmp_path, [bench, verdict], "verdicts.jsonl")], Options())
+        ingest("native", [_native(tmp_path, [bench, instance, unknown], "wrong.jsonl")], Options())
 
-    assert "unknown item 'a@v2' of instance 't1'" in "\n".join(str(p) for p in failed.value.problems)
+    assert "unknown item 'a@v3' of instance 't1'" in "\n".join(str(p) for p in failed.value.problems)
     assert Verdict.objects.get().item.key == "a@v2"
