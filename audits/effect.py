@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from runs.metrics import checklist
 from runs.metrics.rank_change import EffectRow, compare, ranks  # noqa: F401  (ranks: part of this module's interface)
+from runs.metrics.rank_change import items_behind as _items_behind
 
 
 @dataclass
@@ -44,23 +45,3 @@ def exclusion_effect(benchmark_id: int, excluded: Collection[int], verdicts_by_m
     for up, down in pairs:
         swaps.append(Swap(up, down, _items_behind(up, down, verdicts_by_model or {}, limit)))
     return Effect(rows, tau, swaps, len(excluded))
-
-
-def _items_behind(up: str, down: str, verdicts: dict, limit: int) -> list[dict]:
-    """Excluded items the `down` model passed more often than the `up` model (excluding them hurt `down` most)."""
-    out = []
-    for item_id in set(verdicts.get(up, {})) | set(verdicts.get(down, {})):
-        rate_up = _rate(verdicts.get(up, {}).get(item_id))
-        rate_down = _rate(verdicts.get(down, {}).get(item_id))
-        if rate_up is None or rate_down is None or rate_down <= rate_up:
-            continue  # an item `up` passed as often or more: leaving it out did not help `up` past `down`
-        out.append({"item_id": item_id, "pass_rate_up": rate_up, "pass_rate_down": rate_down,
-                    "difference": rate_down - rate_up})
-    return sorted(out, key=lambda d: (-d["difference"], d["item_id"]))[:limit]
-
-
-def _rate(counts: dict | None) -> float | None:
-    if not counts:
-        return None
-    n = counts.get("pass", 0) + counts.get("fail", 0)
-    return counts.get("pass", 0) / n if n else None

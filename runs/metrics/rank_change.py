@@ -3,7 +3,9 @@
 Ranks are by ISR (1 = best, tied scores share the mean of their ranks, models without a
 score are unranked); Kendall's tau-b compares the two rankings over the models ranked in
 both; a swap is a pair of models whose relative order changed (flipped, tied or untied).
-Used by the leaderboard page under an exclusion policy and by the audit effect page.
+The items behind a swap are the excluded items the gaining model failed more often than the
+other (`items_behind`). Used by the leaderboard page under an exclusion policy, the audit
+effect page and the hierarchy metrics page.
 """
 from __future__ import annotations
 
@@ -67,6 +69,27 @@ def compare(before: Sequence, after: Sequence) -> tuple[list[EffectRow], float |
         # the model that gained relative to the other comes first (a tie broken or an order flipped)
         swaps.append((x, y) if after_sign < before_sign else (y, x))
     return rows, tau, swaps
+
+
+def items_behind(up: str, down: str, verdicts: dict, limit: int) -> list[dict]:
+    """Excluded items the `down` model passed more often than the `up` model (excluding them hurt `down` most);
+    `verdicts` is model -> item id -> {"pass": n, "fail": n}. Largest difference first, at most `limit`."""
+    out = []
+    for item_id in set(verdicts.get(up, {})) | set(verdicts.get(down, {})):
+        rate_up = _rate(verdicts.get(up, {}).get(item_id))
+        rate_down = _rate(verdicts.get(down, {}).get(item_id))
+        if rate_up is None or rate_down is None or rate_down <= rate_up:
+            continue  # an item `up` passed as often or more: leaving it out did not help `up` past `down`
+        out.append({"item_id": item_id, "pass_rate_up": rate_up, "pass_rate_down": rate_down,
+                    "difference": rate_down - rate_up})
+    return sorted(out, key=lambda d: (-d["difference"], d["item_id"]))[:limit]
+
+
+def _rate(counts: dict | None) -> float | None:
+    if not counts:
+        return None
+    n = counts.get("pass", 0) + counts.get("fail", 0)
+    return counts.get("pass", 0) / n if n else None
 
 
 def _sign(value: float) -> int:
