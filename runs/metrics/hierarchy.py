@@ -16,7 +16,7 @@ from runs.metrics.agreement import AgreementRow
 
 import re
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -362,12 +362,11 @@ def instance_facts(benchmark) -> dict[int, dict[str, Any]]:
     return {i: {"tiers": tiers_of(p), "n_instructions": len(p)} for i, p in privileges.items()}
 
 
-def sample_rows_select(*, benchmark, judge, run_ids: Sequence[int]) -> list[SampleRow]:
-    """One SampleRow per attempt of these runs that the judge scored (four queries whatever the size)."""
-    from runs.models import Attempt, AttemptRollup, GroupRollup
+def _rollup_facts(judge, run_ids: Sequence[int]) -> tuple[dict[int, tuple[int, int]], dict[int, dict[str, bool]]]:
+    """(attempt -> (n_applicable, n_passed), attempt -> {style group: all its active instructions pass}) from the rollups."""
+    from runs.models import AttemptRollup, GroupRollup
 
-    facts = instance_facts(benchmark)
-    rollups = {
+    totals = {
         a: (n_app, n_pass) for a, n_app, n_pass in AttemptRollup.objects.filter(
             judge=judge, run_id__in=list(run_ids)).values_list("attempt_id", "n_applicable", "n_passed").order_by()
     }
@@ -376,6 +375,50 @@ def sample_rows_select(*, benchmark, judge, run_ids: Sequence[int]) -> list[Samp
         judge=judge, dimension="group", attempt__run_id__in=list(run_ids), n_applicable__gt=0
     ).values_list("attempt_id", "value", "n_applicable", "n_passed").order_by():
         groups[a][value] = n_pass == n_app
+    return totals, groups
+
+
+def _verdict_facts(judge, run_ids: Sequence[int], excluded_items: Collection[int]
+                   ) -> tuple[dict[int, tuple[int, int]], dict[int, dict[str, bool]]]:
+    """The same facts as `_rollup_facts`, counted from the verdicts with `excluded_items` left out (one query).
+
+    Counts as runs.services rebuilds rollups: applicable = result other than "na", passed =
+    result "pass"; an attempt is there when the judge gave it any verdict that is not left
+    out; a style group counts when its group name is not empty and it has an applicable verdict.
+    """
+    from django.db.models import Count, Q
+
+    from runs.models import Verdict, VerdictResult
+
+    totals: dict[int, list[int]] = defaultdict(lambda: [0, 0])
+    groups: dict[int, dict[str, bool]] = defaultdict(dict)
+    rows = (Verdict.objects.filter(judge=judge, attempt__run_id__in=list(run_ids)).exclude(item_id__in=list(excluded_items))
+            .values("attempt_id", "item__group")
+            .annotate(n_app=Count("id", filter=~Q(result=VerdictResult.NOT_APPLICABLE)),
+                      n_pass=Count("id", filter=Q(result=VerdictResult.PASS)))
+            .values_list("attempt_id", "item__group", "n_app", "n_pass").order_by())
+    for a, group, n_app, n_pass in rows:
+        totals[a][0] += n_app
+        totals[a][1] += n_pass
+        if group and n_app > 0:
+            groups[a][group] = n_pass == n_app
+    return {a: (n_app, n_pass) for a, (n_app, n_pass) in totals.items()}, groups
+
+
+def sample_rows_select(*, benchmark, judge, run_ids: Sequence[int],
+                       excluded_items: Collection[int] | None = None) -> list[SampleRow]:
+    """One SampleRow per attempt of these runs that the judge scored (four queries whatever the size).
+
+    With `excluded_items` (an audit exclusion policy's items), the per-sample facts are counted
+    from the verdicts without those items instead of read from the rollups: a sample passes
+    Acc_style when its remaining active instructions all pass; an attempt whose every verdict
+    is left out has no row. Tiers and instruction counts stay those of the prompt.
+    """
+    from runs.models import Attempt
+
+    facts = instance_facts(benchmark)
+    rollups, groups = (_verdict_facts(judge, run_ids, excluded_items) if excluded_items
+                       else _rollup_facts(judge, run_ids))
     rows = []
     attempts = Attempt.objects.filter(run_id__in=list(run_ids)).values_list(
         "id", "run__label", "run__model__name", "run__settings", "instance_id", "instance__external_id", "outcome",
@@ -393,6 +436,75 @@ def sample_rows_select(*, benchmark, judge, run_ids: Sequence[int]) -> list[Samp
             groups=groups.get(attempt_id, {}),
         ))
     return rows
+
+
+def excluded_verdicts_select(*, judge, run_ids: Sequence[int], item_ids: Collection[int], by: str = "model"
+                             ) -> dict[str, dict[int, dict[str, int]]]:
+    """Model (or run) -> excluded item id -> {"pass": n, "fail": n}: the judge's verdicts on the items an exclusion
+    policy leaves out, suppressed ("na") ones not counted (what rank_change.items_behind reads; one query)."""
+    from django.db.models import Count
+
+    from runs.models import Verdict, VerdictResult
+
+    _key(by)  # ValueError for anything but "model" or "run"
+    label = "attempt__run__model__name" if by == "model" else "attempt__run__label"
+    out: dict[str, dict[int, dict[str, int]]] = defaultdict(lambda: defaultdict(lambda: {"pass": 0, "fail": 0}))
+    rows = (Verdict.objects.filter(judge=judge, attempt__run_id__in=list(run_ids), item_id__in=list(item_ids))
+            .exclude(result=VerdictResult.NOT_APPLICABLE).values(label, "item_id", "result").annotate(n=Count("id"))
+            .values_list(label, "item_id", "result", "n").order_by())
+    for who, item_id, result, n in rows:
+        out[who][item_id][result] += n
+    return out
+
+
+@dataclass(frozen=True)
+class RankLine:
+    """One model (or run) ranked by Acc with every item and under an exclusion policy (1 = best, ties share the mean rank)."""
+
+    label: str
+    acc_before: float | None
+    acc_after: float | None
+    rank_before: float | None
+    rank_after: float | None
+
+    @property
+    def rank_change(self) -> float | None:
+        """Positive: moved up."""
+        return None if self.rank_before is None or self.rank_after is None else self.rank_before - self.rank_after
+
+
+@dataclass(frozen=True)
+class RankSwap:
+    """Two rows whose order by Acc changed (flipped, tied or untied): `up` gained on `down`, and the excluded
+    items behind it ({"item_id", "pass_rate_up", "pass_rate_down", "difference"}, largest difference first)."""
+
+    up: str
+    down: str
+    items: tuple[dict, ...] = ()
+
+
+def acc_rank_change(before: Sequence[AccRow], after: Sequence[AccRow], verdicts: dict | None = None, *,
+                    limit: int = 10) -> tuple[list[RankLine], float | None, list[RankSwap]]:
+    """Ranks by Acc before and after, Kendall's tau-b between the two rankings and the swapped pairs with the
+    items behind each, by runs.metrics.rank_change (the checklist leaderboard's rules, Acc in place of ISR)."""
+    from runs.metrics.rank_change import compare, items_behind
+
+    def scored(rows: Sequence[AccRow]) -> list[_Scored]:
+        return [_Scored(r.label, r.acc) for r in rows]
+
+    rows, tau, pairs = compare(scored(before), scored(after))
+    lines = [RankLine(r.model, r.isr_before, r.isr_after, r.rank_before, r.rank_after) for r in rows]
+    swaps = [RankSwap(up, down, tuple(items_behind(up, down, verdicts or {}, limit))) for up, down in pairs]
+    return lines, tau, swaps
+
+
+@dataclass(frozen=True)
+class _Scored:
+    """An AccRow as runs.metrics.rank_change.compare reads a leaderboard row (its score is called isr there)."""
+
+    model: str
+    isr: float | None
+    csr: None = None
 
 
 def conflict_outcomes_select(*, benchmark, checker, run_ids: Sequence[int]) -> list[ConflictOutcome]:
