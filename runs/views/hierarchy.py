@@ -11,12 +11,15 @@ from django.views.decorators.http import require_POST
 
 from runs import hierarchy_charts as charts
 from runs.checkers.manyih_style import extract_code
+from runs.exclusions import excluded_item_ids, exclusion_policy_choices, exclusion_policy_label
 from runs.metrics import hierarchy as m
-from runs.models import Attempt, Benchmark, BenchmarkKind, JudgeKind, Run, Verdict
+from runs.models import Attempt, Benchmark, BenchmarkKind, ChecklistItem, JudgeKind, Run, Verdict
 from runs.restyle import logged_judge_for
 from runs.services import job_create, job_enqueue
 
 EXAMPLES_LIMIT = 200
+#: excluded items listed on the metrics page under an exclusion policy (the count is always shown)
+EXCLUDED_SHOWN = 300
 
 
 class HierarchyFilterForm(forms.Form):
@@ -31,9 +34,11 @@ class HierarchyFilterForm(forms.Form):
     label = forms.CharField(required=False, max_length=200)
     tiers = forms.IntegerField(required=False, min_value=0)
     group = forms.CharField(required=False, max_length=100)
+    exclude = forms.ChoiceField(required=False, label="Audit exclusion")
 
     def __init__(self, data, *, runs, judges):
         super().__init__(data)
+        self.fields["exclude"].choices = exclusion_policy_choices()
         run_choices = [(r.label, f"{r.label} ({r.model.name})") for r in runs]
         self.fields["run"].choices = run_choices
         self.fields["a"].choices = self.fields["b"].choices = [("", "—")] + run_choices
@@ -65,17 +70,20 @@ def _state(request, benchmark: Benchmark) -> dict:
         if a and b:
             data.update({"a": a.label, "b": b.label})
     form = HierarchyFilterForm(data, runs=runs, judges=judges)
-    clean = form.cleaned_data if form.is_valid() else {}
+    form.is_valid()  # a field that does not validate is left out (and its error shown); the others still apply
+    clean = form.cleaned_data
     chosen = [r for r in runs if r.label in clean.get("run", [])] or runs
     judge = next((j for j in judges if j.name == clean.get("judge")), judges[0] if judges else None)
     by_label = {r.label: r for r in runs}
     a, b = by_label.get(clean.get("a") or ""), by_label.get(clean.get("b") or "")
     checker = next((j for j in judges if j.name == m.CHECKER_JUDGE), None)
+    exclude = clean.get("exclude") or "none"
     return {
         "benchmark": benchmark, "form": form, "all_runs": runs, "runs": chosen, "run_ids": [r.id for r in chosen],
         "judge": judge, "judges": judges, "checker": checker, "by": clean.get("by") or "model", "a": a, "b": b,
         "outcome": clean.get("outcome") or "", "label": clean.get("label") or "", "tiers": clean.get("tiers"),
         "group": clean.get("group") or "", "query": request.GET.urlencode(),
+        "exclude": exclude, "excluded": excluded_item_ids(benchmark, exclude),
     }
 
 
@@ -85,41 +93,88 @@ def _page(request, template: str, context: dict):
 
 
 def _metrics(state: dict) -> dict:
-    """Everything the metrics page and the API show for the chosen runs and judge."""
+    """Everything the metrics page and the API show for the chosen runs and judge (under the chosen exclusion policy)."""
     if state["judge"] is None:
-        return {"rows": [], "tier_rows": [], "group_rates": [], "comparison": None}
-    rows = m.sample_rows_select(benchmark=state["benchmark"], judge=state["judge"], run_ids=state["run_ids"])
+        return {"rows": [], "tier_rows": [], "group_rates": [], "comparison": None, "exclusion": None}
+    excluded = state["excluded"]
+    rows = m.sample_rows_select(benchmark=state["benchmark"], judge=state["judge"], run_ids=state["run_ids"],
+                                excluded_items=excluded)
     comparison = None
     if state["a"] and state["b"] and state["a"] != state["b"]:
-        pair = m.sample_rows_select(benchmark=state["benchmark"], judge=state["judge"], run_ids=[state["a"].id, state["b"].id])
+        pair = m.sample_rows_select(benchmark=state["benchmark"], judge=state["judge"], run_ids=[state["a"].id, state["b"].id],
+                                    excluded_items=excluded)
         comparison = m.compare_runs([r for r in pair if r.run == state["a"].label], [r for r in pair if r.run == state["b"].label],
                                     a=state["a"].label, b=state["b"].label)
-    return {"rows": m.accuracy_by(rows, by=state["by"]), "tier_rows": m.accuracy_by_tiers(rows, by=state["by"]),
-            "group_rates": m.style_group_rates(rows, by=state["by"]), "comparison": comparison, "n_samples": len(rows)}
+    acc_rows = m.accuracy_by(rows, by=state["by"])
+    return {"rows": acc_rows, "tier_rows": m.accuracy_by_tiers(rows, by=state["by"]),
+            "group_rates": m.style_group_rates(rows, by=state["by"]), "comparison": comparison, "n_samples": len(rows),
+            "exclusion": None if excluded is None else _exclusion(state, acc_rows)}
+
+
+def _exclusion(state: dict, after: list) -> dict:
+    """What the exclusion policy did to the Acc ranking: ranks before and after, Kendall's tau, the swaps with the
+    excluded items behind each, and the excluded items themselves (key, sample, style group)."""
+    excluded = state["excluded"]
+    before = m.accuracy_by(m.sample_rows_select(benchmark=state["benchmark"], judge=state["judge"], run_ids=state["run_ids"]),
+                           by=state["by"])
+    verdicts = m.excluded_verdicts_select(judge=state["judge"], run_ids=state["run_ids"], item_ids=excluded,
+                                          by=state["by"]) if excluded else {}
+    lines, tau, swaps = m.acc_rank_change(before, after, verdicts)
+    items = {i["id"]: i for i in ChecklistItem.objects.filter(id__in=list(excluded)).values(
+        "id", "key", "group", "description", "instance__external_id", "position")}
+    shown = sorted(items.values(), key=lambda i: (m.natural_key(i["instance__external_id"]), i["position"]))
+    swaps = [{"up": s.up, "down": s.down, "items": [{**d, **items[d["item_id"]]} for d in s.items]} for s in swaps]
+    return {"policy": state["exclude"], "label": exclusion_policy_label(state["exclude"]), "n_excluded": len(excluded),
+            "lines": {line.label: line for line in lines}, "tau": tau, "swaps": swaps,
+            "shown": shown[:EXCLUDED_SHOWN], "n_hidden": max(0, len(shown) - EXCLUDED_SHOWN)}
 
 
 @login_required
 def metrics(request, slug):
-    """Acc, Acc_test and Acc_style per model with intervals, per style group, by tiers, and a run-pair comparison."""
+    """Acc, Acc_test and Acc_style per model with intervals, per style group, by tiers, and a run-pair comparison;
+    under an audit exclusion policy, each row's rank before and after and the swaps."""
     state = _state(request, _benchmark(slug))
     state.update(_metrics(state))
+    exclusion = state["exclusion"]
+    state["lines"] = [{"row": r, "effect": exclusion["lines"].get(r.label) if exclusion else None} for r in state["rows"]]
+    state["off_query"] = _query_without(request, "exclude")
     state["groups"], state["group_table"] = m.group_matrix(state["group_rates"])
     state["figure"] = charts.accuracy_figure(state["rows"])
     state["tiers_figure"] = charts.tiers_figure(state["tier_rows"])
     return _page(request, "runs/hierarchy/metrics.html", {**state, "active": "metrics"})
 
 
+def _query_without(request, name: str) -> str:
+    params = request.GET.copy()
+    params.pop(name, None)
+    return params.urlencode()
+
+
 @login_required
 def api(request, slug):
-    """The metrics page's rows as JSON (percentages; intervals as [low, high])."""
-    state = _state(request, _benchmark(slug))
+    """The metrics page's rows as JSON (percentages; intervals as [low, high]); ?exclude=<policy> as on the page."""
+    benchmark = _benchmark(slug)
+    try:
+        excluded_item_ids(benchmark, request.GET.get("exclude"))
+    except ValueError as exc:  # the page's form would drop an unknown policy silently: the API says so
+        return JsonResponse({"exclude": [str(exc)]}, status=400)
+    state = _state(request, benchmark)
     data = _metrics(state)
-    comparison = data["comparison"]
+    comparison, exclusion = data["comparison"], data["exclusion"]
     return JsonResponse({
         "benchmark": slug, "judge": state["judge"].name if state["judge"] else None, "by": state["by"],
+        "exclude": state["exclude"], "excluded_items": len(state["excluded"] or ()),
         "rows": [asdict(r) for r in data["rows"]], "by_tiers": [asdict(r) for r in data["tier_rows"]],
         "by_style_group": [asdict(g) | {"rate": g.rate} for g in data["group_rates"]],
         "comparison": None if comparison is None else asdict(comparison),
+        "exclusion": None if exclusion is None else {
+            "tau": exclusion["tau"],
+            "ranks": [asdict(line) | {"rank_change": line.rank_change} for line in exclusion["lines"].values()],
+            "swaps": [{"up": s["up"], "down": s["down"], "items": [
+                {"item_id": d["item_id"], "sample": d["instance__external_id"], "key": d["key"], "group": d["group"],
+                 "pass_rate_up": d["pass_rate_up"], "pass_rate_down": d["pass_rate_down"]} for d in s["items"]]}
+                for s in exclusion["swaps"]],
+        },
     })
 
 
