@@ -1,7 +1,7 @@
 """Hierarchy (ManyIH) API: privilege resolutions per sample and one run's Acc metrics (METRICS.md section 4).
 
 GET /api/hierarchy/resolutions/?benchmark=<slug>&interface=<ordinal|scalar>
-GET /api/hierarchy-metrics/?run=<label>[&judge=<name>]
+GET /api/hierarchy-metrics/?run=<label>[&judge=<name>][&exclude=<policy>]
 """
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from runs.exclusions import excluded_item_ids, exclusion_policies
 from runs.hierarchy import resolve_privileges
 from runs.metrics import hierarchy as m
 from runs.models import Benchmark, BenchmarkKind, ChecklistItem, Instance, Judge, Run
@@ -120,6 +121,17 @@ class HierarchyMetricsQuerySerializer(serializers.Serializer):
     judge = serializers.CharField(required=False, max_length=200,
                                   help_text="Judge name (default: the judge whose verdicts the harness logged).")
     benchmark = serializers.SlugField(required=False, help_text="Benchmark slug, when two hierarchy benchmarks have this label.")
+    exclude = serializers.CharField(required=False, default="none", allow_blank=True, max_length=100, help_text="Audit exclusion policy: "
+                                    "none, flagged_by_either, flagged_by_both, adjudicated_invalid or superseded (the "
+                                    "generated constraints it flags are left out and Acc is recomputed from the verdicts).")
+
+    def validate_exclude(self, value: str) -> str:
+        """An unknown policy is refused before any run is looked up (400, as /api/leaderboards/ does)."""
+        value = value or "none"
+        if value != "none" and value not in exclusion_policies():
+            raise serializers.ValidationError(
+                f"unknown exclusion policy {value!r}; one of: none, {', '.join(exclusion_policies())}")
+        return value
 
 
 class HierarchyMetricsSerializer(serializers.Serializer):
@@ -129,6 +141,8 @@ class HierarchyMetricsSerializer(serializers.Serializer):
     model = serializers.CharField()
     benchmark = serializers.CharField()
     judge = serializers.CharField()
+    exclude = serializers.CharField(help_text="The audit exclusion policy the numbers were computed with (none = every constraint).")
+    excluded_items = serializers.IntegerField(help_text="Generated constraints of the benchmark the exclusion policy left out.")
     samples = serializers.IntegerField(help_text="Attempts the judge scored (one per sample).")
     acc = serializers.FloatField(allow_null=True)
     acc_test = serializers.FloatField(allow_null=True)
@@ -150,10 +164,11 @@ class HierarchyMetricsView(APIView):
         parameters=[HierarchyMetricsQuerySerializer],
         responses={
             200: HierarchyMetricsSerializer,
-            400: OpenApiResponse(description="The label is ambiguous without ?benchmark=."),
+            400: OpenApiResponse(description="The label is ambiguous without ?benchmark=, or ?exclude= names no exclusion policy."),
             404: OpenApiResponse(description="No hierarchy run has this label, no such judge, or no judge scored it."),
         },
-        description="METRICS.md section 4, in percent; the same numbers as the hierarchy metrics page with rows per run.",
+        description="METRICS.md section 4, in percent; the same numbers as the hierarchy metrics page with rows per run "
+        "(and the same ?exclude= audit exclusion policy).",
     )
     def get(self, request):
         query = HierarchyMetricsQuerySerializer(data=request.query_params)
@@ -172,10 +187,12 @@ class HierarchyMetricsView(APIView):
         if judge is None:
             detail = f"No judge is named '{params['judge']}'." if params.get("judge") else "No logged verdicts for this run."
             return _error(detail, status.HTTP_404_NOT_FOUND)
-        rows = m.sample_rows_select(benchmark=run.benchmark, judge=judge, run_ids=[run.id])
+        excluded = excluded_item_ids(run.benchmark, params["exclude"])
+        rows = m.sample_rows_select(benchmark=run.benchmark, judge=judge, run_ids=[run.id], excluded_items=excluded)
         acc = m.accuracy(rows, label=run.label)
         return Response(HierarchyMetricsSerializer({
             "run": run.label, "model": run.model.name, "benchmark": run.benchmark.slug, "judge": judge.name,
+            "exclude": params["exclude"], "excluded_items": len(excluded or ()),
             "samples": acc.n, "acc": acc.acc, "acc_test": acc.acc_test, "acc_style": acc.acc_style,
             "acc_ci": _pair(acc.acc_ci), "acc_test_ci": _pair(acc.acc_test_ci), "acc_style_ci": _pair(acc.acc_style_ci),
             "by_style_group": {g.group: g.rate for g in m.style_group_rates(rows, by="run")},
