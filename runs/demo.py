@@ -1296,7 +1296,7 @@ def _guide_relevance(rng: random.Random, n: int) -> dict:
     level = rng.randrange(3)
     doc = [f"关于{good}常见故障的排查步骤：先检查电量和连接，再恢复出厂设置。",
            f"{good}的发展历史可以追溯到上世纪，早期产品功能单一。",
-           f"本店周末举行会员积分活动，积分可兑换礼品。"][level]
+           "本店周末举行会员积分活动，积分可兑换礼品。"][level]
     return {"Instruction": "判定检索内容与用户提问的相关性",
             "Guidelines": [{"type": "强相关", "rule_id": "rule_3", "rule_text": "检索内容直接回答问题核心，判定为强相关"},
                            {"type": "弱相关", "rule_id": "rule_9", "rule_text": "检索内容只提供背景知识，判定为弱相关"},

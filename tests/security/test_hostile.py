@@ -6,7 +6,6 @@ Server side every page is read for markup that escaped escaping; the same pages 
 import re
 from pathlib import Path
 
-import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 
