@@ -108,25 +108,28 @@ def _metrics(state: dict) -> dict:
     acc_rows = m.accuracy_by(rows, by=state["by"])
     return {"rows": acc_rows, "tier_rows": m.accuracy_by_tiers(rows, by=state["by"]),
             "group_rates": m.style_group_rates(rows, by=state["by"]), "comparison": comparison, "n_samples": len(rows),
-            "exclusion": None if excluded is None else _exclusion(state, acc_rows)}
+            "exclusion": None if excluded is None else _exclusion(state, rows, acc_rows)}
 
 
-def _exclusion(state: dict, after: list) -> dict:
+def _exclusion(state: dict, after_rows: list, after: list) -> dict:
     """What the exclusion policy did to the Acc ranking: ranks before and after, Kendall's tau, the swaps with the
-    excluded items behind each, and the excluded items themselves (key, sample, style group)."""
+    excluded items behind each, the samples that lost every constraint, and the excluded items themselves."""
     excluded = state["excluded"]
-    before = m.accuracy_by(m.sample_rows_select(benchmark=state["benchmark"], judge=state["judge"], run_ids=state["run_ids"]),
-                           by=state["by"])
+    before_rows = m.sample_rows_select(benchmark=state["benchmark"], judge=state["judge"], run_ids=state["run_ids"])
+    before = m.accuracy_by(before_rows, by=state["by"])
+    kept = {r.attempt_id for r in after_rows}
+    dropped = [r for r in before_rows if r.attempt_id not in kept]
     verdicts = m.excluded_verdicts_select(judge=state["judge"], run_ids=state["run_ids"], item_ids=excluded,
                                           by=state["by"]) if excluded else {}
     lines, tau, swaps = m.acc_rank_change(before, after, verdicts)
     items = {i["id"]: i for i in ChecklistItem.objects.filter(id__in=list(excluded)).values(
-        "id", "key", "group", "description", "instance__external_id", "position")}
-    shown = sorted(items.values(), key=lambda i: (m.natural_key(i["instance__external_id"]), i["position"]))
+        "id", "key", "group", "description", "instance__external_id", "details__active")}
+    shown = sorted(items.values(), key=lambda i: (m.natural_key(i["instance__external_id"]), m.natural_key(i["key"])))
     swaps = [{"up": s.up, "down": s.down, "items": [{**d, **items[d["item_id"]]} for d in s.items]} for s in swaps]
     return {"policy": state["exclude"], "label": exclusion_policy_label(state["exclude"]), "n_excluded": len(excluded),
             "lines": {line.label: line for line in lines}, "tau": tau, "swaps": swaps,
-            "shown": shown[:EXCLUDED_SHOWN], "n_hidden": max(0, len(shown) - EXCLUDED_SHOWN)}
+            "shown": shown[:EXCLUDED_SHOWN], "n_hidden": max(0, len(shown) - EXCLUDED_SHOWN),
+            "n_dropped": len(dropped), "dropped_samples": sorted({r.sample for r in dropped}, key=m.natural_key)}
 
 
 @login_required

@@ -91,7 +91,7 @@ def test_a_policy_that_flags_constraints_changes_acc_and_the_ranking_on_the_page
     assert 'id="exclusion"' in html and "Audit exclusion: final status invalid" in html
     assert "2 generated constraints left out" in html and "-1.000" in html
     assert "acme/coder-1 now above acme/coder-2" in html and "sample 1 #3 (indent)" in html
-    assert "▲ 1" in html and "▼ -1" in html
+    assert "▲ 1" in html and "▼ 1" in html and "▼ -1" not in html
     assert 'id="excluded-items"' in html and "Indent with 2 spaces." in html
     assert f'href="?"' in html  # "Show every constraint" drops the policy
     assert '<option value="adjudicated_invalid" selected>' in html
