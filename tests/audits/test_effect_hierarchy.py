@@ -199,3 +199,17 @@ def test_excluding_items_gives_what_rollups_without_their_verdicts_give(demo_stu
         rebuilt = m.sample_rows_select(benchmark=demo_study, judge=judge, run_ids=run_ids)
         assert recomputed[judge.name] == rebuilt
         assert all(r.sample != "0" for r in rebuilt) and all("indent" not in r.groups for r in rebuilt)
+
+
+def test_a_sample_whose_every_constraint_is_left_out_is_not_counted_and_named(study, lead, annotator_a, annotator_b):
+    campaign = services.campaign_start(services.campaign_create(
+        name="sample 2", subject="hierarchy_constraints", benchmarks=[study], strata=["benchmark"],
+        allocation="proportional", size=11, seed=5, user=lead))
+    for user in (annotator_a, annotator_b):
+        while (a := services.assignment_next(campaign, user)) is not None:
+            services.label_submit(a, {"faithful": "unclear" if a.unit.key.startswith(f"{SLUG}/2/") else "faithful"})
+    page = client_for(lead).get(PAGE, {"exclude": "flagged_by_both", "by": "run"})
+    assert {r.label: (r.n, r.acc) for r in page.context["rows"]} == {
+        "c1-a": (2, 50.0), "c1-b": (2, 50.0), "c2-a": (2, 100.0), "c2-b": (2, 50.0)}
+    assert page.context["exclusion"]["dropped_samples"] == ["2"]
+    assert "Sample 2 has no constraint left and is not counted (4 attempts)." in page.content.decode()
