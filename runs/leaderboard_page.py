@@ -21,7 +21,7 @@ from collections.abc import Iterable
 from django.http import QueryDict
 from django.template.loader import render_to_string
 from django.urls import get_script_prefix
-from django.utils.safestring import SafeString, mark_safe
+from django.utils.safestring import SafeString
 
 from runs.exclusions import exclusion_explain_url, exclusion_policy_label, excluded_item_ids
 from runs.filters import SORTS, filter_choices, state_of
@@ -64,9 +64,11 @@ def results_html(benchmark, state: dict, params: QueryDict, *, request=None, gen
                    "lines": [{"row": r, "effect": effects.get(r.model)} for r in tables.overall],
                    "overall": tables.overall, "sorts": SORTS, "groupings": GROUPINGS,
                    "groups": tables.groups, "matrix": tables.matrix, "figure": tables.figure}
-        return str(render_to_string(f"{TEMPLATE}#results", context, request))
+        return render_to_string(f"{TEMPLATE}#results", context, request)
 
-    return mark_safe(cached(benchmark.id, part, render, kind=str, generation=generation))
+    # kept as the SafeString the template engine made (pickled with its type): anything else in the
+    # cache under this key is a miss, so only escaped template output is ever embedded unescaped
+    return cached(benchmark.id, part, render, kind=SafeString, generation=generation)
 
 
 def exclusion_effect(benchmark, state: dict, tables, excluded, params: QueryDict, *, generation=FRESH) -> dict:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from contextvars import ContextVar
 import time
 import traceback
 from collections.abc import Iterable, Sequence
@@ -86,6 +87,26 @@ def benchmarks_generation_bump(benchmark_ids: Iterable[int]) -> None:
     ids = sorted({int(i) for i in benchmark_ids})
     if ids:
         Benchmark.objects.filter(id__in=ids).update(data_generation=F("data_generation") + 1)
+        touched = _changed_in_job.get()
+        if touched is not None:  # inside a job: its leaderboards are warmed once it has finished
+            transaction.on_commit(lambda: touched.update(ids))
+
+
+#: benchmarks whose data a running job changed and committed (None outside jobs)
+_changed_in_job: ContextVar[set[int] | None] = ContextVar("changed_in_job", default=None)
+
+
+def _leaderboards_warm(benchmark_ids: set[int]) -> None:
+    """After a job committed changes: compute the default leaderboard of the benchmarks it touched, so
+    the first viewer does not pay for it. A failure here is logged and never fails the job."""
+    if not benchmark_ids:
+        return
+    try:
+        from .leaderboard_page import warm_default
+
+        warm_default(benchmark_ids)
+    except Exception:
+        log.warning("warming the leaderboards of benchmarks %s failed", sorted(benchmark_ids), exc_info=True)
 
 
 def benchmarks_of_attempts(attempt_ids: Sequence[int]) -> set[int]:
@@ -400,6 +421,8 @@ def job_execute(job_id) -> None:
         return
     module_name, func = JOB_KINDS[job.kind].split(":")
     target = getattr(importlib.import_module(module_name), func)
+    changed: set[int] = set()
+    token = _changed_in_job.set(changed)
     try:
         with _Heartbeat(job.id):
             result = target(job) or {}
@@ -433,6 +456,8 @@ def job_execute(job_id) -> None:
                     raise
                 connection.close()
                 time.sleep(wait)
+    finally:
+        _changed_in_job.reset(token)
     done, total = job_progress(job)
     Job.objects.filter(pk=job.pk).update(
         state=JobState.SUCCEEDED,
@@ -442,6 +467,7 @@ def job_execute(job_id) -> None:
         progress_total=total,
         finished_at=timezone.now(),
     )
+    _leaderboards_warm(changed)
 
 
 def _connection_lost(exc: Exception) -> bool:

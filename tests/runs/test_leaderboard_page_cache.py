@@ -1,0 +1,182 @@
+"""The leaderboard page's cached parts: the rendered #results fragment and the filter choices are
+kept per (benchmark, data generation, query string), never shared between query strings, htmx
+swaps or users' pages, retired when the generation moves; jobs warm the default page after they
+commit. Runs on SQLite and PostgreSQL (with Redis when CACHE_URL says so)."""
+import importlib.util
+import re
+from pathlib import Path
+
+import pytest
+from django.core.cache import cache
+from django.db import connection
+from django.test import Client
+from django.test.utils import CaptureQueriesContext
+from django.urls import reverse
+
+from runs import leaderboard_page, services
+from runs.filters import filter_choices
+from runs.leaderboard_rows import cache_key, data_generation
+from runs.models import Benchmark, Run, Verdict
+from runs.services import rollups_rebuild_for_attempts
+
+NATIVE = Path(__file__).resolve().parents[1] / "fixtures" / "native" / "study.jsonl"
+
+
+def _load(name: str, path: Path):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+build_study = _load("_ifportal_views_checklist_page", Path(__file__).with_name("test_views_checklist.py")).build_study
+
+
+def results(body: str) -> str:
+    """The #results section of a page."""
+    found = re.search(r'<section id="results">.*?</section>', body, re.S)
+    assert found, body[:2000]
+    return found.group(0)
+
+
+def client_of(django_user_model, name: str) -> Client:
+    client = Client()
+    client.force_login(django_user_model.objects.create_user(name, password=f"pw-{name}-1"))
+    return client
+
+
+@pytest.fixture
+def committed(django_capture_on_commit_callbacks):
+    """Run a request as if its transaction committed: what it computed is stored in the cache."""
+    def get(client, url, **headers):
+        with django_capture_on_commit_callbacks(execute=True):
+            return client.get(url, **headers)
+    return get
+
+
+@pytest.mark.django_db
+def test_a_warm_page_reads_neither_rollups_nor_filter_choices(django_user_model, committed):
+    bench, _ = build_study()
+    client = client_of(django_user_model, "warm-reader")
+    url = reverse("runs:leaderboard", args=[bench.slug]) + "?by=category"
+    cold = committed(client, url).content.decode()
+    with CaptureQueriesContext(connection) as queries:
+        warm = client.get(url).content.decode()
+    tables = {t for q in queries for t in re.findall(r'"(runs_\w+)"', q["sql"])}
+    assert tables == {"runs_benchmark"}, [q["sql"] for q in queries]  # the benchmark, then its generation
+    assert results(warm) == results(cold) and "83.33" in results(warm)
+
+
+@pytest.mark.django_db
+def test_the_fragment_moves_with_the_data_generation(django_user_model, committed):
+    bench, attempts = build_study()
+    client = client_of(django_user_model, "gen-reader")
+    url = reverse("runs:leaderboard", args=[bench.slug])
+    before = results(committed(client, url).content.decode())
+    assert "66.67" in before  # alpha fails c1 on one instance of three
+    alpha = [a.id for a in attempts if a.run.model.name == "alpha"]
+    Verdict.objects.filter(attempt_id__in=alpha).update(result="pass")
+    assert results(committed(client, url).content.decode()) == before  # rollups and generation unchanged
+    generation = data_generation(bench.id)
+    rollups_rebuild_for_attempts(alpha)  # bumps the generation in its transaction
+    assert data_generation(bench.id) == generation + 1
+    after = results(committed(client, url).content.decode())
+    assert after != before and "66.67" not in after
+
+
+@pytest.mark.django_db
+def test_query_strings_htmx_swaps_and_slugs_have_their_own_fragments(django_user_model, committed):
+    bench, _ = build_study()
+    client = client_of(django_user_model, "query-reader")
+    url = reverse("runs:leaderboard", args=[bench.slug])
+    pages = {}
+    for query in ("", "sort=isr", "run=alpha-r1", "run=alpha-r1&run=nope", "by=judge&sort=model"):
+        pages[query] = results(committed(client, f"{url}?{query}" if query else url).content.decode())
+    # one state (an unknown run is dropped) but two query strings: each fragment's links carry its own
+    assert "run=nope" in pages["run=alpha-r1&run=nope"] and "run=nope" not in pages["run=alpha-r1"]
+    assert len(set(pages.values())) == len(pages)
+    # every fragment, read back warm, is the one of its own query string
+    for query, fragment in pages.items():
+        assert results(client.get(f"{url}?{query}" if query else url).content.decode()) == fragment
+    swap = committed(client, url + "?sort=isr", HTTP_HX_REQUEST="true").content.decode()
+    assert swap.lstrip().startswith('<section id="results">') and 'hx-swap-oob="true"' in swap
+    assert 'hx-swap-oob' not in results(client.get(url + "?sort=isr").content.decode())
+    assert client.get(url + "?sort=isr", HTTP_HX_REQUEST="true").content.decode() == swap
+    Benchmark.objects.filter(pk=bench.pk).update(slug="octo-renamed")  # the admin does not move the generation
+    renamed = results(client.get(reverse("runs:leaderboard", args=["octo-renamed"])).content.decode())
+    assert "/b/octo-renamed/" in renamed and "/b/octo/" not in renamed
+
+
+@pytest.mark.django_db
+def test_the_fragment_holds_nothing_of_the_user(django_user_model, committed):
+    bench, _ = build_study()
+    url = reverse("runs:leaderboard", args=[bench.slug]) + "?by=scaffold"
+    first = committed(client_of(django_user_model, "first-reader"), url).content.decode()
+    second = client_of(django_user_model, "second-reader").get(url).content.decode()
+    assert results(first) == results(second)
+    assert "first-reader" in first and "first-reader" not in second and "second-reader" in second
+    for page in (first, second):
+        assert "csrf" not in results(page).lower()
+        assert 'name="csrfmiddlewaretoken"' in page  # the Share form and the log-out form, outside #results
+
+
+@pytest.mark.django_db
+def test_filter_choices_are_cached_until_a_new_run_moves_the_generation(django_capture_on_commit_callbacks):
+    bench, attempts = build_study()
+    with django_capture_on_commit_callbacks(execute=True):
+        choices = filter_choices(bench)
+    assert choices == {"run": ["alpha-r1", "beta-r1"], "judge": ["j1", "j2"], "scaffold": ["claudecode"],
+                       "primary_category": ["Skill.md"]}
+    Run.objects.filter(label="beta-r1").update(label="beta-r2")
+    assert filter_choices(bench) == choices  # no write that moves the generation yet
+    rollups_rebuild_for_attempts([a.id for a in attempts])
+    assert filter_choices(bench)["run"] == ["alpha-r1", "beta-r2"]
+
+
+def _ingest_job():
+    return services.job_create(kind="ingest", params={"format": "native", "options": {}},
+                               files=[{"path": str(NATIVE), "name": NATIVE.name}])
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_ingest_job_warms_the_default_page_after_it_commits(django_user_model):
+    job = _ingest_job()
+    services.job_execute(job.id)
+    job.refresh_from_db()
+    assert job.state == "succeeded", job.errors
+    bench = Benchmark.objects.get(slug="acme-agent-if")
+    generation = data_generation(bench.id)
+    assert isinstance(cache.get(cache_key(bench.id, generation, "choices")), dict)
+    client = client_of(django_user_model, "first-viewer")
+    with CaptureQueriesContext(connection) as queries:
+        page = client.get(reverse("runs:leaderboard", args=[bench.slug]))
+    assert page.status_code == 200 and "model-x" in results(page.content.decode())
+    assert not any("runs_attemptrollup" in q["sql"] for q in queries), "the first viewer computed the leaderboard"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_failure_while_warming_never_fails_the_job(monkeypatch, caplog):
+    def broken(benchmark_ids):
+        raise RuntimeError("cache exploded")
+
+    monkeypatch.setattr(leaderboard_page, "warm_default", broken)
+    job = _ingest_job()
+    services.job_execute(job.id)
+    job.refresh_from_db()
+    assert job.state == "succeeded" and Verdict.objects.exists()
+    assert "warming the leaderboards" in caplog.text
+
+
+@pytest.mark.django_db(transaction=True)
+def test_nothing_is_warmed_without_rollups_or_outside_jobs(monkeypatch):
+    calls = []
+    monkeypatch.setattr(leaderboard_page, "warm_default", lambda ids: calls.append(set(ids)))
+    bench, _ = build_study()  # rollups rebuilt outside a job: no warming
+    assert calls == []
+    job = services.job_create(kind="rollups", params={"benchmark_id": bench.id})
+    services.job_execute(job.id)
+    assert calls == [{bench.id}]
+    monkeypatch.undo()
+    empty = Benchmark.objects.create(slug="empty", name="Empty", kind="checklist")
+    leaderboard_page.warm_default([empty.id])  # no rollups: nothing computed, nothing stored
+    assert cache.get(cache_key(empty.id, data_generation(empty.id), "choices")) is None
