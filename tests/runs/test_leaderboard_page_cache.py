@@ -2,8 +2,8 @@
 kept per (benchmark, data generation, query string), never shared between query strings, htmx
 swaps or users' pages, retired when the generation moves; jobs warm the default page after they
 commit. Runs on SQLite and PostgreSQL (with Redis when CACHE_URL says so)."""
-import importlib.util
 import re
+import runpy
 from pathlib import Path
 
 import pytest
@@ -22,14 +22,7 @@ from runs.services import rollups_rebuild_for_attempts
 NATIVE = Path(__file__).resolve().parents[1] / "fixtures" / "native" / "study.jsonl"
 
 
-def _load(name: str, path: Path):
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-build_study = _load("_ifportal_views_checklist_page", Path(__file__).with_name("test_views_checklist.py")).build_study
+build_study = runpy.run_path(str(Path(__file__).with_name("test_views_checklist.py")))["build_study"]
 
 
 def results(body: str) -> str:
