@@ -30,12 +30,14 @@ def observed_agreement(a: Sequence, b: Sequence) -> float | None:
 
 
 def cohen_kappa(a: Sequence, b: Sequence, labels: Sequence | None = None) -> float | None:
-    """Cohen's kappa (po - pe) / (1 - pe); 1.0 when both raters used one and the same category, None without units."""
+    """Cohen's kappa (po - pe) / (1 - pe); None without units, and None (undefined, as scikit-learn's NaN) when
+    chance agreement is 1: both raters used one and the same category for every unit."""
     if not a:
         return None
     labels = list(labels) if labels is not None else sorted(set(a) | set(b), key=str)
     counts = _confusion_counts(a, b, labels)
-    return _kappa_from_counts(counts[None, :, :])[0]
+    kappa = _kappa_from_counts(counts[None, :, :])[0]
+    return None if np.isnan(kappa) else float(kappa)
 
 
 def _confusion_counts(a, b, labels) -> np.ndarray:
@@ -47,12 +49,12 @@ def _confusion_counts(a, b, labels) -> np.ndarray:
 
 
 def _kappa_from_counts(counts: np.ndarray) -> np.ndarray:
-    """Kappa for each (k x k) table in a stack; NaN for an empty table, 1.0 when pe is 1 and po is 1."""
+    """Kappa for each (k x k) table in a stack; NaN for an empty table and where chance agreement pe is 1."""
     n = counts.sum(axis=(1, 2))
     with np.errstate(invalid="ignore", divide="ignore"):
         po = np.trace(counts, axis1=1, axis2=2) / n
         pe = (counts.sum(axis=2) * counts.sum(axis=1)).sum(axis=1) / (n * n)
-        kappa = np.where(pe < 1, (po - pe) / np.where(pe < 1, 1 - pe, 1), np.where(po == 1, 1.0, np.nan))
+        kappa = np.where(pe < 1, (po - pe) / np.where(pe < 1, 1 - pe, 1), np.nan)
     return np.where(n > 0, kappa, np.nan)
 
 

@@ -32,8 +32,8 @@ def test_it_gives_a_bootstrap_interval_around_kappa():
     assert kappa_interval(a, b) == (low, high)  # fixed seed: reproducible
 
 
-def test_it_says_perfect_agreement_on_one_category_is_kappa_one_and_no_units_is_none():
-    assert cohen_kappa(["yes"] * 5, ["yes"] * 5) == 1.0
+def test_kappa_is_undefined_when_everyone_used_one_category_and_without_units():
+    assert cohen_kappa(["yes"] * 5, ["yes"] * 5) is None  # undefined: scikit-learn says NaN
     assert cohen_kappa([], []) is None
     assert observed_agreement(["a", "b"], ["a", "a"]) == 0.5
 
