@@ -12,8 +12,6 @@ active ones.
 """
 from __future__ import annotations
 
-from runs.metrics.agreement import AgreementRow
-
 import re
 from collections import Counter, defaultdict
 from collections.abc import Callable, Collection, Iterable, Sequence
@@ -21,6 +19,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+
+from runs.metrics.agreement import AgreementRow
 
 from .stats import bootstrap_interval
 

@@ -11,9 +11,21 @@ from django.views.decorators.http import require_POST
 
 from runs import hierarchy_charts as charts
 from runs.checkers.manyih_style import extract_code
-from runs.exclusions import excluded_item_ids, exclusion_policy_choices, exclusion_policy_label
+from runs.exclusions import (
+    excluded_item_ids,
+    exclusion_policy_choices,
+    exclusion_policy_label,
+)
 from runs.metrics import hierarchy as m
-from runs.models import Attempt, Benchmark, BenchmarkKind, ChecklistItem, JudgeKind, Run, Verdict
+from runs.models import (
+    Attempt,
+    Benchmark,
+    BenchmarkKind,
+    ChecklistItem,
+    JudgeKind,
+    Run,
+    Verdict,
+)
 from runs.restyle import logged_judge_for
 from runs.services import job_create, job_enqueue
 

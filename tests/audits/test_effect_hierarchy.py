@@ -93,7 +93,7 @@ def test_a_policy_that_flags_constraints_changes_acc_and_the_ranking_on_the_page
     assert "acme/coder-1 now above acme/coder-2" in html and "sample 1 #3 (indent)" in html
     assert "▲ 1" in html and "▼ 1" in html and "▼ -1" not in html
     assert 'id="excluded-items"' in html and "Indent with 2 spaces." in html
-    assert f'href="?"' in html  # "Show every constraint" drops the policy
+    assert 'href="?"' in html  # "Show every constraint" drops the policy
     assert '<option value="adjudicated_invalid" selected>' in html
 
 
