@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from django import forms
+from django.db.models import F, IntegerField, Value
 
 from runs.exclusions import exclusion_policy_choices
 from runs.leaderboard_rows import FRESH, cached
@@ -59,14 +60,24 @@ def filter_choices(benchmark, *, generation=FRESH) -> dict[str, list[str]]:
 
 
 def _filter_choices(benchmark) -> dict[str, list[str]]:
-    runs = Run.objects.filter(benchmark=benchmark).order_by("label").values_list("label", flat=True)
+    """The four lists in one query (UNION of four, each in the database's collation order)."""
+    names = ("run", "judge", "scaffold", "primary_category")
     judge_ids = AttemptRollup.objects.filter(benchmark=benchmark).values("judge_id").distinct()
-    judges = Judge.objects.filter(id__in=judge_ids).order_by("name").values_list("name", flat=True)
     instances = Instance.objects.filter(benchmark=benchmark)
-    scaffolds = instances.exclude(scaffold="").order_by("scaffold").values_list("scaffold", flat=True).distinct()
-    primaries = instances.exclude(primary_category="").order_by("primary_category").values_list(
-        "primary_category", flat=True).distinct()
-    return {"run": list(runs), "judge": list(judges), "scaffold": list(scaffolds), "primary_category": list(primaries)}
+    parts = [_part(Run.objects.filter(benchmark=benchmark), 0, "label"),
+             _part(Judge.objects.filter(id__in=judge_ids), 1, "name"),
+             _part(instances.exclude(scaffold=""), 2, "scaffold"),
+             _part(instances.exclude(primary_category=""), 3, "primary_category")]
+    out: dict[str, list[str]] = {name: [] for name in names}
+    # UNION (not ALL) also makes each list distinct; ORDER BY sorts in the database's collation, as before
+    for part, value in parts[0].union(*parts[1:]).order_by("choice_part", "choice_value"):
+        out[names[part]].append(value)
+    return out
+
+
+def _part(qs, n: int, field: str):
+    return qs.annotate(choice_part=Value(n, output_field=IntegerField()), choice_value=F(field)).values_list(
+        "choice_part", "choice_value").order_by()
 
 
 def form_state(form: LeaderboardFilterForm) -> dict:

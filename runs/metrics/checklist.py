@@ -11,6 +11,7 @@ from collections import defaultdict
 from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from itertools import combinations
+from typing import NamedTuple
 
 import numpy as np
 
@@ -33,9 +34,11 @@ UNKNOWN_BUCKET = "unknown"
 SMALL_CELL = 10
 
 
-@dataclass(frozen=True)
-class Cell:
-    """Counts of one attempt under one judge (and one group value when grouped)."""
+class Cell(NamedTuple):
+    """Counts of one attempt under one judge (and one group value when grouped).
+
+    A named tuple rather than a frozen dataclass: a leaderboard builds one per rollup
+    (31,248 at a million verdicts) and a tuple is made three times faster."""
 
     attempt_id: int
     instance_id: int
@@ -343,31 +346,52 @@ def _filter(qs, filters: Filters, *, via: str = ""):
 
 
 def attempt_cells(benchmark_id: int, filters: Filters, *, by: str = "model") -> list[Cell]:
-    """Cells from AttemptRollup (one query), grouped by an instance facet or the judge when asked."""
-    from runs.models import AttemptRollup
+    """Cells from AttemptRollup, grouped by an instance facet or the judge when asked.
+
+    The rollups are read as ids and counts (the joined names would be sent once per row:
+    twice the transfer at 31,248 rows) and named from the few models, runs, judges and
+    instances they mention, one small query each."""
+    from runs.models import AgentModel, AttemptRollup, Instance, Judge, Run
 
     qs = _filter(AttemptRollup.objects.filter(benchmark_id=benchmark_id), filters)
-    rows = qs.values_list(
-        "attempt_id", "instance_id", "model__name", "run__label", "judge__name", "n_applicable", "n_passed",
-        "instance__scaffold", "instance__primary_category", "attempt__assistant_turns",
-    ).order_by()
-    out = []
-    for a, i, model, run, judge, n_app, n_pass, scaffold, primary, turns in rows:
-        group = {"scaffold": scaffold or "(none)", "primary_category": primary or "(none)", "judge": judge}.get(by)
-        out.append(Cell(a, i, model, run, judge, n_app, n_pass, group, turns))
+    rows = list(qs.values_list("attempt_id", "instance_id", "model_id", "run_id", "judge_id", "n_applicable", "n_passed",
+                               "attempt__assistant_turns").order_by())
+    facet = {"scaffold": "scaffold", "primary_category": "primary_category"}.get(by)
+    wanted = [(AgentModel, "name", {r[2] for r in rows}), (Run, "label", {r[3] for r in rows}),
+              (Judge, "name", {r[4] for r in rows})] + ([(Instance, facet, {r[1] for r in rows})] if facet else [])
+    models, runs, judges, *facets = _names(wanted)
+    groups = {i: value or "(none)" for i, value in facets[0].items()} if facet else {}
+    return [Cell(a, i, models[m], runs[r], judges[j], n_app, n_pass,
+                 judges[j] if by == "judge" else groups.get(i) if facet else None, turns)
+            for a, i, m, r, j, n_app, n_pass, turns in rows]
+
+
+def _names(wanted: list[tuple[type, str, set[int]]]) -> list[dict]:
+    """For each (model class, field, ids): {id: field} of those rows; one query for all (UNION ALL)."""
+    from django.db.models import IntegerField, Value
+
+    parts = [model.objects.filter(id__in=sorted(ids)).annotate(_part=Value(n, output_field=IntegerField()))
+             .values_list("_part", "id", field).order_by() for n, (model, field, ids) in enumerate(wanted) if ids]
+    out: list[dict] = [{} for _ in wanted]
+    if parts:
+        for part, pk, value in parts[0].union(*parts[1:], all=True) if len(parts) > 1 else parts[0]:
+            out[part][pk] = value
     return out
 
 
 def group_cells(benchmark_id: int, filters: Filters, *, dimension: str) -> list[Cell]:
-    """Cells from GroupRollup for an item facet ("category" or "check_type"), one query."""
-    from runs.models import GroupRollup
+    """Cells from GroupRollup for an item facet ("category" or "check_type"), as ids named afterwards."""
+    from runs.models import AgentModel, GroupRollup, Judge, Run
 
     qs = _filter(GroupRollup.objects.filter(benchmark_id=benchmark_id, dimension=dimension), filters, via="attempt__")
-    rows = qs.values_list(
-        "attempt_id", "attempt__instance_id", "model__name", "attempt__run__label", "judge__name",
+    rows = list(qs.values_list(
+        "attempt_id", "attempt__instance_id", "model_id", "attempt__run_id", "judge_id",
         "n_applicable", "n_passed", "value", "attempt__assistant_turns",
-    ).order_by()
-    return [Cell(a, i, m, r, j, n_app, n_pass, value, turns) for a, i, m, r, j, n_app, n_pass, value, turns in rows]
+    ).order_by())
+    models, runs, judges = _names([(AgentModel, "name", {r[2] for r in rows}), (Run, "label", {r[3] for r in rows}),
+                                   (Judge, "name", {r[4] for r in rows})])
+    return [Cell(a, i, models[m], runs[r], judges[j], n_app, n_pass, value, turns)
+            for a, i, m, r, j, n_app, n_pass, value, turns in rows]
 
 
 def verdict_cells(benchmark_id: int, filters: Filters, *, by: str, excluded_items: Collection[int]) -> list[Cell]:
