@@ -52,8 +52,7 @@ def results_html(benchmark, state: dict, params: QueryDict, *, request=None, gen
     excluded = excluded_item_ids(benchmark, state["exclude"])
     htmx = bool(request is not None and getattr(request, "htmx", False))
     query = params.urlencode()
-    where = json.dumps([benchmark.slug, get_script_prefix(), query, htmx, state_digest(state, excluded)])
-    part = "results:" + hashlib.sha256(where.encode()).hexdigest()
+    part = _part("results", benchmark, query, htmx, state_digest(state, excluded))
 
     def render() -> str:
         tables = leaderboard_tables(benchmark, state, excluded_items=excluded, generation=generation)
@@ -69,6 +68,22 @@ def results_html(benchmark, state: dict, params: QueryDict, *, request=None, gen
     # kept as the SafeString the template engine made (pickled with its type): anything else in the
     # cache under this key is a miss, so only escaped template output is ever embedded unescaped
     return cached(benchmark.id, part, render, kind=SafeString, generation=generation)
+
+
+def filters_html(benchmark, form, params: QueryDict, *, generation=FRESH) -> SafeString:
+    """The page's filter form as rendered for this query string (its choices move with the data
+    generation, the selected values come from the query): half a warm page's rendering otherwise."""
+    def render() -> str:
+        return render_to_string(f"{TEMPLATE}#filters", {"benchmark": benchmark, "form": form})
+
+    return cached(benchmark.id, _part("filters", benchmark, params.urlencode()), render, kind=SafeString,
+                  generation=generation)
+
+
+def _part(name: str, benchmark, query: str, *more) -> str:
+    """The cache part of one rendered piece: its name and a digest of what its HTML embeds besides the data."""
+    where = json.dumps([benchmark.slug, get_script_prefix(), query, *more])
+    return f"{name}:" + hashlib.sha256(where.encode()).hexdigest()
 
 
 def exclusion_effect(benchmark, state: dict, tables, excluded, params: QueryDict, *, generation=FRESH) -> dict:

@@ -10,7 +10,7 @@ from django.utils.html import escape
 
 from runs import charts, selectors, trajectory_view
 from runs.filters import LeaderboardFilterForm, form_state
-from runs.leaderboard_page import params_with, results_html
+from runs.leaderboard_page import filters_html, params_with, results_html
 from runs.leaderboard_rows import data_generation
 from runs.metrics import attempt_diff as metrics_diff
 from runs.metrics import checklist as metrics
@@ -43,8 +43,8 @@ def query_with(request, **changes) -> str:
 def leaderboard(request, slug):
     """ISR/CSR per model (mean ± std across judges), or a model x group matrix; filters in the URL.
 
-    The #results fragment comes rendered from the cache (runs.leaderboard_page); the page
-    renders only the shell around it (header, filter form, Share form)."""
+    The #results fragment and the filter form come rendered from the cache (runs.leaderboard_page);
+    the page renders only the shell around them (header, Share form with its CSRF token)."""
     benchmark = benchmark_or_404(slug)
     generation = data_generation(benchmark.id)  # once, before any data: choices and fragment share it
     form = LeaderboardFilterForm(request.GET or None, benchmark=benchmark, generation=generation)
@@ -52,7 +52,8 @@ def leaderboard(request, slug):
     results = results_html(benchmark, state, request.GET, request=request, generation=generation)
     if request.htmx:
         return HttpResponse(results)
-    context = {"benchmark": benchmark, "form": form, "query": request.GET.urlencode(), "results": results}
+    context = {"benchmark": benchmark, "query": request.GET.urlencode(), "results": results,
+               "filters": filters_html(benchmark, form, request.GET, generation=generation)}
     return render(request, "runs/checklist/leaderboard.html", context)
 
 

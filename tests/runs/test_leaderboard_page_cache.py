@@ -173,3 +173,19 @@ def test_nothing_is_warmed_without_rollups_or_outside_jobs(monkeypatch):
     empty = Benchmark.objects.create(slug="empty", name="Empty", kind="checklist")
     leaderboard_page.warm_default([empty.id])  # no rollups: nothing computed, nothing stored
     assert cache.get(cache_key(empty.id, data_generation(empty.id), "choices")) is None
+
+
+@pytest.mark.django_db
+def test_the_cached_filter_form_follows_its_query_string_and_the_generation(django_user_model, committed):
+    bench, attempts = build_study()
+    client = client_of(django_user_model, "form-reader")
+    url = reverse("runs:leaderboard", args=[bench.slug])
+    selected = '<option value="alpha-r1" selected>'
+    assert selected in committed(client, url + "?run=alpha-r1").content.decode()
+    assert selected not in committed(client, url).content.decode()
+    assert selected in client.get(url + "?run=alpha-r1").content.decode()  # warm: its own query's form
+    assert selected not in client.get(url).content.decode()
+    Run.objects.filter(label="beta-r1").update(label="beta-r9")
+    assert 'value="beta-r9"' not in client.get(url).content.decode()  # generation unchanged: cached form
+    rollups_rebuild_for_attempts([a.id for a in attempts])
+    assert 'value="beta-r9"' in committed(client, url).content.decode()
