@@ -13,6 +13,9 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
+import resource
+import shutil
 import socket
 import statistics
 import subprocess
@@ -270,6 +273,34 @@ class WebServer:
     def url(self, path: str) -> str:
         return f"http://127.0.0.1:{self.port}{path}"
 
+    def cpu_seconds(self) -> float:
+        """CPU time (user + system) used so far by gunicorn's master and its workers."""
+        if not self.proc:
+            return 0.0
+        pids = [self.proc.pid] + [int(p.name) for p in Path("/proc").iterdir() if p.name.isdigit() and _ppid(p) == self.proc.pid]
+        return sum(_cpu_seconds(pid) for pid in pids)
+
+
+def _ppid(proc_dir: Path) -> int | None:
+    try:
+        return int(_stat_fields(proc_dir / "stat")[1])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _stat_fields(path: Path) -> list[str]:
+    """/proc/<pid>/stat after the command name (which may hold spaces): state, ppid, ..."""
+    text = path.read_text()
+    return text[text.rindex(")") + 2:].split()
+
+
+def _cpu_seconds(pid: int) -> float:
+    try:
+        fields = _stat_fields(Path(f"/proc/{pid}/stat"))
+    except (OSError, ValueError):
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime
+
 
 def session_cookie_for(username: str) -> str:
     """A session cookie for `username`, made directly (no login round trip)."""
@@ -325,13 +356,47 @@ def throughput(url: str, cookie: str, *, clients: int = 32, seconds: float = 10.
                 errors[k] += 1
 
     threads = [threading.Thread(target=worker, args=(k,)) for k in range(clients)]
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     for t in threads:
         t.start()
     for t in threads:
         t.join()
     elapsed = time.perf_counter() - start
-    return {"clients": clients, "seconds": elapsed, "requests": sum(counts), "errors": sum(errors), "rps": sum(counts) / elapsed}
+    return {"client": "python threads", "clients": clients, "seconds": elapsed, "requests": sum(counts),
+            "errors": sum(errors), "rps": sum(counts) / elapsed,
+            "client_cpu_cores": round((time.process_time() - cpu) / elapsed, 2)}
+
+
+def wrk_throughput(url: str, cookie: str, *, clients: int = 32, seconds: float = 10.0, threads: int = 2) -> dict | None:
+    """Requests per second measured by wrk (a C load generator, far lighter than Python threads), with
+    its own CPU use in cores; None when wrk is not installed (Debian: apt-get install wrk)."""
+    exe = shutil.which("wrk")
+    if exe is None:
+        return None
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    done = subprocess.run([exe, "-t", str(threads), "-c", str(clients), "-d", f"{max(1, round(seconds))}s", "--latency",
+                           "-H", f"Cookie: {cookie}", url], capture_output=True, text=True, timeout=seconds + 60)
+    elapsed = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    out = done.stdout
+
+    def number(pattern: str) -> float:
+        found = re.search(pattern, out)
+        return float(found.group(1)) if found else 0.0
+
+    errors = sum(int(n) for n in re.findall(r"(?:connect|read|write|timeout) (\d+)", out)) + int(number(r"Non-2xx or 3xx responses: (\d+)"))
+    return {"client": f"wrk -t{threads} -c{clients}", "clients": clients, "seconds": number(r"requests in ([\d.]+)s"),
+            "requests": int(number(r"(\d+) requests in")), "errors": errors, "rps": number(r"Requests/sec:\s+([\d.]+)"),
+            "latency_p50": _wrk_ms(out, "50%"), "latency_p99": _wrk_ms(out, "99%"),
+            "client_cpu_cores": round((after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime) / elapsed, 2)}
+
+
+def _wrk_ms(out: str, label: str) -> float | None:
+    found = re.search(rf"^\s*{re.escape(label)}\s+([\d.]+)(us|ms|s)\s*$", out, re.M)
+    if not found:
+        return None
+    return round(float(found.group(1)) * {"us": 0.001, "ms": 1.0, "s": 1000.0}[found.group(2)], 2)
 
 
 def tmpdir() -> Path:
