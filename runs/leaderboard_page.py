@@ -24,7 +24,7 @@ from django.urls import get_script_prefix
 from django.utils.safestring import SafeString
 
 from runs.exclusions import exclusion_explain_url, exclusion_policy_label, excluded_item_ids
-from runs.filters import SORTS, filter_choices, state_of
+from runs.filters import SORTS, LeaderboardFilterForm
 from runs.leaderboard_rows import FRESH, cached, data_generation, leaderboard_tables, state_digest
 from runs.metrics import rank_change
 from runs.metrics.checklist import GROUPINGS, SMALL_CELL
@@ -101,7 +101,7 @@ def exclusion_effect(benchmark, state: dict, tables, excluded, params: QueryDict
 
 def warm_default(benchmark_ids: Iterable[int]) -> None:
     """Compute and cache the default leaderboard (no filters, by model, best ISR first, every item: the
-    page as first opened) and the filter choices of these benchmarks, so the first viewer after a data
+    page as first opened): its tables, #results fragment, filter form and choices, for these benchmarks, so the first viewer after a data
     change does not pay for it. Call it after the change committed; benchmarks without rollups are skipped."""
     from runs.models import AttemptRollup, Benchmark, BenchmarkKind
 
@@ -110,5 +110,6 @@ def warm_default(benchmark_ids: Iterable[int]) -> None:
                        .distinct().order_by())
     for benchmark in Benchmark.objects.filter(id__in=with_rollups, kind=BenchmarkKind.CHECKLIST).order_by("id"):
         generation = data_generation(benchmark.id)
-        filter_choices(benchmark, generation=generation)
-        results_html(benchmark, state_of({}), QueryDict(""), generation=generation)
+        form = LeaderboardFilterForm(None, benchmark=benchmark, generation=generation)  # caches the choices
+        filters_html(benchmark, form, QueryDict(""), generation=generation)
+        results_html(benchmark, form.state(), QueryDict(""), generation=generation)
