@@ -140,6 +140,8 @@ def test_an_ingest_job_warms_the_default_page_after_it_commits(django_user_model
     bench = Benchmark.objects.get(slug="acme-agent-if")
     generation = data_generation(bench.id)
     assert isinstance(cache.get(cache_key(bench.id, generation, "choices")), dict)
+    form = cache.get(cache_key(bench.id, generation, leaderboard_page._part("filters", bench, "")))
+    assert form is not None and 'name="run"' in form  # the rendered filter form of the page as first opened
     client = client_of(django_user_model, "first-viewer")
     with CaptureQueriesContext(connection) as queries:
         page = client.get(reverse("runs:leaderboard", args=[bench.slug]))
