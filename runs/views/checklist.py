@@ -8,6 +8,7 @@ from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.utils.html import escape
 
+from ifportal.roles import verdict_reader_required
 from runs import charts, selectors, trajectory_view
 from runs.filters import LeaderboardFilterForm, form_state
 from runs.leaderboard_page import filters_html, params_with, results_html
@@ -58,7 +59,7 @@ def leaderboard(request, slug):
 
 
 # drill-down ----------------------------------------------------------------------------
-@login_required
+@verdict_reader_required
 def attempts(request, slug):
     """The attempts behind one leaderboard cell (model, and group when grouped), failing first."""
     benchmark = benchmark_or_404(slug)
@@ -76,7 +77,7 @@ def attempts(request, slug):
 
 
 # attempt and trajectory ----------------------------------------------------------------
-@login_required
+@verdict_reader_required
 def attempt(request, pk):
     """One attempt: trajectory (one thread, one page of it) beside every judge's verdicts, failures first."""
     attempt = _attempt(pk)
@@ -91,7 +92,7 @@ def attempt(request, pk):
     return render(request, "runs/checklist/attempt.html", context)
 
 
-@login_required
+@verdict_reader_required
 def message_text(request, pk):
     """The full text of one long part of a message (content, reasoning, a tool call's arguments), escaped."""
     return attempt_text_response(_attempt(pk), request.GET)
@@ -108,7 +109,7 @@ def attempt_text_response(attempt, params) -> HttpResponse:
 
 
 # instance ------------------------------------------------------------------------------
-@login_required
+@verdict_reader_required
 def instance(request, pk):
     """The task as the agent saw it, its checklist by source (rewritten items with their versions), and an
     item x model matrix of pass rates."""
@@ -131,7 +132,7 @@ def instance(request, pk):
 SIDES = ("a", "b")
 
 
-@login_required
+@verdict_reader_required
 def attempt_compare(request, pk):
     """Two attempts on one instance side by side: items whose verdicts differ per judge first, both trajectories."""
     instance = get_object_or_404(Instance.objects.select_related("benchmark"), pk=pk,
@@ -175,7 +176,7 @@ def _compare_side(request, side: str, attempt: Attempt) -> dict:
 
 
 # analyses ------------------------------------------------------------------------------
-@login_required
+@verdict_reader_required
 def judges(request, slug):
     """Judge sensitivity: per-judge ranks, the largest rank shift, Kendall's tau, items judges disagree on."""
     benchmark = benchmark_or_404(slug)

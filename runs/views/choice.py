@@ -11,6 +11,7 @@ from django.core.paginator import Paginator
 from django.http import QueryDict
 from django.shortcuts import get_object_or_404, render
 
+from ifportal.roles import verdict_reader_required
 from runs import choice_charts
 from runs.metrics import choice as metrics
 from runs.models import Benchmark, BenchmarkKind, Instance, Run
@@ -167,7 +168,7 @@ def tasks(request, slug):
     return _page(request, benchmark, "runs/choice/tasks.html", context, fragment="task-list")
 
 
-@login_required
+@verdict_reader_required
 def task(request, slug, external_id):
     """One task: instruction, rules, context, options, ground truth with analysis, and every run's answer."""
     benchmark = _benchmark(slug)

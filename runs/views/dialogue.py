@@ -6,6 +6,7 @@ from django.contrib.auth.decorators import login_required
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
+from ifportal.roles import is_blind_annotator, verdict_reader_required
 from runs import dialogue_charts
 from runs.metrics import dialogue as m
 from runs.models import Attempt, Benchmark, BenchmarkKind, Judge, JudgeKind, Run, Trajectory, Verdict
@@ -104,7 +105,8 @@ def groups(request, slug):
     per_attempt = m.group_rows_select(judge=state["judge"], dialogues=state["dialogues"], full=state["full"]) if state["judge"] else {}
     table = m.group_profile(state["dialogues"], per_attempt, by=state["by"])
     state.update(table, figure=dialogue_charts.groups_figure(table["series"], table["groups"]))
-    if state["group"] and state["judge"]:
+    state["blind"] = is_blind_annotator(request.user)
+    if state["group"] and state["judge"] and not state["blind"]:  # the failing turns are verdicts
         state["failures"] = m.failing_turns(run_ids=[r.id for r in state["runs"]], judge=state["judge"], group=state["group"])
     return _page(request, "runs/dialogue/groups.html", {**state, "active": "groups"})
 
@@ -117,7 +119,7 @@ def dialogues(request, slug):
     return _page(request, "runs/dialogue/dialogues.html", {**state, "active": "dialogues"})
 
 
-@login_required
+@verdict_reader_required
 def viewer(request, slug, pk):
     """One dialogue turn by turn: user message, constraint changes, response, verdicts, patience."""
     attempt = get_object_or_404(
@@ -137,7 +139,7 @@ def viewer(request, slug, pk):
     return render(request, "runs/dialogue/viewer.html", context)
 
 
-@login_required
+@verdict_reader_required
 def rescore(request, slug):
     """Agreement between logged verdicts and the portal's checkers, with the disagreeing turns."""
     state = _state(request, _benchmark(slug))

@@ -9,6 +9,7 @@ from django.http import JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
+from ifportal.roles import verdict_reader_required
 from runs import hierarchy_charts as charts
 from runs.checkers.manyih_style import extract_code
 from runs.exclusions import (
@@ -211,7 +212,7 @@ def conflicts(request, slug):
     return _page(request, "runs/hierarchy/conflicts.html", {**state, "active": "conflicts"})
 
 
-@login_required
+@verdict_reader_required
 def recheck(request, slug):
     """Agreement of the logged per-group verdicts with the style checkers, with the disagreeing samples."""
     state = _state(request, _benchmark(slug))
@@ -239,7 +240,7 @@ def recheck_start(request, slug):
     return redirect("runs:job", job_id=job.id)
 
 
-@login_required
+@verdict_reader_required
 def sample(request, slug, pk):
     """One attempt at one sample: tagged prompt, conflict groups with the winner and why, code, verdicts, tests."""
     attempt = get_object_or_404(Attempt.objects.select_related("run__model", "run__benchmark", "instance"), pk=pk,

@@ -17,6 +17,7 @@ from django.urls import reverse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 
+from ifportal.roles import verdict_reader_required
 from runs import sharing, trajectory_view
 from runs.filters import LeaderboardFilterForm, form_state
 from runs.metrics import checklist as metrics
@@ -58,7 +59,7 @@ def _export(rows: list[dict], *, fmt: str, benchmark_slug: str, state: dict, fil
 
 
 # private: create, list, revoke, export --------------------------------------------------
-@login_required
+@verdict_reader_required  # a link with the attempts scope would show the verdicts
 @require_POST
 def share_create(request, slug):
     """Freeze the leaderboard of the posted state into a new link and show its URL once."""

@@ -74,3 +74,23 @@ def test_it_hides_units_an_annotator_was_not_assigned(campaign, annotator_a, ann
     assert client_for(annotator_a).get(f"/api/audits/units/{other.pk}/").status_code == 404
     assert client_for(outsider).get(f"/api/audits/units/{a.unit_id}/").status_code == 404
     assert client_for(outsider).get(f"/audits/{campaign.pk}/").status_code == 404
+
+
+def test_a_blind_annotator_reads_results_only_in_aggregate(campaign, bench, annotator_a):
+    from django.contrib.auth.models import Group
+
+    from runs.models import Attempt
+
+    attempt = Attempt.objects.filter(run__benchmark=bench["benchmark"]).first()
+    client = client_for(annotator_a)
+    assert client.get("/b/octo-test/leaderboard/").status_code == 200  # aggregates stay open
+    for url in (f"/attempts/{attempt.pk}/", f"/instances/{attempt.instance_id}/", "/b/octo-test/attempts/?model=alpha",
+                "/b/octo-test/judges/", f"/api/attempts/{attempt.pk}/verdicts/", "/api/verdicts/"):
+        response = client.get(url)
+        assert response.status_code == 403, url
+        assert "Annotators label blind" in response.content.decode(), url
+    assert client.post("/b/octo-test/share/", {"query": "", "expires_in": ""}).status_code == 403
+
+    annotator_a.groups.add(Group.objects.get_or_create(name="reviewer")[0])  # a reviewer who also annotates
+    assert client.get(f"/attempts/{attempt.pk}/").status_code == 200
+    assert client.get(f"/api/attempts/{attempt.pk}/verdicts/").status_code == 200
