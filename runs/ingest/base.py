@@ -183,6 +183,8 @@ class Context:
         #: attempts whose verdicts changed (their rollups are rebuilt) and runs written to
         self.touched_attempts: set[int] = set()
         self.touched_runs: dict[int, Any] = {}
+        #: the file being read (rows written without a line number are reported against it)
+        self.source: Source | None = None
         #: benchmarks this ingest locked for writing (their data generation is bumped if anything changed)
         self.benchmarks: set[int] = set()
 
@@ -213,8 +215,9 @@ class Context:
             for name, limit in limits:
                 value = row.get(name)
                 if isinstance(value, str) and len(value) > limit:
-                    self.problem(f"{kind} '{k[-1]}'"[:200], None,  # the last key part is the file's own name for it
-                                 f"{name} is {len(value):,} characters long; at most {limit} fit: {value[:60]!r}...")
+                    # the last key part is the file's own name for the row
+                    self.problem(self.source or kind, None, f"{kind} '{str(k[-1])[:100]}': {name} is {len(value):,} "
+                                                            f"characters long; at most {limit} fit: {value[:60]!r}...")
 
     # progress -------------------------------------------------------------------------
     def plan(self, sources: Iterable[Source]) -> None:
@@ -314,6 +317,7 @@ def _hashing_chunks(source: Source, ctx: Context) -> Iterator[bytes]:
 
 def iter_jsonl(source: Source, ctx: Context) -> Iterator[tuple[int, dict[str, Any]]]:
     """Yield (line number, object) for each non-blank line; bad lines become problems."""
+    ctx.source = source
     if not source.path.exists() or source.path.stat().st_size == 0:
         ctx.problem(source, None, "the file is empty")
         list(_hashing_chunks(source, ctx)) if source.path.exists() else None
@@ -455,6 +459,7 @@ def iter_json_document(
     (key, line, element) for each element of the lists under `list_keys`, and
     (key, line, value) once for every other key.
     """
+    ctx.source = source
     if not source.path.exists() or source.path.stat().st_size == 0:
         ctx.problem(source, None, "the file is empty")
         return

@@ -112,6 +112,15 @@ def _valid_sample(ctx: Context, source: Source, line: int, sample: Any, interfac
             ctx.problem(source, line, f"{where}: instruction {n} has no string or integer {', '.join(map(repr, wrong))}")
             ok = False
             continue
+        for name, limit in (("id", 300), ("style_key", 100), ("category", 100)):  # the columns they are stored in
+            value = instruction.get(name)
+            if name == "category" and value is not None and not isinstance(value, str):
+                ctx.problem(source, line, f"{where}: instruction {n}: 'category' should be text")
+                ok = False
+            elif value is not None and len(str(value)) > limit:
+                ctx.problem(source, line, f"{where}: instruction {n}: '{name}' is {len(str(value)):,} characters; "
+                                          f"at most {limit} fit")
+                ok = False
         if isinstance(instruction["privilege"], bool) or not isinstance(instruction["privilege"], int):
             ctx.problem(source, line, f"{where}: instruction {instruction['id']} has a privilege that is not an integer")
             ok = False

@@ -133,9 +133,14 @@ def _bad_data(tmp_path, change):
         (lambda d: d["data"][1].update(prompt=d["data"][1]["prompt"].replace("Indent with tabs.", "Indent with spaces.")),
          '"task_id": 902', "are not among the privilege tags"),
         (lambda d: d["data"].append(dict(d["data"][0])), '"task_id": 901', "appears twice"),
+        # found by fuzzing on PostgreSQL: a list category became its repr, too long for the column
+        (lambda d: d["data"][1]["instructions"][0].update(category=[None, 1.5, "x" * 90]), '"task_id": 902',
+         "instruction 1: 'category' should be text"),
+        (lambda d: d["data"][1]["instructions"][0].update(style_key="k" * 101), '"task_id": 902',
+         "instruction 1: 'style_key' is 101 characters; at most 100 fit"),
     ],
     ids=["missing-id", "unknown-conflict", "expected-styles-disagree", "wrong-tag-value", "untagged-instruction",
-         "duplicate-sample"],
+         "duplicate-sample", "category-not-text", "style-key-too-long"],
 )
 def test_it_rejects_a_bad_sample_and_stores_nothing(tmp_path, change, needle, reason):
     bad = _bad_data(tmp_path, change)
