@@ -31,7 +31,8 @@ def benchmark_existing(ctx: Context, source: Source, *, default_slug: str) -> Be
     slug = ctx.options.benchmark or default_slug
     benchmark = Benchmark.objects.filter(slug=slug).first()
     if benchmark is None:
-        ctx.problem(source, None, f"benchmark '{slug}' does not exist: ingest its instances first (or pass --benchmark)")
+        ctx.problem(source, None, f"benchmark '{slug}' does not exist: ingest its instances first (or name the benchmark they "
+                                   "are in: the import form's Benchmark field, --benchmark on the command line)")
         return None
     benchmark_lock_for_ingest(benchmark, ctx)
     return benchmark

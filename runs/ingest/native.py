@@ -244,7 +244,8 @@ class _NativeIngest:
                 if not told_no_benchmark:
                     missing = f"benchmark '{ctx.options.benchmark}' does not exist" if ctx.options.benchmark else "no benchmark"
                     ctx.problem(source, line, f"{missing}: start the file with a benchmark record "
-                                "(or pass --benchmark naming a stored one); the records after it are not checked")
+                                "(or name a stored benchmark: the import form's Benchmark field, --benchmark on the "
+                                "command line); the records after it are not checked")
                     told_no_benchmark = True
                 continue
             getattr(self, f"_{kind}")(source, line, record, current)
