@@ -104,10 +104,16 @@ def judge_score(cells: Iterable[Cell]) -> JudgeScore:
         n_success += c.success
         n_applicable += c.n_applicable
         n_passed += c.n_passed
+    return judge_score_of(n_attempts, n_success, n_applicable, n_passed, len(instances), len(empty))
+
+
+def judge_score_of(n_attempts: int, n_success: int, n_applicable: int, n_passed: int, n_instances: int,
+                   n_empty: int) -> JudgeScore:
+    """A judge's ISR and CSR from its counts (counted attempts only; see judge_score)."""
     return JudgeScore(
         isr=100.0 * n_success / n_attempts if n_attempts else None,
         csr=100.0 * n_passed / n_applicable if n_applicable else None,
-        n_instances=len(instances), n_attempts=n_attempts, n_empty=len(empty),
+        n_instances=n_instances, n_attempts=n_attempts, n_empty=n_empty,
         n_success=n_success, n_applicable=n_applicable, n_passed=n_passed,
     )
 
@@ -118,17 +124,20 @@ def score_row(model: str, group: str | None, cells: Sequence[Cell]) -> ScoreRow:
     for c in cells:
         by_judge[c.judge].append(c)
     per_judge = {judge: judge_score(cs) for judge, cs in sorted(by_judge.items())}
-    isr, isr_std = mean_std([s.isr for s in per_judge.values()])
-    csr, csr_std = mean_std([s.csr for s in per_judge.values()])
     counted = [c for c in cells if c.n_applicable > 0]
     counted_attempts = {c.attempt_id for c in counted}
-    return ScoreRow(
-        model=model, group=group, isr=isr, isr_std=isr_std, csr=csr, csr_std=csr_std,
-        n_instances=len({c.instance_id for c in counted}),
-        n_attempts=len(counted_attempts),
-        n_empty=len({c.attempt_id for c in cells if c.n_applicable == 0} - counted_attempts),
-        per_judge=per_judge,
-    )
+    return score_row_of(model, group, per_judge, n_instances=len({c.instance_id for c in counted}),
+                        n_attempts=len(counted_attempts),
+                        n_empty=len({c.attempt_id for c in cells if c.n_applicable == 0} - counted_attempts))
+
+
+def score_row_of(model: str, group: str | None, per_judge: dict[str, JudgeScore], *, n_instances: int,
+                 n_attempts: int, n_empty: int) -> ScoreRow:
+    """A row from its judges' scores (in judge-name order) and its distinct counts across judges."""
+    isr, isr_std = mean_std([s.isr for s in per_judge.values()])
+    csr, csr_std = mean_std([s.csr for s in per_judge.values()])
+    return ScoreRow(model=model, group=group, isr=isr, isr_std=isr_std, csr=csr, csr_std=csr_std,
+                    n_instances=n_instances, n_attempts=n_attempts, n_empty=n_empty, per_judge=per_judge)
 
 
 def score_rows(cells: Iterable[Cell], *, group_order: Sequence[str] = ()) -> list[ScoreRow]:
@@ -450,6 +459,8 @@ def group_order(by: str) -> Sequence[str]:
 def leaderboard_rows(benchmark_id: int, filters: Filters, *, by: str = "model", bootstrap: bool = False,
                      excluded_items: Collection[int] | None = None) -> list[ScoreRow]:
     """Leaderboard rows (by model, or a model x group matrix), with bootstrap intervals when asked."""
+    if by == "model" and not bootstrap and not excluded_items:
+        return model_rows_counted(benchmark_id, filters)
     cells = leaderboard_cells(benchmark_id, filters, by=by, excluded_items=excluded_items)
     rows = score_rows(cells, group_order=group_order(by))
     if bootstrap:
@@ -459,6 +470,43 @@ def leaderboard_rows(benchmark_id: int, filters: Filters, *, by: str = "model", 
         for row in rows:
             with_bootstrap(row, grouped[(row.model, row.group)])
     return rows
+
+
+def model_rows_counted(benchmark_id: int, filters: Filters) -> list[ScoreRow]:
+    """`score_rows(attempt_cells(...))` by model, with the counting done in the database: the same
+    integers (two GROUP BY queries over the rollups), so the same rows, without building a cell
+    per rollup in Python. ISR, CSR, means and stds are computed from them by the same functions."""
+    from django.db import connection
+    from django.db.models import Count, F, Max, Q, Sum
+
+    from runs.models import AgentModel, AttemptRollup, Judge
+
+    rollups = _filter(AttemptRollup.objects.filter(benchmark_id=benchmark_id), filters).order_by()
+    counted = Q(n_applicable__gt=0)
+    per_judge = list(rollups.values("model_id", "judge_id").annotate(
+        attempts=Count("id", filter=counted),
+        success=Count("id", filter=counted & Q(n_passed=F("n_applicable"))),
+        applicable=Sum("n_applicable", filter=counted, default=0),
+        passed=Sum("n_passed", filter=counted, default=0),
+        instances=Count("instance_id", filter=counted, distinct=True),
+        empty=Count("attempt_id", filter=Q(n_applicable=0), distinct=True),
+    ).values_list("model_id", "judge_id", "attempts", "success", "applicable", "passed", "instances", "empty"))
+    # across judges: an attempt counts when any judge had an applicable item, else it is empty
+    inner, params = rollups.values("model_id", "attempt_id", "instance_id").annotate(
+        most=Max("n_applicable")).values_list("model_id", "attempt_id", "instance_id", "most").query.sql_with_params()
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT t.model_id, COUNT(DISTINCT t.instance_id) FILTER (WHERE t.most > 0), "
+            "COUNT(*) FILTER (WHERE t.most > 0), COUNT(*) FILTER (WHERE t.most = 0) "
+            f"FROM ({inner}) t GROUP BY t.model_id", params)
+        across = {m: (i, a, e) for m, i, a, e in cursor.fetchall()}
+    names = _names([(AgentModel, "name", set(across)), (Judge, "name", {j for _, j, *_ in per_judge})])
+    judges: dict[int, dict[str, JudgeScore]] = defaultdict(dict)
+    for m, j, attempts, success, applicable, passed, instances, empty in per_judge:
+        judges[m][names[1][j]] = judge_score_of(attempts, success, applicable, passed, instances, empty)
+    rows = [score_row_of(names[0][m], None, dict(sorted(judges[m].items())), n_instances=i, n_attempts=a, n_empty=e)
+            for m, (i, a, e) in across.items()]
+    return sorted(rows, key=lambda r: r.model)
 
 
 # drill-down, attempt checklist, instance matrix, judge disagreement, comparison --------
