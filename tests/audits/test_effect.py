@@ -97,6 +97,8 @@ def test_the_leaderboard_page_offers_the_policies_and_shows_ranks_before_and_aft
     assert table.index(">alpha<") < table.index(">beta<")  # ordered after the exclusion
     alpha = table[table.index(">alpha<"):table.index("</tr>", table.index(">alpha<"))]
     assert "▲ 1" in alpha and ">100.00 <" in alpha  # rank 2 -> 1, ISR 100 after
+    beta = table[table.index(">beta<"):table.index("</tr>", table.index(">beta<"))]
+    assert "▼ 1" in beta and "▼ -1" not in beta  # a fall reads as how far, the arrow says which way
 
 
 def test_exports_and_share_snapshots_carry_the_exclusion_policy(bench, campaign, lead, annotator_a, annotator_b):
