@@ -17,6 +17,7 @@ import numpy as np
 
 from runs.categories import SOURCE_CATEGORIES
 
+from .rank_change import ranks as ranks_by_score
 from .stats import bootstrap_interval, kendall_tau, mean_std
 
 #: grouping dimensions of the leaderboard: URL value -> label
@@ -231,7 +232,7 @@ def rank_stability(rows: Sequence[ScoreRow], *, metric: str = "isr") -> RankStab
     for judge in judges:
         scored = [(r.model, getattr(r.per_judge[judge], metric)) for r in rows
                   if judge in r.per_judge and getattr(r.per_judge[judge], metric) is not None]
-        for model, rank in _ranks(scored).items():
+        for model, rank in ranks_by_score(dict(scored)).items():
             ranks[model][judge] = rank
         for model, value in scored:
             values[judge][model] = value
@@ -243,20 +244,6 @@ def rank_stability(rows: Sequence[ScoreRow], *, metric: str = "isr") -> RankStab
         tau = kendall_tau([values[a][m] for m in common], [values[b][m] for m in common])
         taus.append((a, b, tau, len(common)))
     return RankStability(judges, dict(ranks), shifts, largest, taus)
-
-
-def _ranks(scored: list[tuple[str, float]]) -> dict[str, float]:
-    """Rank 1 for the highest value; tied values share the mean of their ranks."""
-    ordered = sorted(scored, key=lambda mv: -mv[1])
-    out, i = {}, 0
-    while i < len(ordered):
-        j = i
-        while j + 1 < len(ordered) and ordered[j + 1][1] == ordered[i][1]:
-            j += 1
-        for k in range(i, j + 1):
-            out[ordered[k][0]] = (i + j) / 2 + 1
-        i = j + 1
-    return out
 
 
 # paired comparison ---------------------------------------------------------------------
