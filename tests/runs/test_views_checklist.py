@@ -63,6 +63,10 @@ def test_it_shows_the_leaderboard_with_mean_and_std_across_judges(reviewer_clien
     assert "66.67" in body and "83.33" in body and "100.00" in body
     assert "METRICS.md section 1" in body
     assert 'data-plotly="leaderboard-figure" data-figure="{' in body
+    assert '<span class="pm">± 0.00</span>' in body  # two judges: their spread
+    one = reviewer_client.get(reverse("runs:leaderboard", args=[bench.slug]) + "?judge=j1")
+    assert "66.67" in one.content.decode()
+    assert 'class="pm"' not in one.content.decode()  # a single judge has no spread to show
 
 
 def test_it_sends_anonymous_visitors_to_the_login_page(client):
