@@ -12,7 +12,7 @@ from runs.metrics.agreement import AgreementRow
 
 import json
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -310,10 +310,17 @@ def dialogue_judges(benchmark) -> list:
     return sorted(judges, key=lambda j: (j.kind != JudgeKind.LOGGED, j.name))
 
 
-def dialogues_select(*, benchmark, judge, run_ids: Sequence[int] | None = None) -> list[Dialogue]:
+def dialogues_select(*, benchmark, judge, run_ids: Sequence[int] | None = None,
+                     excluded_items: Collection[int] | None = None) -> list[Dialogue]:
     """The dialogues of these runs (all runs of the benchmark if None) under one judge, from
-    GroupRollup rows of dimension "turn" (two queries, whatever the number of dialogues)."""
-    from runs.models import Attempt, GroupRollup
+    GroupRollup rows of dimension "turn" (two queries, whatever the number of dialogues).
+
+    With `excluded_items` (an audit exclusion policy's items), the turns are counted from the
+    verdicts without those items instead (`_verdict_turns`): a turn's success is that of its
+    remaining items; a turn whose every verdict is left out is not counted (the dialogue keeps
+    its other turns in order), and a dialogue with no turn left has none.
+    """
+    from runs.models import Attempt
 
     attempts = Attempt.objects.filter(run__benchmark=benchmark)
     if run_ids is not None:
@@ -325,12 +332,8 @@ def dialogues_select(*, benchmark, judge, run_ids: Sequence[int] | None = None) 
             "run__settings__patience", "outcome__patience", "outcome__ended_by",
         )
     }
-    turns: dict[int, list[TurnRow]] = defaultdict(list)
-    rollups = GroupRollup.objects.filter(
-        benchmark=benchmark, dimension="turn", judge=judge, attempt_id__in=list(meta)
-    ).values_list("attempt_id", "value", "n_applicable", "n_passed")
-    for attempt_id, value, applicable, passed in rollups.order_by():
-        turns[attempt_id].append(TurnRow(turn=int(value), n_applicable=applicable, n_passed=passed))
+    turns = (_verdict_turns(judge, list(meta), excluded_items) if excluded_items
+             else _rollup_turns(benchmark, judge, list(meta)))
     out = []
     for attempt_id, rows in turns.items():
         a = meta[attempt_id]
@@ -349,12 +352,125 @@ def dialogues_select(*, benchmark, judge, run_ids: Sequence[int] | None = None) 
     return sorted(out, key=lambda d: (d.model, d.run, d.instance))
 
 
-def group_rows_select(*, judge, dialogues: Sequence[Dialogue], full: Sequence[Dialogue]) -> dict[Any, list[tuple[str, int, int]]]:
+def _rollup_turns(benchmark, judge, attempt_ids: list[int]) -> dict[int, list[TurnRow]]:
+    """attempt -> its TurnRows, from the GroupRollup rows of dimension "turn" (one query)."""
+    from runs.models import GroupRollup
+
+    turns: dict[int, list[TurnRow]] = defaultdict(list)
+    rollups = GroupRollup.objects.filter(
+        benchmark=benchmark, dimension="turn", judge=judge, attempt_id__in=attempt_ids
+    ).values_list("attempt_id", "value", "n_applicable", "n_passed")
+    for attempt_id, value, applicable, passed in rollups.order_by():
+        turns[attempt_id].append(TurnRow(turn=int(value), n_applicable=applicable, n_passed=passed))
+    return turns
+
+
+def _verdict_turns(judge, attempt_ids: list[int], excluded_items: Collection[int]) -> dict[int, list[TurnRow]]:
+    """The same rows as `_rollup_turns`, counted from the verdicts with `excluded_items` left out (one query).
+
+    Counts as runs.services rebuilds the "turn" rollups: verdicts on items with a turn, grouped by
+    attempt and turn; applicable = result other than "na", passed = result "pass". A turn is there
+    when the judge gave it any verdict that is not left out.
+    """
+    from django.db.models import Count, Q
+
+    from runs.models import Verdict, VerdictResult
+
+    turns: dict[int, list[TurnRow]] = defaultdict(list)
+    rows = (
+        Verdict.objects.filter(judge=judge, attempt_id__in=attempt_ids, item__turn__isnull=False)
+        .exclude(item_id__in=list(excluded_items))
+        .values("attempt_id", "item__turn")
+        .annotate(a=Count("id", filter=~Q(result=VerdictResult.NOT_APPLICABLE)),
+                  p=Count("id", filter=Q(result=VerdictResult.PASS)))
+        .values_list("attempt_id", "item__turn", "a", "p")
+        .order_by()
+    )
+    for attempt_id, turn, applicable, passed in rows:
+        turns[attempt_id].append(TurnRow(turn=int(turn), n_applicable=applicable, n_passed=passed))
+    return turns
+
+
+def excluded_verdicts_select(*, judge, dialogues: Sequence[Dialogue], item_ids: Collection[int], by: str = "model"
+                             ) -> dict[str, dict[int, dict[str, int]]]:
+    """Model (or run) -> excluded item id -> {"pass": n, "fail": n}: the judge's verdicts on the items an exclusion
+    policy leaves out, over the turns these dialogues kept ("na" not counted; what rank_change.items_behind reads)."""
+    from django.db.models import Count
+
+    from runs.models import Verdict, VerdictResult
+
+    if by not in ("model", "run"):
+        raise ValueError(f"rows are per model or per run, not {by!r}")
+    kept = {d.key: {t.turn for t in d.turns} for d in dialogues}
+    labels = {d.key: d.model if by == "model" else d.run for d in dialogues}
+    out: dict[str, dict[int, dict[str, int]]] = defaultdict(lambda: defaultdict(lambda: {"pass": 0, "fail": 0}))
+    rows = (Verdict.objects.filter(judge=judge, attempt_id__in=list(kept), item_id__in=list(item_ids))
+            .exclude(result=VerdictResult.NOT_APPLICABLE).values("attempt_id", "item__turn", "item_id", "result")
+            .annotate(n=Count("id")).values_list("attempt_id", "item__turn", "item_id", "result", "n").order_by())
+    for attempt_id, turn, item_id, result, n in rows:
+        if turn in kept[attempt_id]:
+            out[labels[attempt_id]][item_id][result] += n
+    return out
+
+
+@dataclass(frozen=True)
+class RankLine:
+    """One model (or run) ranked by one metric with every item and under an exclusion policy (1 = best)."""
+
+    label: str
+    value_before: float | None
+    value_after: float | None
+    rank_before: float | None
+    rank_after: float | None
+
+    @property
+    def rank_change(self) -> float | None:
+        """Positive: moved up."""
+        return None if self.rank_before is None or self.rank_after is None else self.rank_before - self.rank_after
+
+
+@dataclass(frozen=True)
+class RankSwap:
+    """Two rows whose order changed: `up` gained on `down`, and the excluded items behind it."""
+
+    up: str
+    down: str
+    items: tuple[dict, ...] = ()
+
+
+@dataclass(frozen=True)
+class _Scored:
+    """A row as runs.metrics.rank_change.compare reads a leaderboard row (its score is called isr there)."""
+
+    model: str
+    isr: float | None
+    csr: None = None
+
+
+def metric_rank_change(before: Sequence[ModelDialogueRow], after: Sequence[ModelDialogueRow], metric: str,
+                       verdicts: dict | None = None, *, limit: int = 10
+                       ) -> tuple[list[RankLine], float | None, list[RankSwap]]:
+    """Ranks by one metric (higher is better) before and after, Kendall's tau-b and the swapped pairs with the
+    excluded items behind each, by runs.metrics.rank_change (the checklist leaderboard's rules)."""
+    from runs.metrics.rank_change import compare, items_behind
+
+    def scored(rows: Sequence[ModelDialogueRow]) -> list[_Scored]:
+        return [_Scored(r.label, getattr(r.metrics, metric)) for r in rows]
+
+    rows, tau, pairs = compare(scored(before), scored(after))
+    lines = [RankLine(r.model, r.isr_before, r.isr_after, r.rank_before, r.rank_after) for r in rows]
+    swaps = [RankSwap(up, down, tuple(items_behind(up, down, verdicts or {}, limit))) for up, down in pairs]
+    return lines, tau, swaps
+
+
+def group_rows_select(*, judge, dialogues: Sequence[Dialogue], full: Sequence[Dialogue],
+                      excluded_items: Collection[int] | None = None) -> dict[Any, list[tuple[str, int, int]]]:
     """(group, n_applicable, n_passed) rows per attempt, over the turns each dialogue kept.
 
-    When no dialogue was cut these are the attempt's "group" rollups; after a patience cut
-    the rollups pool turns that no longer count, so the rows come from one grouped query
-    over the verdicts of these attempts, by group and turn.
+    When no dialogue was cut and no item is excluded these are the attempt's "group" rollups;
+    after a patience cut the rollups pool turns that no longer count (and under an exclusion
+    policy they count the excluded items), so the rows come from one grouped query over the
+    verdicts of these attempts, by group and turn, without `excluded_items`.
     """
     from django.db.models import Count, Q
 
@@ -363,7 +479,7 @@ def group_rows_select(*, judge, dialogues: Sequence[Dialogue], full: Sequence[Di
     lengths = {d.key: d.length for d in dialogues}
     cut = any(lengths[d.key] < d.length for d in full if d.key in lengths)
     out: dict[Any, list[tuple[str, int, int]]] = defaultdict(list)
-    if not cut:
+    if not cut and not excluded_items:
         rows = GroupRollup.objects.filter(dimension="group", judge=judge, attempt_id__in=list(lengths))
         for attempt_id, group, a, p in rows.values_list("attempt_id", "value", "n_applicable", "n_passed").order_by():
             out[attempt_id].append((group, a, p))
@@ -371,6 +487,7 @@ def group_rows_select(*, judge, dialogues: Sequence[Dialogue], full: Sequence[Di
     rows = (
         Verdict.objects.filter(judge=judge, attempt_id__in=list(lengths))
         .exclude(item__group="")
+        .exclude(item_id__in=list(excluded_items or ()))
         .values("attempt_id", "item__group", "item__turn")
         .annotate(
             a=Count("id", filter=~Q(result=VerdictResult.NOT_APPLICABLE)),
