@@ -8,8 +8,23 @@ from django.views.decorators.http import require_POST
 
 from ifportal.roles import is_blind_annotator, verdict_reader_required
 from runs import dialogue_charts
+from runs.exclusions import (
+    excluded_item_ids,
+    exclusion_policy_choices,
+    exclusion_policy_label,
+)
 from runs.metrics import dialogue as m
-from runs.models import Attempt, Benchmark, BenchmarkKind, Judge, JudgeKind, Run, Trajectory, Verdict
+from runs.models import (
+    Attempt,
+    Benchmark,
+    BenchmarkKind,
+    ChecklistItem,
+    Judge,
+    JudgeKind,
+    Run,
+    Trajectory,
+    Verdict,
+)
 from runs.rescore import CHECKER_JUDGE, logged_judge_for
 from runs.services import job_create, job_enqueue
 
@@ -18,6 +33,10 @@ METRIC_COLUMNS = [
     ("act_succ", "ACT succ"), ("lss", "LSS"), ("rob", "ROB %"), ("rec", "REC %"),
 ]
 SORTS = [("label", "name")] + [(f"-{k}", f"{label} (high first)") for k, label in METRIC_COLUMNS]
+#: the metric rows are ranked by under an exclusion policy when the page is sorted by name (its default)
+RANK_METRIC = "csr"
+#: excluded items listed on the metrics page under an exclusion policy (the count is always shown)
+EXCLUDED_SHOWN = 300
 
 
 class DialogueFilterForm(forms.Form):
@@ -29,9 +48,11 @@ class DialogueFilterForm(forms.Form):
     by = forms.ChoiceField(required=False, choices=[("model", "model (runs pooled)"), ("run", "run")], label="Rows per")
     sort = forms.ChoiceField(required=False, choices=SORTS, label="Sort")
     group = forms.CharField(required=False, max_length=100)
+    exclude = forms.ChoiceField(required=False, label="Audit exclusion")
 
     def __init__(self, data, *, runs, judges):
         super().__init__(data)
+        self.fields["exclude"].choices = exclusion_policy_choices()
         self.fields["run"].choices = [(r.label, f"{r.label} ({r.model.name})") for r in runs]
         self.fields["judge"].choices = [(j.name, f"{j.name} ({j.get_kind_display()})") for j in judges]
 
@@ -41,15 +62,20 @@ def _benchmark(slug: str) -> Benchmark:
     return get_object_or_404(Benchmark, slug=slug, kind=BenchmarkKind.DIALOGUE)
 
 
-def _state(request, benchmark: Benchmark) -> dict:
-    """Parse the query string and compute the (re-simulated) dialogues it selects."""
+def _state(request, benchmark: Benchmark, *, exclusion: bool = False) -> dict:
+    """Parse the query string and compute the (re-simulated) dialogues it selects; with `exclusion`, under the
+    chosen audit exclusion policy (only pages that say so pass it: the others show every item)."""
     runs = list(Run.objects.filter(benchmark=benchmark).select_related("model").order_by("label"))
     judges = m.dialogue_judges(benchmark)
     form = DialogueFilterForm(request.GET, runs=runs, judges=judges)
-    clean = form.cleaned_data if form.is_valid() else {}
+    form.is_valid()  # a field that does not validate is left out (and its error shown); the others still apply
+    clean = form.cleaned_data
     chosen = [r for r in runs if r.label in clean.get("run", [])] or runs
     judge = next((j for j in judges if j.name == clean.get("judge")), judges[0] if judges else None)
-    full = m.dialogues_select(benchmark=benchmark, judge=judge, run_ids=[r.id for r in chosen]) if judge else []
+    exclude = clean.get("exclude") or "none"
+    excluded = excluded_item_ids(benchmark, exclude) if exclusion else None
+    full = m.dialogues_select(benchmark=benchmark, judge=judge, run_ids=[r.id for r in chosen],
+                              excluded_items=excluded) if judge else []
     known = [d.patience for d in full]
     recorded = min(known) if known and None not in known else None
     patience, refused = clean.get("patience") or recorded, None
@@ -62,7 +88,7 @@ def _state(request, benchmark: Benchmark) -> dict:
         "benchmark": benchmark, "form": form, "runs": chosen, "judge": judge, "judges": judges, "full": full,
         "dialogues": dialogues, "recorded": recorded, "patience": patience, "refused": refused, "by": by,
         "sort": clean.get("sort") or "label", "group": clean.get("group") or "", "query": request.GET.urlencode(),
-        "patience_choices": list(range(1, (recorded or 0) + 1)),
+        "patience_choices": list(range(1, (recorded or 0) + 1)), "exclude": exclude, "excluded": excluded,
     }
 
 
@@ -83,10 +109,51 @@ def _page(request, template: str, context: dict):
 @login_required
 def metrics(request, slug):
     """The eight EvolIF metrics per model (or run) with dialogue counts, at a chosen patience."""
-    state = _state(request, _benchmark(slug))
+    state = _state(request, _benchmark(slug), exclusion=True)
     state["rows"] = _sorted(m.rows_by(state["dialogues"], by=state["by"]), state["sort"])
     state["columns"] = METRIC_COLUMNS
+    state["rank_metric"] = rank_metric(state["sort"])
+    state["exclusion"] = None if state["excluded"] is None or state["judge"] is None else _exclusion(state)
+    effects = state["exclusion"]["lines"] if state["exclusion"] else {}
+    state["lines"] = [{"row": r, "effect": effects.get(r.label)} for r in state["rows"]]
+    state["off_query"] = _query_without(request, "exclude")
     return _page(request, "runs/dialogue/metrics.html", {**state, "active": "metrics"})
+
+
+def rank_metric(sort: str) -> tuple[str, str]:
+    """(key, column label) of the metric rows are ranked by under an exclusion policy: the one the page is sorted
+    by, or CSR (the first metric column) when it is sorted by name."""
+    key = sort.lstrip("-") if sort != "label" else RANK_METRIC
+    return key, dict(METRIC_COLUMNS)[key]
+
+
+def _exclusion(state: dict) -> dict:
+    """What the exclusion policy did to the ranking by the page's metric: ranks before and after, Kendall's tau,
+    the swaps with the excluded items behind each, the turns and dialogues left with no item, the excluded items."""
+    excluded, judge, key = state["excluded"], state["judge"], state["rank_metric"][0]
+    full = m.dialogues_select(benchmark=state["benchmark"], judge=judge, run_ids=[r.id for r in state["runs"]])
+    before = m.resimulate(full, state["patience"] if state["recorded"] else None)
+    after_turns = {d.key: len(d.turns) for d in state["full"]}
+    dropped_turns = sum(len(d.turns) - after_turns.get(d.key, 0) for d in full)
+    dropped_dialogues = sum(d.key not in after_turns for d in full)
+    verdicts = m.excluded_verdicts_select(judge=judge, dialogues=before, item_ids=excluded, by=state["by"]) \
+        if excluded else {}
+    lines, tau, swaps = m.metric_rank_change(m.rows_by(before, by=state["by"]), m.rows_by(state["dialogues"], by=state["by"]),
+                                             key, verdicts)
+    items = {i["id"]: i for i in ChecklistItem.objects.filter(id__in=list(excluded)).values(
+        "id", "key", "turn", "group", "description", "instance__external_id")}
+    shown = sorted(items.values(), key=lambda i: (i["instance__external_id"], i["turn"] or 0, i["key"]))
+    swaps = [{"up": s.up, "down": s.down, "items": [{**d, **items[d["item_id"]]} for d in s.items]} for s in swaps]
+    return {"policy": state["exclude"], "label": exclusion_policy_label(state["exclude"]), "n_excluded": len(excluded),
+            "lines": {line.label: line for line in lines}, "tau": tau, "swaps": swaps,
+            "shown": shown[:EXCLUDED_SHOWN], "n_hidden": max(0, len(shown) - EXCLUDED_SHOWN),
+            "dropped_turns": dropped_turns, "dropped_dialogues": dropped_dialogues}
+
+
+def _query_without(request, name: str) -> str:
+    params = request.GET.copy()
+    params.pop(name, None)
+    return params.urlencode()
 
 
 @login_required
