@@ -6,6 +6,7 @@ from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from runs.exclusions import excluded_item_ids
 from runs.metrics import dialogue as m
 from runs.models import BenchmarkKind, Judge, Run
 
@@ -19,6 +20,9 @@ class DialogueMetricsQuerySerializer(serializers.Serializer):
                                         help_text="Re-simulate at this patience (at most the recorded one).")
     judge = serializers.CharField(required=False, help_text="Judge name (default: the logged verdicts).")
     benchmark = serializers.SlugField(required=False, help_text="Benchmark slug, when a label exists in two benchmarks.")
+    exclude = serializers.CharField(required=False, default="none",
+                                    help_text="Audit exclusion policy: none, flagged_by_either, flagged_by_both, "
+                                              "adjudicated_invalid (the constraints of flagged user queries are left out).")
 
 
 class DialogueMetricsSerializer(serializers.Serializer):
@@ -30,6 +34,9 @@ class DialogueMetricsSerializer(serializers.Serializer):
     judge = serializers.CharField()
     patience = serializers.IntegerField(allow_null=True)
     recorded_patience = serializers.IntegerField(allow_null=True)
+    exclude = serializers.CharField(help_text="The audit exclusion policy applied (none: every item).")
+    excluded_items = serializers.IntegerField(help_text="Constraints the policy leaves out of this benchmark.")
+    excluded_turns = serializers.IntegerField(help_text="Turns of these dialogues left with no constraint (not counted).")
     dialogues = serializers.IntegerField()
     csr = serializers.FloatField(allow_null=True)
     isr = serializers.FloatField(allow_null=True)
@@ -56,11 +63,13 @@ class DialogueMetricsView(APIView):
         parameters=[DialogueMetricsQuerySerializer],
         responses={
             200: DialogueMetricsSerializer,
-            400: OpenApiResponse(description="Runs of different models or benchmarks, or a patience the logs cannot answer for."),
+            400: OpenApiResponse(description="Runs of different models or benchmarks, a patience the logs cannot answer "
+                                             "for, or an unknown exclusion policy."),
             404: OpenApiResponse(description="No dialogue run has one of these labels, or no such judge."),
         },
         description="METRICS.md section 3. A patience above the one the logs were recorded with is refused: "
-        "those turns were never played.",
+        "those turns were never played. Under an exclusion policy each turn succeeds when its remaining "
+        "constraints are satisfied; a turn with none left is not counted.",
     )
     def get(self, request):
         query = DialogueMetricsQuerySerializer(data={**request.query_params.dict(), "run": request.query_params.getlist("run")})
@@ -87,18 +96,28 @@ class DialogueMetricsView(APIView):
             if not judges:
                 return _error("These runs have no evaluated turns yet.", status.HTTP_404_NOT_FOUND)
             judge = judges[0]
-        full = m.dialogues_select(benchmark=benchmark, judge=judge, run_ids=[r.id for r in runs])
+        try:
+            excluded = excluded_item_ids(benchmark, params["exclude"])
+        except ValueError as exc:
+            return Response({"exclude": [str(exc)]}, status=status.HTTP_400_BAD_REQUEST)
+        full = m.dialogues_select(benchmark=benchmark, judge=judge, run_ids=[r.id for r in runs], excluded_items=excluded)
+        excluded_turns = 0
+        if excluded:
+            every = m.dialogues_select(benchmark=benchmark, judge=judge, run_ids=[r.id for r in runs])
+            excluded_turns = sum(d.length for d in every) - sum(d.length for d in full)
         recorded = min((d.patience for d in full if d.patience), default=None)
         try:
             dialogues = m.resimulate(full, params.get("patience"))
         except m.PatienceRefused as exc:
             return _error(str(exc))
         metrics = m.dialogue_metrics(dialogues)
-        per_attempt = m.group_rows_select(judge=judge, dialogues=dialogues, full=full)
+        per_attempt = m.group_rows_select(judge=judge, dialogues=dialogues, full=full, excluded_items=excluded)
         groups = m.group_pass_rates(row for rows in per_attempt.values() for row in rows)
         return Response(DialogueMetricsSerializer({
             "run": [r.label for r in runs], "model": runs[0].model.name, "benchmark": benchmark.slug, "judge": judge.name,
             "patience": params.get("patience") or recorded, "recorded_patience": recorded,
+            "exclude": params["exclude"] if excluded is not None else "none", "excluded_items": len(excluded or ()),
+            "excluded_turns": excluded_turns,
             "dialogues": metrics.dialogues, "csr": metrics.csr, "isr": metrics.isr, "act_len": metrics.act_len,
             "act_acc": metrics.act_acc, "act_succ": metrics.act_succ, "lss": metrics.lss, "rob": metrics.rob,
             "rec": metrics.rec, "rec_dialogues": metrics.rec_dialogues,
