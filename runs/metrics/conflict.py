@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -137,6 +137,8 @@ class ConflictRow:
     a: str
     b: str
     followed: str
+    #: the resolution item the verdict was on (what an audit exclusion policy can leave out)
+    item_id: int = 0
 
     @property
     def followed_source(self) -> str:
@@ -274,6 +276,86 @@ def drill(rows: Iterable[ConflictRow], *, by: str = "model", label: str = "", ty
     return out
 
 
+# the ranking an audit exclusion policy can change -----------------------------------------
+#: what the page ranks models by: the SP rate over all scenarios (higher first)
+HEADLINE = "SP rate, all scenarios"
+
+
+def headline(rows: Iterable[ConflictRow], *, by: str = "model") -> dict[str, float | None]:
+    """Per model (or run): the SP rate over all scenarios, the page's one number per row (None without a conflict
+    that has a system-prompt side)."""
+    rows = list(rows)
+    rates = {r.label: r.sp_rate for r in sp_rates(rows, by=by) if r.scenario == ALL_SCENARIOS}
+    return {label: rates.get(label) for label in dict.fromkeys(_label(r, by) for r in rows)}
+
+
+@dataclass(frozen=True)
+class RankLine:
+    """One model (or run) ranked by the SP rate over all scenarios with every item and under an exclusion policy
+    (1 = best, ties share the mean rank)."""
+
+    label: str
+    sp_before: float | None
+    sp_after: float | None
+    rank_before: float | None
+    rank_after: float | None
+
+    @property
+    def rank_change(self) -> float | None:
+        """Positive: moved up."""
+        return None if self.rank_before is None or self.rank_after is None else self.rank_before - self.rank_after
+
+
+@dataclass(frozen=True)
+class RankSwap:
+    """Two rows whose order changed: `up` gained on `down`, and the excluded resolution items behind it
+    ({"item_id", "pass_rate_up", "pass_rate_down", "difference"}: share of attempts that followed SP)."""
+
+    up: str
+    down: str
+    items: tuple[dict, ...] = ()
+
+
+@dataclass(frozen=True)
+class _Scored:
+    """A label and its SP rate as runs.metrics.rank_change.compare reads a leaderboard row (its score is called isr)."""
+
+    model: str
+    isr: float | None
+    csr: None = None
+
+
+def followed_sp_on(rows: Iterable[ConflictRow], *, by: str = "model") -> dict[str, dict[int, dict[str, int]]]:
+    """Label -> resolution item id -> {"pass": attempts that followed SP, "fail": attempts that did not}, over
+    conflicts with an SP side (what rank_change.items_behind reads: "pass" is what raises the SP rate)."""
+    out: dict[str, dict[int, dict[str, int]]] = defaultdict(lambda: defaultdict(lambda: {"pass": 0, "fail": 0}))
+    for r in rows:
+        if r.has_sp:
+            out[_label(r, by)][r.item_id]["pass" if r.followed_source == SP else "fail"] += 1
+    return out
+
+
+def sp_rank_change(before: Sequence[ConflictRow], after: Sequence[ConflictRow], *, by: str = "model", limit: int = 10
+                   ) -> tuple[list[RankLine], float | None, list[RankSwap]]:
+    """Ranks by the SP rate over all scenarios with every item (`before`) and under a policy (`after`), Kendall's
+    tau-b between them and the swapped pairs, by runs.metrics.rank_change (the checklist leaderboard's rules).
+
+    The items behind a swap are the left-out resolution items whose system prompt `down` followed more often than
+    `up` (leaving them out lowered `down`'s SP rate most), from the attempts in `before` that `after` lacks.
+    """
+    from runs.metrics.rank_change import compare, items_behind
+
+    def scored(rows: Sequence[ConflictRow]) -> list[_Scored]:
+        return [_Scored(label, rate) for label, rate in headline(rows, by=by).items()]
+
+    kept = {r.attempt_id for r in after}
+    verdicts = followed_sp_on([r for r in before if r.attempt_id not in kept], by=by)
+    rows, tau, pairs = compare(scored(before), scored(after))
+    lines = [RankLine(r.model, r.isr_before, r.isr_after, r.rank_before, r.rank_after) for r in rows]
+    swaps = [RankSwap(up, down, tuple(items_behind(up, down, verdicts, limit))) for up, down in pairs]
+    return lines, tau, swaps
+
+
 # selectors ----------------------------------------------------------------------------
 def conflict_judges(benchmark) -> list:
     """Judges with a verdict on this benchmark's resolution items, by name."""
@@ -284,21 +366,42 @@ def conflict_judges(benchmark) -> list:
     return list(Judge.objects.filter(id__in=list(ids)).order_by("name"))
 
 
-def conflict_rows_select(*, benchmark, judge, run_ids: Sequence[int]) -> list[ConflictRow]:
-    """One row per attempt of these runs that the judge read (attempts on instances without a valid pair are left out)."""
+def conflict_rows_select(*, benchmark, judge, run_ids: Sequence[int],
+                         excluded_items: Collection[int] | None = None) -> list[ConflictRow]:
+    """One row per attempt of these runs that the judge read (attempts on instances without a valid pair are left out).
+
+    With `excluded_items` (an audit exclusion policy's checklist items), verdicts on those items are
+    left out: the page reads only the `resolution` item, one verdict per attempt and judge, so an
+    attempt whose resolution item is excluded has no row; excluded items other than resolutions
+    change nothing here.
+    """
     from runs.models import Instance, Verdict
 
     pairs = {pk: conflict_pair({"conflict": c}) if c is not None else None for pk, c in
              Instance.objects.filter(benchmark=benchmark).values_list("id", "spec__conflict").order_by()}
     rows = []
-    verdicts = Verdict.objects.filter(judge=judge, item__key=ITEM_KEY, attempt__run_id__in=list(run_ids)).values_list(
+    verdicts = Verdict.objects.filter(judge=judge, item__key=ITEM_KEY, attempt__run_id__in=list(run_ids))
+    if excluded_items:
+        verdicts = verdicts.exclude(item_id__in=list(excluded_items))
+    verdicts = verdicts.values_list(
         "attempt_id", "attempt__run__label", "attempt__run__model__name", "attempt__instance_id",
-        "attempt__instance__external_id", "evidence").order_by("attempt__run__label", "attempt__instance__external_id")
-    for attempt_id, run, model, instance_id, external_id, evidence in verdicts:
+        "attempt__instance__external_id", "evidence", "item_id").order_by("attempt__run__label", "attempt__instance__external_id")
+    for attempt_id, run, model, instance_id, external_id, evidence, item_id in verdicts:
         pair = pairs.get(instance_id)
         followed = evidence.get("followed") if isinstance(evidence, dict) else None
         if pair is None or followed not in SIDES:
             continue
-        rows.append(ConflictRow(attempt_id, run, model, external_id, pair.type, pair.scenario, pair.a, pair.b, followed))
+        rows.append(ConflictRow(attempt_id, run, model, external_id, pair.type, pair.scenario, pair.a, pair.b, followed,
+                                item_id))
     return rows
 
+
+def excluded_items_select(item_ids: Collection[int]) -> list[dict]:
+    """The checklist items an exclusion policy leaves out, with their instance and whether each is a conflict's
+    resolution item (the only item this page reads), by instance then key."""
+    from runs.models import ChecklistItem
+
+    items = ChecklistItem.objects.filter(id__in=list(item_ids)).values(
+        "id", "key", "description", "instance__external_id", "instance__spec__conflict__type",
+        "instance__spec__conflict__scenario").order_by("instance__external_id", "key")
+    return [{**i, "resolution": i["key"] == ITEM_KEY} for i in items]
