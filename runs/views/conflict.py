@@ -6,15 +6,23 @@ from django.contrib.auth.decorators import login_required
 from django.shortcuts import get_object_or_404, render
 
 from runs import conflict_charts as charts
+from runs.exclusions import (
+    excluded_item_ids,
+    exclusion_policy_choices,
+    exclusion_policy_label,
+)
 from runs.metrics import conflict as m
 from runs.models import Benchmark, BenchmarkKind, Run
 
 EXAMPLES_LIMIT = 200
+#: excluded items listed in the exclusion box (the count is always shown)
+EXCLUDED_SHOWN = 300
 FOLLOWED = [("SP", "SP"), ("UQ", "UQ"), ("MD", "MD"), ("neither", "neither"), ("other", "the non-SP side")]
 
 
 class ConflictFilterForm(forms.Form):
-    """Which runs and judge the page shows, how rows are grouped, and which table cell is drilled into."""
+    """Which runs and judge the page shows, how rows are grouped, the audit exclusion policy, and which table cell
+    is drilled into."""
 
     run = forms.MultipleChoiceField(required=False, label="Runs")
     judge = forms.ChoiceField(required=False, label="Judge")
@@ -24,35 +32,68 @@ class ConflictFilterForm(forms.Form):
     scenario = forms.CharField(required=False, max_length=200)
     followed = forms.ChoiceField(required=False, choices=[("", "")] + FOLLOWED)
     sp = forms.BooleanField(required=False)
+    exclude = forms.ChoiceField(required=False, label="Audit exclusion")
 
     def __init__(self, data, *, runs, judges):
         super().__init__(data)
+        self.fields["exclude"].choices = exclusion_policy_choices()
         self.fields["run"].choices = [(r.label, f"{r.label} ({r.model.name})") for r in runs]
         self.fields["judge"].choices = [(j.name, f"{j.name} ({j.get_kind_display()})") for j in judges]
 
 
 @login_required
 def metrics(request, slug):
-    """Resolution rate per model and conflict type, SP rate per scenario, and the attempts behind a chosen cell."""
+    """Resolution rate per model and conflict type, SP rate per scenario, and the attempts behind a chosen cell;
+    under an audit exclusion policy, each row's rank by SP rate before and after and the swaps."""
     benchmark = get_object_or_404(Benchmark, slug=slug, kind=BenchmarkKind.CONFLICT)
     runs = list(Run.objects.filter(benchmark=benchmark).select_related("model").order_by("label"))
     judges = m.conflict_judges(benchmark)
     form = ConflictFilterForm(request.GET, runs=runs, judges=judges)
-    clean = form.cleaned_data if form.is_valid() else {}
+    form.is_valid()  # a field that does not validate is left out (and its error shown); the others still apply
+    clean = form.cleaned_data
     chosen = [r for r in runs if r.label in clean.get("run", [])] or runs
     judge = next((j for j in judges if j.name == clean.get("judge")), judges[0] if judges else None)
     by = clean.get("by") or "model"
-    rows = m.conflict_rows_select(benchmark=benchmark, judge=judge, run_ids=[r.id for r in chosen]) if judge else []
+    exclude = clean.get("exclude") or "none"
+    excluded = excluded_item_ids(benchmark, exclude)
+    run_ids = [r.id for r in chosen]
+    rows = m.conflict_rows_select(benchmark=benchmark, judge=judge, run_ids=run_ids, excluded_items=excluded) if judge else []
     rates, scenarios = m.resolution_rates(rows, by=by), m.sp_rates(rows, by=by)
+    exclusion = None
+    if judge and excluded is not None:
+        before = m.conflict_rows_select(benchmark=benchmark, judge=judge, run_ids=run_ids)
+        exclusion = _exclusion(exclude, excluded, before, rows, by)
     context = {"benchmark": benchmark, "form": form, "judge": judge, "by": by, "rows": rows, "rates": rates,
-               "figure": charts.resolution_figure(rates), "query": _base_query(request), "cell": _cell(clean)}
+               "figure": charts.resolution_figure(rates), "query": _base_query(request), "cell": _cell(clean),
+               "exclusion": exclusion, "off_query": _query_without(request, "exclude"), "headline": m.HEADLINE}
     context["types"], context["type_table"] = m.matrix(rates, "type")
     context["type_heads"] = [(t, m.TYPES[t]) for t in context["types"]]
-    context["scenarios"], context["scenario_table"] = m.matrix(scenarios, "scenario")
+    context["scenarios"], scenario_table = m.matrix(scenarios, "scenario")
+    lines = exclusion["lines"] if exclusion else {}
+    context["scenario_table"] = [(label, cells, lines.get(label)) for label, cells in scenario_table]
     if context["cell"]:
         picked = m.drill(rows, by=by, **context["cell"])
         context.update(examples=picked[:EXAMPLES_LIMIT], n_examples=len(picked))
     return render(request, "runs/conflict/metrics.html#results" if request.htmx else "runs/conflict/metrics.html", context)
+
+
+def _exclusion(policy: str, excluded: set[int], before: list, after: list, by: str) -> dict:
+    """What the exclusion policy did: the attempts no longer counted, ranks by SP rate before and after, Kendall's
+    tau, the swaps with the resolution items behind each, and the excluded items (resolutions first)."""
+    lines, tau, swaps = m.sp_rank_change(before, after, by=by)
+    kept = {r.attempt_id for r in after}
+    dropped = [r for r in before if r.attempt_id not in kept]
+    items = m.excluded_items_select(excluded)
+    by_id = {i["id"]: i for i in items}
+    shown = sorted(items, key=lambda i: not i["resolution"])
+    lines_by = {line.label: line for line in lines}
+    return {"policy": policy, "label": exclusion_policy_label(policy), "n_excluded": len(excluded),
+            "n_resolution": sum(i["resolution"] for i in items), "n_dropped": len(dropped),
+            "dropped_instances": sorted({r.instance for r in dropped}),
+            "lines": lines_by, "tau": tau,
+            "swaps": [{"up": s.up, "down": s.down, "tied": lines_by[s.up].rank_after == lines_by[s.down].rank_after,
+                       "items": [{**d, **by_id[d["item_id"]]} for d in s.items]} for s in swaps],
+            "shown": shown[:EXCLUDED_SHOWN], "n_hidden": max(0, len(shown) - EXCLUDED_SHOWN)}
 
 
 def _cell(clean: dict) -> dict:
@@ -68,4 +109,11 @@ def _base_query(request) -> str:
     data = request.GET.copy()
     for key in ("label", "type", "scenario", "followed", "sp"):
         data.pop(key, None)
+    return data.urlencode()
+
+
+def _query_without(request, name: str) -> str:
+    """The page's query string without one key (the "show every item" link drops the policy)."""
+    data = request.GET.copy()
+    data.pop(name, None)
     return data.urlencode()
