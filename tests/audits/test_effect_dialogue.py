@@ -110,7 +110,7 @@ def test_a_flagged_query_changes_csr_and_the_ranking_on_the_page(audited, lead):
     assert "2 constraints of flagged user queries left out" in html and "-1.000" in html
     assert "2 turns with no constraint left are not counted" in html
     assert "ranking by CSR %" in html and "Ranked by CSR %, the first metric column" in html
-    assert "alpha now above beta" in html and "d1 turn 2 t2:format (format)" in html
+    assert "alpha now above beta" in html and "d1 turn 2 · format" in html
     assert "▲ 1" in html and "▼ 1" in html and "▼ -1" not in html
     assert 'id="excluded-items"' in html and "&lt;b&gt;here&lt;/b&gt;" in html and "<b>here</b>" not in html
     assert ">Show every item</a>" in html and 'href="?"' in html
