@@ -19,6 +19,8 @@ from typing import Any
 from runs.categories import AGENTS_MD, SYSTEM_PROMPT, USER_QUERY, normalise_category
 
 ITEM_KEY = "resolution"
+#: an audit's rewrite of the resolution item is a new item "resolution@v<n>" (docs/formats.md, "Rewritten items")
+REWRITE_PREFIX = f"{ITEM_KEY}@v"
 SIDES = ("A", "B", "neither")
 NEITHER = "neither"
 SP = "SP"
@@ -93,8 +95,8 @@ def conflict_problems(spec: Any) -> list[str]:
     if kind is None:
         return [f"spec.conflict.type should be one of {', '.join(TYPES)}, found {conflict['type']!r}"]
     if set(TYPES[kind]) != {sources["a"], sources["b"]}:
-        return [f"spec.conflict.type {conflict['type']!r} does not match the sources of a and b "
-                f"({sources['a']}, {sources['b']})"]
+        return [(f"spec.conflict.type {conflict['type']!r} does not match the sources of a and b "
+                 f"({sources['a']}, {sources['b']})")]
     return []
 
 
@@ -112,8 +114,8 @@ def followed_problems(evidence: Any) -> list[str]:
     """Why a resolution verdict's evidence does not say which side was followed (empty when it does)."""
     followed = evidence.get("followed") if isinstance(evidence, dict) else None
     if followed not in SIDES:
-        return [f"a verdict on item '{ITEM_KEY}' needs evidence {{\"followed\": \"A\" | \"B\" | \"neither\"}}, "
-                f"found {json_text(evidence)}"]
+        return [(f"a verdict on item '{ITEM_KEY}' needs evidence {{\"followed\": \"A\" | \"B\" | \"neither\"}}, "
+                 f"found {json_text(evidence)}")]
     return []
 
 
@@ -371,26 +373,36 @@ def conflict_rows_select(*, benchmark, judge, run_ids: Sequence[int],
     """One row per attempt of these runs that the judge read (attempts on instances without a valid pair are left out).
 
     With `excluded_items` (an audit exclusion policy's checklist items), verdicts on those items are
-    left out: the page reads only the `resolution` item, one verdict per attempt and judge, so an
-    attempt whose resolution item is excluded has no row; excluded items other than resolutions
-    change nothing here.
+    left out. The page reads one item per instance, `resolution`; when it is left out and an audit
+    rewrote it (`resolution@v2`, ...), the first version that is not left out is read instead (so
+    `superseded` reads the newest), else the attempt has no row. Excluded items other than
+    resolutions change nothing here.
     """
+    from django.db.models import Q
+
     from runs.models import Instance, Verdict
 
     pairs = {pk: conflict_pair({"conflict": c}) if c is not None else None for pk, c in
              Instance.objects.filter(benchmark=benchmark).values_list("id", "spec__conflict").order_by()}
-    rows = []
-    verdicts = Verdict.objects.filter(judge=judge, item__key=ITEM_KEY, attempt__run_id__in=list(run_ids))
-    if excluded_items:
-        verdicts = verdicts.exclude(item_id__in=list(excluded_items))
+    verdicts = Verdict.objects.filter(judge=judge, attempt__run_id__in=list(run_ids))
+    if excluded_items is None:
+        verdicts = verdicts.filter(item__key=ITEM_KEY)
+    else:
+        verdicts = verdicts.filter(Q(item__key=ITEM_KEY) | Q(item__key__startswith=REWRITE_PREFIX)).exclude(
+            item_id__in=list(excluded_items))
     verdicts = verdicts.values_list(
         "attempt_id", "attempt__run__label", "attempt__run__model__name", "attempt__instance_id",
-        "attempt__instance__external_id", "evidence", "item_id").order_by("attempt__run__label", "attempt__instance__external_id")
+        "attempt__instance__external_id", "evidence", "item_id").order_by(
+        "attempt__run__label", "attempt__instance__external_id", "item__version")
+    rows, seen = [], set()
     for attempt_id, run, model, instance_id, external_id, evidence, item_id in verdicts:
+        if attempt_id in seen:
+            continue  # a later version of an item already read for this attempt
         pair = pairs.get(instance_id)
         followed = evidence.get("followed") if isinstance(evidence, dict) else None
         if pair is None or followed not in SIDES:
             continue
+        seen.add(attempt_id)
         rows.append(ConflictRow(attempt_id, run, model, external_id, pair.type, pair.scenario, pair.a, pair.b, followed,
                                 item_id))
     return rows
@@ -404,4 +416,4 @@ def excluded_items_select(item_ids: Collection[int]) -> list[dict]:
     items = ChecklistItem.objects.filter(id__in=list(item_ids)).values(
         "id", "key", "description", "instance__external_id", "instance__spec__conflict__type",
         "instance__spec__conflict__scenario").order_by("instance__external_id", "key")
-    return [{**i, "resolution": i["key"] == ITEM_KEY} for i in items]
+    return [{**i, "resolution": i["key"] == ITEM_KEY or i["key"].startswith(REWRITE_PREFIX)} for i in items]

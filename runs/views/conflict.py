@@ -78,17 +78,19 @@ def metrics(request, slug):
 
 
 def _exclusion(policy: str, excluded: set[int], before: list, after: list, by: str) -> dict:
-    """What the exclusion policy did: the attempts no longer counted, ranks by SP rate before and after, Kendall's
+    """What the exclusion policy did: the attempts no longer counted (and those read from an audit's rewrite), ranks by SP rate before and after, Kendall's
     tau, the swaps with the resolution items behind each, and the excluded items (resolutions first)."""
     lines, tau, swaps = m.sp_rank_change(before, after, by=by)
     kept = {r.attempt_id for r in after}
     dropped = [r for r in before if r.attempt_id not in kept]
+    originals = {r.item_id for r in before}
     items = m.excluded_items_select(excluded)
     by_id = {i["id"]: i for i in items}
     shown = sorted(items, key=lambda i: not i["resolution"])
     lines_by = {line.label: line for line in lines}
     return {"policy": policy, "label": exclusion_policy_label(policy), "n_excluded": len(excluded),
             "n_resolution": sum(i["resolution"] for i in items), "n_dropped": len(dropped),
+            "n_rewritten": sum(r.item_id not in originals for r in after),
             "dropped_instances": sorted({r.instance for r in dropped}),
             "lines": lines_by, "tau": tau,
             "swaps": [{"up": s.up, "down": s.down, "tied": lines_by[s.up].rank_after == lines_by[s.down].rank_after,

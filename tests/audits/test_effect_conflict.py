@@ -178,3 +178,29 @@ def test_the_htmx_partial_carries_the_box_and_the_rank_columns(audited, lead):
     body = page.content.decode()
     assert body.lstrip().startswith('<section id="results"')
     assert 'id="exclusion"' in body and "With every item" in body and "<th class=\"num\"" in body
+
+
+def test_a_rewritten_resolution_item_is_read_in_place_of_the_excluded_version(audited, lead, tmp_path):
+    """The lead rewrites c2's flagged resolution item; a judge re-run reads the new version differently (m1 now
+    followed SP, m2 the user): a policy leaving the old version out reads the rewrite, no policy still the old one."""
+    from runs.models import ChecklistItem
+
+    old = ChecklistItem.objects.get(instance__benchmark=audited, instance__external_id="c2", key="resolution")
+    new = services.item_rewrite(item=old, lead=lead, description="Which side did the final reply follow?")
+    assert new.key == "resolution@v2"
+    records = [{"type": "benchmark", "slug": SLUG, "name": "Octo conflict audit", "kind": "conflict"}]
+    records += [{"type": "verdict", "run": run, "instance": "c2", "item": "resolution@v2", "judge": "j1", "result": "na",
+                 "evidence": {"followed": "B" if run.startswith("m1") else "A"}} for run in FOLLOWED]
+    path = tmp_path / "rerun.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in records) + "\n", encoding="utf-8")
+    ingest("native", [Source.of(path)], Options())
+
+    client = client_for(lead)
+    assert _sp(client.get(PAGE)) == {"m1": pytest.approx(62.5), "m2": pytest.approx(75.0)}
+    for policy in ("superseded", "flagged_by_both"):  # both leave the old version out, neither the rewrite
+        page = client.get(PAGE, {"exclude": policy})
+        assert _sp(page) == {"m1": pytest.approx(87.5), "m2": pytest.approx(50.0)}, policy
+        exclusion = page.context["exclusion"]
+        assert (exclusion["n_excluded"], exclusion["n_dropped"], exclusion["n_rewritten"]) == (1, 0, 3)
+        assert [(s["up"], s["down"]) for s in exclusion["swaps"]] == [("m1", "m2")]
+        assert "3 attempts are read from an audit's rewrite of their resolution item instead" in page.content.decode()
