@@ -132,7 +132,10 @@ def _exclusion(state: dict) -> dict:
     the swaps with the excluded items behind each, the turns and dialogues left with no item, the excluded items."""
     excluded, judge, key = state["excluded"], state["judge"], state["rank_metric"][0]
     full = m.dialogues_select(benchmark=state["benchmark"], judge=judge, run_ids=[r.id for r in state["runs"]])
-    before = m.resimulate(full, state["patience"] if state["recorded"] else None)
+    try:
+        before = m.resimulate(full, state["patience"] if state["recorded"] else None)
+    except m.PatienceRefused:  # a dialogue the policy emptied was logged without a patience: none can be simulated
+        before = m.resimulate(full, None)
     after_turns = {d.key: len(d.turns) for d in state["full"]}
     dropped_turns = sum(len(d.turns) - after_turns.get(d.key, 0) for d in full)
     dropped_dialogues = sum(d.key not in after_turns for d in full)
