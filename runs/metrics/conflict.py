@@ -291,42 +291,6 @@ def headline(rows: Iterable[ConflictRow], *, by: str = "model") -> dict[str, flo
     return {label: rates.get(label) for label in dict.fromkeys(_label(r, by) for r in rows)}
 
 
-@dataclass(frozen=True)
-class RankLine:
-    """One model (or run) ranked by the SP rate over all scenarios with every item and under an exclusion policy
-    (1 = best, ties share the mean rank)."""
-
-    label: str
-    sp_before: float | None
-    sp_after: float | None
-    rank_before: float | None
-    rank_after: float | None
-
-    @property
-    def rank_change(self) -> float | None:
-        """Positive: moved up."""
-        return None if self.rank_before is None or self.rank_after is None else self.rank_before - self.rank_after
-
-
-@dataclass(frozen=True)
-class RankSwap:
-    """Two rows whose order changed: `up` gained on `down`, and the excluded resolution items behind it
-    ({"item_id", "pass_rate_up", "pass_rate_down", "difference"}: share of attempts that followed SP)."""
-
-    up: str
-    down: str
-    items: tuple[dict, ...] = ()
-
-
-@dataclass(frozen=True)
-class _Scored:
-    """A label and its SP rate as runs.metrics.rank_change.compare reads a leaderboard row (its score is called isr)."""
-
-    model: str
-    isr: float | None
-    csr: None = None
-
-
 def followed_sp_on(rows: Iterable[ConflictRow], *, by: str = "model") -> dict[str, dict[int, dict[str, int]]]:
     """Label -> resolution item id -> {"pass": attempts that followed SP, "fail": attempts that did not}, over
     conflicts with an SP side (what rank_change.items_behind reads: "pass" is what raises the SP rate)."""
@@ -337,25 +301,19 @@ def followed_sp_on(rows: Iterable[ConflictRow], *, by: str = "model") -> dict[st
     return out
 
 
-def sp_rank_change(before: Sequence[ConflictRow], after: Sequence[ConflictRow], *, by: str = "model", limit: int = 10
-                   ) -> tuple[list[RankLine], float | None, list[RankSwap]]:
+def sp_rank_change(before: Sequence[ConflictRow], after: Sequence[ConflictRow], *, by: str = "model", limit: int = 10):
     """Ranks by the SP rate over all scenarios with every item (`before`) and under a policy (`after`), Kendall's
-    tau-b between them and the swapped pairs, by runs.metrics.rank_change (the checklist leaderboard's rules).
+    tau-b between them and the swapped pairs (runs.metrics.rank_change.score_rank_change: the checklist leaderboard's
+    rules).
 
     The items behind a swap are the left-out resolution items whose system prompt `down` followed more often than
     `up` (leaving them out lowered `down`'s SP rate most), from the attempts in `before` that `after` lacks.
     """
-    from runs.metrics.rank_change import compare, items_behind
-
-    def scored(rows: Sequence[ConflictRow]) -> list[_Scored]:
-        return [_Scored(label, rate) for label, rate in headline(rows, by=by).items()]
+    from runs.metrics.rank_change import score_rank_change
 
     kept = {r.attempt_id for r in after}
     verdicts = followed_sp_on([r for r in before if r.attempt_id not in kept], by=by)
-    rows, tau, pairs = compare(scored(before), scored(after))
-    lines = [RankLine(r.model, r.isr_before, r.isr_after, r.rank_before, r.rank_after) for r in rows]
-    swaps = [RankSwap(up, down, tuple(items_behind(up, down, verdicts, limit))) for up, down in pairs]
-    return lines, tau, swaps
+    return score_rank_change(headline(before, by=by), headline(after, by=by), verdicts, limit=limit)
 
 
 # selectors ----------------------------------------------------------------------------

@@ -413,54 +413,14 @@ def excluded_verdicts_select(*, judge, dialogues: Sequence[Dialogue], item_ids: 
     return out
 
 
-@dataclass(frozen=True)
-class RankLine:
-    """One model (or run) ranked by one metric with every item and under an exclusion policy (1 = best)."""
-
-    label: str
-    value_before: float | None
-    value_after: float | None
-    rank_before: float | None
-    rank_after: float | None
-
-    @property
-    def rank_change(self) -> float | None:
-        """Positive: moved up."""
-        return None if self.rank_before is None or self.rank_after is None else self.rank_before - self.rank_after
-
-
-@dataclass(frozen=True)
-class RankSwap:
-    """Two rows whose order changed: `up` gained on `down`, and the excluded items behind it."""
-
-    up: str
-    down: str
-    items: tuple[dict, ...] = ()
-
-
-@dataclass(frozen=True)
-class _Scored:
-    """A row as runs.metrics.rank_change.compare reads a leaderboard row (its score is called isr there)."""
-
-    model: str
-    isr: float | None
-    csr: None = None
-
-
 def metric_rank_change(before: Sequence[ModelDialogueRow], after: Sequence[ModelDialogueRow], metric: str,
-                       verdicts: dict | None = None, *, limit: int = 10
-                       ) -> tuple[list[RankLine], float | None, list[RankSwap]]:
+                       verdicts: dict | None = None, *, limit: int = 10):
     """Ranks by one metric (higher is better) before and after, Kendall's tau-b and the swapped pairs with the
-    excluded items behind each, by runs.metrics.rank_change (the checklist leaderboard's rules)."""
-    from runs.metrics.rank_change import compare, items_behind
+    excluded items behind each (runs.metrics.rank_change.score_rank_change: the checklist leaderboard's rules)."""
+    from runs.metrics.rank_change import score_rank_change
 
-    def scored(rows: Sequence[ModelDialogueRow]) -> list[_Scored]:
-        return [_Scored(r.label, getattr(r.metrics, metric)) for r in rows]
-
-    rows, tau, pairs = compare(scored(before), scored(after))
-    lines = [RankLine(r.model, r.isr_before, r.isr_after, r.rank_before, r.rank_after) for r in rows]
-    swaps = [RankSwap(up, down, tuple(items_behind(up, down, verdicts or {}, limit))) for up, down in pairs]
-    return lines, tau, swaps
+    return score_rank_change({r.label: getattr(r.metrics, metric) for r in before},
+                             {r.label: getattr(r.metrics, metric) for r in after}, verdicts, limit=limit)
 
 
 def group_rows_select(*, judge, dialogues: Sequence[Dialogue], full: Sequence[Dialogue],

@@ -457,54 +457,13 @@ def excluded_verdicts_select(*, judge, run_ids: Sequence[int], item_ids: Collect
     return out
 
 
-@dataclass(frozen=True)
-class RankLine:
-    """One model (or run) ranked by Acc with every item and under an exclusion policy (1 = best, ties share the mean rank)."""
-
-    label: str
-    acc_before: float | None
-    acc_after: float | None
-    rank_before: float | None
-    rank_after: float | None
-
-    @property
-    def rank_change(self) -> float | None:
-        """Positive: moved up."""
-        return None if self.rank_before is None or self.rank_after is None else self.rank_before - self.rank_after
-
-
-@dataclass(frozen=True)
-class RankSwap:
-    """Two rows whose order by Acc changed (flipped, tied or untied): `up` gained on `down`, and the excluded
-    items behind it ({"item_id", "pass_rate_up", "pass_rate_down", "difference"}, largest difference first)."""
-
-    up: str
-    down: str
-    items: tuple[dict, ...] = ()
-
-
 def acc_rank_change(before: Sequence[AccRow], after: Sequence[AccRow], verdicts: dict | None = None, *,
-                    limit: int = 10) -> tuple[list[RankLine], float | None, list[RankSwap]]:
+                    limit: int = 10):
     """Ranks by Acc before and after, Kendall's tau-b between the two rankings and the swapped pairs with the
-    items behind each, by runs.metrics.rank_change (the checklist leaderboard's rules, Acc in place of ISR)."""
-    from runs.metrics.rank_change import compare, items_behind
+    items behind each (runs.metrics.rank_change.score_rank_change: the checklist leaderboard's rules, Acc for ISR)."""
+    from runs.metrics.rank_change import score_rank_change
 
-    def scored(rows: Sequence[AccRow]) -> list[_Scored]:
-        return [_Scored(r.label, r.acc) for r in rows]
-
-    rows, tau, pairs = compare(scored(before), scored(after))
-    lines = [RankLine(r.model, r.isr_before, r.isr_after, r.rank_before, r.rank_after) for r in rows]
-    swaps = [RankSwap(up, down, tuple(items_behind(up, down, verdicts or {}, limit))) for up, down in pairs]
-    return lines, tau, swaps
-
-
-@dataclass(frozen=True)
-class _Scored:
-    """An AccRow as runs.metrics.rank_change.compare reads a leaderboard row (its score is called isr there)."""
-
-    model: str
-    isr: float | None
-    csr: None = None
+    return score_rank_change({r.label: r.acc for r in before}, {r.label: r.acc for r in after}, verdicts, limit=limit)
 
 
 def conflict_outcomes_select(*, benchmark, checker, run_ids: Sequence[int]) -> list[ConflictOutcome]:

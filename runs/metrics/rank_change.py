@@ -94,3 +94,50 @@ def _rate(counts: dict | None) -> float | None:
 
 def _sign(value: float) -> int:
     return (value > 0) - (value < 0)
+
+
+# rankings by one score (dialogue, hierarchy and conflict pages) ----------------------------
+@dataclass(frozen=True)
+class RankLine:
+    """One model (or run) ranked by one score with every item and under an exclusion policy (1 = best)."""
+
+    label: str
+    value_before: float | None
+    value_after: float | None
+    rank_before: float | None
+    rank_after: float | None
+
+    @property
+    def rank_change(self) -> float | None:
+        """Positive: moved up."""
+        return None if self.rank_before is None or self.rank_after is None else self.rank_before - self.rank_after
+
+
+@dataclass(frozen=True)
+class RankSwap:
+    """Two rows whose order changed (flipped, tied or untied): `up` gained on `down`, and the excluded items behind
+    it ({"item_id", "pass_rate_up", "pass_rate_down", "difference"}, largest difference first)."""
+
+    up: str
+    down: str
+    items: tuple[dict, ...] = ()
+
+
+@dataclass(frozen=True)
+class _Scored:
+    """A label and its score as `compare` reads a leaderboard row (where the score is called isr)."""
+
+    model: str
+    isr: float | None
+    csr: None = None
+
+
+def score_rank_change(before: dict[str, float | None], after: dict[str, float | None], verdicts: dict | None = None,
+                      *, limit: int = 10) -> tuple[list[RankLine], float | None, list[RankSwap]]:
+    """Ranks by a score (higher is better, label -> score) with every item and under a policy, Kendall's tau-b between
+    the two rankings, and the swapped pairs with the excluded items behind each (`items_behind` over `verdicts`)."""
+    rows, tau, pairs = compare([_Scored(k, v) for k, v in before.items()], [_Scored(k, v) for k, v in after.items()])
+    lines = [RankLine(r.model, r.isr_before, r.isr_after, r.rank_before, r.rank_after) for r in rows]
+    swaps = [RankSwap(up, down, tuple(items_behind(up, down, verdicts or {}, limit))) for up, down in pairs]
+    return lines, tau, swaps
+

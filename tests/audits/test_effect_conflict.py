@@ -104,8 +104,8 @@ def test_a_policy_that_flags_a_resolution_item_moves_the_ranking_on_the_page(aud
     assert exclusion["n_dropped"] == 3 and exclusion["dropped_instances"] == ["c2"]
     assert exclusion["tau"] == -1.0
     lines = exclusion["lines"]
-    assert (lines["m1"].rank_before, lines["m1"].rank_after, lines["m1"].sp_before) == (2, 1, pytest.approx(62.5))
-    assert (lines["m2"].rank_before, lines["m2"].rank_after, lines["m2"].sp_after) == (1, 2, pytest.approx(200 / 3))
+    assert (lines["m1"].rank_before, lines["m1"].rank_after, lines["m1"].value_before) == (2, 1, pytest.approx(62.5))
+    assert (lines["m2"].rank_before, lines["m2"].rank_after, lines["m2"].value_after) == (1, 2, pytest.approx(200 / 3))
     [swap] = exclusion["swaps"]
     assert (swap["up"], swap["down"], swap["tied"]) == ("m1", "m2", False)
     assert [(d["instance__external_id"], d["pass_rate_up"], d["pass_rate_down"]) for d in swap["items"]] == [("c2", 0.0, 1.0)]
