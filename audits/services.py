@@ -111,11 +111,13 @@ def assignment_next(campaign: Campaign, annotator, *, skip: Sequence[int] = (), 
         if unit is None:
             return None
         taken = set(unit.assignments.values_list("slot", flat=True))
-        slot = min(s for s in range(1, campaign.annotators_per_unit + 1) if s not in taken)
+        free = [s for s in range(1, campaign.annotators_per_unit + 1) if s not in taken]
+        if not free:
+            continue  # someone took the last slot between the two queries: look again
         try:
             with transaction.atomic():
                 return Assignment.objects.create(
-                    unit=unit, annotator=annotator, slot=slot, reserved_at=now,
+                    unit=unit, annotator=annotator, slot=free[0], reserved_at=now,
                     expires_at=now + timedelta(minutes=campaign.reservation_minutes))
         except IntegrityError:
             continue  # someone took that slot (or this annotator got the unit in another tab): try again

@@ -66,3 +66,29 @@ def test_it_reserves_distinct_slots_when_annotators_race(campaign, annotator_a, 
     for assignment in got.values():
         per_unit.setdefault(assignment.unit_id, []).append(assignment.slot)
     assert all(len(slots) == len(set(slots)) <= 2 for slots in per_unit.values())
+
+
+@pytest.mark.django_db
+def test_it_looks_again_when_the_last_slot_goes_between_its_two_queries(campaign, annotator_a, annotator_b,
+                                                                        annotator_c, monkeypatch):
+    # seen in CI on PostgreSQL: the unit query saw a free slot, the slot query found none, and min() of nothing raised
+    from django.db.models.query import QuerySet
+    from django.utils import timezone
+
+    from audits.models import Assignment
+
+    original_first, raced = QuerySet.first, []
+
+    def first_then_someone_fills_it(self):
+        found = original_first(self)
+        if self.model is AuditUnit and found is not None and not raced:
+            raced.append(found.pk)  # both slots taken by others right after the unit query
+            for slot, user in ((1, annotator_b), (2, annotator_c)):
+                Assignment.objects.create(unit=found, annotator=user, slot=slot, reserved_at=timezone.now(),
+                                          expires_at=timezone.now() + timezone.timedelta(minutes=30))
+        return found
+
+    monkeypatch.setattr(QuerySet, "first", first_then_someone_fills_it)
+    assignment = services.assignment_next(campaign, annotator_a)
+
+    assert raced and assignment is not None and assignment.unit_id != raced[0]
