@@ -41,6 +41,16 @@ def _cache_forget() -> None:
 
 
 @pytest.fixture
+def postgres():
+    """Skip unless the tests run on PostgreSQL (real concurrent writers, advisory locks, Celery workers)."""
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        pytest.skip("needs PostgreSQL (DATABASE_URL): SQLite serialises every writer on one lock, and its "
+                    "in-memory test database refuses a second writer ('table is locked') instead of waiting")
+
+
+@pytest.fixture
 def shared_data() -> Path:
     """../shared/data, or skip: a fresh clone does not have it."""
     if not SHARED_DATA.is_dir():

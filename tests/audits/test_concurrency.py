@@ -3,7 +3,6 @@
 Runs with real threads and transactions; on SQLite the writers queue on the database
 lock, on PostgreSQL the unit row lock (select_for_update) orders them.
 """
-import threading
 
 import pytest
 from django.db import connection
@@ -11,6 +10,7 @@ from django.db import connection
 from audits import services
 from audits.models import AuditUnit, Label
 
+from ..threads import race
 from .conftest import BAD, OK
 
 
@@ -20,27 +20,6 @@ def _skip_on_shared_cache_sqlite():
                     "waiting; this test runs on PostgreSQL")
 
 
-def _race(fns):
-    barrier = threading.Barrier(len(fns))
-    errors = []
-
-    def run(fn):
-        try:
-            barrier.wait()
-            fn()
-        except Exception as exc:  # collected and asserted on below
-            errors.append(exc)
-        finally:
-            connection.close()
-
-    threads = [threading.Thread(target=run, args=(fn,)) for fn in fns]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(30)
-    return errors
-
-
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize("second", [OK, BAD])
 def test_it_keeps_both_labels_when_two_annotators_submit_at_once(campaign, annotator_a, annotator_b, second):
@@ -48,7 +27,7 @@ def test_it_keeps_both_labels_when_two_annotators_submit_at_once(campaign, annot
     a = services.assignment_next(campaign, annotator_a)
     b = services.assignment_next(campaign, annotator_b)
     assert a.unit_id == b.unit_id
-    errors = _race([lambda: services.label_submit(a, OK), lambda: services.label_submit(b, second)])
+    errors = race([lambda: services.label_submit(a, OK), lambda: services.label_submit(b, second)])
     assert errors == []
     assert Label.objects.filter(assignment__unit_id=a.unit_id).count() == 2
     unit = AuditUnit.objects.get(pk=a.unit_id)
@@ -56,10 +35,10 @@ def test_it_keeps_both_labels_when_two_annotators_submit_at_once(campaign, annot
 
 
 @pytest.mark.django_db(transaction=True)
-def test_it_reserves_distinct_slots_when_annotators_race(campaign, annotator_a, annotator_b, annotator_c):
+def test_it_reserves_distinct_slots_when_annotatorsrace(campaign, annotator_a, annotator_b, annotator_c):
     _skip_on_shared_cache_sqlite()
     got = {}
-    errors = _race([lambda u=u: got.__setitem__(u.username, services.assignment_next(campaign, u))
+    errors = race([lambda u=u: got.__setitem__(u.username, services.assignment_next(campaign, u))
                     for u in (annotator_a, annotator_b, annotator_c)])
     assert errors == []
     per_unit = {}

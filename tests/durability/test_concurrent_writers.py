@@ -15,12 +15,10 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
 import pytest
-from django.conf import settings
 from django.db import connection, transaction
 
 from audits import services as audit_services
@@ -28,6 +26,8 @@ from audits.models import Assignment, AuditUnit, Label, UnitState
 from runs import services
 from runs.ingest import Options, Source, ingest
 from runs.models import Attempt, AttemptRollup, Benchmark, ChecklistItem, Job, JobState, Run, Verdict, VerdictResult
+
+from ..threads import race, redis_up, worker_database_url
 
 pytestmark = pytest.mark.django_db(transaction=True)
 ROOT = Path(__file__).resolve().parents[2]
@@ -40,31 +40,11 @@ APP_NAME = f"ifportal-durable-{os.getpid()}"
 
 # fixtures -------------------------------------------------------------------------------
 @pytest.fixture
-def postgres():
-    if connection.vendor != "postgresql":
-        pytest.skip("needs PostgreSQL (DATABASE_URL): SQLite serialises every writer on one lock, and its "
-                    "in-memory test database refuses a second writer ('table is locked') instead of waiting")
-
-
-def _redis_up() -> bool:
-    if not settings.CELERY_BROKER_URL.startswith("redis://"):
-        return False
-    import redis
-
-    try:
-        return bool(redis.Redis.from_url(settings.CELERY_BROKER_URL).ping())
-    except redis.RedisError:
-        return False
-
-
-@pytest.fixture
 def worker(postgres, settings):
     """One Celery worker on a queue of this test run whose database sessions carry APP_NAME."""
-    if not _redis_up():
+    if not redis_up():
         pytest.skip("needs Redis (CELERY_BROKER_URL) for a Celery worker")
-    db = connection.settings_dict
-    url = (f"postgres://{db['USER']}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
-           f"?application_name={APP_NAME}")
+    url = worker_database_url(application_name=APP_NAME)
     queue = f"test-durable-{os.getpid()}"
     env = {**os.environ, "DATABASE_URL": url, "IFPORTAL_JOBS": "celery", "DB_CONN_MAX_AGE": "0"}
     proc = subprocess.Popen(
@@ -175,29 +155,6 @@ def _wait(jobs, timeout=90):
     return jobs
 
 
-def _threads(fns, timeout=60):
-    """Run each fn in its own thread (own connection), started together; returns the exceptions raised."""
-    barrier = threading.Barrier(len(fns))
-    errors: list[BaseException] = []
-
-    def run(fn):
-        try:
-            barrier.wait()
-            fn()
-        except BaseException as exc:  # asserted on by the caller
-            errors.append(exc)
-        finally:
-            connection.close()
-
-    threads = [threading.Thread(target=run, args=(fn,)) for fn in fns]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout)
-        assert not t.is_alive(), "a writer did not finish"
-    return errors
-
-
 # annotators --------------------------------------------------------------------------------
 def _campaign(benchmark, lead, size):
     campaign = audit_services.campaign_create(
@@ -243,7 +200,7 @@ def test_it_keeps_every_label_when_two_annotators_label_a_whole_campaign_at_once
     campaign = _campaign(benchmark, lead, size=30)
     labelled = {}
 
-    errors = _threads([lambda u=u: labelled.__setitem__(u.username, _label_queue(campaign, u))
+    errors = race([lambda u=u: labelled.__setitem__(u.username, _label_queue(campaign, u))
                        for u in (annotator_a, annotator_b)])
 
     assert errors == []
@@ -296,7 +253,7 @@ def test_it_keeps_every_label_and_the_whole_import_when_an_import_rewrites_the_a
         _enqueue(rewrite, added)
         _wait([rewrite, added])
 
-    errors = _threads([lambda u=u: labelled.__setitem__(u.username, _label_queue(campaign, u, pause=0.01))
+    errors = race([lambda u=u: labelled.__setitem__(u.username, _label_queue(campaign, u, pause=0.01))
                        for u in (annotator_a, annotator_b)] + [import_both])
 
     assert errors == []

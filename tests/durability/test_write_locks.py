@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-from django.db import close_old_connections, connection, transaction
+from django.db import transaction
 
 from runs import services
 from runs.ingest import IngestFailed, Options, Source, ingest
@@ -21,34 +21,12 @@ from runs.rescore import rescore_evolif_run
 from runs.restyle import CHECKER_JUDGE as STYLE_CHECKER
 from runs.restyle import restyle_run
 
-pytestmark = pytest.mark.django_db(transaction=True)
+from ..threads import in_thread
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("postgres")]
 TESTS = Path(__file__).resolve().parents[1]
 NATIVE = TESTS / "fixtures" / "native" / "study.jsonl"
 MANYIH = TESTS / "fixtures" / "manyih"
-
-
-@pytest.fixture(autouse=True)
-def postgres():
-    if connection.vendor != "postgresql":
-        pytest.skip("needs PostgreSQL (DATABASE_URL): SQLite serialises every writer anyway")
-
-
-def _in_thread(target, *args):
-    """Run `target` in a thread with its own database connection; returns (thread, results, errors)."""
-    results, errors = [], []
-
-    def run():
-        try:
-            results.append(target(*args))
-        except BaseException as exc:  # reported by the test
-            errors.append(exc)
-        finally:
-            close_old_connections()
-            connection.close()
-
-    thread = threading.Thread(target=run)
-    thread.start()
-    return thread, results, errors
 
 
 class Holder:
@@ -64,7 +42,7 @@ class Holder:
                 self.holding.set()
                 assert self.release.wait(30)
 
-        self.thread, _, self.errors = _in_thread(hold)
+        self.thread, _, self.errors = in_thread(hold)
         assert self.holding.wait(10)
 
     def finish(self):
@@ -94,7 +72,7 @@ def test_two_native_imports_of_the_same_file_wait_for_the_lock_and_the_second_fi
     bench = Benchmark.objects.create(slug="acme-agent-if", name="Acme agent IF", kind="checklist", version="2025.1",
                                      description="Checklist-scored agent tasks from the Acme harness")
     holder = Holder(bench.id)
-    writers = [_in_thread(ingest, "native", [Source.of(NATIVE)], Options()) for _ in range(2)]
+    writers = [in_thread(ingest, "native", [Source.of(NATIVE)], Options()) for _ in range(2)]
     _waits_then_finishes(holder, writers)
     verdicts = sorted((dict(r.counts["verdicts"]) for _, [r], _ in writers), key=str)
     assert verdicts == [{"created": 12}, {"unchanged": 12}]
@@ -107,7 +85,7 @@ def test_a_native_import_naming_a_stored_benchmark_waits_for_its_lock(tmp_path):
     source = tmp_path / "records.jsonl"
     source.write_text("\n".join(body) + "\n", encoding="utf-8")
     holder = Holder(bench.id)
-    writers = [_in_thread(ingest, "native", [Source.of(source)], Options(benchmark="acme-agent-if")) for _ in range(2)]
+    writers = [in_thread(ingest, "native", [Source.of(source)], Options(benchmark="acme-agent-if")) for _ in range(2)]
     _waits_then_finishes(holder, writers)
     assert sorted((dict(r.counts["verdicts"]) for _, [r], _ in writers), key=str) == [{"created": 12}, {"unchanged": 12}]
 
@@ -118,7 +96,7 @@ def test_a_rescore_waits_for_the_lock_and_scores_the_attempts_committed_before_i
     other = build_run(label="m2")[1]  # another run of the same benchmark, left alone
 
     holder = Holder(run.benchmark_id, lambda: Attempt.objects.filter(pk=attempt.pk).delete())
-    writer = _in_thread(lambda: rescore_evolif_run(run=run))
+    writer = in_thread(lambda: rescore_evolif_run(run=run))
     _waits_then_finishes(holder, [writer])
     [report] = writer[1]
     assert report.attempts == 0  # the attempt deleted before the rescore got the lock is not scored
@@ -135,7 +113,7 @@ def test_a_restyle_waits_for_the_lock_and_checks_the_attempts_committed_before_i
     deleted = attempts[0]
 
     holder = Holder(run.benchmark_id, lambda: Attempt.objects.filter(pk=deleted).delete())
-    writer = _in_thread(lambda: restyle_run(run=run))
+    writer = in_thread(lambda: restyle_run(run=run))
     _waits_then_finishes(holder, [writer])
     [report] = writer[1]
     assert report.attempts == len(attempts) - 1
@@ -146,7 +124,7 @@ def test_a_restyle_waits_for_the_lock_and_checks_the_attempts_committed_before_i
 def test_a_failed_native_import_behind_the_lock_stores_nothing():
     bench = Benchmark.objects.create(slug="acme-agent-if", name="Acme agent IF", kind="dialogue")
     holder = Holder(bench.id)
-    writer = _in_thread(ingest, "native", [Source.of(NATIVE)], Options())
+    writer = in_thread(ingest, "native", [Source.of(NATIVE)], Options())
     time.sleep(1.0)
     assert writer[0].is_alive()
     holder.finish()

@@ -7,33 +7,22 @@ import time
 from pathlib import Path
 
 import pytest
-from django.conf import settings
 from django.db import connection
 
 from runs import services
 from runs.models import Instance, Job, JobState
 
+from ..threads import redis_up, worker_database_url
+
 pytestmark = pytest.mark.django_db(transaction=True)
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _redis_up() -> bool:
-    if not settings.CELERY_BROKER_URL.startswith("redis://"):
-        return False
-    import redis
-
-    try:
-        return bool(redis.Redis.from_url(settings.CELERY_BROKER_URL).ping())
-    except redis.RedisError:
-        return False
-
-
 @pytest.fixture
 def worker(settings):
-    if connection.vendor != "postgresql" or not _redis_up():
+    if connection.vendor != "postgresql" or not redis_up():
         pytest.skip("needs PostgreSQL (DATABASE_URL) and Redis (CELERY_BROKER_URL)")
-    db = connection.settings_dict
-    url = f"postgres://{db['USER']}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
+    url = worker_database_url()
     env = {**os.environ, "DATABASE_URL": url, "IFPORTAL_JOBS": "celery", "DB_CONN_MAX_AGE": "0"}
     proc = subprocess.Popen(
         [sys.executable, "-m", "celery", "-A", "ifportal", "worker", "--pool=solo", "--concurrency=1",

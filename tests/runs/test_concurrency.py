@@ -15,13 +15,14 @@ import time
 from pathlib import Path
 
 import pytest
-from django.conf import settings
-from django.db import close_old_connections, connection, transaction
+from django.db import transaction
 
 from runs import services, tasks
 from runs.ingest import Options, Source, ingest
 from runs.metrics import checklist
 from runs.models import Attempt, AttemptRollup, Benchmark, GroupRollup, Instance, Job, JobState, Run, Verdict, VerdictResult
+
+from ..threads import in_thread, redis_up, worker_database_url
 
 pytestmark = pytest.mark.django_db(transaction=True)
 ROOT = Path(__file__).resolve().parents[2]
@@ -29,30 +30,12 @@ SLUG = "octobench"
 N_INSTANCES, N_ITEMS = 30, 6
 
 
-def _redis_up() -> bool:
-    if not settings.CELERY_BROKER_URL.startswith("redis://"):
-        return False
-    import redis
-
-    try:
-        return bool(redis.Redis.from_url(settings.CELERY_BROKER_URL).ping())
-    except redis.RedisError:
-        return False
-
-
-@pytest.fixture
-def postgres():
-    if connection.vendor != "postgresql":
-        pytest.skip("needs PostgreSQL (DATABASE_URL): SQLite serialises every writer anyway")
-
-
 @pytest.fixture
 def workers(postgres, settings):
     """Two Celery worker processes on a queue of this test run."""
-    if not _redis_up():
+    if not redis_up():
         pytest.skip("needs Redis (CELERY_BROKER_URL)")
-    db = connection.settings_dict
-    url = f"postgres://{db['USER']}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
+    url = worker_database_url()
     queue = f"test-concurrency-{os.getpid()}"
     env = {**os.environ, "DATABASE_URL": url, "IFPORTAL_JOBS": "celery", "DB_CONN_MAX_AGE": "0"}
     procs = [
@@ -195,24 +178,6 @@ def test_it_retries_a_failed_job_on_a_worker_and_the_retry_succeeds(workers, tmp
     assert Verdict.objects.count() == N_INSTANCES * N_ITEMS
 
 
-def _in_thread(target, *args):
-    """Run `target` in a thread with its own database connection; returns (thread, errors)."""
-    errors: list[BaseException] = []
-
-    def run():
-        try:
-            target(*args)
-        except BaseException as exc:  # reported by the test
-            errors.append(exc)
-        finally:
-            close_old_connections()
-            connection.close()
-
-    thread = threading.Thread(target=run)
-    thread.start()
-    return thread, errors
-
-
 def test_it_serialises_concurrent_rollup_rebuilds_of_the_same_attempts(postgres, tmp_path):
     _load_study(tmp_path)
     ids = list(Attempt.objects.values_list("id", flat=True))
@@ -225,13 +190,13 @@ def test_it_serialises_concurrent_rollup_rebuilds_of_the_same_attempts(postgres,
             holding.set()
             release.wait(20)
 
-    holder, holder_errors = _in_thread(hold_lock)
+    holder, _, holder_errors = in_thread(hold_lock)
     assert holding.wait(10)
-    rebuilds = [_in_thread(services.rollups_rebuild_for_attempts, ids) for _ in range(3)]
+    rebuilds = [in_thread(services.rollups_rebuild_for_attempts, ids) for _ in range(3)]
     time.sleep(1.0)
-    assert all(t.is_alive() for t, _ in rebuilds), "a rebuild ran while another writer held the benchmark"
+    assert all(t.is_alive() for t, _, _ in rebuilds), "a rebuild ran while another writer held the benchmark"
     release.set()
-    for thread, errors in [(holder, holder_errors), *rebuilds]:
+    for thread, _, errors in [(holder, None, holder_errors), *rebuilds]:
         thread.join(60)
         assert not thread.is_alive() and errors == []
     assert AttemptRollup.objects.count() == len(ids)
@@ -270,8 +235,8 @@ def test_it_never_shows_a_half_built_leaderboard_while_a_rebuild_runs(postgres, 
         Verdict.objects.filter(result=VerdictResult.FAIL).update(result=VerdictResult.PASS)
         services.rollups_rebuild_for_attempts(ids)
 
-    reader, reader_errors = _in_thread(read)
-    writer, writer_errors = _in_thread(write)
+    reader, _, reader_errors = in_thread(read)
+    writer, _, writer_errors = in_thread(write)
     writer.join(60)
     time.sleep(0.1)
     done.set()
