@@ -10,7 +10,7 @@ from django.db.models import Count
 from django.utils import timezone
 
 from runs.categories import normalise_category
-from runs.ingest.base import clean, content_hash
+from runs.ingest.base import clean, content_hash, text_limit
 from runs.models import Benchmark, ChecklistItem, Instance
 from runs.services import benchmarks_generation_bump
 
@@ -209,7 +209,7 @@ class ItemAlreadyRewritten(AuditError):
 
 
 REWRITE_MAX_TEXT = 20_000  # characters of a rewritten description
-KEY_MAX = ChecklistItem._meta.get_field("key").max_length
+KEY_MAX, CHECK_TYPE_MAX, CATEGORY_MAX = (text_limit(ChecklistItem, f) for f in ("key", "check_type", "category_original"))
 
 
 def item_rewrite(*, item: ChecklistItem, lead, description: str, check_type: str | None = None,
@@ -266,8 +266,8 @@ def _new_version(old: ChecklistItem, *, lead, description: str, reason: str, uni
         category, category_original = (normalise_category(category) if category else ""), category
     if (description, check_type, category_original) == (old.description, old.check_type, old.category_original):
         raise AuditError("The rewrite changes nothing: give a new description, check type or category.")
-    if len(check_type) > 100 or len(category_original) > 200:
-        raise AuditError("A check type has at most 100 characters and a category at most 200.")
+    if len(check_type) > CHECK_TYPE_MAX or len(category_original) > CATEGORY_MAX:
+        raise AuditError(f"A check type has at most {CHECK_TYPE_MAX} characters and a category at most {CATEGORY_MAX}.")
     version = old.version + 1
     key = _version_key(old, version)
     details = {**(old.details if isinstance(old.details, dict) else {"original": old.details}), "audit_rewrite": {

@@ -160,6 +160,11 @@ _OWNED_ELSEWHERE: dict[type[models.Model], tuple[str, str]] = {
 }
 
 
+def text_limit(model: type[models.Model], field: str) -> int:
+    """The most characters a text column of a model holds (formats check their fields against it)."""
+    return model._meta.get_field(field).max_length
+
+
 @functools.cache
 def _text_limits(model: type[models.Model]) -> tuple[tuple[str, int], ...]:
     """(attname, max_length) of a model's bounded text columns."""

@@ -23,7 +23,7 @@ from typing import Any
 from runs.hierarchy import Resolution, active_styles, ordinal_ranks, parse_privilege_tags, resolve_privileges, same_text
 from runs.models import BenchmarkKind, ChecklistItem, Instance, JudgeKind, Run, VerdictResult
 
-from .base import Context, Source, content_hash, iter_json_document, require
+from .base import Context, Source, content_hash, iter_json_document, require, text_limit
 from .lookups import (
     InstanceIndex,
     attempts_upsert,
@@ -81,6 +81,11 @@ def _config_interface(ctx: Context, source: Source, line: int, config: Any) -> s
     return interface
 
 
+#: instruction fields stored as text, and the columns that hold them (id -> key, style_key -> group, category -> check_type)
+_INSTRUCTION_TEXT = (("id", text_limit(ChecklistItem, "key")), ("style_key", text_limit(ChecklistItem, "group")),
+                     ("category", text_limit(ChecklistItem, "check_type")))
+
+
 def _valid_sample(ctx: Context, source: Source, line: int, sample: Any, interface: str | None, seen: dict) -> dict | None:
     """Check one sample; returns {"interface", "resolution", "positions"} or None (problems reported)."""
     if not isinstance(sample, dict):
@@ -112,7 +117,7 @@ def _valid_sample(ctx: Context, source: Source, line: int, sample: Any, interfac
             ctx.problem(source, line, f"{where}: instruction {n} has no string or integer {', '.join(map(repr, wrong))}")
             ok = False
             continue
-        for name, limit in (("id", 300), ("style_key", 100), ("category", 100)):  # the columns they are stored in
+        for name, limit in _INSTRUCTION_TEXT:
             value = instruction.get(name)
             if name == "category" and value is not None and not isinstance(value, str):
                 ctx.problem(source, line, f"{where}: instruction {n}: 'category' should be text")

@@ -8,7 +8,7 @@ from typing import Any
 from runs.categories import normalise_category
 from runs.models import BenchmarkKind, ChecklistItem, Instance, JudgeKind, Trajectory, Verdict
 
-from .base import Context, Source, content_hash, iter_json_document, iter_jsonl, require
+from .base import Context, Source, content_hash, iter_json_document, iter_jsonl, require, text_limit
 from .lookups import (
     InstanceIndex,
     attempt_ids_for,
@@ -79,7 +79,7 @@ def _valid_instance(ctx: Context, source: Source, line: int, record: dict, seen:
 
 
 #: text fields of a check and the longest value each may hold (the columns they are stored in)
-CHECK_TEXT = {"check_id": 300, "check_type": 100}
+CHECK_TEXT = {"check_id": text_limit(ChecklistItem, "key"), "check_type": text_limit(ChecklistItem, "check_type")}
 
 
 def _valid_check_fields(ctx: Context, source: Source, line: int, category: str, check: dict) -> bool:
@@ -96,8 +96,8 @@ def _valid_check_fields(ctx: Context, source: Source, line: int, category: str, 
             ctx.problem(source, line, f"check of category '{category}': '{name}' is {len(str(value)):,} characters; "
                                       f"at most {limit} fit")
             ok = False
-    if len(category) > 200:
-        ctx.problem(source, line, f"checklist category name is {len(category):,} characters; at most 200 fit")
+    if len(category) > (limit := text_limit(ChecklistItem, "category_original")):
+        ctx.problem(source, line, f"checklist category name is {len(category):,} characters; at most {limit} fit")
         ok = False
     return ok
 
