@@ -6,7 +6,6 @@ import sys
 import time
 from pathlib import Path
 
-from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 from django.db import connection
 from django.db.models import F
@@ -15,7 +14,7 @@ from django.urls import NoReverseMatch, reverse
 from runs import study_benchmark as sb
 from runs.ingest import Options, Source, ingest
 from runs.leaderboard_page import warm_default
-from runs.models import Attempt, Benchmark, Run, Trajectory, Verdict
+from runs.models import Benchmark, Run, Trajectory, Verdict
 
 SLUG = "benchmark-study"
 
