@@ -28,20 +28,11 @@ from runs.filters import SORTS, LeaderboardFilterForm
 from runs.leaderboard_rows import FRESH, cached, data_generation, leaderboard_tables, state_digest
 from runs.metrics import rank_change
 from runs.metrics.checklist import GROUPINGS, SMALL_CELL
+from runs.querystring import params_with
 
 log = logging.getLogger(__name__)
 
 TEMPLATE = "runs/checklist/leaderboard.html"
-
-
-def params_with(params: QueryDict, **changes) -> str:
-    """A query string with some parameters replaced (None removes one)."""
-    params = params.copy()
-    for name, value in changes.items():
-        params.pop(name, None)
-        if value is not None:
-            params.setlist(name, value if isinstance(value, list) else [value])
-    return params.urlencode()
 
 
 def results_html(benchmark, state: dict, params: QueryDict, *, request=None, generation=FRESH) -> SafeString:

@@ -46,7 +46,7 @@ def _code_version() -> str:
     templates = here.parent / "templates" / "runs"
     digest = hashlib.sha256()
     for path in (here / "leaderboard_rows.py", here / "metrics" / "checklist.py", here / "metrics" / "stats.py",
-                 here / "charts.py", here / "filters.py", here / "leaderboard_page.py", here / "templatetags" / "figures.py",
+                 here / "charts.py", here / "filters.py", here / "leaderboard_page.py", here / "querystring.py", here / "templatetags" / "figures.py",
                  templates / "checklist" / "leaderboard.html", templates / "sharing" / "_exports.html"):
         digest.update(path.read_bytes() if path.exists() else path.name.encode())
     return digest.hexdigest()[:12]

@@ -11,12 +11,13 @@ from django.utils.html import escape
 from ifportal.roles import verdict_reader_required
 from runs import charts, selectors, trajectory_view
 from runs.filters import LeaderboardFilterForm, form_state
-from runs.leaderboard_page import filters_html, params_with, results_html
+from runs.leaderboard_page import filters_html, results_html
 from runs.leaderboard_rows import data_generation
 from runs.metrics import attempt_diff as metrics_diff
 from runs.metrics import checklist as metrics
 from runs.metrics.checklist import GROUPINGS
 from runs.models import Attempt, Benchmark, BenchmarkKind, Instance
+from runs.querystring import query_with
 
 ATTEMPTS_PAGE = 50
 
@@ -32,11 +33,6 @@ def _attempt(pk: int) -> Attempt:
         Attempt.objects.select_related("run__model", "run__benchmark", "instance"),
         pk=pk, run__benchmark__kind__in=(BenchmarkKind.CHECKLIST, BenchmarkKind.CONFLICT),
     )
-
-
-def query_with(request, **changes) -> str:
-    """The current query string with some parameters replaced (None removes one)."""
-    return params_with(request.GET, **changes)
 
 
 # leaderboard ---------------------------------------------------------------------------

@@ -13,6 +13,10 @@ from runs.exclusions import (
 )
 from runs.metrics import conflict as m
 from runs.models import Benchmark, BenchmarkKind, Run
+from runs.querystring import query_with
+
+#: the drill-down keys a cell link sets (the page state without them is the base of those links)
+DRILL_DOWN_KEYS = dict.fromkeys(("label", "type", "scenario", "followed", "sp"))
 
 EXAMPLES_LIMIT = 200
 #: excluded items listed in the exclusion box (the count is always shown)
@@ -64,8 +68,8 @@ def metrics(request, slug):
         before = m.conflict_rows_select(benchmark=benchmark, judge=judge, run_ids=run_ids)
         exclusion = _exclusion(exclude, excluded, before, rows, by)
     context = {"benchmark": benchmark, "form": form, "judge": judge, "by": by, "rows": rows, "rates": rates,
-               "figure": charts.resolution_figure(rates), "query": _base_query(request), "cell": _cell(clean),
-               "exclusion": exclusion, "off_query": _query_without(request, "exclude"), "headline": m.HEADLINE}
+               "figure": charts.resolution_figure(rates), "query": query_with(request, **DRILL_DOWN_KEYS), "cell": _cell(clean),
+               "exclusion": exclusion, "off_query": query_with(request, exclude=None), "headline": m.HEADLINE}
     context["types"], context["type_table"] = m.matrix(rates, "type")
     context["type_heads"] = [(t, m.TYPES[t]) for t in context["types"]]
     context["scenarios"], scenario_table = m.matrix(scenarios, "scenario")
@@ -104,18 +108,3 @@ def _cell(clean: dict) -> dict:
     if not any(cell.values()):
         return {}
     return {**cell, "sp_only": bool(clean.get("sp"))}
-
-
-def _base_query(request) -> str:
-    """The page state without the drill-down keys, for building cell links."""
-    data = request.GET.copy()
-    for key in ("label", "type", "scenario", "followed", "sp"):
-        data.pop(key, None)
-    return data.urlencode()
-
-
-def _query_without(request, name: str) -> str:
-    """The page's query string without one key (the "show every item" link drops the policy)."""
-    data = request.GET.copy()
-    data.pop(name, None)
-    return data.urlencode()

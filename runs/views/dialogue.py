@@ -25,6 +25,7 @@ from runs.models import (
     Trajectory,
     Verdict,
 )
+from runs.querystring import query_with
 from runs.rescore import CHECKER_JUDGE, logged_judge_for
 from runs.services import job_create, job_enqueue
 
@@ -116,7 +117,7 @@ def metrics(request, slug):
     state["exclusion"] = None if state["excluded"] is None or state["judge"] is None else _exclusion(state)
     effects = state["exclusion"]["lines"] if state["exclusion"] else {}
     state["lines"] = [{"row": r, "effect": effects.get(r.label)} for r in state["rows"]]
-    state["off_query"] = _query_without(request, "exclude")
+    state["off_query"] = query_with(request, exclude=None)
     return _page(request, "runs/dialogue/metrics.html", {**state, "active": "metrics"})
 
 
@@ -151,12 +152,6 @@ def _exclusion(state: dict) -> dict:
             "lines": {line.label: line for line in lines}, "tau": tau, "swaps": swaps,
             "shown": shown[:EXCLUDED_SHOWN], "n_hidden": max(0, len(shown) - EXCLUDED_SHOWN),
             "dropped_turns": dropped_turns, "dropped_dialogues": dropped_dialogues}
-
-
-def _query_without(request, name: str) -> str:
-    params = request.GET.copy()
-    params.pop(name, None)
-    return params.urlencode()
 
 
 @login_required

@@ -27,6 +27,7 @@ from runs.models import (
     Run,
     Verdict,
 )
+from runs.querystring import query_with
 from runs.restyle import logged_judge_for
 from runs.services import job_create, job_enqueue
 
@@ -153,17 +154,11 @@ def metrics(request, slug):
     state.update(_metrics(state))
     exclusion = state["exclusion"]
     state["lines"] = [{"row": r, "effect": exclusion["lines"].get(r.label) if exclusion else None} for r in state["rows"]]
-    state["off_query"] = _query_without(request, "exclude")
+    state["off_query"] = query_with(request, exclude=None)
     state["groups"], state["group_table"] = m.group_matrix(state["group_rates"])
     state["figure"] = charts.accuracy_figure(state["rows"])
     state["tiers_figure"] = charts.tiers_figure(state["tier_rows"])
     return _page(request, "runs/hierarchy/metrics.html", {**state, "active": "metrics"})
-
-
-def _query_without(request, name: str) -> str:
-    params = request.GET.copy()
-    params.pop(name, None)
-    return params.urlencode()
 
 
 @login_required

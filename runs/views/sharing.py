@@ -22,6 +22,7 @@ from runs import sharing, trajectory_view
 from runs.filters import LeaderboardFilterForm, form_state
 from runs.metrics import checklist as metrics
 from runs.models import Attempt, ShareLink
+from runs.querystring import query_with
 from runs.views import checklist
 
 EXPORT_FORMATS = ("csv", "json")
@@ -151,7 +152,7 @@ def shared_attempts(request, token):
     page = Paginator(rows, checklist.ATTEMPTS_PAGE).get_page(request.GET.get("page"))
     metrics.attach_failing_items(page.object_list, by=by, group=group, judges=link.state["judge"])
     context = {"link": link, "token": token, "snap": link.snapshot, "model": model, "group": group, "page": page,
-               "n_failing": sum(r.failing for r in rows), "query": checklist.query_with(request, page=None)}
+               "n_failing": sum(r.failing for r in rows), "query": query_with(request, page=None)}
     template = "runs/sharing/attempts.html#rows" if request.htmx else "runs/sharing/attempts.html"
     return render(request, template, context)
 
@@ -172,7 +173,7 @@ def shared_attempt(request, token, pk):
                                        q=request.GET.get("q", ""), page=request.GET.get("page"), at=request.GET.get("at"))
     context = {"link": link, "token": token, "snap": link.snapshot, "attempt": attempt, **view,
                "text_url": reverse("runs:share-attempt-text", args=[token, attempt.id]),
-               "query": checklist.query_with(request, page=None, at=None)}
+               "query": query_with(request, page=None, at=None)}
     if request.htmx and request.GET.get("page"):
         return render(request, "runs/sharing/attempt.html#units", context)
     context["items"] = metrics.attempt_checklist(attempt.id)
