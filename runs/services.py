@@ -3,10 +3,10 @@ from __future__ import annotations
 
 import logging
 import threading
-from contextvars import ContextVar
 import time
 import traceback
 from collections.abc import Iterable, Sequence
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
