@@ -1,7 +1,8 @@
 """Exclusion policies for leaderboards: which checklist items to leave out, supplied from outside runs.
 
 `runs` never imports `audits`; the audits app registers its policies here at start-up
-(flagged_by_either, flagged_by_both, adjudicated_invalid) and leaderboards ask by name.
+(flagged_by_either, flagged_by_both, adjudicated_invalid, superseded) and the checklist
+leaderboard, the hierarchy, dialogue and conflict pages and their APIs ask by name.
 """
 from __future__ import annotations
 
