@@ -79,7 +79,7 @@ def rescore_evolif_run(*, run: Run, progress: Callable[[int, int], None] | None 
             report.attempts += len(batch)
             if progress:
                 progress(report.attempts, len(attempt_ids))
-        rollups_rebuild_for_attempts(attempt_ids)
+        rollups_rebuild_for_attempts(attempt_ids, [judge.id])
     return report
 
 

@@ -94,7 +94,7 @@ def restyle_run(*, run: Run, progress: Callable[[int, int], None] | None = None)
             if progress:
                 progress(report.attempts, len(attempt_ids))
         if report.touched:
-            rollups_rebuild_for_attempts(sorted(report.touched))
+            rollups_rebuild_for_attempts(report.touched, [judge.id])
     return report
 
 

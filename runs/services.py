@@ -130,8 +130,12 @@ def leaderboard_data_changed(*, attempt_ids: Iterable[int] = (), benchmark_ids: 
         benchmarks_generation_bump(benchmarks)
 
 
-def rollups_rebuild_for_attempts(attempt_ids: Iterable[int]) -> int:
+def rollups_rebuild_for_attempts(attempt_ids: Iterable[int], judge_ids: Iterable[int] | None = None) -> int:
     """Recompute AttemptRollup and GroupRollup rows of these attempts from their verdicts.
+
+    With `judge_ids`, only the rows of those judges are recomputed: a writer that changed one
+    judge's verdicts (a scores file, a re-score) leaves the other judges' rollups of the same
+    attempts as they are, so loading k judges one file at a time costs k rebuilds, not k(k+1)/2.
 
     The whole set is replaced in one transaction under the lock of its benchmarks:
     readers see the previous complete rows until it commits, concurrent rebuilds of the
@@ -140,6 +144,7 @@ def rollups_rebuild_for_attempts(attempt_ids: Iterable[int]) -> int:
     of the old rows are no longer read). Returns the number of attempt x judge rollups written.
     """
     ids = sorted(set(attempt_ids))
+    judges = None if judge_ids is None else sorted(set(judge_ids))
     written = 0
     with transaction.atomic():
         benchmarks = benchmarks_of_attempts(ids)
@@ -147,29 +152,31 @@ def rollups_rebuild_for_attempts(attempt_ids: Iterable[int]) -> int:
         for start in range(0, len(ids), ROLLUP_BATCH):
             batch = ids[start : start + ROLLUP_BATCH]
             if connection.vendor == "postgresql":
-                written += _rollups_rebuild_sql(batch)
+                written += _rollups_rebuild_sql(batch, judges)
             else:
-                written += _rollups_rebuild_batch(batch)
+                written += _rollups_rebuild_batch(batch, judges)
         benchmarks_generation_bump(benchmarks)
     return written
 
 
-def _rollups_rebuild_sql(batch: list[int]) -> int:
+def _rollups_rebuild_sql(batch: list[int], judges: list[int] | None) -> int:
     """The rebuild as set-based SQL on PostgreSQL: two deletes and two INSERT ... SELECT ... GROUP BY."""
     t = {m: connection.ops.quote_name(m._meta.db_table)
          for m in (AttemptRollup, GroupRollup, Verdict, Attempt, Run, ChecklistItem)}
     counts = ("count(*) FILTER (WHERE v.result <> 'na'), count(*) FILTER (WHERE v.result = 'pass')")
+    of_judges = "" if judges is None else " AND {}judge_id = ANY(%s)"
+    params = [batch] if judges is None else [batch, judges]
     source = (f"FROM {t[Verdict]} v JOIN {t[Attempt]} a ON a.id = v.attempt_id JOIN {t[Run]} r ON r.id = a.run_id "
-              f"{{join}} WHERE v.attempt_id = ANY(%s)")
+              f"{{join}} WHERE v.attempt_id = ANY(%s)" + of_judges.format("v."))
     with connection.cursor() as cursor:
-        cursor.execute(f"DELETE FROM {t[AttemptRollup]} WHERE attempt_id = ANY(%s)", [batch])
-        cursor.execute(f"DELETE FROM {t[GroupRollup]} WHERE attempt_id = ANY(%s)", [batch])
+        cursor.execute(f"DELETE FROM {t[AttemptRollup]} WHERE attempt_id = ANY(%s)" + of_judges.format(""), params)
+        cursor.execute(f"DELETE FROM {t[GroupRollup]} WHERE attempt_id = ANY(%s)" + of_judges.format(""), params)
         cursor.execute(
             f"INSERT INTO {t[AttemptRollup]} (attempt_id, judge_id, benchmark_id, run_id, model_id, instance_id, "
             f"n_items, n_applicable, n_passed) "
             f"SELECT v.attempt_id, v.judge_id, r.benchmark_id, a.run_id, r.model_id, a.instance_id, count(*), {counts} "
             + source.format(join="") + " GROUP BY v.attempt_id, v.judge_id, r.benchmark_id, a.run_id, r.model_id, a.instance_id",
-            [batch],
+            params,
         )
         written = cursor.rowcount
         facets, present = [], []
@@ -187,21 +194,22 @@ def _rollups_rebuild_sql(batch: list[int]) -> int:
                                  f"CROSS JOIN LATERAL (VALUES {', '.join(facets)}) AS d(dimension, value)")
             + f" AND d.value IS NOT NULL AND (d.value <> '' OR d.dimension NOT IN ({', '.join(present)})) "
             f"GROUP BY v.attempt_id, v.judge_id, r.benchmark_id, r.model_id, d.dimension, d.value",
-            [batch],
+            params,
         )
     return written
 
 
-def _rollups_rebuild_batch(batch: list[int]) -> int:
+def _rollups_rebuild_batch(batch: list[int], judges: list[int] | None) -> int:
     facets = {
         a["id"]: a
         for a in Attempt.objects.filter(id__in=batch).values(
             "id", "run_id", "run__model_id", "run__benchmark_id", "instance_id"
         )
     }
-    AttemptRollup.objects.filter(attempt_id__in=batch).delete()
-    GroupRollup.objects.filter(attempt_id__in=batch).delete()
-    verdicts = Verdict.objects.filter(attempt_id__in=batch)
+    of_judges = {} if judges is None else {"judge_id__in": judges}
+    AttemptRollup.objects.filter(attempt_id__in=batch, **of_judges).delete()
+    GroupRollup.objects.filter(attempt_id__in=batch, **of_judges).delete()
+    verdicts = Verdict.objects.filter(attempt_id__in=batch, **of_judges)
     counts = dict(
         n_items=Count("id"),
         n_applicable=Count("id", filter=~Q(result=VerdictResult.NOT_APPLICABLE)),

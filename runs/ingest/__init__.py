@@ -54,7 +54,7 @@ def ingest(
         format_function(format_name)(sources, ctx)
         ctx.raise_if_failed()
         if ctx.touched_attempts:
-            rollups_rebuild_for_attempts(sorted(ctx.touched_attempts))
+            rollups_rebuild_for_attempts(ctx.touched_attempts, ctx.touched_judges)
         for run in ctx.touched_runs.values():
             run_record_sources(run, ctx.source_hashes, format_name)
         if any(ctx.report.total(outcome) for outcome in ("created", "updated", "removed")):

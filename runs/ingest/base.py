@@ -185,8 +185,10 @@ class Context:
         self.done_bytes = 0
         self.source_hashes: dict[str, str] = {}
         self._bad_records: set[tuple[str, int | None]] = set()
-        #: attempts whose verdicts changed (their rollups are rebuilt) and runs written to
+        #: attempts whose verdicts changed and the judges of those verdicts (their rollups are rebuilt),
+        #: and runs written to
         self.touched_attempts: set[int] = set()
+        self.touched_judges: set[int] = set()
         self.touched_runs: dict[int, Any] = {}
         #: the file being read (rows written without a line number are reported against it)
         self.source: Source | None = None

@@ -40,3 +40,4 @@ def verdicts_upsert(ctx: Context, rows: list[dict[str, Any]]) -> None:
         returning_ids=False,
     )
     ctx.touched_attempts.update(k[0] for k in changed if k[0] is not None)
+    ctx.touched_judges.update(k[2] for k in changed if k[0] is not None)

@@ -142,6 +142,34 @@ def test_it_rebuilds_only_the_attempts_it_is_given(random_study):
     assert set(AttemptRollup.objects.values_list("attempt_id", flat=True)) == {random_study[0]}
 
 
+def test_it_rebuilds_only_the_judges_it_is_given(random_study):
+    rollups_rebuild_for_attempts(random_study)
+    j0, j1, j2 = Judge.objects.order_by("name")
+    Verdict.objects.filter(judge=j1).update(result="fail")
+    Verdict.objects.filter(judge=j2).update(result="pass")
+    before = stored()
+
+    rollups_rebuild_for_attempts(random_study, [j1.id])
+
+    now, expected = stored(), recompute()
+    for kind in (0, 1):
+        of_judge = lambda rows, j: {r for r in rows if r[1] == j.id}  # noqa: E731
+        assert of_judge(now[kind], j1) == of_judge(expected[kind], j1)   # rebuilt
+        assert of_judge(now[kind], j0) == of_judge(before[kind], j0) == of_judge(expected[kind], j0)
+        assert of_judge(now[kind], j2) == of_judge(before[kind], j2) != of_judge(expected[kind], j2)  # left alone
+
+
+def test_a_second_judges_scores_leave_the_first_judges_rollups_right(scored):
+    judge_a = Judge.objects.get(name="judge-a")
+    first = {r for r in stored()[0] if r[1] == judge_a.id}
+
+    ingest("octobench-scores", [Source.of(FIXTURES / "scores.json")], Options(model="model-x", judge="judge-c"))
+
+    assert stored() == recompute()
+    assert {r for r in stored()[0] if r[1] == judge_a.id} == first
+    assert len(stored()[0]) == 6  # 2 instances x 3 judges
+
+
 def test_the_rollup_job_rebuilds_every_attempt(random_study):
     job = job_create(kind="rollups", params={})
 
