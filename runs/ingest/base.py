@@ -27,6 +27,10 @@ from runs.models import ChecklistItem
 MAX_LISTED_PROBLEMS = 50
 CHUNK_BYTES = 1 << 20
 _BAD_CHARS = re.compile("[\x00\ud800-\udfff]")
+#: the only ways decoded JSON can hold what `clean` replaces: strict JSON refuses raw control
+#: characters and UTF-8 cannot encode surrogates, so NUL and surrogates come from \u escapes
+#: (a literal backslash before "u0000" matches too; then `clean` just finds nothing to do)
+_BAD_ESCAPES = re.compile(r"\\u(?:0000|[dD][89a-fA-F])")
 
 
 def _no_constant(name: str):
@@ -363,7 +367,7 @@ def iter_jsonl(source: Source, ctx: Context) -> Iterator[tuple[int, dict[str, An
                 ctx.problem(source, lineno, f"expected a JSON object, found {_json_type(obj)}")
                 continue
             seen_record = True
-            yield lineno, clean(obj)
+            yield lineno, clean(obj) if _BAD_ESCAPES.search(text) else obj
     ctx.source_hashes[source.name] = digest.hexdigest()
     if not seen_record and not ctx.failed:
         ctx.problem(source, None, "the file holds no records")
@@ -391,6 +395,8 @@ class _DocReader:
         self.line = 1  # line number at self.pos
         self.eof = False
         self.json = json.JSONDecoder(**_STRICT_JSON)
+        #: whether the last value's text has an escape that `clean` must look at
+        self.escaped = False
 
     def _more(self) -> bool:
         if self.eof:
@@ -447,6 +453,7 @@ class _DocReader:
                 line = start_line + self.buf.count("\n", self.pos, exc.pos)
                 truncated = " (the file looks truncated)" if self.eof and (exc.pos >= len(self.buf) - 64 or exc.msg.startswith("Unterminated string")) else ""
                 raise _DocError(line, f"not valid JSON: {exc.msg.removesuffix(' at')}{truncated}") from None
+            self.escaped = _BAD_ESCAPES.search(self.buf, self.pos, end) is not None
             self._move(end)
             return start_line, obj
 
@@ -489,7 +496,7 @@ def iter_json_document(
                         yield from _iter_list(reader, key)
                     else:
                         line, value = reader.value()
-                        yield key, line, clean(value)
+                        yield key, line, clean(value) if reader.escaped else value
                     if reader.expect(",}") == "}":
                         break
         elif first == "":
@@ -515,7 +522,7 @@ def _iter_list(reader: _DocReader, key: str | None) -> Iterator[tuple[str | None
         return
     while True:
         line, value = reader.value()
-        yield key, line, clean(value)
+        yield key, line, clean(value) if reader.escaped else value
         if reader.expect(",]") == "]":
             return
 

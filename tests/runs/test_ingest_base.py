@@ -151,6 +151,24 @@ def test_it_reports_a_pretty_printed_document_once(tmp_path):
     assert problems(ctx)[0].startswith("f.jsonl:1: this is one JSON document spread over many lines")
 
 
+@pytest.mark.parametrize("reader", ["jsonl", "document"])
+def test_every_escape_of_nul_or_a_surrogate_is_cleaned_and_nothing_else_changes(tmp_path, reader):
+    records = [
+        r'{"k\u0000": "a", "b": {"c": ["\uDFFF", 1]}}',         # a key, upper-case hex, nested
+        r'{"a": "\ud83d\ude00 \uD800", "n": null}',              # a pair stays, a lone one goes
+        r'{"a": "\\u0000 is how NUL is written", "b": "\u00e9"}',  # a literal backslash, a plain escape
+    ]
+    if reader == "jsonl":
+        rows = [r for _, r in iter_jsonl(source(tmp_path, "f.jsonl", "\n".join(records)), Context(Options()))]
+    else:
+        text = '{"results": [' + ",\n".join(records) + '], "other": "\\u0000"}'
+        rows = [r for _, _, r in iter_json_document(source(tmp_path, "f.json", text), Context(Options()),
+                                                    list_keys=("results",))]
+    expected = [{"k\ufffd": "a", "b": {"c": ["\ufffd", 1]}}, {"a": "\U0001f600 \ufffd", "n": None},
+                {"a": "\\u0000 is how NUL is written", "b": "\u00e9"}]
+    assert rows == expected + ([] if reader == "jsonl" else ["\ufffd"])
+
+
 # iter_json_document -------------------------------------------------------------------
 def test_it_streams_a_top_level_list_with_the_line_of_each_element(tmp_path):
     src = source(tmp_path, "f.json", '[\n  {"a": 1},\n\n  {"a": "\\ud800"}\n]\n')
