@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import operator
 from typing import Any
 
 from django.db import connection, models
@@ -49,15 +50,22 @@ def bulk_insert_rows(model: type[models.Model], rows: list[dict[str, Any]]) -> N
     columns = ", ".join(connection.ops.quote_name(f.column) for f in fields)
     table = connection.ops.quote_name(model._meta.db_table)
     names = [f.attname for f in fields]
+    # one C-level lookup per row for the columns the rows carry; defaults and JSON by position
+    given = [name for name in names if name not in defaults]
+    take = operator.itemgetter(*given)
+    order = [given.index(name) if name in rows[0] else None for name in names]
+    fill = [(i, defaults[name]) for i, name in enumerate(names) if name in defaults]
+    dumps = [(i, json_fields[name]) for i, name in enumerate(names) if name in json_fields]
     with connection.cursor() as cursor:
         with cursor.cursor.copy(f"COPY {table} ({columns}) FROM STDIN") as copy:
             for row in rows:
-                values = []
-                for name in names:
-                    value = row[name] if name in row else defaults[name]
-                    if name in json_fields and not (value is None and json_fields[name]):
-                        value = json.dumps(value, ensure_ascii=False)
-                    values.append(value)
+                got = take(row) if len(given) > 1 else (take(row),)
+                values = [got[i] if i is not None else None for i in order] if fill else list(got)
+                for i, default in fill:
+                    values[i] = default
+                for i, nullable in dumps:
+                    if not (values[i] is None and nullable):
+                        values[i] = json.dumps(values[i], ensure_ascii=False)
                 copy.write_row(values)
 
 
