@@ -225,8 +225,10 @@ class VerdictResult(models.TextChoices):
 class Verdict(models.Model):
     """One judge's verdict on one checklist item of one attempt."""
 
-    attempt = models.ForeignKey(Attempt, on_delete=models.CASCADE, related_name="verdicts")
-    item = models.ForeignKey(ChecklistItem, on_delete=models.CASCADE, related_name="verdicts")
+    # no single-column indexes on attempt and item: each leads a composite index below, and every
+    # index is one more write per verdict stored
+    attempt = models.ForeignKey(Attempt, on_delete=models.CASCADE, related_name="verdicts", db_index=False)
+    item = models.ForeignKey(ChecklistItem, on_delete=models.CASCADE, related_name="verdicts", db_index=False)
     judge = models.ForeignKey(Judge, on_delete=models.PROTECT, related_name="verdicts")
     result = models.CharField(max_length=4, choices=VerdictResult.choices)
     reasoning = models.TextField(blank=True)
@@ -247,15 +249,21 @@ class AttemptRollup(models.Model):
     """Per attempt and judge: how many items were applicable and passed (METRICS.md section 1).
 
     Denormalises run, model, benchmark and instance facets so leaderboards filter and
-    group without joining the verdict table.
+    group without joining the verdict table. The facets are copies of the attempt's own (the
+    rebuild selects them through the attempt), so the database checks only the attempt and
+    judge keys; the copies carry no foreign-key constraint of their own, which would be one
+    more lookup per row at every commit for nothing (deleting a benchmark, run, model or
+    instance still deletes its rollups: Django cascades, and so does the attempt).
+    Single-column indexes that lead a composite one are left out for the same reason.
     """
 
-    attempt = models.ForeignKey(Attempt, on_delete=models.CASCADE, related_name="rollups")
+    attempt = models.ForeignKey(Attempt, on_delete=models.CASCADE, related_name="rollups", db_index=False)
     judge = models.ForeignKey(Judge, on_delete=models.CASCADE, related_name="+")
-    benchmark = models.ForeignKey(Benchmark, on_delete=models.CASCADE, related_name="+")
-    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="+")
-    model = models.ForeignKey(AgentModel, on_delete=models.CASCADE, related_name="+")
-    instance = models.ForeignKey(Instance, on_delete=models.CASCADE, related_name="+")
+    benchmark = models.ForeignKey(Benchmark, on_delete=models.CASCADE, related_name="+",
+                                  db_constraint=False, db_index=False)
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="+", db_constraint=False)
+    model = models.ForeignKey(AgentModel, on_delete=models.CASCADE, related_name="+", db_constraint=False)
+    instance = models.ForeignKey(Instance, on_delete=models.CASCADE, related_name="+", db_constraint=False)
     n_items = models.PositiveIntegerField()
     n_applicable = models.PositiveIntegerField()
     n_passed = models.PositiveIntegerField()
@@ -274,13 +282,15 @@ class AttemptRollup(models.Model):
 class GroupRollup(models.Model):
     """Per attempt, judge and facet value (category, check type, constraint group, turn).
 
-    `dimension` is one of "category", "check_type", "group", "turn".
+    `dimension` is one of "category", "check_type", "group", "turn". Benchmark and model are
+    copies of the attempt's, without constraints of their own (see AttemptRollup).
     """
 
-    attempt = models.ForeignKey(Attempt, on_delete=models.CASCADE, related_name="group_rollups")
+    attempt = models.ForeignKey(Attempt, on_delete=models.CASCADE, related_name="group_rollups", db_index=False)
     judge = models.ForeignKey(Judge, on_delete=models.CASCADE, related_name="+")
-    benchmark = models.ForeignKey(Benchmark, on_delete=models.CASCADE, related_name="+")
-    model = models.ForeignKey(AgentModel, on_delete=models.CASCADE, related_name="+")
+    benchmark = models.ForeignKey(Benchmark, on_delete=models.CASCADE, related_name="+",
+                                  db_constraint=False, db_index=False)
+    model = models.ForeignKey(AgentModel, on_delete=models.CASCADE, related_name="+", db_constraint=False)
     dimension = models.CharField(max_length=20)
     value = models.CharField(max_length=200)
     n_applicable = models.PositiveIntegerField()
