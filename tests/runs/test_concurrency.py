@@ -217,8 +217,8 @@ def test_it_never_shows_a_half_built_leaderboard_while_a_rebuild_runs(postgres, 
     monkeypatch.setattr(services, "ROLLUP_BATCH", 5)  # many batches, each followed by a pause
     real_batch = services._rollups_rebuild_sql
 
-    def slow_batch(batch):
-        written = real_batch(batch)
+    def slow_batch(batch, judges):
+        written = real_batch(batch, judges)
         time.sleep(0.05)
         return written
 
