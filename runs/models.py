@@ -286,11 +286,14 @@ class GroupRollup(models.Model):
     copies of the attempt's, without constraints of their own (see AttemptRollup).
     """
 
+    # judge and model lead no index of their own: pages find these rows through the leaderboard
+    # index, rebuilds through the unique one; only deleting a judge or a model scans (rare, admin)
     attempt = models.ForeignKey(Attempt, on_delete=models.CASCADE, related_name="group_rollups", db_index=False)
-    judge = models.ForeignKey(Judge, on_delete=models.CASCADE, related_name="+")
+    judge = models.ForeignKey(Judge, on_delete=models.CASCADE, related_name="+", db_index=False)
     benchmark = models.ForeignKey(Benchmark, on_delete=models.CASCADE, related_name="+",
                                   db_constraint=False, db_index=False)
-    model = models.ForeignKey(AgentModel, on_delete=models.CASCADE, related_name="+", db_constraint=False)
+    model = models.ForeignKey(AgentModel, on_delete=models.CASCADE, related_name="+", db_constraint=False,
+                              db_index=False)
     dimension = models.CharField(max_length=20)
     value = models.CharField(max_length=200)
     n_applicable = models.PositiveIntegerField()
