@@ -218,7 +218,7 @@ class Context:
         if self.failed:
             raise IngestFailed(self._problems, self.problem_count, self.report)
 
-    def _check_lengths(self, model: type[models.Model], by_key: dict[tuple, dict[str, Any]], kind: str) -> None:
+    def check_lengths(self, model: type[models.Model], by_key: dict[tuple, dict[str, Any]], kind: str) -> None:
         """Report text longer than its column holds (formats check their own fields with line numbers first;
         this is the net under all of them, so PostgreSQL never refuses a row half-way through an import)."""
         limits = _text_limits(model)
@@ -267,7 +267,7 @@ class Context:
             by_key[tuple(row[k] for k in key)] = row
         if not by_key:
             return {}
-        self._check_lengths(model, by_key, kind)
+        self.check_lengths(model, by_key, kind)
         existing: dict[tuple, dict[str, Any]] = {}
         first = key[0]
         first_values = {k[0] for k in by_key}

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from runs.bulk import bulk_insert_rows
 from runs.models import Verdict, VerdictResult
 
 from .base import Context
@@ -28,16 +29,37 @@ def parse_result(value: Any) -> str | None:
 
 
 def verdicts_upsert(ctx: Context, rows: list[dict[str, Any]]) -> None:
-    """Upsert verdicts keyed by (attempt, item, judge); attempts whose verdicts changed get their rollups rebuilt."""
+    """Upsert verdicts keyed by (attempt, item, judge); attempts whose verdicts changed get their rollups rebuilt.
+
+    Verdicts of (attempt, judge) pairs that have none stored yet (a first import of a judge's
+    scores, the common case) are copied in without fetching and comparing what is stored.
+    """
     changed: set[tuple] = set()
     for row in rows:
         row.setdefault("reasoning", "")
         row.setdefault("score", None)
         row.setdefault("evidence", None)
-    ctx.upsert(
-        Verdict, rows, key=("attempt_id", "item_id", "judge_id"),
-        compare=("result", "reasoning", "score", "evidence"), kind="verdicts", changed=changed,
-        returning_ids=False,
-    )
+    if rows and _all_new(rows):
+        by_key = {(row["attempt_id"], row["item_id"], row["judge_id"]): row for row in rows}
+        ctx.check_lengths(Verdict, by_key, "verdicts")
+        ctx.report.add("verdicts", "created", len(by_key))
+        if not ctx.failed:
+            bulk_insert_rows(Verdict, list(by_key.values()))
+        changed = by_key.keys()
+    else:
+        ctx.upsert(
+            Verdict, rows, key=("attempt_id", "item_id", "judge_id"),
+            compare=("result", "reasoning", "score", "evidence"), kind="verdicts", changed=changed,
+            returning_ids=False,
+        )
     ctx.touched_attempts.update(k[0] for k in changed if k[0] is not None)
     ctx.touched_judges.update(k[2] for k in changed if k[0] is not None)
+
+
+def _all_new(rows: list[dict[str, Any]]) -> bool:
+    """Whether no verdict is stored for any attempt and judge of `rows` (all attempts known)."""
+    attempts = {row["attempt_id"] for row in rows}
+    if None in attempts:
+        return False
+    judges = {row["judge_id"] for row in rows}
+    return not Verdict.objects.filter(attempt_id__in=attempts, judge_id__in=judges).exists()
