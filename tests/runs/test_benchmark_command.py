@@ -1,0 +1,40 @@
+"""`manage.py benchmark` end to end on a tiny study (PostgreSQL): the figures of issue 8 come out, the
+COPY baselines are of the same rows, and nothing of the study is left behind."""
+import json
+
+import pytest
+from django.core.management import call_command
+
+from runs.models import Benchmark, Verdict
+
+from ..threads import worker_database_url
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def test_benchmark_prints_every_ingest_figure_and_cleans_up(postgres, tmp_path, monkeypatch):
+    # the large-trajectory ingest runs as a child process: it must reach this test database
+    monkeypatch.setenv("DATABASE_URL", worker_database_url())
+    out = tmp_path / "figures.json"
+    call_command("benchmark", instances=4, items=3, models=2, repetitions=1, judges=2, trajectory_mb=1,
+                 skip_http=True, json=str(out), stdout=open(tmp_path / "stdout", "w"))
+    figures = json.loads(out.read_text())
+
+    assert figures["size"]["verdicts"] == 4 * 3 * 2 * 1 * 2
+    assert figures["ingest"]["verdicts"] == 48
+    assert figures["ingest"]["verdicts_per_second"] > 0
+    raw, like, table = (figures[k] for k in ("copy_rows_per_second", "copy_into_verdict_like_table_rows_per_second",
+                                             "copy_into_verdict_table_rows_per_second"))
+    assert raw > 0 and like > 0 and table > 0
+    rate = figures["ingest"]["verdicts"] / figures["ingest"]["seconds"]
+    assert figures["ingest_share_of_copy_into_verdict_table"] == pytest.approx(rate / table, rel=0.05, abs=1e-4)
+    assert figures["large_trajectory"]["peak_rss_mb"] > 0
+    assert figures["notebook_leaderboard_seconds"] > 0
+    # the study is gone, and so are the COPY tables
+    assert not Benchmark.objects.filter(slug="benchmark-study").exists()
+    assert Verdict.objects.count() == 0
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM pg_class WHERE relname LIKE 'bench_copy%%'")
+        assert cursor.fetchone()[0] == 0
