@@ -249,16 +249,17 @@ class AttemptRollup(models.Model):
     """Per attempt and judge: how many items were applicable and passed (METRICS.md section 1).
 
     Denormalises run, model, benchmark and instance facets so leaderboards filter and
-    group without joining the verdict table. The facets are copies of the attempt's own (the
-    rebuild selects them through the attempt), so the database checks only the attempt and
-    judge keys; the copies carry no foreign-key constraint of their own, which would be one
-    more lookup per row at every commit for nothing (deleting a benchmark, run, model or
-    instance still deletes its rollups: Django cascades, and so does the attempt).
-    Single-column indexes that lead a composite one are left out for the same reason.
+    group without joining the verdict table. Every column but the counts is a copy: the judge
+    of the verdicts counted, the facets of their attempt (the rebuild selects them through the
+    verdicts, whose keys the database checks, in the same transaction). So the database checks
+    only the attempt key; a constraint on each copy would be one more lookup per row at every
+    commit for nothing (deleting a judge, benchmark, run, model or instance still deletes its
+    rollups: Django cascades). Single-column indexes that lead a composite one are left out for
+    the same reason.
     """
 
     attempt = models.ForeignKey(Attempt, on_delete=models.CASCADE, related_name="rollups", db_index=False)
-    judge = models.ForeignKey(Judge, on_delete=models.CASCADE, related_name="+")
+    judge = models.ForeignKey(Judge, on_delete=models.CASCADE, related_name="+", db_constraint=False)
     benchmark = models.ForeignKey(Benchmark, on_delete=models.CASCADE, related_name="+",
                                   db_constraint=False, db_index=False)
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="+", db_constraint=False)
@@ -282,14 +283,15 @@ class AttemptRollup(models.Model):
 class GroupRollup(models.Model):
     """Per attempt, judge and facet value (category, check type, constraint group, turn).
 
-    `dimension` is one of "category", "check_type", "group", "turn". Benchmark and model are
-    copies of the attempt's, without constraints of their own (see AttemptRollup).
+    `dimension` is one of "category", "check_type", "group", "turn". Judge, benchmark and model
+    are copies, without constraints of their own (see AttemptRollup).
     """
 
     # judge and model lead no index of their own: pages find these rows through the leaderboard
     # index, rebuilds through the unique one; only deleting a judge or a model scans (rare, admin)
     attempt = models.ForeignKey(Attempt, on_delete=models.CASCADE, related_name="group_rollups", db_index=False)
-    judge = models.ForeignKey(Judge, on_delete=models.CASCADE, related_name="+", db_index=False)
+    judge = models.ForeignKey(Judge, on_delete=models.CASCADE, related_name="+", db_constraint=False,
+                              db_index=False)
     benchmark = models.ForeignKey(Benchmark, on_delete=models.CASCADE, related_name="+",
                                   db_constraint=False, db_index=False)
     model = models.ForeignKey(AgentModel, on_delete=models.CASCADE, related_name="+", db_constraint=False,

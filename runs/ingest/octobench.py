@@ -541,12 +541,15 @@ def _score_rows(ctx, source, line, value, index: InstanceIndex, seen) -> tuple[i
             if result is None:
                 ctx.problem(source, line, f"check '{check_id}': result {check.get('result')!r} is not success, fail or not_applicable")
                 continue
-            evidence, reason = _evidence(check)
-            if reason:
-                ctx.problem(source, line, f"check '{check_id}': {reason}")
-                continue
-            score = check.get("score")
-            rows.append({"item_id": items[check_id], "result": result, "reasoning": str(check.get("reasoning") or ""),
+            evidence = None
+            if "evidence" in check or "message_index" in check:
+                evidence, reason = _evidence(check)
+                if reason:
+                    ctx.problem(source, line, f"check '{check_id}': {reason}")
+                    continue
+            score, reasoning = check.get("score"), check.get("reasoning")
+            rows.append({"item_id": items[check_id], "result": result,
+                         "reasoning": reasoning if type(reasoning) is str else str(reasoning or ""),
                          "score": float(score) if isinstance(score, (int, float)) else None, "evidence": evidence})
     return instance_id, rows
 

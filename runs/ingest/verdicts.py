@@ -27,7 +27,8 @@ def parse_result(value: Any) -> str | None:
         return VerdictResult.PASS if value else VerdictResult.FAIL
     if value is None:
         return None
-    return _RESULTS.get(str(value).strip().lower())
+    # the spelling as written first: harnesses write one of the keys, and this runs once per verdict
+    return _RESULTS.get(value) if type(value) is str and value in _RESULTS else _RESULTS.get(str(value).strip().lower())
 
 
 def verdicts_upsert(ctx: Context, rows: list[dict[str, Any]]) -> None:
