@@ -243,6 +243,9 @@ MEDIA_ROOT = Path(env_str("MEDIA_ROOT") or VAR_DIR / "media")
 FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
 DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
 IFPORTAL_MAX_UPLOAD_BYTES = env_int("IFPORTAL_MAX_UPLOAD_BYTES", 2 * 1024**3)
+#: an ingest first refreshes the planner statistics of a table it bulk-writes once more rows changed
+#: since the last analysis than the table had then, and at least this many (runs.services.statistics_refresh)
+IFPORTAL_ANALYZE_MIN_ROWS = env_int("IFPORTAL_ANALYZE_MIN_ROWS", 10_000)
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [

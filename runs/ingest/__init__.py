@@ -11,6 +11,8 @@ from collections.abc import Callable, Sequence
 
 from django.db import transaction
 
+from runs.models import Attempt, AttemptRollup, ChecklistItem, GroupRollup, Instance, Verdict
+
 from .base import Context, IngestFailed, Options, Problem, Report, Source
 
 __all__ = ["FORMATS", "IngestFailed", "Options", "Problem", "Report", "Source", "ingest"]
@@ -29,6 +31,9 @@ FORMATS: dict[str, str] = {
     "native": "native:ingest_native",
 }
 
+#: the tables ingests write many rows to at a time, whose planner statistics they keep fresh
+BULK_WRITTEN = (Verdict, GroupRollup, AttemptRollup, Attempt, ChecklistItem, Instance)
+
 
 def format_function(name: str) -> Callable[[Sequence[Source], Context], None]:
     module_name, func = FORMATS[name].split(":")
@@ -44,12 +49,14 @@ def ingest(
     progress: Callable[[int, int], None] | None = None,
 ) -> Report:
     """Ingest `sources` as `format_name`, all or nothing; returns the counts."""
-    from runs.services import benchmarks_generation_bump, rollups_rebuild_for_attempts
+    from runs.services import benchmarks_generation_bump, rollups_rebuild_for_attempts, statistics_refresh
 
     if format_name not in FORMATS:
         raise ValueError(f"unknown format {format_name!r}; one of: {', '.join(FORMATS)}")
     ctx = Context(options, progress)
     ctx.plan(sources)
+    # before the ingest's own transaction, so ANALYZE's lock is held for the ANALYZE only
+    statistics_refresh(BULK_WRITTEN)
     with transaction.atomic():
         format_function(format_name)(sources, ctx)
         ctx.raise_if_failed()
