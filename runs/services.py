@@ -188,7 +188,8 @@ def rollups_rebuild_for_attempts(attempt_ids: Iterable[int], judge_ids: Iterable
 
 
 def _rollups_rebuild_sql(batch: list[int], judges: list[int] | None) -> int:
-    """The rebuild as set-based SQL on PostgreSQL: two deletes and two INSERT ... SELECT ... GROUP BY.
+    """The rebuild as set-based SQL on PostgreSQL: two deletes, then one statement that reads the
+    batch's verdicts once and inserts both rollups (INSERT ... SELECT ... GROUP BY in CTEs).
 
     The verdicts are counted first and the attempt's facets (run, instance, benchmark, model)
     joined to the counted rows, one lookup per attempt instead of one per verdict.
@@ -203,42 +204,39 @@ def _rollups_rebuild_sql(batch: list[int], judges: list[int] | None) -> int:
     # all of one judge's verdicts, or of the (item, judge) index, look as cheap as the batch's few.
     of_judges = "" if judges is None else " AND judge_id + 0 = ANY(%s)"
     params = [batch] if judges is None else [batch, judges]
-    picked = (f"WITH v AS MATERIALIZED (SELECT attempt_id, judge_id, item_id, result FROM {t[Verdict]} "
-              f"WHERE attempt_id = ANY(%s){of_judges}), "
-              f"f AS MATERIALIZED (SELECT a.id, a.run_id, a.instance_id, r.benchmark_id, r.model_id "
-              f"FROM {t[Attempt]} a JOIN {t[Run]} r ON r.id = a.run_id WHERE a.id = ANY(%s)) ")
+    facets, present = [], []
+    for dimension, field in ROLLUP_DIMENSIONS:
+        column = "i." + connection.ops.quote_name(ChecklistItem._meta.get_field(field.removeprefix("item__")).column)
+        facets.append(f"('{dimension}', {column}::text)")
+        if dimension != "turn":
+            present.append(f"'{dimension}'")
     with connection.cursor() as cursor:
         cursor.execute(f"DELETE FROM {t[AttemptRollup]} WHERE attempt_id = ANY(%s){of_judges}", params)
         cursor.execute(f"DELETE FROM {t[GroupRollup]} WHERE attempt_id = ANY(%s){of_judges}", params)
         cursor.execute(
-            picked + f", c AS (SELECT v.attempt_id, v.judge_id, count(*) AS n, {counts} FROM v GROUP BY 1, 2) "
-            f"INSERT INTO {t[AttemptRollup]} (attempt_id, judge_id, benchmark_id, run_id, model_id, instance_id, "
-            f"n_items, n_applicable, n_passed) "
-            f"SELECT c.attempt_id, c.judge_id, f.benchmark_id, f.run_id, f.model_id, f.instance_id, c.n, "
-            f"c.n_applicable, c.n_passed FROM c JOIN f ON f.id = c.attempt_id",
-            [*params, batch],
-        )
-        written = cursor.rowcount
-        facets, present = [], []
-        for dimension, field in ROLLUP_DIMENSIONS:
-            column = "i." + connection.ops.quote_name(ChecklistItem._meta.get_field(field.removeprefix("item__")).column)
-            facets.append(f"('{dimension}', {column}::text)")
-            if dimension != "turn":
-                present.append(f"'{dimension}'")
-        # one pass over the verdicts, each unpivoted into its four facets (empty text facets are left out)
-        cursor.execute(
-            picked + f", g AS (SELECT v.attempt_id, v.judge_id, d.dimension, d.value, {counts} FROM v "
+            f"WITH v AS MATERIALIZED (SELECT attempt_id, judge_id, item_id, result FROM {t[Verdict]} "
+            f"WHERE attempt_id = ANY(%s){of_judges}), "
+            f"f AS MATERIALIZED (SELECT a.id, a.run_id, a.instance_id, r.benchmark_id, r.model_id "
+            f"FROM {t[Attempt]} a JOIN {t[Run]} r ON r.id = a.run_id WHERE a.id = ANY(%s)), "
+            f"c AS (SELECT v.attempt_id, v.judge_id, count(*) AS n, {counts} FROM v GROUP BY 1, 2), "
+            # one pass over the verdicts, each unpivoted into its four facets (empty text facets are left out)
+            f"g AS (SELECT v.attempt_id, v.judge_id, d.dimension, d.value, {counts} FROM v "
             f"JOIN {t[ChecklistItem]} i ON i.id = v.item_id "
             f"CROSS JOIN LATERAL (VALUES {', '.join(facets)}) AS d(dimension, value) "
             f"WHERE d.value IS NOT NULL AND (d.value <> '' OR d.dimension NOT IN ({', '.join(present)})) "
-            f"GROUP BY 1, 2, 3, 4) "
-            f"INSERT INTO {t[GroupRollup]} (attempt_id, judge_id, benchmark_id, model_id, dimension, value, "
+            f"GROUP BY 1, 2, 3, 4), "
+            f"attempts AS (INSERT INTO {t[AttemptRollup]} (attempt_id, judge_id, benchmark_id, run_id, model_id, "
+            f"instance_id, n_items, n_applicable, n_passed) "
+            f"SELECT c.attempt_id, c.judge_id, f.benchmark_id, f.run_id, f.model_id, f.instance_id, c.n, "
+            f"c.n_applicable, c.n_passed FROM c JOIN f ON f.id = c.attempt_id RETURNING 1), "
+            f"groups AS (INSERT INTO {t[GroupRollup]} (attempt_id, judge_id, benchmark_id, model_id, dimension, value, "
             f"n_applicable, n_passed) "
             f"SELECT g.attempt_id, g.judge_id, f.benchmark_id, f.model_id, g.dimension, g.value, g.n_applicable, "
-            f"g.n_passed FROM g JOIN f ON f.id = g.attempt_id",
+            f"g.n_passed FROM g JOIN f ON f.id = g.attempt_id RETURNING 1) "
+            f"SELECT (SELECT count(*) FROM attempts), (SELECT count(*) FROM groups)",
             [*params, batch],
         )
-    return written
+        return cursor.fetchone()[0]
 
 
 def _rollups_rebuild_batch(batch: list[int], judges: list[int] | None) -> int:

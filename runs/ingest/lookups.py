@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.db import connection
+
 from runs.models import AgentModel, Attempt, Benchmark, ChecklistItem, Instance, Judge, JudgeKind, Run
 
 from .base import Context, Source
@@ -127,10 +129,14 @@ class InstanceIndex:
     def items(self, instance_id: int) -> dict[str, int]:
         """{item key: item id} of one instance; the whole benchmark's items load in one query."""
         if not self._items:
-            for iid, key, pk in ChecklistItem.objects.filter(instance__benchmark=self.benchmark).values_list(
-                "instance_id", "key", "id"
-            ).iterator(chunk_size=20000):
-                self._items.setdefault(iid, {})[key] = pk
+            # fetched in one go, not through Django's row iterator: this runs once per ingest, and for a
+            # 7,161-item benchmark the iterator took twice as long as the query (the dict holds it all anyway)
+            sql, params = ChecklistItem.objects.filter(instance__benchmark=self.benchmark).values_list(
+                "instance_id", "key", "id").query.sql_with_params()
+            with connection.cursor() as cursor:
+                cursor.execute(sql, params)
+                for iid, key, pk in cursor.fetchall():
+                    self._items.setdefault(iid, {})[key] = pk
             self._items.setdefault(-1, {})  # marks "loaded" for a benchmark without items
         return self._items.get(instance_id, {})
 
