@@ -586,6 +586,7 @@ def _write_scores(ctx: Context, run, judge, pending: list[tuple[int, list[dict]]
     rows = []
     for instance_id, verdicts in pending:
         attempt_id = attempts.get(instance_id)
-        for v in verdicts:
-            rows.append({"attempt_id": attempt_id, "judge_id": judge.id, **v})
+        for v in verdicts:  # rows of this batch only: completed in place
+            v["attempt_id"], v["judge_id"] = attempt_id, judge.id
+        rows.extend(verdicts)
     verdicts_upsert(ctx, rows)

@@ -42,29 +42,29 @@ def verdicts_upsert(ctx: Context, rows: list[dict[str, Any]]) -> None:
         row.setdefault("reasoning", "")
         row.setdefault("score", None)
         row.setdefault("evidence", None)
-    if rows and _all_new(rows):
+    attempts, judges = {row["attempt_id"] for row in rows}, {row["judge_id"] for row in rows}
+    if rows and _all_new(attempts, judges):
         by_key = {(row["attempt_id"], row["item_id"], row["judge_id"]): row for row in rows}
         ctx.check_lengths(Verdict, by_key, "verdicts")
         ctx.report.add("verdicts", "created", len(by_key))
         if not ctx.failed:
             bulk_insert_rows(Verdict, list(by_key.values()))
-        changed = by_key.keys()
-    else:
-        ctx.upsert(
-            Verdict, rows, key=("attempt_id", "item_id", "judge_id"),
-            compare=("result", "reasoning", "score", "evidence"), kind="verdicts", changed=changed,
-            returning_ids=False,
-        )
+            ctx.touched_attempts.update(attempts)
+            ctx.touched_judges.update(judges)
+        return
+    ctx.upsert(
+        Verdict, rows, key=("attempt_id", "item_id", "judge_id"),
+        compare=("result", "reasoning", "score", "evidence"), kind="verdicts", changed=changed, returning_ids=False,
+    )
     ctx.touched_attempts.update(k[0] for k in changed if k[0] is not None)
     ctx.touched_judges.update(k[2] for k in changed if k[0] is not None)
 
 
-def _all_new(rows: list[dict[str, Any]]) -> bool:
-    """Whether no verdict is stored for any attempt and judge of `rows` (all attempts known)."""
-    attempts = {row["attempt_id"] for row in rows}
+def _all_new(attempts: set[int | None], judges: set[int]) -> bool:
+    """Whether no verdict is stored for any of these attempts and judges (all attempts known)."""
     if None in attempts:
         return False
-    judges = sorted({row["judge_id"] for row in rows})
+    judges = sorted(judges)
     if connection.vendor != "postgresql":
         return not Verdict.objects.filter(attempt_id__in=attempts, judge_id__in=judges).exists()
     # driven by the attempts ("+ 0" keeps the planner off the judge index, whose entries for one judge
