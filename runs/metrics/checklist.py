@@ -538,6 +538,10 @@ def drilldown_rows(benchmark_id: int, filters: Filters, *, model: str, by: str =
     return sorted(rows.values(), key=lambda r: (not r.failing, r.pass_ratio, -r.n_failed, r.attempt_id))
 
 
+#: characters of a failing item's description shown in the drill-down (the full text is on the attempt page)
+FAILING_DESCRIPTION_CHARS = 140
+
+
 def attach_failing_items(rows: Sequence[AttemptRow], *, by: str = "model", group: str | None = None,
                          judges: Collection[str] = ()) -> None:
     """Fill external ids and failing items (with the judges that failed them) of a page of rows; two queries."""
@@ -560,8 +564,13 @@ def attach_failing_items(rows: Sequence[AttemptRow], *, by: str = "model", group
     for attempt_id, item_id, key, description, category, judge in qs.values_list(
         "attempt_id", "item_id", "item__key", "item__description", "item__category", "judge__name"
     ).order_by("item__position", "judge__name"):
-        entry = failing[attempt_id].setdefault(item_id, {"id": item_id, "key": key, "description": description,
-                                                         "category": category, "judges": []})
+        entry = failing[attempt_id].get(item_id)
+        if entry is None:
+            # the description cut here, not by a template filter: a page lists hundreds of failing items
+            short = description if len(description) <= FAILING_DESCRIPTION_CHARS else \
+                description[:FAILING_DESCRIPTION_CHARS - 1] + "…"
+            entry = failing[attempt_id][item_id] = {"id": item_id, "key": key, "description": description,
+                                                    "short": short, "category": category, "judges": []}
         entry["judges"].append(judge)
     for row in rows:
         row.external_id = external.get(row.instance_id, "")

@@ -135,6 +135,19 @@ def test_it_lists_the_attempts_behind_a_cell_failing_first_with_their_failing_it
     assert "all passed" in sp and "adds tests" not in sp
 
 
+def test_the_drilldown_cuts_long_descriptions_and_escapes_every_part_of_a_failing_item(reviewer_client):
+    bench, attempts = build_study(n_instances=2, judges=("<i>judge</i>",))
+    item = ChecklistItem.objects.get(instance_id=attempts[2].instance_id, key="c1")  # alpha fails it on task-1
+    ChecklistItem.objects.filter(pk=item.pk).update(key="<b>k</b>", category="<u>cat</u>", description="d" * 139 + "<>tail")
+    body = reviewer_client.get(reverse("runs:checklist-attempts", args=[bench.slug]) + "?model=alpha").content.decode()
+
+    attempt_url = reverse("runs:attempt", args=[attempts[2].id])
+    assert (f'<li><a href="{attempt_url}#item-{item.pk}"><code>&lt;b&gt;k&lt;/b&gt;</code></a> '
+            f'<span class="badge">&lt;u&gt;cat&lt;/u&gt;</span> {"d" * 139}… '
+            f'<span class="fail">✗ &lt;i&gt;judge&lt;/i&gt;</span></li>') in body
+    assert "tail" not in body and "<b>k" not in body and "<i>judge" not in body
+
+
 def test_it_keeps_drilldown_queries_bounded(reviewer_client):
     bench, _ = build_study(n_instances=2)
     url = reverse("runs:checklist-attempts", args=[bench.slug]) + "?model=alpha"
