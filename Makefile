@@ -10,7 +10,7 @@ HOST   ?= 127.0.0.1
 PORT   ?= 8000
 PYTEST_ARGS ?=
 
-.PHONY: run test setup setup-test migrate demo-data demo-login clean-venv
+.PHONY: run test setup setup-test migrate demo-data demo-login clean-venv benchmark
 
 run: setup migrate demo-data demo-login
 	$(PY) manage.py runserver $(HOST):$(PORT)
@@ -50,3 +50,23 @@ demo-login: migrate
 
 clean-venv:
 	rm -rf $(VENV)
+
+# The speed and memory benchmark of docs/performance.md, in one command, on PostgreSQL and Redis:
+# creates BENCH_DB if it is missing (never drops anything), migrates it, adds the demo data the
+# survival and hierarchy APIs need when it holds no benchmark yet, then measures a 1M-verdict
+# study (ingest and COPY, memory, notebook, pages, load) and writes BENCH_JSON. The study is
+# removed afterwards (pass BENCH_ARGS="... --keep" to keep it for `benchmark --http-only`).
+BENCH_SERVER ?= postgres://postgres@127.0.0.1:5432
+BENCH_DB     ?= ifportal_bench
+BENCH_CACHE  ?= redis://127.0.0.1:6379/5
+BENCH_JSON   ?= benchmark.json
+BENCH_ARGS   ?= --instances 217 --items 33 --models 16 --repetitions 3 --judges 3
+BENCH_ENV     = DATABASE_URL=$(BENCH_SERVER)/$(BENCH_DB) CACHE_URL=$(BENCH_CACHE) IFPORTAL_JOBS=inline
+
+benchmark: setup-test
+	@psql "$(BENCH_SERVER)/postgres" -tAc "select 1 from pg_database where datname = '$(BENCH_DB)'" | grep -q 1 \
+		|| psql "$(BENCH_SERVER)/postgres" -qc 'create database "$(BENCH_DB)"'
+	$(BENCH_ENV) $(PY) manage.py migrate --noinput -v 0
+	@if $(BENCH_ENV) $(PY) manage.py shell -v 0 -c "import sys; from runs.models import Benchmark; sys.exit(1 if Benchmark.objects.exists() else 0)"; \
+		then $(BENCH_ENV) $(PY) manage.py demo; fi
+	$(BENCH_ENV) $(PY) manage.py benchmark $(BENCH_ARGS) --json $(BENCH_JSON)
