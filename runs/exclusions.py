@@ -6,11 +6,14 @@ leaderboard, the hierarchy, dialogue and conflict pages and their APIs ask by na
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 _PROVIDERS: dict[str, Callable[[object, str], set[int]]] = {}
 _LABELS: dict[str, str] = {}
 _EXPLAINERS: dict[str, Callable[[object, str], str]] = {}
+
+#: excluded items a page lists under a policy (the count is always shown)
+EXCLUDED_SHOWN = 300
 
 
 def exclusion_policy_register(policies: Iterable[str] | Mapping[str, str], provider: Callable[[object, str], set[int]],
@@ -56,3 +59,17 @@ def excluded_item_ids(benchmark, policy: str | None) -> set[int] | None:
     if policy not in _PROVIDERS:
         raise ValueError(f"unknown exclusion policy {policy!r}; one of: none, {', '.join(exclusion_policies())}")
     return _PROVIDERS[policy](benchmark, policy)
+
+
+def exclusion_box(policy: str, excluded: set[int], lines: Sequence, tau: float | None, swaps: Sequence,
+                  items: Mapping[int, dict], shown: Sequence[dict]) -> dict:
+    """What the hierarchy, dialogue and conflict pages show of a policy's effect, in the shape their
+    templates share (`templates/runs/_exclusion_facts.html`): the policy, its count, each row's rank
+    line by label, tau, the swaps with their excluded items (and whether the pair ends tied), and the
+    first EXCLUDED_SHOWN of `shown`. `items` names the items behind the swaps by id."""
+    lines_by = {line.label: line for line in lines}
+    return {"policy": policy, "label": exclusion_policy_label(policy), "n_excluded": len(excluded),
+            "lines": lines_by, "tau": tau,
+            "swaps": [{"up": s.up, "down": s.down, "tied": lines_by[s.up].rank_after == lines_by[s.down].rank_after,
+                       "items": [{**d, **items[d["item_id"]]} for d in s.items]} for s in swaps],
+            "shown": shown[:EXCLUDED_SHOWN], "n_hidden": max(0, len(shown) - EXCLUDED_SHOWN)}

@@ -8,8 +8,8 @@ from django.shortcuts import get_object_or_404, render
 from runs import conflict_charts as charts
 from runs.exclusions import (
     excluded_item_ids,
+    exclusion_box,
     exclusion_policy_choices,
-    exclusion_policy_label,
 )
 from runs.metrics import conflict as m
 from runs.models import Benchmark, BenchmarkKind, Run
@@ -19,8 +19,6 @@ from runs.querystring import query_with
 DRILL_DOWN_KEYS = dict.fromkeys(("label", "type", "scenario", "followed", "sp"))
 
 EXAMPLES_LIMIT = 200
-#: excluded items listed in the exclusion box (the count is always shown)
-EXCLUDED_SHOWN = 300
 FOLLOWED = [("SP", "SP"), ("UQ", "UQ"), ("MD", "MD"), ("neither", "neither"), ("other", "the non-SP side")]
 
 
@@ -89,17 +87,11 @@ def _exclusion(policy: str, excluded: set[int], before: list, after: list, by: s
     dropped = [r for r in before if r.attempt_id not in kept]
     originals = {r.item_id for r in before}
     items = m.excluded_items_select(excluded)
-    by_id = {i["id"]: i for i in items}
     shown = sorted(items, key=lambda i: not i["resolution"])
-    lines_by = {line.label: line for line in lines}
-    return {"policy": policy, "label": exclusion_policy_label(policy), "n_excluded": len(excluded),
+    return {**exclusion_box(policy, excluded, lines, tau, swaps, {i["id"]: i for i in items}, shown),
             "n_resolution": sum(i["resolution"] for i in items), "n_dropped": len(dropped),
             "n_rewritten": sum(r.item_id not in originals for r in after),
-            "dropped_instances": sorted({r.instance for r in dropped}),
-            "lines": lines_by, "tau": tau,
-            "swaps": [{"up": s.up, "down": s.down, "tied": lines_by[s.up].rank_after == lines_by[s.down].rank_after,
-                       "items": [{**d, **by_id[d["item_id"]]} for d in s.items]} for s in swaps],
-            "shown": shown[:EXCLUDED_SHOWN], "n_hidden": max(0, len(shown) - EXCLUDED_SHOWN)}
+            "dropped_instances": sorted({r.instance for r in dropped})}
 
 
 def _cell(clean: dict) -> dict:

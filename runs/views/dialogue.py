@@ -10,8 +10,8 @@ from ifportal.roles import is_blind_annotator, verdict_reader_required
 from runs import dialogue_charts
 from runs.exclusions import (
     excluded_item_ids,
+    exclusion_box,
     exclusion_policy_choices,
-    exclusion_policy_label,
 )
 from runs.metrics import dialogue as m
 from runs.models import (
@@ -36,8 +36,6 @@ METRIC_COLUMNS = [
 SORTS = [("label", "name")] + [(f"-{k}", f"{label} (high first)") for k, label in METRIC_COLUMNS]
 #: the metric rows are ranked by under an exclusion policy when the page is sorted by name (its default)
 RANK_METRIC = "csr"
-#: excluded items listed on the metrics page under an exclusion policy (the count is always shown)
-EXCLUDED_SHOWN = 300
 
 
 class DialogueFilterForm(forms.Form):
@@ -147,10 +145,7 @@ def _exclusion(state: dict) -> dict:
     items = {i["id"]: i for i in ChecklistItem.objects.filter(id__in=list(excluded)).values(
         "id", "key", "turn", "group", "description", "instance__external_id")}
     shown = sorted(items.values(), key=lambda i: (i["instance__external_id"], i["turn"] or 0, i["key"]))
-    swaps = [{"up": s.up, "down": s.down, "items": [{**d, **items[d["item_id"]]} for d in s.items]} for s in swaps]
-    return {"policy": state["exclude"], "label": exclusion_policy_label(state["exclude"]), "n_excluded": len(excluded),
-            "lines": {line.label: line for line in lines}, "tau": tau, "swaps": swaps,
-            "shown": shown[:EXCLUDED_SHOWN], "n_hidden": max(0, len(shown) - EXCLUDED_SHOWN),
+    return {**exclusion_box(state["exclude"], excluded, lines, tau, swaps, items, shown),
             "dropped_turns": dropped_turns, "dropped_dialogues": dropped_dialogues}
 
 

@@ -14,8 +14,8 @@ from runs import hierarchy_charts as charts
 from runs.checkers.manyih_style import extract_code
 from runs.exclusions import (
     excluded_item_ids,
+    exclusion_box,
     exclusion_policy_choices,
-    exclusion_policy_label,
 )
 from runs.metrics import hierarchy as m
 from runs.models import (
@@ -32,8 +32,6 @@ from runs.restyle import logged_judge_for
 from runs.services import job_create, job_enqueue
 
 EXAMPLES_LIMIT = 200
-#: excluded items listed on the metrics page under an exclusion policy (the count is always shown)
-EXCLUDED_SHOWN = 300
 
 
 class HierarchyFilterForm(forms.Form):
@@ -139,10 +137,7 @@ def _exclusion(state: dict, after_rows: list, after: list) -> dict:
     items = {i["id"]: i for i in ChecklistItem.objects.filter(id__in=list(excluded)).values(
         "id", "key", "group", "description", "instance__external_id", "details__active")}
     shown = sorted(items.values(), key=lambda i: (m.natural_key(i["instance__external_id"]), m.natural_key(i["key"])))
-    swaps = [{"up": s.up, "down": s.down, "items": [{**d, **items[d["item_id"]]} for d in s.items]} for s in swaps]
-    return {"policy": state["exclude"], "label": exclusion_policy_label(state["exclude"]), "n_excluded": len(excluded),
-            "lines": {line.label: line for line in lines}, "tau": tau, "swaps": swaps,
-            "shown": shown[:EXCLUDED_SHOWN], "n_hidden": max(0, len(shown) - EXCLUDED_SHOWN),
+    return {**exclusion_box(state["exclude"], excluded, lines, tau, swaps, items, shown),
             "n_dropped": len(dropped), "dropped_samples": sorted({r.sample for r in dropped}, key=m.natural_key)}
 
 
