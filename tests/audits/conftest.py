@@ -109,5 +109,12 @@ def label_next(campaign, user, values):
     return assignment
 
 
+def label_all(campaign, users, values):
+    """Each user labels every unit they are given, in turn; `values(user, unit)` is what they say."""
+    for user in users:
+        while (assignment := services.assignment_next(campaign, user)) is not None:
+            services.label_submit(assignment, values(user, assignment.unit))
+
+
 def values_for(unit, bad_keys=("x",)):
     return BAD if unit.key.rsplit("/", 1)[-1] in bad_keys else OK

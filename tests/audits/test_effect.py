@@ -2,14 +2,12 @@ from audits import effect, selectors, services
 from audits.models import AuditUnit
 from runs.metrics import checklist
 
-from .conftest import client_for, values_for
+from .conftest import client_for, label_all, values_for
 
 
 def _label_all(campaign, users, bad_for):
     """Each user labels every unit they get; `bad_for[user]` lists the item keys they flag."""
-    for user in users:
-        while (a := services.assignment_next(campaign, user)) is not None:
-            services.label_submit(a, values_for(a.unit, bad_for.get(user.username, ())))
+    label_all(campaign, users, lambda user, unit: values_for(unit, bad_for.get(user.username, ())))
 
 
 def test_it_changes_the_leaderboard_when_invalid_items_are_excluded(bench, campaign, annotator_a, annotator_b):

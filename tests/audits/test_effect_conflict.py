@@ -16,7 +16,7 @@ from audits import services
 from runs.ingest import Options, Source, ingest
 from runs.models import Benchmark
 
-from .conftest import BAD, OK, client_for
+from .conftest import BAD, OK, client_for, label_all
 
 SLUG = "octo-conflict-audit"
 PAGE = f"/b/{SLUG}/conflict/"
@@ -66,9 +66,7 @@ def _audit(benchmark, lead, annotators, bad_keys):
         name="conflict items", subject="checklist_items", benchmarks=[benchmark], strata=["benchmark"],
         allocation="proportional", size=6, seed=3, user=lead))
     assert campaign.units.count() == 6
-    for user in annotators:
-        while (a := services.assignment_next(campaign, user)) is not None:
-            services.label_submit(a, BAD if a.unit.key in bad_keys else OK)
+    label_all(campaign, annotators, lambda user, unit: BAD if unit.key in bad_keys else OK)
     return benchmark
 
 
@@ -126,10 +124,8 @@ def test_flagged_by_either_needs_one_annotator_and_by_both_needs_two(study, lead
     campaign = services.campaign_start(services.campaign_create(
         name="one", subject="checklist_items", benchmarks=[study], strata=["benchmark"], allocation="proportional",
         size=6, seed=3, user=lead))
-    for user in (annotator_a, annotator_b):
-        while (a := services.assignment_next(campaign, user)) is not None:
-            flag = user == annotator_a and a.unit.key == f"{SLUG}/c2/resolution"
-            services.label_submit(a, BAD if flag else OK)
+    label_all(campaign, [annotator_a, annotator_b],
+              lambda user, unit: BAD if user == annotator_a and unit.key == f"{SLUG}/c2/resolution" else OK)
     client = client_for(lead)
     either = client.get(PAGE, {"exclude": "flagged_by_either"})
     assert _sp(either) == {"m1": pytest.approx(500 / 6), "m2": pytest.approx(200 / 3)}

@@ -26,7 +26,7 @@ from runs.models import (
 )
 from runs.services import rollups_rebuild_for_attempts
 
-from .conftest import client_for
+from .conftest import client_for, label_all
 
 SLUG = "evolif-audit"
 PAGE = f"/b/{SLUG}/dialogue/"
@@ -70,9 +70,7 @@ def _audit(benchmark, lead, annotators, flagged=(FLAGGED,)):
         name="queries", subject="dialogue_queries", benchmarks=[benchmark], strata=["benchmark"],
         allocation="proportional", size=6, seed=3, user=lead))
     assert campaign.units.count() == 6
-    for user in annotators:
-        while (a := services.assignment_next(campaign, user)) is not None:
-            services.label_submit(a, {"expresses": "no" if a.unit.key in flagged else "yes"})
+    label_all(campaign, annotators, lambda user, unit: {"expresses": "no" if unit.key in flagged else "yes"})
     return campaign
 
 
@@ -158,9 +156,8 @@ def test_one_annotator_flagging_is_enough_for_flagged_by_either_only(study, lead
     campaign = services.campaign_start(services.campaign_create(
         name="queries", subject="dialogue_queries", benchmarks=[study], strata=["benchmark"],
         allocation="proportional", size=6, seed=3, user=lead))
-    for user, flagged in ((annotator_a, {FLAGGED}), (annotator_b, set())):
-        while (a := services.assignment_next(campaign, user)) is not None:
-            services.label_submit(a, {"expresses": "no" if a.unit.key in flagged else "yes"})
+    label_all(campaign, [annotator_a, annotator_b],
+              lambda user, unit: {"expresses": "no" if user == annotator_a and unit.key == FLAGGED else "yes"})
     client = client_for(lead)
     assert client.get(API, {"run": "alpha-r1", "exclude": "flagged_by_either"}).json()["csr"] == pytest.approx(100.0)
     both = client.get(API, {"run": "alpha-r1", "exclude": "flagged_by_both"}).json()

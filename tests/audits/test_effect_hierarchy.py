@@ -20,7 +20,7 @@ from runs.models import Benchmark, Verdict
 from runs.restyle import restyle_run
 from runs.services import rollups_rebuild_for_attempts
 
-from .conftest import client_for
+from .conftest import client_for, label_all
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "manyih"
 SLUG = "manyih-coding"
@@ -60,9 +60,8 @@ def audited(study, lead, annotator_a, annotator_b):
                                         strata=["benchmark"], allocation="proportional", size=11, seed=5, user=lead)
     campaign = services.campaign_start(campaign)
     assert campaign.units.count() == 11
-    for user in (annotator_a, annotator_b):
-        while (a := services.assignment_next(campaign, user)) is not None:
-            services.label_submit(a, {"faithful": "incorrect" if a.unit.key in FLAGGED else "faithful"})
+    label_all(campaign, [annotator_a, annotator_b],
+              lambda user, unit: {"faithful": "incorrect" if unit.key in FLAGGED else "faithful"})
     return study
 
 
@@ -103,9 +102,8 @@ def test_without_a_policy_the_numbers_are_those_before_the_audit(study, lead, an
     services_audit = services.campaign_start(services.campaign_create(
         name="c", subject="hierarchy_constraints", benchmarks=[study], strata=["benchmark"], allocation="proportional",
         size=11, seed=5, user=lead))
-    for user in (annotator_a, annotator_b):
-        while (a := services.assignment_next(services_audit, user)) is not None:
-            services.label_submit(a, {"faithful": "incorrect" if a.unit.key in FLAGGED else "faithful"})
+    label_all(services_audit, [annotator_a, annotator_b],
+              lambda user, unit: {"faithful": "incorrect" if unit.key in FLAGGED else "faithful"})
     after = client.get(JSON, {"by": "run"}).json()
     none = client.get(JSON, {"by": "run", "exclude": "none"}).json()
     assert after == before == none
@@ -205,9 +203,8 @@ def test_a_sample_whose_every_constraint_is_left_out_is_not_counted_and_named(st
     campaign = services.campaign_start(services.campaign_create(
         name="sample 2", subject="hierarchy_constraints", benchmarks=[study], strata=["benchmark"],
         allocation="proportional", size=11, seed=5, user=lead))
-    for user in (annotator_a, annotator_b):
-        while (a := services.assignment_next(campaign, user)) is not None:
-            services.label_submit(a, {"faithful": "unclear" if a.unit.key.startswith(f"{SLUG}/2/") else "faithful"})
+    label_all(campaign, [annotator_a, annotator_b],
+              lambda user, unit: {"faithful": "unclear" if unit.key.startswith(f"{SLUG}/2/") else "faithful"})
     page = client_for(lead).get(PAGE, {"exclude": "flagged_by_both", "by": "run"})
     assert {r.label: (r.n, r.acc) for r in page.context["rows"]} == {
         "c1-a": (2, 50.0), "c1-b": (2, 50.0), "c2-a": (2, 100.0), "c2-b": (2, 50.0)}
