@@ -8,20 +8,11 @@ differ most, which is what moved them.
 from __future__ import annotations
 
 from collections.abc import Collection
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from runs.metrics import checklist
-from runs.metrics.rank_change import EffectRow, compare, ranks  # noqa: F401  (ranks: part of this module's interface)
+from runs.metrics.rank_change import EffectRow, RankSwap, compare, ranks  # noqa: F401  (ranks: part of this module's interface)
 from runs.metrics.rank_change import items_behind as _items_behind
-
-
-@dataclass
-class Swap:
-    """Two models whose relative order changed (flipped, tied or untied), and the excluded items behind it."""
-
-    up: str  # the model that moved above the other
-    down: str
-    items: list[dict] = field(default_factory=list)  # {"item_id", "pass_rate_up", "pass_rate_down", "difference"}
 
 
 @dataclass
@@ -30,7 +21,7 @@ class Effect:
 
     rows: list[EffectRow]
     tau: float | None
-    swaps: list[Swap]
+    swaps: list[RankSwap]
     n_excluded: int
 
 
@@ -41,7 +32,5 @@ def exclusion_effect(benchmark_id: int, excluded: Collection[int], verdicts_by_m
     before = checklist.leaderboard_rows(benchmark_id, filters)
     after = checklist.leaderboard_rows(benchmark_id, filters, excluded_items=set(excluded)) if excluded else before
     rows, tau, pairs = compare(before, after)
-    swaps = []
-    for up, down in pairs:
-        swaps.append(Swap(up, down, _items_behind(up, down, verdicts_by_model or {}, limit)))
+    swaps = [RankSwap(up, down, tuple(_items_behind(up, down, verdicts_by_model or {}, limit))) for up, down in pairs]
     return Effect(rows, tau, swaps, len(excluded))
