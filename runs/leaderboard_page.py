@@ -47,7 +47,7 @@ def results_html(benchmark, state: dict, params: QueryDict, *, request=None, gen
 
     def render() -> str:
         tables = leaderboard_tables(benchmark, state, excluded_items=excluded, generation=generation)
-        exclusion = (exclusion_effect(benchmark, state, tables, excluded, params, generation=generation)
+        exclusion = (_exclusion_box(benchmark, state, tables, excluded, params, generation=generation)
                      if excluded is not None else None)
         effects = exclusion["rows"] if exclusion else {}
         context = {"benchmark": benchmark, "state": state, "query": query, "small": SMALL_CELL, "exclusion": exclusion,
@@ -77,8 +77,9 @@ def _part(name: str, benchmark, query: str, *more) -> str:
     return f"{name}:" + hashlib.sha256(where.encode()).hexdigest()
 
 
-def exclusion_effect(benchmark, state: dict, tables, excluded, params: QueryDict, *, generation=FRESH) -> dict:
-    """What the state's exclusion policy did: each model's ISR and rank before and after, Kendall's tau, the swaps."""
+def _exclusion_box(benchmark, state: dict, tables, excluded, params: QueryDict, *, generation=FRESH) -> dict:
+    """The page's exclusion box: what the state's exclusion policy did to each model's ISR and rank, Kendall's tau,
+    the swaps (the audits' effect page, audits.effect.exclusion_effect, also explains the swaps from verdicts)."""
     before = leaderboard_tables(benchmark, state | {"exclude": "none", "by": "model", "ci": False},
                                 generation=generation).overall
     rows, tau, swaps = rank_change.compare(before, tables.overall)
