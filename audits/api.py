@@ -141,7 +141,7 @@ class AgreementView(APIView):
     @extend_schema(responses=OpenApiTypes.OBJECT, description=(
         "{criteria: {<name>: {n, agreement, kappa, kappa_ci, alpha, labels, confusion}}, valid: {...}, "
         "strata: [{stratum, population, sampled, decided, valid, rate, wilson}], population_estimate: {rate, interval, "
-        "covered_share}}; fractions in [0, 1] (METRICS.md section 6). Leads and reviewers only."))
+        "covered_share}}; fractions in [0, 1] (definitions: /help/metrics/#audits). Leads and reviewers only."))
     def get(self, request, pk):
         campaign = access.campaign_for_user(request.user, pk)
         if not access.can_see_all(request.user):

@@ -75,7 +75,7 @@ class ItemRewriteForm(forms.Form):
     description = forms.CharField(max_length=REWRITE_MAX_TEXT, widget=forms.Textarea(attrs={"rows": 4}),
                                   label="New text of the item")
     check_type = forms.CharField(max_length=100, required=False)
-    category = forms.CharField(max_length=200, required=False, help_text="Source category, any spelling of METRICS.md section 1.")
+    category = forms.CharField(max_length=200, required=False, help_text="Source category, in any of the spellings listed on the metrics help page (checklist section).")
     reason = forms.CharField(max_length=2000, required=False, widget=forms.Textarea(attrs={"rows": 2}),
                              label="Reason for the rewrite")
     back = forms.ChoiceField(choices=[("unit", "unit"), ("adjudicate", "adjudicate")], required=False,

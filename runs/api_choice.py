@@ -61,7 +61,7 @@ class ChoiceMetricsView(APIView):
             400: OpenApiResponse(description="No run given, or the label is ambiguous without ?benchmark=."),
             404: OpenApiResponse(description="No choice-benchmark run has this label."),
         },
-        description="Numbers in percent, computed as GuideBench's reference scorer (METRICS.md section 5): "
+        description="Numbers in percent, computed as GuideBench's reference scorer (definitions: /help/metrics/#choice): "
         "macro averages over the union of true and predicted labels with zero_division=0.",
     )
     def get(self, request):

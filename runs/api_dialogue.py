@@ -67,7 +67,7 @@ class DialogueMetricsView(APIView):
                                              "for, or an unknown exclusion policy."),
             404: OpenApiResponse(description="No dialogue run has one of these labels, or no such judge."),
         },
-        description="METRICS.md section 3. A patience above the one the logs were recorded with is refused: "
+        description="Definitions: /help/metrics/#dialogue. A patience above the one the logs were recorded with is refused: "
         "those turns were never played. Under an exclusion policy each turn succeeds when its remaining "
         "constraints are satisfied; a turn with none left is not counted.",
     )

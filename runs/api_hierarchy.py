@@ -167,7 +167,7 @@ class HierarchyMetricsView(APIView):
             400: OpenApiResponse(description="The label is ambiguous without ?benchmark=, or ?exclude= names no exclusion policy."),
             404: OpenApiResponse(description="No hierarchy run has this label, no such judge, or no judge scored it."),
         },
-        description="METRICS.md section 4, in percent; the same numbers as the hierarchy metrics page with rows per run "
+        description="Definitions: /help/metrics/#hierarchy; in percent; the same numbers as the hierarchy metrics page with rows per run "
         "(and the same ?exclude= audit exclusion policy).",
     )
     def get(self, request):

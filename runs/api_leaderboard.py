@@ -104,7 +104,7 @@ class LeaderboardView(APIView):
             404: OpenApiResponse(description="No checklist benchmark has this slug."),
         },
         description="ISR and CSR in percent per model (or model x group with ?by=), each judge scored separately "
-        "and shown as mean ± population std across judges (METRICS.md section 1).",
+        "and shown as mean ± population std across judges (definitions: /help/metrics/#checklist).",
     )
     def get(self, request, slug):
         benchmark = get_object_or_404(Benchmark, slug=slug, kind=BenchmarkKind.CHECKLIST)

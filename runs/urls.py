@@ -8,6 +8,7 @@ from .views import dialogue
 from .views import sharing
 from .views import hierarchy
 from .views import conflict
+from .views import help as help_views
 
 app_name = "runs"
 urlpatterns = [
@@ -17,6 +18,8 @@ urlpatterns = [
     path("jobs/", jobs.job_list, name="jobs"),
     path("jobs/<uuid:job_id>/", jobs.job_detail, name="job"),
     path("jobs/<uuid:job_id>/retry/", jobs.job_retry_view, name="job-retry"),
+    # help: how every number is computed (docs/metrics.md), open to share-link viewers too
+    path("help/metrics/", help_views.metrics, name="help-metrics"),
     # checklist benchmarks (leaderboards, drill-down, attempts, instances, compare, share)
     path("b/<slug:slug>/leaderboard/", checklist.leaderboard, name="leaderboard"),
     path("b/<slug:slug>/attempts/", checklist.attempts, name="checklist-attempts"),

@@ -79,7 +79,7 @@ def test_it_shows_the_queue_adjudication_form_and_agreement_to_a_lead(campaign, 
                                                                        "upheld": "1", "note": ""})
     assert response.status_code == 302
     agreement = client.get(f"/audits/{campaign.pk}/agreement/").content.decode()
-    assert "Cohen" in agreement and "Wilson" in agreement and "METRICS.md section 6" in agreement
+    assert "Cohen" in agreement and "Wilson" in agreement and 'href="/help/metrics/#audits"' in agreement
     mine = client_for(annotator_a).get("/audits/mine/").content.decode()
     assert "overruled" in mine
 

@@ -193,7 +193,7 @@ def test_it_shows_both_tables_the_chart_and_the_note(reviewer_client, study):
     assert figure["layout"]["barmode"] == "stack"
     neither = next(t for t in figure["data"] if t["name"] == "followed neither")
     assert neither["y"][neither["x"][1].index("m1")] == 25.0
-    assert "How is this computed" in page and "METRICS.md section 2" in page
+    assert "How is this computed" in page and 'href="/help/metrics/#conflict"' in page
 
 
 def test_it_lists_the_attempts_of_a_cell_and_links_to_the_attempt_page(reviewer_client, study):

@@ -113,7 +113,7 @@ def test_the_public_page_links_to_no_private_page(reviewer_client, client, revie
         hrefs = re.findall(r'(?:href|hx-get|action)="([^"]*)"', body)
         assert hrefs
         for href in hrefs:
-            assert href.startswith((f"/s/{token}/", "?", "#", "/static/", "/login/")), href
+            assert href.startswith((f"/s/{token}/", "?", "#", "/static/", "/login/", "/help/")), href
         assert not any(p in hrefs for p in private)
         assert reviewer.username not in body  # no user names, not even the creator's
         assert XSS not in body

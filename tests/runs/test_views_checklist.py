@@ -61,7 +61,7 @@ def test_it_shows_the_leaderboard_with_mean_and_std_across_judges(reviewer_clien
     body = response.content.decode()
     # alpha fails one instance of three under both judges: ISR 66.67 ± 0.00, CSR 5/6
     assert "66.67" in body and "83.33" in body and "100.00" in body
-    assert "METRICS.md section 1" in body
+    assert 'href="/help/metrics/#checklist"' in body
     assert 'data-plotly="leaderboard-figure" data-figure="{' in body
     assert '<span class="pm">± 0.00</span>' in body  # two judges: their spread
     one = reviewer_client.get(reverse("runs:leaderboard", args=[bench.slug]) + "?judge=j1")

@@ -33,7 +33,7 @@ def test_it_sends_anonymous_visitors_of_the_viewer_to_login(client, world):
 def test_it_renders_every_page(reviewer_client, world, name):
     response = reviewer_client.get(reverse(name, args=["evolif"]))
     assert response.status_code == 200
-    assert b"METRICS.md" in response.content
+    assert b'href="/help/metrics/#dialogue' in response.content  # the page's own section
 
 
 def test_it_shows_the_metrics_of_the_logged_judge(reviewer_client, world):
