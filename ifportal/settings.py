@@ -220,14 +220,8 @@ STATIC_ROOT = Path(env_str("STATIC_ROOT") or BASE_DIR / "staticfiles")
 STATIC_ROOT.mkdir(parents=True, exist_ok=True)  # whitenoise warns on every request without it
 
 
-def _plotly_static_dir() -> Path:
-    """plotly.min.js as the plotly package ships it: vendored without copying 4 MB into git."""
-    import plotly
-
-    return Path(plotly.__file__).resolve().parent / "package_data"
-
-
-STATICFILES_DIRS = [BASE_DIR / "static", ("vendor/plotly", _plotly_static_dir())]
+# static/vendor/plotly holds plotly.js's cartesian partial bundle (its README says which version)
+STATICFILES_DIRS = [BASE_DIR / "static"]
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {

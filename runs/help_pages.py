@@ -21,10 +21,11 @@ _ANCHOR = re.compile(r'<h[1-6][^>]*\bid="([^"]+)"')
 
 @dataclass(frozen=True)
 class HelpPage:
-    """A rendered help page: its title, body HTML and the anchors its headings carry."""
+    """A rendered help page: its title, body HTML, table of contents HTML and its headings' anchors."""
 
     title: str
     html: str
+    toc: str
     anchors: frozenset[str]
 
 
@@ -37,5 +38,6 @@ def metrics_help() -> HelpPage:
 def _render(path: Path, _mtime_ns: int) -> HelpPage:
     text = path.read_text(encoding="utf-8")
     title, _, body = text.partition("\n")
-    html = markdown.markdown(body, extensions=["attr_list", "tables", "toc"], output_format="html")
-    return HelpPage(title=title.lstrip("# ").strip(), html=html, anchors=frozenset(_ANCHOR.findall(html)))
+    md = markdown.Markdown(extensions=["attr_list", "tables", "toc"], output_format="html")
+    html = md.convert(body)
+    return HelpPage(title=title.lstrip("# ").strip(), html=html, toc=md.toc, anchors=frozenset(_ANCHOR.findall(html)))
