@@ -1,0 +1,82 @@
+"""Every chart page of every kind, on a cold browser cache: first paint under 1 s and charts drawn
+within 1.5 s on loopback. The figures are printed and written to test-artifacts/page-timing.json."""
+import json
+import re
+
+import pytest
+from django.test import Client
+from django.urls import reverse
+
+pytestmark = pytest.mark.browser
+
+FIRST_PAINT_MS = 1000
+CHARTS_DRAWN_MS = 1500
+
+#: (kind, url name, benchmark slug) of every page that draws a chart
+CHART_PAGES = [
+    ("checklist", "runs:leaderboard", "octobench"),
+    ("checklist", "runs:checklist-length", "octobench"),
+    ("dialogue", "runs:dialogue_survival", "evolif"),
+    ("dialogue", "runs:dialogue_groups", "evolif"),
+    ("hierarchy", "runs:hierarchy_metrics", "manyih-coding"),
+    ("hierarchy", "runs:hierarchy_conflicts", "manyih-coding"),
+    ("choice", "runs:choice_metrics", "guidebench"),
+    ("choice", "runs:choice_rules", "guidebench"),
+    ("conflict", "runs:conflict_metrics", "octobench-conflict"),
+]
+
+#: milliseconds from navigation start to the first contentful paint and to the last chart's SVG
+MEASURE = """
+async () => {
+  const charts = Array.from(document.querySelectorAll('[data-plotly]'));
+  const drawn = () => charts.every(c => c.querySelector('.main-svg'));
+  const painted = () => performance.getEntriesByName('first-contentful-paint')[0];
+  const start = Date.now();
+  while (!(drawn() && painted()) && Date.now() - start < 10000) { await new Promise(r => setTimeout(r, 10)); }
+  const paint = painted();
+  return {charts: charts.length, drawn: drawn(), first_paint: paint ? paint.startTime : null, charts_drawn: performance.now()};
+}
+"""
+
+
+@pytest.fixture
+def study(transactional_db, django_user_model):
+    from runs.demo import demo_load
+    from runs.models import Run
+    from runs.restyle import restyle_run
+
+    demo_load(seed=3, scale="small")
+    for run in Run.objects.filter(benchmark__slug="manyih-coding"):  # the conflict-resolution chart needs it
+        restyle_run(run=run)
+    django_user_model.objects.create_user("reviewer", password="pw-reviewer-1")
+
+
+def _share_link(slug: str) -> str:
+    client = Client()
+    client.login(username="reviewer", password="pw-reviewer-1")
+    response = client.post(reverse("runs:share-create", args=[slug]), {"query": "", "expires_in": ""})
+    return re.search(r"/s/[A-Za-z0-9_-]+/", response.content.decode()).group(0)
+
+
+def test_every_chart_page_paints_within_a_second_and_draws_its_charts_within_1_5_s(
+        study, browser, session, live_server, console, artifacts):
+    signed_in = session("reviewer", "pw-reviewer-1").context.storage_state()
+    pages = [(kind, reverse(name, args=[slug]), signed_in) for kind, name, slug in CHART_PAGES]
+    pages.append(("checklist share link", _share_link("octobench"), None))
+    figures = []
+    for kind, path, state in pages:
+        context = browser.new_context(viewport={"width": 1280, "height": 900}, storage_state=state)  # a cold cache
+        page = context.new_page()
+        page.on("pageerror", console.on_page_error)
+        page.goto(f"{live_server.url}{path}", wait_until="domcontentloaded")
+        measured = page.evaluate(MEASURE)
+        context.close()
+        figures.append({"kind": kind, "path": path, **measured})
+    (artifacts / "page-timing.json").write_text(json.dumps(figures, indent=1))
+    for f in figures:
+        print(f"{f['kind']:>22} {f['path']:<44} first paint {f['first_paint']:7.0f} ms, charts ({f['charts']}) {f['charts_drawn']:7.0f} ms")
+    assert all(f["charts"] and f["drawn"] for f in figures), [f["path"] for f in figures if not (f["charts"] and f["drawn"])]
+    slow_paint = [(f["path"], round(f["first_paint"])) for f in figures if f["first_paint"] is None or f["first_paint"] >= FIRST_PAINT_MS]
+    slow_charts = [(f["path"], round(f["charts_drawn"])) for f in figures if f["charts_drawn"] >= CHARTS_DRAWN_MS]
+    assert slow_paint == [] and slow_charts == []
+    assert console.errors == []
