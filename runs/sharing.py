@@ -180,6 +180,18 @@ def share_link_create(*, user, benchmark: Benchmark, state: dict, include_attemp
     return link, token
 
 
+def page_share_link_create(*, user, benchmark: Benchmark, snapshot: dict,
+                           expires_in_days: int | None = None) -> tuple[ShareLink, str]:
+    """A new link to a frozen page snapshot (`runs.pages.page_snapshot`); returns the link and its token (shown once)."""
+    token = secrets.token_urlsafe(TOKEN_BYTES)
+    link = ShareLink.objects.create(
+        token_hash=token_hash(token), benchmark=benchmark, state=snapshot["state"], snapshot=snapshot,
+        scope=ShareScope.LEADERBOARD, attempt_ids=[], data_version=data_version(benchmark.id), created_by=user,
+        expires_at=timezone.now() + timedelta(days=expires_in_days) if expires_in_days else None,
+    )
+    return link, token
+
+
 def share_link_revoke(*, user, link_id: int) -> ShareLink | None:
     """Revoke one of the user's links (idempotent); None when the user has no such link."""
     link = ShareLink.objects.filter(pk=link_id, created_by=user).first()

@@ -33,6 +33,7 @@ urlpatterns = [
     # share links and exports (public s/<token>/ pages need no login; the token is the credential)
     path("b/<slug:slug>/leaderboard/export/", sharing.leaderboard_export, name="leaderboard-export"),
     path("b/<slug:slug>/share/", sharing.share_create, name="share-create"),
+    path("b/<slug:slug>/share-page/", sharing.page_share_create, name="page-share-create"),
     path("share-links/", sharing.share_list, name="share-list"),
     path("share-links/<int:pk>/revoke/", sharing.share_revoke, name="share-revoke"),
     path("s/<str:token>/", sharing.shared_leaderboard, name="share"),

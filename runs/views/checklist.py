@@ -10,6 +10,7 @@ from django.utils.html import escape
 
 from ifportal.roles import verdict_reader_required
 from runs import charts, selectors, trajectory_view
+from runs.exports import checklist as exports
 from runs.filters import LeaderboardFilterForm, form_state
 from runs.leaderboard_page import filters_html, results_html
 from runs.leaderboard_rows import data_generation
@@ -17,6 +18,7 @@ from runs.metrics import attempt_diff as metrics_diff
 from runs.metrics import checklist as metrics
 from runs.metrics.checklist import GROUPINGS
 from runs.models import Attempt, Benchmark, BenchmarkKind, Instance
+from runs.pages import render_page
 from runs.querystring import query_with
 
 ATTEMPTS_PAGE = 50
@@ -185,7 +187,7 @@ def judges(request, slug):
     disagreements = metrics.judge_disagreements(benchmark.id, state["filters"])
     context = {"benchmark": benchmark, "form": form, "stability": stability, "table": table,
                "disagreements": disagreements, "query": request.GET.urlencode()}
-    return render(request, "runs/checklist/judges.html", context)
+    return render_page(request, "runs/checklist/judges.html", context, page_data=exports.judges_page, fragment=None)
 
 
 @login_required
@@ -201,7 +203,7 @@ def length(request, slug):
     table = [{"model": m, "cells": [cells.get((m, b)) for b in buckets]} for m in models]
     context = {"benchmark": benchmark, "form": form, "buckets": buckets, "table": table,
                "figure": charts.length_figure(rows, buckets=buckets), "query": request.GET.urlencode()}
-    return render(request, "runs/checklist/length.html", context)
+    return render_page(request, "runs/checklist/length.html", context, page_data=exports.length_page, fragment=None)
 
 
 @login_required
@@ -214,4 +216,4 @@ def compare(request, slug):
     context = {"benchmark": benchmark, "labels": labels, "models": sorted({r.model.name for r in runs}), "a": a, "b": b}
     if a and b:
         context.update(metrics.compare_sides(benchmark.id, a, b))
-    return render(request, "runs/checklist/compare.html", context)
+    return render_page(request, "runs/checklist/compare.html", context, page_data=exports.compare_page, fragment=None)

@@ -13,8 +13,10 @@ from django.shortcuts import get_object_or_404, render
 
 from ifportal.roles import verdict_reader_required
 from runs import choice_charts
+from runs.exports import choice as exports
 from runs.metrics import choice as metrics
 from runs.models import Benchmark, BenchmarkKind, Instance, Run
+from runs.pages import PageDataBuilder, render_page
 
 TASKS_PAGE = 50
 VIEWS = {metrics.EXACT: "Exact match (reference scorer)", metrics.NORMALISED: "Normalised (lenient, not the reference)"}
@@ -74,8 +76,10 @@ def _benchmark(slug: str) -> Benchmark:
     return get_object_or_404(Benchmark, slug=slug, kind=BenchmarkKind.CHOICE)
 
 
-def _page(request, benchmark: Benchmark, template: str, context: dict, fragment: str | None = None):
-    """Render the page, or only `fragment` when htmx targets it; `keep` carries runs and view across pages."""
+def _page(request, benchmark: Benchmark, template: str, context: dict, fragment: str | None = None,
+          page_data: PageDataBuilder | None = None):
+    """Render the page (through the frame, with its exports and share, when it has `page_data`), or only `fragment`
+    when htmx targets it; `keep` carries runs and view across pages."""
     state = context["state"]
     selected = [r for r in request.GET.getlist("run") if r in state["runs"]]
     keep = QueryDict(mutable=True)
@@ -83,6 +87,8 @@ def _page(request, benchmark: Benchmark, template: str, context: dict, fragment:
     if state["view"] != metrics.EXACT:
         keep["view"] = state["view"]
     context = {"benchmark": benchmark, "views": VIEWS, "keep": keep.urlencode(), "selected_runs": selected, **context}
+    if page_data is not None:
+        return render_page(request, template, context, page_data=page_data, fragment=fragment)
     if fragment and request.htmx and request.htmx.target == fragment:
         template = f"{template}#{fragment}"
     return render(request, template, context)
@@ -103,7 +109,7 @@ def metrics_page(request, slug):
         "tables": metrics.category_tables(runs, state["dsort"]),
         "figure": choice_charts.accuracy_figure(runs),
     }
-    return _page(request, benchmark, "runs/choice/metrics.html", context, fragment="tables")
+    return _page(request, benchmark, "runs/choice/metrics.html", context, fragment="tables", page_data=exports.metrics_page)
 
 
 # confusion ------------------------------------------------------------------------------
@@ -127,7 +133,7 @@ def confusion(request, slug):
         "form": form, "state": state, "categories": categories, "category": category,
         "matrices": metrics.confusion_matrices(rows), "cell": cell,
     }
-    return _page(request, benchmark, "runs/choice/confusion.html", context, fragment="cell-tasks")
+    return _page(request, benchmark, "runs/choice/confusion.html", context, fragment="cell-tasks", page_data=exports.confusion_page)
 
 
 # rule types -----------------------------------------------------------------------------
@@ -147,7 +153,7 @@ def rules(request, slug):
         "form": form, "state": state, "runs": runs, "table": table, "categories": categories,
         "figure": choice_charts.rule_type_figure(table, runs) if table else None,
     }
-    return _page(request, benchmark, "runs/choice/rules.html", context)
+    return _page(request, benchmark, "runs/choice/rules.html", context, page_data=exports.rules_page)
 
 
 # tasks ----------------------------------------------------------------------------------
@@ -164,8 +170,8 @@ def tasks(request, slug):
         unanswered=state["missing"], correct={"wrong": False, "right": True}.get(state["outcome"]),
     )
     page = Paginator(rows, TASKS_PAGE).get_page(state["page"])
-    context = {"form": form, "state": state, "page": page, "categories": categories, "outcomes": OUTCOMES}
-    return _page(request, benchmark, "runs/choice/tasks.html", context, fragment="task-list")
+    context = {"form": form, "state": state, "page": page, "rows": rows, "categories": categories, "outcomes": OUTCOMES}
+    return _page(request, benchmark, "runs/choice/tasks.html", context, fragment="task-list", page_data=exports.tasks_page)
 
 
 @verdict_reader_required

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from django import forms
 from django.contrib.auth.decorators import login_required
-from django.shortcuts import get_object_or_404, render
+from django.shortcuts import get_object_or_404
 
 from runs import conflict_charts as charts
 from runs.exclusions import (
@@ -11,8 +11,10 @@ from runs.exclusions import (
     exclusion_box,
     exclusion_policy_choices,
 )
+from runs.exports import conflict as exports
 from runs.metrics import conflict as m
 from runs.models import Benchmark, BenchmarkKind, Run
+from runs.pages import render_page
 from runs.querystring import query_with
 
 #: the drill-down keys a cell link sets (the page state without them is the base of those links)
@@ -76,7 +78,7 @@ def metrics(request, slug):
     if context["cell"]:
         picked = m.drill(rows, by=by, **context["cell"])
         context.update(examples=picked[:EXAMPLES_LIMIT], n_examples=len(picked))
-    return render(request, "runs/conflict/metrics.html#results" if request.htmx else "runs/conflict/metrics.html", context)
+    return render_page(request, "runs/conflict/metrics.html", context, page_data=exports.metrics_page)
 
 
 def _exclusion(policy: str, excluded: set[int], before: list, after: list, by: str) -> dict:

@@ -13,6 +13,7 @@ from runs.exclusions import (
     exclusion_box,
     exclusion_policy_choices,
 )
+from runs.exports import dialogue as exports
 from runs.metrics import dialogue as m
 from runs.models import (
     Attempt,
@@ -25,6 +26,7 @@ from runs.models import (
     Trajectory,
     Verdict,
 )
+from runs.pages import render_page
 from runs.querystring import query_with
 from runs.rescore import CHECKER_JUDGE, logged_judge_for
 from runs.services import job_create, job_enqueue
@@ -100,11 +102,6 @@ def _sorted(rows, sort: str):
     return sorted(present, key=lambda r: getattr(r.metrics, key), reverse=True) + missing
 
 
-def _page(request, template: str, context: dict):
-    """The full page, or only its #results partial for an htmx request."""
-    return render(request, f"{template}#results" if request.htmx else template, context)
-
-
 @login_required
 def metrics(request, slug):
     """The eight EvolIF metrics per model (or run) with dialogue counts, at a chosen patience."""
@@ -116,7 +113,7 @@ def metrics(request, slug):
     effects = state["exclusion"]["lines"] if state["exclusion"] else {}
     state["lines"] = [{"row": r, "effect": effects.get(r.label)} for r in state["rows"]]
     state["off_query"] = query_with(request, exclude=None)
-    return _page(request, "runs/dialogue/metrics.html", {**state, "active": "metrics"})
+    return render_page(request, "runs/dialogue/metrics.html", {**state, "active": "metrics"}, page_data=exports.metrics_page)
 
 
 def rank_metric(sort: str) -> tuple[str, str]:
@@ -155,7 +152,7 @@ def survival(request, slug):
     state = _state(request, _benchmark(slug))
     rows = m.rows_by(state["dialogues"], by=state["by"])
     state.update(rows=rows, figure=dialogue_charts.survival_figure(rows, patience=state["patience"]))
-    return _page(request, "runs/dialogue/survival.html", {**state, "active": "survival"})
+    return render_page(request, "runs/dialogue/survival.html", {**state, "active": "survival"}, page_data=exports.survival_page)
 
 
 @login_required
@@ -168,7 +165,7 @@ def groups(request, slug):
     state["blind"] = is_blind_annotator(request.user)
     if state["group"] and state["judge"] and not state["blind"]:  # the failing turns are verdicts
         state["failures"] = m.failing_turns(run_ids=[r.id for r in state["runs"]], judge=state["judge"], group=state["group"])
-    return _page(request, "runs/dialogue/groups.html", {**state, "active": "groups"})
+    return render_page(request, "runs/dialogue/groups.html", {**state, "active": "groups"}, page_data=exports.groups_page)
 
 
 @login_required
@@ -176,7 +173,7 @@ def dialogues(request, slug):
     """Every selected dialogue with its length and how it ended, linking to the viewer."""
     state = _state(request, _benchmark(slug))
     state["items"] = [(d, sum(d.successes)) for d in state["dialogues"]]
-    return _page(request, "runs/dialogue/dialogues.html", {**state, "active": "dialogues"})
+    return render_page(request, "runs/dialogue/dialogues.html", {**state, "active": "dialogues"}, page_data=exports.dialogues_page)
 
 
 @verdict_reader_required
@@ -211,7 +208,7 @@ def rescore(request, slug):
         state["agreement"] = m.agreement_rows(run_ids=run_ids, logged=logged, checker=checker)
         state["disagreements"] = m.disagreements(run_ids=run_ids, logged=logged, checker=checker, group=state["group"] or None)
     state.update(checker=checker, logged=logged, active="rescore")
-    return _page(request, "runs/dialogue/rescore.html", state)
+    return render_page(request, "runs/dialogue/rescore.html", state, page_data=exports.recheck_page)
 
 
 @login_required

@@ -17,6 +17,7 @@ from runs.exclusions import (
     exclusion_box,
     exclusion_policy_choices,
 )
+from runs.exports import hierarchy as exports
 from runs.metrics import hierarchy as m
 from runs.models import (
     Attempt,
@@ -27,6 +28,7 @@ from runs.models import (
     Run,
     Verdict,
 )
+from runs.pages import render_page
 from runs.querystring import query_with
 from runs.restyle import logged_judge_for
 from runs.services import job_create, job_enqueue
@@ -99,11 +101,6 @@ def _state(request, benchmark: Benchmark) -> dict:
     }
 
 
-def _page(request, template: str, context: dict):
-    """The full page, or only its #results partial for an htmx request."""
-    return render(request, f"{template}#results" if request.htmx else template, context)
-
-
 def _metrics(state: dict) -> dict:
     """Everything the metrics page and the API show for the chosen runs and judge (under the chosen exclusion policy)."""
     if state["judge"] is None:
@@ -153,7 +150,7 @@ def metrics(request, slug):
     state["groups"], state["group_table"] = m.group_matrix(state["group_rates"])
     state["figure"] = charts.accuracy_figure(state["rows"])
     state["tiers_figure"] = charts.tiers_figure(state["tier_rows"])
-    return _page(request, "runs/hierarchy/metrics.html", {**state, "active": "metrics"})
+    return render_page(request, "runs/hierarchy/metrics.html", {**state, "active": "metrics"}, page_data=exports.metrics_page)
 
 
 @login_required
@@ -199,7 +196,7 @@ def conflicts(request, slug):
                   and (state["tiers"] is None or o.tiers == state["tiers"])]
         state.update(examples=picked[:EXAMPLES_LIMIT], n_examples=len(picked))
     state["n_outcomes"] = len(outcomes)
-    return _page(request, "runs/hierarchy/conflicts.html", {**state, "active": "conflicts"})
+    return render_page(request, "runs/hierarchy/conflicts.html", {**state, "active": "conflicts"}, page_data=exports.conflicts_page)
 
 
 @verdict_reader_required
@@ -214,7 +211,7 @@ def recheck(request, slug):
         wrong = [p for p in pairs if p["result"] != p["checker"] and (not state["group"] or p["item__group"] == state["group"])]
         state.update(disagreements=wrong[:EXAMPLES_LIMIT], n_disagreements=len(wrong))
     state.update(logged=logged, active="recheck")
-    return _page(request, "runs/hierarchy/recheck.html", state)
+    return render_page(request, "runs/hierarchy/recheck.html", state, page_data=exports.recheck_page)
 
 
 @login_required

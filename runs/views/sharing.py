@@ -18,10 +18,10 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 
 from ifportal.roles import verdict_reader_required
-from runs import sharing, trajectory_view
+from runs import pages, sharing, trajectory_view
 from runs.filters import LeaderboardFilterForm, form_state
 from runs.metrics import checklist as metrics
-from runs.models import Attempt, ShareLink
+from runs.models import Attempt, Benchmark, ShareLink
 from runs.querystring import query_with
 from runs.views import checklist
 
@@ -79,6 +79,35 @@ def share_create(request, slug):
     return render(request, template, context)
 
 
+class PageShareForm(forms.Form):
+    """The page frame's share form: the page's path with its query, and the expiry."""
+
+    path = forms.CharField(max_length=4000)
+    expires_in = forms.ChoiceField(choices=list(sharing.EXPIRY_DAYS.items()), required=False)
+
+
+@verdict_reader_required  # as on the leaderboard: only those who may share read the frozen numbers' sources
+@require_POST
+def page_share_create(request, slug):
+    """Freeze any page of the benchmark rendered through the frame (runs.pages) into a new link; show its URL once."""
+    benchmark = get_object_or_404(Benchmark, slug=slug)
+    form = PageShareForm(request.POST)
+    if not form.is_valid():
+        return HttpResponse("Invalid share request.", status=400)
+    data = form.cleaned_data
+    try:
+        snapshot = pages.page_snapshot(request, path=data["path"], benchmark_slug=benchmark.slug)
+    except pages.NotShareable as exc:
+        return HttpResponse(f"This page cannot be shared: {exc}.", status=400)
+    link, token = sharing.page_share_link_create(
+        user=request.user, benchmark=benchmark, snapshot=snapshot,
+        expires_in_days=int(data["expires_in"]) if data["expires_in"] else None)
+    context = {"link": link, "url": request.build_absolute_uri(reverse("runs:share", args=[token])),
+               "benchmark": benchmark, "back_url": data["path"], "back_label": snapshot["title"]}
+    template = "runs/sharing/created.html#result" if request.htmx else "runs/sharing/created.html"
+    return render(request, template, context)
+
+
 @login_required
 @require_GET
 def share_list(request):
@@ -119,6 +148,11 @@ def shared_leaderboard(request, token):
     """The frozen leaderboard of a live link, and nothing else."""
     link = _link(token)
     snap = link.snapshot
+    if snap.get("kind") == "page":
+        data = pages.snapshot_page_data(snap)
+        tables = [{"table": t, "rows": pages.shown_rows(t)} for t in data.tables]
+        context = {"link": link, "token": token, "snap": snap, "data": data, "tables": tables}
+        return render(request, "runs/sharing/page_snapshot.html", context)
     cells = {(r["model"], r["group"]): r for r in snap["rows"]}
     matrix = [{"row": o, "cells": [cells.get((o["model"], g)) for g in snap["groups"]]} for o in snap["overall"]]
     context = {"link": link, "token": token, "snap": snap, "matrix": matrix,
@@ -135,6 +169,9 @@ def shared_export(request, token):
     if fmt not in EXPORT_FORMATS:
         raise Http404("unknown export format")
     snap = link.snapshot
+    if snap.get("kind") == "page":
+        return pages.export_response(pages.snapshot_page_data(snap), fmt=fmt, table=request.GET.get("table"),
+                                     filename=f"{link.benchmark.slug}-snapshot-{link.created_at:%Y%m%d}", state=snap["state"])
     return _export(snap["rows"], fmt=fmt, benchmark_slug=snap["benchmark"]["slug"], state=snap["state"],
                    filename=f"{snap['benchmark']['slug']}-snapshot-{link.created_at:%Y%m%d}")
 

@@ -217,7 +217,9 @@ def test_it_switches_judge_and_grouping_from_the_query_string(reviewer_client, s
 def test_it_answers_htmx_with_the_results_only(reviewer_client, study):
     response = reviewer_client.get(url(by="run"), HTTP_HX_REQUEST="true")
     page = response.content.decode()
-    assert page.lstrip().startswith('<section id="results"') and "<form" not in page
+    # the filter form stays; the results carry the frame's page tools (exports and Share form) for the new state
+    assert page.lstrip().startswith('<section id="results"') and 'class="toolbar filters' not in page
+    assert 'class="toolbar page-tools"' in page
 
 
 def test_it_is_the_home_pages_link_for_conflict_benchmarks(reviewer_client, study):

@@ -1,0 +1,59 @@
+"""Checklist analysis pages as data: judge sensitivity, ISR by interaction length, paired comparison.
+
+The leaderboard itself keeps its own exports and snapshots (runs.sharing), which also freeze
+the attempts behind each cell."""
+from __future__ import annotations
+
+from runs.pages import Column, PageData, Table
+
+
+def judges_page(context: dict) -> PageData:
+    """Per-judge ranks with each model's largest shift, Kendall's tau per pair of judges, items judges split on."""
+    stability = context["stability"]
+    ranks = Table("ranks", "Ranks under each judge", (
+        Column("model", "Model"), Column("isr", "ISR % (mean)", "pct"), Column("isr_std", "ISR std", "pct"),
+        *(Column(f"rank:{j}", f"Rank under {j}", "num") for j in stability.judges), Column("shift", "Shift", "num")),
+        [{"model": line["model"], "isr": line["row"].isr, "isr_std": line["row"].isr_std, "shift": line["shift"],
+          **{f"rank:{j}": r for j, r in zip(stability.judges, line["ranks"])}} for line in context.get("table", [])])
+    taus = Table("kendall-tau", "Kendall's tau between judges", (
+        Column("judge_a", "Judge A"), Column("judge_b", "Judge B"), Column("tau", "tau", "num", places=3), Column("models", "Models", "int")),
+        [{"judge_a": a, "judge_b": b, "tau": tau, "models": n} for a, b, tau, n in stability.taus])
+    split = Table("disagreements", "Items judges disagree on", (
+        Column("key", "Item"), Column("category", "Category"), Column("description", "Description"),
+        Column("instance", "Instance"), Column("split", "Split attempts", "int"), Column("rate", "Split rate %", "pct")),
+        [{"key": d["key"], "category": d.get("category"), "description": d.get("description"),
+          "instance": d.get("instance__external_id"), "split": d.get("split"), "rate": d.get("rate")}
+         for d in context.get("disagreements", [])])
+    return PageData("Judge sensitivity", [ranks, taus, split], help_anchor="checklist-stability")
+
+
+def length_page(context: dict) -> PageData:
+    """ISR (mean and std across judges) per model and assistant-turn bucket, with the attempts behind each cell."""
+    table = Table("length", "ISR by interaction length", (
+        Column("model", "Model"), Column("bucket", "Assistant turns"), Column("isr", "ISR %", "pct"),
+        Column("isr_std", "ISR std", "pct"), Column("csr", "CSR %", "pct"), Column("n_attempts", "Attempts", "int")),
+        [{"model": line["model"], "bucket": bucket, "isr": c.isr, "isr_std": c.isr_std, "csr": c.csr, "n_attempts": c.n_attempts}
+         for line in context.get("table", []) for bucket, c in zip(context.get("buckets", []), line["cells"]) if c])
+    figures = [context["figure"]] if context.get("table") and context.get("figure") else []
+    return PageData("ISR by interaction length", [table], figures, help_anchor="checklist-length")
+
+
+def compare_page(context: dict) -> PageData:
+    """Both sides' ISR and CSR on the common instances, the gain, and the items fixed and broken in B."""
+    paired = context.get("paired")
+    sides = Table("sides", "Paired comparison", (
+        Column("side", "Side"), Column("isr", "ISR %", "pct"), Column("isr_std", "ISR std", "pct"), Column("csr", "CSR %", "pct"),
+        Column("csr_std", "CSR std", "pct"), Column("n_instances", "Instances", "int"), Column("n_attempts", "Attempts", "int")),
+        [] if paired is None else [
+            {"side": f"A: {paired.label_a}", "isr": paired.a.isr, "isr_std": paired.a.isr_std, "csr": paired.a.csr,
+             "csr_std": paired.a.csr_std, "n_instances": paired.a.n_instances, "n_attempts": paired.a.n_attempts},
+            {"side": f"B: {paired.label_b}", "isr": paired.b.isr, "isr_std": paired.b.isr_std, "csr": paired.b.csr,
+             "csr_std": paired.b.csr_std, "n_instances": paired.b.n_instances, "n_attempts": paired.b.n_attempts},
+            {"side": "gain (B - A)", "isr": paired.isr_gain, "csr": paired.csr_gain, "n_instances": paired.n_common}])
+    flips = Table("flipped-items", "Items fixed or broken in B", (
+        Column("direction", "In B"), Column("instance", "Instance"), Column("key", "Item"), Column("category", "Category"),
+        Column("description", "Description"), Column("judges", "Judges")),
+        [{"direction": e["direction"], "instance": e["external_id"], "key": e.get("key"), "category": e.get("category"),
+          "description": e.get("description"), "judges": ", ".join(e["judges"])}
+         for e in [*context.get("fixed", []), *context.get("broken", [])]])
+    return PageData("Compare two runs", [sides, flips], help_anchor="checklist-compare")

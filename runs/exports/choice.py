@@ -1,0 +1,67 @@
+"""Choice pages (GuideBench) as data: accuracy and macro P/R/F1, confusion matrices, rule types, tasks."""
+from __future__ import annotations
+
+from runs.pages import Column, PageData, Table
+
+_CI = (Column("accuracy", "Accuracy %", "pct"), Column("ci_low", "95% CI low", "pct"), Column("ci_high", "95% CI high", "pct"))
+
+
+def metrics_page(context: dict) -> PageData:
+    """Overall accuracy per run (and per category), and per category accuracy with macro precision, recall and F1."""
+    categories = context.get("categories", [])
+    overall = Table("overall", "Overall", (
+        Column("run", "Run"), Column("model", "Model"), Column("n", "Tasks", "int"), Column("unanswered", "No answer", "int"),
+        *_CI, *(Column(f"cat:{c}", f"{c} accuracy %", "pct") for c in categories)),
+        [{"run": m.run, "model": m.model, "n": m.n, "unanswered": m.unanswered, "accuracy": m.accuracy,
+          "ci_low": m.ci_low, "ci_high": m.ci_high, **{f"cat:{c}": cell and cell.accuracy for c, cell in zip(categories, cells)}}
+         for m, cells in context.get("overall", [])])
+    per_category = Table("categories", "Per category", (
+        Column("category", "Category"), Column("run", "Run"), Column("model", "Model"), Column("n", "Tasks", "int"), *_CI,
+        Column("precision", "Macro precision %", "pct"), Column("recall", "Macro recall %", "pct"), Column("f1", "Macro F1 %", "pct"),
+        Column("unanswered", "No answer", "int")),
+        [{"category": category, "run": c.run, "model": c.model, "n": c.n, "accuracy": c.accuracy, "ci_low": c.ci_low,
+          "ci_high": c.ci_high, "precision": c.precision, "recall": c.recall, "f1": c.f1, "unanswered": c.unanswered}
+         for category, items in context.get("tables", []) for c in items])
+    figures = [context["figure"]] if context.get("overall") and context.get("figure") else []
+    return PageData("Answer accuracy and macro P/R/F1", [overall, per_category], figures, help_anchor="choice")
+
+
+def confusion_page(context: dict) -> PageData:
+    """Every cell of the category's confusion matrices: run, true label, predicted label, count and share of its row."""
+    table = Table("confusion", f"Confusion matrices: {context.get('category', '')}", (
+        Column("run", "Run"), Column("model", "Model"), Column("category", "Category"), Column("true", "True label"),
+        Column("predicted", "Predicted label"), Column("count", "Tasks", "int"), Column("share", "Share of the true label %", "pct")),
+        [{"run": m.run, "model": m.model, "category": m.category, "true": true_key,
+          "predicted": "no answer (scored as %s)" % cell.column.key if cell.column.unanswered else cell.column.key,
+          "count": cell.count, "share": 100.0 * cell.share}
+         for m in context.get("matrices", []) for true_key, cells, _total in m.rows for cell in cells])
+    return PageData("Confusion matrices", [table], help_anchor="choice")
+
+
+def rules_page(context: dict) -> PageData:
+    """Accuracy per guideline rule type and run."""
+    runs = context.get("runs", [])
+    columns = (Column("rule_type", "Rule type"), Column("category", "Category"), Column("n_tasks", "Tasks", "int"),
+               *(c for run in runs for c in (Column(f"{run}:accuracy", f"{run} accuracy %", "pct"),
+                                              Column(f"{run}:correct", f"{run} correct", "int"))))
+    rows = []
+    for r in context.get("table", []):
+        row = {"rule_type": r.rule_type, "category": r.category, "n_tasks": r.n_tasks}
+        for run, _n, correct, accuracy in r.cells:
+            row |= {f"{run}:accuracy": accuracy, f"{run}:correct": correct}
+        rows.append(row)
+    figures = [context["figure"]] if context.get("figure") else []
+    return PageData("Accuracy by guideline rule type", [Table("rule-types", "Rule types", columns, rows)], figures,
+                    help_anchor="choice")
+
+
+def tasks_page(context: dict) -> PageData:
+    """Every answer matching the page's filters (all pages of the list)."""
+    table = Table("tasks", "Tasks", (
+        Column("task", "Task"), Column("category", "Category"), Column("run", "Run"), Column("model", "Model"),
+        Column("truth", "Ground truth"), Column("predicted", "Answer"), Column("unanswered", "No answer"),
+        Column("correct", "Correct")),
+        [{"task": r.external_id, "category": r.category, "run": r.run, "model": r.model, "truth": r.truth_key,
+          "predicted": r.predicted_key, "unanswered": "yes" if r.unanswered else "", "correct": "yes" if r.correct else "no"}
+         for r in context.get("rows", [])])
+    return PageData("Tasks", [table], help_anchor="choice")

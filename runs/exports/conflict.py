@@ -1,0 +1,33 @@
+"""The conflict page (OctoBench-Conflict) as data: resolution rates per conflict type, SP rate per scenario."""
+from __future__ import annotations
+
+from runs.metrics.conflict import NEITHER
+from runs.pages import Column, PageData, Table
+
+
+def metrics_page(context: dict) -> PageData:
+    """Per model (or run) and conflict type the share that followed each side or neither; per scenario the SP rate,
+    with ranks before and after an exclusion policy."""
+    label = Column("label", "Run" if context["by"] == "run" else "Model")
+    types = Table("resolution", "Resolution rate per conflict type", (
+        label, Column("type", "Conflict type"), Column("n", "Attempts", "int"), Column("side_a", "Side A"),
+        Column("side_a_pct", "Followed side A %", "pct"), Column("side_b", "Side B"), Column("side_b_pct", "Followed side B %", "pct"),
+        Column("neither_pct", "Followed neither %", "pct")),
+        [{"label": r.label, "type": r.type, "n": r.n, "side_a": r.sources[0], "side_a_pct": r.first, "side_b": r.sources[1],
+          "side_b_pct": r.second, "neither_pct": r.percent(NEITHER)} for r in context.get("rates", [])])
+    exclusion = bool(context.get("exclusion"))
+    columns = (label, Column("scenario", "Scenario"), Column("n", "Attempts", "int"), Column("sp_rate", "Followed SP %", "pct"),
+               Column("other_rate", "Followed the other side %", "pct"), Column("neither_rate", "Followed neither %", "pct"))
+    if exclusion:
+        columns += (Column("rank_after", "Rank", "num"), Column("value_before", f"{context['headline']} % with every item", "pct"),
+                    Column("rank_before", "Rank with every item", "num"))
+    rows = []
+    for name, cells, effect in context.get("scenario_table", []):
+        for c in cells:
+            if c is not None:
+                rows.append({"label": name, "scenario": c.scenario, "n": c.n, "sp_rate": c.sp_rate, "other_rate": c.other_rate,
+                             "neither_rate": c.neither_rate,
+                             **{k: getattr(effect, k, None) for k in ("rank_after", "value_before", "rank_before")}})
+    scenarios = Table("sp-rate", "System-prompt rate per scenario", columns, rows)
+    figures = [context["figure"]] if context.get("rates") and context.get("figure") else []
+    return PageData("Instruction conflicts", [types, scenarios], figures, help_anchor="conflict")

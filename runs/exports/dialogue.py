@@ -1,0 +1,80 @@
+"""Dialogue pages (EvolIF) as data: metrics, survival curves, constraint groups, dialogues, re-check."""
+from __future__ import annotations
+
+from runs.exports import agreement_table
+from runs.pages import Column, PageData, Table, rows_of
+
+
+def _label(context: dict) -> str:
+    return "Run" if context["by"] == "run" else "Model"
+
+
+def metrics_page(context: dict) -> PageData:
+    """The eight EvolIF metrics per model (or run), with ranks before and after an exclusion policy."""
+    effect = {line["row"].label: line["effect"] for line in context.get("lines", [])}
+    columns = [Column("label", _label(context)), Column("runs", "Runs"), Column("dialogues", "Dialogues", "int"),
+               Column("turns", "Turns", "int")]
+    if context.get("exclusion"):
+        columns += [Column("rank_after", "Rank", "num"), Column("value_before", "With every item", "pct"),
+                    Column("rank_before", "Rank with every item", "num")]
+    columns += [Column(key, label, "pct" if label.endswith("%") else "num") for key, label in context["columns"]]
+    columns += [Column("rec_dialogues", "REC over (dialogues)", "int"), Column("ended_by_patience", "Ended by patience", "int"),
+                Column("ended_by_script", "Ended by script", "int")]
+    rows = []
+    for row in context.get("rows", []):
+        m = row.metrics
+        e = effect.get(row.label)
+        rows.append({"label": row.label, "runs": ", ".join(row.runs), "dialogues": m.dialogues, "turns": m.turns,
+                     **{k: getattr(e, k, None) for k in ("rank_after", "value_before", "rank_before")},
+                     **{key: getattr(m, key) for key, _ in context["columns"]},
+                     "rec_dialogues": m.rec_dialogues, "ended_by_patience": row.ended_by_patience,
+                     "ended_by_script": row.ended_by_script})
+    return PageData("Dialogue metrics", [Table("metrics", "Metrics", tuple(columns), rows)], help_anchor="dialogue")
+
+
+def survival_page(context: dict) -> PageData:
+    """S(t) per model (or run) at every turn, and each curve's steepest drop."""
+    rows = context.get("rows", [])
+    curve = Table("survival", "Survival curves", (
+        Column("label", _label(context)), Column("turn", "Turn", "int"), Column("alive", "Dialogues alive", "int"),
+        Column("total", "Dialogues", "int"), Column("percent", "S(t) %", "pct")),
+        [{"label": r.label, "turn": p.turn, "alive": p.alive, "total": p.total, "percent": p.percent}
+         for r in rows for p in r.survival])
+    drops = Table("steepest-drop", "Steepest drop", (
+        Column("label", _label(context)), Column("dialogues", "Dialogues", "int"), Column("longest", "Longest", "int"),
+        Column("turn", "Steepest drop at turn", "int"), Column("before", "Alive before %", "pct"),
+        Column("after", "Alive after %", "pct"), Column("drop", "Drop (points)", "pct"), Column("lost", "Dialogues lost", "int")),
+        rows_of(rows, label=lambda r: r.label, dialogues=lambda r: r.metrics.dialogues, longest=lambda r: len(r.survival),
+                turn=lambda r: r.drop and r.drop.turn, before=lambda r: r.drop and r.drop.before,
+                after=lambda r: r.drop and r.drop.after, drop=lambda r: r.drop and r.drop.drop,
+                lost=lambda r: r.drop and r.drop.lost))
+    figures = [context["figure"]] if rows and context.get("figure") else []
+    return PageData("Dialogue survival curves", [curve, drops], figures, help_anchor="dialogue-survival")
+
+
+def groups_page(context: dict) -> PageData:
+    """Pass rate of each constraint group per model (or run): percent, passed and active turns."""
+    rows = [{"label": line["label"], "group": group, "percent": cell and cell.percent,
+             "passed": cell and cell.passed, "applicable": cell and cell.applicable}
+            for line in context.get("table", []) for group, cell in zip(context.get("groups", []), line["cells"])]
+    table = Table("groups", "Constraint groups", (
+        Column("label", _label(context)), Column("group", "Constraint group"), Column("percent", "Pass rate %", "pct"),
+        Column("passed", "Passed turns", "int"), Column("applicable", "Active turns", "int")), rows)
+    figures = [context["figure"]] if context.get("table") and context.get("figure") else []
+    return PageData("Constraint-group profile", [table], figures, help_anchor="dialogue-groups")
+
+
+def dialogues_page(context: dict) -> PageData:
+    """Every selected dialogue with its length at the patience shown and how it ended."""
+    table = Table("dialogues", "Dialogues", (
+        Column("model", "Model"), Column("run", "Run"), Column("dialogue", "Dialogue"), Column("turns", "Turns (N_d)", "int"),
+        Column("successes", "Successful turns", "int"), Column("ended_by", "Ended by")),
+        [{"model": d.model, "run": d.run, "dialogue": d.instance, "turns": d.length, "successes": successes,
+          "ended_by": "patience" if d.ended_by == "patience" else "end of script"} for d, successes in context.get("items", [])])
+    return PageData("Dialogues", [table], help_anchor="dialogue")
+
+
+def recheck_page(context: dict) -> PageData:
+    """Agreement of the logged verdicts with the portal's checkers, per constraint group."""
+    return PageData("Re-check against the portal's checkers",
+                    [agreement_table(context.get("agreement", []), group_label="Constraint group")], help_anchor="dialogue-recheck")

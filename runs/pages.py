@@ -1,0 +1,228 @@
+"""The page frame's capabilities, built once: CSV/JSON exports and frozen share snapshots of any page.
+
+A page view renders through `render_page`, naming a function that turns its context into
+`PageData` (its tables and charts, as the page shows them; those functions live in
+`runs/exports/<kind>.py`). The frame then gives the page, with no code of its own:
+
+- `?export=csv&table=<name>` and `?export=json`: the page's tables for the page's own state,
+  through the page's own view (so its access rules hold for the export too). CSV rounds as
+  the page shows numbers; JSON keeps full precision and the page's state.
+- a share snapshot: `page_snapshot` runs the page's view for a path and query, as the user
+  who shares it, and keeps its PageData; the public share page renders that frozen data and
+  exports it, whatever happens to the data afterwards.
+- the toolbar (`templates/runs/partials/page_tools.html`) with the export links and the
+  Share form, shown only to users who may share.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+from urllib.parse import urlsplit
+
+from django.core.serializers.json import DjangoJSONEncoder
+from django.http import HttpRequest, HttpResponse, QueryDict
+from django.shortcuts import render
+from django.urls import Resolver404, resolve
+
+from ifportal.roles import is_blind_annotator
+from runs.sharing import csv_safe
+
+EXPORT_FORMATS = ("csv", "json")
+#: query parameters that address the frame, not the page's state
+FRAME_PARAMS = ("export", "table", "page", "fragment")
+#: column kinds: how the page shows a number, and so how CSV rounds it
+COLUMN_KINDS = ("text", "pct", "num", "int")
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column of a page table: its key in the rows, its heading, how its values are shown."""
+
+    key: str
+    label: str
+    kind: str = "text"
+    places: int = 2
+
+    def shown(self, value: Any) -> Any:
+        """The value as the page shows it: rates and numbers with `places` decimals, counts whole, text as is."""
+        if value is None or (isinstance(value, float) and math.isnan(value)):
+            return ""
+        if self.kind in ("pct", "num") and isinstance(value, (int, float)) and not isinstance(value, bool):
+            return f"{value:.{self.places}f}"
+        return value
+
+    def csv_cell(self, value: Any) -> Any:
+        """The value as shown, and text that a spreadsheet would read as a formula neutralised (numbers stay numbers)."""
+        shown = self.shown(value)
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and self.kind != "text":
+            return shown
+        return csv_safe(shown)
+
+
+@dataclass(frozen=True)
+class Table:
+    """One table of a page: a name for ?table=, a title, its columns and its rows (dicts keyed by column)."""
+
+    name: str
+    title: str
+    columns: tuple[Column, ...]
+    rows: list[dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class PageData:
+    """What a page shows, as data: its title, tables, charts (Plotly figure dicts) and help anchor."""
+
+    title: str
+    tables: list[Table]
+    figures: list[dict] = field(default_factory=list)
+    help_anchor: str = ""
+
+
+PageDataBuilder = Callable[[dict], PageData]
+
+
+class PageDataResponse(HttpResponse):
+    """What a page view returns while a snapshot is taken: its PageData, not HTML."""
+
+    def __init__(self, data: PageData):
+        super().__init__(status=200)
+        self.page_data = data
+
+
+# rendering --------------------------------------------------------------------------------
+def render_page(request: HttpRequest, template: str, context: dict, *, page_data: PageDataBuilder,
+                fragment: str | None = "results") -> HttpResponse:
+    """Render a page (or its `fragment` partial for htmx), or its export, or its snapshot data."""
+    if getattr(request, "page_snapshot", False):
+        return PageDataResponse(page_data(context))
+    fmt = request.GET.get("export")
+    if fmt:
+        return export_response(page_data(context), fmt=fmt, table=request.GET.get("table"),
+                               filename=export_filename(request), state=page_state(request.GET))
+    context["page_tools"] = page_tools(request, page_data(context))
+    if request.htmx and fragment and request.htmx.target in (None, fragment):  # the page's own fragment, not a nested one
+        template = f"{template}#{fragment}"
+    return render(request, template, context)
+
+
+def page_state(query: QueryDict) -> dict[str, list[str]]:
+    """The page's state from its query string: every parameter but the frame's own."""
+    return {k: query.getlist(k) for k in sorted(query) if k not in FRAME_PARAMS}
+
+
+def page_query(query: QueryDict) -> str:
+    """The query string of the page's state (frame parameters dropped), for export and share links."""
+    kept = query.copy()
+    for key in FRAME_PARAMS:
+        kept.pop(key, None)
+    return kept.urlencode()
+
+
+def page_tools(request: HttpRequest, data: PageData) -> dict:
+    """The toolbar's facts: export links per table, the page's path for the Share form, who may share."""
+    query = page_query(request.GET)
+    base = f"{request.path}?{query + '&' if query else ''}"
+    return {
+        "tables": [{"name": t.name, "title": t.title, "csv": f"{base}export=csv&table={t.name}"} for t in data.tables],
+        "json": f"{base}export=json",
+        "path": f"{request.path}{'?' + query if query else ''}",
+        "can_share": request.user.is_authenticated and not is_blind_annotator(request.user),  # as share-create requires
+    }
+
+
+def export_filename(request: HttpRequest) -> str:
+    """A file name from the page's path: /b/evolif/dialogue/survival/ -> evolif-dialogue-survival."""
+    parts = [p for p in request.path.split("/") if p and p != "b"]
+    return "-".join(parts) or "export"
+
+
+# exports ------------------------------------------------------------------------------------
+def export_response(data: PageData, *, fmt: str, table: str | None, filename: str, state: dict) -> HttpResponse:
+    """The page's tables as CSV (one table, rounded as shown) or JSON (all tables, full precision)."""
+    if fmt not in EXPORT_FORMATS:
+        return HttpResponse(f"Unknown export format {fmt!r}: use csv or json.", status=400, content_type="text/plain")
+    if fmt == "csv":
+        chosen = next((t for t in data.tables if t.name == table), None) if table else (data.tables or [None])[0]
+        if chosen is None:
+            names = ", ".join(t.name for t in data.tables) or "none"
+            return HttpResponse(f"This page has no table {table!r} (tables: {names}).", status=400, content_type="text/plain")
+        response = HttpResponse(table_csv(chosen), content_type="text/csv; charset=utf-8")
+        filename = f"{filename}-{chosen.name}"
+    else:
+        response = HttpResponse(json.dumps(export_document(data, state), cls=DjangoJSONEncoder, ensure_ascii=False, indent=1),
+                                content_type="application/json")
+    response["Content-Disposition"] = f'attachment; filename="{filename}.{fmt}"'
+    return response
+
+
+def table_csv(table: Table) -> str:
+    """One table as CSV: a header of column labels, values as the page shows them, no cell a formula."""
+    out = io.StringIO()
+    writer = csv.writer(out)
+    writer.writerow([csv_safe(c.label) for c in table.columns])
+    for row in table.rows:
+        writer.writerow([c.csv_cell(row.get(c.key)) for c in table.columns])
+    return out.getvalue()
+
+
+def export_document(data: PageData, state: dict) -> dict:
+    """The JSON export: title, the state it was computed for, every table with full-precision values."""
+    return {"title": data.title, "state": state,
+            "tables": [{"name": t.name, "title": t.title, "columns": [asdict(c) for c in t.columns], "rows": t.rows}
+                       for t in data.tables]}
+
+
+# snapshots ----------------------------------------------------------------------------------
+class NotShareable(ValueError):
+    """A path that is not a page of this benchmark rendered through the frame."""
+
+
+def page_snapshot(request: HttpRequest, *, path: str, benchmark_slug: str) -> dict:
+    """Run the page at `path` (path and query) as the requesting user and freeze what it shows.
+
+    Only pages of `benchmark_slug` rendered through `render_page` can be frozen; the page's own
+    view and its access rules run, so a user can freeze only what they may see."""
+    parts = urlsplit(path)
+    if parts.scheme or parts.netloc or not parts.path.startswith("/"):
+        raise NotShareable("not a page of this portal")
+    try:
+        match = resolve(parts.path)
+    except Resolver404 as exc:
+        raise NotShareable("no such page") from exc
+    if match.kwargs.get("slug") != benchmark_slug:
+        raise NotShareable("not a page of this benchmark")
+    sub = HttpRequest()
+    sub.method, sub.path, sub.path_info = "GET", parts.path, parts.path
+    sub.GET = QueryDict(page_query(QueryDict(parts.query)))
+    sub.user, sub.META, sub.htmx = request.user, {**request.META, "QUERY_STRING": sub.GET.urlencode()}, False
+    sub.session = getattr(request, "session", None)
+    sub.page_snapshot = True
+    response = match.func(sub, *match.args, **match.kwargs)
+    if not isinstance(response, PageDataResponse):
+        raise NotShareable("this page cannot be shared")
+    data, params = response.page_data, page_state(sub.GET)
+    return {**export_document(data, params), "kind": "page", "path": parts.path, "query": sub.GET.urlencode(),
+            "state": {"page": data.title, "params": params}, "help_anchor": data.help_anchor, "figures": data.figures}
+
+
+def snapshot_page_data(snapshot: dict) -> PageData:
+    """The frozen PageData of a page snapshot."""
+    tables = [Table(t["name"], t["title"], tuple(Column(**c) for c in t["columns"]), t["rows"]) for t in snapshot["tables"]]
+    return PageData(title=snapshot["title"], tables=tables, figures=snapshot.get("figures") or [],
+                    help_anchor=snapshot.get("help_anchor", ""))
+
+
+def shown_rows(table: Table) -> list[list[tuple[Any, bool]]]:
+    """A table's rows as the page shows them, each cell (value, numeric?) for the generic snapshot template."""
+    return [[(c.shown(row.get(c.key)), c.kind != "text") for c in table.columns] for row in table.rows]
+
+
+def rows_of(items: Iterable[Any], **getters: Callable[[Any], Any]) -> list[dict[str, Any]]:
+    """Rows for a Table: one dict per item, one key per getter."""
+    return [{key: get(item) for key, get in getters.items()} for item in items]
