@@ -171,3 +171,16 @@ def test_it_keeps_the_query_count_when_runs_are_added(reviewer_client, study, tm
     with CaptureQueriesContext(connection) as queries:
         reviewer_client.get(url("hierarchy_sample", pk=attempt.id))
     assert len(queries) <= 15
+
+
+def test_it_says_in_plain_words_when_the_evaluator_found_no_code_or_failed(reviewer_client, tmp_path):
+    ingest("manyih-data", [Source.of(FIXTURES / "coding_small.json")], Options())
+    ingest("manyih-results", [Source.of(FIXTURES / "results_evaluator.json")], Options(model="fake", run="fake-r1"))
+    pages = {a.instance.external_id: reviewer_client.get(url("hierarchy_sample", pk=a.id)).content.decode()
+             for a in Attempt.objects.select_related("instance")}
+    assert "The response had no code block" in pages["1"] and "No code found in response" in pages["1"]
+    assert "The evaluator recorded an error on this sample (it has no response)" in pages["0"]
+    assert "unindent does not match any outer indentation level" in pages["0"]
+    assert "1 of 1 assertion passed" in pages["2"] and "As the evaluator extracted it" in pages["2"]
+    metrics = reviewer_client.get(url("hierarchy_metrics")).content.decode()
+    assert "1 left out · as failures 0.00" in metrics
