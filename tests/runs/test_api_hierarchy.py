@@ -140,3 +140,16 @@ def test_it_answers_the_figures_the_evaluator_wrote_in_its_file(reviewer_client,
     assert body["style_groups"]["indent"] == {"passed": 0, "total": 0, "left_out": 1, "rate": None,
                                               "rate_errors_as_failures": 0.0}
     assert (ev["no_code"], ev["errors"]) == (1, 1)
+
+
+def test_the_attempts_api_keeps_what_the_evaluator_logged(reviewer_client, samples):
+    ingest("manyih-results", [Source.of(FIXTURES / "results_evaluator.json")], Options(model="fake", run="fake-r1"))
+    body = reviewer_client.get("/api/attempts/", {"run": "fake-r1"}).json()
+    by_sample = {a["instance"]: a["outcome"] for a in body["results"]}
+    assert by_sample["0"]["status"] == "error" and by_sample["0"]["error"].startswith("unindent does not match")
+    assert (by_sample["1"]["status"], by_sample["1"]["error"]) == ("no_code", "No code found in response")
+    assert (by_sample["2"]["extracted_code"], by_sample["2"]["passed_assertions"], by_sample["2"]["total_assertions"]) == (
+        "def f(x):\n    return x", 1, 1)
+    verdicts = reviewer_client.get(f"/api/attempts/{next(a['id'] for a in body['results'] if a['instance'] == '1')}/verdicts/")
+    reasons = {v["reasoning"] for v in verdicts.json()["results"] if v["result"] == "fail"}
+    assert reasons == {"the response had no code block; the evaluator counts the sample as failed (No code found in response)"}
