@@ -29,6 +29,8 @@ CHECKER_JUDGE = "manyih-style-checker"
 OUTCOMES = ("winner", "suppressed", "none")
 #: Attempt.outcome["status"] of a ManyIH sample (runs.ingest.manyih): style-checked, no code, evaluator error
 SCORED, NO_CODE, ERROR = "scored", "no_code", "error"
+#: the statuses of samples the evaluator did not style-check
+UNCHECKED = (NO_CODE, ERROR)
 #: the evaluator's test-failure reasons, in the order it tries them on the test message
 TEST_FAILURE_REASONS = ("timeout", "assertion_error", "syntax_error", "runtime_error", "other")
 
@@ -540,7 +542,7 @@ def _logged_facts(outcome: dict) -> dict[str, Any]:
     test_result = outcome.get("test_result")
     rate = outcome.get("assertion_pass_rate")
     return {
-        "status": status if status in (NO_CODE, ERROR) else SCORED,
+        "status": status if status in UNCHECKED else SCORED,
         "test_result": test_result if isinstance(test_result, str) else None,
         "passed_assertions": _count(outcome.get("passed_assertions")),
         "total_assertions": _count(outcome.get("total_assertions")),
@@ -618,7 +620,8 @@ def conflict_outcomes_select(*, benchmark, checker, run_ids: Sequence[int]) -> l
 
 
 def agreement_pairs_select(*, run_ids: Sequence[int], logged, checker) -> list[dict]:
-    """(attempt, item) pairs on active instructions with both a logged and a checker verdict (one query)."""
+    """(attempt, item) pairs on active instructions with both a logged and a checker verdict (one query); samples the
+    evaluator did not style-check (no code, an evaluator error) are left out: their logged fails judge no style."""
     from django.db.models import OuterRef, Subquery
 
     from runs.models import Verdict
@@ -626,7 +629,7 @@ def agreement_pairs_select(*, run_ids: Sequence[int], logged, checker) -> list[d
     checker_result = Verdict.objects.filter(attempt_id=OuterRef("attempt_id"), item_id=OuterRef("item_id"), judge=checker)
     return list(
         Verdict.objects.filter(judge=logged, attempt__run_id__in=list(run_ids))
-        .exclude(result="na")
+        .exclude(result="na").exclude(attempt__outcome__status__in=UNCHECKED)
         .annotate(checker=Subquery(checker_result.values("result")[:1]),
                   checker_reason=Subquery(checker_result.values("reasoning")[:1]))
         .exclude(checker__isnull=True)
