@@ -105,3 +105,21 @@ def test_the_portal_gives_evaluate_py_figures_on_generate_resp_py_files(workdir,
     assert n == 6 * 30 + 10 and round(body["overall_accuracy"] / 100, 4) != written["all"]
     unanswered = Attempt.objects.filter(run__label="fake-run", outcome__unanswered=True).count()
     assert body["unanswered"] == unanswered > 0
+
+
+def test_where_evaluate_py_crashes_the_portal_still_scores(workdir, reviewer_client):
+    """generate_resp.py stores whatever json.loads returns: a bare number as the whole answer makes evaluate.py stop
+    on `.get`; the portal imports the same files and counts that answer as missing (unparsable), scored -1."""
+    predictions = generate(workdir)
+    path = predictions / "price_tasks.json"
+    tasks = json.loads(path.read_text(encoding="utf-8"))
+    tasks[1]["cleaned_response"], tasks[1]["LLMAnswer"] = "1", 1
+    path.write_text(json.dumps(tasks, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+    with pytest.raises(AssertionError, match="AttributeError: 'int' object has no attribute 'get'"):
+        evaluate(workdir, predictions)
+    ingest("guidebench-tasks", [Source.of(p) for p in sorted((workdir / "data").glob("*.json"))], Options())
+    ingest("guidebench-predictions", [Source.of(p) for p in sorted(predictions.glob("*_tasks.json"))],
+           Options(model="fake/llama", run="fake-run"))
+    bare = Attempt.objects.get(run__label="fake-run", outcome__raw=1, instance__primary_category="price")
+    assert (bare.outcome["answer"], bare.outcome["unanswered_reason"]) == (-1, "unparsable")
+    assert reviewer_client.get(METRICS, {"run": "fake-run"}).json()["categories"]["price"]["n"] == 30

@@ -185,3 +185,19 @@ def test_it_says_in_plain_words_when_the_evaluator_found_no_code_or_failed(revie
     assert "1 of 1 assertion passed" in pages["2"] and "As the evaluator extracted it" in pages["2"]
     metrics = reviewer_client.get(url("hierarchy_metrics")).content.decode()
     assert "1 left out · as failures 0.00" in metrics
+
+
+def test_it_escapes_the_evaluators_error_and_extracted_code(reviewer_client, tmp_path):
+    doc = json.loads((FIXTURES / "results_evaluator.json").read_text())
+    for r in doc["results"]:
+        if r["id"] == 0:
+            r["error"] = f"checker failed on {EVIL}"
+        if r["id"] == 2:
+            r["evaluation"]["extracted_code"] = f"def f(x):\n    return '{EVIL}'"
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps(doc))
+    ingest("manyih-data", [Source.of(FIXTURES / "coding_small.json")], Options())
+    ingest("manyih-results", [Source.of(path)], Options(model="fake", run="fake-r1"))
+    for attempt in Attempt.objects.filter(instance__external_id__in=["0", "2"]):
+        page = reviewer_client.get(url("hierarchy_sample", pk=attempt.id)).content.decode()
+        assert EVIL not in page and "&lt;script&gt;alert(" in page
