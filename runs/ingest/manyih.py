@@ -400,9 +400,12 @@ def _valid_result(ctx: Context, source: Source, line: int, result: Any, index: I
         ctx.problem(source, line, f"sample '{sample_id}': evaluation has no 'each_style_passed', no top-level 'error' "
                     "and no 'code_extracted: false' (not a record the ManyIH evaluator writes)")
         ok = False
-    elif each is not None and (status != SCORED or not isinstance(each, dict)):
-        ctx.problem(source, line, f"sample '{sample_id}': evaluation.each_style_passed should be an object"
-                    + ("" if status == SCORED else f" and is not written beside {'an error' if status == ERROR else 'code_extracted: false'}"))
+    elif each is not None and not isinstance(each, dict):
+        ctx.problem(source, line, f"sample '{sample_id}': evaluation.each_style_passed should be an object")
+        ok = False
+    elif each is not None and status != SCORED:
+        beside = "a top-level error" if status == ERROR else "code_extracted: false"
+        ctx.problem(source, line, f"sample '{sample_id}': evaluation.each_style_passed is not written beside {beside}")
         ok = False
     logged = _logged_fields(ctx, source, line, sample_id, evaluation)
     if not ok or logged is None:
