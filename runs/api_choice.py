@@ -46,6 +46,11 @@ class ChoiceMetricsSerializer(serializers.Serializer):
     categories = serializers.DictField(child=ChoiceCategorySerializer())
     overall_accuracy = serializers.FloatField(allow_null=True)
     overall_accuracy_ci = serializers.ListField(child=serializers.FloatField(), allow_null=True)
+    reference_overall_accuracy = serializers.FloatField(
+        allow_null=True,
+        help_text="GuideBench evaluate.py's 'all' figure: the accuracies of price, relevance, math, chat, summary and "
+        "hallu weighted by the full benchmark's task counts (442, 192, 52, 180, 58, 118) whatever was imported, other "
+        "categories ignored; null unless the run has all six. overall_accuracy weights by the tasks imported instead.")
     n = serializers.IntegerField()
     unanswered = serializers.IntegerField()
 
@@ -84,7 +89,8 @@ class ChoiceMetricsView(APIView):
         [result] = metrics.run_metrics(metrics.choice_rows(run.benchmark_id, [run.label], view=params["view"])) or [None]
         body = {
             "run": run.label, "benchmark": run.benchmark.slug, "model": run.model.name, "view": params["view"],
-            "categories": {}, "overall_accuracy": None, "overall_accuracy_ci": None, "n": 0, "unanswered": 0,
+            "categories": {}, "overall_accuracy": None, "overall_accuracy_ci": None, "reference_overall_accuracy": None,
+            "n": 0, "unanswered": 0,
         }
         if result is not None:
             body.update(
@@ -94,6 +100,7 @@ class ChoiceMetricsView(APIView):
                     for name, c in result.categories.items()
                 },
                 overall_accuracy=result.accuracy, overall_accuracy_ci=[result.ci_low, result.ci_high],
+                reference_overall_accuracy=result.reference_accuracy,
                 n=result.n, unanswered=result.unanswered,
             )
         return Response(ChoiceMetricsSerializer(body).data)

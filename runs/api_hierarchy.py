@@ -5,6 +5,8 @@ GET /api/hierarchy-metrics/?run=<label>[&judge=<name>][&exclude=<policy>]
 """
 from __future__ import annotations
 
+from dataclasses import asdict
+
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers, status
 from rest_framework.pagination import LimitOffsetPagination
@@ -134,6 +136,36 @@ class HierarchyMetricsQuerySerializer(serializers.Serializer):
         return value
 
 
+class StyleGroupSerializer(serializers.Serializer):
+    """One style group's counts: passed and total over the style-checked samples, and the samples left out."""
+
+    passed = serializers.IntegerField()
+    total = serializers.IntegerField(help_text="Samples with the group active that the evaluator style-checked.")
+    left_out = serializers.IntegerField(help_text="Samples with the group active left out: no code, or an evaluator error.")
+    rate = serializers.FloatField(allow_null=True, help_text="passed / total in %: the evaluator's per-category rate.")
+    rate_errors_as_failures = serializers.FloatField(
+        allow_null=True, help_text="passed / (total + left_out) in %: the left-out samples counted as failures.")
+
+
+class EvaluatorSummarySerializer(serializers.Serializer):
+    """The ManyIH evaluator's printout (`_print_analysis`): counts of samples, rates as fractions 0-1."""
+
+    total = serializers.IntegerField(help_text="Samples (\"Total samples\").")
+    test_passed = serializers.IntegerField()
+    style_passed = serializers.IntegerField()
+    overall_passed = serializers.IntegerField()
+    no_code = serializers.IntegerField(help_text="Samples whose response had no code (code_extracted false).")
+    errors = serializers.IntegerField(help_text="Samples with an evaluator error (API failure, code its checkers cannot read).")
+    test_failure_reasons = serializers.DictField(
+        child=serializers.IntegerField(), help_text="timeout, assertion_error, syntax_error, runtime_error, other -> samples.")
+    assertion_pass_rate = serializers.FloatField(
+        allow_null=True, help_text="Mean per-sample assertion pass rate over the samples that logged one.")
+    total_assertions = serializers.IntegerField()
+    passed_assertions = serializers.IntegerField()
+    style_satisfaction_rate = serializers.FloatField(
+        allow_null=True, help_text="Mean per-sample share of style groups passed, over the style-checked samples.")
+
+
 class HierarchyMetricsSerializer(serializers.Serializer):
     """Acc, Acc_test, Acc_style and per style group pass rates of one run, in percent."""
 
@@ -153,7 +185,14 @@ class HierarchyMetricsSerializer(serializers.Serializer):
     acc_style_ci = serializers.ListField(child=serializers.FloatField(), allow_null=True)
     by_style_group = serializers.DictField(
         child=serializers.FloatField(allow_null=True),
-        help_text="Style group -> % of samples with the group active whose active instructions of the group all pass.")
+        help_text="Style group -> % of samples with the group active whose active instructions of the group all pass, "
+        "over the samples the evaluator style-checked (as its per-category rates: samples with no code or an "
+        "evaluator error are left out; see style_groups for them).")
+    style_groups = serializers.DictField(
+        child=StyleGroupSerializer(),
+        help_text="Style group -> counts behind by_style_group, and the rate with the left-out samples counted as failures.")
+    evaluator = EvaluatorSummarySerializer(
+        help_text="The figures the ManyIH evaluator prints for this run, computed from the stored samples.")
 
 
 class HierarchyMetricsView(APIView):
@@ -190,12 +229,16 @@ class HierarchyMetricsView(APIView):
         excluded = excluded_item_ids(run.benchmark, params["exclude"])
         rows = m.sample_rows_select(benchmark=run.benchmark, judge=judge, run_ids=[run.id], excluded_items=excluded)
         acc = m.accuracy(rows, label=run.label)
+        groups = m.style_group_rates(rows, by="run")
         return Response(HierarchyMetricsSerializer({
             "run": run.label, "model": run.model.name, "benchmark": run.benchmark.slug, "judge": judge.name,
             "exclude": params["exclude"], "excluded_items": len(excluded or ()),
             "samples": acc.n, "acc": acc.acc, "acc_test": acc.acc_test, "acc_style": acc.acc_style,
             "acc_ci": _pair(acc.acc_ci), "acc_test_ci": _pair(acc.acc_test_ci), "acc_style_ci": _pair(acc.acc_style_ci),
-            "by_style_group": {g.group: g.rate for g in m.style_group_rates(rows, by="run")},
+            "by_style_group": {g.group: g.rate for g in groups},
+            "style_groups": {g.group: {"passed": g.passed, "total": g.n, "left_out": g.errors, "rate": g.rate,
+                                       "rate_errors_as_failures": g.rate_errors_as_failures} for g in groups},
+            "evaluator": asdict(m.evaluator_summary(rows, label=run.label)),
         }).data)
 
 

@@ -19,7 +19,7 @@ from typing import Any
 from django.db import transaction
 
 from .checkers.manyih_style import STYLE_CHECKERS, Code, check_style, extract_code
-from .metrics.hierarchy import CHECKER_JUDGE, LOGGED_JUDGE
+from .metrics.hierarchy import CHECKER_JUDGE, LOGGED_JUDGE, UNCHECKED
 from .models import Attempt, BenchmarkKind, ChecklistItem, Job, Judge, JudgeKind, Run, Verdict, VerdictResult
 from .services import ProgressReporter, benchmarks_lock, job_register, rollups_rebuild_for_attempts
 
@@ -99,20 +99,21 @@ def restyle_run(*, run: Run, progress: Callable[[int, int], None] | None = None)
 
 
 def _restyle_batch(attempt_ids: list[int], judge: Judge, logged: Judge | None, report: RestyleReport) -> None:
-    attempts = list(Attempt.objects.filter(id__in=attempt_ids).values_list("id", "instance_id", "response"))
+    attempts = list(Attempt.objects.filter(id__in=attempt_ids).values_list("id", "instance_id", "response", "outcome__status"))
     items: dict[int, list[tuple[int, dict]]] = {}
     for item_id, instance_id, details in ChecklistItem.objects.filter(
         instance_id__in={a[1] for a in attempts}).values_list("id", "instance_id", "details").order_by("position"):
         items.setdefault(instance_id, []).append((item_id, details or {}))
     existing = {(v.attempt_id, v.item_id): v for v in Verdict.objects.filter(judge=judge, attempt_id__in=attempt_ids)}
     logged_results: dict[tuple[int, int], str] = {}
-    if logged is not None:
+    if logged is not None:  # agreement leaves out samples the evaluator did not style-check, as the recheck page does
+        style_checked = [a for a, _, _, status in attempts if status not in UNCHECKED]
         logged_results = {
-            (a, i): r for a, i, r in Verdict.objects.filter(judge=logged, attempt_id__in=attempt_ids)
+            (a, i): r for a, i, r in Verdict.objects.filter(judge=logged, attempt_id__in=style_checked)
             .values_list("attempt_id", "item_id", "result")
         }
     create, update, wanted = [], [], set()
-    for attempt_id, instance_id, response in attempts:
+    for attempt_id, instance_id, response, _ in attempts:
         code = Code(extract_code(response or ""))
         for item_id, details in items.get(instance_id, []):
             row = _verdict_fields(code, details)

@@ -465,13 +465,14 @@ class _DocError(Exception):
 
 
 def iter_json_document(
-    source: Source, ctx: Context, *, list_keys: tuple[str, ...] = ()
+    source: Source, ctx: Context, *, list_keys: tuple[str, ...] = (), extra_hint: str = "is this a JSONL file?"
 ) -> Iterator[tuple[str | None, int, Any]]:
     """Stream a JSON document, yielding (key, line, value) without loading it whole.
 
     A top-level list yields (None, line, element) per element. A top-level object yields
     (key, line, element) for each element of the lists under `list_keys`, and
-    (key, line, value) once for every other key.
+    (key, line, value) once for every other key. `extra_hint` ends the problem reported
+    when more data follows the document (what the format's writer is known to do).
     """
     ctx.source = source
     if not source.path.exists() or source.path.stat().st_size == 0:
@@ -505,7 +506,7 @@ def iter_json_document(
         else:
             raise _DocError(reader.line, f"expected a JSON object or list, found {first!r}")
         if reader.peek() != "":
-            raise _DocError(reader.line, "extra data after the JSON document (is this a JSONL file?)")
+            raise _DocError(reader.line, f"extra data after the JSON document ({extra_hint})")
     except _DocError as exc:
         ctx.problem(source, exc.line, exc.reason)
     except UnicodeDecodeError:

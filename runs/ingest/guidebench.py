@@ -62,6 +62,11 @@ def task_external_id(category: str, task: dict[str, Any], occurrence: int = 1) -
     return base if occurrence == 1 else f"{base}~{occurrence}"
 
 
+#: generate_resp.py opens its output in append mode: a second run adds a second list to the same file
+_APPENDED = ("is this a JSONL file? GuideBench's generate_resp.py appends its list to an existing file on every run, "
+             "and its evaluate.py cannot read such a file either: keep one run's list per file")
+
+
 class _FileTasks:
     """Reads one category file as a list of tasks, reporting anything that is not one."""
 
@@ -77,7 +82,7 @@ class _FileTasks:
             ctx.problem(source, None, "the file name names no category: name it <category>_tasks.json")
             return
         found = 0
-        for key, line, value in iter_json_document(source, ctx):
+        for key, line, value in iter_json_document(source, ctx, extra_hint=_APPENDED):
             found += 1
             if key is not None:
                 ctx.problem(source, line, f"expected a JSON list of tasks, found an object{_looks_like({key: value})}")

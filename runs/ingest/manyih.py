@@ -10,10 +10,21 @@ agree with `metadata.expected_styles` (the styles the harness scores) and with t
 privilege tags in the prompt, else the sample is a problem.
 
 Results: `{"eval_config", "stats", ..., "results": [{id, task_id, response,
-evaluation{test_passed, style_passed, overall_passed, each_style_passed{<style_key>:
-bool}, test_result, style_messages?}}]}`, in completion order. A result whose API call
-failed has `error` and no `each_style_passed`; the reference counts it as failed, so its
-active items get `fail` verdicts carrying the error.
+evaluation{...}}]}`, in completion order. The evaluator (`judge_response` and
+`run_evaluation`) writes three shapes of record, each stored as what it is
+(`Attempt.outcome["status"]`):
+
+- "scored": `evaluation{code_extracted: true, extracted_code, test_passed, test_result,
+  style_passed, each_style_passed{<style_key>: bool}, style_messages, overall_passed,
+  assertion_pass_rate, passed_assertions, total_assertions, style_satisfaction_rate}`;
+- "no_code": the response held no code (`code_extracted: false`, `error`, no
+  `each_style_passed`);
+- "error": the evaluator raised (the API call failed, or a style checker could not
+  tokenise the code): a top-level `error` and only the three pass flags.
+
+The reference counts the last two as failed samples (Acc, Acc_test, Acc_style), so their
+active items get `fail` verdicts carrying the reason; it leaves them out of its per-style-
+group rates, which `runs.metrics.hierarchy.style_group_rates` does by their status.
 """
 from __future__ import annotations
 
@@ -21,6 +32,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from runs.hierarchy import Resolution, active_styles, ordinal_ranks, parse_privilege_tags, resolve_privileges, same_text
+from runs.metrics.hierarchy import ERROR, NO_CODE, SCORED
 from runs.models import BenchmarkKind, ChecklistItem, Instance, JudgeKind, Run, VerdictResult
 
 from .base import Context, Source, content_hash, iter_json_document, require, text_limit
@@ -381,20 +393,77 @@ def _valid_result(ctx: Context, source: Source, line: int, result: Any, index: I
             ctx.problem(source, line, f"sample '{sample_id}': evaluation.{name} should be true or false")
             ok = False
         flags[name] = evaluation.get(name)
-    error = result.get("error")
+    status = result_status(result)
+    error = result.get("error") if status == ERROR else evaluation.get("error")
     each = evaluation.get("each_style_passed")
-    if each is None and error is None:
-        ctx.problem(source, line, f"sample '{sample_id}': evaluation has no 'each_style_passed'")
+    if status == SCORED and each is None:
+        ctx.problem(source, line, f"sample '{sample_id}': evaluation has no 'each_style_passed', no top-level 'error' "
+                    "and no 'code_extracted: false' (not a record the ManyIH evaluator writes)")
         ok = False
     elif each is not None and not isinstance(each, dict):
         ctx.problem(source, line, f"sample '{sample_id}': evaluation.each_style_passed should be an object")
         ok = False
-    if not ok:
+    elif each is not None and status != SCORED:
+        beside = "a top-level error" if status == ERROR else "code_extracted: false"
+        ctx.problem(source, line, f"sample '{sample_id}': evaluation.each_style_passed is not written beside {beside}")
+        ok = False
+    logged = _logged_fields(ctx, source, line, sample_id, evaluation)
+    if not ok or logged is None:
         return None
     return {
         "source": source, "line": line, "sample_id": sample_id, "instance_id": instance_id,
-        "result": result, "flags": flags, "each": each, "error": error,
+        "result": result, "flags": flags, "each": each if status == SCORED else None, "error": error,
+        "status": status, "logged": logged,
     }
+
+
+#: evaluation fields kept in Attempt.outcome as logged, with the check each must pass
+_COUNTS = ("passed_assertions", "total_assertions")
+_RATES = ("assertion_pass_rate", "style_satisfaction_rate")
+
+
+def result_status(result: dict) -> str:
+    """"error" (a top-level error: the evaluator raised), "no_code" (code_extracted false) or "scored"."""
+    if result.get("error") is not None:
+        return ERROR
+    if result.get("evaluation", {}).get("code_extracted") is False:
+        return NO_CODE
+    return SCORED
+
+
+def _logged_fields(ctx: Context, source: Source, line: int, sample_id: str, evaluation: dict) -> dict | None:
+    """The evaluator's code, assertion counts and rates as logged (each checked), or None after a problem."""
+    out: dict[str, Any] = {}
+    ok = True
+    for name in _COUNTS:
+        value = evaluation.get(name)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            ctx.problem(source, line, f"sample '{sample_id}': evaluation.{name} = {value!r} is not a count")
+            ok = False
+        out[name] = value
+    if ok and out.get("passed_assertions", 0) > out.get("total_assertions", out.get("passed_assertions", 0)):
+        ctx.problem(source, line, f"sample '{sample_id}': evaluation.passed_assertions {out['passed_assertions']} "
+                    f"exceeds total_assertions {out['total_assertions']}")
+        ok = False
+    for name in _RATES:
+        value = evaluation.get(name)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
+            ctx.problem(source, line, f"sample '{sample_id}': evaluation.{name} = {value!r} is not a rate from 0 to 1")
+            ok = False
+        out[name] = value
+    if isinstance(evaluation.get("code_extracted"), bool):
+        out["code_extracted"] = evaluation["code_extracted"]
+    code = evaluation.get("extracted_code")
+    if code is not None:
+        if not isinstance(code, str):
+            ctx.problem(source, line, f"sample '{sample_id}': evaluation.extracted_code should be text")
+            ok = False
+        out["extracted_code"] = code
+    return out if ok else None
 
 
 def _write_results(ctx: Context, run: Run, judge, pending: list[dict]) -> None:
@@ -407,7 +476,7 @@ def _write_results(ctx: Context, run: Run, judge, pending: list[dict]) -> None:
         if rows is None:
             continue
         evaluation = p["result"]["evaluation"]
-        outcome = {**p["flags"], "test_result": evaluation.get("test_result")}
+        outcome = {**p["flags"], "test_result": evaluation.get("test_result"), "status": p["status"], **p["logged"]}
         if p["error"] is not None:
             outcome["error"] = str(p["error"])
         response = p["result"].get("response")
@@ -473,10 +542,17 @@ def _verdict_rows(ctx: Context, p: dict, items: list[dict]) -> list[dict] | None
             rows.append({"item_id": item["id"], "result": VerdictResult.NOT_APPLICABLE,
                          "reasoning": f"suppressed by instruction {beaten}" if beaten else "suppressed"})
         elif p["each"] is None:
-            rows.append({"item_id": item["id"], "result": VerdictResult.FAIL,
-                         "reasoning": f"the harness reported an error: {p['error']}"})
+            rows.append({"item_id": item["id"], "result": VerdictResult.FAIL, "reasoning": _unscored_reason(p)})
         else:
             message = messages.get(item["group"])
             rows.append({"item_id": item["id"], "result": results[item["group"]],
                          "reasoning": "" if message is None else str(message)})
     return rows
+
+
+def _unscored_reason(p: dict) -> str:
+    """Why an active instruction of a result the evaluator did not style-check fails, in plain words."""
+    if p["status"] == NO_CODE:
+        said = f" ({p['error']})" if p["error"] else ""
+        return f"the response had no code block; the evaluator counts the sample as failed{said}"
+    return f"the evaluator recorded an error and counts the sample as failed: {p['error']}"

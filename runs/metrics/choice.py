@@ -21,6 +21,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+#: the task counts GuideBench's evaluate.py weights its six categories by for its "all" figure, whatever the
+#: files hold (the full benchmark's sizes); it reads no other category
+REFERENCE_TASK_COUNTS = {"price": 442, "relevance": 192, "math": 52, "chat": 180, "summary": 58, "hallu": 118}
 BOOTSTRAP_RESAMPLES = 1000
 BOOTSTRAP_SEED = 20250101
 EXACT, NORMALISED = "exact", "normalised"
@@ -84,6 +87,9 @@ class RunMetrics:
     ci_low: float
     ci_high: float
     categories: dict[str, CategoryMetrics]
+    #: evaluate.py's "all" (percent): its six categories weighted by REFERENCE_TASK_COUNTS; None unless the run has
+    #: all six (the reference cannot run without them)
+    reference_accuracy: float | None = None
 
 
 @dataclass(frozen=True)
@@ -309,9 +315,19 @@ def run_metrics(rows: Iterable[ChoiceRow]) -> list[RunMetrics]:
                 ci_low=low,
                 ci_high=high,
                 categories=categories,
+                reference_accuracy=reference_weighted_accuracy(categories),
             )
         )
     return result
+
+
+def reference_weighted_accuracy(categories: dict[str, CategoryMetrics]) -> float | None:
+    """evaluate.py's "all": the accuracies of price, relevance, math, chat, summary and hallu weighted by the fixed
+    REFERENCE_TASK_COUNTS (not by the tasks imported), other categories ignored; None when one of the six is missing."""
+    if any(name not in categories for name in REFERENCE_TASK_COUNTS):
+        return None
+    total = sum(REFERENCE_TASK_COUNTS.values())
+    return sum(categories[name].accuracy * weight for name, weight in REFERENCE_TASK_COUNTS.items()) / total
 
 
 RUN_SORTS = ("run", "model", "n", "unanswered", "accuracy")

@@ -27,6 +27,12 @@ from .stats import bootstrap_interval
 LOGGED_JUDGE = "manyih-log"
 CHECKER_JUDGE = "manyih-style-checker"
 OUTCOMES = ("winner", "suppressed", "none")
+#: Attempt.outcome["status"] of a ManyIH sample (runs.ingest.manyih): style-checked, no code, evaluator error
+SCORED, NO_CODE, ERROR = "scored", "no_code", "error"
+#: the statuses of samples the evaluator did not style-check
+UNCHECKED = (NO_CODE, ERROR)
+#: the evaluator's test-failure reasons, in the order it tries them on the test message
+TEST_FAILURE_REASONS = ("timeout", "assertion_error", "syntax_error", "runtime_error", "other")
 
 Interval = tuple[float, float] | None
 
@@ -48,11 +54,24 @@ class SampleRow:
     style_passed: bool
     #: style group -> every active instruction of the group satisfied
     groups: dict[str, bool] = field(default_factory=dict)
+    #: what the evaluator did with the response (Attempt.outcome["status"]): SCORED, NO_CODE or ERROR
+    status: str = "scored"
+    #: the evaluator's unit-test message ("passed", "failed 1/3 assertions", ...), None when it wrote none
+    test_result: str | None = None
+    #: the evaluator's assertion counts and per-sample pass rate, None when it logged none
+    passed_assertions: int | None = None
+    total_assertions: int | None = None
+    assertion_pass_rate: float | None = None
 
     @property
     def passed(self) -> bool:
         """Acc's criterion: unit tests pass and every active instruction is satisfied."""
         return self.test_passed and self.style_passed
+
+    @property
+    def style_checked(self) -> bool:
+        """Whether the evaluator style-checked this sample (it leaves the others out of its per-group rates)."""
+        return self.status == SCORED
 
 
 @dataclass(frozen=True)
@@ -73,16 +92,48 @@ class AccRow:
 
 @dataclass(frozen=True)
 class GroupRate:
-    """Pass rate (in %) of one style group for one model or run."""
+    """Pass rate (in %) of one style group for one model or run, over the samples the evaluator style-checked
+    (as the reference); `errors` samples with the group active were left out (no code, or an evaluator error)."""
 
     label: str
     group: str
     n: int
     passed: int
+    errors: int = 0
 
     @property
     def rate(self) -> float | None:
+        """The reference's rate: passed / style-checked samples."""
         return 100.0 * self.passed / self.n if self.n else None
+
+    @property
+    def rate_errors_as_failures(self) -> float | None:
+        """The same rate with the left-out samples counted as failures."""
+        total = self.n + self.errors
+        return 100.0 * self.passed / total if total else None
+
+
+@dataclass(frozen=True)
+class EvaluatorSummary:
+    """The figures the ManyIH evaluator prints for one run (its `_compute_analysis`), from the portal's rows.
+
+    Counts are samples; rates are fractions (0-1) as the evaluator computes them, None where it prints nothing.
+    """
+
+    label: str
+    total: int
+    test_passed: int
+    style_passed: int
+    overall_passed: int
+    no_code: int
+    errors: int
+    test_failure_reasons: dict[str, int]
+    assertion_pass_rate: float | None
+    total_assertions: int
+    passed_assertions: int
+    style_satisfaction_rate: float | None
+    #: style group -> (passed, total) over the style-checked samples
+    by_style_group: dict[str, tuple[int, int]]
 
 
 @dataclass(frozen=True)
@@ -182,16 +233,62 @@ def accuracy_by_tiers(rows: Sequence[SampleRow], *, by: str = "model") -> list[A
 
 
 def style_group_rates(rows: Sequence[SampleRow], *, by: str = "model") -> list[GroupRate]:
-    """Pass rate of each style group per model or run: samples whose active instructions of the group all pass."""
+    """Pass rate of each style group per model or run: samples whose active instructions of the group all pass.
+
+    As the ManyIH evaluator (`style_satisfaction.by_category`), only the samples it style-checked count; a sample
+    with no code or an evaluator error is left out of each of its groups and counted in `errors`.
+    """
     out = []
     for label, group in _grouped(rows, by).items():
-        counts: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+        counts: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])
         for r in group:
             for name, ok in r.groups.items():
-                counts[name][0] += 1
-                counts[name][1] += int(ok)
-        out.extend(GroupRate(label, name, n, p) for name, (n, p) in sorted(counts.items()))
+                if r.style_checked:
+                    counts[name][0] += 1
+                    counts[name][1] += int(ok)
+                else:
+                    counts[name][2] += 1
+        out.extend(GroupRate(label, name, n, p, e) for name, (n, p, e) in sorted(counts.items()))
     return out
+
+
+def test_failure_reason(test_result: str | None) -> str:
+    """The evaluator's category of a failed test message (its first match: timed out, assertion, syntax, error)."""
+    text = str("unknown" if test_result is None else test_result).lower()
+    if "timed out" in text:
+        return "timeout"
+    if "assertion" in text:
+        return "assertion_error"
+    if "syntax" in text:
+        return "syntax_error"
+    if "error" in text:
+        return "runtime_error"
+    return "other"
+
+
+def evaluator_summary(rows: Sequence[SampleRow], *, label: str = "") -> EvaluatorSummary:
+    """The evaluator's printed figures over `rows` (one run): pass counts, failure reasons, assertion and style
+    satisfaction rates averaged per sample, and per style group passed/total over the style-checked samples."""
+    reasons = Counter(test_failure_reason(r.test_result) for r in rows if not r.test_passed)
+    assertions = [r for r in rows if r.assertion_pass_rate is not None]
+    satisfied = [sum(r.groups.values()) / len(r.groups) for r in rows if r.style_checked and r.groups]
+    groups: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    for r in rows:
+        if r.style_checked:
+            for name, ok in r.groups.items():
+                groups[name][0] += int(ok)
+                groups[name][1] += 1
+    return EvaluatorSummary(
+        label=label, total=len(rows), test_passed=sum(r.test_passed for r in rows),
+        style_passed=sum(r.style_passed for r in rows), overall_passed=sum(r.passed for r in rows),
+        no_code=sum(r.status == NO_CODE for r in rows), errors=sum(r.status == ERROR for r in rows),
+        test_failure_reasons={k: reasons[k] for k in TEST_FAILURE_REASONS if reasons[k]},
+        assertion_pass_rate=sum(r.assertion_pass_rate for r in assertions) / len(assertions) if assertions else None,
+        total_assertions=sum(r.total_assertions or 0 for r in assertions),
+        passed_assertions=sum(r.passed_assertions or 0 for r in assertions),
+        style_satisfaction_rate=sum(satisfied) / len(satisfied) if satisfied else None,
+        by_style_group={name: (p, n) for name, (p, n) in sorted(groups.items())},
+    )
 
 
 def compare_runs(a_rows: Sequence[SampleRow], b_rows: Sequence[SampleRow], *, a: str = "A", b: str = "B") -> Comparison:
@@ -428,14 +525,33 @@ def sample_rows_select(*, benchmark, judge, run_ids: Sequence[int],
             continue
         n_app, n_pass = rollups[attempt_id]
         fact = facts.get(instance_id, {"tiers": 0, "n_instructions": 0})
+        outcome = outcome or {}
         rows.append(SampleRow(
             attempt_id=attempt_id, run=run, model=model,
             interface=str((settings or {}).get("hierarchy_format") or spec_interface or ""),
             sample=sample, instance_id=instance_id, tiers=fact["tiers"], n_instructions=fact["n_instructions"],
-            test_passed=bool((outcome or {}).get("test_passed")), style_passed=n_app > 0 and n_pass == n_app,
-            groups=groups.get(attempt_id, {}),
+            test_passed=bool(outcome.get("test_passed")), style_passed=n_app > 0 and n_pass == n_app,
+            groups=groups.get(attempt_id, {}), **_logged_facts(outcome),
         ))
     return rows
+
+
+def _logged_facts(outcome: dict) -> dict[str, Any]:
+    """The SampleRow fields read from what the evaluator logged (Attempt.outcome; runs.ingest.manyih)."""
+    status = outcome.get("status")
+    test_result = outcome.get("test_result")
+    rate = outcome.get("assertion_pass_rate")
+    return {
+        "status": status if status in UNCHECKED else SCORED,
+        "test_result": test_result if isinstance(test_result, str) else None,
+        "passed_assertions": _count(outcome.get("passed_assertions")),
+        "total_assertions": _count(outcome.get("total_assertions")),
+        "assertion_pass_rate": float(rate) if isinstance(rate, (int, float)) and not isinstance(rate, bool) else None,
+    }
+
+
+def _count(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def excluded_verdicts_select(*, judge, run_ids: Sequence[int], item_ids: Collection[int], by: str = "model"
@@ -504,7 +620,8 @@ def conflict_outcomes_select(*, benchmark, checker, run_ids: Sequence[int]) -> l
 
 
 def agreement_pairs_select(*, run_ids: Sequence[int], logged, checker) -> list[dict]:
-    """(attempt, item) pairs on active instructions with both a logged and a checker verdict (one query)."""
+    """(attempt, item) pairs on active instructions with both a logged and a checker verdict (one query); samples the
+    evaluator did not style-check (no code, an evaluator error) are left out: their logged fails judge no style."""
     from django.db.models import OuterRef, Subquery
 
     from runs.models import Verdict
@@ -512,7 +629,7 @@ def agreement_pairs_select(*, run_ids: Sequence[int], logged, checker) -> list[d
     checker_result = Verdict.objects.filter(attempt_id=OuterRef("attempt_id"), item_id=OuterRef("item_id"), judge=checker)
     return list(
         Verdict.objects.filter(judge=logged, attempt__run_id__in=list(run_ids))
-        .exclude(result="na")
+        .exclude(result="na").exclude(attempt__outcome__status__in=UNCHECKED)
         .annotate(checker=Subquery(checker_result.values("result")[:1]),
                   checker_reason=Subquery(checker_result.values("reasoning")[:1]))
         .exclude(checker__isnull=True)

@@ -168,7 +168,8 @@ def api(request, slug):
         "benchmark": slug, "judge": state["judge"].name if state["judge"] else None, "by": state["by"],
         "exclude": state["exclude"], "excluded_items": len(state["excluded"] or ()),
         "rows": [asdict(r) for r in data["rows"]], "by_tiers": [asdict(r) for r in data["tier_rows"]],
-        "by_style_group": [asdict(g) | {"rate": g.rate} for g in data["group_rates"]],
+        "by_style_group": [asdict(g) | {"rate": g.rate, "rate_errors_as_failures": g.rate_errors_as_failures}
+                           for g in data["group_rates"]],
         "comparison": None if comparison is None else asdict(comparison),
         "exclusion": None if exclusion is None else {
             "tau": exclusion["tau"],
@@ -248,9 +249,13 @@ def sample(request, slug, pk):
     segments = [dict(s, item=_item_at(items, s["position"])) if "tag" in s else s
                 for s in m.prompt_segments(str(attempt.instance.spec.get("prompt") or ""))]
     others = Attempt.objects.filter(instance=attempt.instance).exclude(pk=pk).select_related("run").order_by("run__label")
+    outcome = attempt.outcome or {}
+    logged_code = outcome.get("extracted_code")
+    code_logged = isinstance(logged_code, str)
     context = {"benchmark": attempt.run.benchmark, "attempt": attempt, "items": items, "groups": groups, "judges": judges,
-               "segments": segments, "code": extract_code(attempt.response), "others": others, "active": "samples",
-               "tiers": m.tiers_of(i["privilege"] for i in items), "outcome": attempt.outcome or {}}
+               "segments": segments, "code": logged_code if code_logged else extract_code(attempt.response),
+               "code_logged": code_logged, "others": others, "active": "samples",
+               "tiers": m.tiers_of(i["privilege"] for i in items), "outcome": outcome}
     return render(request, "runs/hierarchy/sample.html", context)
 
 

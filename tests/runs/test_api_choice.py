@@ -1,8 +1,11 @@
 """GET /api/choice-metrics/?run=<label>."""
+from pathlib import Path
+
 import pytest
 from rest_framework.test import APIClient
 from sklearn.metrics import accuracy_score, f1_score, precision_score, recall_score
 
+from runs.ingest import Options, Source, ingest
 from runs.models import AgentModel, Benchmark, Run
 
 from .test_views_choice import TASKS, make_study
@@ -82,3 +85,27 @@ def test_it_is_documented_in_the_openapi_schema(api):
     assert {p["name"] for p in operation["parameters"]} >= {"run", "benchmark", "view"}
     assert {"200", "404"} <= set(operation["responses"])
     assert "ChoiceMetrics" in schema["components"]["schemas"]
+
+
+def test_it_scores_the_odd_records_generate_resp_writes_as_evaluate_py_does(api):
+    """generated/: files as generate_resp.py writes them, with a failed generation ({} and cleaned_response ""),
+    a number where an option letter belongs, a null answer, a bare JSON number as the whole answer, right answers."""
+    fixtures = Path(__file__).resolve().parents[1] / "fixtures" / "guidebench"
+    ingest("guidebench-tasks", [Source.of(fixtures / f"{c}_tasks.json") for c in ("chat", "price")], Options())
+    ingest("guidebench-predictions", [Source.of(fixtures / "generated" / f"{c}_tasks.json") for c in ("chat", "price")],
+           Options(model="m", run="generated"))
+    body = api.get(URL, {"run": "generated"}).json()
+    # evaluate.py: a missing or non-string option counts as "E"; a null price answer as -1 (a bare number as the
+    # whole answer makes evaluate.py crash on .get; the portal counts it as missing: -1 too)
+    labels = {"chat": (["A", "D", "B"], ["E", "E", "B"]), "price": ([1, 0, 1], [-1, -1, 1])}
+    kwargs = dict(average="macro", zero_division=0)
+    for category, (t, p) in labels.items():
+        cell = body["categories"][category]
+        assert (cell["n"], cell["unanswered"]) == (3, 2)
+        assert cell["accuracy"] == pytest.approx(100 * accuracy_score(t, p)) == pytest.approx(100 / 3)
+        assert cell["precision"] == pytest.approx(100 * precision_score(t, p, **kwargs))
+        assert cell["recall"] == pytest.approx(100 * recall_score(t, p, **kwargs))
+        assert cell["f1"] == pytest.approx(100 * f1_score(t, p, **kwargs))
+    assert body["categories"]["price"]["f1"] == pytest.approx(100 * 2 / 9)
+    # evaluate.py's "all" needs its six categories
+    assert body["reference_overall_accuracy"] is None and body["overall_accuracy"] == pytest.approx(100 / 3)

@@ -77,8 +77,20 @@ def test_it_answers_acc_and_style_groups_of_a_run_in_percent(reviewer_client, ru
     passed = [1.0, 0.0, 0.0]  # samples 0, 1, 2
     assert body["acc_ci"] == pytest.approx(list(bootstrap_interval(3, lambda w: w @ passed / 3 * 100)))
     assert body["acc_ci"][0] <= body["acc"] <= body["acc_ci"][1]
-    assert body["by_style_group"] == pytest.approx({"quotes": 100.0, "license": 100.0, "type_hints": 100.0,
-                                                    "indent": 0.0, "naming_convention": 100.0, "function_doc": 0.0})
+    # sample 2 is an evaluator error: the reference leaves it out of its per-group rates (function_doc has no
+    # style-checked sample), while Acc and Acc_style count it as failed
+    rates = {g: r for g, r in body["by_style_group"].items() if r is not None}
+    assert rates == pytest.approx({"quotes": 100.0, "license": 100.0, "type_hints": 100.0,
+                                   "indent": 0.0, "naming_convention": 100.0})
+    assert body["by_style_group"]["function_doc"] is None
+    assert body["style_groups"]["function_doc"] == {"passed": 0, "total": 0, "left_out": 1, "rate": None,
+                                                    "rate_errors_as_failures": 0.0}
+    assert body["style_groups"]["indent"] == {"passed": 0, "total": 1, "left_out": 0, "rate": 0.0,
+                                              "rate_errors_as_failures": 0.0}
+    evaluator = body["evaluator"]
+    assert (evaluator["total"], evaluator["test_passed"], evaluator["style_passed"], evaluator["overall_passed"],
+            evaluator["errors"], evaluator["no_code"]) == (3, 2, 1, 1, 1, 0)
+    assert evaluator["style_satisfaction_rate"] == pytest.approx((1.0 + 0.5) / 2)
 
 
 def test_it_uses_another_judge_when_asked(reviewer_client, run):
@@ -104,3 +116,40 @@ def test_it_is_documented_in_the_openapi_schema(reviewer_client):
     metrics = schema["paths"]["/api/hierarchy-metrics/"]["get"]
     assert {p["name"] for p in metrics["parameters"]} >= {"run", "judge"}
     assert {"HierarchyMetrics", "ResolutionList", "SampleResolution"} <= set(schema["components"]["schemas"])
+
+
+def test_it_answers_the_figures_the_evaluator_wrote_in_its_file(reviewer_client, samples):
+    """results_evaluator.json was written by ManyIH's own evaluator (sample 0: code it cannot tokenise; 1: no code;
+    2: clean): its `analysis` block holds the figures it printed."""
+    path = FIXTURES / "results_evaluator.json"
+    ingest("manyih-results", [Source.of(path)], Options(model="fake", run="fake-r1"))
+    analysis = json.loads(path.read_text())["analysis"]
+    body = reviewer_client.get(METRICS, {"run": "fake-r1"}).json()
+    summary, fine = analysis["summary"], analysis["fine_grained"]
+    ev = body["evaluator"]
+    assert (ev["total"], ev["test_passed"], ev["style_passed"], ev["overall_passed"]) == (
+        summary["total_samples"], summary["test_passed"], summary["style_passed"], summary["overall_passed"]) == (3, 1, 1, 1)
+    assert round(body["acc"], 2) == summary["overall_passed_pct"] == 33.33
+    assert ev["test_failure_reasons"] == {k: v["count"] for k, v in analysis["test_failures"]["by_reason"].items()}
+    assert (ev["assertion_pass_rate"], ev["total_assertions"], ev["passed_assertions"]) == (
+        fine["assertion_stats"]["avg_pass_rate"], fine["assertion_stats"]["total_assertions"],
+        fine["assertion_stats"]["passed_assertions"]) == (0.5, 1, 1)
+    assert ev["style_satisfaction_rate"] == fine["style_satisfaction"]["avg_satisfaction_rate"] == 1.0
+    assert {g: c["rate"] for g, c in fine["style_satisfaction"]["by_category"].items()} == {"function_doc": 1.0}
+    assert {g: r for g, r in body["by_style_group"].items() if r is not None} == {"function_doc": 100.0}
+    assert body["style_groups"]["indent"] == {"passed": 0, "total": 0, "left_out": 1, "rate": None,
+                                              "rate_errors_as_failures": 0.0}
+    assert (ev["no_code"], ev["errors"]) == (1, 1)
+
+
+def test_the_attempts_api_keeps_what_the_evaluator_logged(reviewer_client, samples):
+    ingest("manyih-results", [Source.of(FIXTURES / "results_evaluator.json")], Options(model="fake", run="fake-r1"))
+    body = reviewer_client.get("/api/attempts/", {"run": "fake-r1"}).json()
+    by_sample = {a["instance"]: a["outcome"] for a in body["results"]}
+    assert by_sample["0"]["status"] == "error" and by_sample["0"]["error"].startswith("unindent does not match")
+    assert (by_sample["1"]["status"], by_sample["1"]["error"]) == ("no_code", "No code found in response")
+    assert (by_sample["2"]["extracted_code"], by_sample["2"]["passed_assertions"], by_sample["2"]["total_assertions"]) == (
+        "def f(x):\n    return x", 1, 1)
+    verdicts = reviewer_client.get(f"/api/attempts/{next(a['id'] for a in body['results'] if a['instance'] == '1')}/verdicts/")
+    reasons = {v["reasoning"] for v in verdicts.json()["results"] if v["result"] == "fail"}
+    assert reasons == {"the response had no code block; the evaluator counts the sample as failed (No code found in response)"}

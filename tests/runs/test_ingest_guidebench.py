@@ -431,3 +431,36 @@ def test_it_ingests_generated_predictions_for_the_shared_tasks(shared_data, tmp_
         for task in json.loads(source.path.read_text(encoding="utf-8")):
             expected += choice_task_scored(category, task).correct
     assert Verdict.objects.filter(result="pass").count() == expected
+
+
+# files as generate_resp.py writes them ------------------------------------------------------
+def test_it_keeps_the_odd_records_generate_resp_writes_as_unanswered():
+    _tasks("chat", "price")
+    sources = [Source.of(FIXTURES / "generated" / f"{c}_tasks.json") for c in ("chat", "price")]
+    ingest("guidebench-predictions", sources, Options(model="model-a"))
+    outcomes = {(a.instance.primary_category, a.instance.spec["Groundtruth"].get("AnswerAnalysis")
+                 or a.instance.spec["Groundtruth"]["ReferenceAnalysis"]): a.outcome
+                for a in Attempt.objects.select_related("instance")}
+    failed = outcomes[("chat", "客服按规则介绍了航班信息。")]
+    assert (failed["raw"], failed["cleaned_response"], failed["answer"], failed["unanswered_reason"]) == ({}, "", "E", "unparsable")
+    number = outcomes[("chat", "Wrong language and no age check.")]
+    assert (number["answer"], number["unanswered_reason"]) == ("E", "unparsable")
+    null = outcomes[("price", "产地不同可忽略。")]
+    assert (null["answer"], null["unanswered_reason"], null["correct"]) == (-1, "missing", False)
+    bare = outcomes[("price", "容量不同。")]
+    assert (bare["raw"], bare["cleaned_response"], bare["answer"], bare["unanswered_reason"]) == (1, "1", -1, "unparsable")
+    assert outcomes[("price", "颜色相同。")]["correct"] is True
+
+
+def test_it_explains_a_file_generate_resp_wrote_twice(tmp_path):
+    _tasks("chat")
+    text = (FIXTURES / "generated" / "chat_tasks.json").read_text(encoding="utf-8")
+    source = _write(tmp_path, "chat_tasks.json", text + text)  # generate_resp.py appends on a second run
+
+    with pytest.raises(IngestFailed) as excinfo:
+        ingest("guidebench-predictions", [source], Options(model="model-a"))
+
+    line = text.count("\n") + 1
+    assert f"chat_tasks.json:{line}: extra data after the JSON document" in _problems(excinfo)
+    assert "generate_resp.py appends its list to an existing file on every run" in _problems(excinfo)
+    assert Attempt.objects.count() == 0

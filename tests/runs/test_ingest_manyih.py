@@ -192,7 +192,7 @@ def test_it_stores_attempts_and_verdicts_on_active_instructions():
     assert judge.kind == JudgeKind.LOGGED
     zero = Attempt.objects.get(instance__external_id="0")
     assert zero.response.startswith("```python") and zero.outcome == {
-        "test_passed": True, "style_passed": True, "overall_passed": True, "test_result": "passed"}
+        "test_passed": True, "style_passed": True, "overall_passed": True, "test_result": "passed", "status": "scored"}
     verdicts = dict(Verdict.objects.filter(attempt=zero).values_list("item__key", "result"))
     assert verdicts == {"1": "na", "2": "pass", "3": "na", "4": "pass", "5": "pass"}
     one = Attempt.objects.get(instance__external_id="1")
@@ -344,3 +344,56 @@ def test_it_ingests_generated_results_for_the_released_data(shared_data, tmp_pat
     active = sum(len(v) for s in samples for v in s["metadata"]["expected_styles"].values())
     assert Verdict.objects.exclude(result="na").count() == active
     assert Verdict.objects.filter(result="na").count() == sum(len(s["instructions"]) for s in samples) - active
+
+
+# every record the evaluator writes (results_evaluator.json: written by ManyIH's own evaluator on a fake model) -
+EVALUATOR = FIXTURES / "results_evaluator.json"
+
+
+def test_it_stores_each_record_the_evaluator_writes_as_what_it_is():
+    data()
+    report = results(EVALUATOR)
+    assert report.counts["attempts"]["created"] == 3
+    by_sample = {a.instance.external_id: a for a in Attempt.objects.select_related("instance")}
+    untokenisable, empty, scored = by_sample["0"], by_sample["1"], by_sample["2"]
+    assert untokenisable.outcome == {
+        "test_passed": False, "style_passed": False, "overall_passed": False, "test_result": None, "status": "error",
+        "error": "unindent does not match any outer indentation level (<tokenize>, line 3)"}
+    assert untokenisable.response == ""
+    assert empty.outcome == {
+        "test_passed": False, "style_passed": False, "overall_passed": False, "test_result": None, "status": "no_code",
+        "code_extracted": False, "error": "No code found in response", "assertion_pass_rate": 0.0,
+        "passed_assertions": 0, "total_assertions": 0, "style_satisfaction_rate": 0.0}
+    assert scored.outcome == {
+        "test_passed": True, "style_passed": True, "overall_passed": True, "test_result": "passed", "status": "scored",
+        "code_extracted": True, "extracted_code": "def f(x):\n    return x", "assertion_pass_rate": 1.0,
+        "passed_assertions": 1, "total_assertions": 1, "style_satisfaction_rate": 1.0}
+    reasons = {(v.attempt.instance.external_id, v.item.key): (v.result, v.reasoning)
+               for v in Verdict.objects.select_related("attempt__instance", "item")}
+    assert reasons[("1", "1")] == ("fail", "the response had no code block; the evaluator counts the sample as failed "
+                                           "(No code found in response)")
+    assert reasons[("0", "2")][0] == "fail" and reasons[("0", "2")][1].startswith(
+        "the evaluator recorded an error and counts the sample as failed: unindent does not match")
+    assert reasons[("0", "1")][0] == "na" and reasons[("2", "2")] == ("pass", "doc_none: No docstrings")
+
+
+@pytest.mark.parametrize(
+    "change, reason",
+    [
+        (lambda r: r["evaluation"].update(each_style_passed={"indent": True}),
+         "each_style_passed is not written beside code_extracted: false"),
+        (lambda r: r["evaluation"].update(total_assertions=-1), "evaluation.total_assertions = -1 is not a count"),
+        (lambda r: r["evaluation"].update(passed_assertions=2), "passed_assertions 2 exceeds total_assertions 0"),
+        (lambda r: r["evaluation"].update(assertion_pass_rate=1.5), "assertion_pass_rate = 1.5 is not a rate"),
+        (lambda r: r["evaluation"].update(code_extracted=True), "evaluation has no 'each_style_passed', no top-level"),
+    ],
+    ids=["styles-beside-no-code", "negative-count", "passed-over-total", "rate-over-one", "no-shape"],
+)
+def test_it_rejects_an_evaluator_record_that_contradicts_itself(tmp_path, change, reason):
+    data()
+    doc = load(EVALUATOR)
+    change(next(r for r in doc["results"] if r["id"] == 1))
+    bad = write_json(tmp_path / "results_evaluator.json", doc)
+    message = failure("manyih-results", [bad], model="acme/coder-1")
+    assert reason in message and f"{bad.name}:" in message
+    assert Attempt.objects.count() == 0

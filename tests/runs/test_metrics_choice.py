@@ -230,3 +230,17 @@ def test_it_reads_the_normalised_view_from_the_lenient_comparison():
     [exact] = run_metrics(choice_rows(benchmark.id, ["r"]))
     [lenient] = run_metrics(choice_rows(benchmark.id, ["r"], view="normalised"))
     assert (exact.accuracy, lenient.accuracy) == (0.0, 100.0)
+
+
+def test_the_reference_overall_weights_its_six_categories_by_the_full_benchmark_counts():
+    """evaluate.py's "all": fixed weights 442/192/52/180/58/118, audit ignored, whatever the files hold."""
+    correct = {"price": 3, "relevance": 1, "math": 0, "chat": 2, "summary": 4, "hallu": 1, "audit": 4}
+    rows = [ChoiceRow("r", "m", c, 10 * n + i, f"{c}{i}", "A", "A" if i < k else "B")
+            for n, (c, k) in enumerate(correct.items()) for i in range(4)]
+    [result] = run_metrics(rows)
+    accuracies = {c: 100 * k / 4 for c, k in correct.items()}
+    weights = {"price": 442, "relevance": 192, "math": 52, "chat": 180, "summary": 58, "hallu": 118}
+    assert result.reference_accuracy == pytest.approx(sum(accuracies[c] * w for c, w in weights.items()) / 1042)
+    assert result.accuracy == pytest.approx(100 * 15 / 28)
+    [partial] = run_metrics([r for r in rows if r.category != "math"])
+    assert partial.reference_accuracy is None

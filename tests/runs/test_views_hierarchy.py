@@ -97,9 +97,10 @@ def test_it_tabulates_how_conflict_groups_were_resolved_and_drills_down(reviewer
 def test_it_lists_disagreements_between_log_and_checker(reviewer_client, study):
     response = reviewer_client.get(url("hierarchy_recheck"), {"run": "coder · ordinal"})
     rows = {a.group: a for a in response.context["agreement"]}
-    assert (rows["all groups"].pairs, rows["all groups"].agree) == (7, 4)
-    assert response.context["n_disagreements"] == 3
-    assert {d["item__group"] for d in response.context["disagreements"]} == {"indent", "function_doc"}
+    # sample 2 is an evaluator error (no response): its logged fail judges no style and is left out
+    assert (rows["all groups"].pairs, rows["all groups"].agree) == (6, 4)
+    assert response.context["n_disagreements"] == 2
+    assert {d["item__group"] for d in response.context["disagreements"]} == {"indent"}
 
 
 def test_it_starts_the_re_check_job_and_redirects_to_it(reviewer_client, study, django_capture_on_commit_callbacks):
@@ -171,3 +172,32 @@ def test_it_keeps_the_query_count_when_runs_are_added(reviewer_client, study, tm
     with CaptureQueriesContext(connection) as queries:
         reviewer_client.get(url("hierarchy_sample", pk=attempt.id))
     assert len(queries) <= 15
+
+
+def test_it_says_in_plain_words_when_the_evaluator_found_no_code_or_failed(reviewer_client, tmp_path):
+    ingest("manyih-data", [Source.of(FIXTURES / "coding_small.json")], Options())
+    ingest("manyih-results", [Source.of(FIXTURES / "results_evaluator.json")], Options(model="fake", run="fake-r1"))
+    pages = {a.instance.external_id: reviewer_client.get(url("hierarchy_sample", pk=a.id)).content.decode()
+             for a in Attempt.objects.select_related("instance")}
+    assert "The response had no code block" in pages["1"] and "No code found in response" in pages["1"]
+    assert "The evaluator recorded an error on this sample (it has no response)" in pages["0"]
+    assert "unindent does not match any outer indentation level" in pages["0"]
+    assert "1 of 1 assertion passed" in pages["2"] and "As the evaluator extracted it" in pages["2"]
+    metrics = reviewer_client.get(url("hierarchy_metrics")).content.decode()
+    assert "1 left out · as failures 0.00" in metrics
+
+
+def test_it_escapes_the_evaluators_error_and_extracted_code(reviewer_client, tmp_path):
+    doc = json.loads((FIXTURES / "results_evaluator.json").read_text())
+    for r in doc["results"]:
+        if r["id"] == 0:
+            r["error"] = f"checker failed on {EVIL}"
+        if r["id"] == 2:
+            r["evaluation"]["extracted_code"] = f"def f(x):\n    return '{EVIL}'"
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps(doc))
+    ingest("manyih-data", [Source.of(FIXTURES / "coding_small.json")], Options())
+    ingest("manyih-results", [Source.of(path)], Options(model="fake", run="fake-r1"))
+    for attempt in Attempt.objects.filter(instance__external_id__in=["0", "2"]):
+        page = reviewer_client.get(url("hierarchy_sample", pk=attempt.id)).content.decode()
+        assert EVIL not in page and "&lt;script&gt;alert(" in page
