@@ -11,9 +11,11 @@ def metrics_page(context: dict) -> PageData:
     categories = context.get("categories", [])
     overall = Table("overall", "Overall", (
         Column("run", "Run"), Column("model", "Model"), Column("n", "Tasks", "int"), Column("unanswered", "No answer", "int"),
-        *_CI, *(Column(f"cat:{c}", f"{c} accuracy %", "pct") for c in categories)),
+        *_CI, Column("reference_accuracy", "evaluate.py \"all\" %", "pct"),
+        *(Column(f"cat:{c}", f"{c} accuracy %", "pct") for c in categories)),
         [{"run": m.run, "model": m.model, "n": m.n, "unanswered": m.unanswered, "accuracy": m.accuracy,
-          "ci_low": m.ci_low, "ci_high": m.ci_high, **{f"cat:{c}": cell and cell.accuracy for c, cell in zip(categories, cells)}}
+          "ci_low": m.ci_low, "ci_high": m.ci_high, "reference_accuracy": m.reference_accuracy,
+          **{f"cat:{c}": cell and cell.accuracy for c, cell in zip(categories, cells)}}
          for m, cells in context.get("overall", [])])
     per_category = Table("categories", "Per category", (
         Column("category", "Category"), Column("run", "Run"), Column("model", "Model"), Column("n", "Tasks", "int"), *_CI,

@@ -36,9 +36,12 @@ def metrics_page(context: dict) -> PageData:
             for r in context.get("rows", [])]
     tables = [Table("accuracy", "Acc per " + ("run" if context["by"] == "run" else "model"), columns, rows)]
     tables.append(Table("style-groups", "Pass rate per style group", (
-        _label(context), Column("group", "Style group"), Column("rate", "Pass rate %", "pct"),
-        Column("passed", "Passed", "int"), Column("n", "Samples", "int")),
-        [{"label": g.label, "group": g.group, "rate": g.rate, "passed": g.passed, "n": g.n} for g in context.get("group_rates", [])]))
+        _label(context), Column("group", "Style group"), Column("rate", "Pass rate % (reference: style-checked samples)", "pct"),
+        Column("passed", "Passed", "int"), Column("n", "Style-checked samples", "int"),
+        Column("errors", "Left out (no code or evaluator error)", "int"),
+        Column("rate_errors_as_failures", "Pass rate % counting those as failures", "pct")),
+        [{"label": g.label, "group": g.group, "rate": g.rate, "passed": g.passed, "n": g.n, "errors": g.errors,
+          "rate_errors_as_failures": g.rate_errors_as_failures} for g in context.get("group_rates", [])]))
     tables.append(Table("tiers", "Acc by number of tiers", (
         _label(context), Column("tiers", "Tiers", "int"), Column("n", "Samples", "int"), *_ci("acc", "Acc"),
         Column("acc_test", "Acc_test %", "pct"), Column("acc_style", "Acc_style %", "pct")),
