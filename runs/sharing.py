@@ -214,6 +214,16 @@ def share_link_resolve(token: str) -> ShareLink | None:
     return link
 
 
+def snapshot_verdict_scope(link: ShareLink) -> dict:
+    """What a link's attempt pages may show of the verdicts: the snapshot's judges, and verdicts stored when it was made.
+
+    {"judges": [names], "newest_verdict_id": id}, the keyword arguments of metrics.attempt_checklist."""
+    newest = dict(part.split("=", 1) for part in link.data_version.split(";") if "=" in part).get("newest")
+    judges = (link.snapshot.get("drilldown") or {}).get("judges")
+    return {"judges": judges if judges is not None else link.state.get("judge") or None,
+            "newest_verdict_id": int(newest) if newest and newest.isdigit() else None}
+
+
 def share_link_allows_attempt(link: ShareLink, attempt_id: int) -> bool:
     """Whether the link's scope lists this attempt."""
     return link.scope == ShareScope.ATTEMPTS and attempt_id in set(link.attempt_ids)

@@ -589,8 +589,12 @@ def evidence_ref(evidence) -> tuple[int, int] | None:
     return None
 
 
-def attempt_checklist(attempt_id: int) -> list[dict]:
-    """The attempt's checklist with every judge's verdict and reasoning; items any judge failed come first."""
+def attempt_checklist(attempt_id: int, *, judges: Collection[str] | None = None,
+                      newest_verdict_id: int | None = None) -> list[dict]:
+    """The attempt's checklist with each judge's verdict and reasoning; items any judge failed come first.
+
+    `judges` keeps only those judges' verdicts and `newest_verdict_id` only verdicts stored up to that
+    id: a share link shows what its snapshot saw, not verdicts imported after it was made."""
     from runs.models import Attempt, ChecklistItem, Verdict
 
     instance_id = Attempt.objects.filter(id=attempt_id).values_list("instance_id", flat=True).first()
@@ -599,8 +603,12 @@ def attempt_checklist(attempt_id: int) -> list[dict]:
         for i in ChecklistItem.objects.filter(instance_id=instance_id).values(
             "id", "key", "description", "category", "category_original", "check_type", "position")
     }
-    for v in Verdict.objects.filter(attempt_id=attempt_id).values(
-            "item_id", "judge__name", "result", "reasoning", "evidence").order_by("judge__name"):
+    verdicts = Verdict.objects.filter(attempt_id=attempt_id)
+    if judges is not None:
+        verdicts = verdicts.filter(judge__name__in=list(judges))
+    if newest_verdict_id is not None:
+        verdicts = verdicts.filter(id__lte=newest_verdict_id)
+    for v in verdicts.values("item_id", "judge__name", "result", "reasoning", "evidence").order_by("judge__name"):
         item = items.get(v["item_id"])
         if item is None:
             continue

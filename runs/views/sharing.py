@@ -213,7 +213,8 @@ def shared_attempt(request, token, pk):
                "query": query_with(request, page=None, at=None)}
     if request.htmx and request.GET.get("page"):
         return render(request, "runs/sharing/attempt.html#units", context)
-    context["items"] = metrics.attempt_checklist(attempt.id)
+    scope = sharing.snapshot_verdict_scope(link)
+    context.update(items=metrics.attempt_checklist(attempt.id, **scope), verdict_judges=scope["judges"])
     return render(request, "runs/sharing/attempt.html", context)
 
 

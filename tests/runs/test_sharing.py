@@ -308,3 +308,19 @@ def test_a_judge_renamed_later_does_not_change_the_snapshot(reviewer_client, cli
     Judge.objects.filter(name="j1").update(name="renamed")
     body = client.get(share_url(token)).content.decode()
     assert "j1:" in body and "renamed" not in body
+
+
+def test_a_shared_attempt_shows_only_the_links_judges_and_no_verdict_imported_after_it(reviewer_client, client):
+    from runs.models import Judge
+
+    bench, attempts = build_study()
+    judges = sorted(Verdict.objects.filter(attempt=attempts[0]).values_list("judge__name", flat=True).distinct())
+    assert len(judges) >= 2
+    _, token = create(reviewer_client, bench, f"judge={judges[0]}", attempts=True)
+    later = Judge.objects.create(name="judge-imported-later")
+    item = attempts[0].instance.items.first()
+    Verdict.objects.create(attempt=attempts[0], item=item, judge=later, result="fail", reasoning="LATER-REASONING")
+    page = client.get(share_url(token, "runs:share-attempt", attempts[0].id)).content.decode()
+    assert f"{judges[0]}: " in page
+    assert f"{judges[1]}: " not in page  # a link made for one judge shows that judge's reasoning only
+    assert "LATER-REASONING" not in page and "judge-imported-later" not in page
