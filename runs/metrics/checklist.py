@@ -589,8 +589,14 @@ def evidence_ref(evidence) -> tuple[int, int] | None:
     return None
 
 
-def attempt_checklist(attempt_id: int) -> list[dict]:
-    """The attempt's checklist with every judge's verdict and reasoning; items any judge failed come first."""
+def attempt_checklist(attempt_id: int, *, reasoning_cut: int | None = None) -> list[dict]:
+    """The attempt's checklist with every judge's verdict and reasoning; items any judge failed come first.
+
+    With `reasoning_cut`, each reasoning is read only up to that many characters (the database cuts it:
+    a 5 MB reasoning is never loaded for a page), with its full "reasoning_size" and "reasoning_cut"."""
+    from django.db.models import F
+    from django.db.models.functions import Length, Substr
+
     from runs.models import Attempt, ChecklistItem, Verdict
 
     instance_id = Attempt.objects.filter(id=attempt_id).values_list("instance_id", flat=True).first()
@@ -599,13 +605,15 @@ def attempt_checklist(attempt_id: int) -> list[dict]:
         for i in ChecklistItem.objects.filter(instance_id=instance_id).values(
             "id", "key", "description", "category", "category_original", "check_type", "position")
     }
-    for v in Verdict.objects.filter(attempt_id=attempt_id).values(
-            "item_id", "judge__name", "result", "reasoning", "evidence").order_by("judge__name"):
+    text = F("reasoning") if reasoning_cut is None else Substr("reasoning", 1, reasoning_cut)
+    verdicts = Verdict.objects.filter(attempt_id=attempt_id).annotate(text=text, size=Length("reasoning"))
+    for v in verdicts.values("id", "item_id", "judge__name", "result", "text", "size", "evidence").order_by("judge__name"):
         item = items.get(v["item_id"])
         if item is None:
             continue
         ref = evidence_ref(v["evidence"])
-        item["verdicts"].append({"judge": v["judge__name"], "result": v["result"], "reasoning": v["reasoning"], "evidence": ref})
+        item["verdicts"].append({"id": v["id"], "judge": v["judge__name"], "result": v["result"], "reasoning": v["text"],
+                                 "reasoning_size": v["size"], "reasoning_cut": len(v["text"]) < v["size"], "evidence": ref})
         item["n_fail"] += v["result"] == "fail"
         item["n_pass"] += v["result"] == "pass"
         if ref and item["evidence"] is None:

@@ -16,7 +16,7 @@ from runs.leaderboard_rows import data_generation
 from runs.metrics import attempt_diff as metrics_diff
 from runs.metrics import checklist as metrics
 from runs.metrics.checklist import GROUPINGS
-from runs.models import Attempt, Benchmark, BenchmarkKind, Instance
+from runs.models import Attempt, Benchmark, BenchmarkKind, Instance, Verdict
 from runs.querystring import query_with
 
 ATTEMPTS_PAGE = 50
@@ -82,7 +82,7 @@ def attempt(request, pk):
     context = {"attempt": attempt, **view, "cut": trajectory_view.CUT, "query": query_with(request, page=None, at=None)}
     if request.htmx and request.GET.get("page"):
         return render(request, "runs/checklist/attempt.html#units", context)
-    context["items"] = metrics.attempt_checklist(attempt.id)
+    context["items"] = metrics.attempt_checklist(attempt.id, reasoning_cut=trajectory_view.CUT)
     context["others"] = (Attempt.objects.filter(instance_id=attempt.instance_id).exclude(pk=attempt.pk)
                          .select_related("run__model").order_by("run__label", "pk"))
     return render(request, "runs/checklist/attempt.html", context)
@@ -95,7 +95,14 @@ def message_text(request, pk):
 
 
 def attempt_text_response(attempt, params) -> HttpResponse:
-    """The escaped full text of the message part named by `params` (thread, msg, field), or 404."""
+    """The escaped full text of the message part named by `params` (thread, msg, field), or of one of
+    the attempt's verdicts' reasoning (verdict=<id>), or 404."""
+    if "verdict" in params:
+        reasoning = (Verdict.objects.filter(attempt=attempt, pk=trajectory_view.clamp(params["verdict"], 0, 2**62))
+                     .values_list("reasoning", flat=True).first())
+        if reasoning is None:
+            raise Http404("no such verdict")
+        return HttpResponse(f'<pre class="msg-text">{escape(reasoning)}</pre>')
     try:
         text = trajectory_view.message_part(trajectory_view.attempt_threads(attempt.id), params.get("thread"),
                                             params.get("msg"), params.get("field", "content"))

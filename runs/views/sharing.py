@@ -176,7 +176,7 @@ def shared_attempt(request, token, pk):
                "query": query_with(request, page=None, at=None)}
     if request.htmx and request.GET.get("page"):
         return render(request, "runs/sharing/attempt.html#units", context)
-    context["items"] = metrics.attempt_checklist(attempt.id)
+    context["items"] = metrics.attempt_checklist(attempt.id, reasoning_cut=trajectory_view.CUT)
     return render(request, "runs/sharing/attempt.html", context)
 
 
