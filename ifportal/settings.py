@@ -123,6 +123,7 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "runs.middleware.CacheBudgetMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
@@ -213,6 +214,9 @@ def cache_url_beside(broker_url: str) -> str:
 # Redis when workers or several web processes run, process memory in the embedded default
 # (jobs run in a thread of the same process). Default: the broker's Redis, next database.
 CACHE_URL = env_str("CACHE_URL") or cache_url_beside(CELERY_BROKER_URL)
+#: new leaderboard cache entries one signed-in user (or one address) may have stored per day; past it
+#: pages are computed and not kept (runs.leaderboard_rows.cache_budget)
+IFPORTAL_CACHE_ENTRIES_PER_USER = env_int("IFPORTAL_CACHE_ENTRIES_PER_USER", 600)
 CACHES = {
     "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": CACHE_URL}
     if CACHE_URL.startswith(("redis://", "rediss://"))

@@ -1,4 +1,5 @@
-"""Uploads refused before they cost the server anything: too large, or too many files.
+"""What one request may cost the server: uploads refused before they are read (too large, too many
+files), and the cache entries it stores charged to whoever asked (CacheBudgetMiddleware).
 
 Runs before the session and CSRF middleware: the CSRF check of a signed-in browser (or a
 session-authenticated API call) reads a multipart body whole to find its token, so a
@@ -14,6 +15,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 
 from runs.forms import request_size_problem, upload_count_problem
+from runs.leaderboard_rows import cache_budget
 
 
 class UploadLimitMiddleware:
@@ -41,3 +43,17 @@ def _refused(request: HttpRequest, problem: str, status: int) -> HttpResponse:
         response = render(request, "runs/upload_refused.html", {"problem": problem}, status=status)
     response["Connection"] = "close"  # the unread body is not worth keeping the connection for
     return response
+
+
+class CacheBudgetMiddleware:
+    """Charges the leaderboard cache entries a request stores to its signed-in user, or else to its address
+    (API token clients authenticate inside the view, after this runs: they count by address)."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]):
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        user = getattr(request, "user", None)
+        owner = f"user:{user.pk}" if user is not None and user.is_authenticated else f"addr:{request.META.get('REMOTE_ADDR', '')}"
+        with cache_budget(owner):
+            return self.get_response(request)

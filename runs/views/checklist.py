@@ -10,7 +10,7 @@ from django.utils.html import escape
 
 from ifportal.roles import verdict_reader_required
 from runs import charts, selectors, trajectory_view
-from runs.filters import LeaderboardFilterForm, form_state
+from runs.filters import LeaderboardFilterForm, form_state, state_query
 from runs.leaderboard_page import filters_html, results_html
 from runs.leaderboard_rows import data_generation
 from runs.metrics import attempt_diff as metrics_diff
@@ -46,11 +46,11 @@ def leaderboard(request, slug):
     generation = data_generation(benchmark.id)  # once, before any data: choices and fragment share it
     form = LeaderboardFilterForm(request.GET or None, benchmark=benchmark, generation=generation)
     state = form_state(form) if form.is_bound else form.state()
-    results = results_html(benchmark, state, request.GET, request=request, generation=generation)
+    results = results_html(benchmark, state, request=request, generation=generation)
     if request.htmx:
         return HttpResponse(results)
-    context = {"benchmark": benchmark, "query": request.GET.urlencode(), "results": results,
-               "filters": filters_html(benchmark, form, request.GET, generation=generation)}
+    context = {"benchmark": benchmark, "query": state_query(state).urlencode(), "results": results,
+               "filters": filters_html(benchmark, state, generation=generation)}
     return render(request, "runs/checklist/leaderboard.html", context)
 
 
