@@ -2,8 +2,8 @@
 from __future__ import annotations
 
 from django import forms
-from django.http import QueryDict
 from django.db.models import F, IntegerField, Value
+from django.http import QueryDict
 
 from runs.exclusions import exclusion_policy_choices
 from runs.leaderboard_rows import FRESH, cached
