@@ -83,6 +83,7 @@ def test_invented_parameters_add_no_cache_entries(django_user_model, django_capt
         assert response.status_code == 200
 
     entries, size = cache_footprint()
+    print(f"invented parameters: one page {one_page}, after 300 requests {(entries, size)}")
     # one more state (run=alpha-r1): its tables, fragment and form; nothing per request
     assert entries - one_page[0] <= 3, (one_page, (entries, size))
     assert size < 3 * one_page[1], (one_page, (entries, size))
@@ -104,6 +105,7 @@ def test_one_user_cannot_make_the_cache_hold_more_than_the_budget(django_user_mo
         with django_capture_on_commit_callbacks(execute=True):
             assert attacker.get(f"{url}?{query}").status_code == 200
     entries, size = cache_footprint()
+    print(f"48 states, budget 12: {(entries, size)}")
 
     assert entries <= 12 + 2  # the budget, the shared filter choices and the budget's own counter
     fragments = [len(v) for k, v in caches["default"]._cache.items() if ":leaderboard:" in k] \
