@@ -7,6 +7,7 @@ documented in .env.example.
 """
 import os
 import secrets
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
@@ -89,6 +90,9 @@ if PRODUCTION:
         raise ImproperlyConfigured("SECRET_KEY must be a random string of at least 50 characters in production")
     if "ALLOWED_HOSTS" not in os.environ:
         raise ImproperlyConfigured("ALLOWED_HOSTS must name the portal's host(s) when IFPORTAL_PRODUCTION=1")
+    if "*" in ALLOWED_HOSTS or not ALLOWED_HOSTS:
+        # '*' answers any Host header: password-reset links, absolute URLs and caches keyed by host follow the attacker's
+        raise ImproperlyConfigured("ALLOWED_HOSTS must name the portal's host(s), not '*', when IFPORTAL_PRODUCTION=1")
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
 
 INSTALLED_APPS = [
@@ -101,6 +105,7 @@ INSTALLED_APPS = [
     "django.contrib.humanize",
     "rest_framework",
     "rest_framework.authtoken",
+    "axes",
     "drf_spectacular",
     "django_htmx",
     "template_partials",
@@ -112,13 +117,18 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "ifportal.security.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    # before anything reads the body (sessions' CSRF check reads a form upload whole)
+    "runs.middleware.UploadLimitMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "runs.middleware.CacheBudgetMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # last, as django-axes asks: turns a locked-out sign-in into its 429 page
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "ifportal.urls"
@@ -139,24 +149,31 @@ TEMPLATES = [
     },
 ]
 
+#: what every SQLite database gets, the embedded one or one named by DATABASE_URL: WAL and immediate
+#: transactions let the in-process job thread write while pages read, without "database is locked" on
+#: lock upgrades; the timeout makes a writer wait for the lock instead of failing at once
+SQLITE_OPTIONS = {
+    "timeout": 30,
+    "transaction_mode": "IMMEDIATE",
+    "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+}
+
+
+def with_sqlite_options(database: dict) -> dict:
+    """The database settings, with SQLITE_OPTIONS under any options a SQLite URL gave itself."""
+    if database.get("ENGINE") != "django.db.backends.sqlite3":
+        return database
+    return dict(database, OPTIONS={**SQLITE_OPTIONS, **database.get("OPTIONS", {})})
+
+
 DATABASE_URL = env_str("DATABASE_URL")
 if DATABASE_URL:
-    DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=env_int("DB_CONN_MAX_AGE", 60))}
+    DATABASES = {"default": with_sqlite_options(
+        dj_database_url.parse(DATABASE_URL, conn_max_age=env_int("DB_CONN_MAX_AGE", 60)))}
 else:
     VAR_DIR.mkdir(parents=True, exist_ok=True)
-    DATABASES = {
-        "default": {
-            "ENGINE": "django.db.backends.sqlite3",
-            "NAME": VAR_DIR / "ifportal.sqlite3",
-            # WAL and immediate transactions let the in-process job thread write while
-            # pages read, without "database is locked" on lock upgrades.
-            "OPTIONS": {
-                "timeout": 30,
-                "transaction_mode": "IMMEDIATE",
-                "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
-            },
-        }
-    }
+    DATABASES = {"default": with_sqlite_options({"ENGINE": "django.db.backends.sqlite3",
+                                                 "NAME": VAR_DIR / "ifportal.sqlite3"})}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # Jobs: "celery" when a broker is configured, otherwise a thread of the web process
@@ -167,6 +184,8 @@ CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = False
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_TIME_LIMIT = env_int("CELERY_TASK_TIME_LIMIT", 6 * 3600)
+#: `celery -A ifportal beat` runs these (the embedded default has no scheduler: use cron, docs/security.md)
+CELERY_BEAT_SCHEDULE = {"uploads-clean": {"task": "runs.uploads_clean", "schedule": 24 * 3600}}
 IFPORTAL_JOBS = env_str("IFPORTAL_JOBS") or ("celery" if CELERY_BROKER_URL else "thread")
 if IFPORTAL_JOBS not in {"celery", "thread", "inline"}:
     raise ImproperlyConfigured(f"IFPORTAL_JOBS={IFPORTAL_JOBS!r} must be celery, thread or inline")
@@ -195,6 +214,9 @@ def cache_url_beside(broker_url: str) -> str:
 # Redis when workers or several web processes run, process memory in the embedded default
 # (jobs run in a thread of the same process). Default: the broker's Redis, next database.
 CACHE_URL = env_str("CACHE_URL") or cache_url_beside(CELERY_BROKER_URL)
+#: new leaderboard cache entries one signed-in user (or one address) may have stored per day; past it
+#: pages are computed and not kept (runs.leaderboard_rows.cache_budget)
+IFPORTAL_CACHE_ENTRIES_PER_USER = env_int("IFPORTAL_CACHE_ENTRIES_PER_USER", 600)
 CACHES = {
     "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": CACHE_URL}
     if CACHE_URL.startswith(("redis://", "rediss://"))
@@ -205,7 +227,24 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
+# Guessing passwords: django-axes counts failed sign-ins (the /login/ form and /admin/login/ alike) and
+# refuses further tries for a while once one user name, or one address, has failed AXES_FAILURE_LIMIT
+# times (429 with the page saying so). The login page states the rule. Bad API tokens are throttled
+# per address by ifportal.security.ThrottledTokenAuthentication.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = env_int("IFPORTAL_LOGIN_FAILURE_LIMIT", 5)
+AXES_COOLOFF_TIME = timedelta(minutes=env_int("IFPORTAL_LOGIN_LOCKOUT_MINUTES", 15))
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]  # either one failing too often locks it out
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
+AXES_VERBOSE = False
+#: bad API tokens one address may send before it gets 429 (DRF rate syntax: n/second|minute|hour|day)
+IFPORTAL_TOKEN_FAILURE_RATE = env_str("IFPORTAL_TOKEN_FAILURE_RATE", "10/hour")
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "runs:home"
 LOGOUT_REDIRECT_URL = "login"
@@ -233,10 +272,17 @@ STORAGES = {
 WHITENOISE_USE_FINDERS = True
 MEDIA_ROOT = Path(env_str("MEDIA_ROOT") or VAR_DIR / "media")
 
-# Uploads: files are streamed to disk, never held in memory; the ingest API caps size.
+# Uploads: files are streamed to disk, never held in memory; a request larger than the limit is refused
+# before its body is read (ifportal.security.UploadLimitMiddleware), the page's and the API's alike.
 FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
 DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
 IFPORTAL_MAX_UPLOAD_BYTES = env_int("IFPORTAL_MAX_UPLOAD_BYTES", 2 * 1024**3)
+#: files one import takes; Django's own cap is the same number, so a larger upload gets the app's clear error
+IFPORTAL_MAX_UPLOAD_FILES = env_int("IFPORTAL_MAX_UPLOAD_FILES", 1000)
+DATA_UPLOAD_MAX_NUMBER_FILES = IFPORTAL_MAX_UPLOAD_FILES
+#: days an import's uploaded files are kept after its job finished (`manage.py uploads_clean`, run daily
+#: by the Celery beat schedule or cron); 0 keeps them forever
+IFPORTAL_UPLOAD_RETENTION_DAYS = env_int("IFPORTAL_UPLOAD_RETENTION_DAYS", 7)
 #: an ingest first refreshes the planner statistics of a table it bulk-writes once more rows changed
 #: since the last analysis than the table had then, and at least this many (runs.services.statistics_refresh)
 IFPORTAL_ANALYZE_MIN_ROWS = env_int("IFPORTAL_ANALYZE_MIN_ROWS", 10_000)
@@ -244,7 +290,8 @@ IFPORTAL_ANALYZE_MIN_ROWS = env_int("IFPORTAL_ANALYZE_MIN_ROWS", 10_000)
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         # Token first: its WWW-Authenticate header turns "not logged in" into 401 for scripts.
-        "rest_framework.authentication.TokenAuthentication",
+        # Bad tokens count against their address (IFPORTAL_TOKEN_FAILURE_RATE), then 429.
+        "ifportal.security.ThrottledTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],

@@ -1,11 +1,22 @@
 """URL wiring; pages and APIs live in the apps."""
+from django.conf import settings
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView
 
+
+
+class LoginView(auth_views.LoginView):
+    """The sign-in form, stating the lockout rule django-axes enforces (settings.AXES_*)."""
+
+    def get_context_data(self, **kwargs):
+        return super().get_context_data(**kwargs) | {"lockout": {
+            "limit": settings.AXES_FAILURE_LIMIT, "minutes": int(settings.AXES_COOLOFF_TIME.total_seconds() // 60)}}
+
+
 urlpatterns = [
-    path("login/", auth_views.LoginView.as_view(), name="login"),
+    path("login/", LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),

@@ -5,8 +5,10 @@ touch and bump their benchmarks' data generation (cached leaderboards are keyed 
 """
 from django.contrib import admin
 from django.db import transaction
+from django.utils import timezone
 
-from .models import AgentModel, Attempt, Benchmark, ChecklistItem, Instance, Job, Judge, Run, Verdict
+from .models import AgentModel, Attempt, Benchmark, ChecklistItem, Instance, Job, Judge, Run, ShareLink, Verdict
+from .sharing import share_link_status
 from .services import leaderboard_data_changed
 
 
@@ -134,3 +136,29 @@ class JobAdmin(admin.ModelAdmin):
     list_filter = ["state", "kind"]
     list_select_related = ["created_by"]
     readonly_fields = [f.name for f in Job._meta.fields]
+
+
+@admin.register(ShareLink)
+class ShareLinkAdmin(admin.ModelAdmin):
+    """Every user's share links: an admin revokes a leaked one (its owner's own list only shows theirs).
+    Read-only otherwise; the token itself is never stored, only its SHA-256."""
+
+    list_display = ["id", "benchmark", "created_by", "scope", "status", "created_at", "expires_at", "revoked_at"]
+    list_filter = ["scope", "benchmark", ("revoked_at", admin.EmptyFieldListFilter)]
+    list_select_related = ["benchmark", "created_by"]
+    search_fields = ["created_by__username", "benchmark__slug"]
+    fields = ["benchmark", "created_by", "scope", "state", "data_version", "created_at", "expires_at", "revoked_at"]
+    readonly_fields = fields
+    actions = ["revoke"]
+
+    @admin.display(description="status")
+    def status(self, link: ShareLink) -> str:
+        return share_link_status(link)
+
+    @admin.action(description="Revoke the selected share links")
+    def revoke(self, request, queryset):
+        n = queryset.filter(revoked_at__isnull=True).update(revoked_at=timezone.now())
+        self.message_user(request, f"Revoked {n} share link(s); their URLs now answer 404.")
+
+    def has_add_permission(self, request) -> bool:
+        return False  # links are made from a leaderboard's Share form, which computes the snapshot

@@ -39,7 +39,7 @@ class IngestView(APIView):
     )
     def post(self, request):
         too_large = request_size_problem(request)
-        if too_large:  # refuse before the body is read to disk (token clients; session auth reads it for CSRF)
+        if too_large:  # runs.middleware.UploadLimitMiddleware refuses it first; kept for callers without it
             return Response({"files": [too_large]}, status=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE)
         data = IngestInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)

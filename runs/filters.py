@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from django import forms
 from django.db.models import F, IntegerField, Value
+from django.http import QueryDict
 
 from runs.exclusions import exclusion_policy_choices
 from runs.leaderboard_rows import FRESH, cached
@@ -43,14 +44,36 @@ class LeaderboardFilterForm(forms.Form):
 def state_of(data: dict) -> dict:
     """A leaderboard state from cleaned form data; `state_of({})` is the default state (no filters,
     by model, best ISR first, no interval, every item)."""
+    def values(name: str) -> list[str]:  # sorted, without repeats: one state however the query lists them
+        return sorted(set(data.get(name) or []))
+
     return {
-        "filters": Filters(runs=data.get("run") or [], judges=data.get("judge") or [],
-                           scaffolds=data.get("scaffold") or [], primary_categories=data.get("primary_category") or []),
+        "filters": Filters(runs=values("run"), judges=values("judge"), scaffolds=values("scaffold"),
+                           primary_categories=values("primary_category")),
         "by": data.get("by") or "model",
         "sort": data.get("sort") or "-isr",
         "ci": bool(data.get("ci")),
         "exclude": data.get("exclude") or "none",
     }
+
+
+def state_query(state: dict) -> QueryDict:
+    """The canonical query string of a state: its parameters only, each list sorted and without
+    repeats, defaults left out. Two queries that parse to one state give the same one, so what is
+    keyed or linked by it cannot be multiplied by inventing parameters or reordering values."""
+    default = state_of({})
+    query = QueryDict(mutable=True)
+    f = state["filters"]
+    for name, values in (("run", f.runs), ("judge", f.judges), ("scaffold", f.scaffolds),
+                         ("primary_category", f.primary_categories)):
+        if values:
+            query.setlist(name, list(values))
+    for name in ("by", "sort", "exclude"):
+        if state[name] != default[name]:
+            query[name] = state[name]
+    if state["ci"]:
+        query["ci"] = "on"
+    return query
 
 
 def filter_choices(benchmark, *, generation=FRESH) -> dict[str, list[str]]:

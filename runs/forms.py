@@ -33,6 +33,8 @@ FORMAT_CHOICES = [(name, name) for name in FORMATS]
 OPTION_NAMES = ("benchmark", "model", "run", "judge", "scaffold", "repetition")
 #: room for form fields and multipart boundaries around the files themselves
 MULTIPART_OVERHEAD_BYTES = 64 * 1024
+#: the largest repetition number: what Run.repetition (a PositiveIntegerField) holds on every database
+MAX_REPETITION = 2**31 - 1
 
 
 def upload_size_problem(files: Sequence[UploadedFile]) -> str | None:
@@ -49,7 +51,6 @@ def upload_size_problem(files: Sequence[UploadedFile]) -> str | None:
 
 #: the ingest formats are UTF-8 JSON or JSON Lines; nothing else is accepted as an upload
 UPLOAD_SUFFIXES = (".json", ".jsonl", ".ndjson")
-MAX_UPLOAD_FILES = 1000
 #: leading bytes of compressed files and archives, refused so that no decompression bomb reaches the ingest
 COMPRESSED_MAGIC = {
     b"\x1f\x8b": "gzip", b"PK\x03\x04": "zip", b"PK\x05\x06": "zip", b"PK\x07\x08": "zip", b"BZh": "bzip2",
@@ -68,8 +69,8 @@ def _head(upload: UploadedFile) -> bytes:
 
 def upload_type_problem(files: Sequence[UploadedFile]) -> str | None:
     """Why these files are not uploads the ingest reads (name, compression, binary content), or None."""
-    if len(files) > MAX_UPLOAD_FILES:
-        return f"{len(files)} files; one import takes at most {MAX_UPLOAD_FILES}."
+    if len(files) > settings.IFPORTAL_MAX_UPLOAD_FILES:
+        return upload_count_problem(len(files))
     problems = []
     for upload in files:
         name = Path(upload.name or "upload").name
@@ -85,6 +86,13 @@ def upload_type_problem(files: Sequence[UploadedFile]) -> str | None:
         elif b"\x00" in head:
             problems.append(f"{name} contains binary data (NUL bytes); the formats are UTF-8 text.")
     return " ".join(problems) or None
+
+
+def upload_count_problem(count: int | None = None) -> str:
+    """Why an upload has too many files (IFPORTAL_MAX_UPLOAD_FILES, which Django's own cap equals)."""
+    limit = settings.IFPORTAL_MAX_UPLOAD_FILES
+    sent = f"{count} files" if count is not None else f"More than {limit} files"
+    return f"{sent}; one import takes at most {limit}. Split them into several imports."
 
 
 def request_size_problem(request) -> str | None:
@@ -152,7 +160,8 @@ class ImportForm(forms.Form):
     run = forms.CharField(required=False, max_length=200, help_text="Run label; default: the model name.")
     judge = forms.CharField(required=False, max_length=200, help_text="Judge name, for verdicts (scores files).")
     scaffold = forms.CharField(required=False, max_length=100, help_text="Scaffold the run used.")
-    repetition = forms.IntegerField(required=False, min_value=1, help_text="Repetition number of the run (default 1).")
+    repetition = forms.IntegerField(required=False, min_value=1, max_value=MAX_REPETITION,
+                                    help_text="Repetition number of the run (default 1).")
 
     def format_options(self) -> list[tuple[str, str, bool]]:
         """(name, description, checked) for each format, for the radio list."""

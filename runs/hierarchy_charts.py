@@ -52,7 +52,7 @@ def tiers_figure(rows: Sequence[AccRow]) -> dict:
         data.append({"type": "scatter", "mode": "lines+markers", "name": label, "x": [r.tiers for r in mine],
                      "y": [_round(v) for v in values], "line": {"color": PALETTE[n % len(PALETTE)]},
                      "error_y": _error(values, [r.acc_ci for r in mine]),
-                     "hovertemplate": f"{label}<br>%{{x}} tiers: Acc %{{y:.2f}}%<extra></extra>"})
+                     "hovertemplate": "%{fullData.name}<br>%{x} tiers: Acc %{y:.2f}%<extra></extra>"})
     layout = {"height": 340, "margin": {"l": 50, "r": 10, "t": 60, "b": 50}, "legend": _LEGEND, "font": {"size": 12},
               "xaxis": {"title": {"text": "tiers (distinct privilege values in the sample)"}, "tickvals": tiers},
               "yaxis": {"range": [0, 105], "ticksuffix": "%"}, "title": _title("Acc by number of tiers")}

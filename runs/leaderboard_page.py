@@ -1,12 +1,14 @@
 """The checklist leaderboard page's #results fragment (exports, exclusion box, table or matrix, chart),
-rendered once per (benchmark, data generation, query string) and kept as HTML in the cache.
+rendered once per (benchmark, data generation, validated state) and kept as HTML in the cache.
 
 The fragment holds nothing about who asks: the CSRF token and the user's name are in
-base.html and the Share form, outside it. Its key carries the full query string (the
-fragment's links embed it verbatim), whether it is an htmx swap (which adds the Share form's
-out-of-band state field), the benchmark's slug and the URL prefix (its links), and the state's
-digest with the excluded item ids (an exclusion policy's items come from audits). Entries move
-with the data generation like the tables (`runs.leaderboard_rows.cached`).
+base.html and the Share form, outside it. Its links embed the state's canonical query string
+(`runs.filters.state_query`: known parameters, sorted lists, no defaults), never the request's
+own, so unknown parameters, repeats and orderings all land on one entry. Its key carries that
+query, whether it is an htmx swap (which adds the Share form's out-of-band state field), the
+benchmark's slug and the URL prefix (its links), and the state's digest with the excluded item
+ids (an exclusion policy's items come from audits). Entries move with the data generation like
+the tables (`runs.leaderboard_rows.cached`).
 
 `warm_default` computes what the first viewer after a data change would otherwise pay for
 (the default state's tables, fragment and filter choices); jobs call it after they commit.
@@ -24,8 +26,8 @@ from django.urls import get_script_prefix
 from django.utils.safestring import SafeString
 
 from runs.exclusions import exclusion_explain_url, exclusion_policy_label, excluded_item_ids
-from runs.filters import SORTS, LeaderboardFilterForm
-from runs.leaderboard_rows import FRESH, cached, data_generation, leaderboard_tables, state_digest
+from runs.filters import SORTS, LeaderboardFilterForm, filter_choices, state_of, state_query
+from runs.leaderboard_rows import FRESH, cache_budget, cached, data_generation, leaderboard_tables, state_digest
 from runs.metrics import rank_change
 from runs.metrics.checklist import GROUPINGS, SMALL_CELL
 from runs.querystring import params_with
@@ -35,9 +37,10 @@ log = logging.getLogger(__name__)
 TEMPLATE = "runs/checklist/leaderboard.html"
 
 
-def results_html(benchmark, state: dict, params: QueryDict, *, request=None, generation=FRESH) -> SafeString:
-    """The #results fragment of the leaderboard for a state parsed from `params` (the request's query);
-    `request` only tells whether it is an htmx swap. Cached per data generation and query string."""
+def results_html(benchmark, state: dict, *, request=None, generation=FRESH) -> SafeString:
+    """The #results fragment of the leaderboard for a validated state; `request` only tells whether it is
+    an htmx swap. Cached per data generation and state."""
+    params = state_query(state)
     if generation is FRESH:
         generation = data_generation(benchmark.id)
     excluded = excluded_item_ids(benchmark, state["exclude"])
@@ -61,13 +64,16 @@ def results_html(benchmark, state: dict, params: QueryDict, *, request=None, gen
     return cached(benchmark.id, part, render, kind=SafeString, generation=generation)
 
 
-def filters_html(benchmark, form, params: QueryDict, *, generation=FRESH) -> SafeString:
-    """The page's filter form as rendered for this query string (its choices move with the data
-    generation, the selected values come from the query): half a warm page's rendering otherwise."""
+def filters_html(benchmark, state: dict, *, generation=FRESH) -> SafeString:
+    """The page's filter form as rendered for a validated state (its choices move with the data
+    generation, the selected values come from the state): half a warm page's rendering otherwise."""
+    query = state_query(state)
+
     def render() -> str:
+        form = LeaderboardFilterForm(query or None, benchmark=benchmark, generation=generation)
         return render_to_string(f"{TEMPLATE}#filters", {"benchmark": benchmark, "form": form})
 
-    return cached(benchmark.id, _part("filters", benchmark, params.urlencode()), render, kind=SafeString,
+    return cached(benchmark.id, _part("filters", benchmark, query.urlencode()), render, kind=SafeString,
                   generation=generation)
 
 
@@ -95,13 +101,18 @@ def warm_default(benchmark_ids: Iterable[int]) -> None:
     """Compute and cache the default leaderboard (no filters, by model, best ISR first, every item: the
     page as first opened): its tables, #results fragment, filter form and choices, for these benchmarks, so the first viewer after a data
     change does not pay for it. Call it after the change committed; benchmarks without rollups are skipped."""
+    with cache_budget(None):  # the shared default page is no one's spending
+        _warm(sorted(set(benchmark_ids)))
+
+
+def _warm(ids: list[int]) -> None:
     from runs.models import AttemptRollup, Benchmark, BenchmarkKind
 
-    ids = sorted(set(benchmark_ids))
     with_rollups = set(AttemptRollup.objects.filter(benchmark_id__in=ids).values_list("benchmark_id", flat=True)
                        .distinct().order_by())
     for benchmark in Benchmark.objects.filter(id__in=with_rollups, kind=BenchmarkKind.CHECKLIST).order_by("id"):
         generation = data_generation(benchmark.id)
-        form = LeaderboardFilterForm(None, benchmark=benchmark, generation=generation)  # caches the choices
-        filters_html(benchmark, form, QueryDict(""), generation=generation)
-        results_html(benchmark, form.state(), QueryDict(""), generation=generation)
+        state = state_of({})
+        filter_choices(benchmark, generation=generation)
+        filters_html(benchmark, state, generation=generation)
+        results_html(benchmark, state, generation=generation)

@@ -14,6 +14,12 @@ autocommit), so numbers computed from uncommitted rows never reach the cache.
 `cached` is the one mechanism: the filter choices (`runs.filters.filter_choices`) and the
 page's rendered #results fragment (`runs.leaderboard_page`) are kept under the same keys
 (benchmark, generation, part), so one bump retires all three.
+
+What one person can make the cache hold is bounded: parts are keyed on validated state only
+(unknown parameters never reach a key), and while a request runs under `cache_budget(owner)`
+(runs.middleware.CacheBudgetMiddleware: the signed-in user, else the address) at most
+IFPORTAL_CACHE_ENTRIES_PER_USER new entries a day are stored for that owner; past it pages are
+computed as usual and simply not kept. Jobs warming the default page spend no one's budget.
 """
 from __future__ import annotations
 
@@ -21,11 +27,15 @@ import copy
 import hashlib
 import json
 import logging
-from collections.abc import Callable, Collection, Sequence
+import time
+from collections.abc import Callable, Collection, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
+from django.conf import settings
 from django.core.cache import cache
 from django.db import connection, transaction
 
@@ -120,6 +130,40 @@ def _database_tag() -> str:
     return hashlib.sha256(where.encode()).hexdigest()[:8]
 
 
+#: who the cache entries stored now are charged to (None: nobody, e.g. a job warming the default page)
+_budget_owner: ContextVar[str | None] = ContextVar("leaderboard_cache_owner", default=None)
+#: the budget's window: as long as an entry lives, so one owner holds at most about twice the budget at once
+BUDGET_SECONDS = CACHE_SECONDS
+
+
+@contextmanager
+def cache_budget(owner: str | None) -> Iterator[None]:
+    """Charge the cache entries stored inside the block to `owner` ("user:<id>", "addr:<ip>"; None: nobody)."""
+    token = _budget_owner.set(owner)
+    try:
+        yield
+    finally:
+        _budget_owner.reset(token)
+
+
+def _budget_allows_store() -> bool:
+    """Whether the current owner may store one more entry in this window (and count it); True without an owner."""
+    owner = _budget_owner.get()
+    if owner is None:
+        return True
+    window = int(time.time() // BUDGET_SECONDS)
+    key = f"leaderboard:budget:{_database_tag()}:{hashlib.sha256(owner.encode()).hexdigest()[:16]}:{window}"
+    try:
+        cache.add(key, 0, BUDGET_SECONDS)
+        spent = cache.incr(key)
+    except Exception:  # a cache that is down stores nothing anyway
+        return False
+    if spent == settings.IFPORTAL_CACHE_ENTRIES_PER_USER + 1:
+        log.warning("leaderboard cache budget of %s spent (%d entries): further pages are not cached",
+                    owner, settings.IFPORTAL_CACHE_ENTRIES_PER_USER)
+    return spent <= settings.IFPORTAL_CACHE_ENTRIES_PER_USER
+
+
 #: `generation=FRESH`: read the benchmark's data generation now (one query)
 FRESH = object()
 T = TypeVar("T")
@@ -146,6 +190,8 @@ def cached(benchmark_id: int, part: str, compute: Callable[[], T], *, kind: type
     if isinstance(value, kind):
         return value
     value = compute()
+    if not _budget_allows_store():
+        return value
     # inside a transaction the store waits for commit (and is dropped on rollback): keep what
     # was computed now, whatever the caller does to what it gets back meanwhile
     stored = copy.deepcopy(value) if connection.in_atomic_block else value

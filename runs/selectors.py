@@ -144,8 +144,15 @@ def job_for_user(user, job_id) -> Job | None:
 
 
 def job_can_retry(user, job: Job) -> bool:
-    """Only the person who started a failed job (or staff) queues it again."""
-    return job.state == JobState.FAILED and (user.is_staff or job.created_by_id == user.id)
+    """Only the person who started a failed job (or staff) queues it again, while its uploads are kept
+    (runs.services.uploads_clean deletes them after the retention period)."""
+    return (job.state == JobState.FAILED and (user.is_staff or job.created_by_id == user.id)
+            and not job_files_removed(job))
+
+
+def job_files_removed(job: Job) -> bool:
+    """Whether the job's uploaded files were deleted after the retention period."""
+    return any(f.get("removed") for f in job.files)
 
 
 # API lists ----------------------------------------------------------------------------

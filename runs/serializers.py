@@ -5,7 +5,7 @@ from django.urls import reverse
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from .forms import FORMAT_DESCRIPTIONS, upload_size_problem
+from .forms import FORMAT_DESCRIPTIONS, MAX_REPETITION, upload_size_problem
 from .ingest import FORMATS
 from .models import Attempt, Benchmark, Job, Run
 from .selectors import job_status
@@ -30,7 +30,8 @@ class IngestInputSerializer(serializers.Serializer):
     run = serializers.CharField(required=False, allow_blank=True, max_length=200, help_text="Run label; default: the model name.")
     judge = serializers.CharField(required=False, allow_blank=True, max_length=200, help_text="Judge name for verdicts.")
     scaffold = serializers.CharField(required=False, allow_blank=True, max_length=100, help_text="Scaffold the run used.")
-    repetition = serializers.IntegerField(required=False, min_value=1, help_text="Repetition number of the run (default 1).")
+    repetition = serializers.IntegerField(required=False, min_value=1, max_value=MAX_REPETITION,
+                                          help_text="Repetition number of the run (default 1).")
 
     def validate_files(self, files):
         problem = upload_size_problem(files)

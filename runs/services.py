@@ -2,11 +2,13 @@
 from __future__ import annotations
 
 import logging
+import shutil
 import threading
 import time
-import traceback
+import uuid
 from collections.abc import Iterable, Sequence
 from contextvars import ContextVar
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -464,7 +466,11 @@ def job_execute(job_id) -> None:
     """Run a job to its end, recording counts, errors and the final state. Safe to call twice."""
     import importlib
 
-    job = _claim(job_id)
+    try:
+        job = _claim(job_id)
+    except (InterfaceError, OperationalError) as exc:  # e.g. SQLite busy past its timeout
+        _fail_unstarted(job_id, exc)
+        return
     if job is None:
         return
     module_name, func = JOB_KINDS[job.kind].split(":")
@@ -489,10 +495,13 @@ def job_execute(job_id) -> None:
             message = ("The job lost its database connection (the database restarted or ended the session); "
                        "nothing was stored. Retry it.")
         else:
-            log.exception("job %s failed", job_id)
-            errors = [f"{type(exc).__name__}: {exc}"]
+            error_id = _error_id()
+            # the traceback (paths, code, values) goes to the log only; the job shows the kind of error and its id
+            log.exception("job %s failed (error id %s)", job_id, error_id)
+            errors = [f"internal error {type(exc).__name__} (error id {error_id})"]
             counts, count = {}, 1
-            message = "The job stopped with an internal error; nothing was stored. " + traceback.format_exc(limit=1)[-500:]
+            message = (f"The job stopped with an internal error (error id {error_id}); nothing was stored. "
+                       "Retry it; if it fails again, give the error id to an administrator (it is in the server log).")
         fields = dict(state=JobState.FAILED, errors=errors, error_count=count, counts=counts, message=message,
                       finished_at=timezone.now())
         for wait in (1, 2, 4, 8, 15, 0) if lost else (0,):
@@ -516,6 +525,33 @@ def job_execute(job_id) -> None:
         finished_at=timezone.now(),
     )
     _leaderboards_warm(changed)
+
+
+def _error_id() -> str:
+    """A short id that ties what a user sees to the traceback in the server log."""
+    return uuid.uuid4().hex[:12]
+
+
+def _fail_unstarted(job_id, exc: Exception) -> None:
+    """Mark a queued job failed because it could not start (its claim met a database error), so that no
+    job waits for ever in `queued`: the user sees why and can retry it. Tries a few times, the database
+    being busy is why it is here."""
+    error_id = _error_id()
+    log.warning("job %s could not start (error id %s)", job_id, error_id, exc_info=exc)
+    fields = dict(state=JobState.FAILED, error_count=1, counts={}, finished_at=timezone.now(),
+                  errors=[f"could not start: the database was busy or unavailable (error id {error_id})"],
+                  message=(f"The job could not start: the database was busy or unavailable (error id {error_id}); "
+                           "nothing was stored. Retry it."))
+    for wait in (0.5, 1, 2, 4, 0):
+        try:
+            Job.objects.filter(pk=job_id, state=JobState.QUEUED).update(**fields)
+            return
+        except (InterfaceError, OperationalError):
+            if not wait:
+                log.error("job %s stays queued: marking it failed met the database error again", job_id)
+                return
+            connection.close()
+            time.sleep(wait)
 
 
 def _connection_lost(exc: Exception) -> bool:
@@ -551,6 +587,36 @@ def _job_rollups(job: Job) -> dict[str, Any]:
         ids = list(qs.values_list("id", flat=True))
     n = rollups_rebuild_for_attempts(ids)
     return {"counts": {"rollups": n}, "message": f"rebuilt {n} rollups"}
+
+
+def uploads_clean(*, days: int | None = None, now=None) -> list[str]:
+    """Delete the uploaded files of jobs that finished more than `days` (IFPORTAL_UPLOAD_RETENTION_DAYS) ago,
+    and upload folders of jobs that no longer exist once as old; the ids of the folders removed.
+
+    A cleaned job keeps its file names (its page and the API still say what was imported) with
+    `"removed": true` instead of a path, and can no longer be retried (`selectors.job_can_retry`).
+    Run by `manage.py uploads_clean` (cron) and, with Celery, daily by the beat schedule.
+    """
+    days = settings.IFPORTAL_UPLOAD_RETENTION_DAYS if days is None else days
+    if days <= 0:
+        return []
+    cutoff = (now or timezone.now()) - timedelta(days=days)
+    root = Path(settings.MEDIA_ROOT) / "uploads"
+    removed = []
+    old = Job.objects.filter(state__in=(JobState.SUCCEEDED, JobState.FAILED), finished_at__lt=cutoff).exclude(files=[])
+    for job in old.only("id", "files").iterator():
+        if all(f.get("removed") for f in job.files):
+            continue
+        shutil.rmtree(root / str(job.id), ignore_errors=True)
+        Job.objects.filter(pk=job.pk).update(files=[{"name": f.get("name", ""), "removed": True} for f in job.files])
+        removed.append(str(job.id))
+    if root.is_dir():
+        known = {str(pk) for pk in Job.objects.values_list("id", flat=True)}
+        for folder in root.iterdir():
+            if folder.name not in known and folder.stat().st_mtime < cutoff.timestamp():
+                shutil.rmtree(folder, ignore_errors=True)
+                removed.append(folder.name)
+    return removed
 
 
 def upload_dir(job_id) -> Path:

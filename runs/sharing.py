@@ -67,9 +67,10 @@ def export_csv(rows: list[dict]) -> str:
     judges = sorted({j for r in rows for j in r["per_judge"]})
     out = io.StringIO()
     writer = csv.writer(out)
+    # per-judge headers carry judge names (untrusted): neutralised like the data cells
     writer.writerow(["model", "group", "isr", "isr_std", "csr", "csr_std", "isr_ci_low", "isr_ci_high",
                      "csr_ci_low", "csr_ci_high", "n_instances", "n_attempts", "n_empty"]
-                    + [f"{j} {m}" for j in judges for m in ("isr", "csr")])
+                    + [csv_safe(f"{j} {m}") for j in judges for m in ("isr", "csr")])
     for r in rows:
         isr_ci, csr_ci = r["isr_ci"] or [None, None], r["csr_ci"] or [None, None]
         cells = [r["model"], r["group"], r["isr"], r["isr_std"], r["csr"], r["csr_std"], *isr_ci, *csr_ci,

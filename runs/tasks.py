@@ -8,3 +8,9 @@ from . import services
 def run_job(job_id: str) -> None:
     """Run one job (ingest, rollup rebuild, re-check) by id; a second delivery does nothing."""
     services.job_execute(job_id)
+
+
+@shared_task(name="runs.uploads_clean")
+def uploads_clean() -> int:
+    """Delete uploads kept past IFPORTAL_UPLOAD_RETENTION_DAYS (daily on the beat schedule)."""
+    return len(services.uploads_clean())

@@ -16,10 +16,13 @@ def _inline_jobs(settings, tmp_path):
 
 @pytest.fixture(autouse=True)
 def _no_cache_between_tests():
-    """Each test starts with no cached leaderboard (benchmark ids and generations repeat across tests).
+    """Each test starts with no cached leaderboard (benchmark ids and generations repeat across tests)
+    and no count of bad API tokens (every test client comes from 127.0.0.1: one test's deliberate
+    failures must not throttle the next one's requests; the lockout tests make theirs within one test).
 
     A process-memory cache is cleared; a Redis cache (shared with other test runs and
-    workers) loses only the leaderboard keys of this test database, never a whole Redis database."""
+    workers) loses only those keys of this test database, never a whole Redis database.
+    Sign-in lockouts (django-axes) live in database rows, which every test's rollback or flush removes."""
     _cache_forget()
     yield
     _cache_forget()
@@ -29,6 +32,7 @@ def _cache_forget() -> None:
     from django.core.cache import caches
     from django.core.cache.backends.redis import RedisCache
 
+    from ifportal.security import TokenFailureThrottle
     from runs.leaderboard_rows import _database_tag
 
     cache = caches["default"]
@@ -36,8 +40,11 @@ def _cache_forget() -> None:
         cache.clear()
         return
     client = cache._cache.get_client(None, write=True)
-    for key in client.scan_iter(match=cache.make_key(f"leaderboard:*:{_database_tag()}:*"), count=1000):
-        client.delete(key)
+    patterns = [f"leaderboard:*:{_database_tag()}:*", TokenFailureThrottle.cache_format % {
+        "scope": TokenFailureThrottle.scope, "ident": "*"}]
+    for pattern in patterns:
+        for key in client.scan_iter(match=cache.make_key(pattern), count=1000):
+            client.delete(key)
 
 
 @pytest.fixture

@@ -13,6 +13,7 @@ import functools
 import hashlib
 import json
 import re
+import sys
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -46,6 +47,12 @@ def _finite_float(text: str) -> float:
 
 
 _STRICT_JSON = {"parse_constant": _no_constant, "parse_float": _finite_float}
+
+
+def overflows_float(value) -> bool:
+    """Whether a decoded JSON number cannot become a float (an integer of more than 308 digits:
+    JSON floats out of range are refused while parsing, integers stay exact until converted)."""
+    return isinstance(value, int) and not isinstance(value, bool) and abs(value) > sys.float_info.max
 
 
 @dataclass(frozen=True)

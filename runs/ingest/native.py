@@ -29,7 +29,7 @@ from runs.models import (
     VerdictResult,
 )
 
-from .base import Context, Source, content_hash, iter_jsonl
+from .base import Context, Source, content_hash, iter_jsonl, overflows_float
 from .lookups import (
     attempt_ids_for,
     attempts_upsert,
@@ -132,7 +132,9 @@ def check_fields(record: Any, spec: Spec, where: str = "", *, extra: bool = Fals
         if not _is(kind, value):
             reasons.append(f"field '{prefix}{name}' should be {_KIND_NAMES[kind]}, found {_json_type(value)}")
         elif kind == "int" and not INT_MIN <= value <= INT_MAX:
-            reasons.append(f"field '{prefix}{name}' is out of range ({value})")
+            reasons.append(f"field '{prefix}{name}' is out of range ({str(value)[:30]})")
+        elif kind == "number" and overflows_float(value):
+            reasons.append(f"field '{prefix}{name}' is out of range (a number of {len(str(abs(value)))} digits)")
         elif kind == "str" and required and not value.strip():
             reasons.append(f"field '{prefix}{name}' is empty")
         elif max_len and len(value) > max_len:

@@ -8,7 +8,7 @@ from typing import Any
 from runs.categories import normalise_category
 from runs.models import BenchmarkKind, ChecklistItem, Instance, JudgeKind, Trajectory, Verdict
 
-from .base import Context, Source, content_hash, iter_json_document, iter_jsonl, require, text_limit
+from .base import Context, Source, content_hash, iter_json_document, iter_jsonl, overflows_float, require, text_limit
 from .lookups import (
     InstanceIndex,
     attempt_ids_for,
@@ -548,6 +548,9 @@ def _score_rows(ctx, source, line, value, index: InstanceIndex, seen) -> tuple[i
                     ctx.problem(source, line, f"check '{check_id}': {reason}")
                     continue
             score, reasoning = check.get("score"), check.get("reasoning")
+            if overflows_float(score):
+                ctx.problem(source, line, f"check '{check_id}': score is out of range (a number of {len(str(abs(score)))} digits)")
+                continue
             rows.append({"item_id": items[check_id], "result": result,
                          "reasoning": reasoning if type(reasoning) is str else str(reasoning or ""),
                          "score": float(score) if isinstance(score, (int, float)) else None, "evidence": evidence})

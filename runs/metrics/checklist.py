@@ -589,12 +589,17 @@ def evidence_ref(evidence) -> tuple[int, int] | None:
     return None
 
 
-def attempt_checklist(attempt_id: int, *, judges: Collection[str] | None = None,
+def attempt_checklist(attempt_id: int, *, reasoning_cut: int | None = None, judges: Collection[str] | None = None,
                       newest_verdict_id: int | None = None) -> list[dict]:
     """The attempt's checklist with each judge's verdict and reasoning; items any judge failed come first.
 
+    With `reasoning_cut`, each reasoning is read only up to that many characters (the database cuts it:
+    a 5 MB reasoning is never loaded for a page), with its full "reasoning_size" and "reasoning_cut".
     `judges` keeps only those judges' verdicts and `newest_verdict_id` only verdicts stored up to that
     id: a share link shows what its snapshot saw, not verdicts imported after it was made."""
+    from django.db.models import F
+    from django.db.models.functions import Length, Substr
+
     from runs.models import Attempt, ChecklistItem, Verdict
 
     instance_id = Attempt.objects.filter(id=attempt_id).values_list("instance_id", flat=True).first()
@@ -603,17 +608,19 @@ def attempt_checklist(attempt_id: int, *, judges: Collection[str] | None = None,
         for i in ChecklistItem.objects.filter(instance_id=instance_id).values(
             "id", "key", "description", "category", "category_original", "check_type", "position")
     }
-    verdicts = Verdict.objects.filter(attempt_id=attempt_id)
+    text = F("reasoning") if reasoning_cut is None else Substr("reasoning", 1, reasoning_cut)
+    verdicts = Verdict.objects.filter(attempt_id=attempt_id).annotate(text=text, size=Length("reasoning"))
     if judges is not None:
         verdicts = verdicts.filter(judge__name__in=list(judges))
     if newest_verdict_id is not None:
         verdicts = verdicts.filter(id__lte=newest_verdict_id)
-    for v in verdicts.values("item_id", "judge__name", "result", "reasoning", "evidence").order_by("judge__name"):
+    for v in verdicts.values("id", "item_id", "judge__name", "result", "text", "size", "evidence").order_by("judge__name"):
         item = items.get(v["item_id"])
         if item is None:
             continue
         ref = evidence_ref(v["evidence"])
-        item["verdicts"].append({"judge": v["judge__name"], "result": v["result"], "reasoning": v["reasoning"], "evidence": ref})
+        item["verdicts"].append({"id": v["id"], "judge": v["judge__name"], "result": v["result"], "reasoning": v["text"],
+                                 "reasoning_size": v["size"], "reasoning_cut": len(v["text"]) < v["size"], "evidence": ref})
         item["n_fail"] += v["result"] == "fail"
         item["n_pass"] += v["result"] == "pass"
         if ref and item["evidence"] is None:

@@ -11,13 +11,13 @@ from django.utils.html import escape
 from ifportal.roles import verdict_reader_required
 from runs import charts, selectors, trajectory_view
 from runs.exports import checklist as exports
-from runs.filters import LeaderboardFilterForm, form_state
+from runs.filters import LeaderboardFilterForm, form_state, state_query
 from runs.leaderboard_page import filters_html, results_html
 from runs.leaderboard_rows import data_generation
 from runs.metrics import attempt_diff as metrics_diff
 from runs.metrics import checklist as metrics
 from runs.metrics.checklist import GROUPINGS
-from runs.models import Attempt, Benchmark, BenchmarkKind, Instance
+from runs.models import Attempt, Benchmark, BenchmarkKind, Instance, Verdict
 from runs.pages import render_page
 from runs.querystring import query_with
 
@@ -48,11 +48,11 @@ def leaderboard(request, slug):
     generation = data_generation(benchmark.id)  # once, before any data: choices and fragment share it
     form = LeaderboardFilterForm(request.GET or None, benchmark=benchmark, generation=generation)
     state = form_state(form) if form.is_bound else form.state()
-    results = results_html(benchmark, state, request.GET, request=request, generation=generation)
+    results = results_html(benchmark, state, request=request, generation=generation)
     if request.htmx:
         return HttpResponse(results)
-    context = {"benchmark": benchmark, "query": request.GET.urlencode(), "results": results,
-               "filters": filters_html(benchmark, form, request.GET, generation=generation)}
+    context = {"benchmark": benchmark, "query": state_query(state).urlencode(), "results": results,
+               "filters": filters_html(benchmark, state, generation=generation)}
     return render(request, "runs/checklist/leaderboard.html", context)
 
 
@@ -84,7 +84,7 @@ def attempt(request, pk):
     context = {"attempt": attempt, **view, "cut": trajectory_view.CUT, "query": query_with(request, page=None, at=None)}
     if request.htmx and request.GET.get("page"):
         return render(request, "runs/checklist/attempt.html#units", context)
-    context["items"] = metrics.attempt_checklist(attempt.id)
+    context["items"] = metrics.attempt_checklist(attempt.id, reasoning_cut=trajectory_view.CUT)
     context["others"] = (Attempt.objects.filter(instance_id=attempt.instance_id).exclude(pk=attempt.pk)
                          .select_related("run__model").order_by("run__label", "pk"))
     return render(request, "runs/checklist/attempt.html", context)
@@ -96,8 +96,20 @@ def message_text(request, pk):
     return attempt_text_response(_attempt(pk), request.GET)
 
 
-def attempt_text_response(attempt, params) -> HttpResponse:
-    """The escaped full text of the message part named by `params` (thread, msg, field), or 404."""
+def attempt_text_response(attempt, params, *, judges=None, newest_verdict_id: int | None = None) -> HttpResponse:
+    """The escaped full text of the message part named by `params` (thread, msg, field), or of one of
+    the attempt's verdicts' reasoning (verdict=<id>; only `judges`' verdicts up to `newest_verdict_id`
+    when given, as a share link's scope says), or 404."""
+    if "verdict" in params:
+        verdicts = Verdict.objects.filter(attempt=attempt, pk=trajectory_view.clamp(params["verdict"], 0, 2**62))
+        if judges is not None:
+            verdicts = verdicts.filter(judge__name__in=list(judges))
+        if newest_verdict_id is not None:
+            verdicts = verdicts.filter(id__lte=newest_verdict_id)
+        reasoning = verdicts.values_list("reasoning", flat=True).first()
+        if reasoning is None:
+            raise Http404("no such verdict")
+        return HttpResponse(f'<pre class="msg-text">{escape(reasoning)}</pre>')
     try:
         text = trajectory_view.message_part(trajectory_view.attempt_threads(attempt.id), params.get("thread"),
                                             params.get("msg"), params.get("field", "content"))

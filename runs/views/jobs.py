@@ -32,7 +32,8 @@ def job_list(request):
 def job_detail(request, job_id):
     """One job; the htmx fragment polls every second until the job has finished."""
     job = _get_job_for_user(request, job_id)
-    context = {"status": selectors.job_status(job), "job": job, "can_retry": selectors.job_can_retry(request.user, job)}
+    context = {"status": selectors.job_status(job), "job": job, "can_retry": selectors.job_can_retry(request.user, job),
+               "files_removed": selectors.job_files_removed(job)}
     template = "runs/job.html#job-status" if request.htmx else "runs/job.html"
     return render(request, template, context)
 
@@ -43,7 +44,8 @@ def job_retry_view(request, job_id):
     """Queue a failed job again with the same files and options."""
     job = _get_job_for_user(request, job_id)
     if not selectors.job_can_retry(request.user, job):
-        return HttpResponseForbidden("Only the person who started a failed job can retry it.")
+        return HttpResponseForbidden("Only the person who started a failed job can retry it, while its uploaded "
+                                     "files are kept.")
     job_retry(job)
     messages.info(request, "The job was queued again.")
     return redirect("runs:job", job_id=job.id)

@@ -214,7 +214,8 @@ def shared_attempt(request, token, pk):
     if request.htmx and request.GET.get("page"):
         return render(request, "runs/sharing/attempt.html#units", context)
     scope = sharing.snapshot_verdict_scope(link)
-    context.update(items=metrics.attempt_checklist(attempt.id, **scope), verdict_judges=scope["judges"])
+    context.update(items=metrics.attempt_checklist(attempt.id, reasoning_cut=trajectory_view.CUT, **scope),
+                   verdict_judges=scope["judges"])
     return render(request, "runs/sharing/attempt.html", context)
 
 
@@ -222,4 +223,5 @@ def shared_attempt(request, token, pk):
 @require_GET
 def shared_attempt_text(request, token, pk):
     """The full text of one long part of a message of an attempt in the link's scope, escaped."""
-    return checklist.attempt_text_response(_scoped_attempt(_link(token), pk), request.GET)
+    link = _link(token)
+    return checklist.attempt_text_response(_scoped_attempt(link, pk), request.GET, **sharing.snapshot_verdict_scope(link))

@@ -324,3 +324,14 @@ def test_a_shared_attempt_shows_only_the_links_judges_and_no_verdict_imported_af
     assert f"{judges[0]}: " in page
     assert f"{judges[1]}: " not in page  # a link made for one judge shows that judge's reasoning only
     assert "LATER-REASONING" not in page and "judge-imported-later" not in page
+
+
+def test_a_shared_attempts_full_reasoning_keeps_to_the_links_judges(reviewer_client, client):
+    bench, attempts = build_study()
+    verdicts = list(Verdict.objects.filter(attempt=attempts[0]).order_by("judge__name"))
+    inside = next(v for v in verdicts if v.judge.name == verdicts[0].judge.name)
+    outside = next(v for v in verdicts if v.judge.name != inside.judge.name)
+    _, token = create(reviewer_client, bench, f"judge={inside.judge.name}", attempts=True)
+    text = share_url(token, "runs:share-attempt-text", attempts[0].id)
+    assert client.get(f"{text}?verdict={inside.id}").status_code == 200
+    assert client.get(f"{text}?verdict={outside.id}").status_code == 404

@@ -93,8 +93,8 @@ def test_it_refuses_an_upload_over_the_size_limit_before_reading_it(reviewer, se
     assert Job.objects.count() == 0
 
 
-def test_it_refuses_too_many_files(reviewer, settings, monkeypatch):
-    monkeypatch.setattr("runs.forms.MAX_UPLOAD_FILES", 3)
+def test_it_refuses_too_many_files(reviewer, settings):
+    settings.IFPORTAL_MAX_UPLOAD_FILES = settings.DATA_UPLOAD_MAX_NUMBER_FILES = 3
     client = APIClient()
     client.force_authenticate(reviewer)
     files = [SimpleUploadedFile(f"part{n}.jsonl", GOOD) for n in range(4)]
