@@ -189,7 +189,7 @@ def viewer(request, slug, pk):
     threads = Trajectory.objects.filter(attempt=attempt).values_list("threads", flat=True).first() or []
     messages = [msg for thread in threads for msg in thread.get("messages", [])]
     items = list(attempt.instance.items.filter(turn__isnull=False).values("id", "key", "turn", "group", "description", "details"))
-    verdicts = list(Verdict.objects.filter(attempt=attempt).values("item_id", "judge__name", "result", "reasoning"))
+    verdicts = list(Verdict.objects.filter(attempt=attempt).values("item_id", "judge__name", "result", "reasoning", "score"))
     for v in verdicts:
         v["judge"] = v.pop("judge__name")
     turns = m.viewer_turns(spec=attempt.instance.spec, outcome=attempt.outcome, messages=messages, items=items, verdicts=verdicts)
