@@ -129,3 +129,36 @@ def test_it_keeps_query_counts_flat_as_runs_grow(reviewer_client, world, django_
     for name in ["runs:dialogue_survival", "runs:dialogue_groups", "runs:dialogue_rescore"]:
         with django_assert_max_num_queries(14):
             reviewer_client.get(reverse(name, args=["evolif"]))
+
+
+# the logs EvolIF's eval.py wrote (tests/fixtures/evolif/harness, see test_evolif_reference.py) ---------
+@pytest.fixture
+def harness_run():
+    from .test_ingest_evolif import harness
+
+    harness("pass1")
+    return Benchmark.objects.get(slug="evolif")
+
+
+def test_it_shows_score_py_figures_beside_the_portals_where_they_differ(reviewer_client, harness_run):
+    response = reviewer_client.get(reverse("runs:dialogue_metrics", args=["evolif"]))
+    row = response.context["rows"][0]
+    # dialog_4's log is empty: score.py's Robustness is nan (0/0); its Recovery divides by 0 for dialog_2 (inf)
+    assert set(row.reference_differs) == {"rob", "rec"}
+    body = response.content.decode()
+    assert "REC, score.py" in body and "score.py: nan" in body and ">inf<" in body
+    assert "1 / 1 / <span" in body and "2 stopped early" in body
+
+
+def test_the_viewer_shows_the_llm_judges_score_and_rationale(reviewer_client, harness_run):
+    from runs.models import Attempt
+
+    two = Attempt.objects.get(instance__external_id="dialog_2")
+    body = reviewer_client.get(reverse("runs:dialogue_viewer", args=["evolif", two.id])).content.decode()
+    assert "judge score 4" in body and "the fake judge read marker 4" in body
+    three = Attempt.objects.get(instance__external_id="dialog_3")
+    body = reviewer_client.get(reverse("runs:dialogue_viewer", args=["evolif", three.id])).content.decode()
+    assert "stopped early by the harness" in body and "the LLM judge gave no score" in body
+    four = Attempt.objects.get(instance__external_id="dialog_4")
+    body = reviewer_client.get(reverse("runs:dialogue_viewer", args=["evolif", four.id])).content.decode()
+    assert "the log is empty" in body
