@@ -162,3 +162,23 @@ def test_the_viewer_shows_the_llm_judges_score_and_rationale(reviewer_client, ha
     four = Attempt.objects.get(instance__external_id="dialog_4")
     body = reviewer_client.get(reverse("runs:dialogue_viewer", args=["evolif", four.id])).content.decode()
     assert "the log is empty" in body
+
+
+def test_the_export_carries_score_py_figures_beside_the_portals(client, reviewer_client, harness_run):
+    import csv
+    import io
+    import json
+
+    from .test_evolif_reference import HARNESS, parse_printout
+
+    printed = parse_printout((HARNESS / "score_pass1.txt").read_text())
+    url = reverse("runs:dialogue_export", args=["evolif"])
+    rows = list(csv.DictReader(io.StringIO(reviewer_client.get(url, {"format": "csv"}).content.decode())))
+    assert len(rows) == 1 and rows[0]["label"] == "fake-model"
+    assert rows[0]["score_py_rob"] == "nan" and rows[0]["score_py_rec"] == "inf"
+    assert float(rows[0]["score_py_csr"]) == pytest.approx(100 * printed["csr"]) == pytest.approx(float(rows[0]["csr"]))
+    assert rows[0]["ended_stopped"] == "2"
+    document = json.loads(reviewer_client.get(url, {"format": "json"}).content)
+    assert document["rows"][0]["score_py_act_acc"] == pytest.approx(printed["act_acc"]) and document["patience"] == 3
+    assert reviewer_client.get(url, {"format": "xml"}).status_code == 404
+    assert client.get(url).status_code == 302  # login first, as for the page
