@@ -16,6 +16,13 @@ What eval.py can leave behind, and how it counts (src/score.py reads every line 
   left. It is stored as it is, "stopped", and counts with the turns it has;
 - the same log resumed later: eval.py appends the missing turns to it (from the turn after
   the last logged one, with the patience it had left), so a resumed log is one log;
+- a log cut off mid-line when eval.py was killed while writing a turn: eval.py's own reader
+  skips a line that is not JSON, so on resume it plays that turn again and appends it right
+  after the cut-off text, on the same line. The import reads the log the same way: an
+  unfinished last line is skipped (the log then stopped at the turn before), the complete
+  records glued after a cut-off write are read, and a turn logged again after such a
+  break replaces the earlier record from that turn on (eval.py continued from the later
+  one). score.py cannot read such a file at all (it stops at the broken line);
 - an empty file (the model call failed at turn 1): a dialogue of 0 turns, counted in D as
   score.py counts it;
 - `remaining_patience` null (run with `--patience 0`, no patience): the dialogue goes on to
@@ -42,7 +49,7 @@ from typing import Any
 from runs.checkers.evolif import LLM_JUDGED
 from runs.models import BenchmarkKind, ChecklistItem, Instance, JudgeKind, Run, Trajectory, VerdictResult
 
-from .base import Context, Source, content_hash, iter_jsonl, require
+from .base import STRICT_DECODER, Context, Source, content_hash, iter_jsonl, require
 from .lookups import (
     InstanceIndex,
     attempts_upsert,
@@ -57,6 +64,7 @@ from .verdicts import verdicts_upsert
 DEFAULT_SLUG = "evolif"
 DEFAULT_JUDGE = "evolif-log"
 _EVAL_STEM = re.compile(r"^eval_(.+)$")
+_RECORD_START = re.compile(r'\{"turn":')  # eval.py writes "turn" first; inside a JSON string the quotes are escaped
 #: what the verdict says when eval.py logged [0, ""] for an LLM-judged constraint (its judge call raised)
 JUDGE_FAILED = ("the LLM judge gave no score: its call failed or its reply was not JSON with a score "
                 "(eval.py records 0 and counts the constraint as failed)")
@@ -250,10 +258,10 @@ def _read_log(ctx: Context, source: Source, index: InstanceIndex, seen: dict[str
         ctx.source_hashes[source.name] = hashlib.sha256(b"").hexdigest()
         records, first_line = [], None
     else:
-        records = list(iter_jsonl(source, ctx))
-        if not records:
+        records, broken = _read_records(ctx, source)
+        if not records and not broken:
             return None
-        first_line = records[0][0]
+        first_line = records[0][0] if records else None  # only a cut-off line: no turn written yet, as an empty log
     if instance_id is None:
         ctx.problem(source, first_line, f"dialog '{external_id}' was never ingested (ingest it with evolif-dialogs first)")
         return None
@@ -269,6 +277,12 @@ def _read_log(ctx: Context, source: Source, index: InstanceIndex, seen: dict[str
     ok = True
     previous = 0  # the turn number of the line before, valid or not, so one bad line is one problem
     for line, record in records:
+        replayed = record.get("turn") if broken else None
+        if isinstance(replayed, int) and not isinstance(replayed, bool) and 1 <= replayed <= previous:
+            # eval.py could not read past a cut-off line, so it played this turn again: the later records stand
+            ctx.report.add("log turns played again after a cut-off line", "replaced", sum(t["turn"] >= replayed for t in turns))
+            turns = [t for t in turns if t["turn"] < replayed]
+            previous = replayed - 1
         parsed = _valid_log_line(ctx, source, line, record, script, items, previous, turns, external_id)
         previous = _next_turn(previous, record)
         if parsed is None:
@@ -290,6 +304,44 @@ def _read_log(ctx: Context, source: Source, index: InstanceIndex, seen: dict[str
         ended_by = "stopped"
     return {"source": source, "first_line": first_line, "external_id": external_id, "instance_id": instance_id,
             "script": script, "items": items, "turns": turns, "patience": patience, "ended_by": ended_by}
+
+
+def _read_records(ctx: Context, source: Source) -> tuple[list[tuple[int, dict]], bool]:
+    """The log's records as eval.py reads them back (see the module docstring), and whether a line was broken."""
+    broken = []
+
+    def salvage(text: str, unterminated_last: bool) -> list[dict] | None:
+        glued = _records_after_cut(text)
+        if glued:
+            broken.append(text)
+            ctx.report.add("log lines with a cut-off write", "read", 1)
+            return glued
+        if unterminated_last:
+            broken.append(text)
+            ctx.report.add("log lines with a cut-off write", "skipped", 1)
+            return []
+        return None
+
+    return list(iter_jsonl(source, ctx, salvage=salvage)), bool(broken)
+
+
+def _records_after_cut(text: str) -> list[dict]:
+    """The complete records in a line that starts with a cut-off one, when they run to its end; else none."""
+    records: list[dict] = []
+    end = None
+    for match in _RECORD_START.finditer(text):
+        if end is not None and match.start() < end:
+            continue  # inside the record just read
+        try:
+            record, end_at = STRICT_DECODER.raw_decode(text, match.start())
+        except ValueError:
+            records, end = [], None  # a cut-off record: what came before it does not count
+            continue
+        if not isinstance(record, dict) or (end is not None and match.start() != end):
+            records = []
+        records.append(record)
+        end = end_at
+    return records if records and end is not None and not text[end:].strip() else []
 
 
 def _valid_log_line(ctx, source, line, record, script, items, previous, turns, external_id) -> dict | None:

@@ -7,7 +7,11 @@ served on 127.0.0.1, in two passes over four dialogue scripts the project owns:
 - pass 1: dialog_1 ends by patience, dialog_2 by its script; the model call fails at turn 4 of
   dialog_3 (eval.py stops that dialogue: a log with patience left) and at turn 1 of dialog_4
   (an empty log);
-- pass 2: the same command again; eval.py resumes dialog_3 and dialog_4 by appending to their logs.
+- pass 2: the same command again; eval.py resumes dialog_3 and dialog_4 by appending to their logs;
+- pass 3: dialog_4's last line is cut in half, as when eval.py is killed while writing it, and
+  the command runs again: eval.py skips the cut line, plays that turn again and appends it
+  right after the cut text. score.py cannot read that log (it stops at the broken line); the
+  portal reads it as eval.py does and must give pass 2's figures.
 
 Emotion and reader age are judged by the fake model ("[judge N]" in a response makes it score N,
 "[JUDGE NONE]" makes it reply with text that is not JSON: eval.py logs [0.0, ""]); eval.py's style
@@ -188,12 +192,13 @@ def run_eval(work: Path, base_url: str) -> subprocess.CompletedProcess:
     return done
 
 
-def run_score(work: Path) -> str:
+def run_score(work: Path, *, readable: bool = True) -> str:
+    """score.py's printout; with readable=False, its error output (it must fail)."""
     command = [sys.executable, "-B", str(REFERENCE / "src" / "score.py"), "--input_dir", f"out/{MODEL}",
                "--start_id", "1", "--end_id", str(len(SCRIPTS))]
     done = subprocess.run(command, cwd=work, env=_env(work), capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr[-2000:]
-    return done.stdout
+    assert (done.returncode == 0) == readable, done.stderr[-2000:]
+    return done.stdout if readable else done.stderr
 
 
 # reading score.py's printout -------------------------------------------------------------
@@ -248,14 +253,14 @@ def assert_matches_printout(body: dict, printed: dict) -> set[str]:
     return differs
 
 
-def import_pass(logs: Path, dialogs: Path) -> None:
+def import_pass(logs: Path, dialogs: Path, run: str = MODEL) -> None:
     ingest("evolif-dialogs", [Source.of(p) for p in sorted(dialogs.glob("dialog_*.jsonl"))], Options())
-    ingest("evolif-eval", [Source.of(p) for p in sorted(logs.glob("eval_*.jsonl"))], Options(model=MODEL))
+    ingest("evolif-eval", [Source.of(p) for p in sorted(logs.glob("eval_*.jsonl"))], Options(model=MODEL, run=run))
 
 
-def check_pass(client, logs: Path, dialogs: Path, printout: str) -> tuple[dict, set[str]]:
-    import_pass(logs, dialogs)
-    body = client.get(URL, {"run": MODEL}).json()
+def check_pass(client, logs: Path, dialogs: Path, printout: str, run: str = MODEL) -> tuple[dict, set[str]]:
+    import_pass(logs, dialogs, run)
+    body = client.get(URL, {"run": run}).json()
     return body, assert_matches_printout(body, parse_printout(printout))
 
 
@@ -315,3 +320,15 @@ def test_eval_py_output_imports_and_the_api_matches_score_py(reviewer_client, fa
         {p.name: p.read_text() for p in logs.glob("eval_*.jsonl")}
     assert (HARNESS / "score_pass1.txt").read_text() == score1
     assert (HARNESS / "score_pass2.txt").read_text() == score2
+
+    # pass 3: killed while writing dialog_4's last turn, then resumed
+    log4 = logs / "eval_4.jsonl"
+    complete = log4.read_text()
+    lines = complete.splitlines(keepends=True)
+    log4.write_text("".join(lines[:-1]) + lines[-1][: len(lines[-1]) // 2])
+    run_eval(tmp_path, fake_model)
+    glued = log4.read_text()
+    assert glued != complete and glued.endswith(lines[-1]) and len(glued.splitlines()) == len(lines)
+    assert "JSONDecodeError" in run_score(tmp_path, readable=False)
+    body, differs = check_pass(reviewer_client, logs, tmp_path / "dialog", score2, run="fake-model-resumed")
+    assert differs == {"rec"} and body["ended_by"] == {"patience": 1, "script_end": 3, "stopped": 0}

@@ -286,10 +286,10 @@ def test_it_rejects_a_bad_log_and_stores_nothing(tmp_path, change, where, reason
 @pytest.mark.parametrize(
     "mutate, where, reason",
     [
-        (lambda text: text[: len(text) - 30], ":4:", "the last line looks truncated"),
         (lambda text: text.replace("\n", "\n{oops\n", 1), ":2:", "not valid JSON"),
+        (lambda text: text.replace("\n", '\n{"turn": 2, "resp\n', 1), ":2:", "not valid JSON"),
     ],
-    ids=["truncated-last-line", "non-json-line"],
+    ids=["non-json-line", "cut-off-line-not-last"],
 )
 def test_it_rejects_an_unreadable_log(tmp_path, mutate, where, reason):
     dialogs()
@@ -370,6 +370,51 @@ def test_it_keeps_the_llm_judges_scores_and_rationales():
     # eval.py logs [0.0, ""] when its judge call raises: the style checker never passes its base_url
     assert judged[("dialog_3", "t2:style")] == ("fail", 0.0, JUDGE_FAILED)
     assert judged[("dialog_3", "t1:case")] == ("pass", None, "")
+
+
+def _cut(line: str) -> str:
+    """A line as eval.py leaves it when killed while writing it: the first half, no newline."""
+    return line[: len(line) // 2]
+
+
+def test_it_skips_a_last_line_cut_off_mid_write_as_eval_py_does(tmp_path):
+    lines = (HARNESS / "pass2" / "eval_3.jsonl").read_text().splitlines(keepends=True)
+    cut = tmp_path / "eval_3.jsonl"
+    cut.write_text("".join(lines[:4]) + _cut(lines[4]))
+    dialogs(*sorted((HARNESS / "dialog").glob("dialog_*.jsonl")))
+    report = logs(cut, model="fake-model")
+    attempt = Attempt.objects.get()
+    assert (attempt.outcome["ended_by"], attempt.outcome["ended_turn"]) == ("stopped", 4)
+    assert report.counts["log lines with a cut-off write"] == {"skipped": 1}
+
+
+def test_it_reads_a_turn_eval_py_played_again_after_a_cut_off_line(tmp_path):
+    # killed while writing turn 3, resumed (turn 3 glued after the cut), killed while writing turn 4, resumed again:
+    # eval.py could not read the glued line, so it played turn 3 once more
+    lines = (HARNESS / "pass2" / "eval_3.jsonl").read_text().splitlines(keepends=True)
+    again = json.loads(lines[2])
+    again["response"] = "HOORAY AGAIN"
+    replayed = json.dumps(again, ensure_ascii=False) + "\n"
+    log = tmp_path / "eval_3.jsonl"
+    log.write_text("".join(lines[:2]) + _cut(lines[2]) + lines[2] + _cut(lines[3]) + replayed + "".join(lines[3:]))
+    dialogs(*sorted((HARNESS / "dialog").glob("dialog_*.jsonl")))
+    report = logs(log, model="fake-model")
+    attempt = Attempt.objects.get()
+    assert [t["turn"] for t in attempt.outcome["turns"]] == [1, 2, 3, 4, 5] and attempt.outcome["ended_by"] == "script_end"
+    assert report.counts["log lines with a cut-off write"] == {"read": 2}
+    assert report.counts["log turns played again after a cut-off line"] == {"replaced": 1}
+    messages = Trajectory.objects.get().threads[0]["messages"]
+    assert [m["content"] for m in messages if m["turn"] == 3 and m["role"] == "assistant"] == ["HOORAY AGAIN"]
+
+
+def test_a_log_that_is_only_a_cut_off_line_has_no_turn_yet(tmp_path):
+    lines = (HARNESS / "pass2" / "eval_3.jsonl").read_text().splitlines(keepends=True)
+    log = tmp_path / "eval_3.jsonl"
+    log.write_text(_cut(lines[0]))
+    dialogs(*sorted((HARNESS / "dialog").glob("dialog_*.jsonl")))
+    logs(log, model="fake-model")
+    attempt = Attempt.objects.get()
+    assert (attempt.outcome["ended_by"], attempt.outcome["ended_turn"], attempt.assistant_turns) == ("stopped", 0, 0)
 
 
 def test_it_reads_other_notes_in_sub_details_as_reasoning(tmp_path):
