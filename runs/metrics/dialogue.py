@@ -66,7 +66,7 @@ class Dialogue:
 
 
 @dataclass(frozen=True)
-class DialogueMetrics:
+class EightMetrics:
     """The eight EvolIF metrics over a set of dialogues; rates in percent, ACT and LSS in turns."""
 
     dialogues: int
@@ -79,6 +79,12 @@ class DialogueMetrics:
     lss: float | None
     rob: float | None
     rec: float | None
+
+
+@dataclass(frozen=True)
+class DialogueMetrics(EightMetrics):
+    """The portal's figures (METRICS.md section 3), with the D' REC averages over."""
+
     rec_dialogues: int
     rec_excluded: int
 
@@ -88,20 +94,10 @@ REFERENCE_FIELDS = ("csr", "isr", "act_len", "act_acc", "act_succ", "lss", "rob"
 
 
 @dataclass(frozen=True)
-class ReferenceMetrics:
+class ReferenceMetrics(EightMetrics):
     """What EvolIF's `src/score.py` prints for the same dialogues, rates in percent (score.py prints
     fractions: x 100 here). NaN or infinity where score.py prints nan or inf (a 0/0 or x/0 it divides by)."""
 
-    dialogues: int
-    turns: int
-    csr: float | None
-    isr: float | None
-    act_len: float | None
-    act_acc: float | None
-    act_succ: float | None
-    lss: float | None
-    rob: float | None
-    rec: float | None
     survival: tuple[int, ...]  # "Turn number survival ratio": dialogues with at least t turns, t = 1, 2, ...
 
     def differs_from(self, metrics: DialogueMetrics) -> dict[str, float | None]:
