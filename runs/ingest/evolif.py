@@ -256,7 +256,7 @@ def _read_log(ctx: Context, source: Source, index: InstanceIndex, seen: dict[str
         # eval.py opens the log before the first model call: a call that fails at turn 1 leaves it empty
         ctx.source = source
         ctx.source_hashes[source.name] = hashlib.sha256(b"").hexdigest()
-        records, first_line = [], None
+        records, first_line, broken = [], None, False
     else:
         records, broken = _read_records(ctx, source)
         if not records and not broken:
