@@ -713,14 +713,16 @@ def viewer_turns(*, spec: dict, outcome: dict, messages: Sequence[dict], items: 
     items_by_turn: dict[int, list[dict]] = defaultdict(list)
     for item in items:
         items_by_turn[item["turn"]].append(item)
-    ended = outcome.get("ended_turn") or max(logged, default=0)
+    ended = outcome.get("ended_turn")  # 0: the log is empty, no turn was played
+    if ended is None:
+        ended = max(logged, default=0) or None
     last_args_of_topic: dict[Any, dict[str, Any]] = {}
     seen_topics: set = set()
     previous_topic = object()
     rows = []
     for script in spec.get("turns", []):
         turn = script.get("turn")
-        if not isinstance(turn, int) or (ended and turn > ended):
+        if not isinstance(turn, int) or (ended is not None and turn > ended):
             continue
         topic = script.get("active_topic")
         event = "start" if not rows else "same" if topic == previous_topic else "return" if topic in seen_topics else "new"

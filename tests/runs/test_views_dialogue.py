@@ -161,7 +161,7 @@ def test_the_viewer_shows_the_llm_judges_score_and_rationale(reviewer_client, ha
     assert "stopped early by the harness" in body and "the LLM judge gave no score" in body
     four = Attempt.objects.get(instance__external_id="dialog_4")
     body = reviewer_client.get(reverse("runs:dialogue_viewer", args=["evolif", four.id])).content.decode()
-    assert "the log is empty" in body
+    assert "the log is empty" in body and "This attempt has no turns" in body and "Turn 1<" not in body
 
 
 def test_the_export_carries_score_py_figures_beside_the_portals(client, reviewer_client, harness_run):
