@@ -182,3 +182,14 @@ def test_the_export_carries_score_py_figures_beside_the_portals(client, reviewer
     assert document["rows"][0]["score_py_act_acc"] == pytest.approx(printed["act_acc"]) and document["patience"] == 3
     assert reviewer_client.get(url, {"format": "xml"}).status_code == 404
     assert client.get(url).status_code == 302  # login first, as for the page
+
+
+def test_the_checker_rescores_stopped_and_empty_logs(reviewer_client, harness_run):
+    from runs.models import Run
+
+    report = rescore_evolif_run(run=Run.objects.get(label="fake-model"))
+    assert report.attempts == 4
+    # the case constraints of the played turns: dialog_1 turns 1-6, dialog_2 turn 4, dialog_3 turns 1-3, dialog_4 none
+    assert Verdict.objects.filter(judge__name=CHECKER_JUDGE, item__group="case").count() == 6 + 1 + 3
+    body = reviewer_client.get(reverse("runs:dialogue_metrics", args=["evolif"]), {"judge": CHECKER_JUDGE}).content.decode()
+    assert "REC, score.py" in body
