@@ -17,7 +17,8 @@ Emotion and reader age are judged by the fake model ("[judge N]" in a response m
 "[JUDGE NONE]" makes it reply with text that is not JSON: eval.py logs [0.0, ""]); eval.py's style
 checker always fails its own call (it passes no base_url) and logs [0.0, ""] too.
 
-After each pass `src/score.py` runs on the logs, the logs are imported through the portal's
+After each pass `src/score.py` runs on the logs (after pass 2 also with `--patience 2`, which the
+portal answers as a re-simulation at patience 2), the logs are imported through the portal's
 ingest and /api/dialogue-metrics/ must give every figure score.py printed: as the portal's own
 figure, or, where the portal defines the metric otherwise (REC; ROB with an empty dialogue), as
 the reference figure beside it. The logs and printouts are kept under
@@ -192,10 +193,10 @@ def run_eval(work: Path, base_url: str) -> subprocess.CompletedProcess:
     return done
 
 
-def run_score(work: Path, *, readable: bool = True) -> str:
+def run_score(work: Path, *extra: str, readable: bool = True) -> str:
     """score.py's printout; with readable=False, its error output (it must fail)."""
     command = [sys.executable, "-B", str(REFERENCE / "src" / "score.py"), "--input_dir", f"out/{MODEL}",
-               "--start_id", "1", "--end_id", str(len(SCRIPTS))]
+               "--start_id", "1", "--end_id", str(len(SCRIPTS)), *extra]
     done = subprocess.run(command, cwd=work, env=_env(work), capture_output=True, text=True, timeout=120)
     assert (done.returncode == 0) == readable, done.stderr[-2000:]
     return done.stdout if readable else done.stderr
@@ -265,7 +266,7 @@ def check_pass(client, logs: Path, dialogs: Path, printout: str, run: str = MODE
 
 
 # the tests -------------------------------------------------------------------------------
-def _check_both_passes(client, pass1: Path, pass2: Path, dialogs: Path, score1: str, score2: str) -> None:
+def _check_both_passes(client, pass1: Path, pass2: Path, dialogs: Path, score1: str, score2: str, score2_p2: str) -> None:
     body, differs = check_pass(client, pass1, dialogs, score1)
     assert body["dialogues"] == 4 and body["ended_by"] == {"patience": 1, "script_end": 1, "stopped": 2}
     # dialog_4's empty log: score.py's Robustness is nan (0/0), the portal's ROB leaves the 0-turn dialogue out
@@ -278,6 +279,11 @@ def _check_both_passes(client, pass1: Path, pass2: Path, dialogs: Path, score1: 
     assert body["reference"]["undefined"] == {"rec": "inf"} and differs == {"rec"}
     # the portal: recoveries / turns after a failed turn, over dialogues with such a turn: 1/3, 1/1, 1/2
     assert body["rec"] == pytest.approx(100 * (1 / 3 + 1 + 1 / 2) / 3) and body["rec_dialogues"] == 3
+    # score.py --patience 2 on logs recorded with patience 3 stops each dialogue after 2 failures in a row: the
+    # portal's re-simulation at patience 2
+    body = client.get(URL, {"run": MODEL, "patience": 2}).json()
+    assert body["patience"] == 2 and assert_matches_printout(body, parse_printout(score2_p2)) == {"rec"}
+    assert body["ended_by"] == {"patience": 2, "script_end": 2, "stopped": 0}
 
     judged = {(v.item.key, v.attempt.instance.external_id): (v.result, v.score, v.reasoning)
               for v in Verdict.objects.filter(item__group__in=["emotion", "reader_age", "style"]).select_related("item", "attempt__instance")}
@@ -291,7 +297,8 @@ def _check_both_passes(client, pass1: Path, pass2: Path, dialogs: Path, score1: 
 def test_the_portal_gives_score_py_figures_for_the_kept_harness_logs(reviewer_client):
     """Without ../shared: the logs and printouts eval.py and score.py wrote, kept as fixtures."""
     _check_both_passes(reviewer_client, HARNESS / "pass1", HARNESS / "pass2", HARNESS / "dialog",
-                       (HARNESS / "score_pass1.txt").read_text(), (HARNESS / "score_pass2.txt").read_text())
+                       (HARNESS / "score_pass1.txt").read_text(), (HARNESS / "score_pass2.txt").read_text(),
+                       (HARNESS / "score_pass2_patience2.txt").read_text())
 
 
 def test_eval_py_output_imports_and_the_api_matches_score_py(reviewer_client, fake_model, tmp_path):
@@ -311,8 +318,9 @@ def test_eval_py_output_imports_and_the_api_matches_score_py(reviewer_client, fa
     FakeModel.failing = False
     run_eval(tmp_path, fake_model)  # resumes dialog_3 and dialog_4 by appending to their logs
     score2 = run_score(tmp_path)
+    score2_p2 = run_score(tmp_path, "--patience", "2")
     assert (logs / "eval_3.jsonl").read_text().startswith(pass1["eval_3.jsonl"])
-    _check_both_passes(reviewer_client, snapshot, logs, tmp_path / "dialog", score1, score2)
+    _check_both_passes(reviewer_client, snapshot, logs, tmp_path / "dialog", score1, score2, score2_p2)
     # the kept fixtures are what eval.py and score.py write today
     kept = {p.name: p.read_text() for p in (HARNESS / "pass1").glob("eval_*.jsonl")}
     assert kept == pass1
@@ -320,6 +328,7 @@ def test_eval_py_output_imports_and_the_api_matches_score_py(reviewer_client, fa
         {p.name: p.read_text() for p in logs.glob("eval_*.jsonl")}
     assert (HARNESS / "score_pass1.txt").read_text() == score1
     assert (HARNESS / "score_pass2.txt").read_text() == score2
+    assert (HARNESS / "score_pass2_patience2.txt").read_text() == score2_p2
 
     # pass 3: killed while writing dialog_4's last turn, then resumed
     log4 = logs / "eval_4.jsonl"
