@@ -1,6 +1,8 @@
 """GET /api/dialogue-metrics/?run=<label>&patience=<P>: EvolIF metrics of one model's runs (METRICS.md section 3)."""
 from __future__ import annotations
 
+import math
+
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers, status
 from rest_framework.response import Response
@@ -23,6 +25,35 @@ class DialogueMetricsQuerySerializer(serializers.Serializer):
     exclude = serializers.CharField(required=False, default="none",
                                     help_text="Audit exclusion policy: none, flagged_by_either, flagged_by_both, "
                                               "adjudicated_invalid (the constraints of flagged user queries are left out).")
+
+
+class ReferenceMetricsSerializer(serializers.Serializer):
+    """What EvolIF's src/score.py prints for the same dialogues (rates x 100, as the portal's)."""
+
+    dialogues = serializers.IntegerField(help_text="score.py's 'Total dialog number'.")
+    turns = serializers.IntegerField()
+    csr = serializers.FloatField(allow_null=True, help_text="'Constraint Satisfaction Rate (CSR)' x 100.")
+    isr = serializers.FloatField(allow_null=True, help_text="'Instruction Satisfaction Rate (ISR)' x 100.")
+    act_len = serializers.FloatField(allow_null=True, help_text="'Endurance', first figure.")
+    act_acc = serializers.FloatField(allow_null=True, help_text="'Endurance', second figure.")
+    act_succ = serializers.FloatField(allow_null=True, help_text="'Endurance', third figure.")
+    lss = serializers.FloatField(allow_null=True, help_text="'Endurance_LSS'.")
+    rob = serializers.FloatField(allow_null=True, help_text="'Robustness' x 100 (null where score.py prints nan).")
+    rec = serializers.FloatField(allow_null=True, help_text="'Recovery' x 100 (null where score.py prints nan or inf).")
+    survival = serializers.ListField(child=serializers.IntegerField(),
+                                     help_text="'Turn number survival ratio': dialogues that reached turn 1, 2, ...")
+    undefined = serializers.DictField(child=serializers.CharField(),
+                                      help_text="Metric -> 'nan', 'inf' or '-inf' where score.py prints that.")
+    differs = serializers.ListField(child=serializers.CharField(),
+                                    help_text="Metrics where score.py's value is not the portal's (see docs/formats.md).")
+
+
+def _reference_data(reference: m.ReferenceMetrics, metrics: m.DialogueMetrics) -> dict:
+    data = {name: getattr(reference, name) for name in ("dialogues", "turns", *m.REFERENCE_FIELDS)}
+    undefined = {k: str(v) for k, v in data.items() if isinstance(v, float) and not math.isfinite(v)}
+    data.update({k: None for k in undefined})
+    return {**data, "survival": list(reference.survival), "undefined": undefined,
+            "differs": list(reference.differs_from(metrics))}
 
 
 class DialogueMetricsSerializer(serializers.Serializer):
@@ -49,6 +80,10 @@ class DialogueMetricsSerializer(serializers.Serializer):
     rec_dialogues = serializers.IntegerField(help_text="D': dialogues with at least one lapse, over which REC is averaged.")
     survival = serializers.ListField(child=serializers.FloatField())
     constraints = serializers.DictField(child=serializers.FloatField(allow_null=True))
+    ended_by = serializers.DictField(child=serializers.IntegerField(),
+                                     help_text="Dialogues per ending: patience, script_end, stopped (the harness stopped "
+                                               "early, e.g. a failed model call; eval.py resumes it when run again).")
+    reference = ReferenceMetricsSerializer(help_text="EvolIF src/score.py's figures for the same dialogues.")
 
 
 def _error(message: str, code=status.HTTP_400_BAD_REQUEST) -> Response:
@@ -123,4 +158,6 @@ class DialogueMetricsView(APIView):
             "rec": metrics.rec, "rec_dialogues": metrics.rec_dialogues,
             "survival": [p.percent for p in m.survival_curve(d.length for d in dialogues)],
             "constraints": {g.group: g.percent for g in groups},
+            "ended_by": m.ending_counts(dialogues),
+            "reference": _reference_data(m.reference_metrics(dialogues), metrics),
         }).data)

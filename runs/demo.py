@@ -790,8 +790,9 @@ def _evolif_log(rng: random.Random, model: str, script: list[dict], chinese: boo
             verdict = check(instruction["id"], instruction["args"], response) if check else None
             if verdict is None:
                 details[instruction["id"]] = intended[instruction["id"]]
-                sub_details[instruction["id"]] = "LLM judge: " + ("consistent with the request" if intended[instruction["id"]]
-                                                                   else "does not match the requested register")
+                # as eval.py logs an LLM judge: [score 1-10 (passed above 6), rationale]
+                sub_details[instruction["id"]] = [8.0, "consistent with the request"] if intended[instruction["id"]] \
+                    else [4.0, "does not match the requested register"]
             else:
                 details[instruction["id"]] = verdict.passed
                 sub_details[instruction["id"]] = verdict.reason

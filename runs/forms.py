@@ -153,6 +153,7 @@ class ImportForm(forms.Form):
 
     format = forms.ChoiceField(choices=FORMAT_CHOICES, widget=forms.RadioSelect)
     files = MultipleFileField(
+        allow_empty_file=True,  # whether an empty file means something is the format's call (an EvolIF log can be empty)
         widget=MultipleFileInput(attrs={"accept": ",".join(UPLOAD_SUFFIXES)}),
         help_text="One or more .json/.jsonl files (not compressed), read together in one all-or-nothing import.")
     benchmark = forms.SlugField(required=False, help_text="Benchmark slug; default: the format's own (e.g. octobench).")

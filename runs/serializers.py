@@ -21,7 +21,7 @@ class IngestInputSerializer(serializers.Serializer):
         error_messages={"invalid_choice": '"{input}" is not an ingest format; use one of: ' + ", ".join(FORMATS) + "."},
     )
     files = serializers.ListField(
-        child=serializers.FileField(), allow_empty=False,
+        child=serializers.FileField(allow_empty_file=True), allow_empty=False,  # an empty file is a format's call (EvolIF logs)
         help_text="One or more files (repeat the 'files' field), read together in one all-or-nothing import.",
         error_messages={"empty": "Send at least one file in the 'files' field."},
     )

@@ -47,6 +47,8 @@ def _finite_float(text: str) -> float:
 
 
 _STRICT_JSON = {"parse_constant": _no_constant, "parse_float": _finite_float}
+#: a decoder with the same rules, for readers that take records out of a line themselves (`iter_jsonl`'s salvage)
+STRICT_DECODER = json.JSONDecoder(**_STRICT_JSON)
 
 
 def overflows_float(value) -> bool:
@@ -333,8 +335,13 @@ def _hashing_chunks(source: Source, ctx: Context) -> Iterator[bytes]:
     ctx.source_hashes[source.name] = digest.hexdigest()
 
 
-def iter_jsonl(source: Source, ctx: Context) -> Iterator[tuple[int, dict[str, Any]]]:
-    """Yield (line number, object) for each non-blank line; bad lines become problems."""
+def iter_jsonl(source: Source, ctx: Context, *,
+               salvage: Callable[[str, bool], list[dict[str, Any]] | None] | None = None
+               ) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Yield (line number, object) for each non-blank line; bad lines become problems.
+
+    `salvage(text, is_last_unterminated_line)` may read a line that is not JSON the way its harness does:
+    the records it returns are yielded in order (none: the line is skipped); None leaves it a problem."""
     ctx.source = source
     if not source.path.exists() or source.path.stat().st_size == 0:
         ctx.problem(source, None, "the file is empty")
@@ -367,6 +374,12 @@ def iter_jsonl(source: Source, ctx: Context) -> Iterator[tuple[int, dict[str, An
                         digest.update(rest)
                         ctx.advance(len(rest))
                     break
+                salvaged = salvage(text, last) if salvage else None
+                if salvaged is not None:
+                    seen_record = True  # read as its harness reads it, even if that leaves nothing
+                    for obj in salvaged:
+                        yield lineno, obj
+                    continue
                 hint = " (the last line looks truncated)" if last else ""
                 ctx.problem(source, lineno, f"not valid JSON: {exc.msg.removesuffix(' at')} at column {exc.colno}{hint}")
                 continue

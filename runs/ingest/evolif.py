@@ -3,7 +3,30 @@
 A script has one turn per line: `turn`, `active_topic`, `user_query_verified`,
 `instructions[{id, args, description}]` (the constraints active at that turn), `style`.
 A log has one evaluated turn per line: `turn`, `response`, `eval{overall_ok,
-details{<constraint id>: bool}, sub_details}`, `remaining_patience`.
+details{<constraint id>: bool}, sub_details{<constraint id>: [score, rationale]}}`,
+`remaining_patience`. EvolIF's `src/eval.py` writes `sub_details` for the LLM-judged
+constraints (emotion, reader_age, style: the judge's 1-10 score, passed above 6, and its
+one-sentence rationale; `[0.0, ""]` when the judge call failed or its reply was not JSON);
+they become the verdict's score and reasoning.
+
+What eval.py can leave behind, and how it counts (src/score.py reads every line of every
+`eval_<n>.jsonl` in order and stops a dialogue at the first `remaining_patience` 0):
+- a dialogue that stopped early because the model call failed (eval.py prints the error
+  and moves on to the next dialogue): the log ends before the script does with patience
+  left. It is stored as it is, "stopped", and counts with the turns it has;
+- the same log resumed later: eval.py appends the missing turns to it (from the turn after
+  the last logged one, with the patience it had left), so a resumed log is one log;
+- a log cut off mid-line when eval.py was killed while writing a turn: eval.py's own reader
+  skips a line that is not JSON, so on resume it plays that turn again and appends it right
+  after the cut-off text, on the same line. The import reads the log the same way: an
+  unfinished last line is skipped (the log then stopped at the turn before), the complete
+  records glued after a cut-off write are read, and a turn logged again after such a
+  break replaces the earlier record from that turn on (eval.py continued from the later
+  one). score.py cannot read such a file at all (it stops at the broken line);
+- an empty file (the model call failed at turn 1): a dialogue of 0 turns, counted in D as
+  score.py counts it;
+- `remaining_patience` null (run with `--patience 0`, no patience): the dialogue goes on to
+  the end of its script; no patience is recorded for it.
 
 Patience (EvolIF paper, section 3.3): the score starts at P, drops by one after a failed
 turn, returns to P after a successful one, and the dialogue ends when it reaches 0, i.e.
@@ -15,15 +38,18 @@ harness's command-line `--patience` is therefore never needed here.
 """
 from __future__ import annotations
 
+import hashlib
 import json
+import math
 import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from runs.checkers.evolif import LLM_JUDGED
 from runs.models import BenchmarkKind, ChecklistItem, Instance, JudgeKind, Run, Trajectory, VerdictResult
 
-from .base import Context, Source, content_hash, iter_jsonl, require
+from .base import STRICT_DECODER, Context, Source, content_hash, iter_jsonl, require
 from .lookups import (
     InstanceIndex,
     attempts_upsert,
@@ -38,6 +64,10 @@ from .verdicts import verdicts_upsert
 DEFAULT_SLUG = "evolif"
 DEFAULT_JUDGE = "evolif-log"
 _EVAL_STEM = re.compile(r"^eval_(.+)$")
+_RECORD_START = re.compile(r'\{"turn":')  # eval.py writes "turn" first; inside a JSON string the quotes are escaped
+#: what the verdict says when eval.py logged [0, ""] for an LLM-judged constraint (its judge call raised)
+JUDGE_FAILED = ("the LLM judge gave no score: its call failed or its reply was not JSON with a score "
+                "(eval.py records 0 and counts the constraint as failed)")
 
 
 def item_key(turn: int, constraint_id: str, occurrence: int) -> str:
@@ -166,18 +196,25 @@ def ingest_eval(sources: Sequence[Source], ctx: Context) -> None:
         if log is None:
             continue
         patience = log["patience"]
+        if not log["turns"]:  # an empty log says nothing about patience
+            _write_log(ctx, run, judge, log)
+            continue
         if patience_seen is not None and patience != patience_seen[0]:
-            ctx.problem(source, log["first_line"], f"this log was recorded with patience {patience}, "
-                        f"but {patience_seen[1]} has patience {patience_seen[0]}; use another --run")
+            ctx.problem(source, log["first_line"], f"this log was recorded with {_patience_words(patience)}, "
+                        f"but {patience_seen[1]} has {_patience_words(patience_seen[0])}; use another --run")
             continue
         patience_seen = patience_seen or (patience, source.name)
         _write_log(ctx, run, judge, log)
-    if patience_seen is not None and run.settings.get("patience") != patience_seen[0]:
+    if patience_seen is not None and patience_seen[0] is not None and run.settings.get("patience") != patience_seen[0]:
         if not run_is_new:
             ctx.report.add("runs", "updated")
         if not ctx.failed:
             run.settings = {**run.settings, "patience": patience_seen[0]}
             run.save(update_fields=["settings"])
+
+
+def _patience_words(patience: int | None) -> str:
+    return "no patience (remaining_patience null)" if patience is None else f"patience {patience}"
 
 
 def _run_for_logs(ctx: Context, benchmark, source: Source) -> tuple[Run | None, bool]:
@@ -215,10 +252,16 @@ def _dialog_of(source: Source, index: InstanceIndex) -> tuple[str, int | None]:
 def _read_log(ctx: Context, source: Source, index: InstanceIndex, seen: dict[str, str]) -> dict | None:
     """Validate one log against its dialog script; returns what to store, or None."""
     external_id, instance_id = _dialog_of(source, index)
-    records = list(iter_jsonl(source, ctx))
-    if not records:
-        return None
-    first_line = records[0][0]
+    if source.path.exists() and source.path.stat().st_size == 0:
+        # eval.py opens the log before the first model call: a call that fails at turn 1 leaves it empty
+        ctx.source = source
+        ctx.source_hashes[source.name] = hashlib.sha256(b"").hexdigest()
+        records, first_line, broken = [], None, False
+    else:
+        records, broken = _read_records(ctx, source)
+        if not records and not broken:
+            return None
+        first_line = records[0][0] if records else None  # only a cut-off line: no turn written yet, as an empty log
     if instance_id is None:
         ctx.problem(source, first_line, f"dialog '{external_id}' was never ingested (ingest it with evolif-dialogs first)")
         return None
@@ -234,35 +277,85 @@ def _read_log(ctx: Context, source: Source, index: InstanceIndex, seen: dict[str
     ok = True
     previous = 0  # the turn number of the line before, valid or not, so one bad line is one problem
     for line, record in records:
+        replayed = record.get("turn") if broken else None
+        if isinstance(replayed, int) and not isinstance(replayed, bool) and 1 <= replayed <= previous:
+            # eval.py could not read past a cut-off line, so it played this turn again: the later records stand
+            ctx.report.add("log turns played again after a cut-off line", "replaced", sum(t["turn"] >= replayed for t in turns))
+            turns = [t for t in turns if t["turn"] < replayed]
+            previous = replayed - 1
         parsed = _valid_log_line(ctx, source, line, record, script, items, previous, turns, external_id)
         previous = _next_turn(previous, record)
         if parsed is None:
             ok = False
             continue
         turns.append(parsed)
-    if not ok or not turns:
+    if not ok or (records and not turns):
         return None
     patience = _patience(ctx, source, turns)
-    if patience is None:
+    if patience is False:
         return None
-    last = turns[-1]
-    if last["remaining_patience"] == 0:
+    last = turns[-1] if turns else None
+    if last is not None and last["remaining_patience"] == 0:
         ended_by = "patience"
-    elif last["turn"] == last_script_turn:
+    elif last is not None and last["turn"] == last_script_turn:
         ended_by = "script_end"
     else:
-        ctx.problem(source, last["line"], f"the log stops at turn {last['turn']} with patience {last['remaining_patience']} "
-                    f"left, but the script has {last_script_turn} turns: is the log incomplete?")
-        return None
+        # eval.py stops a dialogue when the model call fails; running it again appends the rest
+        ended_by = "stopped"
     return {"source": source, "first_line": first_line, "external_id": external_id, "instance_id": instance_id,
             "script": script, "items": items, "turns": turns, "patience": patience, "ended_by": ended_by}
+
+
+def _read_records(ctx: Context, source: Source) -> tuple[list[tuple[int, dict]], bool]:
+    """The log's records as eval.py reads them back (see the module docstring), and whether a line was broken."""
+    broken = []
+
+    def salvage(text: str, unterminated_last: bool) -> list[dict] | None:
+        glued = _records_after_cut(text)
+        if glued:
+            broken.append(text)
+            ctx.report.add("log lines with a cut-off write", "read", 1)
+            return glued
+        if unterminated_last:
+            broken.append(text)
+            ctx.report.add("log lines with a cut-off write", "skipped", 1)
+            return []
+        return None
+
+    return list(iter_jsonl(source, ctx, salvage=salvage)), bool(broken)
+
+
+def _records_after_cut(text: str) -> list[dict]:
+    """The complete records in a line that starts with a cut-off one, when they run to its end; else none."""
+    records: list[dict] = []
+    end = None
+    for match in _RECORD_START.finditer(text):
+        if end is not None and match.start() < end:
+            continue  # inside the record just read
+        try:
+            record, end_at = STRICT_DECODER.raw_decode(text, match.start())
+        except ValueError:
+            records, end = [], None  # a cut-off record: what came before it does not count
+            continue
+        if not isinstance(record, dict) or (end is not None and match.start() != end):
+            records = []
+        records.append(record)
+        end = end_at
+    return records if records and end is not None and not text[end:].strip() else []
 
 
 def _valid_log_line(ctx, source, line, record, script, items, previous, turns, external_id) -> dict | None:
     if "instructions" in record and "eval" not in record:
         ctx.problem(source, line, "this looks like an EvolIF dialog script, not an evaluation log (use evolif-dialogs)")
         return None
-    if not require(ctx, source, line, record, {"turn": int, "eval": dict, "remaining_patience": int}):
+    if not require(ctx, source, line, record, {"turn": int, "eval": dict}):
+        return None
+    if "remaining_patience" not in record:
+        ctx.problem(source, line, "missing required field 'remaining_patience'")
+        return None
+    if record["remaining_patience"] is not None and (
+            not isinstance(record["remaining_patience"], int) or isinstance(record["remaining_patience"], bool)):
+        ctx.problem(source, line, "field 'remaining_patience' should be int (or null: no patience)")
         return None
     turn = record["turn"]
     if turn not in script:
@@ -271,7 +364,7 @@ def _valid_log_line(ctx, source, line, record, script, items, previous, turns, e
     if turn != previous + 1:
         ctx.problem(source, line, f"turn {turn} where turn {previous + 1} was expected (a log holds turns 1, 2, ... in order)")
         return None
-    if turns and turns[-1]["remaining_patience"] == 0:
+    if turns and turns[-1]["remaining_patience"] == 0:  # score.py stops there too
         ctx.problem(source, line, f"turn {turn} comes after patience ran out at turn {turns[-1]['turn']}")
         return None
     evaluation = record["eval"]
@@ -316,13 +409,47 @@ def _valid_log_line(ctx, source, line, record, script, items, previous, turns, e
                if item_key(turn, c, n) not in verdicts]
     return {
         "line": line, "turn": turn, "overall_ok": evaluation["overall_ok"], "verdicts": verdicts, "missing": missing,
+        "judged": _judge_notes(evaluation.get("sub_details"), verdicts),
         "remaining_patience": record["remaining_patience"], "sub_details": evaluation.get("sub_details"),
         "response": record.get("response"),
     }
 
 
-def _patience(ctx: Context, source: Source, turns: list[dict]) -> int | None:
-    """P as the log implies it: remaining patience plus the failures in a row ending at each turn."""
+def _judge_notes(sub_details: Any, verdicts: dict[str, str]) -> dict[str, tuple[float | None, str]]:
+    """Item key -> (score, reasoning) from eval.py's sub_details: `[score, rationale]` per LLM-judged
+    constraint (a repeated constraint id shares its entry, as it shares its details value). A plain
+    string (other harnesses' notes) is reasoning without a score; any other value is kept as JSON text."""
+    if not isinstance(sub_details, dict) or not sub_details:
+        return {}
+    notes = {}
+    for key in verdicts:
+        constraint = key.split(":", 1)[1].split("#", 1)[0]
+        if constraint not in sub_details:
+            continue
+        value = sub_details[constraint]
+        if (isinstance(value, list) and len(value) == 2 and isinstance(value[0], (int, float))
+                and not isinstance(value[0], bool) and math.isfinite(value[0]) and isinstance(value[1], (str, type(None)))):
+            score, rationale = float(value[0]), value[1] or ""
+            if score == 0 and not rationale and constraint in LLM_JUDGED:
+                rationale = JUDGE_FAILED
+            notes[key] = (score, rationale)
+        elif isinstance(value, str):
+            notes[key] = (None, value)
+        elif value is not None:
+            notes[key] = (None, _text(value))
+    return notes
+
+
+def _patience(ctx: Context, source: Source, turns: list[dict]) -> int | None | bool:
+    """P as the log implies it: remaining patience plus the failures in a row ending at each turn.
+    None when the log has no patience (every remaining_patience null, or no turn); False after a problem."""
+    nulls = [t for t in turns if t["remaining_patience"] is None]
+    if nulls:
+        if len(nulls) == len(turns):
+            return None
+        ctx.problem(source, nulls[0]["line"], f"turn {nulls[0]['turn']}: remaining_patience is null but other turns "
+                    "of this log have a number (a log has a patience on every line or on none)")
+        return False
     patience = None
     streak = 0
     for t in turns:
@@ -330,24 +457,24 @@ def _patience(ctx: Context, source: Source, turns: list[dict]) -> int | None:
         implied = t["remaining_patience"] + streak
         if implied < 1:
             ctx.problem(source, t["line"], f"turn {t['turn']}: remaining_patience {t['remaining_patience']} is impossible")
-            return None
+            return False
         if patience is None:
             patience = implied
         elif implied != patience:
             ctx.problem(source, t["line"], f"turn {t['turn']}: remaining_patience {t['remaining_patience']} after "
                         f"{streak} failed turn(s) in a row does not fit patience {patience} (earlier turns)")
-            return None
+            return False
     return patience
 
 
 def _write_log(ctx: Context, run: Run, judge, log: dict) -> None:
     turns = log["turns"]
     responses = [t["response"] for t in turns]
-    last_response = responses[-1]
+    last_response = responses[-1] if responses else None
     outcome = {
         "turns": [{"turn": t["turn"], "overall_ok": t["overall_ok"], "remaining_patience": t["remaining_patience"],
                    "sub_details": t["sub_details"]} for t in turns],
-        "ended_turn": turns[-1]["turn"],
+        "ended_turn": turns[-1]["turn"] if turns else 0,
         "patience": log["patience"],
         "ended_by": log["ended_by"],
     }
@@ -378,7 +505,9 @@ def _write_log(ctx: Context, run: Run, judge, log: dict) -> None:
     rows = []
     for t in turns:
         for key, result in t["verdicts"].items():
-            rows.append({"attempt_id": attempt_id, "item_id": items[key], "judge_id": judge.id, "result": result})
+            score, reasoning = t["judged"].get(key, (None, ""))
+            rows.append({"attempt_id": attempt_id, "item_id": items[key], "judge_id": judge.id, "result": result,
+                         "score": score, "reasoning": reasoning})
         for key in (k for k in t["missing"] if k in items):
             rows.append({"attempt_id": attempt_id, "item_id": items[key], "judge_id": judge.id,
                          "result": VerdictResult.NOT_APPLICABLE, "reasoning": "the log has no result for this constraint"})

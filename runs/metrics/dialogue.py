@@ -11,10 +11,13 @@ from __future__ import annotations
 from runs.metrics.agreement import AgreementRow
 
 import json
+import math
 from collections import defaultdict
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
+
+import numpy as np
 
 
 class PatienceRefused(ValueError):
@@ -63,7 +66,7 @@ class Dialogue:
 
 
 @dataclass(frozen=True)
-class DialogueMetrics:
+class EightMetrics:
     """The eight EvolIF metrics over a set of dialogues; rates in percent, ACT and LSS in turns."""
 
     dialogues: int
@@ -76,8 +79,37 @@ class DialogueMetrics:
     lss: float | None
     rob: float | None
     rec: float | None
+
+
+@dataclass(frozen=True)
+class DialogueMetrics(EightMetrics):
+    """The portal's figures (METRICS.md section 3), with the D' REC averages over."""
+
     rec_dialogues: int
     rec_excluded: int
+
+
+#: the metrics whose reference value (EvolIF src/score.py) can be compared with the portal's, in table order
+REFERENCE_FIELDS = ("csr", "isr", "act_len", "act_acc", "act_succ", "lss", "rob", "rec")
+
+
+@dataclass(frozen=True)
+class ReferenceMetrics(EightMetrics):
+    """What EvolIF's `src/score.py` prints for the same dialogues, rates in percent (score.py prints
+    fractions: x 100 here). NaN or infinity where score.py prints nan or inf (a 0/0 or x/0 it divides by)."""
+
+    survival: tuple[int, ...]  # "Turn number survival ratio": dialogues with at least t turns, t = 1, 2, ...
+
+    def differs_from(self, metrics: DialogueMetrics) -> dict[str, float | None]:
+        """Metric -> this reference value, for each metric where it is not the portal's."""
+        out = {}
+        for name in REFERENCE_FIELDS:
+            mine, theirs = getattr(metrics, name), getattr(self, name)
+            same = (mine is None and theirs is None) or (
+                mine is not None and theirs is not None and math.isclose(mine, theirs, rel_tol=1e-9, abs_tol=1e-9))
+            if not same:
+                out[name] = theirs
+        return out
 
 
 @dataclass(frozen=True)
@@ -217,6 +249,61 @@ def dialogue_metrics(dialogues: Iterable[Dialogue]) -> DialogueMetrics:
     )
 
 
+def reference_metrics(dialogues: Iterable[Dialogue]) -> ReferenceMetrics:
+    """The figures EvolIF's `src/score.py` prints for these dialogues, computed its way.
+
+    score.py reads every line of each log in order and stops a dialogue at the first line with
+    remaining_patience 0, which is where the ingest stops too, so the turns are the same ones.
+    Per dialogue it counts survival N_d, successes, the sum of per-turn ratios, the longest run of
+    successes and recoveries (a success right after a failure; the first turn counts as after a
+    success); then Endurance = means of N_d, sum r and successes; LSS the mean longest run;
+    CSR the mean per-turn ratio; ISR pooled successes / turns; Robustness the mean of
+    successes / N_d (nan when a dialogue has 0 turns); Recovery the mean of
+    recoveries / (N_d - successes - 1) (numpy's x/0 = inf, 0/0 = nan; -0.0 for a dialogue
+    without failures). Where the portal defines a metric otherwise (REC over the dialogues
+    with a failed turn followed by another, ROB over dialogues with turns), the page and the
+    API show this value beside the portal's.
+    """
+    dialogues = list(dialogues)
+    survival, success, constraints, longest, recovery = [], [], [], [], []
+    ratios: list[float] = []
+    for d in dialogues:
+        flags = d.successes
+        survival.append(float(len(flags)))
+        success.append(float(sum(flags)))
+        constraints.append(sum((t.ratio for t in d.turns), 0.0))
+        ratios.extend(t.ratio for t in d.turns)
+        longest.append(float(longest_success_run(flags)))
+        recovery.append(float(sum(1 for before, now in zip([True, *flags], flags) if now and not before)))
+    n_turns = int(sum(survival))
+
+    def mean(values) -> float | None:
+        if not len(values):
+            return None
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return float(np.mean(values))
+
+    with np.errstate(divide="ignore", invalid="ignore"):
+        failed = np.array(survival) - np.array(success) - 1
+        robustness = np.array(success) / np.array(survival)
+        recovery_rate = np.array(recovery) / failed
+    pct = lambda v: None if v is None else 100 * v  # noqa: E731
+    longest_log = max((len(d.turns) for d in dialogues), default=0)
+    return ReferenceMetrics(
+        dialogues=len(dialogues),
+        turns=n_turns,
+        csr=pct(mean(ratios)),
+        isr=pct(sum(success) / n_turns) if n_turns else None,
+        act_len=mean(survival),
+        act_acc=mean(constraints),
+        act_succ=mean(success),
+        lss=mean(longest),
+        rob=pct(mean(robustness)),
+        rec=pct(mean(recovery_rate)),
+        survival=tuple(sum(1 for d in dialogues if len(d.turns) > i) for i in range(longest_log)),
+    )
+
+
 def survival_curve(lengths: Iterable[int]) -> list[SurvivalPoint]:
     """S(t) = % of dialogues with N_d >= t, for t = 1..max N_d."""
     lengths = list(lengths)
@@ -269,7 +356,27 @@ class ModelDialogueRow:
     drop: SurvivalDrop | None
     ended_by_patience: int = 0
     ended_by_script: int = 0
+    ended_stopped: int = 0
     groups: list[GroupRate] = field(default_factory=list)
+    # derived from the same dialogues as `metrics`; left out of ==, since score.py's nan is never equal to itself
+    reference: ReferenceMetrics | None = field(default=None, compare=False)
+
+    @property
+    def reference_differs(self) -> dict[str, float | None]:
+        """Metric -> score.py's value where it is not the portal's (what the page shows beside it)."""
+        return self.reference.differs_from(self.metrics) if self.reference else {}
+
+
+#: how a dialogue ends: patience exhausted, the script's last turn, or the harness stopped before either
+ENDINGS = ("patience", "script_end", "stopped")
+
+
+def ending_counts(dialogues: Iterable[Dialogue]) -> dict[str, int]:
+    """Dialogues per ending (a dialogue logged before endings were recorded counts as script_end)."""
+    counts = dict.fromkeys(ENDINGS, 0)
+    for d in dialogues:
+        counts[d.ended_by if d.ended_by in counts else "script_end"] += 1
+    return counts
 
 
 def rows_by(dialogues: Iterable[Dialogue], *, by: str = "model") -> list[ModelDialogueRow]:
@@ -280,6 +387,7 @@ def rows_by(dialogues: Iterable[Dialogue], *, by: str = "model") -> list[ModelDi
     rows = []
     for label, ds in sorted(buckets.items()):
         curve = survival_curve(d.length for d in ds)
+        endings = ending_counts(ds)
         rows.append(
             ModelDialogueRow(
                 label=label,
@@ -288,11 +396,32 @@ def rows_by(dialogues: Iterable[Dialogue], *, by: str = "model") -> list[ModelDi
                 metrics=dialogue_metrics(ds),
                 survival=curve,
                 drop=steepest_drop(curve),
-                ended_by_patience=sum(d.ended_by == "patience" for d in ds),
-                ended_by_script=sum(d.ended_by != "patience" for d in ds),
+                ended_by_patience=endings["patience"],
+                ended_by_script=endings["script_end"],
+                ended_stopped=endings["stopped"],
+                reference=reference_metrics(ds),
             )
         )
     return rows
+
+
+def export_rows(rows: Iterable[ModelDialogueRow]) -> list[dict]:
+    """The metrics table as plain rows (CSV and JSON exports): the portal's figures, then score.py's for the
+    same dialogues (`score_py_<metric>`; "nan" / "inf" as text where score.py prints that)."""
+    def plain(value):
+        return str(value) if isinstance(value, float) and not math.isfinite(value) else value
+
+    out = []
+    for r in rows:
+        row = {"label": r.label, "model": r.model, "runs": " ".join(r.runs), "dialogues": r.metrics.dialogues,
+               "turns": r.metrics.turns}
+        row.update({name: getattr(r.metrics, name) for name in REFERENCE_FIELDS})
+        row.update({"rec_dialogues": r.metrics.rec_dialogues, "ended_by_patience": r.ended_by_patience,
+                    "ended_by_script": r.ended_by_script, "ended_stopped": r.ended_stopped})
+        row.update({f"score_py_{name}": plain(getattr(r.reference, name)) if r.reference else None
+                    for name in REFERENCE_FIELDS})
+        out.append(row)
+    return out
 
 
 # selectors: per-turn rows from the turn rollups -----------------------------------------
@@ -329,11 +458,13 @@ def dialogues_select(*, benchmark, judge, run_ids: Sequence[int] | None = None,
         a["id"]: a
         for a in attempts.values(
             "id", "run__label", "run__model__name", "instance__external_id",
-            "run__settings__patience", "outcome__patience", "outcome__ended_by",
+            "run__settings__patience", "outcome__patience", "outcome__ended_by", "outcome__ended_turn",
         )
     }
     turns = (_verdict_turns(judge, list(meta), excluded_items) if excluded_items
              else _rollup_turns(benchmark, judge, list(meta)))
+    # a log of 0 turns (the model call failed at turn 1) is a dialogue all the same: score.py counts it
+    turns.update({a: [] for a, row in meta.items() if row["outcome__ended_turn"] == 0 and a not in turns})
     out = []
     for attempt_id, rows in turns.items():
         a = meta[attempt_id]
@@ -582,14 +713,16 @@ def viewer_turns(*, spec: dict, outcome: dict, messages: Sequence[dict], items: 
     items_by_turn: dict[int, list[dict]] = defaultdict(list)
     for item in items:
         items_by_turn[item["turn"]].append(item)
-    ended = outcome.get("ended_turn") or max(logged, default=0)
+    ended = outcome.get("ended_turn")  # 0: the log is empty, no turn was played
+    if ended is None:
+        ended = max(logged, default=0) or None
     last_args_of_topic: dict[Any, dict[str, Any]] = {}
     seen_topics: set = set()
     previous_topic = object()
     rows = []
     for script in spec.get("turns", []):
         turn = script.get("turn")
-        if not isinstance(turn, int) or (ended and turn > ended):
+        if not isinstance(turn, int) or (ended is not None and turn > ended):
             continue
         topic = script.get("active_topic")
         event = "start" if not rows else "same" if topic == previous_topic else "return" if topic in seen_topics else "new"

@@ -1,5 +1,6 @@
 """REST API: ingest as a job (token and session auth), job status, list endpoints, schema."""
 import json
+from pathlib import Path
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
@@ -228,3 +229,19 @@ def test_it_refuses_an_oversized_body_before_reading_it(token_client, settings):
     response = token_client.post("/api/ingest/", {"format": "native", "files": [big]}, format="multipart")
     assert response.status_code == 413 and "at most 10" in response.json()["files"][0]
     assert Job.objects.count() == 0
+
+
+def test_it_takes_an_empty_file_for_the_format_to_judge(token_client, django_capture_on_commit_callbacks):
+    # an EvolIF log is empty when the model call failed at turn 1: the upload passes it to the ingest
+    harness = Path(__file__).resolve().parents[1] / "fixtures" / "evolif" / "harness"
+    dialogs = [(p.name, p.read_bytes()) for p in sorted((harness / "dialog").glob("dialog_*.jsonl"))]
+    assert _post(token_client, django_capture_on_commit_callbacks, "evolif-dialogs", *dialogs).status_code == 202
+    logs = [(p.name, p.read_bytes()) for p in sorted((harness / "pass1").glob("eval_*.jsonl"))]
+    assert logs[-1] == ("eval_4.jsonl", b"")
+    response = _post(token_client, django_capture_on_commit_callbacks, "evolif-eval", *logs, model="fake-model")
+    status = token_client.get(response.json()["url"]).json()
+    assert status["state"] == "succeeded" and status["counts"]["by_kind"]["attempts"] == {"created": 4}
+    # a format with no meaning for an empty file still says so, naming it
+    response = _post(token_client, django_capture_on_commit_callbacks, "octobench-instances", ("empty.jsonl", b""))
+    status = token_client.get(response.json()["url"]).json()
+    assert status["state"] == "failed" and status["errors"] == ["empty.jsonl: the file is empty"]

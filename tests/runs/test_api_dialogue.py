@@ -62,3 +62,14 @@ def test_it_404s_an_unknown_run_and_needs_a_login(client, reviewer_client, logge
 
 def test_it_is_in_the_openapi_schema(reviewer_client):
     assert "/api/dialogue-metrics/" in reviewer_client.get("/api/schema/").content.decode()
+
+
+def test_it_gives_score_py_figures_beside_its_own(reviewer_client, logged_run):
+    body = reviewer_client.get(URL, {"run": "acme-r1"}).json()
+    reference = body["reference"]
+    # score.py's Recovery: dialog_1 1 / (4 - 3 - 1) = inf (it ended by its script), dialog_2 0 / (2 - 0 - 1) = 0
+    assert reference["rec"] is None and reference["undefined"] == {"rec": "inf"} and reference["differs"] == ["rec"]
+    for name in ("csr", "isr", "act_len", "act_acc", "act_succ", "lss", "rob"):
+        assert reference[name] == pytest.approx(body[name]), name
+    assert reference["survival"] == [2, 2, 1, 1] and reference["dialogues"] == 2 and reference["turns"] == 6
+    assert body["ended_by"] == {"patience": 1, "script_end": 1, "stopped": 0}

@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 
 from runs.ingest import IngestFailed, Options, Source, ingest
+from runs.ingest.evolif import JUDGE_FAILED
 from runs.models import Attempt, AttemptRollup, ChecklistItem, Instance, Judge, JudgeKind, Run, Trajectory, Verdict
 
 pytestmark = pytest.mark.django_db
@@ -267,11 +268,11 @@ def _bad_log(tmp_path, change):
         (lambda r: r[2].update(turn=2), ":3:", "turn 2 where turn 3 was expected"),
         (lambda r: r[1].update(remaining_patience=2), ":2:", "does not fit patience 2"),
         (lambda r: r[0]["eval"].update(overall_ok=False), ":1:", "overall_ok is false"),
-        (lambda r: r.pop(), ":3:", "is the log incomplete?"),
+        (lambda r: r[1].update(remaining_patience=None), ":2:", "remaining_patience is null but other turns"),
         (lambda r: r[0]["eval"]["details"].update(format="yes"), ":1:", "should be true or false"),
     ],
     ids=["inactive-constraint", "turn-not-in-script", "missing-turn", "repeated-turn", "patience-mismatch",
-         "overall-ok-mismatch", "log-stops-early", "non-boolean-detail"],
+         "overall-ok-mismatch", "patience-on-some-lines-only", "non-boolean-detail"],
 )
 def test_it_rejects_a_bad_log_and_stores_nothing(tmp_path, change, where, reason):
     dialogs()
@@ -285,10 +286,10 @@ def test_it_rejects_a_bad_log_and_stores_nothing(tmp_path, change, where, reason
 @pytest.mark.parametrize(
     "mutate, where, reason",
     [
-        (lambda text: text[: len(text) - 30], ":4:", "the last line looks truncated"),
         (lambda text: text.replace("\n", "\n{oops\n", 1), ":2:", "not valid JSON"),
+        (lambda text: text.replace("\n", '\n{"turn": 2, "resp\n', 1), ":2:", "not valid JSON"),
     ],
-    ids=["truncated-last-line", "non-json-line"],
+    ids=["non-json-line", "cut-off-line-not-last"],
 )
 def test_it_rejects_an_unreadable_log(tmp_path, mutate, where, reason):
     dialogs()
@@ -325,6 +326,112 @@ def test_it_rejects_an_empty_log_and_a_dialog_given_as_a_log(tmp_path):
     message = failure("evolif-eval", [FIXTURES / "dialog_1.jsonl"], model="acme-chat")
     assert "dialog_1.jsonl:1: this looks like an EvolIF dialog script" in message
     assert Attempt.objects.count() == 0
+
+
+# what EvolIF's eval.py leaves behind (tests/fixtures/evolif/harness: written by eval.py itself,
+# see tests/runs/test_evolif_reference.py) ---------------------------------------------------
+HARNESS = FIXTURES / "harness"
+
+
+def harness(pass_name):
+    dialogs(*sorted((HARNESS / "dialog").glob("dialog_*.jsonl")))
+    return logs(*sorted((HARNESS / pass_name).glob("eval_*.jsonl")), model="fake-model")
+
+
+def test_it_stores_a_stopped_log_and_an_empty_one_as_eval_py_left_them():
+    report = harness("pass1")
+    outcomes = {a.instance.external_id: a.outcome for a in Attempt.objects.select_related("instance")}
+    assert {k: (o["ended_by"], o["ended_turn"]) for k, o in outcomes.items()} == {
+        "dialog_1": ("patience", 6), "dialog_2": ("script_end", 4), "dialog_3": ("stopped", 3), "dialog_4": ("stopped", 0)}
+    assert outcomes["dialog_3"]["turns"][-1]["remaining_patience"] == 1
+    empty = Attempt.objects.get(instance__external_id="dialog_4")
+    assert empty.assistant_turns == 0 and empty.response == "" and not empty.verdicts.exists()
+    assert Run.objects.get(label="fake-model").settings == {"patience": 3}
+    assert report.counts["attempts"]["created"] == 4
+
+
+def test_it_takes_a_resumed_log_as_the_same_dialogue_continued():
+    harness("pass1")
+    first = {a.instance.external_id: a.id for a in Attempt.objects.select_related("instance")}
+    report = harness("pass2")
+    assert {a.instance.external_id: a.id for a in Attempt.objects.select_related("instance")} == first
+    resumed = Attempt.objects.get(instance__external_id="dialog_3")
+    assert (resumed.outcome["ended_by"], resumed.outcome["ended_turn"], resumed.assistant_turns) == ("script_end", 5, 5)
+    assert resumed.response == "FAREWELL"
+    assert report.counts["attempts"]["updated"] == 2 and report.counts["verdicts"]["created"] == 2 + 3
+
+
+def test_it_keeps_the_llm_judges_scores_and_rationales():
+    harness("pass2")
+    judged = {(v.attempt.instance.external_id, v.item.key): (v.result, v.score, v.reasoning)
+              for v in Verdict.objects.select_related("attempt__instance", "item")}
+    assert judged[("dialog_2", "t2:emotion")] == ("fail", 4.0, "the fake judge read marker 4")
+    assert judged[("dialog_2", "t4:reader_age")] == ("pass", 7.0, "the fake judge read marker 7")
+    # eval.py logs [0.0, ""] when its judge call raises: the style checker never passes its base_url
+    assert judged[("dialog_3", "t2:style")] == ("fail", 0.0, JUDGE_FAILED)
+    assert judged[("dialog_3", "t1:case")] == ("pass", None, "")
+
+
+def _cut(line: str) -> str:
+    """A line as eval.py leaves it when killed while writing it: the first half, no newline."""
+    return line[: len(line) // 2]
+
+
+def test_it_skips_a_last_line_cut_off_mid_write_as_eval_py_does(tmp_path):
+    lines = (HARNESS / "pass2" / "eval_3.jsonl").read_text().splitlines(keepends=True)
+    cut = tmp_path / "eval_3.jsonl"
+    cut.write_text("".join(lines[:4]) + _cut(lines[4]))
+    dialogs(*sorted((HARNESS / "dialog").glob("dialog_*.jsonl")))
+    report = logs(cut, model="fake-model")
+    attempt = Attempt.objects.get()
+    assert (attempt.outcome["ended_by"], attempt.outcome["ended_turn"]) == ("stopped", 4)
+    assert report.counts["log lines with a cut-off write"] == {"skipped": 1}
+
+
+def test_it_reads_a_turn_eval_py_played_again_after_a_cut_off_line(tmp_path):
+    # killed while writing turn 3, resumed (turn 3 glued after the cut), killed while writing turn 4, resumed again:
+    # eval.py could not read the glued line, so it played turn 3 once more
+    lines = (HARNESS / "pass2" / "eval_3.jsonl").read_text().splitlines(keepends=True)
+    again = json.loads(lines[2])
+    again["response"] = "HOORAY AGAIN"
+    replayed = json.dumps(again, ensure_ascii=False) + "\n"
+    log = tmp_path / "eval_3.jsonl"
+    log.write_text("".join(lines[:2]) + _cut(lines[2]) + lines[2] + _cut(lines[3]) + replayed + "".join(lines[3:]))
+    dialogs(*sorted((HARNESS / "dialog").glob("dialog_*.jsonl")))
+    report = logs(log, model="fake-model")
+    attempt = Attempt.objects.get()
+    assert [t["turn"] for t in attempt.outcome["turns"]] == [1, 2, 3, 4, 5] and attempt.outcome["ended_by"] == "script_end"
+    assert report.counts["log lines with a cut-off write"] == {"read": 2}
+    assert report.counts["log turns played again after a cut-off line"] == {"replaced": 1}
+    messages = Trajectory.objects.get().threads[0]["messages"]
+    assert [m["content"] for m in messages if m["turn"] == 3 and m["role"] == "assistant"] == ["HOORAY AGAIN"]
+
+
+def test_a_log_that_is_only_a_cut_off_line_has_no_turn_yet(tmp_path):
+    lines = (HARNESS / "pass2" / "eval_3.jsonl").read_text().splitlines(keepends=True)
+    log = tmp_path / "eval_3.jsonl"
+    log.write_text(_cut(lines[0]))
+    dialogs(*sorted((HARNESS / "dialog").glob("dialog_*.jsonl")))
+    logs(log, model="fake-model")
+    attempt = Attempt.objects.get()
+    assert (attempt.outcome["ended_by"], attempt.outcome["ended_turn"], attempt.assistant_turns) == ("stopped", 0, 0)
+
+
+def test_it_reads_other_notes_in_sub_details_as_reasoning(tmp_path):
+    dialogs()
+    logs()
+    assert Verdict.objects.get(item__key="t2:countableItems", attempt__instance__external_id="dialog_1").reasoning == "found 2 bullets"
+
+
+def test_it_stores_a_log_without_patience(tmp_path):
+    dialogs()
+    rows = lines_of("eval_1.jsonl")
+    for r in rows:
+        r["remaining_patience"] = None
+    logs(write_jsonl(tmp_path / "eval_1.jsonl", rows))
+    attempt = Attempt.objects.get()
+    assert attempt.outcome["patience"] is None and attempt.outcome["ended_by"] == "script_end"
+    assert Run.objects.get().settings == {}
 
 
 def test_it_needs_the_dialogs_before_the_logs():

@@ -1,4 +1,6 @@
 """Dialogue metrics (METRICS.md section 3) on hand-built logs, checked against hand computation."""
+import math
+
 import pytest
 
 from runs.metrics.dialogue import (
@@ -9,7 +11,9 @@ from runs.metrics.dialogue import (
     group_pass_rates,
     longest_success_run,
     patience_cut,
+    ending_counts,
     recoveries_and_lapses,
+    reference_metrics,
     viewer_turns,
     resimulate,
     rows_by,
@@ -191,3 +195,42 @@ def test_it_marks_constraint_changes_against_the_previous_turn_of_the_same_topic
     assert [(c.group, c.change, c.previous_args) for c in back.constraints] == [("length", "changed", {"number": 5})]
     assert back.removed == [{"group": "case", "args": '{"mode": "all_lower"}'}]
     assert back.constraints[0].verdicts["log"]["result"] == "pass" and back.is_end
+
+
+# what EvolIF's src/score.py prints for the same dialogues -------------------------------------
+def test_the_reference_figures_are_score_py_computed_by_hand(three):
+    ref = reference_metrics(three)
+    # A: s = 1,0,1,1,0,0,0; r = 1, .5, 1, 1, .5, 0, .75. B: s = 1,1,1. C: s = 0,1,0,1; r = 0, 1, .5, 1
+    assert (ref.dialogues, ref.turns) == (3, 14)
+    assert ref.act_len == pytest.approx(14 / 3) and ref.act_succ == pytest.approx(8 / 3)
+    assert ref.act_acc == pytest.approx((4.75 + 3 + 2.5) / 3)
+    assert ref.lss == pytest.approx((2 + 3 + 1) / 3)
+    assert ref.csr == pytest.approx(100 * 10.25 / 14) and ref.isr == pytest.approx(100 * 8 / 14)
+    assert ref.rob == pytest.approx(100 * (3 / 7 + 1 + 2 / 4) / 3)
+    # Recovery: recoveries / (N - successes - 1): A 1/3; B 0/-1 = -0.0; C 2/1 (the first turn counts as after a success)
+    assert ref.rec == pytest.approx(100 * (1 / 3 + 0 + 2) / 3)
+    assert ref.survival == (3, 3, 3, 2, 1, 1, 1)
+    # the portal: REC over the dialogues with a lapse (A 1/3, C 2/2); every other figure is score.py's
+    metrics = dialogue_metrics(three)
+    assert metrics.rec == pytest.approx(100 * (1 / 3 + 1) / 2)
+    assert set(ref.differs_from(metrics)) == {"rec"}
+
+
+def test_the_reference_prints_inf_nan_where_score_py_divides_by_zero():
+    stopped_after_one_failure = dialogue("D", [(1, 1), (1, 0)], ended_by="stopped")  # 0 / (2 - 1 - 1): nan
+    recovered_at_the_end = dialogue("E", [(1, 0), (1, 1)], ended_by="script_end")  # 1 / (2 - 1 - 1): inf
+    empty = dialogue("F", [], ended_by="stopped")  # Robustness 0 / 0: nan
+    assert math.isnan(reference_metrics([stopped_after_one_failure]).rec)
+    assert reference_metrics([recovered_at_the_end]).rec == math.inf
+    ref = reference_metrics([recovered_at_the_end, empty])
+    assert math.isnan(ref.rob) and ref.act_len == 1.0 and ref.survival == (1, 1)
+    metrics = dialogue_metrics([recovered_at_the_end, empty])
+    assert metrics.rob == 50.0 and set(ref.differs_from(metrics)) == {"rob", "rec"}
+    assert ending_counts([stopped_after_one_failure, recovered_at_the_end, empty, dialogue("G", [(1, 1)])]) == {
+        "patience": 0, "script_end": 2, "stopped": 2}
+
+
+def test_rows_carry_the_reference_and_say_where_it_differs(three):
+    row = rows_by(three)[0]
+    assert row.reference == reference_metrics(three) and set(row.reference_differs) == {"rec"}
+    assert (row.ended_by_patience, row.ended_by_script, row.ended_stopped) == (1, 2, 0)

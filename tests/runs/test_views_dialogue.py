@@ -129,3 +129,67 @@ def test_it_keeps_query_counts_flat_as_runs_grow(reviewer_client, world, django_
     for name in ["runs:dialogue_survival", "runs:dialogue_groups", "runs:dialogue_rescore"]:
         with django_assert_max_num_queries(14):
             reviewer_client.get(reverse(name, args=["evolif"]))
+
+
+# the logs EvolIF's eval.py wrote (tests/fixtures/evolif/harness, see test_evolif_reference.py) ---------
+@pytest.fixture
+def harness_run():
+    from .test_ingest_evolif import harness
+
+    harness("pass1")
+    return Benchmark.objects.get(slug="evolif")
+
+
+def test_it_shows_score_py_figures_beside_the_portals_where_they_differ(reviewer_client, harness_run):
+    response = reviewer_client.get(reverse("runs:dialogue_metrics", args=["evolif"]))
+    row = response.context["rows"][0]
+    # dialog_4's log is empty: score.py's Robustness is nan (0/0); its Recovery divides by 0 for dialog_2 (inf)
+    assert set(row.reference_differs) == {"rob", "rec"}
+    body = response.content.decode()
+    assert "REC, score.py" in body and "score.py: nan" in body and ">inf<" in body
+    assert "1 / 1 / <span" in body and "2 stopped early" in body
+
+
+def test_the_viewer_shows_the_llm_judges_score_and_rationale(reviewer_client, harness_run):
+    from runs.models import Attempt
+
+    two = Attempt.objects.get(instance__external_id="dialog_2")
+    body = reviewer_client.get(reverse("runs:dialogue_viewer", args=["evolif", two.id])).content.decode()
+    assert "judge score 4" in body and "the fake judge read marker 4" in body
+    three = Attempt.objects.get(instance__external_id="dialog_3")
+    body = reviewer_client.get(reverse("runs:dialogue_viewer", args=["evolif", three.id])).content.decode()
+    assert "stopped early by the harness" in body and "the LLM judge gave no score" in body
+    four = Attempt.objects.get(instance__external_id="dialog_4")
+    body = reviewer_client.get(reverse("runs:dialogue_viewer", args=["evolif", four.id])).content.decode()
+    assert "the log is empty" in body and "This attempt has no turns" in body and "Turn 1<" not in body
+
+
+def test_the_export_carries_score_py_figures_beside_the_portals(client, reviewer_client, harness_run):
+    import csv
+    import io
+    import json
+
+    from .test_evolif_reference import HARNESS, parse_printout
+
+    printed = parse_printout((HARNESS / "score_pass1.txt").read_text())
+    url = reverse("runs:dialogue_export", args=["evolif"])
+    rows = list(csv.DictReader(io.StringIO(reviewer_client.get(url, {"format": "csv"}).content.decode())))
+    assert len(rows) == 1 and rows[0]["label"] == "fake-model"
+    assert rows[0]["score_py_rob"] == "nan" and rows[0]["score_py_rec"] == "inf"
+    assert float(rows[0]["score_py_csr"]) == pytest.approx(100 * printed["csr"]) == pytest.approx(float(rows[0]["csr"]))
+    assert rows[0]["ended_stopped"] == "2"
+    document = json.loads(reviewer_client.get(url, {"format": "json"}).content)
+    assert document["rows"][0]["score_py_act_acc"] == pytest.approx(printed["act_acc"]) and document["patience"] == 3
+    assert reviewer_client.get(url, {"format": "xml"}).status_code == 404
+    assert client.get(url).status_code == 302  # login first, as for the page
+
+
+def test_the_checker_rescores_stopped_and_empty_logs(reviewer_client, harness_run):
+    from runs.models import Run
+
+    report = rescore_evolif_run(run=Run.objects.get(label="fake-model"))
+    assert report.attempts == 4
+    # the case constraints of the played turns: dialog_1 turns 1-6, dialog_2 turn 4, dialog_3 turns 1-3, dialog_4 none
+    assert Verdict.objects.filter(judge__name=CHECKER_JUDGE, item__group="case").count() == 6 + 1 + 3
+    body = reviewer_client.get(reverse("runs:dialogue_metrics", args=["evolif"]), {"judge": CHECKER_JUDGE}).content.decode()
+    assert "REC, score.py" in body
