@@ -50,7 +50,7 @@ class Column:
 
     def shown(self, value: Any) -> Any:
         """The value as the page shows it: rates and numbers with `places` decimals, counts whole, text as is."""
-        if value is None or (isinstance(value, float) and math.isnan(value)):
+        if value is None:
             return ""
         if self.kind in ("pct", "num") and isinstance(value, (int, float)) and not isinstance(value, bool):
             return f"{value:.{self.places}f}"
@@ -82,6 +82,8 @@ class PageData:
     tables: list[Table]
     figures: list[dict] = field(default_factory=list)
     help_anchor: str = ""
+    #: what the numbers were computed under that the query string may leave implicit (judge, patience...)
+    facts: dict[str, Any] = field(default_factory=dict)
 
 
 PageDataBuilder = Callable[[dict], PageData]
@@ -172,10 +174,15 @@ def table_csv(table: Table) -> str:
 
 
 def export_document(data: PageData, state: dict) -> dict:
-    """The JSON export: title, the state it was computed for, every table with full-precision values."""
-    return {"title": data.title, "state": state,
-            "tables": [{"name": t.name, "title": t.title, "columns": [asdict(c) for c in t.columns], "rows": t.rows}
-                       for t in data.tables]}
+    """The JSON export: title, the state and facts it was computed under, every table with full-precision values
+    (a reference scorer's nan or inf as the text it prints, which JSON has no number for)."""
+    return {"title": data.title, "state": state, "facts": data.facts,
+            "tables": [{"name": t.name, "title": t.title, "columns": [asdict(c) for c in t.columns],
+                        "rows": [{k: _json_number(v) for k, v in row.items()} for row in t.rows]} for t in data.tables]}
+
+
+def _json_number(value: Any) -> Any:
+    return str(value) if isinstance(value, float) and not math.isfinite(value) else value
 
 
 # snapshots ----------------------------------------------------------------------------------
@@ -215,7 +222,7 @@ def snapshot_page_data(snapshot: dict) -> PageData:
     """The frozen PageData of a page snapshot."""
     tables = [Table(t["name"], t["title"], tuple(Column(**c) for c in t["columns"]), t["rows"]) for t in snapshot["tables"]]
     return PageData(title=snapshot["title"], tables=tables, figures=snapshot.get("figures") or [],
-                    help_anchor=snapshot.get("help_anchor", ""))
+                    help_anchor=snapshot.get("help_anchor", ""), facts=snapshot.get("facts") or {})
 
 
 def shown_rows(table: Table) -> list[list[tuple[Any, bool]]]:

@@ -43,7 +43,6 @@ urlpatterns = [
     path("s/<str:token>/attempts/<int:pk>/text/", sharing.shared_attempt_text, name="share-attempt-text"),
     # dialogue benchmarks (metrics, survival, constraint groups, dialogue viewer, rescore)
     path("b/<slug:slug>/dialogue/", dialogue.metrics, name="dialogue_metrics"),
-    path("b/<slug:slug>/dialogue/export/", dialogue.metrics_export, name="dialogue_export"),
     path("b/<slug:slug>/dialogue/survival/", dialogue.survival, name="dialogue_survival"),
     path("b/<slug:slug>/dialogue/groups/", dialogue.groups, name="dialogue_groups"),
     path("b/<slug:slug>/dialogue/dialogues/", dialogue.dialogues, name="dialogue_list"),

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from runs.exports import agreement_table
+from runs.metrics.dialogue import REFERENCE_FIELDS
 from runs.pages import Column, PageData, Table, rows_of
 
 
@@ -19,7 +20,10 @@ def metrics_page(context: dict) -> PageData:
                     Column("rank_before", "Rank with every item", "num")]
     columns += [Column(key, label, "pct" if label.endswith("%") else "num") for key, label in context["columns"]]
     columns += [Column("rec_dialogues", "REC over (dialogues)", "int"), Column("ended_by_patience", "Ended by patience", "int"),
-                Column("ended_by_script", "Ended by script", "int")]
+                Column("ended_by_script", "Ended by script", "int"), Column("ended_stopped", "Stopped early", "int")]
+    labels = dict(context["columns"])
+    columns += [Column(f"score_py_{key}", f"{labels[key]} (score.py)", "pct" if labels[key].endswith("%") else "num")
+                for key in REFERENCE_FIELDS]
     rows = []
     for row in context.get("rows", []):
         m = row.metrics
@@ -28,8 +32,14 @@ def metrics_page(context: dict) -> PageData:
                      **{k: getattr(e, k, None) for k in ("rank_after", "value_before", "rank_before")},
                      **{key: getattr(m, key) for key, _ in context["columns"]},
                      "rec_dialogues": m.rec_dialogues, "ended_by_patience": row.ended_by_patience,
-                     "ended_by_script": row.ended_by_script})
-    return PageData("Dialogue metrics", [Table("metrics", "Metrics", tuple(columns), rows)], help_anchor="dialogue")
+                     "ended_by_script": row.ended_by_script, "ended_stopped": row.ended_stopped,
+                     **{f"score_py_{key}": getattr(row.reference, key) if row.reference else None for key in REFERENCE_FIELDS}})
+    judge = context.get("judge")
+    facts = {"judge": judge.name if judge else None, "patience": context.get("patience"), "by": context["by"],
+             "runs": [r.label for r in context.get("runs", [])],
+             "exclude": context.get("exclude") if context.get("excluded") is not None else "none"}
+    return PageData("Dialogue metrics", [Table("metrics", "Metrics", tuple(columns), rows)], help_anchor="dialogue",
+                    facts=facts)
 
 
 def survival_page(context: dict) -> PageData:

@@ -405,25 +405,6 @@ def rows_by(dialogues: Iterable[Dialogue], *, by: str = "model") -> list[ModelDi
     return rows
 
 
-def export_rows(rows: Iterable[ModelDialogueRow]) -> list[dict]:
-    """The metrics table as plain rows (CSV and JSON exports): the portal's figures, then score.py's for the
-    same dialogues (`score_py_<metric>`; "nan" / "inf" as text where score.py prints that)."""
-    def plain(value):
-        return str(value) if isinstance(value, float) and not math.isfinite(value) else value
-
-    out = []
-    for r in rows:
-        row = {"label": r.label, "model": r.model, "runs": " ".join(r.runs), "dialogues": r.metrics.dialogues,
-               "turns": r.metrics.turns}
-        row.update({name: getattr(r.metrics, name) for name in REFERENCE_FIELDS})
-        row.update({"rec_dialogues": r.metrics.rec_dialogues, "ended_by_patience": r.ended_by_patience,
-                    "ended_by_script": r.ended_by_script, "ended_stopped": r.ended_stopped})
-        row.update({f"score_py_{name}": plain(getattr(r.reference, name)) if r.reference else None
-                    for name in REFERENCE_FIELDS})
-        out.append(row)
-    return out
-
-
 # selectors: per-turn rows from the turn rollups -----------------------------------------
 def dialogue_judges(benchmark) -> list:
     """Judges with turn rollups on this benchmark, logged ones first."""

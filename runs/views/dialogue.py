@@ -1,13 +1,8 @@
 """Dialogue-benchmark pages (EvolIF): metrics, survival curves, constraint groups, dialogue viewer, rescore."""
 from __future__ import annotations
 
-import csv
-import io
-import json
-
 from django import forms
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
@@ -33,7 +28,6 @@ from runs.models import (
 )
 from runs.pages import render_page
 from runs.querystring import query_with
-from runs.sharing import csv_safe
 from runs.rescore import CHECKER_JUDGE, logged_judge_for
 from runs.services import job_create, job_enqueue
 
@@ -120,31 +114,6 @@ def metrics(request, slug):
     state["lines"] = [{"row": r, "effect": effects.get(r.label)} for r in state["rows"]]
     state["off_query"] = query_with(request, exclude=None)
     return render_page(request, "runs/dialogue/metrics.html", {**state, "active": "metrics"}, page_data=exports.metrics_page)
-
-
-@login_required
-def metrics_export(request, slug):
-    """The metrics table of the current page state as CSV or JSON (?format=csv|json), with score.py's figures."""
-    state = _state(request, _benchmark(slug), exclusion=True)
-    fmt = request.GET.get("format", "csv")
-    if fmt not in ("csv", "json"):
-        raise Http404("unknown export format")
-    rows = m.export_rows(_sorted(m.rows_by(state["dialogues"], by=state["by"]), state["sort"]))
-    if fmt == "csv":
-        out = io.StringIO()
-        writer = csv.writer(out)
-        columns = list(rows[0]) if rows else ["label"]
-        writer.writerow(columns)
-        for row in rows:
-            writer.writerow(["" if row[c] is None else csv_safe(row[c]) for c in columns])
-        response = HttpResponse(out.getvalue(), content_type="text/csv; charset=utf-8")
-    else:
-        document = {"benchmark": state["benchmark"].slug, "by": state["by"], "judge": state["judge"].name if state["judge"] else None,
-                    "patience": state["patience"], "exclude": state["exclude"] if state["excluded"] is not None else "none",
-                    "runs": [r.label for r in state["runs"]], "rows": rows}
-        response = HttpResponse(json.dumps(document, ensure_ascii=False, indent=1), content_type="application/json")
-    response["Content-Disposition"] = f'attachment; filename="{state["benchmark"].slug}-dialogue-metrics-{state["by"]}.{fmt}"'
-    return response
 
 
 def rank_metric(sort: str) -> tuple[str, str]:

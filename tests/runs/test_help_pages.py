@@ -40,3 +40,11 @@ def test_it_links_to_the_section():
 def test_it_refuses_an_anchor_the_page_does_not_have():
     with pytest.raises(TemplateSyntaxError, match="no section"):
         Template('{% load help %}{% how_computed "no-such-section" %}').render(Context())
+
+
+def test_no_template_comment_spans_lines():
+    """{# #} comments end at the line's end in Django: one left open shows its text on the page."""
+    opened = [f"{p.relative_to(TEMPLATES)}:{n}" for p in TEMPLATES.rglob("*.html")
+              for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
+              if line.count("{#") > line.count("#}")]
+    assert opened == []

@@ -63,7 +63,9 @@ def test_it_resimulates_a_lower_patience(reviewer_client, world):
 def test_it_answers_htmx_with_the_results_fragment_only(reviewer_client, world):
     response = reviewer_client.get(reverse("runs:dialogue_metrics", args=["evolif"]), HTTP_HX_REQUEST="true")
     body = response.content.decode()
-    assert 'id="results"' in body and "<html" not in body and "<form" not in body
+    # no filter form; the results carry the frame's page tools (exports, Share form) for the new state
+    assert 'id="results"' in body and "<html" not in body and 'class="toolbar filters' not in body
+    assert 'class="toolbar page-tools"' in body
 
 
 def test_it_drills_down_to_the_turns_where_a_group_failed(reviewer_client, world):
@@ -172,16 +174,19 @@ def test_the_export_carries_score_py_figures_beside_the_portals(client, reviewer
     from .test_evolif_reference import HARNESS, parse_printout
 
     printed = parse_printout((HARNESS / "score_pass1.txt").read_text())
-    url = reverse("runs:dialogue_export", args=["evolif"])
-    rows = list(csv.DictReader(io.StringIO(reviewer_client.get(url, {"format": "csv"}).content.decode())))
-    assert len(rows) == 1 and rows[0]["label"] == "fake-model"
-    assert rows[0]["score_py_rob"] == "nan" and rows[0]["score_py_rec"] == "inf"
-    assert float(rows[0]["score_py_csr"]) == pytest.approx(100 * printed["csr"]) == pytest.approx(float(rows[0]["csr"]))
-    assert rows[0]["ended_stopped"] == "2"
-    document = json.loads(reviewer_client.get(url, {"format": "json"}).content)
-    assert document["rows"][0]["score_py_act_acc"] == pytest.approx(printed["act_acc"]) and document["patience"] == 3
-    assert reviewer_client.get(url, {"format": "xml"}).status_code == 404
-    assert client.get(url).status_code == 302  # login first, as for the page
+    url = reverse("runs:dialogue_metrics", args=["evolif"])
+    rows = list(csv.DictReader(io.StringIO(reviewer_client.get(url, {"export": "csv"}).content.decode())))
+    assert len(rows) == 1 and rows[0]["Model"] == "fake-model"
+    assert rows[0]["ROB % (score.py)"] == "nan" and rows[0]["REC % (score.py)"] == "inf"
+    assert float(rows[0]["CSR % (score.py)"]) == pytest.approx(100 * printed["csr"], abs=0.005)
+    assert rows[0]["CSR % (score.py)"] == rows[0]["CSR %"]
+    assert rows[0]["Stopped early"] == "2"
+    document = json.loads(reviewer_client.get(url, {"export": "json"}).content)
+    row = document["tables"][0]["rows"][0]
+    assert row["score_py_act_acc"] == pytest.approx(printed["act_acc"]) and document["facts"]["patience"] == 3
+    assert row["score_py_rob"] == "nan"  # JSON has no NaN: the text score.py prints
+    assert reviewer_client.get(url, {"export": "xml"}).status_code == 400
+    assert client.get(url, {"export": "csv"}).status_code == 302  # login first, as for the page
 
 
 def test_the_checker_rescores_stopped_and_empty_logs(reviewer_client, harness_run):
