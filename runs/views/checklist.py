@@ -8,7 +8,7 @@ from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.utils.html import escape
 
-from ifportal.roles import verdict_reader_required
+from ifportal.roles import is_blind_annotator, verdict_reader_required
 from runs import charts, selectors, trajectory_view
 from runs.exports import checklist as exports
 from runs.filters import LeaderboardFilterForm, form_state, state_query
@@ -52,7 +52,8 @@ def leaderboard(request, slug):
     if request.htmx:
         return HttpResponse(results)
     context = {"benchmark": benchmark, "query": state_query(state).urlencode(), "results": results,
-               "filters": filters_html(benchmark, state, generation=generation)}
+               "filters": filters_html(benchmark, state, generation=generation),
+               "can_share": not is_blind_annotator(request.user)}  # share-create's own rule: no control that 403s
     return render(request, "runs/checklist/leaderboard.html", context)
 
 

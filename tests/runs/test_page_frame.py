@@ -130,3 +130,12 @@ def test_csv_keeps_negative_numbers_numeric_and_neutralises_formula_text():
 
     table = Table("t", "T", (Column("name", "=label"), Column("gain", "gain", "pct")), [{"name": "=HYPERLINK(1)", "gain": -2.5}])
     assert table_csv(table).splitlines() == ["'=label,gain", "'=HYPERLINK(1),-2.50"]
+
+
+def test_the_leaderboard_shows_its_share_form_only_to_those_who_may_share(tmp_path, django_user_model):
+    slug = _load("checklist", tmp_path)
+    url = reverse("runs:leaderboard", args=[slug])
+    assert "Share…" in _client(django_user_model, "reviewer").get(url).content.decode()
+    annotator = _client(django_user_model, "annotator", "annotator")
+    body = annotator.get(url).content.decode()
+    assert "Share…" not in body and "Leaderboard (CSV)" in body
