@@ -50,15 +50,17 @@ CACHE_SECONDS = 24 * 3600
 
 
 def _code_version() -> str:
-    """A digest of the code and templates that compute, shape and render what is cached: a deploy
-    that changes how rows are scored, laid out or rendered never reads what an older version cached in Redis."""
+    """A digest of every module of the runs app and every template: a deploy that changes how rows are
+    scored, shaped or rendered never reads what an older version cached in Redis.
+
+    Everything, not a list of the files that seem to matter: a hand-kept list missed templates and
+    modules rendered into the cached fragments (_filters.html, _rank_change.html, rank_change.py...)."""
     here = Path(__file__).resolve().parent
-    templates = here.parent / "templates" / "runs"
     digest = hashlib.sha256()
-    for path in (here / "leaderboard_rows.py", here / "metrics" / "checklist.py", here / "metrics" / "stats.py",
-                 here / "charts.py", here / "filters.py", here / "leaderboard_page.py", here / "querystring.py", here / "templatetags" / "figures.py",
-                 templates / "checklist" / "leaderboard.html", templates / "sharing" / "_exports.html"):
-        digest.update(path.read_bytes() if path.exists() else path.name.encode())
+    for path in sorted([*here.rglob("*.py"), *(here.parent / "templates").rglob("*.html")]):
+        if "migrations" not in path.parts:
+            digest.update(path.name.encode())
+            digest.update(path.read_bytes())
     return digest.hexdigest()[:12]
 
 

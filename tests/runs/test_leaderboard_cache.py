@@ -205,3 +205,20 @@ def test_an_admin_edit_of_a_verdict_rebuilds_rollups_and_shows():
 ])
 def test_the_cache_sits_next_to_the_broker_in_its_own_database(broker, cache):
     assert cache_url_beside(broker) == cache
+
+
+def test_the_code_version_covers_every_template_and_module_rendered_into_the_cache(tmp_path, monkeypatch):
+    """A deploy that changes any template or runs module changes the version, so no older fragment is read."""
+    from pathlib import Path
+
+    import runs.leaderboard_rows as rows
+
+    before = rows._code_version()
+    template = Path(rows.__file__).resolve().parent.parent / "templates" / "runs" / "_rank_change.html"
+    original = template.read_bytes()
+    try:
+        template.write_bytes(original + b"\n")
+        assert rows._code_version() != before
+    finally:
+        template.write_bytes(original)
+    assert rows._code_version() == before
