@@ -177,6 +177,7 @@ def shared_attempt(request, token, pk):
     if request.htmx and request.GET.get("page"):
         return render(request, "runs/sharing/attempt.html#units", context)
     context["items"] = metrics.attempt_checklist(attempt.id)
+    context["reports"] = checklist.judge_reports(attempt.id)
     return render(request, "runs/sharing/attempt.html", context)
 
 
