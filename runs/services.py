@@ -236,6 +236,12 @@ def _rollups_rebuild_sql(batch: list[int], judges: list[int] | None) -> int:
             f"CROSS JOIN LATERAL (VALUES {', '.join(facets)}) AS d(dimension, value) "
             f"WHERE d.value IS NOT NULL AND (d.value <> '' OR d.dimension NOT IN ({', '.join(present)})) "
             f"GROUP BY 1, 2, 3, 4), "
+            # an attempt the judge could not score: every item of its instance counted failed, per facet
+            f"gu AS (SELECT r.attempt_id, r.judge_id, d.dimension, d.value, count(*) AS n_applicable, 0 AS n_passed "
+            f"FROM r JOIN f ON f.id = r.attempt_id JOIN {t[ChecklistItem]} i ON i.instance_id = f.instance_id "
+            f"CROSS JOIN LATERAL (VALUES {', '.join(facets)}) AS d(dimension, value) "
+            f"WHERE r.status <> '{ReportStatus.SCORED}' AND d.value IS NOT NULL "
+            f"AND (d.value <> '' OR d.dimension NOT IN ({', '.join(present)})) GROUP BY 1, 2, 3, 4), "
             f"attempts AS (INSERT INTO {t[AttemptRollup]} (attempt_id, judge_id, benchmark_id, run_id, model_id, "
             f"instance_id, n_items, n_applicable, n_passed, unscored, n_unrecognised) "
             f"SELECT c.attempt_id, c.judge_id, f.benchmark_id, f.run_id, f.model_id, f.instance_id, c.n, "
@@ -243,9 +249,9 @@ def _rollups_rebuild_sql(batch: list[int], judges: list[int] | None) -> int:
             f"groups AS (INSERT INTO {t[GroupRollup]} (attempt_id, judge_id, benchmark_id, model_id, dimension, value, "
             f"n_applicable, n_passed) "
             f"SELECT g.attempt_id, g.judge_id, f.benchmark_id, f.model_id, g.dimension, g.value, g.n_applicable, "
-            f"g.n_passed FROM g JOIN f ON f.id = g.attempt_id RETURNING 1) "
+            f"g.n_passed FROM (SELECT * FROM g UNION ALL SELECT * FROM gu) g JOIN f ON f.id = g.attempt_id RETURNING 1) "
             f"SELECT (SELECT count(*) FROM attempts), (SELECT count(*) FROM groups)",
-            [*params, *params, batch],
+            [*params, batch, *params],
         )
         return cursor.fetchone()[0]
 
@@ -321,8 +327,33 @@ def _rollups_rebuild_batch(batch: list[int], judges: list[int] | None) -> int:
                     n_passed=row["n_passed"],
                 )
             )
+    groups += _unscored_group_rollups(reports, facets)
     bulk_insert(GroupRollup, groups)
     return len(rollups)
+
+
+def _unscored_group_rollups(reports: dict[tuple, dict], facets: dict[int, dict]) -> list[GroupRollup]:
+    """Group rollups of attempts their judge could not score: every item of the instance counted failed, per facet."""
+    unscored = [key for key, r in reports.items() if r["status"] != ReportStatus.SCORED]
+    if not unscored:
+        return []
+    fields = [field.removeprefix("item__") for _, field in ROLLUP_DIMENSIONS]
+    items: dict[int, list[dict]] = {}
+    for item in ChecklistItem.objects.filter(instance_id__in={facets[a]["instance_id"] for a, _ in unscored}).values(
+            "instance_id", *fields):
+        items.setdefault(item["instance_id"], []).append(item)
+    groups = []
+    for attempt_id, judge_id in unscored:
+        f = facets[attempt_id]
+        counted: dict[tuple[str, str], int] = {}
+        for item in items.get(f["instance_id"], []):
+            for (dimension, _), name in zip(ROLLUP_DIMENSIONS, fields):
+                if item[name] is not None and item[name] != "":
+                    counted[(dimension, str(item[name]))] = counted.get((dimension, str(item[name])), 0) + 1
+        groups += [GroupRollup(attempt_id=attempt_id, judge_id=judge_id, benchmark_id=f["run__benchmark_id"],
+                               model_id=f["run__model_id"], dimension=dimension, value=value, n_applicable=n, n_passed=0)
+                   for (dimension, value), n in counted.items()]
+    return groups
 
 
 # jobs ---------------------------------------------------------------------------------

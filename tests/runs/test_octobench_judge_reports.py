@@ -12,7 +12,7 @@ from django.urls import reverse
 from runs.ingest import Options, Source, ingest
 from runs.metrics import checklist as metrics
 from runs.metrics.checklist import Filters
-from runs.models import Attempt, AttemptRollup, Benchmark, JudgeReport, ReportStatus, Verdict
+from runs.models import Attempt, AttemptRollup, Benchmark, GroupRollup, JudgeReport, ReportStatus, Verdict
 from runs.views.checklist import REPLY_PAGE
 
 pytestmark = pytest.mark.django_db
@@ -174,3 +174,13 @@ def test_a_long_reply_is_cut_on_the_page_and_served_escaped_in_parts(reviewer_cl
     second = reviewer_client.get(f"{url}?judge={judge}&part=2").content.decode()
     assert second == "<pre class=\"msg-text\">" + reply[REPLY_PAGE:] + "</pre>"
     assert reviewer_client.get(f"{url}?judge=999").status_code == 404
+
+
+def test_the_matrix_by_source_counts_an_unscored_attempts_items_failed(errors):
+    rows = {(r.dimension, r.value): (r.n_applicable, r.n_passed)
+            for r in GroupRollup.objects.filter(attempt=attempt_of("oct-alpha"))}
+    assert rows[("category", "System Prompt")] == (2, 0) and rows[("check_type", "process")] == (2, 0)
+    assert sum(n for (dimension, _), (n, _) in rows.items() if dimension == "category") == 6
+    cells = metrics.leaderboard_rows(Benchmark.objects.get().id, Filters(), by="category")
+    system_prompt = next(c for c in cells if c.group == "System Prompt")
+    assert system_prompt.per_judge["judge-e"].n_attempts == 2  # oct-alpha (unscored) and oct-beta (failed call)
