@@ -400,7 +400,9 @@ class Filters:
     models: Collection[str] = ()
 
 
-def _filter(qs, filters: Filters, *, via: str = ""):
+def _filter(qs, filters: Filters, *, via: str = "", model: str = "model__name"):
+    """Rows (rollups, or verdicts and judge reports with via="attempt__") the filters keep; `model` is
+    the lookup of the model's name (rollups carry the model, verdicts reach it through the attempt's run)."""
     if filters.runs:
         qs = qs.filter(**{f"{via}run__label__in": list(filters.runs)})
     if filters.judges:
@@ -410,8 +412,12 @@ def _filter(qs, filters: Filters, *, via: str = ""):
     if filters.primary_categories:
         qs = qs.filter(**{f"{via}instance__primary_category__in": list(filters.primary_categories)})
     if filters.models:
-        qs = qs.filter(model__name__in=list(filters.models))
+        qs = qs.filter(**{f"{model}__in": list(filters.models)})
     return qs
+
+
+#: _filter's keywords for rows that reach everything through their attempt (verdicts, judge reports)
+VIA_ATTEMPT = {"via": "attempt__", "model": "attempt__run__model__name"}
 
 
 def attempt_cells(benchmark_id: int, filters: Filters, *, by: str = "model") -> list[Cell]:
@@ -471,7 +477,7 @@ def verdict_cells(benchmark_id: int, filters: Filters, *, by: str, excluded_item
 
     field_of = {"category": "item__category", "check_type": "item__check_type", "scaffold": "attempt__instance__scaffold",
                 "primary_category": "attempt__instance__primary_category", "judge": "judge__name"}
-    qs = _filter_via_attempt(Verdict.objects.filter(attempt__run__benchmark_id=benchmark_id), filters)
+    qs = _filter(Verdict.objects.filter(attempt__run__benchmark_id=benchmark_id), filters, **VIA_ATTEMPT)
     qs = qs.exclude(item_id__in=list(excluded_items))
     keys = ["attempt_id", "attempt__instance_id", "attempt__run__model__name", "attempt__run__label", "judge__name",
             "attempt__assistant_turns"]
@@ -494,28 +500,13 @@ def verdict_cells(benchmark_id: int, filters: Filters, *, by: str, excluded_item
     return list(cells.values())
 
 
-def _filter_via_attempt(qs, filters: Filters):
-    """Verdicts or judge reports of the attempts (and judges) the filters keep."""
-    if filters.runs:
-        qs = qs.filter(attempt__run__label__in=list(filters.runs))
-    if filters.judges:
-        qs = qs.filter(judge__name__in=list(filters.judges))
-    if filters.scaffolds:
-        qs = qs.filter(attempt__instance__scaffold__in=list(filters.scaffolds))
-    if filters.primary_categories:
-        qs = qs.filter(attempt__instance__primary_category__in=list(filters.primary_categories))
-    if filters.models:
-        qs = qs.filter(attempt__run__model__name__in=list(filters.models))
-    return qs
-
-
 def _add_judge_reports(cells: dict[tuple, Cell], benchmark_id: int, filters: Filters, keys: list[str],
                        group_field: str | None) -> None:
     """Judge reports' extra counts, unscored status and unrecognised results added to verdict cells
     (runs.services adds them to AttemptRollup the same way); a report without verdicts makes its own cell."""
     from runs.models import JudgeReport, ReportStatus
 
-    qs = _filter_via_attempt(JudgeReport.objects.filter(attempt__run__benchmark_id=benchmark_id), filters)
+    qs = _filter(JudgeReport.objects.filter(attempt__run__benchmark_id=benchmark_id), filters, **VIA_ATTEMPT)
     for r in qs.values(*keys, "status", "n_applicable_extra", "n_passed_extra", "unrecognised").order_by():
         key = (r["attempt_id"], r["judge__name"], r[group_field] if group_field else None)
         cell = cells.get(key) or Cell(
@@ -782,15 +773,8 @@ def judge_disagreements(benchmark_id: int, filters: Filters, *, limit: int = 20)
 
     from runs.models import ChecklistItem, Verdict, VerdictResult
 
-    qs = Verdict.objects.filter(attempt__run__benchmark_id=benchmark_id).exclude(result=VerdictResult.NOT_APPLICABLE)
-    if filters.runs:
-        qs = qs.filter(attempt__run__label__in=list(filters.runs))
-    if filters.judges:
-        qs = qs.filter(judge__name__in=list(filters.judges))
-    if filters.scaffolds:
-        qs = qs.filter(attempt__instance__scaffold__in=list(filters.scaffolds))
-    if filters.primary_categories:
-        qs = qs.filter(attempt__instance__primary_category__in=list(filters.primary_categories))
+    qs = _filter(Verdict.objects.filter(attempt__run__benchmark_id=benchmark_id), filters, **VIA_ATTEMPT)
+    qs = qs.exclude(result=VerdictResult.NOT_APPLICABLE)
     split = qs.values("attempt_id", "item_id").annotate(
         p=Count("id", filter=Q(result=VerdictResult.PASS)), f=Count("id", filter=Q(result=VerdictResult.FAIL)),
     ).filter(p__gt=0, f__gt=0).order_by()
