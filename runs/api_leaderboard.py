@@ -122,8 +122,10 @@ class LeaderboardView(APIView):
             400: OpenApiResponse(description="A parameter is malformed, or names a run, judge, scaffold or category the benchmark does not have."),
             404: OpenApiResponse(description="No checklist benchmark has this slug."),
         },
-        description="ISR and CSR in percent per model (or model x group with ?by=), each judge scored separately "
-        "and shown as mean ± population std across judges (METRICS.md section 1).",
+        description="ISR, CSR and macro CSR in percent per model (or model x group with ?by=), each judge scored "
+        "separately and shown as mean ± population std across judges (METRICS.md section 1). Per judge, "
+        "n_attempts, n_success and macro_csr are OctoBench evaluate.py's total, pass_count and avg_reward (x 100); "
+        "unscored and n_unrecognised say which judge results it counted in its own way (docs/formats.md).",
     )
     def get(self, request, slug):
         benchmark = get_object_or_404(Benchmark, slug=slug, kind=BenchmarkKind.CHECKLIST)

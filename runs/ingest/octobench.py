@@ -679,7 +679,7 @@ def _write_scores(ctx: Context, run, judge, pending: list[tuple[int, list[dict],
     verdicts_upsert(ctx, rows)
     changed: set[tuple] = set()
     ctx.upsert(JudgeReport, reports, key=("attempt_id", "judge_id"), compare=REPORT_FIELDS, kind="judge reports",
-               changed=changed)
+               changed=changed, returning_ids=False)
     if unscored and not ctx.failed:  # a result that is unscored now drops what the judge said before
         stale = Verdict.objects.filter(attempt_id__in=unscored, judge_id=judge.id)
         if removed := stale.delete()[1].get("runs.Verdict", 0):

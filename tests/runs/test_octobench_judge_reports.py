@@ -184,3 +184,30 @@ def test_the_matrix_by_source_counts_an_unscored_attempts_items_failed(errors):
     cells = metrics.leaderboard_rows(Benchmark.objects.get().id, Filters(), by="category")
     system_prompt = next(c for c in cells if c.group == "System Prompt")
     assert system_prompt.per_judge["judge-e"].n_attempts == 2  # oct-alpha (unscored) and oct-beta (failed call)
+
+
+def test_a_scores_file_of_many_results_imports_in_batches(tmp_path):
+    # more results than one write batch (and than the COPY threshold on PostgreSQL), a third of them unscored
+    n = 450
+    instances = "".join(json.dumps({"instance_id": f"b{i}", "checklist": {"SP": {"checks": [
+        {"check_id": "a"}, {"check_id": "b"}]}}}) + "\n" for i in range(n))
+    (tmp_path / "instances.jsonl").write_text(instances)
+    ingest("octobench-instances", [Source.of(tmp_path / "instances.jsonl")], Options())
+    results = []
+    for i in range(n):
+        if i % 3 == 0:
+            results.append({"instance_id": f"b{i}", "success": False, "error": "Connection error.", "reward": 0.0})
+        else:
+            word = "Success" if i % 3 == 1 else "success"
+            results.append({"instance_id": f"b{i}", "success": True, "reward": 0.5 if i % 3 == 1 else 1.0,
+                            "binary_reward": int(i % 3 == 2), "eval_result": {"SP": {"checks": [
+                                {"check_id": "a", "result": "success"}, {"check_id": "b", "result": word}]}}})
+    (tmp_path / "scores.json").write_text(json.dumps({"results": results}))
+
+    load(tmp_path / "scores.json")
+
+    (row,) = metrics.leaderboard_rows(Benchmark.objects.get().id, Filters())
+    judge = row.per_judge["judge-e"]
+    assert (judge.n_attempts, judge.n_success, judge.unscored, judge.n_unrecognised) == (n, n // 3, {"failed": n // 3}, n // 3)
+    assert judge.macro_csr == pytest.approx(100 * (0.5 + 1.0) / 3)
+    assert JudgeReport.objects.filter(unrecognised={"b": "Success"}).count() == n // 3
