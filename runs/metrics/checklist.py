@@ -608,6 +608,7 @@ class AttemptRow:
     judges: dict[str, tuple[int, int]]  # judge -> (applicable, passed) in the cell's scope
     external_id: str = ""
     failing_items: list[dict] = field(default_factory=list)
+    unscored: dict[str, str] = field(default_factory=dict)  # judge -> why it scored nothing, in plain words
 
     @property
     def failing(self) -> bool:
@@ -631,10 +632,14 @@ def drilldown_rows(benchmark_id: int, filters: Filters, *, model: str, by: str =
     cells = leaderboard_cells(benchmark_id, scoped, by=by)
     if by != "model":
         cells = [c for c in cells if c.group == group]
+    from runs.models import ReportStatus
+
     rows: dict[int, AttemptRow] = {}
     for c in cells:
         row = rows.setdefault(c.attempt_id, AttemptRow(c.attempt_id, c.instance_id, c.run, c.assistant_turns, {}))
         row.judges[c.judge] = (c.n_applicable, c.n_passed)
+        if c.unscored:
+            row.unscored[c.judge] = ReportStatus(c.unscored).label
     return sorted(rows.values(), key=lambda r: (not r.failing, r.pass_ratio, -r.n_failed, r.attempt_id))
 
 

@@ -211,3 +211,10 @@ def test_a_scores_file_of_many_results_imports_in_batches(tmp_path):
     assert (judge.n_attempts, judge.n_success, judge.unscored, judge.n_unrecognised) == (n, n // 3, {"failed": n // 3}, n // 3)
     assert judge.macro_csr == pytest.approx(100 * (0.5 + 1.0) / 3)
     assert JudgeReport.objects.filter(unrecognised={"b": "Success"}).count() == n // 3
+
+
+def test_the_drill_down_says_which_attempts_a_judge_did_not_score(errors, reviewer_client):
+    html = reviewer_client.get(reverse("runs:checklist-attempts", args=["octobench"]) + "?model=model-x").content.decode()
+    assert "Not scored by judge-e: the judge&#x27;s reply was not JSON (every check counted failed)" in html
+    assert "Not scored by judge-e: the judge API call failed" in html
+    assert "all passed" not in html
