@@ -127,7 +127,7 @@ def test_it_refuses_what_evaluate_py_cannot_write(tmp_path):
 def test_the_leaderboard_says_what_it_counted_and_shows_macro_csr(errors, reviewer_client):
     html = reviewer_client.get(reverse("runs:leaderboard", args=["octobench"])).content.decode()
     assert "Macro CSR %" in html and "11.11" in html  # evaluate.py's avg_reward 0.111
-    assert "2 judge results scored nothing (1: the judge API call failed; 1: the judge&#x27;s reply was not JSON)" in html
+    assert "2 judge results scored nothing (the judge API call failed: 1; the judge&#x27;s reply was not JSON: 1)" in html
     assert "2 verdicts carried a result string the reference scorer does not recognise" in html
     assert "<code>avg_reward</code>" in html
 

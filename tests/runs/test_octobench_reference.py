@@ -121,7 +121,8 @@ def run_evaluate(tasks: Path, trajectories: Path, judge: str, base_url: str, cwd
     done = subprocess.run(
         [sys.executable, str(EVALUATE), "--trajectories", str(trajectories), "--data", str(tasks), "--output", str(output),
          "--model", judge, "--base-url", base_url, "--api-key", "sk-test"],
-        cwd=cwd, env=loopback_env(dict(os.environ)), capture_output=True, text=True, timeout=300,
+        cwd=cwd, env=loopback_env(dict(os.environ)) | {"PYTHONIOENCODING": "utf-8"}, capture_output=True,
+        encoding="utf-8", timeout=300,
     )
     assert done.returncode == 0, done.stderr[-2000:]
     printed = dict(re.findall(r"\[DONE\] (总数|成功|平均分|通过数): (\S+)", done.stdout))
