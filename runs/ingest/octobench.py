@@ -555,7 +555,7 @@ def _score_rows(ctx, source, line, value, index: InstanceIndex, seen) -> tuple[i
     if not isinstance(eval_result, dict):
         ctx.problem(source, line, "'eval_result' should be an object (evaluate.py writes no other shape)")
         return None
-    rows = _check_rows(ctx, source, line, eval_result, index.items(instance_id), external, report)
+    rows = _check_rows(ctx, source, line, eval_result, index.items(instance_id), report)
     if rows is None:
         return None
     if not rows and not report["extra_checks"]:
@@ -591,7 +591,7 @@ def _unscored(report: dict, items: dict) -> dict:
     return report
 
 
-def _check_rows(ctx, source, line, eval_result: dict, items: dict, external: str, report: dict) -> list[dict] | None:
+def _check_rows(ctx, source, line, eval_result: dict, items: dict, report: dict) -> list[dict] | None:
     """Verdict rows of a scored eval_result; checks the checklist does not have go to the report's extras."""
     rows: list[dict] = []
     used: set[str] = set()
