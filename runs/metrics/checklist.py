@@ -8,7 +8,7 @@ verdicts, because rollups cannot leave items out.
 from __future__ import annotations
 
 import json
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from itertools import combinations
@@ -495,27 +495,48 @@ def verdict_cells(benchmark_id: int, filters: Filters, *, by: str, excluded_item
             (r[group_field] or "(none)") if group_field else None, r["attempt__assistant_turns"])
         for r in rows
     }
-    if by not in ("category", "check_type"):  # judge reports count per attempt, as AttemptRollup does
-        _add_judge_reports(cells, benchmark_id, filters, keys, group_field)
+    _add_judge_reports(cells, benchmark_id, filters, keys, group_field, excluded_items)
     return list(cells.values())
 
 
 def _add_judge_reports(cells: dict[tuple, Cell], benchmark_id: int, filters: Filters, keys: list[str],
-                       group_field: str | None) -> None:
-    """Judge reports' extra counts, unscored status and unrecognised results added to verdict cells
-    (runs.services adds them to AttemptRollup the same way); a report without verdicts makes its own cell."""
-    from runs.models import JudgeReport, ReportStatus
+                       group_field: str | None, excluded_items: Collection[int]) -> None:
+    """Judge reports added to verdict cells as runs.services adds them to the rollups: an attempt the judge
+    could not score counts its instance's items (those not excluded, at least one) as failed, per item facet
+    when grouped by one; a scored attempt adds the checks the checklist lacks (not per item facet)."""
+    from runs.models import ChecklistItem, JudgeReport, ReportStatus
 
+    by_item = group_field is not None and group_field.startswith("item__")
     qs = _filter(JudgeReport.objects.filter(attempt__run__benchmark_id=benchmark_id), filters, **VIA_ATTEMPT)
-    for r in qs.values(*keys, "status", "n_applicable_extra", "n_passed_extra", "unrecognised").order_by():
-        key = (r["attempt_id"], r["judge__name"], r[group_field] if group_field else None)
-        cell = cells.get(key) or Cell(
-            r["attempt_id"], r["attempt__instance_id"], r["attempt__run__model__name"], r["attempt__run__label"],
-            r["judge__name"], 0, 0, (r[group_field] or "(none)") if group_field else None, r["attempt__assistant_turns"])
-        cells[key] = cell._replace(
-            n_applicable=cell.n_applicable + r["n_applicable_extra"], n_passed=cell.n_passed + r["n_passed_extra"],
-            unscored="" if r["status"] == ReportStatus.SCORED else r["status"],
-            n_unrecognised=len(r["unrecognised"] or {}))
+    reports = list(qs.values(*(k for k in keys if not k.startswith("item__")), "status", "n_applicable_extra",
+                             "n_passed_extra", "unrecognised").order_by())
+    facet = group_field.removeprefix("item__") if by_item else "key"
+    items: dict[int, list[str]] = defaultdict(list)
+    for instance_id, value in ChecklistItem.objects.filter(
+            instance_id__in={r["attempt__instance_id"] for r in reports if r["status"] != ReportStatus.SCORED}).exclude(
+            id__in=list(excluded_items)).values_list("instance_id", facet):
+        items[instance_id].append(value)
+    for r in reports:
+        unscored = "" if r["status"] == ReportStatus.SCORED else r["status"]
+        if by_item:
+            counts = Counter(value or "(none)" for value in items[r["attempt__instance_id"]]) if unscored else {}
+        else:
+            group = (r[group_field] or "(none)") if group_field else None
+            extra = max(len(items[r["attempt__instance_id"]]), 1) if unscored else r["n_applicable_extra"]
+            counts = {group: extra}
+        for group, n in counts.items():
+            key = (r["attempt_id"], r["judge__name"], group)
+            if key not in cells and not n:  # a scored attempt whose verdicts were all left out stays out
+                continue
+            cell = cells.get(key) or Cell(
+                r["attempt_id"], r["attempt__instance_id"], r["attempt__run__model__name"], r["attempt__run__label"],
+                r["judge__name"], 0, 0, group, r["attempt__assistant_turns"])
+            passed = 0 if unscored or by_item else r["n_passed_extra"]
+            if by_item:  # as GroupRollup, which keeps counts only
+                cells[key] = cell._replace(n_applicable=cell.n_applicable + n)
+                continue
+            cells[key] = cell._replace(n_applicable=cell.n_applicable + n, n_passed=cell.n_passed + passed,
+                                       unscored=unscored, n_unrecognised=len(r["unrecognised"] or {}))
 
 
 def leaderboard_cells(benchmark_id: int, filters: Filters, *, by: str = "model",
@@ -632,14 +653,17 @@ def drilldown_rows(benchmark_id: int, filters: Filters, *, model: str, by: str =
     cells = leaderboard_cells(benchmark_id, scoped, by=by)
     if by != "model":
         cells = [c for c in cells if c.group == group]
-    from runs.models import ReportStatus
+    from runs.models import AttemptRollup, ReportStatus
 
     rows: dict[int, AttemptRow] = {}
     for c in cells:
         row = rows.setdefault(c.attempt_id, AttemptRow(c.attempt_id, c.instance_id, c.run, c.assistant_turns, {}))
         row.judges[c.judge] = (c.n_applicable, c.n_passed)
-        if c.unscored:
-            row.unscored[c.judge] = ReportStatus(c.unscored).label
+    # the few attempts a judge could not score (group cells do not say which): one query on the rollups
+    unscored = _filter(AttemptRollup.objects.filter(benchmark_id=benchmark_id), scoped).exclude(unscored="")
+    for attempt_id, judge, status in unscored.values_list("attempt_id", "judge__name", "unscored").order_by():
+        if attempt_id in rows and judge in rows[attempt_id].judges:
+            rows[attempt_id].unscored[judge] = ReportStatus(status).label
     return sorted(rows.values(), key=lambda r: (not r.failing, r.pass_ratio, -r.n_failed, r.attempt_id))
 
 

@@ -12,7 +12,9 @@ from django.urls import reverse
 from runs.ingest import Options, Source, ingest
 from runs.metrics import checklist as metrics
 from runs.metrics.checklist import Filters
-from runs.models import Attempt, AttemptRollup, Benchmark, GroupRollup, JudgeReport, ReportStatus, Verdict
+from runs.models import (
+    Attempt, AttemptRollup, Benchmark, ChecklistItem, GroupRollup, JudgeReport, ReportStatus, Verdict,
+)
 from runs.views.checklist import REPLY_PAGE
 
 pytestmark = pytest.mark.django_db
@@ -93,6 +95,29 @@ def test_an_exclusion_policy_still_counts_unscored_attempts(errors):
     judge = row.per_judge["judge-e"]
     assert judge.n_attempts == 3 and judge.unscored == {"not_json": 1, "failed": 1}
     assert judge.macro_csr == 0  # oct-gamma's only passed check is left out
+
+
+def test_an_exclusion_policy_leaves_items_out_of_an_unscored_attempt_too(errors):
+    bench = Benchmark.objects.get()
+    sp_items = list(ChecklistItem.objects.filter(instance__external_id="oct-alpha", key__startswith="SP-")
+                    .values_list("id", flat=True))
+    (row,) = metrics.leaderboard_rows(bench.id, Filters(), excluded_items=sp_items)
+    assert row.per_judge["judge-e"].csr == pytest.approx(100 * 1 / 12)  # oct-alpha counts 4 failed checks, not 6
+    cells = metrics.leaderboard_rows(bench.id, Filters(), by="category", excluded_items=sp_items)
+    system_prompt = next(c for c in cells if c.group == "System Prompt")
+    assert system_prompt.per_judge["judge-e"].n_attempts == 1  # oct-beta only: oct-alpha's SP items are left out
+    assert (system_prompt.per_judge["judge-e"].n_applicable, system_prompt.per_judge["judge-e"].n_passed) == (1, 0)
+
+
+
+@pytest.mark.parametrize("by", ["model", "category", "check_type", "judge", "scaffold"])
+def test_the_verdict_path_counts_judge_reports_as_the_rollups_do(errors, by):
+    bench = Benchmark.objects.get()
+    figures = lambda rows: [(r.model, r.group, r.isr, r.csr, r.macro_csr, r.n_attempts, r.n_empty,  # noqa: E731
+                             {j: (s.unscored, s.n_unrecognised) for j, s in r.per_judge.items()}) for r in rows]
+    from_rollups = metrics.leaderboard_rows(bench.id, Filters(), by=by, bootstrap=by == "model")
+    from_verdicts = metrics.leaderboard_rows(bench.id, Filters(), by=by, excluded_items=[-1])  # leaves nothing out
+    assert figures(from_verdicts) == figures(from_rollups)
 
 
 def test_a_result_unscored_on_reimport_drops_the_judges_old_verdicts(tmp_path):
@@ -218,3 +243,9 @@ def test_the_drill_down_says_which_attempts_a_judge_did_not_score(errors, review
     assert "Not scored by judge-e: the judge&#x27;s reply was not JSON (every check counted failed)" in html
     assert "Not scored by judge-e: the judge API call failed" in html
     assert "all passed" not in html
+
+
+def test_the_drill_down_of_a_source_says_it_too(errors, reviewer_client):
+    html = reviewer_client.get(reverse("runs:checklist-attempts", args=["octobench"])
+                               + "?model=model-x&by=category&group=System+Prompt").content.decode()
+    assert "Not scored by judge-e: the judge&#x27;s reply was not JSON" in html and "all passed" not in html
