@@ -38,11 +38,25 @@ class LeaderboardQuerySerializer(serializers.Serializer):
 
 
 # output ------------------------------------------------------------------------------
+MACRO_CSR_HELP = ("Macro CSR in percent: the mean over attempts of each one's share of passed checks "
+                  "(OctoBench: evaluate.py's avg_reward x 100; it rounds each reward to 3 decimals first).")
+UNSCORED_HELP = ("Attempts the judge could not score, by reason: not_json (the judge's reply was not JSON), "
+                 "error (its reply was read as an error), no_checks (its reply had no checks), failed (the judge API "
+                 "call failed). Each counts as an attempt whose checks all failed (reward 0), as evaluate.py counts it.")
+UNRECOGNISED_HELP = ("Verdicts whose result string the reference scorer does not recognise (OctoBench: anything "
+                     "but 'success' and 'fail', such as 'Success'); counted as failed, as evaluate.py counts them.")
+
+
 class JudgeRateSerializer(serializers.Serializer):
     isr = serializers.FloatField(allow_null=True)
     csr = serializers.FloatField(allow_null=True)
+    macro_csr = serializers.FloatField(allow_null=True, help_text=MACRO_CSR_HELP)
     n_instances = serializers.IntegerField()
-    n_attempts = serializers.IntegerField()
+    n_attempts = serializers.IntegerField(help_text="Attempts counted (OctoBench: evaluate.py's summary `total`).")
+    n_success = serializers.IntegerField(help_text="Attempts whose every counted check passed "
+                                         "(OctoBench: evaluate.py's `pass_count`).")
+    unscored = serializers.DictField(child=serializers.IntegerField(), help_text=UNSCORED_HELP)
+    n_unrecognised = serializers.IntegerField(help_text=UNRECOGNISED_HELP)
 
 
 class LeaderboardRowSerializer(serializers.Serializer):
@@ -54,12 +68,17 @@ class LeaderboardRowSerializer(serializers.Serializer):
     isr_std = serializers.FloatField(allow_null=True)
     csr = serializers.FloatField(allow_null=True)
     csr_std = serializers.FloatField(allow_null=True)
+    macro_csr = serializers.FloatField(allow_null=True, help_text=MACRO_CSR_HELP + " Mean across judges.")
+    macro_csr_std = serializers.FloatField(allow_null=True)
     isr_ci = serializers.ListField(child=serializers.FloatField(), allow_null=True, help_text="[low, high] with ci=true, else null.")
     csr_ci = serializers.ListField(child=serializers.FloatField(), allow_null=True, help_text="[low, high] with ci=true, else null.")
     n_instances = serializers.IntegerField()
     n_attempts = serializers.IntegerField()
     n_empty = serializers.IntegerField(help_text="Attempts left out because no item applied.")
     small = serializers.BooleanField(help_text="Fewer instances than the page's small-cell threshold.")
+    n_unscored = serializers.IntegerField(help_text="Judge results that scored nothing, summed over judges "
+                                          "(see per_judge.unscored).")
+    n_unrecognised = serializers.IntegerField(help_text=UNRECOGNISED_HELP + " Summed over judges.")
     per_judge = serializers.DictField(child=JudgeRateSerializer())
 
 
@@ -103,8 +122,10 @@ class LeaderboardView(APIView):
             400: OpenApiResponse(description="A parameter is malformed, or names a run, judge, scaffold or category the benchmark does not have."),
             404: OpenApiResponse(description="No checklist benchmark has this slug."),
         },
-        description="ISR and CSR in percent per model (or model x group with ?by=), each judge scored separately "
-        "and shown as mean ± population std across judges (definitions: /help/metrics/#checklist).",
+        description="ISR, CSR and macro CSR in percent per model (or model x group with ?by=), each judge scored "
+        "separately and shown as mean ± population std across judges (definitions: /help/metrics/#checklist). Per judge, "
+        "n_attempts, n_success and macro_csr are OctoBench evaluate.py's total, pass_count and avg_reward (x 100); "
+        "unscored and n_unrecognised say which judge results it counted in its own way (see the leaderboard's notes).",
     )
     def get(self, request, slug):
         benchmark = get_object_or_404(Benchmark, slug=slug, kind=BenchmarkKind.CHECKLIST)

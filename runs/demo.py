@@ -259,6 +259,11 @@ OCTO_JUDGES = {  # judge -> (flip pass->fail, flip fail->pass, na -> pass)
     "judge-vega": (0.02, 0.045, 0.06),
 }
 OCTO_FEEDBACK_MODEL = "borealis-pro"
+#: a judge that now and then writes "Success" (evaluate.py, and so the portal, count it as failed), and how often
+OCTO_CAPITALISING_JUDGE, OCTO_CAPITALISED = "judge-orion", 0.01
+#: (run number, judge) -> what went wrong with its first instance: as evaluate.py records a judge reply that
+#: is not JSON, and a judge API call that failed
+OCTO_GLITCHES = {(0, "judge-vega"): "not_json", (1, "judge-lyra"): "failed"}
 _TYPE_DIFFICULTY = {"compliance": 0.2, "implementation": -0.3, "understanding": 0.0, "testing": -0.6,
                     "configuration": -0.1, "modification": -0.2}
 
@@ -282,7 +287,7 @@ def octobench_plan(seed: int, scale: Scale, directory: Path) -> Plan:
     ]
     runs.append((OCTO_FEEDBACK_MODEL, f"{OCTO_FEEDBACK_MODEL} + feedback", 1, True))
     base_truth: dict[str, dict] = {}
-    for model, label, rep, feedback in runs:
+    for run_no, (model, label, rep, feedback) in enumerate(runs):
         run_rng = _rng(seed, f"octobench:{label}")
         trajectories, truths, turn_messages = [], {}, {}
         for inst in instances:
@@ -305,8 +310,12 @@ def octobench_plan(seed: int, scale: Scale, directory: Path) -> Plan:
                                options, run_settings={label: settings}))
         for judge, rates in OCTO_JUDGES.items():
             judge_rng = _rng(seed, f"octobench:{label}:{judge}")
-            scores = {"results": [_octo_scores(judge_rng, inst, truths[inst["instance_id"]], rates,
-                                               turn_messages[inst["instance_id"]]) for inst in instances]}
+            spelling = _rng(seed, f"octobench:{label}:{judge}:spelling") if judge == OCTO_CAPITALISING_JUDGE else None
+            results = [_octo_scores(judge_rng, inst, truths[inst["instance_id"]], rates,
+                                    turn_messages[inst["instance_id"]], spelling) for inst in instances]
+            if glitch := OCTO_GLITCHES.get((run_no, judge)):
+                results[0] = _octo_unscored(results[0]["instance_id"], glitch)
+            scores = {"results": results, "summary": _octo_summary(results)}
             plan.steps.append(Step("octobench-scores", [_write_json(folder / f"scores_{judge}.json", scores)],
                                    Options(model=model, run=label, judge=judge, repetition=rep)))
     return plan
@@ -470,8 +479,10 @@ _REASONS = {
 
 
 def _octo_scores(rng: random.Random, inst: dict, truth: dict, rates: tuple[float, float, float],
-                 turn_messages: list[int]) -> dict:
-    """One judge's result for an instance; a failed check cites the assistant message of the turn its reasoning names."""
+                 turn_messages: list[int], spelling: random.Random | None = None) -> dict:
+    """One judge's result for an instance as evaluate.py writes it; a failed check cites the assistant message of
+    the turn its reasoning names. The judge answers "success" or "fail" only, as evaluate.py's prompt asks (a
+    condition that never arose was not violated); with `spelling`, now and then "Success"."""
     flip_pf, flip_fp, na_pass = rates
     zh = inst["_demo"]["chinese"]
     eval_result = {}
@@ -491,11 +502,32 @@ def _octo_scores(rng: random.Random, inst: dict, truth: dict, rates: tuple[float
             turn = rng.randint(1, 12)
             turn = (turn - 1) % len(turn_messages) + 1 if turn_messages else turn  # a turn the attempt has
             reasoning = _REASONS[result][1 if zh else 0].format(t=turn)
-            word = {"pass": "success", "fail": "fail", "na": "not_applicable"}[result]
+            word = {"pass": "success", "fail": "fail", "na": "success"}[result]
+            if spelling is not None and word == "success" and spelling.random() < OCTO_CAPITALISED:
+                word = "Success"
             cited = {"evidence": turn_messages[turn - 1]} if result == "fail" and turn_messages else {}
             checks.append({**check, "reasoning": reasoning, "result": word, **cited})
         eval_result[key] = {"description": group["description"], "checks": checks}
-    return {"instance_id": inst["instance_id"], "success": all_ok, "eval_result": eval_result}
+    results = [c["result"] for g in eval_result.values() for c in g["checks"]]
+    reward = round(results.count("success") / len(results), 3) if results else 0.0
+    return {"instance_id": inst["instance_id"], "success": True, "eval_result": eval_result,
+            "reward": reward, "binary_reward": 1 if reward == 1.0 else 0}
+
+
+def _octo_unscored(instance_id: str, glitch: str) -> dict:
+    """evaluate.py's record of an instance the judge did not score: its reply was not JSON, or the call failed."""
+    if glitch == "not_json":
+        reply = "I reviewed the trajectory. Overall the assistant followed the system prompt, but see the notes below."
+        return {"instance_id": instance_id, "success": True, "reward": 0.0, "binary_reward": 0, "detailed_results": {},
+                "eval_result": {"error": "Expecting value: line 1 column 1 (char 0)", "raw_response": reply}}
+    return {"instance_id": instance_id, "success": False, "error": "Request timed out.", "reward": 0.0}
+
+
+def _octo_summary(results: list[dict]) -> dict:
+    """The summary evaluate.py writes after its results."""
+    return {"total": len(results), "success_count": sum(1 for r in results if r.get("success")),
+            "avg_reward": round(sum(r.get("reward", 0) for r in results) / len(results), 3) if results else 0,
+            "pass_count": sum(1 for r in results if r.get("binary_reward") == 1)}
 
 
 # =====================================================================================

@@ -29,7 +29,8 @@ from runs.exclusions import exclusion_explain_url, exclusion_policy_label, exclu
 from runs.filters import SORTS, LeaderboardFilterForm, filter_choices, state_of, state_query
 from runs.leaderboard_rows import FRESH, cache_budget, cached, data_generation, leaderboard_tables, state_digest
 from runs.metrics import rank_change
-from runs.metrics.checklist import GROUPINGS, SMALL_CELL
+from runs.metrics.checklist import GROUPINGS, SMALL_CELL, reference_notes
+from runs.models import ReportStatus
 from runs.querystring import params_with
 
 log = logging.getLogger(__name__)
@@ -56,7 +57,9 @@ def results_html(benchmark, state: dict, *, request=None, generation=FRESH) -> S
         context = {"benchmark": benchmark, "state": state, "query": query, "small": SMALL_CELL, "exclusion": exclusion,
                    "lines": [{"row": r, "effect": effects.get(r.model)} for r in tables.overall],
                    "overall": tables.overall, "sorts": SORTS, "groupings": GROUPINGS,
-                   "groups": tables.groups, "matrix": tables.matrix, "figure": tables.figure}
+                   "groups": tables.groups, "matrix": tables.matrix, "figure": tables.figure,
+                   "reference": (notes := reference_notes(tables.overall)),
+                   "unscored_reasons": [(ReportStatus(status).label, n) for status, n in sorted(notes.unscored.items())]}
         return render_to_string(f"{TEMPLATE}#results", context, request)
 
     # kept as the SafeString the template engine made (pickled with its type): anything else in the

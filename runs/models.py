@@ -245,6 +245,51 @@ class Verdict(models.Model):
         ]
 
 
+class ReportStatus(models.TextChoices):
+    """What a judge's result record for one attempt was (OctoBench: one entry of evaluate.py's `results`)."""
+
+    SCORED = "scored", "scored"
+    REPLY_NOT_JSON = "not_json", "the judge's reply was not JSON"
+    REPLY_ERROR = "error", "the judge's reply was read as an error"
+    NO_CHECKS = "no_checks", "the judge's reply had no checks"
+    FAILED = "failed", "the judge API call failed"
+
+
+class JudgeReport(models.Model):
+    """What one judge's scores file said about one attempt as a whole, besides its verdicts.
+
+    OctoBench (mini-vela evaluate.py) writes one result per instance: its reward and
+    binary_reward, and for an instance it could not score (the judge's reply was not JSON,
+    the API call failed) the error and the judge's raw reply instead of checks. An unscored
+    attempt counts, as evaluate.py counts it (reward 0), as `n_applicable_extra` failed
+    checks (every check of its checklist, at least one). `unrecognised` maps a check id to
+    the result string evaluate.py does not recognise (only "success" passes; that verdict is
+    stored as a fail); `extra_checks` are checks the judge gave that the checklist does not
+    have (an unknown, missing or repeated check id), counted as evaluate.py counts them.
+    """
+
+    attempt = models.ForeignKey(Attempt, on_delete=models.CASCADE, related_name="judge_reports", db_index=False)
+    judge = models.ForeignKey(Judge, on_delete=models.PROTECT, related_name="+")
+    status = models.CharField(max_length=20, choices=ReportStatus.choices, default=ReportStatus.SCORED)
+    error = models.TextField(blank=True)
+    raw_reply = models.TextField(blank=True)
+    reward = models.FloatField(null=True, blank=True)
+    binary_reward = models.IntegerField(null=True, blank=True)
+    unrecognised = models.JSONField(default=dict, blank=True)
+    extra_checks = models.JSONField(default=list, blank=True)
+    n_applicable_extra = models.PositiveIntegerField(default=0)
+    n_passed_extra = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["attempt", "judge"], name="judge_report_unique"),
+        ]
+
+    @property
+    def unscored(self) -> bool:
+        return self.status != ReportStatus.SCORED
+
+
 class AttemptRollup(models.Model):
     """Per attempt and judge: how many items were applicable and passed (METRICS.md section 1).
 
@@ -268,6 +313,10 @@ class AttemptRollup(models.Model):
     n_items = models.PositiveIntegerField()
     n_applicable = models.PositiveIntegerField()
     n_passed = models.PositiveIntegerField()
+    #: the judge's report status when it could not score the attempt (counted as failed checks), else ""
+    unscored = models.CharField(max_length=20, blank=True, default="")
+    #: verdicts whose result string the benchmark's reference scorer does not recognise (counted as it counts them)
+    n_unrecognised = models.PositiveIntegerField(default=0)
 
     class Meta:
         constraints = [

@@ -9,11 +9,11 @@ import datetime
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from django.db.models import Count, F, OuterRef, Q, QuerySet, Subquery, Sum
+from django.db.models import Count, F, OuterRef, Prefetch, Q, QuerySet, Subquery, Sum
 from django.db.models.functions import Coalesce
 from django.urls import NoReverseMatch, reverse
 
-from .models import Attempt, AttemptRollup, Benchmark, ChecklistItem, Instance, Job, JobState, Run
+from .models import Attempt, AttemptRollup, Benchmark, ChecklistItem, Instance, Job, JobState, JudgeReport, Run
 
 RECENT_JOBS = 100
 
@@ -182,7 +182,8 @@ def attempts_list(*, benchmark: str | None = None, run: str | None = None, insta
     """Attempts filtered by benchmark slug, run label and instance external id; trajectories are not loaded."""
     qs = Attempt.objects.select_related("run__benchmark", "run__model", "instance").annotate(
         message_count=F("trajectory__message_count"), trajectory_bytes=F("trajectory__size_bytes")
-    ).defer("instance__spec")
+    ).defer("instance__spec").prefetch_related(
+        Prefetch("judge_reports", queryset=JudgeReport.objects.select_related("judge").order_by("judge__name")))
     if benchmark:
         qs = qs.filter(run__benchmark__slug=benchmark)
     if run:

@@ -7,7 +7,7 @@ from rest_framework import serializers
 
 from .forms import FORMAT_DESCRIPTIONS, MAX_REPETITION, upload_size_problem
 from .ingest import FORMATS
-from .models import Attempt, Benchmark, Job, Run
+from .models import Attempt, Benchmark, Job, JudgeReport, Run
 from .selectors import job_status
 
 
@@ -131,6 +131,23 @@ class RunSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
 
+class JudgeReportSerializer(serializers.ModelSerializer):
+    """What one judge's scores file said about the attempt as a whole (OctoBench: evaluate.py's result record)."""
+
+    judge = serializers.CharField(source="judge.name", read_only=True)
+    status = serializers.CharField(read_only=True, help_text="scored, or why nothing was scored: not_json (the judge's "
+                                   "reply was not JSON), error (its reply was read as an error), no_checks, failed "
+                                   "(the judge API call failed).")
+    raw_reply = serializers.CharField(read_only=True, help_text="The judge's raw reply, when it could not be read.")
+    unrecognised = serializers.DictField(read_only=True, help_text="check id -> the result string evaluate.py does "
+                                         "not recognise (counted as failed).")
+
+    class Meta:
+        model = JudgeReport
+        fields = ["judge", "status", "error", "raw_reply", "reward", "binary_reward", "unrecognised", "extra_checks"]
+        read_only_fields = fields
+
+
 class AttemptSerializer(serializers.ModelSerializer):
     """An attempt without its trajectory (its size is given instead)."""
 
@@ -140,11 +157,13 @@ class AttemptSerializer(serializers.ModelSerializer):
     instance = serializers.CharField(source="instance.external_id", read_only=True)
     message_count = serializers.IntegerField(read_only=True, allow_null=True, help_text="Messages in the trajectory; null without one.")
     trajectory_bytes = serializers.IntegerField(read_only=True, allow_null=True, help_text="Size of the trajectory; null without one.")
+    judge_reports = JudgeReportSerializer(many=True, read_only=True, help_text="Per judge: the reward and binary "
+                                          "reward its scores file wrote, and why it scored nothing when it did not.")
 
     class Meta:
         model = Attempt
         fields = [
             "id", "benchmark", "run", "model", "instance", "response", "outcome", "assistant_turns",
-            "message_count", "trajectory_bytes", "created_at", "updated_at",
+            "message_count", "trajectory_bytes", "judge_reports", "created_at", "updated_at",
         ]
         read_only_fields = fields

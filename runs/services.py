@@ -20,7 +20,8 @@ from django.utils import timezone
 
 from .bulk import bulk_insert
 from .models import (
-    Attempt, AttemptRollup, Benchmark, ChecklistItem, GroupRollup, Job, JobState, Run, Verdict, VerdictResult,
+    Attempt, AttemptRollup, Benchmark, ChecklistItem, GroupRollup, Job, JobState, JudgeReport, ReportStatus, Run,
+    Verdict, VerdictResult,
 )
 
 log = logging.getLogger(__name__)
@@ -194,10 +195,11 @@ def _rollups_rebuild_sql(batch: list[int], judges: list[int] | None) -> int:
     batch's verdicts once and inserts both rollups (INSERT ... SELECT ... GROUP BY in CTEs).
 
     The verdicts are counted first and the attempt's facets (run, instance, benchmark, model)
-    joined to the counted rows, one lookup per attempt instead of one per verdict.
+    joined to the counted rows, one lookup per attempt instead of one per verdict. Judge reports
+    (`JudgeReport`) add their extra counts, and make a rollup of an attempt the judge could not score.
     """
     t = {m: connection.ops.quote_name(m._meta.db_table)
-         for m in (AttemptRollup, GroupRollup, Verdict, Attempt, Run, ChecklistItem)}
+         for m in (AttemptRollup, GroupRollup, Verdict, Attempt, Run, ChecklistItem, JudgeReport)}
     counts = ("count(*) FILTER (WHERE v.result <> 'na') AS n_applicable, "
               "count(*) FILTER (WHERE v.result = 'pass') AS n_passed")
     # The batch's attempts drive every statement: the verdicts are picked first, through an
@@ -220,23 +222,38 @@ def _rollups_rebuild_sql(batch: list[int], judges: list[int] | None) -> int:
             f"WHERE attempt_id = ANY(%s){of_judges}), "
             f"f AS MATERIALIZED (SELECT a.id, a.run_id, a.instance_id, r.benchmark_id, r.model_id "
             f"FROM {t[Attempt]} a JOIN {t[Run]} r ON r.id = a.run_id WHERE a.id = ANY(%s)), "
-            f"c AS (SELECT v.attempt_id, v.judge_id, count(*) AS n, {counts} FROM v GROUP BY 1, 2), "
+            f"cv AS (SELECT v.attempt_id, v.judge_id, count(*) AS n, {counts} FROM v GROUP BY 1, 2), "
+            f"r AS MATERIALIZED (SELECT attempt_id, judge_id, status, n_applicable_extra, n_passed_extra, "
+            f"(SELECT count(*) FROM jsonb_object_keys(unrecognised)) AS n_unrecognised FROM {t[JudgeReport]} "
+            f"WHERE attempt_id = ANY(%s){of_judges}), "
+            f"c AS (SELECT COALESCE(cv.attempt_id, r.attempt_id) AS attempt_id, COALESCE(cv.judge_id, r.judge_id) AS judge_id, "
+            f"COALESCE(cv.n, 0) AS n, COALESCE(cv.n_applicable, 0) + COALESCE(r.n_applicable_extra, 0) AS n_applicable, "
+            f"COALESCE(cv.n_passed, 0) + COALESCE(r.n_passed_extra, 0) AS n_passed, "
+            f"CASE WHEN r.status IS NULL OR r.status = '{ReportStatus.SCORED}' THEN '' ELSE r.status END AS unscored, "
+            f"COALESCE(r.n_unrecognised, 0) AS n_unrecognised "
+            f"FROM cv FULL OUTER JOIN r ON r.attempt_id = cv.attempt_id AND r.judge_id = cv.judge_id), "
             # one pass over the verdicts, each unpivoted into its four facets (empty text facets are left out)
             f"g AS (SELECT v.attempt_id, v.judge_id, d.dimension, d.value, {counts} FROM v "
             f"JOIN {t[ChecklistItem]} i ON i.id = v.item_id "
             f"CROSS JOIN LATERAL (VALUES {', '.join(facets)}) AS d(dimension, value) "
             f"WHERE d.value IS NOT NULL AND (d.value <> '' OR d.dimension NOT IN ({', '.join(present)})) "
             f"GROUP BY 1, 2, 3, 4), "
+            # an attempt the judge could not score: every item of its instance counted failed, per facet
+            f"gu AS (SELECT r.attempt_id, r.judge_id, d.dimension, d.value, count(*) AS n_applicable, 0 AS n_passed "
+            f"FROM r JOIN f ON f.id = r.attempt_id JOIN {t[ChecklistItem]} i ON i.instance_id = f.instance_id "
+            f"CROSS JOIN LATERAL (VALUES {', '.join(facets)}) AS d(dimension, value) "
+            f"WHERE r.status <> '{ReportStatus.SCORED}' AND d.value IS NOT NULL "
+            f"AND (d.value <> '' OR d.dimension NOT IN ({', '.join(present)})) GROUP BY 1, 2, 3, 4), "
             f"attempts AS (INSERT INTO {t[AttemptRollup]} (attempt_id, judge_id, benchmark_id, run_id, model_id, "
-            f"instance_id, n_items, n_applicable, n_passed) "
+            f"instance_id, n_items, n_applicable, n_passed, unscored, n_unrecognised) "
             f"SELECT c.attempt_id, c.judge_id, f.benchmark_id, f.run_id, f.model_id, f.instance_id, c.n, "
-            f"c.n_applicable, c.n_passed FROM c JOIN f ON f.id = c.attempt_id RETURNING 1), "
+            f"c.n_applicable, c.n_passed, c.unscored, c.n_unrecognised FROM c JOIN f ON f.id = c.attempt_id RETURNING 1), "
             f"groups AS (INSERT INTO {t[GroupRollup]} (attempt_id, judge_id, benchmark_id, model_id, dimension, value, "
             f"n_applicable, n_passed) "
             f"SELECT g.attempt_id, g.judge_id, f.benchmark_id, f.model_id, g.dimension, g.value, g.n_applicable, "
-            f"g.n_passed FROM g JOIN f ON f.id = g.attempt_id RETURNING 1) "
+            f"g.n_passed FROM (SELECT * FROM g UNION ALL SELECT * FROM gu) g JOIN f ON f.id = g.attempt_id RETURNING 1) "
             f"SELECT (SELECT count(*) FROM attempts), (SELECT count(*) FROM groups)",
-            [*params, batch],
+            [*params, batch, *params],
         )
         return cursor.fetchone()[0]
 
@@ -257,20 +274,30 @@ def _rollups_rebuild_batch(batch: list[int], judges: list[int] | None) -> int:
         n_applicable=Count("id", filter=~Q(result=VerdictResult.NOT_APPLICABLE)),
         n_passed=Count("id", filter=Q(result=VerdictResult.PASS)),
     )
+    rows = {(row["attempt_id"], row["judge_id"]): row
+            for row in verdicts.values("attempt_id", "judge_id").annotate(**counts).order_by()}
+    reports = {(r["attempt_id"], r["judge_id"]): r for r in JudgeReport.objects.filter(
+        attempt_id__in=batch, **of_judges).values("attempt_id", "judge_id", "status", "n_applicable_extra",
+                                                   "n_passed_extra", "unrecognised")}
     rollups = []
-    for row in verdicts.values("attempt_id", "judge_id").annotate(**counts).order_by():
-        f = facets[row["attempt_id"]]
+    for key in sorted(rows.keys() | reports.keys()):
+        row = rows.get(key, {"n_items": 0, "n_applicable": 0, "n_passed": 0})
+        report = reports.get(key, {"status": ReportStatus.SCORED, "n_applicable_extra": 0, "n_passed_extra": 0,
+                                   "unrecognised": {}})
+        f = facets[key[0]]
         rollups.append(
             AttemptRollup(
-                attempt_id=row["attempt_id"],
-                judge_id=row["judge_id"],
+                attempt_id=key[0],
+                judge_id=key[1],
                 benchmark_id=f["run__benchmark_id"],
                 run_id=f["run_id"],
                 model_id=f["run__model_id"],
                 instance_id=f["instance_id"],
                 n_items=row["n_items"],
-                n_applicable=row["n_applicable"],
-                n_passed=row["n_passed"],
+                n_applicable=row["n_applicable"] + report["n_applicable_extra"],
+                n_passed=row["n_passed"] + report["n_passed_extra"],
+                unscored="" if report["status"] == ReportStatus.SCORED else report["status"],
+                n_unrecognised=len(report["unrecognised"] or {}),
             )
         )
     bulk_insert(AttemptRollup, rollups)
@@ -302,8 +329,33 @@ def _rollups_rebuild_batch(batch: list[int], judges: list[int] | None) -> int:
                     n_passed=row["n_passed"],
                 )
             )
+    groups += _unscored_group_rollups(reports, facets)
     bulk_insert(GroupRollup, groups)
     return len(rollups)
+
+
+def _unscored_group_rollups(reports: dict[tuple, dict], facets: dict[int, dict]) -> list[GroupRollup]:
+    """Group rollups of attempts their judge could not score: every item of the instance counted failed, per facet."""
+    unscored = [key for key, r in reports.items() if r["status"] != ReportStatus.SCORED]
+    if not unscored:
+        return []
+    fields = [field.removeprefix("item__") for _, field in ROLLUP_DIMENSIONS]
+    items: dict[int, list[dict]] = {}
+    for item in ChecklistItem.objects.filter(instance_id__in={facets[a]["instance_id"] for a, _ in unscored}).values(
+            "instance_id", *fields):
+        items.setdefault(item["instance_id"], []).append(item)
+    groups = []
+    for attempt_id, judge_id in unscored:
+        f = facets[attempt_id]
+        counted: dict[tuple[str, str], int] = {}
+        for item in items.get(f["instance_id"], []):
+            for (dimension, _), name in zip(ROLLUP_DIMENSIONS, fields):
+                if item[name] is not None and item[name] != "":
+                    counted[(dimension, str(item[name]))] = counted.get((dimension, str(item[name])), 0) + 1
+        groups += [GroupRollup(attempt_id=attempt_id, judge_id=judge_id, benchmark_id=f["run__benchmark_id"],
+                               model_id=f["run__model_id"], dimension=dimension, value=value, n_applicable=n, n_passed=0)
+                   for (dimension, value), n in counted.items()]
+    return groups
 
 
 # jobs ---------------------------------------------------------------------------------

@@ -37,9 +37,13 @@ def score_row_dict(row: ScoreRow) -> dict:
     return {
         "model": row.model, "group": row.group,
         "isr": row.isr, "isr_std": row.isr_std, "csr": row.csr, "csr_std": row.csr_std,
+        "macro_csr": row.macro_csr, "macro_csr_std": row.macro_csr_std,
         "isr_ci": list(row.isr_ci) if row.isr_ci else None, "csr_ci": list(row.csr_ci) if row.csr_ci else None,
         "n_instances": row.n_instances, "n_attempts": row.n_attempts, "n_empty": row.n_empty, "small": row.small,
-        "per_judge": {judge: {"isr": s.isr, "csr": s.csr, "n_instances": s.n_instances, "n_attempts": s.n_attempts}
+        "n_unscored": row.n_unscored, "n_unrecognised": row.n_unrecognised,
+        "per_judge": {judge: {"isr": s.isr, "csr": s.csr, "macro_csr": s.macro_csr, "n_instances": s.n_instances,
+                              "n_attempts": s.n_attempts, "n_success": s.n_success, "unscored": s.unscored,
+                              "n_unrecognised": s.n_unrecognised}
                       for judge, s in row.per_judge.items()},
     }
 
@@ -68,16 +72,18 @@ def export_csv(rows: list[dict]) -> str:
     out = io.StringIO()
     writer = csv.writer(out)
     # per-judge headers carry judge names (untrusted): neutralised like the data cells
-    writer.writerow(["model", "group", "isr", "isr_std", "csr", "csr_std", "isr_ci_low", "isr_ci_high",
-                     "csr_ci_low", "csr_ci_high", "n_instances", "n_attempts", "n_empty"]
-                    + [csv_safe(f"{j} {m}") for j in judges for m in ("isr", "csr")])
+    writer.writerow(["model", "group", "isr", "isr_std", "csr", "csr_std", "macro_csr", "macro_csr_std",
+                     "isr_ci_low", "isr_ci_high", "csr_ci_low", "csr_ci_high", "n_instances", "n_attempts", "n_empty",
+                     "n_unscored", "n_unrecognised"]
+                    + [csv_safe(f"{j} {m}") for j in judges for m in ("isr", "csr", "macro_csr")])
     for r in rows:
         isr_ci, csr_ci = r["isr_ci"] or [None, None], r["csr_ci"] or [None, None]
-        cells = [r["model"], r["group"], r["isr"], r["isr_std"], r["csr"], r["csr_std"], *isr_ci, *csr_ci,
-                 r["n_instances"], r["n_attempts"], r["n_empty"]]
+        cells = [r["model"], r["group"], r["isr"], r["isr_std"], r["csr"], r["csr_std"], r.get("macro_csr"),
+                 r.get("macro_csr_std"), *isr_ci, *csr_ci, r["n_instances"], r["n_attempts"], r["n_empty"],
+                 r.get("n_unscored", 0), r.get("n_unrecognised", 0)]
         for j in judges:
             s = r["per_judge"].get(j) or {}
-            cells += [s.get("isr"), s.get("csr")]
+            cells += [s.get("isr"), s.get("csr"), s.get("macro_csr")]
         writer.writerow(["" if c is None else csv_safe(c) for c in cells])
     return out.getvalue()
 

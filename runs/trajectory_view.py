@@ -42,7 +42,8 @@ def pretty(arguments) -> str:
     return json.dumps(arguments, ensure_ascii=False, indent=2)
 
 
-def _piece(text: str) -> dict:
+def text_piece(text: str) -> dict:
+    """The first CUT characters of a long text, whether it was cut, and its full length."""
     return {"text": text[:CUT], "cut": len(text) > CUT, "size": len(text)}
 
 
@@ -64,12 +65,12 @@ def display_units(messages: list[dict]) -> list[dict]:
             result = None
             if found and found[0] > n:
                 shown_results.add(found[0])
-                result = {"index": found[0], **_piece(str(found[1].get("content") or "")), "error": bool(found[1].get("is_error"))}
-            calls.append({"k": k, "field": f"call:{k}", "name": call.get("name", ""), "args": _piece(pretty(call.get("arguments"))), "result": result})
+                result = {"index": found[0], **text_piece(str(found[1].get("content") or "")), "error": bool(found[1].get("is_error"))}
+            calls.append({"k": k, "field": f"call:{k}", "name": call.get("name", ""), "args": text_piece(pretty(call.get("arguments"))), "result": result})
         haystack = " ".join([content, str(m.get("reasoning") or "")] + [c["args"]["text"] + (c["result"]["text"] if c["result"] else "") for c in calls]).lower()
         units.append({
             "index": n, "role": role, "turn": turn if role == "assistant" else None,
-            "content": _piece(content), "reasoning": _piece(str(m["reasoning"])) if m.get("reasoning") else None,
+            "content": text_piece(content), "reasoning": text_piece(str(m["reasoning"])) if m.get("reasoning") else None,
             "calls": calls, "tool_name": m.get("tool_name", ""), "reminder": "<system-reminder>" in content,
             "haystack": haystack, "indices": [n] + [c["result"]["index"] for c in calls if c["result"]],
         })

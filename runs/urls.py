@@ -28,6 +28,7 @@ urlpatterns = [
     path("b/<slug:slug>/compare/", checklist.compare, name="checklist-compare"),
     path("attempts/<int:pk>/", checklist.attempt, name="attempt"),
     path("attempts/<int:pk>/text/", checklist.message_text, name="attempt-text"),
+    path("attempts/<int:pk>/judge-reply/", checklist.judge_reply_text, name="attempt-judge-reply"),
     path("instances/<int:pk>/", checklist.instance, name="instance"),
     path("instances/<int:pk>/compare/", checklist.attempt_compare, name="attempt_compare"),
     # share links and exports (public s/<token>/ pages need no login; the token is the credential)

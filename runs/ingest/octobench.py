@@ -6,7 +6,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from runs.categories import normalise_category
-from runs.models import BenchmarkKind, ChecklistItem, Instance, JudgeKind, Trajectory, Verdict
+from runs.models import (
+    BenchmarkKind, ChecklistItem, Instance, JudgeKind, JudgeReport, ReportStatus, Trajectory, Verdict, VerdictResult,
+)
 
 from .base import Context, Source, content_hash, iter_json_document, iter_jsonl, overflows_float, require, text_limit
 from .lookups import (
@@ -19,7 +21,7 @@ from .lookups import (
     judge_get_or_create,
     run_get_or_create,
 )
-from .verdicts import parse_result, verdicts_upsert
+from .verdicts import verdicts_upsert
 
 DEFAULT_SLUG = "octobench"
 BATCH = 200
@@ -510,11 +512,22 @@ def _run_for_results(ctx: Context, benchmark, source: Source):
     return run
 
 
-def _score_rows(ctx, source, line, value, index: InstanceIndex, seen) -> tuple[int, list[dict]] | None:
+#: the result strings mini-vela's evaluate.py recognises: only "success" passes (`item.get("result") ==
+#: "success"`); "fail" is the other word its judge prompt allows. Anything else counts as failed, as there.
+PASSED_RESULT, FAILED_RESULT = "success", "fail"
+
+
+def _score_rows(ctx, source, line, value, index: InstanceIndex, seen) -> tuple[int, list[dict], dict] | None:
+    """A result record as (instance id, verdict rows, judge report row), counted as evaluate.py counts it.
+
+    Every shape evaluate.py writes is accepted: a scored `eval_result`, one it read as an error (the
+    judge's reply was not JSON: `{"error", "raw_response"}`), and `success: false` with an `error`
+    (the judge API call failed). Shapes it cannot write (its own reward computation would have
+    raised) are problems."""
     if not isinstance(value, dict):
         ctx.problem(source, line, "a result should be an object")
         return None
-    if not require(ctx, source, line, value, {"instance_id": (str, int), "eval_result": dict}):
+    if not require(ctx, source, line, value, {"instance_id": (str, int)}):
         return None
     external = str(value["instance_id"])
     instance_id = index.instance_id(external)
@@ -525,36 +538,108 @@ def _score_rows(ctx, source, line, value, index: InstanceIndex, seen) -> tuple[i
         ctx.problem(source, line, f"instance '{external}' is scored twice (first at {seen[external]})")
         return None
     seen[external] = f"{source.name}:{line}"
-    items = index.items(instance_id)
-    rows = []
-    for category, group in value["eval_result"].items():
-        checks = group.get("checks") if isinstance(group, dict) else None
+    report = _report_of(value)
+    if "eval_result" not in value:
+        if value.get("success") is True:
+            ctx.problem(source, line, "a result with success true has no 'eval_result'")
+            return None
+        report["status"] = ReportStatus.FAILED
+        return instance_id, [], _unscored(report, index.items(instance_id))
+    eval_result = value["eval_result"]
+    if _reads_as_error(eval_result):
+        not_json = isinstance(eval_result, dict) and "raw_response" in eval_result
+        report["status"] = ReportStatus.REPLY_NOT_JSON if not_json else ReportStatus.REPLY_ERROR
+        report["error"] = _text(eval_result.get("error")) if isinstance(eval_result, dict) else ""
+        report["raw_reply"] = _text(eval_result["raw_response"]) if not_json else json.dumps(eval_result, ensure_ascii=False)
+        return instance_id, [], _unscored(report, index.items(instance_id))
+    if not isinstance(eval_result, dict):
+        ctx.problem(source, line, "'eval_result' should be an object (evaluate.py writes no other shape)")
+        return None
+    rows = _check_rows(ctx, source, line, eval_result, index.items(instance_id), report)
+    if rows is None:
+        return None
+    if not rows and not report["extra_checks"]:
+        report["status"] = ReportStatus.NO_CHECKS
+        return instance_id, [], _unscored(report, index.items(instance_id))
+    return instance_id, rows, report
+
+
+def _report_of(value: dict) -> dict:
+    """The judge report row of a result, before its status and counts are known."""
+    reward, binary = value.get("reward"), value.get("binary_reward")
+    number = (int, float)
+    return {"status": ReportStatus.SCORED, "error": _text(value.get("error")) if "eval_result" not in value else "",
+            "raw_reply": "", "unrecognised": {}, "extra_checks": [], "n_applicable_extra": 0, "n_passed_extra": 0,
+            "reward": float(reward) if isinstance(reward, number) and not isinstance(reward, bool) else None,
+            "binary_reward": int(binary) if isinstance(binary, number) and not isinstance(binary, bool) else None}
+
+
+def _text(value: Any) -> str:
+    if value is None:
+        return ""
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+def _reads_as_error(eval_result: Any) -> bool:
+    """Whether evaluate.py's `calculate_reward` gives this eval_result reward 0 as an error (`"error" in it`)."""
+    return isinstance(eval_result, (dict, list, str)) and "error" in eval_result
+
+
+def _unscored(report: dict, items: dict) -> dict:
+    """An instance the judge did not score counts as every check of its checklist failed (reward 0)."""
+    report["n_applicable_extra"] = max(len(items), 1)
+    return report
+
+
+def _check_rows(ctx, source, line, eval_result: dict, items: dict, report: dict) -> list[dict] | None:
+    """Verdict rows of a scored eval_result; checks the checklist does not have go to the report's extras."""
+    rows: list[dict] = []
+    used: set[str] = set()
+    ok = True
+    for category, group in eval_result.items():
+        checks = group.get("checks", []) if isinstance(group, dict) else None
+        if checks in ("", {}):  # evaluate.py iterates them: no checks
+            checks = []
         if not isinstance(checks, list):
             ctx.problem(source, line, f"eval_result category '{category}' has no 'checks' list")
+            ok = False
             continue
         for check in checks:
-            check_id = str(check.get("check_id", "")) if isinstance(check, dict) else ""
-            if check_id not in items:
-                ctx.problem(source, line, f"check id '{check_id}' is not in the checklist of instance '{external}'")
+            if not isinstance(check, dict):
+                ctx.problem(source, line, f"eval_result category '{category}': a check should be an object")
+                ok = False
                 continue
-            result = parse_result(check.get("result"))
-            if result is None:
-                ctx.problem(source, line, f"check '{check_id}': result {check.get('result')!r} is not success, fail or not_applicable")
+            raw = check.get("result")
+            passed = raw == PASSED_RESULT
+            check_id = str(check["check_id"]) if isinstance(check.get("check_id"), (str, int)) else ""
+            reasoning = check.get("reasoning")
+            reasoning = reasoning if type(reasoning) is str else _text(reasoning)
+            if check_id not in items or check_id in used:
+                why = "no check id" if not check_id else "repeated" if check_id in used else "not in the checklist"
+                report["extra_checks"].append({"check_id": check_id, "category": str(category), "result": raw,
+                                               "reasoning": reasoning, "why": why})
+                report["n_applicable_extra"] += 1
+                report["n_passed_extra"] += passed
                 continue
+            used.add(check_id)
+            if raw not in (PASSED_RESULT, FAILED_RESULT):
+                report["unrecognised"][check_id] = raw
             evidence = None
             if "evidence" in check or "message_index" in check:
                 evidence, reason = _evidence(check)
                 if reason:
                     ctx.problem(source, line, f"check '{check_id}': {reason}")
+                    ok = False
                     continue
-            score, reasoning = check.get("score"), check.get("reasoning")
+            score = check.get("score")
             if overflows_float(score):
                 ctx.problem(source, line, f"check '{check_id}': score is out of range (a number of {len(str(abs(score)))} digits)")
+                ok = False
                 continue
-            rows.append({"item_id": items[check_id], "result": result,
-                         "reasoning": reasoning if type(reasoning) is str else str(reasoning or ""),
+            rows.append({"item_id": items[check_id], "result": VerdictResult.PASS if passed else VerdictResult.FAIL,
+                         "reasoning": reasoning,
                          "score": float(score) if isinstance(score, (int, float)) else None, "evidence": evidence})
-    return instance_id, rows
+    return rows if ok else None
 
 
 def _evidence(check: dict) -> tuple[dict | None, str]:
@@ -582,14 +667,32 @@ def _evidence(check: dict) -> tuple[dict | None, str]:
     return None, f"'{name}' should be {shapes}, found {json.dumps(value, ensure_ascii=False)[:80]}"
 
 
-def _write_scores(ctx: Context, run, judge, pending: list[tuple[int, list[dict]]]) -> None:
+def _write_scores(ctx: Context, run, judge, pending: list[tuple[int, list[dict], dict]]) -> None:
     if not pending:
         return
-    attempts = attempt_ids_for(ctx, run, [instance_id for instance_id, _ in pending])
-    rows = []
-    for instance_id, verdicts in pending:
+    attempts = attempt_ids_for(ctx, run, [instance_id for instance_id, _, _ in pending])
+    rows, reports, unscored = [], [], []
+    for instance_id, verdicts, report in pending:
         attempt_id = attempts.get(instance_id)
         for v in verdicts:  # rows of this batch only: completed in place
             v["attempt_id"], v["judge_id"] = attempt_id, judge.id
         rows.extend(verdicts)
+        reports.append({**report, "attempt_id": attempt_id, "judge_id": judge.id})
+        if report["status"] != ReportStatus.SCORED:
+            unscored.append(attempt_id)
     verdicts_upsert(ctx, rows)
+    changed: set[tuple] = set()
+    ctx.upsert(JudgeReport, reports, key=("attempt_id", "judge_id"), compare=REPORT_FIELDS, kind="judge reports",
+               changed=changed, returning_ids=False)
+    if unscored and not ctx.failed:  # a result that is unscored now drops what the judge said before
+        stale = Verdict.objects.filter(attempt_id__in=unscored, judge_id=judge.id)
+        if removed := stale.delete()[1].get("runs.Verdict", 0):
+            ctx.report.add("verdicts", "removed", removed)
+            changed.update((a, judge.id) for a in unscored)
+    ctx.touched_attempts.update(k[0] for k in changed if k[0] is not None)
+    ctx.touched_judges.update(k[1] for k in changed if k[0] is not None)
+
+
+#: the judge report fields an import compares with what is stored
+REPORT_FIELDS = ("status", "error", "raw_reply", "reward", "binary_reward", "unrecognised", "extra_checks",
+                 "n_applicable_extra", "n_passed_extra")

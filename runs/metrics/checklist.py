@@ -1,4 +1,4 @@
-"""Checklist-benchmark metrics (METRICS.md section 1): ISR, CSR, per group, per judge, bootstrap, stability.
+"""Checklist-benchmark metrics (METRICS.md section 1): ISR, CSR, macro CSR, per group, per judge, bootstrap, stability.
 
 The pure functions take `Cell`s (one attempt x judge, optionally x group value: how
 many items were applicable and how many passed) and return plain rows. The query
@@ -7,7 +7,8 @@ verdicts, because rollups cannot leave items out.
 """
 from __future__ import annotations
 
-from collections import defaultdict
+import json
+from collections import Counter, defaultdict
 from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from itertools import combinations
@@ -50,6 +51,10 @@ class Cell(NamedTuple):
     n_passed: int
     group: str | None = None
     assistant_turns: int | None = None
+    #: the judge's report status when it could not score the attempt (its checks count as failed), else ""
+    unscored: str = ""
+    #: verdicts whose result string the reference scorer does not recognise (counted as failed, as it does)
+    n_unrecognised: int = 0
 
     @property
     def success(self) -> bool:
@@ -58,7 +63,12 @@ class Cell(NamedTuple):
 
 @dataclass
 class JudgeScore:
-    """ISR and CSR (in percent) under one judge, pooled over the cells' attempts and repetitions."""
+    """ISR and CSR (in percent) under one judge, pooled over the cells' attempts and repetitions.
+
+    `macro_csr` is the mean over counted attempts of each one's pass rate (passed / applicable):
+    OctoBench's evaluate.py `avg_reward`, in percent. `unscored` counts attempts by the reason
+    the judge could not score them (runs.models.ReportStatus); they are counted attempts whose
+    checks all failed (reward 0, as evaluate.py counts them)."""
 
     isr: float | None
     csr: float | None
@@ -68,6 +78,13 @@ class JudgeScore:
     n_success: int
     n_applicable: int
     n_passed: int
+    macro_csr: float | None = None
+    unscored: dict[str, int] = field(default_factory=dict)
+    n_unrecognised: int = 0
+
+    @property
+    def n_unscored(self) -> int:
+        return sum(self.unscored.values())
 
 
 @dataclass
@@ -86,6 +103,18 @@ class ScoreRow:
     per_judge: dict[str, JudgeScore] = field(default_factory=dict)
     isr_ci: tuple[float, float] | None = None
     csr_ci: tuple[float, float] | None = None
+    macro_csr: float | None = None
+    macro_csr_std: float | None = None
+
+    @property
+    def n_unscored(self) -> int:
+        """Results the judges could not score, summed over judges (each judge's result is one)."""
+        return sum(s.n_unscored for s in self.per_judge.values())
+
+    @property
+    def n_unrecognised(self) -> int:
+        """Verdicts whose result string the reference scorer does not recognise, summed over judges."""
+        return sum(s.n_unrecognised for s in self.per_judge.values())
 
     @property
     def small(self) -> bool:
@@ -95,8 +124,13 @@ class ScoreRow:
 def judge_score(cells: Iterable[Cell]) -> JudgeScore:
     """ISR and CSR of cells from ONE judge: attempts with no applicable item are left out and counted."""
     instances, empty = set(), set()
-    n_attempts = n_success = n_applicable = n_passed = 0
+    n_attempts = n_success = n_applicable = n_passed = n_unrecognised = 0
+    rate_sum = 0.0
+    unscored: dict[str, int] = defaultdict(int)
     for c in cells:
+        n_unrecognised += c.n_unrecognised
+        if c.unscored:
+            unscored[c.unscored] += 1
         if c.n_applicable == 0:
             empty.add(c.attempt_id)
             continue
@@ -105,18 +139,31 @@ def judge_score(cells: Iterable[Cell]) -> JudgeScore:
         n_success += c.success
         n_applicable += c.n_applicable
         n_passed += c.n_passed
-    return judge_score_of(n_attempts, n_success, n_applicable, n_passed, len(instances), len(empty))
+        rate_sum += c.n_passed / c.n_applicable
+    return judge_score_of(n_attempts, n_success, n_applicable, n_passed, len(instances), len(empty),
+                          rate_sum=rate_sum, unscored=dict(unscored), n_unrecognised=n_unrecognised)
 
 
 def judge_score_of(n_attempts: int, n_success: int, n_applicable: int, n_passed: int, n_instances: int,
-                   n_empty: int) -> JudgeScore:
-    """A judge's ISR and CSR from its counts (counted attempts only; see judge_score)."""
+                   n_empty: int, *, rate_sum: float = 0.0, unscored: dict[str, int] | None = None,
+                   n_unrecognised: int = 0) -> JudgeScore:
+    """A judge's ISR, CSR and macro CSR from its counts (counted attempts only; see judge_score);
+    `rate_sum` is the sum of the counted attempts' pass rates."""
     return JudgeScore(
         isr=100.0 * n_success / n_attempts if n_attempts else None,
         csr=100.0 * n_passed / n_applicable if n_applicable else None,
         n_instances=n_instances, n_attempts=n_attempts, n_empty=n_empty,
         n_success=n_success, n_applicable=n_applicable, n_passed=n_passed,
+        macro_csr=macro_csr(rate_sum, n_attempts), unscored={k: v for k, v in (unscored or {}).items() if v},
+        n_unrecognised=n_unrecognised,
     )
+
+
+def macro_csr(rate_sum: float, n_attempts: int) -> float | None:
+    """Macro CSR in percent: the mean over counted attempts of passed / applicable. On OctoBench this is
+    mini-vela evaluate.py's `avg_reward` x 100 (the mean of its per-instance `reward`; it rounds each
+    reward to 3 decimals before averaging, so its printout can differ in the third decimal)."""
+    return 100.0 * rate_sum / n_attempts if n_attempts else None
 
 
 def score_row(model: str, group: str | None, cells: Sequence[Cell]) -> ScoreRow:
@@ -137,8 +184,10 @@ def score_row_of(model: str, group: str | None, per_judge: dict[str, JudgeScore]
     """A row from its judges' scores (in judge-name order) and its distinct counts across judges."""
     isr, isr_std = mean_std([s.isr for s in per_judge.values()])
     csr, csr_std = mean_std([s.csr for s in per_judge.values()])
+    macro, macro_std = mean_std([s.macro_csr for s in per_judge.values()])
     return ScoreRow(model=model, group=group, isr=isr, isr_std=isr_std, csr=csr, csr_std=csr_std,
-                    n_instances=n_instances, n_attempts=n_attempts, n_empty=n_empty, per_judge=per_judge)
+                    n_instances=n_instances, n_attempts=n_attempts, n_empty=n_empty, per_judge=per_judge,
+                    macro_csr=macro, macro_csr_std=macro_std)
 
 
 def score_rows(cells: Iterable[Cell], *, group_order: Sequence[str] = ()) -> list[ScoreRow]:
@@ -153,6 +202,31 @@ def score_rows(cells: Iterable[Cell], *, group_order: Sequence[str] = ()) -> lis
         return (model, order.get(group, len(order)), group or "")
 
     return [score_row(model, group, buckets[(model, group)]) for model, group in sorted(buckets, key=key)]
+
+
+@dataclass
+class ReferenceNotes:
+    """What the leaderboard says about judge results the reference scorer counts in its own way, over its rows."""
+
+    unscored: dict[str, int]  # report status -> judge results (runs.models.ReportStatus)
+    n_unrecognised: int
+
+    @property
+    def n_unscored(self) -> int:
+        return sum(self.unscored.values())
+
+
+def reference_notes(rows: Iterable[ScoreRow]) -> ReferenceNotes:
+    """Unscored judge results by reason and verdicts with a result string the reference does not
+    recognise, summed over rows (each row's judges) for the page's note."""
+    unscored: dict[str, int] = defaultdict(int)
+    n_unrecognised = 0
+    for row in rows:
+        for s in row.per_judge.values():
+            n_unrecognised += s.n_unrecognised
+            for status, n in s.unscored.items():
+                unscored[status] += n
+    return ReferenceNotes(dict(unscored), n_unrecognised)
 
 
 def with_bootstrap(row: ScoreRow, cells: Sequence[Cell], **kwargs) -> ScoreRow:
@@ -208,8 +282,7 @@ def isr_by_length(cells: Iterable[Cell]) -> list[ScoreRow]:
 
 
 def _regroup(cell: Cell, group: str | None) -> Cell:
-    return Cell(cell.attempt_id, cell.instance_id, cell.model, cell.run, cell.judge,
-                cell.n_applicable, cell.n_passed, group, cell.assistant_turns)
+    return cell._replace(group=group)
 
 
 # ranking stability across judges ------------------------------------------------------
@@ -327,7 +400,9 @@ class Filters:
     models: Collection[str] = ()
 
 
-def _filter(qs, filters: Filters, *, via: str = ""):
+def _filter(qs, filters: Filters, *, via: str = "", model: str = "model__name"):
+    """Rows (rollups, or verdicts and judge reports with via="attempt__") the filters keep; `model` is
+    the lookup of the model's name (rollups carry the model, verdicts reach it through the attempt's run)."""
     if filters.runs:
         qs = qs.filter(**{f"{via}run__label__in": list(filters.runs)})
     if filters.judges:
@@ -337,8 +412,12 @@ def _filter(qs, filters: Filters, *, via: str = ""):
     if filters.primary_categories:
         qs = qs.filter(**{f"{via}instance__primary_category__in": list(filters.primary_categories)})
     if filters.models:
-        qs = qs.filter(model__name__in=list(filters.models))
+        qs = qs.filter(**{f"{model}__in": list(filters.models)})
     return qs
+
+
+#: _filter's keywords for rows that reach everything through their attempt (verdicts, judge reports)
+VIA_ATTEMPT = {"via": "attempt__", "model": "attempt__run__model__name"}
 
 
 def attempt_cells(benchmark_id: int, filters: Filters, *, by: str = "model") -> list[Cell]:
@@ -351,15 +430,15 @@ def attempt_cells(benchmark_id: int, filters: Filters, *, by: str = "model") -> 
 
     qs = _filter(AttemptRollup.objects.filter(benchmark_id=benchmark_id), filters)
     rows = list(qs.values_list("attempt_id", "instance_id", "model_id", "run_id", "judge_id", "n_applicable", "n_passed",
-                               "attempt__assistant_turns").order_by())
+                               "attempt__assistant_turns", "unscored", "n_unrecognised").order_by())
     facet = {"scaffold": "scaffold", "primary_category": "primary_category"}.get(by)
     wanted = [(AgentModel, "name", {r[2] for r in rows}), (Run, "label", {r[3] for r in rows}),
               (Judge, "name", {r[4] for r in rows})] + ([(Instance, facet, {r[1] for r in rows})] if facet else [])
     models, runs, judges, *facets = _names(wanted)
     groups = {i: value or "(none)" for i, value in facets[0].items()} if facet else {}
     return [Cell(a, i, models[m], runs[r], judges[j], n_app, n_pass,
-                 judges[j] if by == "judge" else groups.get(i) if facet else None, turns)
-            for a, i, m, r, j, n_app, n_pass, turns in rows]
+                 judges[j] if by == "judge" else groups.get(i) if facet else None, turns, unscored, n_unrecognised)
+            for a, i, m, r, j, n_app, n_pass, turns, unscored, n_unrecognised in rows]
 
 
 def _names(wanted: list[tuple[type, str, set[int]]]) -> list[dict]:
@@ -398,17 +477,8 @@ def verdict_cells(benchmark_id: int, filters: Filters, *, by: str, excluded_item
 
     field_of = {"category": "item__category", "check_type": "item__check_type", "scaffold": "attempt__instance__scaffold",
                 "primary_category": "attempt__instance__primary_category", "judge": "judge__name"}
-    qs = Verdict.objects.filter(attempt__run__benchmark_id=benchmark_id).exclude(item_id__in=list(excluded_items))
-    if filters.runs:
-        qs = qs.filter(attempt__run__label__in=list(filters.runs))
-    if filters.judges:
-        qs = qs.filter(judge__name__in=list(filters.judges))
-    if filters.scaffolds:
-        qs = qs.filter(attempt__instance__scaffold__in=list(filters.scaffolds))
-    if filters.primary_categories:
-        qs = qs.filter(attempt__instance__primary_category__in=list(filters.primary_categories))
-    if filters.models:
-        qs = qs.filter(attempt__run__model__name__in=list(filters.models))
+    qs = _filter(Verdict.objects.filter(attempt__run__benchmark_id=benchmark_id), filters, **VIA_ATTEMPT)
+    qs = qs.exclude(item_id__in=list(excluded_items))
     keys = ["attempt_id", "attempt__instance_id", "attempt__run__model__name", "attempt__run__label", "judge__name",
             "attempt__assistant_turns"]
     group_field = field_of.get(by)
@@ -418,12 +488,55 @@ def verdict_cells(benchmark_id: int, filters: Filters, *, by: str, excluded_item
         n_applicable=Count("id", filter=~Q(result=VerdictResult.NOT_APPLICABLE)),
         n_passed=Count("id", filter=Q(result=VerdictResult.PASS)),
     ).order_by()
-    return [
-        Cell(r["attempt_id"], r["attempt__instance_id"], r["attempt__run__model__name"], r["attempt__run__label"],
-             r["judge__name"], r["n_applicable"], r["n_passed"],
-             (r[group_field] or "(none)") if group_field else None, r["attempt__assistant_turns"])
+    cells = {
+        (r["attempt_id"], r["judge__name"], r[group_field] if group_field else None): Cell(
+            r["attempt_id"], r["attempt__instance_id"], r["attempt__run__model__name"], r["attempt__run__label"],
+            r["judge__name"], r["n_applicable"], r["n_passed"],
+            (r[group_field] or "(none)") if group_field else None, r["attempt__assistant_turns"])
         for r in rows
-    ]
+    }
+    _add_judge_reports(cells, benchmark_id, filters, keys, group_field, excluded_items)
+    return list(cells.values())
+
+
+def _add_judge_reports(cells: dict[tuple, Cell], benchmark_id: int, filters: Filters, keys: list[str],
+                       group_field: str | None, excluded_items: Collection[int]) -> None:
+    """Judge reports added to verdict cells as runs.services adds them to the rollups: an attempt the judge
+    could not score counts its instance's items (those not excluded, at least one) as failed, per item facet
+    when grouped by one; a scored attempt adds the checks the checklist lacks (not per item facet)."""
+    from runs.models import ChecklistItem, JudgeReport, ReportStatus
+
+    by_item = group_field is not None and group_field.startswith("item__")
+    qs = _filter(JudgeReport.objects.filter(attempt__run__benchmark_id=benchmark_id), filters, **VIA_ATTEMPT)
+    reports = list(qs.values(*(k for k in keys if not k.startswith("item__")), "status", "n_applicable_extra",
+                             "n_passed_extra", "unrecognised").order_by())
+    facet = group_field.removeprefix("item__") if by_item else "key"
+    items: dict[int, list[str]] = defaultdict(list)
+    for instance_id, value in ChecklistItem.objects.filter(
+            instance_id__in={r["attempt__instance_id"] for r in reports if r["status"] != ReportStatus.SCORED}).exclude(
+            id__in=list(excluded_items)).values_list("instance_id", facet):
+        items[instance_id].append(value)
+    for r in reports:
+        unscored = "" if r["status"] == ReportStatus.SCORED else r["status"]
+        if by_item:
+            counts = Counter(value or "(none)" for value in items[r["attempt__instance_id"]]) if unscored else {}
+        else:
+            group = (r[group_field] or "(none)") if group_field else None
+            extra = max(len(items[r["attempt__instance_id"]]), 1) if unscored else r["n_applicable_extra"]
+            counts = {group: extra}
+        for group, n in counts.items():
+            key = (r["attempt_id"], r["judge__name"], group)
+            if key not in cells and not n:  # a scored attempt whose verdicts were all left out stays out
+                continue
+            cell = cells.get(key) or Cell(
+                r["attempt_id"], r["attempt__instance_id"], r["attempt__run__model__name"], r["attempt__run__label"],
+                r["judge__name"], 0, 0, group, r["attempt__assistant_turns"])
+            passed = 0 if unscored or by_item else r["n_passed_extra"]
+            if by_item:  # as GroupRollup, which keeps counts only
+                cells[key] = cell._replace(n_applicable=cell.n_applicable + n)
+                continue
+            cells[key] = cell._replace(n_applicable=cell.n_applicable + n, n_passed=cell.n_passed + passed,
+                                       unscored=unscored, n_unrecognised=len(r["unrecognised"] or {}))
 
 
 def leaderboard_cells(benchmark_id: int, filters: Filters, *, by: str = "model",
@@ -464,12 +577,14 @@ def model_rows_counted(benchmark_id: int, filters: Filters) -> list[ScoreRow]:
     integers (two GROUP BY queries over the rollups), so the same rows, without building a cell
     per rollup in Python. ISR, CSR, means and stds are computed from them by the same functions."""
     from django.db import connection
-    from django.db.models import Count, F, Max, Q, Sum
+    from django.db.models import Count, F, FloatField, Max, Q, Sum
+    from django.db.models.functions import Cast, NullIf
 
-    from runs.models import AgentModel, AttemptRollup, Judge
+    from runs.models import AgentModel, AttemptRollup, Judge, ReportStatus
 
     rollups = _filter(AttemptRollup.objects.filter(benchmark_id=benchmark_id), filters).order_by()
     counted = Q(n_applicable__gt=0)
+    statuses = [s for s in ReportStatus.values if s != ReportStatus.SCORED]
     per_judge = list(rollups.values("model_id", "judge_id").annotate(
         attempts=Count("id", filter=counted),
         success=Count("id", filter=counted & Q(n_passed=F("n_applicable"))),
@@ -477,7 +592,11 @@ def model_rows_counted(benchmark_id: int, filters: Filters) -> list[ScoreRow]:
         passed=Sum("n_passed", filter=counted, default=0),
         instances=Count("instance_id", filter=counted, distinct=True),
         empty=Count("attempt_id", filter=Q(n_applicable=0), distinct=True),
-    ).values_list("model_id", "judge_id", "attempts", "success", "applicable", "passed", "instances", "empty"))
+        rate_sum=Sum(Cast("n_passed", FloatField()) / NullIf("n_applicable", 0), filter=counted, default=0.0),
+        unrecognised=Sum("n_unrecognised", default=0),
+        **{f"unscored_{s}": Count("id", filter=Q(unscored=s)) for s in statuses},
+    ).values_list("model_id", "judge_id", "attempts", "success", "applicable", "passed", "instances", "empty",
+                  "rate_sum", "unrecognised", *(f"unscored_{s}" for s in statuses)))
     # across judges: an attempt counts when any judge had an applicable item, else it is empty
     inner, params = rollups.values("model_id", "attempt_id", "instance_id").annotate(
         most=Max("n_applicable")).values_list("model_id", "attempt_id", "instance_id", "most").query.sql_with_params()
@@ -489,8 +608,10 @@ def model_rows_counted(benchmark_id: int, filters: Filters) -> list[ScoreRow]:
         across = {m: (i, a, e) for m, i, a, e in cursor.fetchall()}
     names = _names([(AgentModel, "name", set(across)), (Judge, "name", {j for _, j, *_ in per_judge})])
     judges: dict[int, dict[str, JudgeScore]] = defaultdict(dict)
-    for m, j, attempts, success, applicable, passed, instances, empty in per_judge:
-        judges[m][names[1][j]] = judge_score_of(attempts, success, applicable, passed, instances, empty)
+    for m, j, attempts, success, applicable, passed, instances, empty, rate_sum, unrecognised, *unscored in per_judge:
+        judges[m][names[1][j]] = judge_score_of(attempts, success, applicable, passed, instances, empty,
+                                                rate_sum=rate_sum, unscored=dict(zip(statuses, unscored)),
+                                                n_unrecognised=unrecognised)
     rows = [score_row_of(names[0][m], None, dict(sorted(judges[m].items())), n_instances=i, n_attempts=a, n_empty=e)
             for m, (i, a, e) in across.items()]
     return sorted(rows, key=lambda r: r.model)
@@ -508,6 +629,7 @@ class AttemptRow:
     judges: dict[str, tuple[int, int]]  # judge -> (applicable, passed) in the cell's scope
     external_id: str = ""
     failing_items: list[dict] = field(default_factory=list)
+    unscored: dict[str, str] = field(default_factory=dict)  # judge -> why it scored nothing, in plain words
 
     @property
     def failing(self) -> bool:
@@ -531,10 +653,17 @@ def drilldown_rows(benchmark_id: int, filters: Filters, *, model: str, by: str =
     cells = leaderboard_cells(benchmark_id, scoped, by=by)
     if by != "model":
         cells = [c for c in cells if c.group == group]
+    from runs.models import AttemptRollup, ReportStatus
+
     rows: dict[int, AttemptRow] = {}
     for c in cells:
         row = rows.setdefault(c.attempt_id, AttemptRow(c.attempt_id, c.instance_id, c.run, c.assistant_turns, {}))
         row.judges[c.judge] = (c.n_applicable, c.n_passed)
+    # the few attempts a judge could not score (group cells do not say which): one query on the rollups
+    unscored = _filter(AttemptRollup.objects.filter(benchmark_id=benchmark_id), scoped).exclude(unscored="")
+    for attempt_id, judge, status in unscored.values_list("attempt_id", "judge__name", "unscored").order_by():
+        if attempt_id in rows and judge in rows[attempt_id].judges:
+            rows[attempt_id].unscored[judge] = ReportStatus(status).label
     return sorted(rows.values(), key=lambda r: (not r.failing, r.pass_ratio, -r.n_failed, r.attempt_id))
 
 
@@ -596,11 +725,12 @@ def attempt_checklist(attempt_id: int, *, reasoning_cut: int | None = None, judg
     With `reasoning_cut`, each reasoning is read only up to that many characters (the database cuts it:
     a 5 MB reasoning is never loaded for a page), with its full "reasoning_size" and "reasoning_cut".
     `judges` keeps only those judges' verdicts and `newest_verdict_id` only verdicts stored up to that
-    id: a share link shows what its snapshot saw, not verdicts imported after it was made."""
+    id: a share link shows what its snapshot saw, not verdicts imported after it was made. A verdict's
+    `written` is the result the judge wrote when the reference scorer does not recognise it (as JSON)."""
     from django.db.models import F
     from django.db.models.functions import Length, Substr
 
-    from runs.models import Attempt, ChecklistItem, Verdict
+    from runs.models import Attempt, ChecklistItem, JudgeReport, Verdict
 
     instance_id = Attempt.objects.filter(id=attempt_id).values_list("instance_id", flat=True).first()
     items = {
@@ -608,6 +738,8 @@ def attempt_checklist(attempt_id: int, *, reasoning_cut: int | None = None, judg
         for i in ChecklistItem.objects.filter(instance_id=instance_id).values(
             "id", "key", "description", "category", "category_original", "check_type", "position")
     }
+    written = {judge: unrecognised for judge, unrecognised in JudgeReport.objects.filter(
+        attempt_id=attempt_id).exclude(unrecognised={}).values_list("judge__name", "unrecognised")}
     text = F("reasoning") if reasoning_cut is None else Substr("reasoning", 1, reasoning_cut)
     verdicts = Verdict.objects.filter(attempt_id=attempt_id).annotate(text=text, size=Length("reasoning"))
     if judges is not None:
@@ -619,13 +751,41 @@ def attempt_checklist(attempt_id: int, *, reasoning_cut: int | None = None, judg
         if item is None:
             continue
         ref = evidence_ref(v["evidence"])
+        unrecognised = written.get(v["judge__name"], {})
         item["verdicts"].append({"id": v["id"], "judge": v["judge__name"], "result": v["result"], "reasoning": v["text"],
-                                 "reasoning_size": v["size"], "reasoning_cut": len(v["text"]) < v["size"], "evidence": ref})
+                                 "reasoning_size": v["size"], "reasoning_cut": len(v["text"]) < v["size"], "evidence": ref,
+                                 "written": json.dumps(unrecognised[item["key"]], ensure_ascii=False)
+                                 if item["key"] in unrecognised else None})
         item["n_fail"] += v["result"] == "fail"
         item["n_pass"] += v["result"] == "pass"
         if ref and item["evidence"] is None:
             item["evidence"] = ref
     return sorted(items.values(), key=lambda i: (-i["n_fail"], not i["verdicts"], i["position"]))
+
+
+#: evaluate.py's error texts for an instance it could not give the judge, in plain words
+REFERENCE_ERRORS = {"轨迹文件为空": "the trajectory file was empty", "case 中没有 checklist": "the instance has no checklist"}
+
+
+def attempt_judge_reports(attempt_id: int, *, judges: Collection[str] | None = None) -> list[dict]:
+    """What each judge's scores file said about the attempt as a whole, by judge name: the reward and
+    binary reward it wrote, and for an unscored attempt the reason in plain words, the error and the reply
+    (only `judges`' reports when given, as a share link's scope says)."""
+    from runs.models import JudgeReport, ReportStatus
+
+    reports = JudgeReport.objects.filter(attempt_id=attempt_id)
+    if judges is not None:
+        reports = reports.filter(judge__name__in=list(judges))
+    out = []
+    for r in reports.select_related("judge").order_by("judge__name"):
+        reason = ReportStatus(r.status).label if r.unscored else ""
+        if r.status == ReportStatus.FAILED and r.error in REFERENCE_ERRORS:
+            reason = f"evaluate.py did not call the judge: {REFERENCE_ERRORS[r.error]}"
+        out.append({"judge": r.judge.name, "judge_id": r.judge_id, "status": r.status, "unscored": r.unscored,
+                    "reason": reason, "error": r.error, "reply": r.raw_reply, "reward": r.reward,
+                    "binary_reward": r.binary_reward, "unrecognised": r.unrecognised, "extra_checks": r.extra_checks,
+                    "counted_failed": r.n_applicable_extra if r.unscored else 0})
+    return out
 
 
 def item_model_matrix(instance_id: int) -> dict:
@@ -661,15 +821,8 @@ def judge_disagreements(benchmark_id: int, filters: Filters, *, limit: int = 20)
 
     from runs.models import ChecklistItem, Verdict, VerdictResult
 
-    qs = Verdict.objects.filter(attempt__run__benchmark_id=benchmark_id).exclude(result=VerdictResult.NOT_APPLICABLE)
-    if filters.runs:
-        qs = qs.filter(attempt__run__label__in=list(filters.runs))
-    if filters.judges:
-        qs = qs.filter(judge__name__in=list(filters.judges))
-    if filters.scaffolds:
-        qs = qs.filter(attempt__instance__scaffold__in=list(filters.scaffolds))
-    if filters.primary_categories:
-        qs = qs.filter(attempt__instance__primary_category__in=list(filters.primary_categories))
+    qs = _filter(Verdict.objects.filter(attempt__run__benchmark_id=benchmark_id), filters, **VIA_ATTEMPT)
+    qs = qs.exclude(result=VerdictResult.NOT_APPLICABLE)
     split = qs.values("attempt_id", "item_id").annotate(
         p=Count("id", filter=Q(result=VerdictResult.PASS)), f=Count("id", filter=Q(result=VerdictResult.FAIL)),
     ).filter(p__gt=0, f__gt=0).order_by()

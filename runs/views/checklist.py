@@ -86,6 +86,7 @@ def attempt(request, pk):
     if request.htmx and request.GET.get("page"):
         return render(request, "runs/checklist/attempt.html#units", context)
     context["items"] = metrics.attempt_checklist(attempt.id, reasoning_cut=trajectory_view.CUT)
+    context["reports"] = judge_reports(attempt.id)
     context["others"] = (Attempt.objects.filter(instance_id=attempt.instance_id).exclude(pk=attempt.pk)
                          .select_related("run__model").order_by("run__label", "pk"))
     return render(request, "runs/checklist/attempt.html", context)
@@ -117,6 +118,33 @@ def attempt_text_response(attempt, params, *, judges=None, newest_verdict_id: in
     except LookupError:
         raise Http404("no such message")
     return HttpResponse(f'<pre class="msg-text">{escape(text)}</pre>')
+
+
+def judge_reports(attempt_id: int, *, judges=None) -> list[dict]:
+    """The attempt's judge reports for display (only `judges`' when given): a long reply cut (the rest is one request away)."""
+    return [{**r, "reply_piece": trajectory_view.text_piece(r["reply"])}
+            for r in metrics.attempt_judge_reports(attempt_id, judges=judges)]
+
+
+#: characters of a judge's reply per page of its full text
+REPLY_PAGE = 50_000
+
+
+@verdict_reader_required
+def judge_reply_text(request, pk):
+    """One page of a judge's raw reply to an attempt (?judge=<id>&part=<n>), escaped."""
+    attempt = _attempt(pk)
+    judge = trajectory_view.clamp(request.GET.get("judge"), 0, 2**62)
+    reply = next((r["reply"] for r in metrics.attempt_judge_reports(attempt.id) if r["judge_id"] == judge), None)
+    if not reply:
+        raise Http404("no such reply")
+    parts = -(-len(reply) // REPLY_PAGE)
+    part = trajectory_view.clamp(request.GET.get("part"), 1, parts)
+    text = reply[(part - 1) * REPLY_PAGE: part * REPLY_PAGE]
+    url = reverse("runs:attempt-judge-reply", args=[attempt.id])
+    more = (f'<p class="more">Part {part} of {parts}: <a href="{url}?judge={judge}&amp;part={part + 1}">next part</a></p>'
+            if part < parts else "")
+    return HttpResponse(f'<pre class="msg-text">{escape(text)}</pre>{more}')
 
 
 # instance ------------------------------------------------------------------------------

@@ -215,7 +215,7 @@ def shared_attempt(request, token, pk):
         return render(request, "runs/sharing/attempt.html#units", context)
     scope = sharing.snapshot_verdict_scope(link)
     context.update(items=metrics.attempt_checklist(attempt.id, reasoning_cut=trajectory_view.CUT, **scope),
-                   verdict_judges=scope["judges"])
+                   verdict_judges=scope["judges"], reports=checklist.judge_reports(attempt.id, judges=scope["judges"]))
     return render(request, "runs/sharing/attempt.html", context)
 
 

@@ -6,7 +6,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from runs.demo import PLANNERS, SCALES, demo_load, format_available, verdict_fingerprint
-from runs.models import AttemptRollup, Benchmark, BenchmarkKind, Run, Verdict, VerdictResult
+from runs.models import AttemptRollup, Benchmark, BenchmarkKind, JudgeReport, ReportStatus, Run, Verdict, VerdictResult
 
 pytestmark = pytest.mark.django_db
 
@@ -48,7 +48,17 @@ def test_it_makes_judges_disagree_on_some_but_not_most_items(small_study):
     assert 0.02 < disagreeing < 0.15
     judges = Verdict.objects.filter(attempt__run__benchmark__slug="octobench").values("judge").distinct().count()
     assert judges == 3
-    assert Verdict.objects.filter(attempt__run__benchmark__slug="octobench", result=VerdictResult.NOT_APPLICABLE).exists()
+    # the judges answer "success" or "fail" only, as evaluate.py's prompt asks
+    assert not Verdict.objects.filter(attempt__run__benchmark__slug="octobench", result=VerdictResult.NOT_APPLICABLE).exists()
+
+
+def test_it_shows_what_evaluate_py_records_when_a_judge_goes_wrong(small_study):
+    reports = JudgeReport.objects.filter(attempt__run__benchmark__slug="octobench")
+    assert sorted(reports.exclude(status=ReportStatus.SCORED).values_list("status", "judge__name")) == [
+        ("failed", "judge-lyra"), ("not_json", "judge-vega")]
+    capitalised = [r.unrecognised for r in reports.exclude(unrecognised={})]
+    assert capitalised and all(set(u.values()) == {"Success"} for u in capitalised)
+    assert set(reports.exclude(unrecognised={}).values_list("judge__name", flat=True)) == {"judge-orion"}
 
 
 def test_it_gives_models_different_results(small_study):

@@ -30,6 +30,8 @@ def test_it_points_each_failed_check_at_the_assistant_message_of_the_named_turn(
         for result in json.loads(step.paths[0].read_text())["results"]:
             messages = trajectories[step.options.run][result["instance_id"]]
             assistant = [n for n, m in enumerate(messages) if m["role"] == "assistant"]
+            if "eval_result" not in result or "raw_response" in result["eval_result"]:
+                continue  # the demo's judge glitches: nothing scored
             for group in result["eval_result"].values():
                 for check in group["checks"]:
                     if check["result"] != "fail":

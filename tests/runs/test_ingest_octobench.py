@@ -21,6 +21,7 @@ from runs.models import (
     GroupRollup,
     Instance,
     Judge,
+    JudgeReport,
     Run,
     Trajectory,
     Verdict,
@@ -29,7 +30,8 @@ from runs.models import (
 pytestmark = pytest.mark.django_db
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "octobench"
-STORED = (Benchmark, Instance, ChecklistItem, AgentModel, Judge, Run, Attempt, Trajectory, Verdict, AttemptRollup, GroupRollup)
+STORED = (Benchmark, Instance, ChecklistItem, AgentModel, Judge, Run, Attempt, Trajectory, Verdict, JudgeReport,
+          AttemptRollup, GroupRollup)
 
 
 def load(format_name: str, *paths, **options):
@@ -231,13 +233,15 @@ def test_it_stores_one_verdict_per_scored_check_and_rolls_them_up(instances):
     report = load("octobench-scores", FIXTURES / "scores.json", model="model-x", judge="judge-a")
 
     assert report.counts["verdicts"]["created"] == 11
-    assert Counter(Verdict.objects.values_list("result", flat=True)) == {"pass": 7, "fail": 2, "na": 2}
+    # evaluate.py passes a check only when its result is exactly "success": "not_applicable" counts as failed
+    assert Counter(Verdict.objects.values_list("result", flat=True)) == {"pass": 7, "fail": 4}
     alpha = AttemptRollup.objects.get(instance__external_id="oct-alpha")
-    assert (alpha.n_items, alpha.n_applicable, alpha.n_passed) == (6, 5, 3)
+    assert (alpha.n_items, alpha.n_applicable, alpha.n_passed, alpha.n_unrecognised) == (6, 6, 3, 1)
     beta = AttemptRollup.objects.get(instance__external_id="oct-beta")
-    assert (beta.n_items, beta.n_applicable, beta.n_passed) == (5, 4, 4)
+    assert (beta.n_items, beta.n_applicable, beta.n_passed, beta.n_unrecognised) == (5, 5, 4, 1)
     memory = GroupRollup.objects.get(attempt=beta.attempt, dimension="category", value="Memory")
-    assert (memory.n_applicable, memory.n_passed) == (0, 0)
+    assert (memory.n_applicable, memory.n_passed) == (1, 0)
+    assert JudgeReport.objects.get(attempt=beta.attempt).unrecognised == {"MEM-1": "not_applicable"}
     verdict = Verdict.objects.get(item__key="SP-2", item__instance__external_id="oct-alpha")
     assert (verdict.result, verdict.reasoning, verdict.judge.name) == ("fail", "used 🙂", "judge-a")
 
@@ -276,7 +280,7 @@ def test_it_updates_a_corrected_verdict_and_its_rollup(instances, tmp_path):
     verdict = Verdict.objects.get(pk=verdict_pk)
     assert (verdict.result, verdict.reasoning) == ("pass", "no emoji")
     alpha = AttemptRollup.objects.get(instance__external_id="oct-alpha")
-    assert (alpha.n_applicable, alpha.n_passed) == (5, 4)
+    assert (alpha.n_applicable, alpha.n_passed) == (6, 4)
 
 
 def test_it_keeps_judges_apart(instances):
@@ -355,14 +359,18 @@ def test_it_rejects_a_duplicate_instance(tmp_path):
     assert str(failure.problems[0]) == "instances.jsonl:2: instance 'oct-alpha' appears twice (first at instances.jsonl:1)"
 
 
-def test_it_rejects_a_scores_file_naming_a_check_the_instance_does_not_have(instances, tmp_path):
+def test_it_keeps_a_check_the_instance_does_not_have_and_counts_it_as_evaluate_py_does(instances, tmp_path):
+    # a judge may name a check the checklist lacks: evaluate.py counts it (here a success) all the same
     text = (FIXTURES / "scores.json").read_text().replace('"check_id": "UQ-2"', '"check_id": "UQ-99"')
 
-    failure = fails("octobench-scores", write(tmp_path, "scores.json", text), model="model-x", judge="judge-a")
+    load("octobench-scores", write(tmp_path, "scores.json", text), model="model-x", judge="judge-a")
 
-    # the line where the result of oct-beta starts
-    assert [str(p) for p in failure.problems] == [
-        "scores.json:60: check id 'UQ-99' is not in the checklist of instance 'oct-beta'"]
+    beta = AttemptRollup.objects.get(instance__external_id="oct-beta")
+    assert (beta.n_items, beta.n_applicable, beta.n_passed) == (4, 5, 4)
+    report = JudgeReport.objects.get(attempt=beta.attempt)
+    assert report.extra_checks == [{"check_id": "UQ-99", "category": "UQ", "result": "success", "reasoning": "",
+                                    "why": "not in the checklist"}]
+    assert (report.n_applicable_extra, report.n_passed_extra) == (1, 1)
 
 
 def test_it_rejects_scores_of_an_unknown_instance(instances, tmp_path):

@@ -103,7 +103,7 @@ def study(db, django_user_model, tmp_path, hostile, django_capture_on_commit_cal
 
     from audits import services as audit
     from runs.forms import ingest_job_start
-    from runs.models import Attempt, Benchmark, Instance
+    from runs.models import Attempt, Benchmark, Instance, Judge, JudgeReport, ReportStatus
     from runs.sharing import share_link_create
     from runs.views.sharing import _state as share_state
 
@@ -138,12 +138,15 @@ def study(db, django_user_model, tmp_path, hostile, django_capture_on_commit_cal
 
     shared, token = link(users["lead"], include_attempts=True)
     in_scope = Attempt.objects.select_related("run__model").get(pk=shared.attempt_ids[0])
+    attempt = Attempt.objects.filter(run__benchmark=checklist).order_by("pk").first()
+    reply = JudgeReport.objects.create(attempt=attempt, judge=Judge.objects.create(name="p-judge"),
+                                       status=ReportStatus.REPLY_NOT_JSON, raw_reply="<script>alert(1)</script>")
     return SimpleNamespace(
         users=users, other=other, campaign=campaign, assignments=assignments, unassigned=unassigned,
         jobs={**{who: failed_job(u) for who, u in users.items()}, "other": failed_job(other)},
         links={**{who: link(u)[0] for who, u in users.items()}, "other": link(other)[0]},
         token=token, shared=shared, in_scope=in_scope,
-        attempt=Attempt.objects.filter(run__benchmark=checklist).order_by("pk").first(),
+        attempt=attempt, reply=reply,
         instance=Instance.objects.filter(benchmark=checklist).order_by("pk").first(),
         dialog=Attempt.objects.filter(run__benchmark__slug="evolif").first(),
         sample=Attempt.objects.filter(run__benchmark__slug="manyih-coding").first(),
@@ -172,6 +175,7 @@ def fill(route: Route, s: SimpleNamespace, whose: str, token_ok: bool) -> tuple[
         "api:job-detail": ({"pk": s.jobs[whose].id}, ""),
         "runs:attempt": ({"pk": s.attempt.pk}, ""),
         "runs:attempt-text": ({"pk": s.attempt.pk}, "thread=0&msg=1"),
+        "runs:attempt-judge-reply": ({"pk": s.attempt.pk}, f"judge={s.reply.judge_id}"),
         "api:attempt-verdicts": ({"pk": s.attempt.pk}, ""),
         "runs:instance": ({"pk": s.instance.pk}, ""),
         "runs:attempt_compare": ({"pk": s.instance.pk}, ""),
