@@ -8,7 +8,7 @@ from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.utils.html import escape
 
-from ifportal.roles import verdict_reader_required
+from runs.access import blind_safe
 from runs import charts, selectors, trajectory_view
 from runs.filters import LeaderboardFilterForm, form_state
 from runs.leaderboard_page import filters_html, results_html
@@ -36,6 +36,7 @@ def _attempt(pk: int) -> Attempt:
 
 
 # leaderboard ---------------------------------------------------------------------------
+@blind_safe
 @login_required
 def leaderboard(request, slug):
     """ISR/CSR per model (mean ± std across judges), or a model x group matrix; filters in the URL.
@@ -55,7 +56,7 @@ def leaderboard(request, slug):
 
 
 # drill-down ----------------------------------------------------------------------------
-@verdict_reader_required
+@login_required
 def attempts(request, slug):
     """The attempts behind one leaderboard cell (model, and group when grouped), failing first."""
     benchmark = benchmark_or_404(slug)
@@ -73,7 +74,7 @@ def attempts(request, slug):
 
 
 # attempt and trajectory ----------------------------------------------------------------
-@verdict_reader_required
+@login_required
 def attempt(request, pk):
     """One attempt: trajectory (one thread, one page of it) beside every judge's verdicts, failures first."""
     attempt = _attempt(pk)
@@ -88,7 +89,7 @@ def attempt(request, pk):
     return render(request, "runs/checklist/attempt.html", context)
 
 
-@verdict_reader_required
+@login_required
 def message_text(request, pk):
     """The full text of one long part of a message (content, reasoning, a tool call's arguments), escaped."""
     return attempt_text_response(_attempt(pk), request.GET)
@@ -105,7 +106,7 @@ def attempt_text_response(attempt, params) -> HttpResponse:
 
 
 # instance ------------------------------------------------------------------------------
-@verdict_reader_required
+@login_required
 def instance(request, pk):
     """The task as the agent saw it, its checklist by source (rewritten items with their versions), and an
     item x model matrix of pass rates."""
@@ -128,7 +129,7 @@ def instance(request, pk):
 SIDES = ("a", "b")
 
 
-@verdict_reader_required
+@login_required
 def attempt_compare(request, pk):
     """Two attempts on one instance side by side: items whose verdicts differ per judge first, both trajectories."""
     instance = get_object_or_404(Instance.objects.select_related("benchmark"), pk=pk,
@@ -172,7 +173,7 @@ def _compare_side(request, side: str, attempt: Attempt) -> dict:
 
 
 # analyses ------------------------------------------------------------------------------
-@verdict_reader_required
+@login_required
 def judges(request, slug):
     """Judge sensitivity: per-judge ranks, the largest rank shift, Kendall's tau, items judges disagree on."""
     benchmark = benchmark_or_404(slug)
@@ -188,6 +189,7 @@ def judges(request, slug):
     return render(request, "runs/checklist/judges.html", context)
 
 
+@blind_safe
 @login_required
 def length(request, slug):
     """ISR by interaction length (assistant-turn buckets) per model, as a chart and a table."""

@@ -11,13 +11,15 @@ from django.core.paginator import Paginator
 from django.http import QueryDict
 from django.shortcuts import get_object_or_404, render
 
-from ifportal.roles import verdict_reader_required
+from runs.access import blind_safe
 from runs import choice_charts
 from runs.metrics import choice as metrics
 from runs.models import Benchmark, BenchmarkKind, Instance, Run
 
 TASKS_PAGE = 50
 VIEWS = {metrics.EXACT: "Exact match (reference scorer)", metrics.NORMALISED: "Normalised (lenient, not the reference)"}
+#: the query parameters of a confusion cell: they list the cell's tasks with each run's answer (runs.access)
+CELL = ("crun", "true", "pred", "missing")
 OUTCOMES = {"": "all answers", "wrong": "wrong only", "right": "right only"}
 
 
@@ -89,6 +91,7 @@ def _page(request, benchmark: Benchmark, template: str, context: dict, fragment:
 
 
 # metrics --------------------------------------------------------------------------------
+@blind_safe
 @login_required
 def metrics_page(request, slug):
     """Accuracy, macro P/R/F1 and unanswered counts per run and category, overall weighted accuracy."""
@@ -107,6 +110,7 @@ def metrics_page(request, slug):
 
 
 # confusion ------------------------------------------------------------------------------
+@blind_safe(drop=CELL)
 @login_required
 def confusion(request, slug):
     """Confusion matrices of one category, one per selected run; a cell links to its tasks."""
@@ -131,6 +135,7 @@ def confusion(request, slug):
 
 
 # rule types -----------------------------------------------------------------------------
+@blind_safe
 @login_required
 def rules(request, slug):
     """Accuracy by guideline rule type per run, weakest types first."""
@@ -168,7 +173,7 @@ def tasks(request, slug):
     return _page(request, benchmark, "runs/choice/tasks.html", context, fragment="task-list")
 
 
-@verdict_reader_required
+@login_required
 def task(request, slug, external_id):
     """One task: instruction, rules, context, options, ground truth with analysis, and every run's answer."""
     benchmark = _benchmark(slug)

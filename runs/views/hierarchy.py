@@ -9,7 +9,7 @@ from django.http import JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
-from ifportal.roles import verdict_reader_required
+from runs.access import blind_safe
 from runs import hierarchy_charts as charts
 from runs.checkers.manyih_style import extract_code
 from runs.exclusions import (
@@ -141,6 +141,7 @@ def _exclusion(state: dict, after_rows: list, after: list) -> dict:
             "n_dropped": len(dropped), "dropped_samples": sorted({r.sample for r in dropped}, key=m.natural_key)}
 
 
+@blind_safe
 @login_required
 def metrics(request, slug):
     """Acc, Acc_test and Acc_style per model with intervals, per style group, by tiers, and a run-pair comparison;
@@ -156,6 +157,7 @@ def metrics(request, slug):
     return _page(request, "runs/hierarchy/metrics.html", {**state, "active": "metrics"})
 
 
+@blind_safe
 @login_required
 def api(request, slug):
     """The metrics page's rows as JSON (percentages; intervals as [low, high]); ?exclude=<policy> as on the page."""
@@ -184,6 +186,7 @@ def api(request, slug):
     })
 
 
+@blind_safe(drop=("outcome",))
 @login_required
 def conflicts(request, slug):
     """How each conflict group was resolved (winner, a suppressed instruction, none) per model and tiers; examples."""
@@ -202,7 +205,7 @@ def conflicts(request, slug):
     return _page(request, "runs/hierarchy/conflicts.html", {**state, "active": "conflicts"})
 
 
-@verdict_reader_required
+@login_required
 def recheck(request, slug):
     """Agreement of the logged per-group verdicts with the style checkers, with the disagreeing samples."""
     state = _state(request, _benchmark(slug))
@@ -217,6 +220,7 @@ def recheck(request, slug):
     return _page(request, "runs/hierarchy/recheck.html", state)
 
 
+@blind_safe
 @login_required
 @require_POST
 def recheck_start(request, slug):
@@ -230,7 +234,7 @@ def recheck_start(request, slug):
     return redirect("runs:job", job_id=job.id)
 
 
-@verdict_reader_required
+@login_required
 def sample(request, slug, pk):
     """One attempt at one sample: tagged prompt, conflict groups with the winner and why, code, verdicts, tests."""
     attempt = get_object_or_404(Attempt.objects.select_related("run__model", "run__benchmark", "instance"), pk=pk,
