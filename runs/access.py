@@ -24,9 +24,11 @@ annotator and fails on any seeded verdict, reasoning, outcome or label that reac
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 from django.core.exceptions import PermissionDenied
 from django.http import JsonResponse
+from django.urls import URLPattern, URLResolver, get_resolver
 from rest_framework.authentication import TokenAuthentication
 from rest_framework.exceptions import AuthenticationFailed
 
@@ -138,6 +140,35 @@ class BlindnessMiddleware:
             query._mutable = False
             request.GET = query
         return None
+
+
+@lru_cache(maxsize=1)
+def _views_by_name() -> dict[str, object]:
+    """Every named route of the URLconf ("namespace:name") -> its view."""
+    found = {}
+
+    def walk(resolver: URLResolver, namespace: str | None):
+        for entry in resolver.url_patterns:
+            if isinstance(entry, URLResolver):
+                inner = f"{namespace}:{entry.namespace}" if namespace and entry.namespace else (entry.namespace or namespace)
+                walk(entry, inner)
+            elif isinstance(entry, URLPattern) and entry.name:
+                found.setdefault(f"{namespace}:{entry.name}" if namespace else entry.name, entry.callback)
+
+    walk(get_resolver(), None)
+    return found
+
+
+def may_open(request, url_name: str, *params: str) -> bool:
+    """Whether the route `url_name` serves this request's user, and honours the query parameters `params`
+    (the links of a page show only controls that work: `{% reachable %}` in runs/templatetags/access.py)."""
+    blind = getattr(request, "blind_annotator", None)
+    if blind is None:
+        blind = is_blind_annotator(request.user)
+    if not blind:
+        return True
+    declared = blind_access_of(_views_by_name()[url_name])
+    return declared is not None and not set(params) & set(ALWAYS_DROPPED + declared.drop)
 
 
 def context(request) -> dict:

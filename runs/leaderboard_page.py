@@ -37,13 +37,14 @@ TEMPLATE = "runs/checklist/leaderboard.html"
 
 def results_html(benchmark, state: dict, params: QueryDict, *, request=None, generation=FRESH) -> SafeString:
     """The #results fragment of the leaderboard for a state parsed from `params` (the request's query);
-    `request` only tells whether it is an htmx swap. Cached per data generation and query string."""
+    `request` tells whether it is an htmx swap and whether the user is a blind annotator (no drill-down links).
+    Cached per data generation and query string."""
     if generation is FRESH:
         generation = data_generation(benchmark.id)
     excluded = excluded_item_ids(benchmark, state["exclude"])
     htmx = bool(request is not None and getattr(request, "htmx", False))
     query = params.urlencode()
-    part = _part("results", benchmark, query, htmx, state_digest(state, excluded))
+    part = _part("results", benchmark, query, htmx, _blind(request), state_digest(state, excluded))
 
     def render() -> str:
         tables = leaderboard_tables(benchmark, state, excluded_items=excluded, generation=generation)
@@ -61,14 +62,20 @@ def results_html(benchmark, state: dict, params: QueryDict, *, request=None, gen
     return cached(benchmark.id, part, render, kind=SafeString, generation=generation)
 
 
-def filters_html(benchmark, form, params: QueryDict, *, generation=FRESH) -> SafeString:
+def filters_html(benchmark, form, params: QueryDict, *, request=None, generation=FRESH) -> SafeString:
     """The page's filter form as rendered for this query string (its choices move with the data
-    generation, the selected values come from the query): half a warm page's rendering otherwise."""
+    generation, the selected values come from the query): half a warm page's rendering otherwise.
+    A blind annotator's form has no exclusion policy (runs.access)."""
     def render() -> str:
-        return render_to_string(f"{TEMPLATE}#filters", {"benchmark": benchmark, "form": form})
+        return render_to_string(f"{TEMPLATE}#filters", {"benchmark": benchmark, "form": form}, request)
 
-    return cached(benchmark.id, _part("filters", benchmark, params.urlencode()), render, kind=SafeString,
-                  generation=generation)
+    return cached(benchmark.id, _part("filters", benchmark, params.urlencode(), _blind(request)), render,
+                  kind=SafeString, generation=generation)
+
+
+def _blind(request) -> bool:
+    """Whether the fragment is for a blind annotator (its links and controls differ: runs.access)."""
+    return bool(request is not None and getattr(request, "blind_annotator", False))
 
 
 def _part(name: str, benchmark, query: str, *more) -> str:

@@ -51,7 +51,7 @@ def leaderboard(request, slug):
     if request.htmx:
         return HttpResponse(results)
     context = {"benchmark": benchmark, "query": request.GET.urlencode(), "results": results,
-               "filters": filters_html(benchmark, form, request.GET, generation=generation)}
+               "filters": filters_html(benchmark, form, request.GET, request=request, generation=generation)}
     return render(request, "runs/checklist/leaderboard.html", context)
 
 

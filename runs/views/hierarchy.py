@@ -9,7 +9,7 @@ from django.http import JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
-from runs.access import blind_safe
+from runs.access import blind_safe, may_open
 from runs import hierarchy_charts as charts
 from runs.checkers.manyih_style import extract_code
 from runs.exclusions import (
@@ -174,7 +174,7 @@ def api(request, slug):
         "exclude": state["exclude"], "excluded_items": len(state["excluded"] or ()),
         "rows": [asdict(r) for r in data["rows"]], "by_tiers": [asdict(r) for r in data["tier_rows"]],
         "by_style_group": [asdict(g) | {"rate": g.rate} for g in data["group_rates"]],
-        "comparison": None if comparison is None else asdict(comparison),
+        "comparison": None if comparison is None else _comparison_json(request, comparison),
         "exclusion": None if exclusion is None else {
             "tau": exclusion["tau"],
             "ranks": [asdict(line) | {"rank_change": line.rank_change} for line in exclusion["lines"].values()],
@@ -187,6 +187,14 @@ def api(request, slug):
 
 
 @blind_safe(drop=("outcome",))
+def _comparison_json(request, comparison) -> dict:
+    """The run comparison as JSON; the samples that flip (each one's pass/fail) only for those who may open a sample."""
+    data = asdict(comparison)
+    if not may_open(request, "runs:hierarchy_sample"):
+        data.pop("flips")
+    return data
+
+
 @login_required
 def conflicts(request, slug):
     """How each conflict group was resolved (winner, a suppressed instruction, none) per model and tiers; examples."""

@@ -32,7 +32,7 @@ MARK = "BLINDMARK"
 #: what no answer to a blind annotator may contain: the markers, and the pass/fail fields of outcomes and units
 SIGNALS = re.compile("|".join([
     MARK, r"overall_ok", r"style_passed", r'"correct"\s*:', r"awaiting adjudication", r'"disputed"',
-    r'"agreement"\s*:\s*-?[0-9]',
+    r'"agreement"\s*:\s*-?[0-9]', r'badge-(?:pass|fail)">(?:pass|fail)<', r'"[ab]_passed"',
 ]))
 #: per-request tokens that differ between two otherwise equal answers
 VOLATILE = re.compile(r'(csrfmiddlewaretoken" value="|csrf-token" content="|"X-CSRFToken": ")[^"]*')
@@ -55,6 +55,8 @@ def study(db, django_user_model, tmp_path, hostile):
     from runs.views.sharing import _state as share_state
 
     hostile.ingest_all(tmp_path)
+    for benchmark in Benchmark.objects.all():
+        _twin_with_flipped_verdicts(Run.objects.filter(benchmark=benchmark).order_by("pk").first())
     Verdict.objects.update(reasoning=f"{MARK}-REASONING", evidence={"quote": f"{MARK}-EVIDENCE"})
     for attempt in Attempt.objects.all():
         attempt.outcome = {**(attempt.outcome or {}), "blind_walk": f"{MARK}-OUTCOME"}
@@ -95,7 +97,7 @@ def study(db, django_user_model, tmp_path, hostile):
     assignments = [settled_mine, held, theirs]
     ints = sorted({o.pk for o in [*attempts, *instances, *units, *assignments, campaign, shared, *Run.objects.all()]}
                   | {u.item_id for u in units})
-    runs = list(Run.objects.filter(benchmark=checklist).order_by("label"))
+    runs = list(Run.objects.order_by("benchmark_id", "label").select_related("model"))
     evolif_groups = sorted(set(ChecklistItem.objects.filter(instance__benchmark__slug="evolif")
                                .exclude(group="").values_list("group", flat=True)))[:2]
     return SimpleNamespace(
@@ -114,14 +116,35 @@ def study(db, django_user_model, tmp_path, hostile):
     )
 
 
+def _twin_with_flipped_verdicts(run) -> None:
+    """A second run of the same model whose every verdict is the opposite (so compare pages have flips)."""
+    from runs.models import Attempt, Run, Trajectory, Verdict, VerdictResult
+    from runs.services import rollups_rebuild_for_attempts
+
+    twin = Run.objects.create(benchmark=run.benchmark, model=run.model, label=f"{run.label}-twin", scaffold=run.scaffold,
+                              settings=run.settings)
+    flipped = {VerdictResult.PASS: VerdictResult.FAIL, VerdictResult.FAIL: VerdictResult.PASS}
+    made = []
+    for attempt in Attempt.objects.filter(run=run):
+        copy = Attempt.objects.create(run=twin, instance=attempt.instance, response=attempt.response,
+                                      outcome=attempt.outcome, assistant_turns=attempt.assistant_turns)
+        for trajectory in Trajectory.objects.filter(attempt=attempt):
+            trajectory.pk, trajectory.attempt = None, copy
+            trajectory.save()
+        Verdict.objects.bulk_create(Verdict(attempt=copy, item_id=v.item_id, judge_id=v.judge_id, score=v.score,
+                                            result=flipped.get(v.result, v.result), reasoning=v.reasoning)
+                                    for v in Verdict.objects.filter(attempt=attempt))
+        made.append(copy.id)
+    rollups_rebuild_for_attempts(made)
+
+
 def _variants(runs, attempts, groups, policies) -> list[dict]:
     """Query strings that matter: drill-downs, compare sides, fragments and exports (exclusion policies separately)."""
     from runs.metrics import conflict
 
     models = sorted({r.model.name for r in runs})
     out = [{"fragment": "1"}, {"format": "csv"}, {"format": "json"}, {"page": "1"}, {"thread": "0", "msg": "0"}]
-    if len(runs) >= 2:
-        out.append({"a": runs[0].label, "b": runs[1].label})
+    out += [{"a": a.label, "b": b.label} for a, b in zip(runs, runs[1:])]
     out.append({"a": str(attempts[0].pk), "b": str(attempts[1].pk)})
     out += [{"model": m} for m in models]
     out += [{"group": g} for g in groups]
