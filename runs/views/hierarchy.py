@@ -186,7 +186,6 @@ def api(request, slug):
     })
 
 
-@blind_safe(drop=("outcome",))
 def _comparison_json(request, comparison) -> dict:
     """The run comparison as JSON; the samples that flip (each one's pass/fail) only for those who may open a sample."""
     data = asdict(comparison)
@@ -195,6 +194,7 @@ def _comparison_json(request, comparison) -> dict:
     return data
 
 
+@blind_safe(drop=("outcome",))
 @login_required
 def conflicts(request, slug):
     """How each conflict group was resolved (winner, a suppressed instruction, none) per model and tiers; examples."""
