@@ -48,6 +48,8 @@ def _user(django_user_model, name, group):
 def study(db, django_user_model, tmp_path, hostile):
     """The hostile corpus (one benchmark of each kind) with markers, a running campaign and a share link."""
     from audits import services as audit
+    from audits.models import Assignment, AuditUnit
+    from audits.rubrics import rubric_for
     from audits.selectors import POLICIES
     from runs.models import Attempt, Benchmark, ChecklistItem, Instance, Job, Run, ShareLink, Verdict
     from runs.services import job_create
@@ -69,10 +71,12 @@ def study(db, django_user_model, tmp_path, hostile):
         name="walk", subject="checklist_items", benchmarks=[checklist], strata=["category"],
         allocation="proportional", size=6, seed=3, user=lead))
     ok = {"decidable": "yes", "grounded": "yes", "duplicate": "none", "overall": "ok"}
-    bad = {"decidable": "no", "grounded": "yes", "duplicate": "none", "overall": "ambiguous"}
 
     def other_labels(assignment):
-        audit.label_submit(assignment, bad, note=f"{MARK}-NOTE", link=f"{MARK}-LINK")
+        """The other annotator flags the unit: an invalid answer to every criterion of its rubric."""
+        rubric = rubric_for(assignment.unit.campaign.subject)
+        flagged = {c.name: next(v for v in c.values if v not in c.valid) for c in rubric.criteria}
+        audit.label_submit(assignment, flagged, note=f"{MARK}-NOTE", link=f"{MARK}-LINK")
 
     settled_mine = audit.assignment_next(campaign, blind)  # the blind annotator labels; the other disagrees
     audit.label_submit(settled_mine, ok, note="my own note")
@@ -89,14 +93,20 @@ def study(db, django_user_model, tmp_path, hostile):
     assert campaign.units.filter(state="disputed").count() == 1
 
     job_create(kind="rescore-evolif", params={"run_ids": [], "benchmark": "evolif"}, user=blind)  # a job of their own
+    for subject, slug in (("dialogue_queries", "evolif"), ("hierarchy_constraints", "manyih-coding")):
+        more = audit.campaign_start(audit.campaign_create(
+            name=f"walk {slug}", subject=subject, benchmarks=[Benchmark.objects.get(slug=slug)], strata=["benchmark"],
+            allocation="proportional", size=4, seed=3, user=lead))
+        other_labels(audit.assignment_next(more, other))  # then the blind annotator holds the unit they flagged
+        assert audit.assignment_next(more, blind) is not None
     shared, token = share_link_create(user=lead, benchmark=checklist, state=share_state(checklist, QueryDict("")),
                                       include_attempts=True)
     attempts = [Attempt.objects.filter(run__benchmark=b).order_by("pk").first() for b in Benchmark.objects.all()]
     instances = [Instance.objects.filter(benchmark=b).order_by("pk").first() for b in Benchmark.objects.all()]
-    units = list(campaign.units.all())
-    assignments = [settled_mine, held, theirs]
+    units = list(AuditUnit.objects.all())
+    assignments = list(Assignment.objects.all())
     ints = sorted({o.pk for o in [*attempts, *instances, *units, *assignments, campaign, shared, *Run.objects.all()]}
-                  | {u.item_id for u in units})
+                  | {u.item_id for u in units if u.item_id})
     runs = list(Run.objects.order_by("benchmark_id", "label").select_related("model"))
     evolif_groups = sorted(set(ChecklistItem.objects.filter(instance__benchmark__slug="evolif")
                                .exclude(group="").values_list("group", flat=True)))[:2]
