@@ -268,6 +268,21 @@ def test_the_walk_sees_the_markers_a_reviewer_may_read(study, django_user_model)
     assert _leaks(client.get(f"/audits/units/{unit.pk}/").content.decode())
 
 
+def test_a_blind_annotators_api_token_is_held_to_the_same_rule(study):
+    """DRF authenticates tokens inside the view; the middleware reads the token itself, so a script gets no more."""
+    from rest_framework.authtoken.models import Token
+
+    client = Client(headers={"Authorization": f"Token {Token.objects.create(user=study.blind).key}"})
+    refused = client.get("/api/attempts/")
+    assert refused.status_code == 403 and "Annotators label blind" in refused.json()["detail"]
+    unit = study.campaign.units.get(state="disputed")
+    body = client.get(f"/api/audits/units/{unit.pk}/").json()
+    assert body["state"] == "unsettled" and body["agreement"] is None and len(body["labels"]) == 1
+    leaderboard = client.get("/api/leaderboards/hostile/?exclude=flagged_by_either")
+    assert leaderboard.status_code == 200 and leaderboard.json() == client.get("/api/leaderboards/hostile/").json()
+    assert Client(headers={"Authorization": "Token not-a-token"}).get("/api/attempts/").status_code == 401
+
+
 def test_a_new_route_is_closed_to_blind_annotators_until_declared_safe(study, django_user_model):
     """A view nobody declared: refused to the blind annotator, served to a reviewer (runs.access is default-deny)."""
     reviewer = _user(django_user_model, "w-reviewer", "reviewer")
