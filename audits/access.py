@@ -1,37 +1,25 @@
-"""Every access decision of the audit pages and API: roles, campaigns, assignments, units, labels.
+"""The audit models' access helpers: campaigns, assignments, units, labels (pages and API alike).
 
-Roles are Django groups ("lead", "annotator", "reviewer"); superusers count as leads.
-Blinding lives here: an annotator reaches only their own assignments and, for a unit,
-only their own label until the unit is closed; a unit's other labels, the other
-annotator and the judges' verdicts are for leads (and reviewers, read-only) only.
+The roles and the blindness guarantee they serve live in runs.access. Here: an annotator
+reaches only their own assignments and, for a unit, only their own label until the unit is
+closed; a unit's other labels, the other annotator and the judges' verdicts are for leads
+(and reviewers, read-only) only.
 """
 from __future__ import annotations
 
 from django.core.exceptions import PermissionDenied
 from django.http import Http404
 
-from ifportal.roles import ANNOTATOR, LEAD, REVIEWER  # noqa: F401  (part of this module's interface)
+from runs.access import (  # noqa: F401  (the roles are part of this module's interface)
+    ANNOTATOR,
+    LEAD,
+    REVIEWER,
+    can_see_all,
+    is_lead,
+    roles_of,
+)
 
 from .models import Assignment, AuditUnit, Campaign, CampaignState, UnitState
-
-
-def roles_of(user) -> set[str]:
-    """The audit roles of a user (a superuser is a lead)."""
-    if not user.is_authenticated:
-        return set()
-    roles = set(user.groups.filter(name__in=(LEAD, ANNOTATOR, REVIEWER)).values_list("name", flat=True))
-    if user.is_superuser:
-        roles.add(LEAD)
-    return roles
-
-
-def is_lead(user) -> bool:
-    return LEAD in roles_of(user)
-
-
-def can_see_all(user) -> bool:
-    """Leads and reviewers see every label, identity and verdict; annotators do not."""
-    return bool(roles_of(user) & {LEAD, REVIEWER})
 
 
 def require_lead(user) -> None:
@@ -102,3 +90,25 @@ def may_see_verdicts(user, unit: AuditUnit) -> bool:
 def may_see_identities(user) -> bool:
     """Who the other annotator was: leads and reviewers only, never annotators."""
     return can_see_all(user)
+
+
+#: the state an annotator is shown for a unit they may not see settled yet: "disputed" would tell them the other
+#: annotator disagreed
+UNSETTLED = "unsettled"
+
+
+def unit_state_for(user, unit: AuditUnit) -> tuple[str, str]:
+    """(state, its label) of a unit as the user may see it: the real state for leads, reviewers and closed units,
+    `UNSETTLED` while an annotator waits (open and disputed look the same to them)."""
+    if may_see_other_labels(user, unit):
+        return unit.state, unit.get_state_display()
+    return UNSETTLED, "not settled yet"
+
+
+def campaign_counts_for(user, counts: dict) -> dict:
+    """A campaign's counts (audits.selectors.campaign_counts) as the user may see them: units per state and per final
+    status are for leads and reviewers (an annotator who saw "1 disputed" after their first label would know the
+    other annotator's)."""
+    if can_see_all(user):
+        return counts
+    return {k: v for k, v in counts.items() if k not in ("states", "finals")}

@@ -10,6 +10,7 @@ from rest_framework import status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from runs.access import blind_safe
 from runs.models import Benchmark, ChecklistItem
 
 from . import access, selectors, services
@@ -32,6 +33,7 @@ def _assignment_body(assignment) -> dict:
     return AssignmentSerializer(assignment).data
 
 
+@blind_safe
 class CampaignListView(APIView):
     """Campaigns the user may open; leads create one (started at once unless start=false)."""
 
@@ -55,6 +57,7 @@ class CampaignListView(APIView):
         return Response(CampaignSerializer(campaign).data, status=status.HTTP_201_CREATED)
 
 
+@blind_safe
 class NextAssignmentView(APIView):
     """Reserve (or return the held) next assignment of the calling annotator; 204 when nothing is left."""
 
@@ -68,6 +71,7 @@ class NextAssignmentView(APIView):
         return Response(_assignment_body(assignment))
 
 
+@blind_safe
 class AssignmentView(APIView):
     """The caller's own assignment (another annotator's answers 404)."""
 
@@ -76,6 +80,7 @@ class AssignmentView(APIView):
         return Response(_assignment_body(access.assignment_for_annotator(request.user, pk)))
 
 
+@blind_safe
 class LabelView(APIView):
     """Save the label of the caller's own assignment; saving twice keeps one label."""
 
@@ -92,6 +97,7 @@ class LabelView(APIView):
         return Response(LabelSerializer(label).data)
 
 
+@blind_safe
 class UnitView(APIView):
     """A unit with the labels the caller may see (see audits.access)."""
 
@@ -101,7 +107,8 @@ class UnitView(APIView):
         labels = selectors.labels_of_unit(unit)
         if not access.may_see_other_labels(request.user, unit):
             labels = [lab for lab in labels if lab.assignment.annotator_id == request.user.id]
-        context = {"labels": labels, "identities": access.may_see_identities(request.user), "user_id": request.user.id}
+        context = {"labels": labels, "identities": access.may_see_identities(request.user), "user_id": request.user.id,
+                   "state": access.unit_state_for(request.user, unit)[0]}
         return Response(UnitSerializer(unit, context=context).data)
 
 

@@ -4,6 +4,7 @@ from rest_framework import serializers
 
 from runs.models import Benchmark
 
+from .access import UNSETTLED
 from .models import Allocation, FinalStatus, Subject
 from .sampling import STRATA
 from .services import REWRITE_MAX_TEXT
@@ -95,11 +96,18 @@ class UnitSerializer(serializers.Serializer):
     id = serializers.IntegerField()
     key = serializers.CharField()
     stratum = serializers.CharField()
-    state = serializers.CharField()
-    agreement = serializers.FloatField(allow_null=True)
+    state = serializers.SerializerMethodField(help_text="open, disputed, closed; \"unsettled\" for an annotator until "
+                                                        "the unit closes (audits.access.unit_state_for)")
+    agreement = serializers.SerializerMethodField(help_text="null for an annotator until the unit closes")
     final_status = serializers.CharField()
     final_source = serializers.CharField()
     labels = serializers.SerializerMethodField()
+
+    def get_state(self, obj) -> str:
+        return self.context.get("state", obj.state)
+
+    def get_agreement(self, obj) -> float | None:
+        return None if self.context.get("state") == UNSETTLED else obj.agreement
 
     def get_labels(self, obj) -> list[dict]:
         out = []

@@ -14,6 +14,7 @@ from django.http import Http404, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
+from runs.access import blind_safe
 from runs.filters import LeaderboardFilterForm, form_state
 from runs.models import Benchmark, BenchmarkKind, VerdictResult
 
@@ -28,13 +29,15 @@ SPEC_CUT = 20_000  # characters of one spec field shown on the labelling screen
 SPEC_FIRST = ("system_prompt", "user_query", "prompt", "instructions", "turns", "interface", "task", "guidelines")
 
 
+@blind_safe
 @login_required
 def campaign_list(request):
     """The campaigns the user may open, with their progress."""
     campaigns = access.campaigns_for_user(request.user).prefetch_related("benchmarks")
-    rows = [(c, selectors.campaign_counts(c)) for c in campaigns[:100]]
+    rows = [(c, access.campaign_counts_for(request.user, selectors.campaign_counts(c))) for c in campaigns[:100]]
     return render(request, "audits/campaign_list.html", {
-        "rows": rows, "is_lead": access.is_lead(request.user), "roles": access.roles_of(request.user)})
+        "rows": rows, "is_lead": access.is_lead(request.user), "roles": access.roles_of(request.user),
+        "sees_all": access.can_see_all(request.user)})
 
 
 @login_required
@@ -49,11 +52,13 @@ def campaign_create(request):
     return render(request, "audits/campaign_form.html", {"form": form})
 
 
+@blind_safe
 @login_required
 def campaign_detail(request, pk):
     """A draft's population, allocation and near-duplicates; a started campaign's progress and links."""
     campaign = access.campaign_for_user(request.user, pk)
-    context = {"campaign": campaign, "counts": selectors.campaign_counts(campaign), "is_lead": access.is_lead(request.user),
+    counts = access.campaign_counts_for(request.user, selectors.campaign_counts(campaign))
+    context = {"campaign": campaign, "counts": counts, "is_lead": access.is_lead(request.user),
                "sees_all": access.can_see_all(request.user), "strata_labels": sampling.STRATA}
     if campaign.state == CampaignState.DRAFT:
         context.update(_draft_preview(campaign))
@@ -85,6 +90,7 @@ def campaign_start(request, pk):
     return redirect("audits:campaign", pk=pk)
 
 
+@blind_safe
 @login_required
 def label(request, pk):
     """The labelling screen: the annotator's next reservation; `?fragment=1&skip=<id>` returns only the item (preload)."""
@@ -113,6 +119,7 @@ def _label_context(assignment, form=None) -> dict:
             "spec": [(k, v[:SPEC_CUT], len(v) > SPEC_CUT) for k, v in spec]}
 
 
+@blind_safe
 @login_required
 @require_POST
 def label_save(request, pk):
@@ -178,6 +185,7 @@ def _verdict_counts(unit) -> dict:
     return {VerdictResult(r).label: n for r, n in rows.order_by()}
 
 
+@blind_safe
 @login_required
 def unit_detail(request, pk):
     """One unit as the user may see it: annotators see their own label only, others' (anonymous) once closed."""
@@ -190,6 +198,7 @@ def _unit_context(user, unit, rewrite_form=None) -> dict:
     if not access.may_see_other_labels(user, unit):
         labels = [lab for lab in labels if lab.assignment.annotator_id == user.id]
     context = {"unit": unit, "labels": labels, "identities": access.may_see_identities(user),
+               "state_label": access.unit_state_for(user, unit)[1],
                "items": selectors.unit_items(unit), "rubric": rubric_for(unit.campaign.subject),
                **_rewrite_context(user, unit, rewrite_form, back="unit")}
     if access.may_see_verdicts(user, unit):
@@ -244,6 +253,7 @@ def agreement(request, pk):
         "campaign": campaign, "figures": campaign_agreement(campaign), "progress": selectors.annotator_progress(campaign)})
 
 
+@blind_safe
 @login_required
 def mine(request):
     """The user's own labels; for closed units the final status and whether it overruled them."""

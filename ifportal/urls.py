@@ -5,6 +5,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView
 
+from runs.access import blind_safe
 
 
 class LoginView(auth_views.LoginView):
@@ -16,10 +17,10 @@ class LoginView(auth_views.LoginView):
 
 
 urlpatterns = [
-    path("login/", LoginView.as_view(), name="login"),
-    path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("login/", blind_safe(LoginView.as_view()), name="login"),
+    path("logout/", blind_safe(auth_views.LogoutView.as_view()), name="logout"),
     path("admin/", admin.site.urls),
-    path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
+    path("api/schema/", blind_safe(SpectacularAPIView.as_view()), name="api-schema"),
     path("api/audits/", include("audits.api_urls")),
     path("api/", include("runs.api_urls")),
     path("audits/", include("audits.urls")),

@@ -7,6 +7,7 @@ from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from runs.access import blind_safe
 from . import selectors
 from .forms import ingest_job_start, request_size_problem, upload_type_problem
 from .serializers import (
@@ -21,6 +22,7 @@ from .serializers import (
 )
 
 
+@blind_safe
 class IngestView(APIView):
     """Start an ingest job from uploaded files."""
 
@@ -56,6 +58,7 @@ class IngestView(APIView):
         return Response(body, status=status.HTTP_202_ACCEPTED, headers={"Location": url})
 
 
+@blind_safe
 class JobDetailView(generics.RetrieveAPIView):
     """A job's state, progress, counts and problems."""
 
@@ -68,6 +71,7 @@ class JobDetailView(generics.RetrieveAPIView):
         return job
 
 
+@blind_safe
 class JobListView(generics.ListAPIView):
     """Recent jobs, newest first."""
 
@@ -77,6 +81,7 @@ class JobListView(generics.ListAPIView):
         return selectors.jobs_recent()
 
 
+@blind_safe
 class BenchmarkListView(generics.ListAPIView):
     """Every benchmark with its instance and run counts."""
 
@@ -86,6 +91,7 @@ class BenchmarkListView(generics.ListAPIView):
         return selectors.benchmarks_list()
 
 
+@blind_safe
 class RunListView(generics.ListAPIView):
     """Runs, filtered by benchmark slug and model name."""
 

@@ -6,6 +6,7 @@ from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from runs.access import blind_safe
 from runs.metrics import choice as metrics
 from runs.models import BenchmarkKind, Run
 
@@ -55,6 +56,7 @@ class ChoiceMetricsSerializer(serializers.Serializer):
     unanswered = serializers.IntegerField()
 
 
+@blind_safe
 class ChoiceMetricsView(APIView):
     """Per-category accuracy, macro P/R/F1 and unanswered counts of one choice-benchmark run."""
 

@@ -8,6 +8,7 @@ from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from runs.access import blind_safe
 from runs.exclusions import excluded_item_ids
 from runs.metrics import dialogue as m
 from runs.models import BenchmarkKind, Judge, Run
@@ -90,6 +91,7 @@ def _error(message: str, code=status.HTTP_400_BAD_REQUEST) -> Response:
     return Response({"detail": message}, status=code)
 
 
+@blind_safe
 class DialogueMetricsView(APIView):
     """The eight EvolIF metrics, the survival curve and per-constraint pass rates of one model's runs."""
 

@@ -13,6 +13,7 @@ from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from runs.access import blind_safe
 from runs.exclusions import excluded_item_ids, exclusion_policies
 from runs.hierarchy import resolve_privileges
 from runs.metrics import hierarchy as m
@@ -195,6 +196,7 @@ class HierarchyMetricsSerializer(serializers.Serializer):
         help_text="The figures the ManyIH evaluator prints for this run, computed from the stored samples.")
 
 
+@blind_safe
 class HierarchyMetricsView(APIView):
     """Acc (tests and every active instruction), Acc_test, Acc_style with intervals, per style group, of one run."""
 

@@ -5,11 +5,10 @@ from django.http import QueryDict
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import generics, serializers, status
-from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from ifportal.roles import VerdictReader
+from runs.access import blind_safe
 from runs import sharing
 from runs.exclusions import excluded_item_ids
 from runs.filters import SORTS, LeaderboardFilterForm
@@ -111,6 +110,7 @@ class AttemptVerdictSerializer(serializers.ModelSerializer):
 
 
 # views -------------------------------------------------------------------------------
+@blind_safe
 class LeaderboardView(APIView):
     """A checklist benchmark's leaderboard: the same rows, in the same order, as its page for the same state."""
 
@@ -164,7 +164,6 @@ class AttemptVerdictListView(generics.ListAPIView):
     """Every verdict on one attempt, with its judge and checklist item, in checklist order."""
 
     serializer_class = AttemptVerdictSerializer
-    permission_classes = [IsAuthenticated, VerdictReader]
 
     @extend_schema(operation_id="attempt_verdicts_list",
                    responses={200: AttemptVerdictSerializer(many=True), 404: OpenApiResponse(description="No such attempt.")})

@@ -39,15 +39,15 @@ TEMPLATE = "runs/checklist/leaderboard.html"
 
 
 def results_html(benchmark, state: dict, *, request=None, generation=FRESH) -> SafeString:
-    """The #results fragment of the leaderboard for a validated state; `request` only tells whether it is
-    an htmx swap. Cached per data generation and state."""
+    """The #results fragment of the leaderboard for a validated state; `request` tells whether it is an htmx
+    swap and whether the user is a blind annotator (no drill-down links). Cached per data generation and state."""
     params = state_query(state)
     if generation is FRESH:
         generation = data_generation(benchmark.id)
     excluded = excluded_item_ids(benchmark, state["exclude"])
     htmx = bool(request is not None and getattr(request, "htmx", False))
     query = params.urlencode()
-    part = _part("results", benchmark, query, htmx, state_digest(state, excluded))
+    part = _part("results", benchmark, query, htmx, _blind(request), state_digest(state, excluded))
 
     def render() -> str:
         tables = leaderboard_tables(benchmark, state, excluded_items=excluded, generation=generation)
@@ -67,17 +67,23 @@ def results_html(benchmark, state: dict, *, request=None, generation=FRESH) -> S
     return cached(benchmark.id, part, render, kind=SafeString, generation=generation)
 
 
-def filters_html(benchmark, state: dict, *, generation=FRESH) -> SafeString:
+def filters_html(benchmark, state: dict, *, request=None, generation=FRESH) -> SafeString:
     """The page's filter form as rendered for a validated state (its choices move with the data
-    generation, the selected values come from the state): half a warm page's rendering otherwise."""
+    generation, the selected values come from the state): half a warm page's rendering otherwise.
+    A blind annotator's form has no exclusion policy (runs.access)."""
     query = state_query(state)
 
     def render() -> str:
         form = LeaderboardFilterForm(query or None, benchmark=benchmark, generation=generation)
-        return render_to_string(f"{TEMPLATE}#filters", {"benchmark": benchmark, "form": form})
+        return render_to_string(f"{TEMPLATE}#filters", {"benchmark": benchmark, "form": form}, request)
 
-    return cached(benchmark.id, _part("filters", benchmark, query.urlencode()), render, kind=SafeString,
-                  generation=generation)
+    return cached(benchmark.id, _part("filters", benchmark, query.urlencode(), _blind(request)), render,
+                  kind=SafeString, generation=generation)
+
+
+def _blind(request) -> bool:
+    """Whether the fragment is for a blind annotator (its links and controls differ: runs.access)."""
+    return bool(request is not None and getattr(request, "blind_annotator", False))
 
 
 def _part(name: str, benchmark, query: str, *more) -> str:

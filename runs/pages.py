@@ -29,7 +29,7 @@ from django.http import HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import render
 from django.urls import Resolver404, resolve
 
-from ifportal.roles import is_blind_annotator
+from runs.access import may_open
 from runs.sharing import csv_safe
 
 EXPORT_FORMATS = ("csv", "json")
@@ -134,7 +134,7 @@ def page_tools(request: HttpRequest, data: PageData) -> dict:
         "tables": [{"name": t.name, "title": t.title, "csv": f"{base}export=csv&table={t.name}"} for t in data.tables],
         "json": f"{base}export=json",
         "path": f"{request.path}{'?' + query if query else ''}",
-        "can_share": request.user.is_authenticated and not is_blind_annotator(request.user),  # as share-create requires
+        "can_share": may_open(request, "runs:page-share-create"),  # no control the user would get a 403 from
     }
 
 

@@ -8,7 +8,7 @@ from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.utils.html import escape
 
-from ifportal.roles import is_blind_annotator, verdict_reader_required
+from runs.access import blind_safe
 from runs import charts, selectors, trajectory_view
 from runs.exports import checklist as exports
 from runs.filters import LeaderboardFilterForm, form_state, state_query
@@ -38,6 +38,7 @@ def _attempt(pk: int) -> Attempt:
 
 
 # leaderboard ---------------------------------------------------------------------------
+@blind_safe
 @login_required
 def leaderboard(request, slug):
     """ISR/CSR per model (mean ± std across judges), or a model x group matrix; filters in the URL.
@@ -52,13 +53,12 @@ def leaderboard(request, slug):
     if request.htmx:
         return HttpResponse(results)
     context = {"benchmark": benchmark, "query": state_query(state).urlencode(), "results": results,
-               "filters": filters_html(benchmark, state, generation=generation),
-               "can_share": not is_blind_annotator(request.user)}  # share-create's own rule: no control that 403s
+               "filters": filters_html(benchmark, state, request=request, generation=generation)}
     return render(request, "runs/checklist/leaderboard.html", context)
 
 
 # drill-down ----------------------------------------------------------------------------
-@verdict_reader_required
+@login_required
 def attempts(request, slug):
     """The attempts behind one leaderboard cell (model, and group when grouped), failing first."""
     benchmark = benchmark_or_404(slug)
@@ -76,7 +76,7 @@ def attempts(request, slug):
 
 
 # attempt and trajectory ----------------------------------------------------------------
-@verdict_reader_required
+@login_required
 def attempt(request, pk):
     """One attempt: trajectory (one thread, one page of it) beside every judge's verdicts, failures first."""
     attempt = _attempt(pk)
@@ -92,7 +92,7 @@ def attempt(request, pk):
     return render(request, "runs/checklist/attempt.html", context)
 
 
-@verdict_reader_required
+@login_required
 def message_text(request, pk):
     """The full text of one long part of a message (content, reasoning, a tool call's arguments), escaped."""
     return attempt_text_response(_attempt(pk), request.GET)
@@ -130,7 +130,7 @@ def judge_reports(attempt_id: int, *, judges=None) -> list[dict]:
 REPLY_PAGE = 50_000
 
 
-@verdict_reader_required
+@login_required  # blind annotators are refused by runs.access (the reply is a verdict)
 def judge_reply_text(request, pk):
     """One page of a judge's raw reply to an attempt (?judge=<id>&part=<n>), escaped."""
     attempt = _attempt(pk)
@@ -148,7 +148,7 @@ def judge_reply_text(request, pk):
 
 
 # instance ------------------------------------------------------------------------------
-@verdict_reader_required
+@login_required
 def instance(request, pk):
     """The task as the agent saw it, its checklist by source (rewritten items with their versions), and an
     item x model matrix of pass rates."""
@@ -171,7 +171,7 @@ def instance(request, pk):
 SIDES = ("a", "b")
 
 
-@verdict_reader_required
+@login_required
 def attempt_compare(request, pk):
     """Two attempts on one instance side by side: items whose verdicts differ per judge first, both trajectories."""
     instance = get_object_or_404(Instance.objects.select_related("benchmark"), pk=pk,
@@ -215,7 +215,7 @@ def _compare_side(request, side: str, attempt: Attempt) -> dict:
 
 
 # analyses ------------------------------------------------------------------------------
-@verdict_reader_required
+@login_required
 def judges(request, slug):
     """Judge sensitivity: per-judge ranks, the largest rank shift, Kendall's tau, items judges disagree on."""
     benchmark = benchmark_or_404(slug)
@@ -231,6 +231,7 @@ def judges(request, slug):
     return render_page(request, "runs/checklist/judges.html", context, page_data=exports.judges_page, fragment=None)
 
 
+@blind_safe
 @login_required
 def length(request, slug):
     """ISR by interaction length (assistant-turn buckets) per model, as a chart and a table."""

@@ -11,7 +11,7 @@ from django.core.paginator import Paginator
 from django.http import QueryDict
 from django.shortcuts import get_object_or_404, render
 
-from ifportal.roles import verdict_reader_required
+from runs.access import blind_safe
 from runs import choice_charts
 from runs.exports import choice as exports
 from runs.metrics import choice as metrics
@@ -20,6 +20,8 @@ from runs.pages import PageDataBuilder, render_page
 
 TASKS_PAGE = 50
 VIEWS = {metrics.EXACT: "Exact match (reference scorer)", metrics.NORMALISED: "Normalised (lenient, not the reference)"}
+#: the query parameters of a confusion cell: they list the cell's tasks with each run's answer (runs.access)
+CELL = ("crun", "true", "pred", "missing")
 OUTCOMES = {"": "all answers", "wrong": "wrong only", "right": "right only"}
 
 
@@ -95,6 +97,7 @@ def _page(request, benchmark: Benchmark, template: str, context: dict, fragment:
 
 
 # metrics --------------------------------------------------------------------------------
+@blind_safe
 @login_required
 def metrics_page(request, slug):
     """Accuracy, macro P/R/F1 and unanswered counts per run and category, overall weighted accuracy."""
@@ -113,6 +116,7 @@ def metrics_page(request, slug):
 
 
 # confusion ------------------------------------------------------------------------------
+@blind_safe(drop=CELL)
 @login_required
 def confusion(request, slug):
     """Confusion matrices of one category, one per selected run; a cell links to its tasks."""
@@ -137,6 +141,7 @@ def confusion(request, slug):
 
 
 # rule types -----------------------------------------------------------------------------
+@blind_safe
 @login_required
 def rules(request, slug):
     """Accuracy by guideline rule type per run, weakest types first."""
@@ -174,7 +179,7 @@ def tasks(request, slug):
     return _page(request, benchmark, "runs/choice/tasks.html", context, fragment="task-list", page_data=exports.tasks_page)
 
 
-@verdict_reader_required
+@login_required
 def task(request, slug, external_id):
     """One task: instruction, rules, context, options, ground truth with analysis, and every run's answer."""
     benchmark = _benchmark(slug)

@@ -5,6 +5,7 @@ from django import forms
 from django.contrib.auth.decorators import login_required
 from django.shortcuts import get_object_or_404
 
+from runs.access import blind_safe
 from runs import conflict_charts as charts
 from runs.exclusions import (
     excluded_item_ids,
@@ -45,6 +46,7 @@ class ConflictFilterForm(forms.Form):
         self.fields["judge"].choices = [(j.name, f"{j.name} ({j.get_kind_display()})") for j in judges]
 
 
+@blind_safe(drop=tuple(DRILL_DOWN_KEYS))
 @login_required
 def metrics(request, slug):
     """Resolution rate per model and conflict type, SP rate per scenario, and the attempts behind a chosen cell;

@@ -6,7 +6,7 @@ from django.contrib.auth.decorators import login_required
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
-from ifportal.roles import is_blind_annotator, verdict_reader_required
+from runs.access import blind_safe
 from runs import dialogue_charts
 from runs.exclusions import (
     excluded_item_ids,
@@ -102,6 +102,7 @@ def _sorted(rows, sort: str):
     return sorted(present, key=lambda r: getattr(r.metrics, key), reverse=True) + missing
 
 
+@blind_safe
 @login_required
 def metrics(request, slug):
     """The eight EvolIF metrics per model (or run) with dialogue counts, at a chosen patience."""
@@ -146,6 +147,7 @@ def _exclusion(state: dict) -> dict:
             "dropped_turns": dropped_turns, "dropped_dialogues": dropped_dialogues}
 
 
+@blind_safe
 @login_required
 def survival(request, slug):
     """Survival curves per model with the turn of each model's steepest drop."""
@@ -155,6 +157,7 @@ def survival(request, slug):
     return render_page(request, "runs/dialogue/survival.html", {**state, "active": "survival"}, page_data=exports.survival_page)
 
 
+@blind_safe(drop=("group",))
 @login_required
 def groups(request, slug):
     """Pass rate per constraint group per model, as a table and a chart; drill down to failing turns."""
@@ -162,8 +165,7 @@ def groups(request, slug):
     per_attempt = m.group_rows_select(judge=state["judge"], dialogues=state["dialogues"], full=state["full"]) if state["judge"] else {}
     table = m.group_profile(state["dialogues"], per_attempt, by=state["by"])
     state.update(table, figure=dialogue_charts.groups_figure(table["series"], table["groups"]))
-    state["blind"] = is_blind_annotator(request.user)
-    if state["group"] and state["judge"] and not state["blind"]:  # the failing turns are verdicts
+    if state["group"] and state["judge"]:  # the failing turns are verdicts: runs.access drops `group` for blind annotators
         state["failures"] = m.failing_turns(run_ids=[r.id for r in state["runs"]], judge=state["judge"], group=state["group"])
     return render_page(request, "runs/dialogue/groups.html", {**state, "active": "groups"}, page_data=exports.groups_page)
 
@@ -176,7 +178,7 @@ def dialogues(request, slug):
     return render_page(request, "runs/dialogue/dialogues.html", {**state, "active": "dialogues"}, page_data=exports.dialogues_page)
 
 
-@verdict_reader_required
+@login_required
 def viewer(request, slug, pk):
     """One dialogue turn by turn: user message, constraint changes, response, verdicts, patience."""
     attempt = get_object_or_404(
@@ -196,7 +198,7 @@ def viewer(request, slug, pk):
     return render(request, "runs/dialogue/viewer.html", context)
 
 
-@verdict_reader_required
+@login_required
 def rescore(request, slug):
     """Agreement between logged verdicts and the portal's checkers, with the disagreeing turns."""
     state = _state(request, _benchmark(slug))
@@ -211,6 +213,7 @@ def rescore(request, slug):
     return render_page(request, "runs/dialogue/rescore.html", state, page_data=exports.recheck_page)
 
 
+@blind_safe
 @login_required
 @require_POST
 def rescore_start(request, slug):

@@ -2,9 +2,11 @@
 (share-link viewers included), since it holds definitions only."""
 from django.shortcuts import render
 
+from ..access import blind_safe
 from ..help_pages import metrics_help
 
 
+@blind_safe  # definitions only: every role, and share-link viewers, read them
 def metrics(request):
     """How every number is computed (docs/metrics.md), one anchor per section."""
     return render(request, "runs/help/metrics.html", {"page": metrics_help()})

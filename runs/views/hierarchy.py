@@ -9,7 +9,7 @@ from django.http import JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
-from ifportal.roles import verdict_reader_required
+from runs.access import blind_safe, may_open
 from runs import hierarchy_charts as charts
 from runs.checkers.manyih_style import extract_code
 from runs.exclusions import (
@@ -138,6 +138,7 @@ def _exclusion(state: dict, after_rows: list, after: list) -> dict:
             "n_dropped": len(dropped), "dropped_samples": sorted({r.sample for r in dropped}, key=m.natural_key)}
 
 
+@blind_safe
 @login_required
 def metrics(request, slug):
     """Acc, Acc_test and Acc_style per model with intervals, per style group, by tiers, and a run-pair comparison;
@@ -153,6 +154,7 @@ def metrics(request, slug):
     return render_page(request, "runs/hierarchy/metrics.html", {**state, "active": "metrics"}, page_data=exports.metrics_page)
 
 
+@blind_safe
 @login_required
 def api(request, slug):
     """The metrics page's rows as JSON (percentages; intervals as [low, high]); ?exclude=<policy> as on the page."""
@@ -170,7 +172,7 @@ def api(request, slug):
         "rows": [asdict(r) for r in data["rows"]], "by_tiers": [asdict(r) for r in data["tier_rows"]],
         "by_style_group": [asdict(g) | {"rate": g.rate, "rate_errors_as_failures": g.rate_errors_as_failures}
                            for g in data["group_rates"]],
-        "comparison": None if comparison is None else asdict(comparison),
+        "comparison": None if comparison is None else _comparison_json(request, comparison),
         "exclusion": None if exclusion is None else {
             "tau": exclusion["tau"],
             "ranks": [asdict(line) | {"rank_change": line.rank_change} for line in exclusion["lines"].values()],
@@ -182,6 +184,15 @@ def api(request, slug):
     })
 
 
+def _comparison_json(request, comparison) -> dict:
+    """The run comparison as JSON; the samples that flip (each one's pass/fail) only for those who may open a sample."""
+    data = asdict(comparison)
+    if not may_open(request, "runs:hierarchy_sample"):
+        data.pop("flips")
+    return data
+
+
+@blind_safe(drop=("outcome",))
 @login_required
 def conflicts(request, slug):
     """How each conflict group was resolved (winner, a suppressed instruction, none) per model and tiers; examples."""
@@ -200,7 +211,7 @@ def conflicts(request, slug):
     return render_page(request, "runs/hierarchy/conflicts.html", {**state, "active": "conflicts"}, page_data=exports.conflicts_page)
 
 
-@verdict_reader_required
+@login_required
 def recheck(request, slug):
     """Agreement of the logged per-group verdicts with the style checkers, with the disagreeing samples."""
     state = _state(request, _benchmark(slug))
@@ -215,6 +226,7 @@ def recheck(request, slug):
     return render_page(request, "runs/hierarchy/recheck.html", state, page_data=exports.recheck_page)
 
 
+@blind_safe
 @login_required
 @require_POST
 def recheck_start(request, slug):
@@ -228,7 +240,7 @@ def recheck_start(request, slug):
     return redirect("runs:job", job_id=job.id)
 
 
-@verdict_reader_required
+@login_required
 def sample(request, slug, pk):
     """One attempt at one sample: tagged prompt, conflict groups with the winner and why, code, verdicts, tests."""
     attempt = get_object_or_404(Attempt.objects.select_related("run__model", "run__benchmark", "instance"), pk=pk,

@@ -3,16 +3,19 @@ from django.contrib.auth.decorators import login_required
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
+from runs.access import blind_safe
 from .. import selectors
 from ..forms import ImportForm
 
 
+@blind_safe
 @login_required
 def home(request):
     """Every benchmark and every run, with how much is stored for each."""
     return render(request, "runs/home.html", {"overview": selectors.overview()})
 
 
+@blind_safe
 @login_required
 @require_http_methods(["GET", "POST"])
 def import_page(request):

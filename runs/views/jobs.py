@@ -5,6 +5,7 @@ from django.http import Http404, HttpResponseForbidden
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
+from runs.access import blind_safe
 from .. import selectors
 from ..forms import JobFilterForm
 from ..services import job_retry
@@ -17,6 +18,7 @@ def _get_job_for_user(request, job_id):
     return job
 
 
+@blind_safe
 @login_required
 def job_list(request):
     """Recent jobs, newest first; the table refreshes itself while any of them runs."""
@@ -28,6 +30,7 @@ def job_list(request):
     return render(request, template, context)
 
 
+@blind_safe
 @login_required
 def job_detail(request, job_id):
     """One job; the htmx fragment polls every second until the job has finished."""
@@ -38,6 +41,7 @@ def job_detail(request, job_id):
     return render(request, template, context)
 
 
+@blind_safe
 @login_required
 @require_POST
 def job_retry_view(request, job_id):

@@ -17,7 +17,7 @@ from django.urls import reverse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 
-from ifportal.roles import verdict_reader_required
+from runs.access import blind_safe
 from runs import pages, sharing, trajectory_view
 from runs.filters import LeaderboardFilterForm, form_state
 from runs.metrics import checklist as metrics
@@ -60,7 +60,7 @@ def _export(rows: list[dict], *, fmt: str, benchmark_slug: str, state: dict, fil
 
 
 # private: create, list, revoke, export --------------------------------------------------
-@verdict_reader_required  # a link with the attempts scope would show the verdicts
+@login_required  # blind annotators are refused (runs.access): a link with the attempts scope shows verdicts
 @require_POST
 def share_create(request, slug):
     """Freeze the leaderboard of the posted state into a new link and show its URL once."""
@@ -86,7 +86,7 @@ class PageShareForm(forms.Form):
     expires_in = forms.ChoiceField(choices=list(sharing.EXPIRY_DAYS.items()), required=False)
 
 
-@verdict_reader_required  # as on the leaderboard: only those who may share read the frozen numbers' sources
+@login_required  # blind annotators are refused by runs.access (not blind_safe): only those who may share
 @require_POST
 def page_share_create(request, slug):
     """Freeze any page of the benchmark rendered through the frame (runs.pages) into a new link; show its URL once."""
@@ -108,6 +108,7 @@ def page_share_create(request, slug):
     return render(request, template, context)
 
 
+@blind_safe
 @login_required
 @require_GET
 def share_list(request):
@@ -116,6 +117,7 @@ def share_list(request):
     return render(request, "runs/sharing/list.html", {"links": links})
 
 
+@blind_safe
 @login_required
 @require_POST
 def share_revoke(request, pk):
@@ -125,6 +127,7 @@ def share_revoke(request, pk):
     return redirect("runs:share-list")
 
 
+@blind_safe
 @login_required
 @require_GET
 def leaderboard_export(request, slug):

@@ -94,3 +94,18 @@ def test_a_blind_annotator_reads_results_only_in_aggregate(campaign, bench, anno
     annotator_a.groups.add(Group.objects.get_or_create(name="reviewer")[0])  # a reviewer who also annotates
     assert client.get(f"/attempts/{attempt.pk}/").status_code == 200
     assert client.get(f"/api/attempts/{attempt.pk}/verdicts/").status_code == 200
+
+
+def test_a_blind_annotator_is_shown_no_control_that_would_refuse_them(campaign, bench, annotator_a,
+                                                                     django_capture_on_commit_callbacks):
+    from django.contrib.auth.models import Group
+
+    reviewer = annotator_a.__class__.objects.create_user("reviewer_r", password="pw-reviewer-r-1")
+    reviewer.groups.add(Group.objects.get_or_create(name="reviewer")[0])
+    refused = ("/b/octo-test/judges/", "/b/octo-test/compare/", "/b/octo-test/attempts/?", "/b/octo-test/share/",
+               'name="exclude"')
+    with django_capture_on_commit_callbacks(execute=True):  # the reviewer's fragments are cached first
+        seen = client_for(reviewer).get("/b/octo-test/leaderboard/").content.decode()
+    blind = client_for(annotator_a).get("/b/octo-test/leaderboard/").content.decode()
+    assert [c for c in refused if c not in seen] == []
+    assert [c for c in refused if c in blind] == []  # the cached fragments are keyed by blindness

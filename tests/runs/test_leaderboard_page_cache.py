@@ -143,14 +143,14 @@ def test_an_ingest_job_warms_the_default_page_after_it_commits(django_user_model
     bench = Benchmark.objects.get(slug="acme-agent-if")
     generation = data_generation(bench.id)
     assert isinstance(cache.get(cache_key(bench.id, generation, "choices")), dict)
-    form = cache.get(cache_key(bench.id, generation, leaderboard_page._part("filters", bench, "")))
+    form = cache.get(cache_key(bench.id, generation, leaderboard_page._part("filters", bench, "", False)))
     assert form is not None and 'name="run"' in form  # the rendered filter form of the page as first opened
     client = client_of(django_user_model, "first-viewer")
     with CaptureQueriesContext(connection) as queries:
         page = client.get(reverse("runs:leaderboard", args=[bench.slug]))
     assert page.status_code == 200 and "model-x" in results(page.content.decode())
     tables = {t for q in queries for t in re.findall(r'FROM "(\w+)"', q["sql"])}
-    # the shell reads the session, the user, their groups (whether to show the Share form) and the benchmark
+    # the session, the user, their roles (runs.access: blind or not) and the benchmark; nothing computed
     assert tables == {"django_session", "auth_user", "auth_group", "runs_benchmark"}, "the first viewer computed part of the page"
 
 

@@ -1,0 +1,180 @@
+"""Who may see what: the roles every app shares and the blindness guarantee, for every route.
+
+Roles are Django groups: "lead", "annotator", "reviewer" (a superuser counts as a lead; a
+signed-in user in no group reads results like a reviewer). An annotator who is neither
+reviewer nor lead, staff nor superuser is *blind*: before their own label settles they must
+learn nothing about any judge's verdict on the items they may be asked to label, nor about
+another annotator's label (issue 16).
+
+The rule is enforced once, for every page, fragment, export and API endpoint, by
+`BlindnessMiddleware`: a blind annotator reaches only the views declared `blind_safe`, and
+every other resolved route answers 403 with `BLIND_REFUSAL`. A new route is therefore closed
+to blind annotators until someone declares it safe, never open because someone forgot a
+decorator. Safe views show aggregates only (leaderboards, metric tables, curves) or filter
+themselves through the audit access helpers (`audits.access`: own assignments, own labels
+until a unit closes). `blind_safe(drop=...)` names the query parameters that would narrow an
+aggregate down to single items (a drill-down cell, a failing-turn list); the middleware
+removes them, and an audit exclusion policy (`exclude`, which reads annotators' labels) on
+every route, before the view runs, so the view cannot honour them.
+
+Templates read `blind` (the context processor `context`) to leave out controls a blind
+annotator cannot use. tests/security/test_blind_walk.py walks every URL pattern as a blind
+annotator and fails on any seeded verdict, reasoning, outcome or label that reaches them.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+from django.core.exceptions import PermissionDenied
+from django.http import JsonResponse
+from django.urls import URLPattern, URLResolver, get_resolver
+from rest_framework.authentication import TokenAuthentication
+from rest_framework.exceptions import AuthenticationFailed
+
+LEAD, ANNOTATOR, REVIEWER = "lead", "annotator", "reviewer"
+BLIND_REFUSAL = ("Annotators label blind: judges' verdicts, their reasoning, the trajectories behind them and other "
+                 "annotators' labels are for reviewers and leads. Your closed audit units show the verdicts on their "
+                 "items; ask a lead for the reviewer role to browse results.")
+#: URL namespaces whose views this project does not write and that refuse non-staff users themselves
+#: (a blind annotator is never staff)
+SELF_GUARDED_NAMESPACES = ("admin",)
+#: query parameters no view may honour for a blind annotator: an audit exclusion policy leaves out the items
+#: annotators flagged, so a page under it tells which items the other annotator flagged
+ALWAYS_DROPPED = ("exclude",)
+
+
+# roles ---------------------------------------------------------------------------------
+def roles_of(user) -> set[str]:
+    """The roles of a user (a superuser is a lead)."""
+    if not user.is_authenticated:
+        return set()
+    roles = set(user.groups.filter(name__in=(LEAD, ANNOTATOR, REVIEWER)).values_list("name", flat=True))
+    if user.is_superuser:
+        roles.add(LEAD)
+    return roles
+
+
+def is_lead(user) -> bool:
+    return LEAD in roles_of(user)
+
+
+def can_see_all(user) -> bool:
+    """Leads and reviewers see every label, identity and verdict; annotators do not."""
+    return bool(roles_of(user) & {LEAD, REVIEWER})
+
+
+def is_blind_annotator(user) -> bool:
+    """An annotator who is not also a reviewer, a lead, staff or a superuser."""
+    if not user.is_authenticated or user.is_superuser or user.is_staff:
+        return False
+    return roles_of(user) == {ANNOTATOR}
+
+
+# the blindness guarantee -----------------------------------------------------------------
+@dataclass(frozen=True)
+class BlindSafe:
+    """How a view may serve a blind annotator: with these query parameters removed."""
+
+    drop: tuple[str, ...] = ()
+
+
+def blind_safe(view=None, *, drop: tuple[str, ...] = ()):
+    """Declare a view (function or class) safe for blind annotators once `drop` is removed from its query.
+
+    Declare only views that show aggregates over many items, or that check each object through
+    the audit access helpers; everything else is refused to blind annotators by the middleware."""
+    def mark(target):
+        target.blind_access = BlindSafe(tuple(drop))
+        return target
+
+    return mark(view) if view is not None else mark
+
+
+def blind_access_of(view_func) -> BlindSafe | None:
+    """The declaration of a resolved view (a function, or the `as_view()` of a class), None when undeclared."""
+    found = getattr(view_func, "blind_access", None)
+    if found is None:
+        found = getattr(getattr(view_func, "view_class", None), "blind_access", None)
+    return found
+
+
+def _request_user(request):
+    """The session user, or the user of an API token (DRF authenticates tokens only inside the view)."""
+    user = request.user
+    if user.is_authenticated or "HTTP_AUTHORIZATION" not in request.META:
+        return user
+    try:
+        found = TokenAuthentication().authenticate(request)
+    except AuthenticationFailed:
+        return user  # DRF answers 401 for it inside the view
+    return found[0] if found else user
+
+
+class BlindnessMiddleware:
+    """Refuse every route not declared `blind_safe` to a blind annotator; strip the declared query parameters."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        return self.get_response(request)
+
+    def process_view(self, request, view_func, view_args, view_kwargs):
+        match = request.resolver_match
+        if match is not None and match.namespaces[:1] and match.namespaces[0] in SELF_GUARDED_NAMESPACES:
+            return None
+        request.blind_annotator = is_blind_annotator(_request_user(request))  # read once, by templates too
+        if not request.blind_annotator:
+            return None
+        declared = blind_access_of(view_func)
+        if declared is None:
+            if hasattr(view_func, "cls"):  # a DRF view: answer as the API does
+                return JsonResponse({"detail": BLIND_REFUSAL}, status=403)
+            raise PermissionDenied(BLIND_REFUSAL)
+        dropped = ALWAYS_DROPPED + declared.drop
+        if any(name in request.GET for name in dropped):
+            query = request.GET.copy()
+            for name in dropped:
+                query.pop(name, None)
+            query._mutable = False
+            request.GET = query
+        return None
+
+
+@lru_cache(maxsize=4)
+def _views_by_name(root: URLResolver) -> dict[str, object]:
+    """Every named route of a URLconf ("namespace:name") -> its view."""
+    found = {}
+
+    def walk(resolver: URLResolver, namespace: str | None):
+        for entry in resolver.url_patterns:
+            if isinstance(entry, URLResolver):
+                inner = f"{namespace}:{entry.namespace}" if namespace and entry.namespace else (entry.namespace or namespace)
+                walk(entry, inner)
+            elif isinstance(entry, URLPattern) and entry.name:
+                found.setdefault(f"{namespace}:{entry.name}" if namespace else entry.name, entry.callback)
+
+    walk(root, None)
+    return found
+
+
+def may_open(request, url_name: str, *params: str) -> bool:
+    """Whether the route `url_name` serves this request's user, and honours the query parameters `params`
+    (the links of a page show only controls that work: `{% reachable %}` in runs/templatetags/access.py)."""
+    blind = getattr(request, "blind_annotator", None)
+    if blind is None:
+        blind = is_blind_annotator(request.user)
+    if not blind:
+        return True
+    declared = blind_access_of(_views_by_name(get_resolver())[url_name])
+    return declared is not None and not set(params) & set(ALWAYS_DROPPED + declared.drop)
+
+
+def context(request) -> dict:
+    """Template context: `blind` is true for a blind annotator (pages leave out controls that would answer 403)."""
+    blind = getattr(request, "blind_annotator", None)
+    if blind is None:  # a response made before the view was resolved (a 404 page)
+        user = getattr(request, "user", None)
+        blind = user is not None and is_blind_annotator(user)
+    return {"blind": blind}
