@@ -227,9 +227,31 @@ def campaign_agreement(campaign) -> CampaignAgreement:
                                 for c in rubric.criteria]
     valid_units = [["valid" if ok else "invalid" for _, ok in by_unit[u]] for u in ids]
     valid = criterion_agreement("valid (all criteria met)", ["valid", "invalid"], valid_units)
-    outcomes = []
-    for stratum, status in campaign.units.values_list("stratum", "final_status").order_by():
-        outcomes.append((stratum, {FinalStatus.VALID: True, FinalStatus.INVALID: False}.get(status)))
-    rates = stratum_rates(campaign.population or {}, outcomes)
+    rates = stratum_rates(campaign.population or {}, _outcomes(campaign))
     return CampaignAgreement(criteria, per_stratum, valid, rates, population_estimate(rates),
                              campaign.annotators_per_unit)
+
+
+def _outcomes(campaign) -> list[tuple[str, bool | None]]:
+    """(stratum, valid) of each unit of a campaign: True / False once decided, None otherwise."""
+    from .models import FinalStatus
+
+    decided = {FinalStatus.VALID: True, FinalStatus.INVALID: False}
+    return [(stratum, decided.get(status))
+            for stratum, status in campaign.units.values_list("stratum", "final_status").order_by()]
+
+
+def rate_sd(valid: int, decided: int) -> float:
+    """Standard deviation of a stratum's valid / invalid outcome, sqrt(p (1 - p)), for the Neyman allocation.
+
+    p is the smoothed rate (valid + 1) / (decided + 2), so a pilot stratum where every unit
+    agreed still gets some spread (a raw 0 would give it no unit at all).
+    """
+    p = (valid + 1) / (decided + 2)
+    return math.sqrt(p * (1 - p))
+
+
+def pilot_sd(campaign) -> dict[str, float]:
+    """Per stratum of a (pilot) campaign: the standard deviation of its valid rate (`rate_sd`) over decided units."""
+    return {r.stratum: round(rate_sd(r.valid, r.decided), 4)
+            for r in stratum_rates(campaign.population or {}, _outcomes(campaign)) if r.sampled}

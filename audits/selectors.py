@@ -10,6 +10,7 @@ from django.db.models import Count, Q
 from runs.models import Benchmark, ChecklistItem, Instance, Verdict, VerdictResult
 
 from .models import Assignment, AuditUnit, Campaign, FinalStatus, ItemRevision, Label, Subject, UnitState
+from . import sampling
 from .sampling import Candidate
 
 #: exclusion policies offered on leaderboards: URL value -> label
@@ -52,6 +53,22 @@ def candidates(subject: str, benchmark_ids: Iterable[int]) -> list[Candidate]:
                              text=_user_query(specs.get(inst) or {}, turn),
                              facets={"primary_category": primary, "benchmark": slug}))
     return out
+
+
+def draft_allocation(campaign: Campaign, cands: list[Candidate] | None = None) -> dict:
+    """What a draft would sample: per stratum its population, share, expected (unrounded) and allocated units,
+    and the strata that get none. `cands` defaults to the campaign's candidates."""
+    if cands is None:
+        cands = candidates(campaign.subject, campaign.benchmarks.values_list("id", flat=True))
+    counts = sampling.population(cands, campaign.strata)
+    options = {"mode": campaign.allocation, "minimum": campaign.minimum_per_stratum, "sd": campaign.stratum_sd}
+    due = sampling.quotas(counts, campaign.size, **options)
+    alloc = sampling.allocate(counts, campaign.size, **options)
+    total = len(cands) or 1
+    rows = [{"stratum": s, "population": n, "share": n / total, "expected": due[s], "allocated": alloc[s],
+             "sd": campaign.stratum_sd.get(s) if campaign.allocation == "neyman" else None} for s, n in counts.items()]
+    return {"rows": rows, "allocation": alloc, "n_candidates": len(cands), "n_sampled": sum(alloc.values()),
+            "empty": sampling.empty_strata(counts, alloc)}
 
 
 def _user_query(spec: dict, turn: int) -> str:

@@ -14,7 +14,7 @@ from runs.ingest.base import clean, content_hash, text_limit
 from runs.models import Benchmark, ChecklistItem, Instance
 from runs.services import benchmarks_generation_bump
 
-from . import access, sampling, selectors
+from . import access, agreement, sampling, selectors
 from .models import (
     Adjudication,
     Assignment,
@@ -36,25 +36,63 @@ class AuditError(Exception):
 
 def campaign_create(*, name: str, subject: str, benchmarks: Sequence[Benchmark], strata: Sequence[str], allocation: str,
                     size: int, seed: int, minimum_per_stratum: int = 0, annotators_per_unit: int = 2,
-                    reservation_minutes: int = 30, user=None) -> Campaign:
-    """A draft campaign (nothing sampled yet)."""
+                    reservation_minutes: int = 30, stratum_sd: dict | None = None, sd_from: Campaign | None = None,
+                    pilot: bool = False, annotators: Sequence = (), user=None) -> Campaign:
+    """A draft campaign (nothing sampled yet); `annotators`, when given, are the only people who receive its units.
+
+    `stratum_sd` (Neyman allocation) is read from the pilot campaign `sd_from` where given; explicit figures win.
+    """
     unknown = set(strata) - set(sampling.STRATA)
     if unknown:
         raise AuditError(f"unknown strata: {', '.join(sorted(unknown))}")
+    stratum_sd = {**(agreement.pilot_sd(sd_from) if sd_from is not None else {}), **_clean_sd(stratum_sd or {})}
     campaign = Campaign.objects.create(
         name=name, subject=subject, strata=list(strata), allocation=allocation, size=size, seed=seed,
         minimum_per_stratum=minimum_per_stratum, annotators_per_unit=annotators_per_unit,
-        reservation_minutes=reservation_minutes, created_by=user,
+        reservation_minutes=reservation_minutes, stratum_sd=stratum_sd, pilot=pilot, created_by=user,
     )
     campaign.benchmarks.set(benchmarks)
+    if annotators:
+        campaign_assign(campaign, annotators)
     return campaign
+
+
+def _clean_sd(stratum_sd: dict) -> dict[str, float]:
+    out = {}
+    for stratum, value in stratum_sd.items():
+        try:
+            sd = float(value)
+        except (TypeError, ValueError):
+            raise AuditError(f"standard deviation of stratum {stratum!r} is not a number: {value!r}") from None
+        if not 0 <= sd < float("inf"):
+            raise AuditError(f"standard deviation of stratum {stratum!r} must be a finite number >= 0, not {value!r}")
+        out[str(stratum)] = sd
+    return out
+
+
+def campaign_assign(campaign: Campaign, annotators: Sequence) -> None:
+    """The people who receive the campaign's units (annotators or leads); an empty list opens it to every annotator.
+
+    Reservations held by someone no longer assigned are released; their saved labels stay.
+    """
+    people = list(annotators)
+    refused = [u.get_username() for u in people if not access.roles_of(u) & {access.LEAD, access.ANNOTATOR}]
+    if refused:
+        raise AuditError(f"not an annotator: {', '.join(sorted(refused))}")
+    campaign.annotators.set(people)
+    if people:
+        Assignment.objects.filter(unit__campaign=campaign, label__isnull=True).exclude(
+            annotator__in=people).delete()
+
+
+def _campaign_draw(campaign: Campaign, cands: list[sampling.Candidate]) -> list[tuple[str, sampling.Candidate]]:
+    return sampling.sample(cands, strata=campaign.strata, mode=campaign.allocation, size=campaign.size,
+                           seed=campaign.seed, minimum=campaign.minimum_per_stratum, sd=campaign.stratum_sd)
 
 
 def campaign_sample(campaign: Campaign) -> list[tuple[str, sampling.Candidate]]:
     """The sample the campaign's settings and seed draw from the current candidates (the frozen one when unchanged)."""
-    cands = selectors.candidates(campaign.subject, campaign.benchmarks.values_list("id", flat=True))
-    return sampling.sample(cands, strata=campaign.strata, mode=campaign.allocation, size=campaign.size,
-                           seed=campaign.seed, minimum=campaign.minimum_per_stratum)
+    return _campaign_draw(campaign, selectors.candidates(campaign.subject, campaign.benchmarks.values_list("id", flat=True)))
 
 
 @transaction.atomic
@@ -66,8 +104,7 @@ def campaign_start(campaign: Campaign) -> Campaign:
     cands = selectors.candidates(campaign.subject, campaign.benchmarks.values_list("id", flat=True))
     if not cands:
         raise AuditError("These benchmarks have nothing to audit for this subject.")
-    drawn = sampling.sample(cands, strata=campaign.strata, mode=campaign.allocation, size=campaign.size,
-                            seed=campaign.seed, minimum=campaign.minimum_per_stratum)
+    drawn = _campaign_draw(campaign, cands)
     AuditUnit.objects.bulk_create([
         AuditUnit(campaign=campaign, key=c.key, position=n, stratum=stratum, instance_id=c.instance_id,
                   item_id=c.item_id, turn=c.turn)

@@ -43,9 +43,12 @@ def campaign_create(request):
     access.require_lead(request.user)
     form = CampaignForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
-        data = dict(form.cleaned_data)
-        campaign = services.campaign_create(user=request.user, **data)
-        return redirect("audits:campaign", pk=campaign.pk)
+        try:
+            campaign = services.campaign_create(user=request.user, **form.cleaned_data)
+        except services.AuditError as exc:
+            form.add_error(None, str(exc))
+        else:
+            return redirect("audits:campaign", pk=campaign.pk)
     return render(request, "audits/campaign_form.html", {"form": form})
 
 
@@ -64,12 +67,9 @@ def campaign_detail(request, pk):
 
 def _draft_preview(campaign: Campaign) -> dict:
     cands = selectors.candidates(campaign.subject, campaign.benchmarks.values_list("id", flat=True))
-    counts = sampling.population(cands, campaign.strata)
-    alloc = sampling.allocate(counts, campaign.size, mode=campaign.allocation, minimum=campaign.minimum_per_stratum)
     dups = sampling.near_duplicates(cands)
-    total = len(cands) or 1
-    return {"strata_rows": [(s, n, n / total, alloc.get(s, 0)) for s, n in counts.items()], "n_candidates": len(cands),
-            "n_sampled": sum(alloc.values()), "near_duplicates": dups[:200], "n_near_duplicates": len(dups)}
+    return {"draft": selectors.draft_allocation(campaign, cands), "near_duplicates": dups[:200],
+            "n_near_duplicates": len(dups), "neyman_default_sd": sampling.NEYMAN_DEFAULT_SD}
 
 
 @login_required
