@@ -136,33 +136,43 @@ class AdjudicateView(APIView):
 
 
 class AgreementView(APIView):
-    """Per criterion: agreement, kappa, kappa_ci, alpha, n; per stratum valid rates and the population estimate."""
+    """Per criterion, per campaign and per stratum: n, agreement, kappa, kappa_ci, alpha, alpha_ci, ac1; per stratum valid
+    rates with Wilson intervals and the population estimate."""
 
     @extend_schema(responses=OpenApiTypes.OBJECT, description=(
-        "{criteria: {<name>: {n, agreement, kappa, kappa_ci, alpha, labels, confusion}}, valid: {...}, "
-        "strata: [{stratum, population, sampled, decided, valid, rate, wilson}], population_estimate: {rate, interval, "
-        "covered_share}}; fractions in [0, 1] (METRICS.md section 6). Leads and reviewers only."))
+        "{criteria: {<name>: {n, annotators, agreement, kappa, kappa_ci, alpha, alpha_ci, ac1, labels, confusion}}, "
+        "valid: {...}, per_stratum: {<stratum>: {<name>: {...}}}, strata: [{stratum, population, sampled, decided, valid, "
+        "rate, wilson}], population_estimate: {rate, interval, covered_share}}; fractions in [0, 1] (METRICS.md section 6). "
+        "kappa: first two labels of a unit; alpha (nominal, 95% bootstrap interval over units) and Gwet's AC1: every "
+        "label. Leads and reviewers only."))
     def get(self, request, pk):
         campaign = access.campaign_for_user(request.user, pk)
         if not access.can_see_all(request.user):
             access.require_lead(request.user)
-        figures = campaign_agreement(campaign)
+        return Response(agreement_body(campaign_agreement(campaign)))
 
-        def crit(c):
-            return {"n": c.n, "agreement": c.agreement, "kappa": c.kappa,
-                    "kappa_ci": list(c.kappa_ci) if c.kappa_ci else None, "alpha": c.alpha,
-                    "labels": c.labels, "confusion": c.confusion}
 
-        return Response({
-            "criteria": {c.criterion: crit(c) for c in figures.criteria},
-            "valid": crit(figures.valid_agreement),
-            "strata": [{"stratum": r.stratum, "population": r.population, "sampled": r.sampled, "decided": r.decided,
-                        "valid": r.valid, "rate": r.rate, "wilson": list(r.interval) if r.interval else None}
-                       for r in figures.rates],
-            "population_estimate": {"rate": figures.estimate.rate,
-                                    "interval": list(figures.estimate.interval) if figures.estimate.interval else None,
-                                    "covered_share": figures.estimate.covered_share},
-        })
+def _interval(pair) -> list | None:
+    return list(pair) if pair else None
+
+
+def _criterion_body(c) -> dict:
+    return {"n": c.n, "annotators": c.annotators, "agreement": c.agreement, "kappa": c.kappa,
+            "kappa_ci": _interval(c.kappa_ci), "alpha": c.alpha, "alpha_ci": _interval(c.alpha_ci), "ac1": c.ac1,
+            "labels": c.labels, "confusion": c.confusion}
+
+
+def agreement_body(figures) -> dict:
+    """The agreement figures of a campaign as the API gives them."""
+    return {
+        "criteria": {c.criterion: _criterion_body(c) for c in figures.criteria},
+        "valid": _criterion_body(figures.valid_agreement),
+        "per_stratum": {s: {c.criterion: _criterion_body(c) for c in criteria} for s, criteria in figures.per_stratum.items()},
+        "strata": [{"stratum": r.stratum, "population": r.population, "sampled": r.sampled, "decided": r.decided,
+                    "valid": r.valid, "rate": r.rate, "wilson": _interval(r.interval)} for r in figures.rates],
+        "population_estimate": {"rate": figures.estimate.rate, "interval": _interval(figures.estimate.interval),
+                                "covered_share": figures.estimate.covered_share},
+    }
 
 
 class ExcludedItemsView(APIView):
