@@ -122,6 +122,16 @@ class ItemRewriteForm(forms.Form):
 
 
 class EffectForm(forms.Form):
-    """Which exclusion policy the effect page shows."""
+    """Which exclusion policy the effect page shows, and the campaigns it draws on (none ticked: the settled ones)."""
 
     exclude = forms.ChoiceField(choices=list(POLICIES.items()), required=False, initial="adjudicated_invalid")
+    campaigns = forms.TypedMultipleChoiceField(coerce=int, required=False, widget=forms.CheckboxSelectMultiple,
+                                               label="Campaigns the policy draws on")
+
+    def __init__(self, *args, benchmark=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        started = Campaign.objects.exclude(state=CampaignState.DRAFT)
+        if benchmark is not None:
+            started = started.filter(benchmarks=benchmark)
+        self.fields["campaigns"].choices = [
+            (c.pk, f"{c.name}{' (pilot)' if c.pilot else ''} · {c.get_state_display()}") for c in started.order_by("created_at", "id")]

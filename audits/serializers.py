@@ -55,8 +55,12 @@ class CampaignSerializer(serializers.Serializer):
     population = serializers.DictField(child=serializers.IntegerField())
     stratum_sd = serializers.DictField(child=serializers.FloatField())
     pilot = serializers.BooleanField()
-    annotators = serializers.SlugRelatedField(slug_field="username", many=True, read_only=True)
+    annotators = serializers.SerializerMethodField()
     units = serializers.IntegerField(source="units.count")
+
+    def get_annotators(self, obj) -> list[str]:
+        """Usernames assigned to the campaign ([] = open to every annotator)."""
+        return sorted(obj.annotators.values_list("username", flat=True))
 
 
 class ItemSerializer(serializers.Serializer):

@@ -34,6 +34,10 @@ class AuditError(Exception):
     """A request the audit workflow refuses, with a message for the person."""
 
 
+class AuditInputError(AuditError):
+    """A request naming something that does not exist or cannot be (the API answers 400, not 409)."""
+
+
 def campaign_create(*, name: str, subject: str, benchmarks: Sequence[Benchmark], strata: Sequence[str], allocation: str,
                     size: int, seed: int, minimum_per_stratum: int = 0, annotators_per_unit: int = 2,
                     reservation_minutes: int = 30, stratum_sd: dict | None = None, sd_from: Campaign | None = None,
@@ -217,11 +221,20 @@ def unit_adjudicate(unit: AuditUnit, *, lead, final_status: str, reason: str = "
     unit = AuditUnit.objects.select_for_update().select_related("campaign").get(pk=unit.pk)
     if unit.state != UnitState.DISPUTED:
         raise AuditError("Only units whose labels disagree are adjudicated.")
+    own = Assignment.objects.filter(unit=unit, annotator=lead).values_list("slot", flat=True).first()
+    if own is not None:
+        raise AuditError(f"You labelled this unit yourself (slot {own}); another lead adjudicates it.")
     if final_status not in FinalStatus.values:
-        raise AuditError(f"final status must be one of {', '.join(FinalStatus.values)}")
+        raise AuditInputError(f"final status must be one of {', '.join(FinalStatus.values)}")
     issues = {k for k, _ in rubric_for(unit.campaign.subject).issues}
     if reason and reason not in issues:
-        raise AuditError(f"reason must be one of {', '.join(sorted(issues))}")
+        raise AuditInputError(f"reason must be one of {', '.join(sorted(issues))}")
+    slots = sorted(Label.objects.filter(assignment__unit=unit).values_list("assignment__slot", flat=True))
+    if upheld_slot is not None and upheld_slot not in slots:
+        raise AuditInputError(f"upheld_slot {upheld_slot} does not exist: this unit's labels are in slot"
+                              f"{'s' if len(slots) != 1 else ''} {', '.join(map(str, slots))}")
+    if shown_order and sorted(shown_order) != slots:
+        raise AuditInputError(f"shown_order must list the unit's label slots {', '.join(map(str, slots))} once each")
     adjudication = Adjudication.objects.create(
         unit=unit, lead=lead, final_status=final_status, reason=reason, upheld_slot=upheld_slot, note=note,
         shown_order=list(shown_order))

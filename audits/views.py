@@ -17,7 +17,7 @@ from django.views.decorators.http import require_POST
 from runs.filters import LeaderboardFilterForm, form_state
 from runs.models import Benchmark, BenchmarkKind, VerdictResult
 
-from . import access, effect, sampling, selectors, services
+from . import access, sampling, selectors, services
 from .agreement import campaign_agreement
 from .forms import AdjudicationForm, CampaignForm, EffectForm, ItemRewriteForm, label_form_class
 from .models import Campaign, CampaignState, Subject, UnitState
@@ -143,8 +143,9 @@ def adjudication_queue(request, pk):
     """Disputed units of a campaign, lowest agreement first (leads)."""
     access.require_lead(request.user)
     campaign = access.campaign_for_user(request.user, pk)
-    return render(request, "audits/adjudication_queue.html",
-                  {"campaign": campaign, "units": selectors.adjudication_queue(campaign)})
+    return render(request, "audits/adjudication_queue.html", {
+        "campaign": campaign, "units": selectors.adjudication_queue(campaign),
+        "taken": selectors.units_taken_by(request.user, campaign)})
 
 
 @login_required
@@ -166,6 +167,7 @@ def adjudicate(request, pk):
         return redirect("audits:adjudication", pk=unit.campaign_id)
     return render(request, "audits/adjudicate.html", {
         "unit": unit, "rubric": rubric, "shown": shown, "form": form, "items": selectors.unit_items(unit),
+        "taken": unit.pk in selectors.units_taken_by(request.user, unit.campaign),
         "verdicts": _verdict_counts(unit), **_rewrite_context(request.user, unit, back="adjudicate")})
 
 
@@ -254,20 +256,18 @@ def mine(request):
 def effect_page(request, slug):
     """A checklist leaderboard before and after an exclusion policy: scores, ranks, Kendall's tau, items behind swaps."""
     benchmark = get_object_or_404(Benchmark, slug=slug, kind=BenchmarkKind.CHECKLIST)
-    form = EffectForm(request.GET or None)
-    policy = (form.cleaned_data.get("exclude") if form.is_valid() else "") or "adjudicated_invalid"
+    form = EffectForm(request.GET or None, benchmark=benchmark)
+    valid = form.is_valid()
+    policy = (form.cleaned_data.get("exclude") if valid else "") or "adjudicated_invalid"
+    campaigns = (form.cleaned_data.get("campaigns") if valid else None) or None
     # the leaderboard's filters (runs, judges, scaffolds, primary categories) carry over from its link
     filters = form_state(LeaderboardFilterForm(request.GET or None, benchmark=benchmark))["filters"]
-    excluded = selectors.excluded_item_ids(benchmark, policy)
-    verdicts = selectors.attempt_verdicts_on(excluded, benchmark.id, filters)
-    result = effect.exclusion_effect(benchmark.id, excluded, verdicts, filters=filters)
-    items = selectors.items_by_id({d["item_id"] for s in result.swaps for d in s.items})
+    result, items = selectors.policy_effect(benchmark, policy, filters, campaigns)
     filtered = any((filters.runs, filters.judges, filters.scaffolds, filters.primary_categories))
     keep = request.GET.copy()
     keep.pop("exclude", None)
     return render(request, "audits/effect.html", {
         "benchmark": benchmark, "form": form, "policy": policy, "policies": selectors.POLICIES, "effect": result,
         "policy_label": selectors.POLICIES.get(policy, policy), "items": items, "filters": filters if filtered else None, "keep": keep.urlencode(),
+        "sources": selectors.policy_sources(benchmark, policy, campaigns),
         "benchmarks": Benchmark.objects.filter(kind=BenchmarkKind.CHECKLIST)})
-
-

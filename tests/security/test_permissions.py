@@ -195,6 +195,7 @@ def fill(route: Route, s: SimpleNamespace, whose: str, token_ok: bool) -> tuple[
         "audits:unit-rewrite": ({"pk": s.unassigned.pk}, ""),  # an empty form: refused for leads, nothing rewritten
         "audits-api:item-rewrite": ({"pk": s.unassigned.item_id}, ""),
         "audits-api:excluded-items": ({"slug": "hostile"}, "exclude=adjudicated_invalid"),
+        "audits-api:effect": ({"slug": "hostile"}, "exclude=adjudicated_invalid"),
     }
     if name in by_name:
         return by_name[name]
