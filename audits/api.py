@@ -25,6 +25,7 @@ from . import access, sampling, selectors, services
 from .agreement import campaign_agreement
 from .serializers import (
     AdjudicationInputSerializer,
+    AnnotatorsInputSerializer,
     AssignmentSerializer,
     CampaignInputSerializer,
     CampaignSerializer,
@@ -76,6 +77,35 @@ class NextAssignmentView(APIView):
         if assignment is None:
             return Response(status=status.HTTP_204_NO_CONTENT)
         return Response(_assignment_body(assignment))
+
+
+class CampaignAnnotatorsView(APIView):
+    """A lead chooses who receives the campaign's units (usernames; [] opens it to every annotator)."""
+
+    @extend_schema(request=AnnotatorsInputSerializer, responses=CampaignSerializer)
+    def post(self, request, pk):
+        access.require_lead(request.user)
+        campaign = access.campaign_for_user(request.user, pk)
+        data = AnnotatorsInputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        try:
+            services.campaign_assign(campaign, data.validated_data["annotators"])
+        except services.AuditError as exc:
+            return Response({"detail": str(exc)}, status=status.HTTP_400_BAD_REQUEST)
+        return Response(CampaignSerializer(campaign).data)
+
+
+class ReleaseView(APIView):
+    """Put the caller's held unit back: free for others at once, last in the caller's queue (skip = release, then next)."""
+
+    @extend_schema(request=None, responses={204: None, 409: None})
+    def post(self, request, pk):
+        assignment = access.assignment_for_annotator(request.user, pk)
+        try:
+            services.assignment_release(assignment)
+        except services.AuditError as exc:
+            return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
+        return Response(status=status.HTTP_204_NO_CONTENT)
 
 
 class AssignmentView(APIView):
@@ -262,12 +292,14 @@ class CampaignDetailView(APIView):
     """A campaign; for leads and reviewers also its unit counts, provenance totals and progress per annotator."""
 
     @extend_schema(responses=OpenApiTypes.OBJECT, description=(
-        "CampaignSerializer fields; for leads and reviewers also counts {units, states, finals, labels_saved, "
+        "CampaignSerializer fields; for whoever receives its units queue {done, total}; for leads and reviewers also counts {units, states, finals, labels_saved, "
         "labels_needed}, provenance {unanimous, adjudicated, unresolved, disputed, open} (units) and progress "
         "[{annotator, saved, reserved}]."))
     def get(self, request, pk):
         campaign = access.campaign_for_user(request.user, pk)
         body = dict(CampaignSerializer(campaign).data)
+        if services.may_receive(campaign, request.user):
+            body["queue"] = selectors.queue_progress(campaign, request.user)
         if access.can_see_all(request.user):
             body.update(counts=selectors.campaign_counts(campaign), provenance=selectors.provenance_totals(campaign),
                         progress=selectors.annotator_progress(campaign))

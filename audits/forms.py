@@ -39,12 +39,15 @@ class CampaignForm(forms.Form):
                   "valid rate, sqrt(p(1-p)) with p = (valid+1)/(decided+2). Its strata must be named as this one's.")
     annotators_per_unit = forms.IntegerField(min_value=2, max_value=10, initial=2)
     annotators = forms.ModelMultipleChoiceField(
-        queryset=get_user_model().objects.filter(groups__name__in=(ANNOTATOR, LEAD)).distinct().order_by("username"),
-        required=False, widget=forms.CheckboxSelectMultiple,
+        queryset=get_user_model().objects.none(), required=False, widget=forms.CheckboxSelectMultiple,
         help_text="Only these people receive the campaign's units; none ticked = every annotator.")
     pilot = forms.BooleanField(required=False, help_text="A trial run: exclusion policies leave it out unless chosen by name.")
     reservation_minutes = forms.IntegerField(min_value=1, max_value=24 * 60, initial=30,
                                              help_text="An unsaved item returns to the pool after this long.")
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["annotators"].queryset = labellers()
 
     def clean_stratum_sd(self) -> dict[str, float]:
         return parse_stratum_sd(self.cleaned_data.get("stratum_sd") or "")
@@ -59,6 +62,24 @@ class CampaignForm(forms.Form):
                                             f"so it has nothing to audit for this subject.")
         data["minimum_per_stratum"] = data.get("minimum_per_stratum") or 0
         return data
+
+
+def labellers():
+    """The people a lead can assign to a campaign: annotators and leads."""
+    return get_user_model().objects.filter(groups__name__in=(ANNOTATOR, LEAD)).distinct().order_by("username")
+
+
+class CampaignAnnotatorsForm(forms.Form):
+    """Who receives a campaign's units."""
+
+    annotators = forms.ModelMultipleChoiceField(
+        queryset=get_user_model().objects.none(), required=False, widget=forms.CheckboxSelectMultiple,
+        help_text="Only the people ticked receive units; none ticked = every annotator. Taking someone off releases "
+                  "the units they hold; their saved labels stay.")
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["annotators"].queryset = labellers()
 
 
 def parse_stratum_sd(text: str) -> dict[str, float]:

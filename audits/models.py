@@ -143,6 +143,17 @@ class Assignment(models.Model):
         indexes = [models.Index(fields=["annotator", "submitted_at"], name="assignment_by_annotator")]
 
 
+class Skip(models.Model):
+    """An annotator put a unit back (skipped or released it): it goes to the end of their queue, free for others."""
+
+    unit = models.ForeignKey(AuditUnit, on_delete=models.CASCADE, related_name="skips")
+    annotator = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    at = models.DateTimeField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["unit", "annotator"], name="skip_one_per_annotator")]
+
+
 class Label(models.Model):
     """An annotator's answers on a unit: {criterion: value}, whether they make it valid, and a note."""
 

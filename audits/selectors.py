@@ -5,7 +5,7 @@ import random
 from collections import defaultdict
 from collections.abc import Iterable
 
-from django.db.models import Count, Q
+from django.db.models import Count, Exists, OuterRef, Q
 
 from runs.models import Benchmark, ChecklistItem, Instance, Verdict, VerdictResult
 
@@ -117,11 +117,15 @@ def unit_evidence(unit: AuditUnit) -> dict:
 
 
 def annotator_progress(campaign: Campaign) -> list[dict]:
-    """Per annotator: labels saved and reservations held (one query)."""
+    """Per annotator: labels saved, reservations held, and saved labels the final status overruled (one query)."""
+    overruled = (Q(label__valid=True, unit__final_status=FinalStatus.INVALID)
+                 | Q(label__valid=False, unit__final_status=FinalStatus.VALID))
     rows = Assignment.objects.filter(unit__campaign=campaign).values("annotator__username").annotate(
         saved=Count("id", filter=Q(submitted_at__isnull=False)), reserved=Count("id", filter=Q(submitted_at__isnull=True)),
+        overruled=Count("id", filter=overruled & Q(unit__state=UnitState.CLOSED)),
     ).order_by("annotator__username")
-    return [{"annotator": r["annotator__username"], "saved": r["saved"], "reserved": r["reserved"]} for r in rows]
+    return [{"annotator": r["annotator__username"], "saved": r["saved"], "reserved": r["reserved"],
+             "overruled": r["overruled"]} for r in rows]
 
 
 def campaign_counts(campaign: Campaign) -> dict:
@@ -204,6 +208,38 @@ def items_of_turns(turns: Iterable[tuple[int, int]]) -> dict[tuple[int, int], li
         for item in ChecklistItem.objects.filter(q).order_by("position"):
             out[(item.instance_id, item.turn)].append(item)
     return out
+
+
+def queue_progress(campaign: Campaign, user) -> dict:
+    """An annotator's queue: labels saved ("done") of the units they did or may still take ("total": done, plus
+    the open units they hold or that have a free slot and none of their labels). Two queries."""
+    done = Label.objects.filter(assignment__unit__campaign=campaign, assignment__annotator=user).count()
+    mine = Assignment.objects.filter(unit=OuterRef("pk"), annotator=user)
+    labelled = Label.objects.filter(assignment__annotator=user, assignment__unit__campaign=campaign)
+    open_to_me = (campaign.units.filter(state=UnitState.OPEN).exclude(pk__in=labelled.values("assignment__unit_id"))
+                  .annotate(n=Count("assignments"), held=Exists(mine))
+                  .filter(Q(held=True) | Q(n__lt=campaign.annotators_per_unit)).count())
+    return {"done": done, "total": done + open_to_me}
+
+
+def last_correctable(campaign: Campaign, user) -> Label | None:
+    """The user's most recent label in the campaign while its unit is still open (they may still correct it)."""
+    return (Label.objects.filter(assignment__unit__campaign=campaign, assignment__annotator=user,
+                                 assignment__unit__state=UnitState.OPEN)
+            .select_related("assignment__unit__item").order_by("-updated_at", "-id").first())
+
+
+def next_disputed(campaign: Campaign, user, *, after: AuditUnit | None = None) -> AuditUnit | None:
+    """The disputed unit a lead decides next, in queue order (lowest agreement first), after `after` when given,
+    skipping units the lead labelled; wraps around to the start of the queue."""
+    taken = units_taken_by(user, campaign)
+    queue = [u for u in adjudication_queue(campaign) if u.pk not in taken]
+    if after is not None:
+        ids = [u.pk for u in queue]
+        if after.pk in ids:
+            i = ids.index(after.pk)
+            queue = queue[i + 1:] + queue[:i]
+    return queue[0] if queue else None
 
 
 def units_taken_by(user, campaign: Campaign) -> set[int]:

@@ -42,6 +42,11 @@ class CampaignInputSerializer(serializers.Serializer):
     start = serializers.BooleanField(default=True, help_text="Freeze the sample at once.")
 
 
+class AnnotatorsInputSerializer(serializers.Serializer):
+    annotators = serializers.SlugRelatedField(slug_field="username", queryset=get_user_model().objects.all(), many=True,
+                                              help_text="Usernames that receive the units; [] = every annotator.")
+
+
 class CampaignSerializer(serializers.Serializer):
     id = serializers.IntegerField()
     name = serializers.CharField()

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from datetime import timedelta
 
 from django.db import IntegrityError, transaction
-from django.db.models import Count
+from django.db.models import Count, Exists, OuterRef
 from django.utils import timezone
 
 from runs.categories import normalise_category
@@ -25,6 +25,7 @@ from .models import (
     FinalStatus,
     ItemRevision,
     Label,
+    Skip,
     UnitState,
 )
 from .rubrics import rubric_for
@@ -129,14 +130,32 @@ def reservations_expire(*, now=None) -> int:
     return deleted
 
 
+def may_receive(campaign: Campaign, user) -> bool:
+    """Whether the campaign gives this user units: its assigned annotators, or any annotator or lead when none is assigned."""
+    if not access.roles_of(user) & {access.LEAD, access.ANNOTATOR}:
+        return False
+    assigned = campaign.annotators.all()
+    return not assigned.exists() or assigned.filter(pk=user.pk).exists()
+
+
+def assignment_held(campaign: Campaign, annotator, *, now=None) -> Assignment | None:
+    """The live reservation the annotator holds in the campaign, if any (reads only: nothing is reserved)."""
+    now = now or timezone.now()
+    return (Assignment.objects.filter(unit__campaign=campaign, annotator=annotator, submitted_at__isnull=True,
+                                      expires_at__gte=now).select_related("unit__item", "unit__instance", "unit__campaign")
+            .order_by("unit__position").first())
+
+
 def assignment_next(campaign: Campaign, annotator, *, skip: Sequence[int] = (), now=None) -> Assignment | None:
     """The annotator's next assignment: a live reservation they hold (not in `skip`), else a new one.
 
-    A new reservation takes the first unit (sample order) that is open, has a free slot
-    and was never assigned to this annotator. Two annotators racing for the last slot
-    meet the unique (unit, slot) constraint; the loser retries on the next unit.
+    A new reservation takes the first unit (sample order) that is open, has a free slot and
+    was never assigned to this annotator; units they put back (skipped or released) come
+    last. Only the campaign's assigned annotators receive units (anyone may when none is
+    assigned). Two annotators racing for the last slot meet the unique (unit, slot)
+    constraint; the loser retries on the next unit.
     """
-    if campaign.state != CampaignState.STARTED:
+    if campaign.state != CampaignState.STARTED or not may_receive(campaign, annotator):
         return None
     now = now or timezone.now()
     reservations_expire(now=now)
@@ -144,11 +163,12 @@ def assignment_next(campaign: Campaign, annotator, *, skip: Sequence[int] = (), 
                                       expires_at__gte=now).exclude(pk__in=list(skip)).order_by("unit__position").first())
     if held:
         return held
+    put_back = Skip.objects.filter(unit=OuterRef("pk"), annotator=annotator)
     for _ in range(20):
         unit = (AuditUnit.objects.filter(campaign=campaign, state=UnitState.OPEN)
                 .exclude(assignments__annotator=annotator)
-                .annotate(n=Count("assignments")).filter(n__lt=campaign.annotators_per_unit)
-                .order_by("position").first())
+                .annotate(n=Count("assignments"), put_back=Exists(put_back)).filter(n__lt=campaign.annotators_per_unit)
+                .order_by("put_back", "position").first())
         if unit is None:
             return None
         taken = set(unit.assignments.values_list("slot", flat=True))
@@ -165,11 +185,25 @@ def assignment_next(campaign: Campaign, annotator, *, skip: Sequence[int] = (), 
     return None
 
 
-def label_submit(assignment: Assignment, values: dict, *, note: str = "", link: str = "", now=None) -> Label:
+def assignment_release(assignment: Assignment, *, now=None) -> None:
+    """Put a held unit back: the reservation ends at once (the unit is free for others) and the unit goes to the
+    end of this annotator's queue. Refused once the label is saved (correct it instead)."""
+    now = now or timezone.now()
+    with transaction.atomic():
+        if Label.objects.filter(assignment_id=assignment.pk).exists():
+            raise AuditError("You saved a label on this unit: correct it instead of putting it back.")
+        Assignment.objects.filter(pk=assignment.pk, label__isnull=True).delete()
+        Skip.objects.update_or_create(unit_id=assignment.unit_id, annotator_id=assignment.annotator_id,
+                                      defaults={"at": now})
+
+
+def label_submit(assignment: Assignment, values: dict, *, note: str = "", link: str = "", correct: bool = False,
+                 now=None) -> Label:
     """Save the annotator's label once: a repeated submission updates the same label while the unit is open.
 
     The unit row is locked so two annotators finishing one unit at the same moment both
-    see each other's label, and exactly one of them closes or disputes it.
+    see each other's label, and exactly one of them closes or disputes it. A `correct`ion of
+    a saved label is refused once the unit has settled (a plain repeat then changes nothing).
     """
     now = now or timezone.now()
     rubric = rubric_for(assignment.unit.campaign.subject)
@@ -183,6 +217,8 @@ def label_submit(assignment: Assignment, values: dict, *, note: str = "", link: 
             raise AuditError("This reservation expired and the item went to someone else; your label was not saved.")
         label = Label.objects.filter(assignment=assignment).first()
         if label and unit.state != UnitState.OPEN:
+            if correct:
+                raise AuditError("This unit has settled (every annotator labelled it), so your label can no longer change.")
             return label  # the unit is decided: a late repeat changes nothing
         fields = {"values": clean, "valid": rubric.is_valid(clean), "note": note, "link": link[:300]}
         if label:

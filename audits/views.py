@@ -19,7 +19,7 @@ from runs.models import Benchmark, BenchmarkKind, VerdictResult
 
 from . import access, sampling, selectors, services
 from .agreement import campaign_agreement
-from .forms import AdjudicationForm, CampaignForm, EffectForm, ItemRewriteForm, label_form_class
+from .forms import AdjudicationForm, CampaignAnnotatorsForm, CampaignForm, EffectForm, ItemRewriteForm, label_form_class
 from .models import Campaign, CampaignState, Subject, UnitState
 from .rubrics import rubric_for
 
@@ -57,12 +57,38 @@ def campaign_detail(request, pk):
     """A draft's population, allocation and near-duplicates; a started campaign's progress and links."""
     campaign = access.campaign_for_user(request.user, pk)
     context = {"campaign": campaign, "counts": selectors.campaign_counts(campaign), "is_lead": access.is_lead(request.user),
-               "sees_all": access.can_see_all(request.user), "strata_labels": sampling.STRATA}
+               "sees_all": access.can_see_all(request.user), "strata_labels": sampling.STRATA,
+               "may_label": services.may_receive(campaign, request.user)}
     if campaign.state == CampaignState.DRAFT:
         context.update(_draft_preview(campaign))
-    elif context["sees_all"]:
-        context["progress"] = selectors.annotator_progress(campaign)
+    else:
+        if context["may_label"]:
+            context["queue"] = selectors.queue_progress(campaign, request.user)
+        if context["sees_all"]:
+            context.update(progress=selectors.annotator_progress(campaign), provenance=selectors.provenance_totals(campaign))
+    if context["is_lead"]:
+        context["annotators_form"] = CampaignAnnotatorsForm(initial={"annotators": campaign.annotators.all()})
     return render(request, "audits/campaign_detail.html", context)
+
+
+@login_required
+@require_POST
+def campaign_annotators(request, pk):
+    """A lead chooses who receives the campaign's units."""
+    access.require_lead(request.user)
+    campaign = access.campaign_for_user(request.user, pk)
+    form = CampaignAnnotatorsForm(request.POST)
+    if form.is_valid():
+        try:
+            services.campaign_assign(campaign, form.cleaned_data["annotators"])
+        except services.AuditError as exc:
+            messages.error(request, str(exc))
+        else:
+            names = ", ".join(sorted(u.get_username() for u in form.cleaned_data["annotators"])) or "every annotator"
+            messages.success(request, f"Units now go to {names}.")
+    else:
+        messages.error(request, "Choose annotators from the list.")
+    return redirect("audits:campaign", pk=campaign.pk)
 
 
 def _draft_preview(campaign: Campaign) -> dict:
@@ -87,30 +113,88 @@ def campaign_start(request, pk):
 
 @login_required
 def label(request, pk):
-    """The labelling screen: the annotator's next reservation; `?fragment=1&skip=<id>` returns only the item (preload)."""
+    """The labelling screen. GET shows the reservation the annotator holds and never reserves; POST reserves the
+    next unit (or keeps the held one), then shows it: `fragment=1` answers only the unit, for the labelling script."""
     access.require_annotator(request.user)
     campaign = access.campaign_for_user(request.user, pk)
-    skip = [int(s) for s in request.GET.getlist("skip") if s.isdigit()]
-    assignment = services.assignment_next(campaign, request.user, skip=skip)
-    context = {"campaign": campaign, "assignment": assignment}
+    if request.method == "POST":
+        services.assignment_next(campaign, request.user)
+        if not request.POST.get("fragment"):
+            return redirect("audits:label", pk=campaign.pk)
+    return _label_page(request, campaign, fragment=request.method == "POST")
+
+
+def _label_page(request, campaign, *, fragment: bool, correcting=None):
+    """The labelling screen (or its unit fragment) for the reservation the user holds, or a label being corrected."""
+    assignment = correcting or services.assignment_held(campaign, request.user)
+    context = {"campaign": campaign, "assignment": assignment, "correcting": correcting is not None,
+               "progress": selectors.queue_progress(campaign, request.user),
+               "receives": services.may_receive(campaign, request.user),
+               "last": selectors.last_correctable(campaign, request.user)}
     if assignment:
-        context.update(_label_context(assignment))
-    template = "audits/label.html#unit" if request.GET.get("fragment") else "audits/label.html"
-    return render(request, template, context)
+        label = getattr(assignment, "label", None) if correcting is not None else None
+        context.update(_label_context(assignment, initial={**label.values, "note": label.note, "link": label.link}
+                                      if label else None))
+    return render(request, "audits/label.html#unit" if fragment else "audits/label.html", context)
 
 
-def _label_context(assignment, form=None) -> dict:
+def _label_context(assignment, *, initial=None) -> dict:
     unit = assignment.unit
     rubric = rubric_for(unit.campaign.subject)
-    form_class = label_form_class(rubric, with_link=unit.campaign.subject == Subject.CHECKLIST)
-    form = form or form_class()  # only unsaved reservations reach the screen, so nothing to prefill
+    form = label_form_class(rubric, with_link=unit.campaign.subject == Subject.CHECKLIST)(initial=initial)
+    return {"unit": unit, "rubric": rubric, "form": form, **_evidence_context(unit)}
+
+
+def _evidence_context(unit) -> dict:
+    """What an annotator sees of a unit (no verdict): the task spec (instruction sources first), the items, siblings."""
     evidence = selectors.unit_evidence(unit)
     first = {k: n for n, k in enumerate(SPEC_FIRST)}
     keys = sorted(evidence["spec"], key=lambda k: (first.get(k, len(first)), k))
     spec = [(k, v if isinstance(v, str) else json.dumps(v, ensure_ascii=False, indent=1))
             for k, v in ((k, evidence["spec"][k]) for k in keys)]
-    return {"unit": unit, "rubric": rubric, "form": form, "evidence": evidence,
-            "spec": [(k, v[:SPEC_CUT], len(v) > SPEC_CUT) for k, v in spec]}
+    return {"evidence": evidence, "spec": [(k, v[:SPEC_CUT], len(v) > SPEC_CUT) for k, v in spec]}
+
+
+@login_required
+@require_POST
+def assignment_skip(request, pk):
+    """Put the held unit back and take the next one (`fragment=1`: answer only the unit, for the labelling script)."""
+    assignment = access.assignment_for_annotator(request.user, pk)
+    campaign = assignment.unit.campaign
+    try:
+        services.assignment_release(assignment)
+    except services.AuditError as exc:
+        messages.error(request, str(exc))
+    services.assignment_next(campaign, request.user)
+    if request.POST.get("fragment"):
+        return _label_page(request, campaign, fragment=True)
+    return redirect("audits:label", pk=campaign.pk)
+
+
+@login_required
+@require_POST
+def assignment_release(request, pk):
+    """Put the held unit back for others without taking another one (stop for now)."""
+    assignment = access.assignment_for_annotator(request.user, pk)
+    try:
+        services.assignment_release(assignment)
+    except services.AuditError as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, "Put back: the unit is free for the other annotators.")
+    return redirect("audits:label", pk=assignment.unit.campaign_id)
+
+
+@login_required
+def assignment_correct(request, pk):
+    """The user's saved label, prefilled, to correct while its unit is still open."""
+    assignment = access.assignment_for_annotator(request.user, pk)
+    if not hasattr(assignment, "label"):
+        return redirect("audits:label", pk=assignment.unit.campaign_id)
+    if assignment.unit.state != UnitState.OPEN:
+        messages.error(request, "This unit has settled (every annotator labelled it), so your label can no longer change.")
+        return redirect("audits:label", pk=assignment.unit.campaign_id)
+    return _label_page(request, assignment.unit.campaign, fragment=False, correcting=assignment)
 
 
 @login_required
@@ -126,7 +210,7 @@ def label_save(request, pk):
         data = dict(form.cleaned_data)
         note, link = data.pop("note", ""), data.pop("link", "")
         try:
-            services.label_submit(assignment, data, note=note, link=link)
+            services.label_submit(assignment, data, note=note, link=link, correct=bool(request.POST.get("correct")))
         except services.AuditError as exc:
             error = str(exc)
     else:
@@ -135,6 +219,8 @@ def label_save(request, pk):
         return JsonResponse({"saved": error is None, "error": error}, status=200 if error is None else 400)
     if error:
         messages.error(request, error)
+    elif request.POST.get("correct"):
+        messages.success(request, "Label corrected.")
     return redirect("audits:label", pk=assignment.unit.campaign_id)
 
 
@@ -164,11 +250,20 @@ def adjudicate(request, pk):
                                      shown_order=[lab.assignment.slot for lab in shown])
         except services.AuditError as exc:
             messages.error(request, str(exc))
-        return redirect("audits:adjudication", pk=unit.campaign_id)
+            return redirect("audits:adjudicate", pk=unit.pk)
+        following = selectors.next_disputed(unit.campaign, request.user, after=unit)
+        if following is None:
+            messages.success(request, "Decision recorded. No disputed unit is left for you.")
+            return redirect("audits:adjudication", pk=unit.campaign_id)
+        messages.success(request, "Decision recorded; here is the next disputed unit.")
+        return redirect("audits:adjudicate", pk=following.pk)
+    following = selectors.next_disputed(unit.campaign, request.user, after=unit)
     return render(request, "audits/adjudicate.html", {
         "unit": unit, "rubric": rubric, "shown": shown, "form": form, "items": selectors.unit_items(unit),
         "taken": unit.pk in selectors.units_taken_by(request.user, unit.campaign),
-        "verdicts": _verdict_counts(unit), **_rewrite_context(request.user, unit, back="adjudicate")})
+        "next_unit": following if following is not None and following.pk != unit.pk else None,
+        **_evidence_context(unit), "verdicts": _verdict_counts(unit),
+        **_rewrite_context(request.user, unit, back="adjudicate")})
 
 
 def _verdict_counts(unit) -> dict:

@@ -26,8 +26,39 @@ def is_blind_annotator(user) -> bool:
     """An annotator who is not also a reviewer, a lead, staff or a superuser."""
     if not user.is_authenticated or user.is_superuser or user.is_staff:
         return False
-    groups = set(user.groups.filter(name__in=(LEAD, ANNOTATOR, REVIEWER)).values_list("name", flat=True))
+    groups = getattr(user, "_ifportal_roles", None)  # read once per request's user object (pages ask several times)
+    if groups is None:
+        groups = set(user.groups.filter(name__in=(LEAD, ANNOTATOR, REVIEWER)).values_list("name", flat=True))
+        user._ifportal_roles = groups
     return groups == {ANNOTATOR}
+
+
+IMPORT_REFUSAL = "Annotators label audit units; importing data is for reviewers and leads."
+
+
+def may_import(user) -> bool:
+    """Whether the user may import data (upload files, start ingest jobs): anyone signed in but a blind annotator."""
+    return user.is_authenticated and not is_blind_annotator(user)
+
+
+def importer_required(view):
+    """A signed-in user who may import (blind annotators get 403 with the reason)."""
+    @login_required
+    @wraps(view)
+    def wrapped(request, *args, **kwargs):
+        if not may_import(request.user):
+            raise PermissionDenied(IMPORT_REFUSAL)
+        return view(request, *args, **kwargs)
+    return wrapped
+
+
+class Importer(BasePermission):
+    """The API side of `importer_required`."""
+
+    message = IMPORT_REFUSAL
+
+    def has_permission(self, request, view) -> bool:
+        return may_import(request.user)
 
 
 def verdict_reader_required(view):

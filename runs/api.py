@@ -4,8 +4,11 @@ from django.urls import reverse
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import generics, status
 from rest_framework.parsers import FormParser, MultiPartParser
+from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
+
+from ifportal.roles import Importer
 
 from . import selectors
 from .forms import ingest_job_start, request_size_problem, upload_type_problem
@@ -22,9 +25,10 @@ from .serializers import (
 
 
 class IngestView(APIView):
-    """Start an ingest job from uploaded files."""
+    """Start an ingest job from uploaded files (not for blind annotators)."""
 
     parser_classes = [MultiPartParser, FormParser]
+    permission_classes = [IsAuthenticated, Importer]
 
     @extend_schema(
         operation_id="ingest_create",

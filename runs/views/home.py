@@ -3,6 +3,8 @@ from django.contrib.auth.decorators import login_required
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
+from ifportal.roles import importer_required
+
 from .. import selectors
 from ..forms import ImportForm
 
@@ -13,7 +15,7 @@ def home(request):
     return render(request, "runs/home.html", {"overview": selectors.overview()})
 
 
-@login_required
+@importer_required
 @require_http_methods(["GET", "POST"])
 def import_page(request):
     """Upload files in one format; the import runs as a job and the job page shows its progress."""
