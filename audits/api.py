@@ -5,7 +5,6 @@ Every endpoint checks access through audits.access, exactly as the pages do.
 """
 import csv
 import io
-import json
 
 from django.db.models import Count
 from django.shortcuts import get_object_or_404
@@ -17,6 +16,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from ifportal.roles import VerdictReader
+from runs.api_verdicts import CSVRenderer
 from runs.metrics.checklist import Filters
 from runs.models import Benchmark, BenchmarkKind, ChecklistItem
 from runs.sharing import csv_safe
@@ -349,21 +349,16 @@ class SampleView(APIView):
         return Response({**body, "strata": strata, "count": sum(sampled.values()), "units": units})
 
 
-class TableCSVRenderer(renderers.BaseRenderer):
+class TableCSVRenderer(CSVRenderer):
     """text/csv of {"rows": [...]}: one column per key (nested answers as "values.<criterion>"), cells made
-    spreadsheet-safe; anything else (an error) as a one-column table."""
-
-    media_type = "text/csv"
-    format = "csv"
-    charset = "utf-8"
+    spreadsheet-safe; anything else (an error) as the one-column table of runs' CSV renderer."""
 
     def render(self, data, accepted_media_type=None, renderer_context=None):
-        out = io.StringIO()
-        writer = csv.writer(out)
         rows = data.get("rows") if isinstance(data, dict) else None
         if rows is None:
-            writer.writerows([["error"], [csv_safe(json.dumps(data, ensure_ascii=False))]])
-            return out.getvalue().encode("utf-8")
+            return super().render(data, accepted_media_type, renderer_context)
+        out = io.StringIO()
+        writer = csv.writer(out)
         flat = [_flatten(r) for r in rows]
         columns = list(dict.fromkeys(k for r in flat for k in r))
         writer.writerow(columns)
