@@ -115,6 +115,7 @@ def test_it_runs_an_audit_from_campaign_to_leaderboard_change(browser, live_serv
         page.get_by_role("link", name="Start labelling").focus()
         page.keyboard.press("Enter")
         page.wait_for_url(re.compile(r".*/label/$"))
+        page.wait_for_load_state("load")  # the labelling script is there
         assert _label_everything(page, flag_x, artifacts, name) == 6
         ctx.close()
 
