@@ -117,7 +117,8 @@ class AssignmentView(APIView):
 
 
 class LabelView(APIView):
-    """Save the label of the caller's own assignment; saving twice keeps one label."""
+    """Save the label of the caller's own assignment; saving again corrects it while the unit is open (one label),
+    and is refused with 409 once the unit has settled."""
 
     @extend_schema(request=LabelInputSerializer, responses={200: LabelSerializer})
     def post(self, request, pk):
@@ -126,7 +127,7 @@ class LabelView(APIView):
         data.is_valid(raise_exception=True)
         try:
             label = services.label_submit(assignment, data.validated_data["values"], note=data.validated_data["note"],
-                                          link=data.validated_data["link"])
+                                          link=data.validated_data["link"], correct=hasattr(assignment, "label"))
         except services.AuditError as exc:
             return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
         return Response(LabelSerializer(label).data)

@@ -112,6 +112,18 @@ def test_an_annotator_corrects_the_last_label_until_the_unit_settles(campaign, a
     assert Label.objects.get(assignment=mine).values == BAD
     assert "can no longer change" in client.get(f"/audits/assignments/{mine.pk}/correct/", follow=True).content.decode()
     assert f"/audits/assignments/{mine.pk}/correct/" not in client.get(f"/audits/{campaign.pk}/label/").content.decode()
+    late = client.post(f"/api/audits/assignments/{mine.pk}/label/", {"values": OK}, content_type="application/json")
+    assert late.status_code == 409 and "can no longer change" in late.json()["detail"]
+
+
+def test_the_api_corrects_a_label_while_the_unit_is_open(campaign, annotator_a):
+    client = client_for(annotator_a)
+    mine = services.assignment_next(campaign, annotator_a)
+    for values in (OK, BAD):
+        response = client.post(f"/api/audits/assignments/{mine.pk}/label/", {"values": values, "note": "n"},
+                               content_type="application/json")
+        assert response.status_code == 200 and response.json()["values"] == values
+    assert Label.objects.get(assignment=mine).values == BAD and Label.objects.filter(assignment=mine).count() == 1
 
 
 def test_reservations_expire(campaign, annotator_a, annotator_b):
