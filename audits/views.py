@@ -352,9 +352,10 @@ def effect_page(request, slug):
     """A checklist leaderboard before and after an exclusion policy: scores, ranks, Kendall's tau, items behind swaps."""
     benchmark = get_object_or_404(Benchmark, slug=slug, kind=BenchmarkKind.CHECKLIST)
     form = EffectForm(request.GET or None, benchmark=benchmark)
-    valid = form.is_valid()
-    policy = (form.cleaned_data.get("exclude") if valid else "") or "adjudicated_invalid"
-    campaigns = (form.cleaned_data.get("campaigns") if valid else None) or None
+    form.is_valid()  # a bad field (shown with its error) leaves the others as chosen
+    chosen = getattr(form, "cleaned_data", {})
+    policy = chosen.get("exclude") or "adjudicated_invalid"
+    campaigns = chosen.get("campaigns") or None
     # the leaderboard's filters (runs, judges, scaffolds, primary categories) carry over from its link
     filters = form_state(LeaderboardFilterForm(request.GET or None, benchmark=benchmark))["filters"]
     result, items = selectors.policy_effect(benchmark, policy, filters, campaigns)

@@ -57,6 +57,9 @@ def test_policies_draw_on_settled_campaigns_unless_others_are_chosen(bench, lead
     assert "Drawn from 1 settled campaign: main." in page
     page = api.get(f"/audits/effect/octo-test/?exclude=flagged_by_either&campaigns={pilot.pk}").content.decode()
     assert "Drawn from 1 chosen campaign: pilot run (pilot)." in page
+    page = api.get("/audits/effect/octo-test/?exclude=flagged_by_either&campaigns=99999").content.decode()
+    assert "Select a valid choice" in page and "Drawn from 1 settled campaign: main." in page
+    assert "policy “flagged by either annotator” excludes" in page  # the policy stays as chosen
 
 
 def test_a_lead_who_labelled_a_unit_cannot_adjudicate_it(bench, campaign, lead, annotator_a, django_user_model):
