@@ -9,7 +9,7 @@ import io
 from django.db.models import Count
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
 from rest_framework import renderers, status
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
@@ -396,33 +396,31 @@ class _ExportView(APIView):
         return response
 
 
+def _export_schema(description: str):
+    return extend_schema_view(get=extend_schema(
+        responses=OpenApiTypes.OBJECT, parameters=[OpenApiParameter("format", str, enum=["json", "csv"])],
+        description=description))
+
+
+@_export_schema("{campaign, rows: [{unit, position, key, stratum, slot, annotator, values: {criterion: answer}, valid, "
+                "note, link, saved_at, updated_at, unit_state, final_status, final_source, overruled, upheld}]}; "
+                "overruled: the label's valid / invalid lost to the final status (null while undecided or unresolved); "
+                "upheld: an adjudication named this label's slot (null without one).")
 class LabelExportView(_ExportView):
     """Every label of a campaign with its provenance: final status and source of its unit, overruled or upheld."""
 
     name = "labels"
 
-    @extend_schema(responses=OpenApiTypes.OBJECT, parameters=[OpenApiParameter("format", str, enum=["json", "csv"])],
-                   description="{campaign, rows: [{unit, position, key, stratum, slot, annotator, values: {criterion: "
-                   "answer}, valid, note, link, saved_at, updated_at, unit_state, final_status, final_source, overruled, "
-                   "upheld}]}; overruled: the label's valid / invalid lost to the final status (null while undecided or "
-                   "unresolved); upheld: an adjudication named this label's slot (null without one).")
-    def get(self, request, pk):
-        return super().get(request, pk)
-
     def rows(self, campaign):
         return selectors.campaign_labels(campaign)
 
 
+@_export_schema("{campaign, rows: [{unit, position, key, stratum, lead, final_status, reason, upheld_slot, shown_order, "
+                "note, decided_at}]}")
 class AdjudicationExportView(_ExportView):
     """Every adjudication of a campaign: unit, lead, final status, reason, upheld slot, shown order, note."""
 
     name = "adjudications"
-
-    @extend_schema(responses=OpenApiTypes.OBJECT, parameters=[OpenApiParameter("format", str, enum=["json", "csv"])],
-                   description="{campaign, rows: [{unit, position, key, stratum, lead, final_status, reason, upheld_slot, "
-                   "shown_order, note, decided_at}]}")
-    def get(self, request, pk):
-        return super().get(request, pk)
 
     def rows(self, campaign):
         return selectors.campaign_adjudications(campaign)
