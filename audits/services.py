@@ -90,6 +90,15 @@ def campaign_assign(campaign: Campaign, annotators: Sequence) -> None:
             annotator__in=people).delete()
 
 
+def campaign_set_pilot(campaign: Campaign, pilot: bool) -> None:
+    """Mark a campaign as a pilot (exclusion policies leave it out unless chosen) or as a real audit."""
+    if campaign.pilot == pilot:
+        return
+    campaign.pilot = pilot
+    campaign.save(update_fields=["pilot"])
+    benchmarks_generation_bump(campaign.benchmarks.values_list("id", flat=True))  # what exclusion policies read changed
+
+
 def _campaign_draw(campaign: Campaign, cands: list[sampling.Candidate]) -> list[tuple[str, sampling.Candidate]]:
     return sampling.sample(cands, strata=campaign.strata, mode=campaign.allocation, size=campaign.size,
                            seed=campaign.seed, minimum=campaign.minimum_per_stratum, sd=campaign.stratum_sd)

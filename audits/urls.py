@@ -11,6 +11,7 @@ urlpatterns = [
     path("<int:pk>/", views.campaign_detail, name="campaign"),
     path("<int:pk>/start/", views.campaign_start, name="campaign-start"),
     path("<int:pk>/annotators/", views.campaign_annotators, name="campaign-annotators"),
+    path("<int:pk>/pilot/", views.campaign_pilot, name="campaign-pilot"),
     path("<int:pk>/label/", views.label, name="label"),
     path("<int:pk>/adjudicate/", views.adjudication_queue, name="adjudication"),
     path("<int:pk>/agreement/", views.agreement, name="agreement"),

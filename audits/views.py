@@ -73,6 +73,18 @@ def campaign_detail(request, pk):
 
 @login_required
 @require_POST
+def campaign_pilot(request, pk):
+    """A lead marks the campaign as a pilot (`pilot=1`) or as a real audit (anything else)."""
+    access.require_lead(request.user)
+    campaign = access.campaign_for_user(request.user, pk)
+    services.campaign_set_pilot(campaign, request.POST.get("pilot") == "1")
+    messages.success(request, "Marked as a pilot: exclusion policies leave it out unless chosen." if campaign.pilot
+                     else "Marked as a real audit: exclusion policies read it once every unit is closed.")
+    return redirect("audits:campaign", pk=campaign.pk)
+
+
+@login_required
+@require_POST
 def campaign_annotators(request, pk):
     """A lead chooses who receives the campaign's units."""
     access.require_lead(request.user)

@@ -60,6 +60,13 @@ def test_policies_draw_on_settled_campaigns_unless_others_are_chosen(bench, lead
     page = api.get("/audits/effect/octo-test/?exclude=flagged_by_either&campaigns=99999").content.decode()
     assert "Select a valid choice" in page and "Drawn from 1 settled campaign: main." in page
     assert "policy “flagged by either annotator” excludes" in page  # the policy stays as chosen
+    # a lead marks the settled campaign as a pilot: the default leaves it out too
+    assert "Mark as a pilot" in api.get(f"/audits/{main.pk}/").content.decode()
+    api.post(f"/audits/{main.pk}/pilot/", {"pilot": "1"})
+    assert Campaign.objects.get(pk=main.pk).pilot
+    assert selectors.excluded_item_ids(benchmark, "adjudicated_invalid") == set()
+    api.post(f"/audits/{main.pk}/pilot/", {"pilot": "0"})
+    assert selectors.excluded_item_ids(benchmark, "adjudicated_invalid") == _x_ids(bench)
 
 
 def test_a_lead_who_labelled_a_unit_cannot_adjudicate_it(bench, campaign, lead, annotator_a, django_user_model):
