@@ -28,6 +28,12 @@ def require_lead(user) -> None:
         raise PermissionDenied("Only leads can do this.")
 
 
+def require_overseer(user) -> None:
+    """PermissionDenied unless the user sees every label (leads and reviewers)."""
+    if not can_see_all(user):
+        raise PermissionDenied("Only leads and reviewers can read this.")
+
+
 def require_annotator(user) -> None:
     """PermissionDenied unless the user may label (annotators and leads)."""
     if not roles_of(user) & {LEAD, ANNOTATOR}:

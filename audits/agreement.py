@@ -1,10 +1,12 @@
 """Agreement statistics of audit campaigns (METRICS.md section 6): pure functions, then one reader.
 
-Per criterion, between the labels in slot 1 and slot 2 of each unit labelled by both:
+Per criterion, between the first two labels of each unit labelled at least twice:
 observed agreement, Cohen's kappa with a 95% percentile bootstrap interval over units
 (runs.metrics.stats.bootstrap_interval: 1,000 resamples, fixed seed) and the confusion
-table; with more than two annotators per unit, Krippendorff's alpha (nominal). Per
-stratum: the rate of units whose final status is valid, with a Wilson interval; the
+table; over every label of a unit, for any number of annotators and units some of them
+skipped: Krippendorff's alpha (nominal) with the same bootstrap interval, and Gwet's AC1
+(stable when one answer dominates, as "the item is fine" does). Per campaign and per
+stratum. Per stratum: the rate of units whose final status is valid, with a Wilson interval; the
 population estimate weights each stratum's rate by its share of the population.
 """
 from __future__ import annotations
@@ -75,28 +77,83 @@ def kappa_interval(a: Sequence, b: Sequence, labels: Sequence | None = None, **k
     return bootstrap_interval(len(a), statistic, **kwargs)
 
 
-def krippendorff_alpha(units: Sequence[Sequence]) -> float | None:
-    """Krippendorff's alpha for nominal values; each unit lists the values its annotators gave (units with one value ignored)."""
-    coincidence: Counter = Counter()
+def _unit_coincidences(units: Sequence[Sequence], labels: Sequence) -> np.ndarray:
+    """Per unit with at least two values, its contribution to Krippendorff's coincidence matrix, flattened:
+    o_ck = (ordered pairs of its values (c, k) from different annotators) / (m - 1)."""
+    index = {v: i for i, v in enumerate(labels)}
+    k = len(labels)
+    rows = []
     for values in units:
         m = len(values)
         if m < 2:
             continue
-        for i, x in enumerate(values):
-            for j, y in enumerate(values):
-                if i != j:
-                    coincidence[(x, y)] += 1 / (m - 1)
-    n = sum(coincidence.values())
-    if n <= 1:
+        counts = np.zeros(k)
+        for v in values:
+            counts[index[v]] += 1
+        rows.append(((np.outer(counts, counts) - np.diag(counts)) / (m - 1)).ravel())
+    return np.array(rows).reshape(-1, k * k)
+
+
+def _alpha_from_coincidences(o: np.ndarray, k: int) -> np.ndarray:
+    """Nominal alpha for each flattened (k x k) coincidence matrix in a stack:
+    1 - (n - 1) * (off-diagonal total) / (n^2 - sum n_c^2); NaN where undefined (one value only, or n <= 1)."""
+    o = o.reshape(-1, k, k)
+    n = o.sum(axis=(1, 2))
+    marginals = o.sum(axis=2)
+    disagree = n - np.trace(o, axis1=1, axis2=2)
+    expected = n * n - (marginals * marginals).sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        alpha = 1 - (n - 1) * disagree / expected
+    return np.where((expected > 1e-12) & (n > 1), alpha, np.nan)
+
+
+def _labels_of(units: Sequence[Sequence], labels: Sequence | None) -> list:
+    seen = {v for u in units for v in u}
+    labels = list(labels) if labels is not None else []
+    return labels + sorted(seen - set(labels), key=str)
+
+
+def krippendorff_alpha(units: Sequence[Sequence], labels: Sequence | None = None) -> float | None:
+    """Krippendorff's alpha for nominal values; each unit lists the values its annotators gave, any number of
+    annotators, skipped ones simply absent (units with one value carry no pair and are ignored).
+    None when undefined: fewer than two pairable values, or a single value used throughout."""
+    labels = _labels_of(units, labels)
+    o = _unit_coincidences(units, labels)
+    if not len(o):
         return None
-    marginals: Counter = Counter()
-    for (x, _), w in coincidence.items():
-        marginals[x] += w
-    observed = sum(w for (x, y), w in coincidence.items() if x != y)
-    expected = sum(marginals[x] * marginals[y] for x in marginals for y in marginals if x != y) / (n - 1)
-    if expected == 0:
-        return 1.0 if observed == 0 else None
-    return 1 - observed / expected
+    alpha = _alpha_from_coincidences(o.sum(axis=0), len(labels))[0]
+    return None if np.isnan(alpha) else float(alpha)
+
+
+def alpha_interval(units: Sequence[Sequence], labels: Sequence | None = None, **kwargs) -> tuple[float, float] | None:
+    """95% percentile bootstrap interval of Krippendorff's alpha over units (those with two values or more)."""
+    labels = _labels_of(units, labels)
+    o = _unit_coincidences(units, labels)
+    if not len(o):
+        return None
+    return bootstrap_interval(len(o), lambda weights: _alpha_from_coincidences(weights @ o, len(labels)), **kwargs)
+
+
+def gwet_ac1(units: Sequence[Sequence], labels: Sequence) -> float | None:
+    """Gwet's AC1 for any number of annotators per unit, skipped ones absent (Gwet 2008; Handbook of
+    Inter-Rater Reliability, 4th ed., chapter 4): (pa - pe) / (1 - pe) where
+
+    pa = mean over units with r_i >= 2 values of sum_k r_ik (r_ik - 1) / (r_i (r_i - 1)),
+    pi_k = mean over units with a value of r_ik / r_i, pe = sum_k pi_k (1 - pi_k) / (q - 1),
+
+    q the number of categories of the scale (`labels`, plus any other value seen). Unlike kappa
+    it stays stable when one answer dominates. None without a unit labelled twice, or q < 2.
+    """
+    labels = _labels_of(units, labels)
+    q = len(labels)
+    rated = [u for u in units if u]
+    paired = [u for u in rated if len(u) >= 2]
+    if not paired or q < 2:
+        return None
+    pa = sum(sum(n * (n - 1) for n in Counter(u).values()) / (len(u) * (len(u) - 1)) for u in paired) / len(paired)
+    pi = {c: sum(u.count(c) / len(u) for u in map(list, rated)) / len(rated) for c in labels}
+    pe = sum(p * (1 - p) for p in pi.values()) / (q - 1)
+    return float((pa - pe) / (1 - pe)) if pe < 1 else None
 
 
 @dataclass
@@ -110,22 +167,27 @@ class CriterionAgreement:
     kappa: float | None
     kappa_ci: tuple[float, float] | None
     alpha: float | None
+    alpha_ci: tuple[float, float] | None
+    ac1: float | None
+    annotators: int  # the most labels any unit has
     confusion: list[list[int]]  # rows: slot-1 label, columns: slot-2 label, in `labels` order
     small: bool = False
 
 
 def criterion_agreement(criterion: str, labels: Sequence[str], units: Sequence[Sequence[str]], **kwargs) -> CriterionAgreement:
-    """Figures for one criterion: each unit gives its values in slot order; kappa uses the first two, alpha all."""
+    """Figures for one criterion: each unit gives its values in slot order; kappa uses the first two,
+    Krippendorff's alpha and Gwet's AC1 every value (units some annotators skipped included)."""
     pairs = [u for u in units if len(u) >= 2]
     a = [u[0] for u in pairs]
     b = [u[1] for u in pairs]
-    labels = list(labels) + sorted({v for u in pairs for v in u} - set(labels), key=str)
-    many = any(len(u) > 2 for u in units)
+    labels = _labels_of(units, labels)
     confusion = _confusion_counts(a, b, labels).astype(int).tolist() if pairs else [[0] * len(labels) for _ in labels]
     return CriterionAgreement(
         criterion=criterion, labels=labels, n=len(pairs), agreement=observed_agreement(a, b),
         kappa=cohen_kappa(a, b, labels), kappa_ci=kappa_interval(a, b, labels, **kwargs),
-        alpha=krippendorff_alpha(pairs) if many else None, confusion=confusion, small=len(pairs) < SMALL_N,
+        alpha=krippendorff_alpha(pairs, labels), alpha_ci=alpha_interval(pairs, labels, **kwargs),
+        ac1=gwet_ac1(units, labels), annotators=max((len(u) for u in units), default=0),
+        confusion=confusion, small=len(pairs) < SMALL_N,
     )
 
 
@@ -227,9 +289,31 @@ def campaign_agreement(campaign) -> CampaignAgreement:
                                 for c in rubric.criteria]
     valid_units = [["valid" if ok else "invalid" for _, ok in by_unit[u]] for u in ids]
     valid = criterion_agreement("valid (all criteria met)", ["valid", "invalid"], valid_units)
-    outcomes = []
-    for stratum, status in campaign.units.values_list("stratum", "final_status").order_by():
-        outcomes.append((stratum, {FinalStatus.VALID: True, FinalStatus.INVALID: False}.get(status)))
-    rates = stratum_rates(campaign.population or {}, outcomes)
+    rates = stratum_rates(campaign.population or {}, _outcomes(campaign))
     return CampaignAgreement(criteria, per_stratum, valid, rates, population_estimate(rates),
                              campaign.annotators_per_unit)
+
+
+def _outcomes(campaign) -> list[tuple[str, bool | None]]:
+    """(stratum, valid) of each unit of a campaign: True / False once decided, None otherwise."""
+    from .models import FinalStatus
+
+    decided = {FinalStatus.VALID: True, FinalStatus.INVALID: False}
+    return [(stratum, decided.get(status))
+            for stratum, status in campaign.units.values_list("stratum", "final_status").order_by()]
+
+
+def rate_sd(valid: int, decided: int) -> float:
+    """Standard deviation of a stratum's valid / invalid outcome, sqrt(p (1 - p)), for the Neyman allocation.
+
+    p is the smoothed rate (valid + 1) / (decided + 2), so a pilot stratum where every unit
+    agreed still gets some spread (a raw 0 would give it no unit at all).
+    """
+    p = (valid + 1) / (decided + 2)
+    return math.sqrt(p * (1 - p))
+
+
+def pilot_sd(campaign) -> dict[str, float]:
+    """Per stratum of a (pilot) campaign: the standard deviation of its valid rate (`rate_sd`) over decided units."""
+    return {r.stratum: round(rate_sd(r.valid, r.decided), 4)
+            for r in stratum_rates(campaign.population or {}, _outcomes(campaign)) if r.sampled}

@@ -11,9 +11,9 @@ class AuditsConfig(AppConfig):
 
         from runs.exclusions import exclusion_policy_register
 
-        from .selectors import POLICIES, excluded_item_ids
+        from .selectors import POLICIES, excluded_item_ids, policy_sources
 
         def explain(benchmark, policy):
             return f"{reverse('audits:effect', args=[benchmark.slug])}?exclude={policy}"
 
-        exclusion_policy_register(POLICIES, excluded_item_ids, explain=explain)
+        exclusion_policy_register(POLICIES, excluded_item_ids, explain=explain, sources=policy_sources)

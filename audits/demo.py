@@ -1,9 +1,11 @@
-"""A pilot audit for the demo study: two annotators have labelled most of a stratified sample of
-checklist items, a lead has settled some disagreements, the rest wait in the queue.
+"""Two audits for the demo study. A pilot: two annotators have labelled most of a stratified sample of
+checklist items, a lead has settled some disagreements, the rest wait in the queue. A settled audit:
+every unit of another sample labelled by both and every disagreement adjudicated.
 
 So that a first look at the portal finds the audit pages, the agreement dashboard and the
-leaderboard's exclusion policies with something in them. Deterministic per seed; the demo
-people have no password (they cannot log in; the demo superuser sees everything).
+leaderboard's exclusion policies with something in them (policies read settled campaigns; the
+pilot counts only when chosen). Deterministic per seed; the demo people have no password (they
+cannot log in; the demo superuser sees everything).
 """
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ from .models import Campaign, FinalStatus, UnitState
 from .rubrics import rubric_for
 
 CAMPAIGN_NAME = "Demo pilot: checklist item quality"
+SETTLED_NAME = "Demo audit: checklist item quality"
 SUBJECT = "checklist_items"
 #: share of sampled items that are really flawed, how often an annotator sees an item as it is,
 #: the share of units labelled by both annotators, the share of disputes the lead has settled
@@ -36,6 +39,7 @@ FLAWS = (  # (values, adjudication reason)
 @dataclass
 class DemoAudit:
     campaign: Campaign | None
+    settled: Campaign | None = None
     labels: int = 0
     adjudicated: int = 0
     skipped: str = ""
@@ -52,7 +56,7 @@ def _person(username: str, group: str):
 
 @transaction.atomic
 def demo_audit_load(*, seed: int = 1, size: int = 60) -> DemoAudit:
-    """Create (once) the demo pilot campaign over the demo checklist benchmarks and play its labelling."""
+    """Create (once) the demo pilot and settled campaigns over the demo checklist benchmarks and play their labelling."""
     if Campaign.objects.filter(name=CAMPAIGN_NAME).exists():
         return DemoAudit(None, skipped="the demo pilot campaign exists already")
     benchmarks = list(Benchmark.objects.filter(kind=BenchmarkKind.CHECKLIST))
@@ -62,13 +66,24 @@ def demo_audit_load(*, seed: int = 1, size: int = 60) -> DemoAudit:
     annotators = [_person("demo-ann", access.ANNOTATOR), _person("demo-ben", access.ANNOTATOR)]
     campaign = services.campaign_create(
         name=CAMPAIGN_NAME, subject=SUBJECT, benchmarks=benchmarks, strata=["category"], allocation="proportional",
-        size=size, seed=seed, minimum_per_stratum=2, user=lead)
-    campaign = services.campaign_start(campaign)
-    rng = random.Random(seed)
+        size=size, seed=seed, minimum_per_stratum=2, pilot=True, user=lead)
+    result = DemoAudit(services.campaign_start(campaign))
+    _play(result, result.campaign, lead, annotators, random.Random(seed), labelled=LABELLED, settled=SETTLED)
+    settled = services.campaign_create(
+        name=SETTLED_NAME, subject=SUBJECT, benchmarks=benchmarks, strata=["category"], allocation="proportional",
+        size=size, seed=seed + 1, user=lead)
+    result.settled = services.campaign_start(settled)
+    _play(result, result.settled, lead, annotators, random.Random(seed + 1), labelled=1.0, settled=1.0)
+    return result
+
+
+def _play(result: DemoAudit, campaign: Campaign, lead, annotators, rng: random.Random, *, labelled: float,
+          settled: float) -> None:
+    """Both annotators label the first `labelled` share of the sample; the lead settles the first `settled` share
+    of the disagreements (with the truth the demo drew)."""
     units = list(campaign.units.order_by("position"))
     truth = {u.pk: (rng.choice(FLAWS) if rng.random() < FLAWED else None) for u in units}
-    result = DemoAudit(campaign)
-    for unit in units[: round(len(units) * LABELLED)]:
+    for unit in units[: round(len(units) * labelled)]:
         for annotator in annotators:
             assignment = services.assignment_next(campaign, annotator)
             if assignment is None or assignment.unit_id != unit.pk:
@@ -80,11 +95,10 @@ def demo_audit_load(*, seed: int = 1, size: int = 60) -> DemoAudit:
             result.labels += 1
     disputed = list(campaign.units.filter(state=UnitState.DISPUTED).order_by("position"))
     reasons = dict(rubric_for(SUBJECT).issues)
-    for unit in disputed[: round(len(disputed) * SETTLED)]:
+    for unit in disputed[: round(len(disputed) * settled)]:
         flaw = truth[unit.pk]
         status = FinalStatus.INVALID if flaw else FinalStatus.VALID
         services.unit_adjudicate(unit, lead=lead, final_status=status,
                                  reason=flaw[1] if flaw else "annotator-error",
                                  note="" if flaw else f"reads fine: {reasons['annotator-error']}")
         result.adjudicated += 1
-    return result

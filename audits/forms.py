@@ -2,10 +2,12 @@
 from __future__ import annotations
 
 from django import forms
+from django.contrib.auth import get_user_model
 
+from runs.access import ANNOTATOR, LEAD
 from runs.models import Benchmark
 
-from .models import Allocation, FinalStatus, Subject
+from .models import Allocation, Campaign, CampaignState, FinalStatus, Subject
 from .rubrics import Rubric
 from .sampling import STRATA
 from .selectors import POLICIES, SUBJECT_KINDS
@@ -26,9 +28,29 @@ class CampaignForm(forms.Form):
     size = forms.IntegerField(min_value=1, max_value=100_000, initial=100)
     seed = forms.IntegerField(initial=1, min_value=-(2**63), max_value=2**63 - 1,
                               help_text="The same seed re-creates the same sample.")
+    stratum_sd = forms.CharField(
+        required=False, label="Standard deviations per stratum (Neyman)", widget=forms.Textarea(attrs={"rows": 3}),
+        help_text="Only for the Neyman allocation: one \"stratum = standard deviation\" a line, e.g. "
+                  "\"System Prompt / compliance = 0.3\" (the stratum as the preview names it). A variance is "
+                  "given as \"var 0.09\". Lines here win over the pilot campaign's figures.")
+    sd_from = forms.ModelChoiceField(
+        queryset=Campaign.objects.exclude(state=CampaignState.DRAFT), required=False, label="Pilot campaign",
+        help_text="Only for the Neyman allocation: each stratum's standard deviation is read from this campaign's "
+                  "valid rate, sqrt(p(1-p)) with p = (valid+1)/(decided+2). Its strata must be named as this one's.")
     annotators_per_unit = forms.IntegerField(min_value=2, max_value=10, initial=2)
+    annotators = forms.ModelMultipleChoiceField(
+        queryset=get_user_model().objects.none(), required=False, widget=forms.CheckboxSelectMultiple,
+        help_text="Only these people receive the campaign's units; none ticked = every annotator.")
+    pilot = forms.BooleanField(required=False, help_text="A trial run: exclusion policies leave it out unless chosen by name.")
     reservation_minutes = forms.IntegerField(min_value=1, max_value=24 * 60, initial=30,
                                              help_text="An unsaved item returns to the pool after this long.")
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["annotators"].queryset = labellers()
+
+    def clean_stratum_sd(self) -> dict[str, float]:
+        return parse_stratum_sd(self.cleaned_data.get("stratum_sd") or "")
 
     def clean(self):
         data = super().clean()
@@ -40,6 +62,44 @@ class CampaignForm(forms.Form):
                                             f"so it has nothing to audit for this subject.")
         data["minimum_per_stratum"] = data.get("minimum_per_stratum") or 0
         return data
+
+
+def labellers():
+    """The people a lead can assign to a campaign: annotators and leads."""
+    return get_user_model().objects.filter(groups__name__in=(ANNOTATOR, LEAD)).distinct().order_by("username")
+
+
+class CampaignAnnotatorsForm(forms.Form):
+    """Who receives a campaign's units."""
+
+    annotators = forms.ModelMultipleChoiceField(
+        queryset=get_user_model().objects.none(), required=False, widget=forms.CheckboxSelectMultiple,
+        help_text="Only the people ticked receive units; none ticked = every annotator. Taking someone off releases "
+                  "the units they hold; their saved labels stay.")
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["annotators"].queryset = labellers()
+
+
+def parse_stratum_sd(text: str) -> dict[str, float]:
+    """{stratum: standard deviation} from "stratum = sd" lines ("stratum = var v" gives a variance); a clear error per bad line."""
+    out = {}
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        stratum, sep, value = line.rpartition("=")
+        value = value.strip()
+        is_variance = value.lower().startswith("var")
+        try:
+            number_value = float(value[3:] if is_variance else value)
+        except ValueError:
+            number_value = float("nan")
+        if not sep or not stratum.strip() or not 0 <= number_value < float("inf"):
+            raise forms.ValidationError(f"line {number}: write \"stratum = standard deviation\" with a number >= 0, "
+                                        f"not {line.strip()[:80]!r}")
+        out[stratum.strip()] = number_value ** 0.5 if is_variance else number_value
+    return out
 
 
 def label_form_class(rubric: Rubric, *, with_link: bool):
@@ -83,6 +143,16 @@ class ItemRewriteForm(forms.Form):
 
 
 class EffectForm(forms.Form):
-    """Which exclusion policy the effect page shows."""
+    """Which exclusion policy the effect page shows, and the campaigns it draws on (none ticked: the settled ones)."""
 
     exclude = forms.ChoiceField(choices=list(POLICIES.items()), required=False, initial="adjudicated_invalid")
+    campaigns = forms.TypedMultipleChoiceField(coerce=int, required=False, widget=forms.CheckboxSelectMultiple,
+                                               label="Campaigns the policy draws on")
+
+    def __init__(self, *args, benchmark=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        started = Campaign.objects.exclude(state=CampaignState.DRAFT)
+        if benchmark is not None:
+            started = started.filter(benchmarks=benchmark)
+        self.fields["campaigns"].choices = [
+            (c.pk, f"{c.name}{' (pilot)' if c.pilot else ''} · {c.get_state_display()}") for c in started.order_by("created_at", "id")]

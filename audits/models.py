@@ -23,6 +23,7 @@ class Allocation(models.TextChoices):
     PROPORTIONAL = "proportional", "Proportional to stratum size"
     EQUAL = "equal", "Equal per stratum"
     MINIMUM = "minimum", "Minimum per stratum, rest proportional"
+    NEYMAN = "neyman", "Neyman: proportional to stratum size x standard deviation (from a pilot)"
 
 
 class CampaignState(models.TextChoices):
@@ -36,7 +37,9 @@ class Campaign(models.Model):
 
     `strata` lists the stratum dimensions (see audits.sampling.STRATA); `population`
     is frozen at start: {stratum: number of candidate units}, so re-weighting uses the
-    population the sample was drawn from.
+    population the sample was drawn from. `stratum_sd` ({stratum: standard deviation of the
+    valid rate}, from a pilot) drives the Neyman allocation. A `pilot` campaign never feeds an
+    exclusion policy unless chosen by name. When `annotators` is not empty only they receive units.
     """
 
     name = models.CharField(max_length=200)
@@ -51,6 +54,9 @@ class Campaign(models.Model):
     reservation_minutes = models.PositiveIntegerField(default=30)
     state = models.CharField(max_length=10, choices=CampaignState.choices, default=CampaignState.DRAFT)
     population = models.JSONField(default=dict, blank=True)
+    stratum_sd = models.JSONField(default=dict, blank=True)
+    pilot = models.BooleanField(default=False, help_text="A trial run: exclusion policies leave it out unless chosen.")
+    annotators = models.ManyToManyField(settings.AUTH_USER_MODEL, blank=True, related_name="audit_campaigns")
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
@@ -135,6 +141,17 @@ class Assignment(models.Model):
             models.UniqueConstraint(fields=["unit", "slot"], name="assignment_unique_slot"),
         ]
         indexes = [models.Index(fields=["annotator", "submitted_at"], name="assignment_by_annotator")]
+
+
+class Skip(models.Model):
+    """An annotator put a unit back (skipped or released it): it goes to the end of their queue, free for others."""
+
+    unit = models.ForeignKey(AuditUnit, on_delete=models.CASCADE, related_name="skips")
+    annotator = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    at = models.DateTimeField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["unit", "annotator"], name="skip_one_per_annotator")]
 
 
 class Label(models.Model):

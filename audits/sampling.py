@@ -7,6 +7,7 @@ candidates are sorted by their stable key and each stratum draws with its own
 from __future__ import annotations
 
 import difflib
+import math
 import random
 import re
 from collections import defaultdict
@@ -55,37 +56,77 @@ def population(candidates: Iterable[Candidate], strata: Sequence[str]) -> dict[s
     return dict(sorted(counts.items()))
 
 
-def allocate(counts: dict[str, int], size: int, *, mode: str, minimum: int = 0) -> dict[str, int]:
-    """How many units each stratum gets: proportional, equal, or a minimum then proportional; never more than a stratum has.
+#: standard deviation assumed for a stratum the pilot says nothing about: the largest a valid / invalid rate can have
+NEYMAN_DEFAULT_SD = 0.5
 
-    Shares are rounded by largest remainder (ties by stratum name); what a small stratum
-    cannot take is handed to the others, so the total is min(size, population).
+
+def quotas(counts: dict[str, int], size: int, *, mode: str, minimum: int = 0,
+           sd: dict[str, float] | None = None) -> dict[str, float]:
+    """The exact (unrounded) number of units each stratum is due: what `allocate` rounds.
+
+    proportional: size * N_s / N; equal: size / strata; minimum: min(minimum, N_s) each, the rest
+    proportional to N_s; neyman: proportional to N_s * S_s (S_s from a pilot, `NEYMAN_DEFAULT_SD`
+    where missing). A stratum is never due more than it has: what it cannot take goes to the
+    others in the same proportions. The quotas sum to min(size, population).
     """
     size = min(size, sum(counts.values()))
-    alloc = {s: 0 for s in counts}
+    base = {s: 0.0 for s in counts}
     if mode == "minimum":
-        for s, n in counts.items():
-            alloc[s] = min(minimum, n)
-        if sum(alloc.values()) > size:  # the minimum alone is over the size: equal shares of the size
-            return allocate(counts, size, mode="equal")
-    while sum(alloc.values()) < size:
-        open_strata = [s for s in counts if alloc[s] < counts[s]]
-        left = size - sum(alloc.values())
-        if mode == "equal":
-            weights = {s: 1.0 for s in open_strata}
-        else:
-            weights = {s: float(counts[s]) for s in open_strata}
-        total = sum(weights.values())
-        exact = {s: left * w / total for s, w in weights.items()}
-        floors = {s: min(int(exact[s]), counts[s] - alloc[s]) for s in open_strata}
-        if sum(floors.values()) == 0:  # hand out one at a time by largest remainder
-            best = sorted(open_strata, key=lambda s: (-(exact[s] - int(exact[s])), s))
-            for s in best[:left]:
-                alloc[s] += 1
-            continue
-        for s, n in floors.items():
-            alloc[s] += n
+        base = {s: float(min(minimum, n)) for s, n in counts.items()}
+        if sum(base.values()) > size:  # the minimum alone is over the size: equal shares of the size
+            return quotas(counts, size, mode="equal")
+        mode = "proportional"
+    if mode == "equal":
+        weights = {s: 1.0 for s in counts}
+    elif mode == "neyman":
+        sd = sd or {}
+        weights = {s: n * max(0.0, float(sd.get(s, NEYMAN_DEFAULT_SD))) for s, n in counts.items()}
+        if not sum(weights.values()):  # every stratum without spread: fall back to proportional
+            weights = {s: float(n) for s, n in counts.items()}
+    elif mode == "proportional":
+        weights = {s: float(n) for s, n in counts.items()}
+    else:
+        raise ValueError(f"unknown allocation {mode!r}")
+    room = {s: counts[s] - base[s] for s in counts}
+    due = dict(base)
+    left = size - sum(base.values())
+    open_strata = {s for s in counts if room[s] > 0 and weights[s] > 0}
+    while left > 1e-9 and open_strata:
+        total = sum(weights[s] for s in open_strata)
+        share = {s: left * weights[s] / total for s in open_strata}
+        full = {s for s in open_strata if share[s] >= room[s]}
+        if not full:
+            for s in open_strata:
+                due[s] += share[s]
+            break
+        for s in full:  # these take all they have; the rest is shared again among the others
+            due[s] += room[s]
+            left -= room[s]
+        open_strata -= full
+    return due
+
+
+def allocate(counts: dict[str, int], size: int, *, mode: str, minimum: int = 0,
+             sd: dict[str, float] | None = None) -> dict[str, int]:
+    """How many units each stratum gets: its quota (see `quotas`) rounded by largest remainder.
+
+    Every stratum gets the whole part of its quota; the units left go one each to the strata
+    with the largest fractional parts (ties: larger population, then stratum name), so no
+    stratum is ever more than one unit away from its quota and the total is min(size, population).
+    """
+    due = quotas(counts, size, mode=mode, minimum=minimum, sd=sd)
+    alloc = {s: min(counts[s], int(math.floor(q + 1e-9))) for s, q in due.items()}
+    left = min(size, sum(counts.values())) - sum(alloc.values())
+    order = sorted((s for s in counts if alloc[s] < counts[s]),
+                   key=lambda s: (-(due[s] - alloc[s]), -counts[s], s))
+    for s in order[:max(0, left)]:
+        alloc[s] += 1
     return alloc
+
+
+def empty_strata(counts: dict[str, int], alloc: dict[str, int]) -> list[str]:
+    """Strata with candidates that the allocation gives no unit (the draft warns about them)."""
+    return [s for s, n in counts.items() if n and not alloc.get(s)]
 
 
 def draw(candidates: Sequence[Candidate], strata: Sequence[str], allocation: dict[str, int], seed: int) -> list[tuple[str, Candidate]]:
@@ -102,9 +143,9 @@ def draw(candidates: Sequence[Candidate], strata: Sequence[str], allocation: dic
 
 
 def sample(candidates: Sequence[Candidate], *, strata: Sequence[str], mode: str, size: int, seed: int,
-           minimum: int = 0) -> list[tuple[str, Candidate]]:
+           minimum: int = 0, sd: dict[str, float] | None = None) -> list[tuple[str, Candidate]]:
     """Population, allocation and draw in one call: the frozen sample of a campaign."""
-    alloc = allocate(population(candidates, strata), size, mode=mode, minimum=minimum)
+    alloc = allocate(population(candidates, strata), size, mode=mode, minimum=minimum, sd=sd)
     return draw(candidates, strata, alloc, seed)
 
 

@@ -5,11 +5,24 @@ import random
 from collections import defaultdict
 from collections.abc import Iterable
 
-from django.db.models import Count, Q
+from django.db.models import Count, Exists, OuterRef, Q
 
 from runs.models import Benchmark, ChecklistItem, Instance, Verdict, VerdictResult
 
-from .models import Assignment, AuditUnit, Campaign, FinalStatus, ItemRevision, Label, Subject, UnitState
+from .models import (
+    Adjudication,
+    Assignment,
+    AuditUnit,
+    Campaign,
+    CampaignState,
+    FinalSource,
+    FinalStatus,
+    ItemRevision,
+    Label,
+    Subject,
+    UnitState,
+)
+from . import effect, sampling
 from .sampling import Candidate
 
 #: exclusion policies offered on leaderboards: URL value -> label
@@ -54,6 +67,22 @@ def candidates(subject: str, benchmark_ids: Iterable[int]) -> list[Candidate]:
     return out
 
 
+def draft_allocation(campaign: Campaign, cands: list[Candidate] | None = None) -> dict:
+    """What a draft would sample: per stratum its population, share, expected (unrounded) and allocated units,
+    and the strata that get none. `cands` defaults to the campaign's candidates."""
+    if cands is None:
+        cands = candidates(campaign.subject, campaign.benchmarks.values_list("id", flat=True))
+    counts = sampling.population(cands, campaign.strata)
+    options = {"mode": campaign.allocation, "minimum": campaign.minimum_per_stratum, "sd": campaign.stratum_sd}
+    due = sampling.quotas(counts, campaign.size, **options)
+    alloc = sampling.allocate(counts, campaign.size, **options)
+    total = len(cands) or 1
+    rows = [{"stratum": s, "population": n, "share": n / total, "expected": due[s], "allocated": alloc[s],
+             "sd": campaign.stratum_sd.get(s) if campaign.allocation == "neyman" else None} for s, n in counts.items()]
+    return {"rows": rows, "allocation": alloc, "n_candidates": len(cands), "n_sampled": sum(alloc.values()),
+            "empty": sampling.empty_strata(counts, alloc)}
+
+
 def _user_query(spec: dict, turn: int) -> str:
     for t in spec.get("turns", []):
         if t.get("turn") == turn:
@@ -88,11 +117,15 @@ def unit_evidence(unit: AuditUnit) -> dict:
 
 
 def annotator_progress(campaign: Campaign) -> list[dict]:
-    """Per annotator: labels saved and reservations held (one query)."""
+    """Per annotator: labels saved, reservations held, and saved labels the final status overruled (one query)."""
+    overruled = (Q(label__valid=True, unit__final_status=FinalStatus.INVALID)
+                 | Q(label__valid=False, unit__final_status=FinalStatus.VALID))
     rows = Assignment.objects.filter(unit__campaign=campaign).values("annotator__username").annotate(
         saved=Count("id", filter=Q(submitted_at__isnull=False)), reserved=Count("id", filter=Q(submitted_at__isnull=True)),
+        overruled=Count("id", filter=overruled & Q(unit__state=UnitState.CLOSED)),
     ).order_by("annotator__username")
-    return [{"annotator": r["annotator__username"], "saved": r["saved"], "reserved": r["reserved"]} for r in rows]
+    return [{"annotator": r["annotator__username"], "saved": r["saved"], "reserved": r["reserved"],
+             "overruled": r["overruled"]} for r in rows]
 
 
 def campaign_counts(campaign: Campaign) -> dict:
@@ -109,6 +142,109 @@ def adjudication_queue(campaign: Campaign) -> list[AuditUnit]:
     """Disputed units, lowest agreement first (then sample order)."""
     return list(campaign.units.filter(state=UnitState.DISPUTED).select_related("item", "instance")
                 .order_by("agreement", "position"))
+
+
+def provenance_totals(campaign: Campaign) -> dict[str, int]:
+    """Where the campaign's units stand: closed unanimous / adjudicated / unresolved, and still open or disputed."""
+    sources = dict(campaign.units.filter(state=UnitState.CLOSED).values_list("final_source").annotate(n=Count("id")).order_by())
+    states = dict(campaign.units.exclude(state=UnitState.CLOSED).values_list("state").annotate(n=Count("id")).order_by())
+    return {"unanimous": sources.get(FinalSource.UNANIMOUS, 0), "adjudicated": sources.get(FinalSource.ADJUDICATED, 0),
+            "unresolved": sources.get(FinalSource.UNRESOLVED, 0), "disputed": states.get(UnitState.DISPUTED, 0),
+            "open": states.get(UnitState.OPEN, 0)}
+
+
+def _overruled(label_valid: bool, unit_state: str, final_status: str) -> bool | None:
+    """Whether a label's verdict (valid or not) lost to the unit's final status; None while undecided or unresolved."""
+    if unit_state != UnitState.CLOSED or final_status not in (FinalStatus.VALID, FinalStatus.INVALID):
+        return None
+    return label_valid != (final_status == FinalStatus.VALID)
+
+
+def campaign_labels(campaign: Campaign) -> list[dict]:
+    """Every saved label of a campaign with its provenance, in sample then slot order (leads and reviewers: callers
+    check access): unit, slot, annotator, answers, note, the unit's final status and source, whether the label was
+    overruled, and whether an adjudication upheld it."""
+    rows = Label.objects.filter(assignment__unit__campaign=campaign).order_by(
+        "assignment__unit__position", "assignment__slot").values_list(
+        "assignment__unit_id", "assignment__unit__position", "assignment__unit__key", "assignment__unit__stratum",
+        "assignment__slot", "assignment__annotator__username", "values", "valid", "note", "link", "created_at",
+        "updated_at", "assignment__unit__state", "assignment__unit__final_status", "assignment__unit__final_source",
+        "assignment__unit__adjudication__upheld_slot")
+    return [{"unit": unit, "position": pos, "key": key, "stratum": stratum, "slot": slot, "annotator": who,
+             "values": values, "valid": valid, "note": note, "link": link, "saved_at": created.isoformat(),
+             "updated_at": updated.isoformat(), "unit_state": state, "final_status": final, "final_source": source,
+             "overruled": _overruled(valid, state, final), "upheld": None if upheld is None else upheld == slot}
+            for unit, pos, key, stratum, slot, who, values, valid, note, link, created, updated, state, final, source, upheld
+            in rows]
+
+
+def campaign_adjudications(campaign: Campaign) -> list[dict]:
+    """Every adjudication of a campaign in sample order: unit, lead, final status, reason, upheld slot, the order the
+    labels were shown in, note, when."""
+    rows = Adjudication.objects.filter(unit__campaign=campaign).order_by("unit__position").values_list(
+        "unit_id", "unit__position", "unit__key", "unit__stratum", "lead__username", "final_status", "reason",
+        "upheld_slot", "shown_order", "note", "created_at")
+    return [{"unit": unit, "position": pos, "key": key, "stratum": stratum, "lead": lead or "", "final_status": final,
+             "reason": reason, "upheld_slot": upheld, "shown_order": " ".join(map(str, shown or [])), "note": note,
+             "decided_at": at.isoformat()}
+            for unit, pos, key, stratum, lead, final, reason, upheld, shown, note, at in rows]
+
+
+def sample_units(campaign: Campaign, *, offset: int = 0, limit: int = 200) -> list[tuple[AuditUnit, list[ChecklistItem]]]:
+    """A page of a started campaign's frozen sample in sample order, each unit with its items (three queries)."""
+    units = list(campaign.units.select_related("item", "instance").order_by("position")[offset:offset + limit])
+    by_turn = items_of_turns({(u.instance_id, u.turn) for u in units if not u.item_id and u.turn is not None})
+    return [(u, [u.item] if u.item_id else by_turn.get((u.instance_id, u.turn), [])) for u in units]
+
+
+def items_of_turns(turns: Iterable[tuple[int, int]]) -> dict[tuple[int, int], list[ChecklistItem]]:
+    """The checklist items active at each (instance id, turn), in position order (one query)."""
+    turns = set(turns)
+    out: dict[tuple[int, int], list[ChecklistItem]] = defaultdict(list)
+    if turns:
+        q = Q()
+        for inst, turn in turns:
+            q |= Q(instance_id=inst, turn=turn)
+        for item in ChecklistItem.objects.filter(q).order_by("position"):
+            out[(item.instance_id, item.turn)].append(item)
+    return out
+
+
+def queue_progress(campaign: Campaign, user) -> dict:
+    """An annotator's queue: labels saved ("done") of the units they did or may still take ("total": done, plus
+    the open units they hold or that have a free slot and none of their labels). Two queries."""
+    done = Label.objects.filter(assignment__unit__campaign=campaign, assignment__annotator=user).count()
+    mine = Assignment.objects.filter(unit=OuterRef("pk"), annotator=user)
+    labelled = Label.objects.filter(assignment__annotator=user, assignment__unit__campaign=campaign)
+    open_to_me = (campaign.units.filter(state=UnitState.OPEN).exclude(pk__in=labelled.values("assignment__unit_id"))
+                  .annotate(n=Count("assignments"), held=Exists(mine))
+                  .filter(Q(held=True) | Q(n__lt=campaign.annotators_per_unit)).count())
+    return {"done": done, "total": done + open_to_me}
+
+
+def last_correctable(campaign: Campaign, user) -> Label | None:
+    """The user's most recent label in the campaign while its unit is still open (they may still correct it)."""
+    return (Label.objects.filter(assignment__unit__campaign=campaign, assignment__annotator=user,
+                                 assignment__unit__state=UnitState.OPEN)
+            .select_related("assignment__unit__item").order_by("-updated_at", "-id").first())
+
+
+def next_disputed(campaign: Campaign, user, *, after: AuditUnit | None = None) -> AuditUnit | None:
+    """The disputed unit a lead decides next, in queue order (lowest agreement first), after `after` when given,
+    skipping units the lead labelled; wraps around to the start of the queue."""
+    taken = units_taken_by(user, campaign)
+    queue = [u for u in adjudication_queue(campaign) if u.pk not in taken]
+    if after is not None:
+        ids = [u.pk for u in queue]
+        if after.pk in ids:
+            i = ids.index(after.pk)
+            queue = queue[i + 1:] + queue[:i]
+    return queue[0] if queue else None
+
+
+def units_taken_by(user, campaign: Campaign) -> set[int]:
+    """Ids of the campaign's units in which the user holds an annotator slot (a lead cannot adjudicate those)."""
+    return set(Assignment.objects.filter(unit__campaign=campaign, annotator=user).values_list("unit_id", flat=True))
 
 
 def labels_of_unit(unit: AuditUnit) -> list[Label]:
@@ -164,11 +300,32 @@ def item_version_chain(item: ChecklistItem) -> list[dict]:
 
 
 # exclusion policies -----------------------------------------------------------------------
-def flagged_units(benchmark: Benchmark, policy: str) -> list[AuditUnit]:
-    """The audit units of a benchmark that a label-based policy excludes (see POLICIES; "superseded" has no units)."""
+def policy_campaigns(benchmark: Benchmark, campaigns: Iterable[int] | None = None) -> list[Campaign]:
+    """The campaigns an exclusion policy draws on for a benchmark, oldest first.
+
+    By default the settled ones: started, not a pilot, and every unit closed (or the campaign
+    closed by a lead). `campaigns` names them instead (any started campaign of the benchmark,
+    pilots and unfinished ones included); an id that is not one raises ValueError naming it.
+    """
+    qs = Campaign.objects.filter(benchmarks=benchmark).exclude(state=CampaignState.DRAFT)
+    if campaigns is not None:
+        wanted = {int(c) for c in campaigns}
+        chosen = list(qs.filter(pk__in=wanted).order_by("created_at", "id"))
+        missing = wanted - {c.pk for c in chosen}
+        if missing:
+            raise ValueError(f"not a started audit campaign of {benchmark.slug}: {', '.join(map(str, sorted(missing)))}")
+        return chosen
+    pending = Count("units", filter=Q(units__state__in=(UnitState.OPEN, UnitState.DISPUTED)))
+    return list(qs.filter(pilot=False).annotate(pending=pending)
+                .filter(Q(state=CampaignState.CLOSED) | Q(pending=0)).order_by("created_at", "id"))
+
+
+def flagged_units(benchmark: Benchmark, policy: str, campaigns: Iterable[int] | None = None) -> list[AuditUnit]:
+    """The audit units of a benchmark that a label-based policy excludes (see POLICIES; "superseded" has no units),
+    from the campaigns `policy_campaigns` gives."""
     if policy not in POLICIES or policy == "superseded":
         raise ValueError(f"unknown exclusion policy {policy!r}")
-    units = AuditUnit.objects.filter(instance__benchmark=benchmark)
+    units = AuditUnit.objects.filter(instance__benchmark=benchmark, campaign__in=policy_campaigns(benchmark, campaigns))
     if policy == "adjudicated_invalid":
         return list(units.filter(state=UnitState.CLOSED, final_status=FinalStatus.INVALID))
     flagged = Count("assignments", filter=Q(assignments__label__valid=False))
@@ -177,23 +334,32 @@ def flagged_units(benchmark: Benchmark, policy: str) -> list[AuditUnit]:
     return list(units.filter(n_flagged__gte=minimum))
 
 
-def excluded_item_ids(benchmark: Benchmark, policy: str) -> set[int]:
+def excluded_item_ids(benchmark: Benchmark, policy: str, campaigns: Iterable[int] | None = None) -> set[int]:
     """Checklist item ids that an exclusion policy leaves out of the benchmark's leaderboard (empty without audits).
 
+    Label-based policies read the settled campaigns, or the ones `campaigns` names (see `policy_campaigns`);
     "superseded" leaves out every item an audit rewrote as a newer version (the newest stays).
     """
     if policy == "superseded":
         return set(ChecklistItem.objects.filter(instance__benchmark=benchmark, superseded_by__isnull=False)
                    .values_list("id", flat=True))
-    units = flagged_units(benchmark, policy)
+    units = flagged_units(benchmark, policy, campaigns)
     ids = {u.item_id for u in units if u.item_id}
-    turns = [(u.instance_id, u.turn) for u in units if not u.item_id and u.turn is not None]
-    if turns:
-        q = Q()
-        for inst, turn in turns:
-            q |= Q(instance_id=inst, turn=turn)
-        ids |= set(ChecklistItem.objects.filter(q).values_list("id", flat=True))
+    for items in items_of_turns((u.instance_id, u.turn) for u in units if not u.item_id and u.turn is not None).values():
+        ids |= {i.id for i in items}
     return ids
+
+
+def policy_sources(benchmark: Benchmark, policy: str, campaigns: Iterable[int] | None = None) -> str:
+    """In words, what a policy draws on for this benchmark (pages show it beside the policy)."""
+    if policy == "superseded":
+        return "items rewritten by any audit"
+    chosen = policy_campaigns(benchmark, campaigns)
+    kind = "chosen" if campaigns is not None else "settled"
+    if not chosen:
+        return f"no {kind} audit campaign (pilots and unfinished campaigns count only when chosen)"
+    names = ", ".join(f"{c.name}{' (pilot)' if c.pilot else ''}" for c in chosen)
+    return f"{len(chosen)} {kind} campaign{'s' if len(chosen) != 1 else ''}: {names}"
 
 
 def items_by_id(ids: Iterable[int]) -> dict[int, ChecklistItem]:
@@ -216,3 +382,12 @@ def attempt_verdicts_on(item_ids: Iterable[int], benchmark_id: int, filters=None
     for model, item_id, result, n in rows:
         out[model][item_id][result] += n
     return out
+
+
+def policy_effect(benchmark: Benchmark, policy: str, filters=None, campaigns: Iterable[int] | None = None):
+    """A checklist leaderboard before and after a policy (audits.effect.exclusion_effect) and the items behind
+    its swaps by id: what the effect page and its API show."""
+    excluded = excluded_item_ids(benchmark, policy, campaigns)
+    result = effect.exclusion_effect(benchmark.id, excluded, attempt_verdicts_on(excluded, benchmark.id, filters),
+                                     filters=filters)
+    return result, items_by_id({d["item_id"] for s in result.swaps for d in s.items})

@@ -1,11 +1,12 @@
 """API shapes of audits. Output serializers are blind by construction: an assignment shows the
 unit and its items, never another label, another annotator or a verdict."""
+from django.contrib.auth import get_user_model
 from rest_framework import serializers
 
 from runs.models import Benchmark
 
 from .access import UNSETTLED
-from .models import Allocation, FinalStatus, Subject
+from .models import Allocation, Campaign, FinalStatus, Subject
 from .sampling import STRATA
 from .services import REWRITE_MAX_TEXT
 
@@ -30,7 +31,21 @@ class CampaignInputSerializer(serializers.Serializer):
     seed = serializers.IntegerField(default=1, min_value=-(2**63), max_value=2**63 - 1)  # a BigIntegerField
     annotators_per_unit = serializers.IntegerField(min_value=2, max_value=10, default=2)
     reservation_minutes = serializers.IntegerField(min_value=1, max_value=24 * 60, default=30)
+    stratum_sd = serializers.DictField(child=serializers.FloatField(min_value=0), required=False, default=dict,
+                                       help_text="Neyman allocation: {stratum: standard deviation}; wins over sd_from.")
+    sd_from = serializers.PrimaryKeyRelatedField(queryset=Campaign.objects.all(), required=False, allow_null=True,
+                                                 default=None, help_text="Neyman allocation: read the standard "
+                                                 "deviations from this (pilot) campaign's per-stratum valid rates.")
+    annotators = serializers.SlugRelatedField(slug_field="username", queryset=get_user_model().objects.all(), many=True,
+                                              required=False, default=list,
+                                              help_text="Usernames that receive the units; empty = every annotator.")
+    pilot = serializers.BooleanField(default=False, help_text="Exclusion policies leave a pilot out unless chosen.")
     start = serializers.BooleanField(default=True, help_text="Freeze the sample at once.")
+
+
+class AnnotatorsInputSerializer(serializers.Serializer):
+    annotators = serializers.SlugRelatedField(slug_field="username", queryset=get_user_model().objects.all(), many=True,
+                                              help_text="Usernames that receive the units; [] = every annotator.")
 
 
 class CampaignSerializer(serializers.Serializer):
@@ -44,7 +59,14 @@ class CampaignSerializer(serializers.Serializer):
     seed = serializers.IntegerField()
     annotators_per_unit = serializers.IntegerField()
     population = serializers.DictField(child=serializers.IntegerField())
+    stratum_sd = serializers.DictField(child=serializers.FloatField())
+    pilot = serializers.BooleanField()
+    annotators = serializers.SerializerMethodField()
     units = serializers.IntegerField(source="units.count")
+
+    def get_annotators(self, obj) -> list[str]:
+        """Usernames assigned to the campaign ([] = open to every annotator)."""
+        return sorted(obj.annotators.values_list("username", flat=True))
 
 
 class ItemSerializer(serializers.Serializer):

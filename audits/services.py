@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from datetime import timedelta
 
 from django.db import IntegrityError, transaction
-from django.db.models import Count
+from django.db.models import Count, Exists, OuterRef
 from django.utils import timezone
 
 from runs.categories import normalise_category
@@ -14,7 +14,7 @@ from runs.ingest.base import clean, content_hash, text_limit
 from runs.models import Benchmark, ChecklistItem, Instance
 from runs.services import benchmarks_generation_bump
 
-from . import access, sampling, selectors
+from . import access, agreement, sampling, selectors
 from .models import (
     Adjudication,
     Assignment,
@@ -25,6 +25,7 @@ from .models import (
     FinalStatus,
     ItemRevision,
     Label,
+    Skip,
     UnitState,
 )
 from .rubrics import rubric_for
@@ -34,27 +35,78 @@ class AuditError(Exception):
     """A request the audit workflow refuses, with a message for the person."""
 
 
+class AuditInputError(AuditError):
+    """A request naming something that does not exist or cannot be (the API answers 400, not 409)."""
+
+
 def campaign_create(*, name: str, subject: str, benchmarks: Sequence[Benchmark], strata: Sequence[str], allocation: str,
                     size: int, seed: int, minimum_per_stratum: int = 0, annotators_per_unit: int = 2,
-                    reservation_minutes: int = 30, user=None) -> Campaign:
-    """A draft campaign (nothing sampled yet)."""
+                    reservation_minutes: int = 30, stratum_sd: dict | None = None, sd_from: Campaign | None = None,
+                    pilot: bool = False, annotators: Sequence = (), user=None) -> Campaign:
+    """A draft campaign (nothing sampled yet); `annotators`, when given, are the only people who receive its units.
+
+    `stratum_sd` (Neyman allocation) is read from the pilot campaign `sd_from` where given; explicit figures win.
+    """
     unknown = set(strata) - set(sampling.STRATA)
     if unknown:
         raise AuditError(f"unknown strata: {', '.join(sorted(unknown))}")
+    stratum_sd = {**(agreement.pilot_sd(sd_from) if sd_from is not None else {}), **_clean_sd(stratum_sd or {})}
     campaign = Campaign.objects.create(
         name=name, subject=subject, strata=list(strata), allocation=allocation, size=size, seed=seed,
         minimum_per_stratum=minimum_per_stratum, annotators_per_unit=annotators_per_unit,
-        reservation_minutes=reservation_minutes, created_by=user,
+        reservation_minutes=reservation_minutes, stratum_sd=stratum_sd, pilot=pilot, created_by=user,
     )
     campaign.benchmarks.set(benchmarks)
+    if annotators:
+        campaign_assign(campaign, annotators)
     return campaign
+
+
+def _clean_sd(stratum_sd: dict) -> dict[str, float]:
+    out = {}
+    for stratum, value in stratum_sd.items():
+        try:
+            sd = float(value)
+        except (TypeError, ValueError):
+            raise AuditError(f"standard deviation of stratum {stratum!r} is not a number: {value!r}") from None
+        if not 0 <= sd < float("inf"):
+            raise AuditError(f"standard deviation of stratum {stratum!r} must be a finite number >= 0, not {value!r}")
+        out[str(stratum)] = sd
+    return out
+
+
+def campaign_assign(campaign: Campaign, annotators: Sequence) -> None:
+    """The people who receive the campaign's units (annotators or leads); an empty list opens it to every annotator.
+
+    Reservations held by someone no longer assigned are released; their saved labels stay.
+    """
+    people = list(annotators)
+    refused = [u.get_username() for u in people if not access.roles_of(u) & {access.LEAD, access.ANNOTATOR}]
+    if refused:
+        raise AuditError(f"not an annotator: {', '.join(sorted(refused))}")
+    campaign.annotators.set(people)
+    if people:
+        Assignment.objects.filter(unit__campaign=campaign, label__isnull=True).exclude(
+            annotator__in=people).delete()
+
+
+def campaign_set_pilot(campaign: Campaign, pilot: bool) -> None:
+    """Mark a campaign as a pilot (exclusion policies leave it out unless chosen) or as a real audit."""
+    if campaign.pilot == pilot:
+        return
+    campaign.pilot = pilot
+    campaign.save(update_fields=["pilot"])
+    benchmarks_generation_bump(campaign.benchmarks.values_list("id", flat=True))  # what exclusion policies read changed
+
+
+def _campaign_draw(campaign: Campaign, cands: list[sampling.Candidate]) -> list[tuple[str, sampling.Candidate]]:
+    return sampling.sample(cands, strata=campaign.strata, mode=campaign.allocation, size=campaign.size,
+                           seed=campaign.seed, minimum=campaign.minimum_per_stratum, sd=campaign.stratum_sd)
 
 
 def campaign_sample(campaign: Campaign) -> list[tuple[str, sampling.Candidate]]:
     """The sample the campaign's settings and seed draw from the current candidates (the frozen one when unchanged)."""
-    cands = selectors.candidates(campaign.subject, campaign.benchmarks.values_list("id", flat=True))
-    return sampling.sample(cands, strata=campaign.strata, mode=campaign.allocation, size=campaign.size,
-                           seed=campaign.seed, minimum=campaign.minimum_per_stratum)
+    return _campaign_draw(campaign, selectors.candidates(campaign.subject, campaign.benchmarks.values_list("id", flat=True)))
 
 
 @transaction.atomic
@@ -66,8 +118,7 @@ def campaign_start(campaign: Campaign) -> Campaign:
     cands = selectors.candidates(campaign.subject, campaign.benchmarks.values_list("id", flat=True))
     if not cands:
         raise AuditError("These benchmarks have nothing to audit for this subject.")
-    drawn = sampling.sample(cands, strata=campaign.strata, mode=campaign.allocation, size=campaign.size,
-                            seed=campaign.seed, minimum=campaign.minimum_per_stratum)
+    drawn = _campaign_draw(campaign, cands)
     AuditUnit.objects.bulk_create([
         AuditUnit(campaign=campaign, key=c.key, position=n, stratum=stratum, instance_id=c.instance_id,
                   item_id=c.item_id, turn=c.turn)
@@ -88,14 +139,32 @@ def reservations_expire(*, now=None) -> int:
     return deleted
 
 
+def may_receive(campaign: Campaign, user) -> bool:
+    """Whether the campaign gives this user units: its assigned annotators, or any annotator or lead when none is assigned."""
+    if not access.roles_of(user) & {access.LEAD, access.ANNOTATOR}:
+        return False
+    assigned = campaign.annotators.all()
+    return not assigned.exists() or assigned.filter(pk=user.pk).exists()
+
+
+def assignment_held(campaign: Campaign, annotator, *, now=None) -> Assignment | None:
+    """The live reservation the annotator holds in the campaign, if any (reads only: nothing is reserved)."""
+    now = now or timezone.now()
+    return (Assignment.objects.filter(unit__campaign=campaign, annotator=annotator, submitted_at__isnull=True,
+                                      expires_at__gte=now).select_related("unit__item", "unit__instance", "unit__campaign")
+            .order_by("unit__position").first())
+
+
 def assignment_next(campaign: Campaign, annotator, *, skip: Sequence[int] = (), now=None) -> Assignment | None:
     """The annotator's next assignment: a live reservation they hold (not in `skip`), else a new one.
 
-    A new reservation takes the first unit (sample order) that is open, has a free slot
-    and was never assigned to this annotator. Two annotators racing for the last slot
-    meet the unique (unit, slot) constraint; the loser retries on the next unit.
+    A new reservation takes the first unit (sample order) that is open, has a free slot and
+    was never assigned to this annotator; units they put back (skipped or released) come
+    last. Only the campaign's assigned annotators receive units (anyone may when none is
+    assigned). Two annotators racing for the last slot meet the unique (unit, slot)
+    constraint; the loser retries on the next unit.
     """
-    if campaign.state != CampaignState.STARTED:
+    if campaign.state != CampaignState.STARTED or not may_receive(campaign, annotator):
         return None
     now = now or timezone.now()
     reservations_expire(now=now)
@@ -103,11 +172,12 @@ def assignment_next(campaign: Campaign, annotator, *, skip: Sequence[int] = (), 
                                       expires_at__gte=now).exclude(pk__in=list(skip)).order_by("unit__position").first())
     if held:
         return held
+    put_back = Skip.objects.filter(unit=OuterRef("pk"), annotator=annotator)
     for _ in range(20):
         unit = (AuditUnit.objects.filter(campaign=campaign, state=UnitState.OPEN)
                 .exclude(assignments__annotator=annotator)
-                .annotate(n=Count("assignments")).filter(n__lt=campaign.annotators_per_unit)
-                .order_by("position").first())
+                .annotate(n=Count("assignments"), put_back=Exists(put_back)).filter(n__lt=campaign.annotators_per_unit)
+                .order_by("put_back", "position").first())
         if unit is None:
             return None
         taken = set(unit.assignments.values_list("slot", flat=True))
@@ -124,11 +194,25 @@ def assignment_next(campaign: Campaign, annotator, *, skip: Sequence[int] = (), 
     return None
 
 
-def label_submit(assignment: Assignment, values: dict, *, note: str = "", link: str = "", now=None) -> Label:
+def assignment_release(assignment: Assignment, *, now=None) -> None:
+    """Put a held unit back: the reservation ends at once (the unit is free for others) and the unit goes to the
+    end of this annotator's queue. Refused once the label is saved (correct it instead)."""
+    now = now or timezone.now()
+    with transaction.atomic():
+        if Label.objects.filter(assignment_id=assignment.pk).exists():
+            raise AuditError("You saved a label on this unit: correct it instead of putting it back.")
+        Assignment.objects.filter(pk=assignment.pk, label__isnull=True).delete()
+        Skip.objects.update_or_create(unit_id=assignment.unit_id, annotator_id=assignment.annotator_id,
+                                      defaults={"at": now})
+
+
+def label_submit(assignment: Assignment, values: dict, *, note: str = "", link: str = "", correct: bool = False,
+                 now=None) -> Label:
     """Save the annotator's label once: a repeated submission updates the same label while the unit is open.
 
     The unit row is locked so two annotators finishing one unit at the same moment both
-    see each other's label, and exactly one of them closes or disputes it.
+    see each other's label, and exactly one of them closes or disputes it. A `correct`ion of
+    a saved label is refused once the unit has settled (a plain repeat then changes nothing).
     """
     now = now or timezone.now()
     rubric = rubric_for(assignment.unit.campaign.subject)
@@ -142,6 +226,8 @@ def label_submit(assignment: Assignment, values: dict, *, note: str = "", link: 
             raise AuditError("This reservation expired and the item went to someone else; your label was not saved.")
         label = Label.objects.filter(assignment=assignment).first()
         if label and unit.state != UnitState.OPEN:
+            if correct:
+                raise AuditError("This unit has settled (every annotator labelled it), so your label can no longer change.")
             return label  # the unit is decided: a late repeat changes nothing
         fields = {"values": clean, "valid": rubric.is_valid(clean), "note": note, "link": link[:300]}
         if label:
@@ -180,11 +266,20 @@ def unit_adjudicate(unit: AuditUnit, *, lead, final_status: str, reason: str = "
     unit = AuditUnit.objects.select_for_update().select_related("campaign").get(pk=unit.pk)
     if unit.state != UnitState.DISPUTED:
         raise AuditError("Only units whose labels disagree are adjudicated.")
+    own = Assignment.objects.filter(unit=unit, annotator=lead).values_list("slot", flat=True).first()
+    if own is not None:
+        raise AuditError(f"You labelled this unit yourself (slot {own}); another lead adjudicates it.")
     if final_status not in FinalStatus.values:
-        raise AuditError(f"final status must be one of {', '.join(FinalStatus.values)}")
+        raise AuditInputError(f"final status must be one of {', '.join(FinalStatus.values)}")
     issues = {k for k, _ in rubric_for(unit.campaign.subject).issues}
     if reason and reason not in issues:
-        raise AuditError(f"reason must be one of {', '.join(sorted(issues))}")
+        raise AuditInputError(f"reason must be one of {', '.join(sorted(issues))}")
+    slots = sorted(Label.objects.filter(assignment__unit=unit).values_list("assignment__slot", flat=True))
+    if upheld_slot is not None and upheld_slot not in slots:
+        raise AuditInputError(f"upheld_slot {upheld_slot} does not exist: this unit's labels are in slot"
+                              f"{'s' if len(slots) != 1 else ''} {', '.join(map(str, slots))}")
+    if shown_order and sorted(shown_order) != slots:
+        raise AuditInputError(f"shown_order must list the unit's label slots {', '.join(map(str, slots))} once each")
     adjudication = Adjudication.objects.create(
         unit=unit, lead=lead, final_status=final_status, reason=reason, upheld_slot=upheld_slot, note=note,
         shown_order=list(shown_order))

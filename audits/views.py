@@ -18,9 +18,9 @@ from runs.access import blind_safe
 from runs.filters import LeaderboardFilterForm, form_state
 from runs.models import Benchmark, BenchmarkKind, VerdictResult
 
-from . import access, effect, sampling, selectors, services
+from . import access, sampling, selectors, services
 from .agreement import campaign_agreement
-from .forms import AdjudicationForm, CampaignForm, EffectForm, ItemRewriteForm, label_form_class
+from .forms import AdjudicationForm, CampaignAnnotatorsForm, CampaignForm, EffectForm, ItemRewriteForm, label_form_class
 from .models import Campaign, CampaignState, Subject, UnitState
 from .rubrics import rubric_for
 
@@ -46,9 +46,12 @@ def campaign_create(request):
     access.require_lead(request.user)
     form = CampaignForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
-        data = dict(form.cleaned_data)
-        campaign = services.campaign_create(user=request.user, **data)
-        return redirect("audits:campaign", pk=campaign.pk)
+        try:
+            campaign = services.campaign_create(user=request.user, **form.cleaned_data)
+        except services.AuditError as exc:
+            form.add_error(None, str(exc))
+        else:
+            return redirect("audits:campaign", pk=campaign.pk)
     return render(request, "audits/campaign_form.html", {"form": form})
 
 
@@ -59,22 +62,57 @@ def campaign_detail(request, pk):
     campaign = access.campaign_for_user(request.user, pk)
     counts = access.campaign_counts_for(request.user, selectors.campaign_counts(campaign))
     context = {"campaign": campaign, "counts": counts, "is_lead": access.is_lead(request.user),
-               "sees_all": access.can_see_all(request.user), "strata_labels": sampling.STRATA}
+               "sees_all": access.can_see_all(request.user), "strata_labels": sampling.STRATA,
+               "may_label": services.may_receive(campaign, request.user)}
     if campaign.state == CampaignState.DRAFT:
         context.update(_draft_preview(campaign))
-    elif context["sees_all"]:
-        context["progress"] = selectors.annotator_progress(campaign)
+    else:
+        if context["may_label"]:
+            context["queue"] = selectors.queue_progress(campaign, request.user)
+        if context["sees_all"]:
+            context.update(progress=selectors.annotator_progress(campaign), provenance=selectors.provenance_totals(campaign))
+    if context["is_lead"]:
+        context["annotators_form"] = CampaignAnnotatorsForm(initial={"annotators": campaign.annotators.all()})
     return render(request, "audits/campaign_detail.html", context)
+
+
+@login_required
+@require_POST
+def campaign_pilot(request, pk):
+    """A lead marks the campaign as a pilot (`pilot=1`) or as a real audit (anything else)."""
+    access.require_lead(request.user)
+    campaign = access.campaign_for_user(request.user, pk)
+    services.campaign_set_pilot(campaign, request.POST.get("pilot") == "1")
+    messages.success(request, "Marked as a pilot: exclusion policies leave it out unless chosen." if campaign.pilot
+                     else "Marked as a real audit: exclusion policies read it once every unit is closed.")
+    return redirect("audits:campaign", pk=campaign.pk)
+
+
+@login_required
+@require_POST
+def campaign_annotators(request, pk):
+    """A lead chooses who receives the campaign's units."""
+    access.require_lead(request.user)
+    campaign = access.campaign_for_user(request.user, pk)
+    form = CampaignAnnotatorsForm(request.POST)
+    if form.is_valid():
+        try:
+            services.campaign_assign(campaign, form.cleaned_data["annotators"])
+        except services.AuditError as exc:
+            messages.error(request, str(exc))
+        else:
+            names = ", ".join(sorted(u.get_username() for u in form.cleaned_data["annotators"])) or "every annotator"
+            messages.success(request, f"Units now go to {names}.")
+    else:
+        messages.error(request, "Choose annotators from the list.")
+    return redirect("audits:campaign", pk=campaign.pk)
 
 
 def _draft_preview(campaign: Campaign) -> dict:
     cands = selectors.candidates(campaign.subject, campaign.benchmarks.values_list("id", flat=True))
-    counts = sampling.population(cands, campaign.strata)
-    alloc = sampling.allocate(counts, campaign.size, mode=campaign.allocation, minimum=campaign.minimum_per_stratum)
     dups = sampling.near_duplicates(cands)
-    total = len(cands) or 1
-    return {"strata_rows": [(s, n, n / total, alloc.get(s, 0)) for s, n in counts.items()], "n_candidates": len(cands),
-            "n_sampled": sum(alloc.values()), "near_duplicates": dups[:200], "n_near_duplicates": len(dups)}
+    return {"draft": selectors.draft_allocation(campaign, cands), "near_duplicates": dups[:200],
+            "n_near_duplicates": len(dups), "neyman_default_sd": sampling.NEYMAN_DEFAULT_SD}
 
 
 @login_required
@@ -93,30 +131,91 @@ def campaign_start(request, pk):
 @blind_safe
 @login_required
 def label(request, pk):
-    """The labelling screen: the annotator's next reservation; `?fragment=1&skip=<id>` returns only the item (preload)."""
+    """The labelling screen. GET shows the reservation the annotator holds and never reserves; POST reserves the
+    next unit (or keeps the held one), then shows it: `fragment=1` answers only the unit, for the labelling script."""
     access.require_annotator(request.user)
     campaign = access.campaign_for_user(request.user, pk)
-    skip = [int(s) for s in request.GET.getlist("skip") if s.isdigit()]
-    assignment = services.assignment_next(campaign, request.user, skip=skip)
-    context = {"campaign": campaign, "assignment": assignment}
+    if request.method == "POST":
+        services.assignment_next(campaign, request.user)
+        if not request.POST.get("fragment"):
+            return redirect("audits:label", pk=campaign.pk)
+    return _label_page(request, campaign, fragment=request.method == "POST")
+
+
+def _label_page(request, campaign, *, fragment: bool, correcting=None):
+    """The labelling screen (or its unit fragment) for the reservation the user holds, or a label being corrected."""
+    assignment = correcting or services.assignment_held(campaign, request.user)
+    context = {"campaign": campaign, "assignment": assignment, "correcting": correcting is not None,
+               "progress": selectors.queue_progress(campaign, request.user),
+               "receives": services.may_receive(campaign, request.user),
+               "last": selectors.last_correctable(campaign, request.user)}
     if assignment:
-        context.update(_label_context(assignment))
-    template = "audits/label.html#unit" if request.GET.get("fragment") else "audits/label.html"
-    return render(request, template, context)
+        label = getattr(assignment, "label", None) if correcting is not None else None
+        context.update(_label_context(assignment, initial={**label.values, "note": label.note, "link": label.link}
+                                      if label else None))
+    return render(request, "audits/label.html#unit" if fragment else "audits/label.html", context)
 
 
-def _label_context(assignment, form=None) -> dict:
+def _label_context(assignment, *, initial=None) -> dict:
     unit = assignment.unit
     rubric = rubric_for(unit.campaign.subject)
-    form_class = label_form_class(rubric, with_link=unit.campaign.subject == Subject.CHECKLIST)
-    form = form or form_class()  # only unsaved reservations reach the screen, so nothing to prefill
+    form = label_form_class(rubric, with_link=unit.campaign.subject == Subject.CHECKLIST)(initial=initial)
+    return {"unit": unit, "rubric": rubric, "form": form, **_evidence_context(unit)}
+
+
+def _evidence_context(unit) -> dict:
+    """What an annotator sees of a unit (no verdict): the task spec (instruction sources first), the items, siblings."""
     evidence = selectors.unit_evidence(unit)
     first = {k: n for n, k in enumerate(SPEC_FIRST)}
     keys = sorted(evidence["spec"], key=lambda k: (first.get(k, len(first)), k))
     spec = [(k, v if isinstance(v, str) else json.dumps(v, ensure_ascii=False, indent=1))
             for k, v in ((k, evidence["spec"][k]) for k in keys)]
-    return {"unit": unit, "rubric": rubric, "form": form, "evidence": evidence,
-            "spec": [(k, v[:SPEC_CUT], len(v) > SPEC_CUT) for k, v in spec]}
+    return {"evidence": evidence, "spec": [(k, v[:SPEC_CUT], len(v) > SPEC_CUT) for k, v in spec]}
+
+
+@blind_safe  # an annotator acts on their own held unit (audits.access checks it)
+@login_required
+@require_POST
+def assignment_skip(request, pk):
+    """Put the held unit back and take the next one (`fragment=1`: answer only the unit, for the labelling script)."""
+    assignment = access.assignment_for_annotator(request.user, pk)
+    campaign = assignment.unit.campaign
+    try:
+        services.assignment_release(assignment)
+    except services.AuditError as exc:
+        messages.error(request, str(exc))
+    services.assignment_next(campaign, request.user)
+    if request.POST.get("fragment"):
+        return _label_page(request, campaign, fragment=True)
+    return redirect("audits:label", pk=campaign.pk)
+
+
+@blind_safe  # an annotator acts on their own held unit (audits.access checks it)
+@login_required
+@require_POST
+def assignment_release(request, pk):
+    """Put the held unit back for others without taking another one (stop for now)."""
+    assignment = access.assignment_for_annotator(request.user, pk)
+    try:
+        services.assignment_release(assignment)
+    except services.AuditError as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, "Put back: the unit is free for the other annotators.")
+    return redirect("audits:label", pk=assignment.unit.campaign_id)
+
+
+@blind_safe  # an annotator acts on their own held unit (audits.access checks it)
+@login_required
+def assignment_correct(request, pk):
+    """The user's saved label, prefilled, to correct while its unit is still open."""
+    assignment = access.assignment_for_annotator(request.user, pk)
+    if not hasattr(assignment, "label"):
+        return redirect("audits:label", pk=assignment.unit.campaign_id)
+    if assignment.unit.state != UnitState.OPEN:
+        messages.error(request, "This unit has settled (every annotator labelled it), so your label can no longer change.")
+        return redirect("audits:label", pk=assignment.unit.campaign_id)
+    return _label_page(request, assignment.unit.campaign, fragment=False, correcting=assignment)
 
 
 @blind_safe
@@ -133,7 +232,7 @@ def label_save(request, pk):
         data = dict(form.cleaned_data)
         note, link = data.pop("note", ""), data.pop("link", "")
         try:
-            services.label_submit(assignment, data, note=note, link=link)
+            services.label_submit(assignment, data, note=note, link=link, correct=bool(request.POST.get("correct")))
         except services.AuditError as exc:
             error = str(exc)
     else:
@@ -142,6 +241,8 @@ def label_save(request, pk):
         return JsonResponse({"saved": error is None, "error": error}, status=200 if error is None else 400)
     if error:
         messages.error(request, error)
+    elif request.POST.get("correct"):
+        messages.success(request, "Label corrected.")
     return redirect("audits:label", pk=assignment.unit.campaign_id)
 
 
@@ -150,8 +251,9 @@ def adjudication_queue(request, pk):
     """Disputed units of a campaign, lowest agreement first (leads)."""
     access.require_lead(request.user)
     campaign = access.campaign_for_user(request.user, pk)
-    return render(request, "audits/adjudication_queue.html",
-                  {"campaign": campaign, "units": selectors.adjudication_queue(campaign)})
+    return render(request, "audits/adjudication_queue.html", {
+        "campaign": campaign, "units": selectors.adjudication_queue(campaign),
+        "taken": selectors.units_taken_by(request.user, campaign)})
 
 
 @login_required
@@ -170,10 +272,20 @@ def adjudicate(request, pk):
                                      shown_order=[lab.assignment.slot for lab in shown])
         except services.AuditError as exc:
             messages.error(request, str(exc))
-        return redirect("audits:adjudication", pk=unit.campaign_id)
+            return redirect("audits:adjudicate", pk=unit.pk)
+        following = selectors.next_disputed(unit.campaign, request.user, after=unit)
+        if following is None:
+            messages.success(request, "Decision recorded. No disputed unit is left for you.")
+            return redirect("audits:adjudication", pk=unit.campaign_id)
+        messages.success(request, "Decision recorded; here is the next disputed unit.")
+        return redirect("audits:adjudicate", pk=following.pk)
+    following = selectors.next_disputed(unit.campaign, request.user, after=unit)
     return render(request, "audits/adjudicate.html", {
         "unit": unit, "rubric": rubric, "shown": shown, "form": form, "items": selectors.unit_items(unit),
-        "verdicts": _verdict_counts(unit), **_rewrite_context(request.user, unit, back="adjudicate")})
+        "taken": unit.pk in selectors.units_taken_by(request.user, unit.campaign),
+        "next_unit": following if following is not None and following.pk != unit.pk else None,
+        **_evidence_context(unit), "verdicts": _verdict_counts(unit),
+        **_rewrite_context(request.user, unit, back="adjudicate")})
 
 
 def _verdict_counts(unit) -> dict:
@@ -264,20 +376,19 @@ def mine(request):
 def effect_page(request, slug):
     """A checklist leaderboard before and after an exclusion policy: scores, ranks, Kendall's tau, items behind swaps."""
     benchmark = get_object_or_404(Benchmark, slug=slug, kind=BenchmarkKind.CHECKLIST)
-    form = EffectForm(request.GET or None)
-    policy = (form.cleaned_data.get("exclude") if form.is_valid() else "") or "adjudicated_invalid"
+    form = EffectForm(request.GET or None, benchmark=benchmark)
+    form.is_valid()  # a bad field (shown with its error) leaves the others as chosen
+    chosen = getattr(form, "cleaned_data", {})
+    policy = chosen.get("exclude") or "adjudicated_invalid"
+    campaigns = chosen.get("campaigns") or None
     # the leaderboard's filters (runs, judges, scaffolds, primary categories) carry over from its link
     filters = form_state(LeaderboardFilterForm(request.GET or None, benchmark=benchmark))["filters"]
-    excluded = selectors.excluded_item_ids(benchmark, policy)
-    verdicts = selectors.attempt_verdicts_on(excluded, benchmark.id, filters)
-    result = effect.exclusion_effect(benchmark.id, excluded, verdicts, filters=filters)
-    items = selectors.items_by_id({d["item_id"] for s in result.swaps for d in s.items})
+    result, items = selectors.policy_effect(benchmark, policy, filters, campaigns)
     filtered = any((filters.runs, filters.judges, filters.scaffolds, filters.primary_categories))
     keep = request.GET.copy()
     keep.pop("exclude", None)
     return render(request, "audits/effect.html", {
         "benchmark": benchmark, "form": form, "policy": policy, "policies": selectors.POLICIES, "effect": result,
         "policy_label": selectors.POLICIES.get(policy, policy), "items": items, "filters": filters if filtered else None, "keep": keep.urlencode(),
+        "sources": selectors.policy_sources(benchmark, policy, campaigns),
         "benchmarks": Benchmark.objects.filter(kind=BenchmarkKind.CHECKLIST)})
-
-

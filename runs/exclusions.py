@@ -11,21 +11,26 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 _PROVIDERS: dict[str, Callable[[object, str], set[int]]] = {}
 _LABELS: dict[str, str] = {}
 _EXPLAINERS: dict[str, Callable[[object, str], str]] = {}
+_SOURCES: dict[str, Callable[[object, str], str]] = {}
 
 #: excluded items a page lists under a policy (the count is always shown)
 EXCLUDED_SHOWN = 300
 
 
-def exclusion_policy_register(policies: Iterable[str] | Mapping[str, str], provider: Callable[[object, str], set[int]],
-                              *, explain: Callable[[object, str], str] | None = None) -> None:
-    """Make `provider(benchmark, policy) -> item ids` answer for each of these policy names
+def exclusion_policy_register(policies: Iterable[str] | Mapping[str, str], provider: Callable[..., set[int]],
+                              *, explain: Callable[[object, str], str] | None = None,
+                              sources: Callable[[object, str], str] | None = None) -> None:
+    """Make `provider(benchmark, policy[, campaigns]) -> item ids` answer for each of these policy names
     (a mapping of name -> label gives the words pages show for them); `explain(benchmark, policy)`
-    is the address of a page showing which items are behind the policy's effect."""
+    is the address of a page showing which items are behind the policy's effect, `sources(benchmark,
+    policy)` says in words what the policy draws on (e.g. which audit campaigns)."""
     for policy in policies:
         _PROVIDERS[policy] = provider
         _LABELS[policy] = policies[policy] if isinstance(policies, Mapping) else policy.replace("_", " ")
         if explain is not None:
             _EXPLAINERS[policy] = explain
+        if sources is not None:
+            _SOURCES[policy] = sources
 
 
 def exclusion_policies() -> list[str]:
@@ -49,8 +54,15 @@ def exclusion_explain_url(benchmark, policy: str | None) -> str:
     return explain(benchmark, policy) if explain else ""
 
 
-def excluded_item_ids(benchmark, policy: str | None) -> set[int] | None:
-    """Item ids the policy leaves out of this benchmark's leaderboards; None for no policy.
+def exclusion_sources(benchmark, policy: str | None) -> str:
+    """What a policy draws on for this benchmark, in words ("" for none or when its app does not say)."""
+    sources = _SOURCES.get(policy or "")
+    return sources(benchmark, policy) if sources else ""
+
+
+def excluded_item_ids(benchmark, policy: str | None, campaigns: Iterable[int] | None = None) -> set[int] | None:
+    """Item ids the policy leaves out of this benchmark's leaderboards; None for no policy. `campaigns`
+    names what a policy draws on instead of its default (audits: the settled campaigns).
 
     Raises ValueError for a name no app registered.
     """
@@ -58,7 +70,9 @@ def excluded_item_ids(benchmark, policy: str | None) -> set[int] | None:
         return None
     if policy not in _PROVIDERS:
         raise ValueError(f"unknown exclusion policy {policy!r}; one of: none, {', '.join(exclusion_policies())}")
-    return _PROVIDERS[policy](benchmark, policy)
+    if campaigns is None:
+        return _PROVIDERS[policy](benchmark, policy)
+    return _PROVIDERS[policy](benchmark, policy, campaigns)
 
 
 def exclusion_box(policy: str, excluded: set[int], lines: Sequence, tau: float | None, swaps: Sequence,

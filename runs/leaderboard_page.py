@@ -25,7 +25,7 @@ from django.template.loader import render_to_string
 from django.urls import get_script_prefix
 from django.utils.safestring import SafeString
 
-from runs.exclusions import exclusion_explain_url, exclusion_policy_label, excluded_item_ids
+from runs.exclusions import exclusion_explain_url, exclusion_policy_label, exclusion_sources, excluded_item_ids
 from runs.filters import SORTS, LeaderboardFilterForm, filter_choices, state_of, state_query
 from runs.leaderboard_rows import FRESH, cache_budget, cached, data_generation, leaderboard_tables, state_digest
 from runs.metrics import rank_change
@@ -101,6 +101,7 @@ def _exclusion_box(benchmark, state: dict, tables, excluded, params: QueryDict, 
     explain = exclusion_explain_url(benchmark, state["exclude"])
     filters = params_with(params, exclude=None, by=None, sort=None, ci=None)
     return {"policy": state["exclude"], "label": exclusion_policy_label(state["exclude"]), "n_excluded": len(excluded),
+            "sources": exclusion_sources(benchmark, state["exclude"]),
             "rows": {r.model: r for r in rows}, "tau": tau, "swaps": swaps,
             "explain_url": f"{explain}&{filters}" if explain and filters else explain,
             "off_query": params_with(params, exclude=None)}

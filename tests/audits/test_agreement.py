@@ -51,10 +51,11 @@ def test_it_computes_krippendorffs_alpha_for_nominal_data():
     assert krippendorff_alpha([["a", "b"], ["a", "a"], ["b", "b"]]) == pytest.approx(1 - 2 / (18 / 5))
 
 
-def test_it_reports_alpha_only_with_more_than_two_annotators():
+def test_it_reports_alpha_and_ac1_for_two_annotators_as_well():
     two = criterion_agreement("c", ["yes", "no"], [["yes", "yes"], ["no", "yes"]])
     three = criterion_agreement("c", ["yes", "no"], [["yes", "yes", "no"], ["no", "no", "no"]])
-    assert two.alpha is None and three.alpha is not None
+    # two: o_yy = 2, o_yn = o_ny = 1, n = 4, n_yes = 3, n_no = 1 -> 1 - 3 * 2 / (16 - 10) = 0
+    assert two.alpha == 0.0 and three.alpha is not None and (two.annotators, three.annotators) == (2, 3)
     assert two.confusion == [[1, 0], [1, 0]] and two.small
 
 

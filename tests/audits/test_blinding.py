@@ -46,7 +46,7 @@ def test_it_hides_disagreements_agreement_and_adjudication_from_annotators(campa
 
 def test_it_keeps_the_labelling_screen_free_of_verdicts_and_other_labels(campaign, annotator_a, annotator_b):
     label_next(campaign, annotator_a, BAD)
-    html = client_for(annotator_b).get(f"/audits/{campaign.pk}/label/").content.decode()
+    html = client_for(annotator_b).post(f"/audits/{campaign.pk}/label/", follow=True).content.decode()
     assert "judge-1" not in html and "badge-fail" not in html and "badge-pass" not in html and "verdict" not in html.lower()
     assert "ambiguous" in html  # the rubric's own choice is there, but no label of annotator_a is checked
     assert "checked" not in html

@@ -5,7 +5,7 @@ import pytest
 from django.core.management import call_command
 
 from audits import selectors
-from audits.demo import CAMPAIGN_NAME, demo_audit_load
+from audits.demo import CAMPAIGN_NAME, SETTLED_NAME, demo_audit_load
 from audits.models import Campaign, Label, UnitState
 from runs.demo import demo_load
 
@@ -27,14 +27,20 @@ def test_it_plays_a_pilot_campaign_with_every_unit_state(study):
     pairs = list(Label.objects.values_list("assignment__unit_id", "assignment__annotator_id"))
     assert len(pairs) == len(set(pairs))
     octobench = campaign.benchmarks.get(slug="octobench")
-    assert selectors.excluded_item_ids(octobench, "flagged_by_either") > selectors.excluded_item_ids(octobench, "flagged_by_both")
+    # an unfinished pilot: exclusion policies read it only when it is named; by default they read the settled audit
+    settled = Campaign.objects.get(name=SETTLED_NAME)
+    assert campaign.pilot and not settled.units.exclude(state=UnitState.CLOSED).exists()
+    assert selectors.policy_campaigns(octobench) == [settled]
+    either, both = (selectors.excluded_item_ids(octobench, p, [campaign.pk]) for p in ("flagged_by_either", "flagged_by_both"))
+    assert either > both
+    assert selectors.excluded_item_ids(octobench, "adjudicated_invalid")  # the settled audit found invalid items
 
 
 def test_it_is_deterministic_and_runs_once(study):
     demo_audit_load(seed=3)
     first = sorted(Label.objects.values_list("assignment__unit__key", "assignment__slot", "valid"))
     again = demo_audit_load(seed=3)
-    assert again.skipped and Campaign.objects.count() == 1
+    assert again.skipped and Campaign.objects.count() == 2
     assert sorted(Label.objects.values_list("assignment__unit__key", "assignment__slot", "valid")) == first
 
 

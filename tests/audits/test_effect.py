@@ -31,11 +31,13 @@ def test_it_changes_the_leaderboard_when_invalid_items_are_excluded(bench, campa
 def test_it_distinguishes_flagged_by_either_from_flagged_by_both(bench, campaign, lead, annotator_a, annotator_b):
     _label_all(campaign, [annotator_a, annotator_b], {"annotator_a": ("x", "y"), "annotator_b": ("x",)})
     benchmark = bench["benchmark"]
-    either = selectors.excluded_item_ids(benchmark, "flagged_by_either")
-    both = selectors.excluded_item_ids(benchmark, "flagged_by_both")
+    # the y units are disputed, so the campaign is unfinished: policies read it only when it is chosen
+    assert selectors.excluded_item_ids(benchmark, "flagged_by_either") == set()
+    either = selectors.excluded_item_ids(benchmark, "flagged_by_either", [campaign.pk])
+    both = selectors.excluded_item_ids(benchmark, "flagged_by_both", [campaign.pk])
     assert both == {bench["items"][(n, "x")].id for n in (1, 2, 3)}
     assert either == both | {bench["items"][(n, "y")].id for n in (1, 2, 3)}
-    assert selectors.excluded_item_ids(benchmark, "adjudicated_invalid") == both  # y units are disputed, not closed
+    assert selectors.excluded_item_ids(benchmark, "adjudicated_invalid", [campaign.pk]) == both  # y: disputed, not closed
     for unit in AuditUnit.objects.filter(state="disputed"):
         services.unit_adjudicate(unit, lead=lead, final_status="valid")
     assert selectors.excluded_item_ids(benchmark, "adjudicated_invalid") == both

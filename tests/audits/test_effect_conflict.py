@@ -126,6 +126,8 @@ def test_flagged_by_either_needs_one_annotator_and_by_both_needs_two(study, lead
         size=6, seed=3, user=lead))
     label_all(campaign, [annotator_a, annotator_b],
               lambda user, unit: BAD if user == annotator_a and unit.key == f"{SLUG}/c2/resolution" else OK)
+    # policies read settled campaigns: the lead settles the one dispute (the item is fine; a's flag stays a flag)
+    services.unit_adjudicate(campaign.units.get(state="disputed"), lead=lead, final_status="valid")
     client = client_for(lead)
     either = client.get(PAGE, {"exclude": "flagged_by_either"})
     assert _sp(either) == {"m1": pytest.approx(500 / 6), "m2": pytest.approx(200 / 3)}

@@ -158,6 +158,8 @@ def test_one_annotator_flagging_is_enough_for_flagged_by_either_only(study, lead
         allocation="proportional", size=6, seed=3, user=lead))
     label_all(campaign, [annotator_a, annotator_b],
               lambda user, unit: {"expresses": "no" if user == annotator_a and unit.key == FLAGGED else "yes"})
+    # policies read settled campaigns: the lead settles the one dispute (a's flag stays a flag)
+    services.unit_adjudicate(campaign.units.get(state="disputed"), lead=lead, final_status="valid")
     client = client_for(lead)
     assert client.get(API, {"run": "alpha-r1", "exclude": "flagged_by_either"}).json()["csr"] == pytest.approx(100.0)
     both = client.get(API, {"run": "alpha-r1", "exclude": "flagged_by_both"}).json()

@@ -212,7 +212,7 @@ def test_it_marks_both_versions_on_the_instance_page(bench, lead):
 
 
 def test_it_shows_the_version_on_the_labelling_screen(bench, campaign, annotator_a):
-    html = client_for(annotator_a).get(f"/audits/{campaign.pk}/label/").content.decode()
+    html = client_for(annotator_a).post(f"/audits/{campaign.pk}/label/", follow=True).content.decode()
     assert "version 1" in html
 
 

@@ -35,21 +35,28 @@ def test_it_refuses_campaign_creation_to_annotators(bench, annotator_a):
     assert client_for(annotator_a).get("/audits/new/").status_code == 403
 
 
-def test_it_serves_the_labelling_screen_and_its_preload_fragment(campaign, annotator_a):
+def test_it_reserves_by_post_only_one_unit_at_a_time(campaign, annotator_a):
     client = client_for(annotator_a)
-    page = client.get(f"/audits/{campaign.pk}/label/")
+    url = f"/audits/{campaign.pk}/label/"
+    # looking never reserves, however often (the old preload URL included)
+    for _ in range(3):
+        html = client.get(url).content.decode()
+        client.get(f"{url}?fragment=1&skip=1")
+    assert "Take the next unit" in html and 'data-assignment="' not in html
+    assert not Assignment.objects.filter(annotator=annotator_a).exists()
+    page = client.post(url, follow=True)
     html = page.content.decode()
     assert 'data-assignment="' in html and "labelling.js" in html and "<kbd>1</kbd>" in html
     current = Assignment.objects.get(annotator=annotator_a)
-    fragment = client.get(f"/audits/{campaign.pk}/label/?fragment=1&skip={current.pk}").content.decode()
-    assert "<html" not in fragment and 'data-assignment="' in fragment
-    assert f'data-assignment="{current.pk}"' not in fragment
-    assert Assignment.objects.filter(annotator=annotator_a).count() == 2
+    # a second reservation request keeps the held unit; the fragment answers only the unit
+    fragment = client.post(url, {"fragment": "1"}).content.decode()
+    assert "<html" not in fragment and f'data-assignment="{current.pk}"' in fragment
+    assert Assignment.objects.filter(annotator=annotator_a).count() == 1
 
 
 def test_it_saves_a_label_from_the_screen_as_json_and_once(campaign, annotator_a):
     client = client_for(annotator_a)
-    client.get(f"/audits/{campaign.pk}/label/")
+    client.post(f"/audits/{campaign.pk}/label/")
     a = Assignment.objects.get(annotator=annotator_a)
     for _ in range(2):
         response = client.post(f"/audits/assignments/{a.pk}/label/", {**OK, "note": "fine"}, HTTP_ACCEPT="application/json")

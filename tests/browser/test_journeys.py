@@ -273,6 +273,10 @@ def test_an_annotator_labels_their_own_queue_blind_and_sees_where_they_were_over
 
     page.get_by_role("link", name="Item audit").click()
     page.get_by_role("link", name="Start labelling").click()
+    assert page.locator("article.unit").count() == 0  # opening the page reserves nothing
+    page.wait_for_load_state("load")  # the labelling script is there
+    page.keyboard.press("Enter")  # take the next unit: a POST
+    page.wait_for_selector("article.unit")
     shot(page, "annotator-2-label")
     # the first item: not decidable (2 = "no"), the rest valid; 1-9 answer, Enter saves and shows the next
     keys = _keyboard_label(page, [["2", "1", "1", "1"]] + [["1", "1", "1", "1"]] * 3)

@@ -94,6 +94,21 @@ def study(db, django_user_model, tmp_path, hostile, django_capture_on_commit_cal
     assert all(assignments.values()), "every labeller needs an assignment"
     unassigned = campaign.units.exclude(assignments__annotator=users["annotator"]).first()
     assert unassigned is not None
+    # routes that end a reservation (skip, release) get a fresh one each time, from a campaign with room for many
+    spare = audit.campaign_start(audit.campaign_create(
+        name="spare", subject="checklist_items", benchmarks=[checklist], strata=[], allocation="proportional",
+        size=8, seed=1, annotators_per_unit=10, user=users["lead"]))
+
+    def fresh(user):
+        from django.utils import timezone
+
+        from audits.models import Assignment
+
+        unit = spare.units.exclude(assignments__annotator=user).order_by("position").first()
+        now = timezone.now()
+        slot = max(unit.assignments.values_list("slot", flat=True), default=0) + 1
+        return Assignment.objects.create(unit=unit, annotator=user, slot=slot, reserved_at=now,
+                                         expires_at=now + timezone.timedelta(minutes=30))
 
     def failed_job(user):
         with django_capture_on_commit_callbacks(execute=True):  # the inline job runs, as after a real commit
@@ -112,7 +127,7 @@ def study(db, django_user_model, tmp_path, hostile, django_capture_on_commit_cal
     reply = JudgeReport.objects.create(attempt=attempt, judge=Judge.objects.create(name="p-judge"),
                                        status=ReportStatus.REPLY_NOT_JSON, raw_reply="<script>alert(1)</script>")
     return SimpleNamespace(
-        users=users, other=other, campaign=campaign, assignments=assignments, unassigned=unassigned,
+        users=users, other=other, campaign=campaign, assignments=assignments, unassigned=unassigned, fresh=fresh,
         jobs={**{who: failed_job(u) for who, u in users.items()}, "other": failed_job(other)},
         links={**{who: link(u)[0] for who, u in users.items()}, "other": link(other)[0]},
         token=token, shared=shared, in_scope=in_scope,
@@ -161,6 +176,10 @@ def fill(route, s: SimpleNamespace, whose: str, token_ok: bool) -> tuple[dict, s
         "runs:choice_task": ({"slug": "guidebench", "external_id": s.task.external_id}, ""),
         "audits:label-save": ({"pk": s.assignments.get(whose, s.assignments["other"]).pk}, ""),
         "audits-api:assignment": ({"pk": s.assignments.get(whose, s.assignments["other"]).pk}, ""),
+        "audits:assignment-correct": ({"pk": s.assignments.get(whose, s.assignments["other"]).pk}, ""),
+        "audits:assignment-skip": lambda: ({"pk": s.fresh(s.users.get(whose, s.other)).pk}, ""),
+        "audits:assignment-release": lambda: ({"pk": s.fresh(s.users.get(whose, s.other)).pk}, ""),
+        "audits-api:release": lambda: ({"pk": s.fresh(s.users.get(whose, s.other)).pk}, ""),
         "audits-api:label": ({"pk": s.assignments.get(whose, s.assignments["other"]).pk}, ""),
         "audits:unit": ({"pk": (s.assignments[whose].unit if whose in s.assignments else s.unassigned).pk}, ""),
         "audits-api:unit": ({"pk": (s.assignments[whose].unit if whose in s.assignments else s.unassigned).pk}, ""),
@@ -169,9 +188,10 @@ def fill(route, s: SimpleNamespace, whose: str, token_ok: bool) -> tuple[dict, s
         "audits:unit-rewrite": ({"pk": s.unassigned.pk}, ""),  # an empty form: refused for leads, nothing rewritten
         "audits-api:item-rewrite": ({"pk": s.unassigned.item_id}, ""),
         "audits-api:excluded-items": ({"slug": "hostile"}, "exclude=adjudicated_invalid"),
+        "audits-api:effect": ({"slug": "hostile"}, "exclude=adjudicated_invalid"),
     }
-    if name in by_name:
-        return by_name[name]
+    if name in by_name:  # a callable makes its object only when that route is requested
+        return by_name[name]() if callable(by_name[name]) else by_name[name]
     kwargs = {}
     for param in route.params:
         if param == "slug":

@@ -1,12 +1,13 @@
-"""python manage.py demo_audit [--seed N]: the demo's pilot audit campaign (after `manage.py demo`)."""
+"""python manage.py demo_audit [--seed N]: the demo's pilot and settled audit campaigns (after `manage.py demo`)."""
 from django.core.management.base import BaseCommand
 
 from audits.demo import demo_audit_load
 
 
 class Command(BaseCommand):
-    help = ("Create the demo pilot audit: a stratified sample of the demo's checklist items, labelled by two "
-            "demo annotators, some disagreements adjudicated, the rest queued (once; deterministic per seed).")
+    help = ("Create the demo audits: a pilot (a stratified sample of the demo's checklist items, labelled by two "
+            "demo annotators, some disagreements adjudicated, the rest queued) and a settled campaign that exclusion "
+            "policies read (once; deterministic per seed).")
 
     def add_arguments(self, parser):
         parser.add_argument("--seed", type=int, default=1, help="random seed (default 1)")
@@ -18,4 +19,5 @@ class Command(BaseCommand):
             return
         self.stdout.write(self.style.SUCCESS(
             f"Demo audit: campaign {result.campaign.name!r}, {result.campaign.units.count()} items sampled, "
+            f"and the settled {result.settled.name!r}, {result.settled.units.count()} items; "
             f"{result.labels} labels, {result.adjudicated} disagreements adjudicated"))
