@@ -14,6 +14,7 @@ from pathlib import Path
 
 import markdown
 from django.conf import settings
+from django.utils.safestring import mark_safe
 
 METRICS_DOC = Path(settings.BASE_DIR) / "docs" / "metrics.md"
 _ANCHOR = re.compile(r'<h[1-6][^>]*\bid="([^"]+)"')
@@ -40,4 +41,6 @@ def _render(path: Path, _mtime_ns: int) -> HelpPage:
     title, _, body = text.partition("\n")
     md = markdown.Markdown(extensions=["attr_list", "tables", "toc"], output_format="html")
     html = md.convert(body)
-    return HelpPage(title=title.lstrip("# ").strip(), html=html, toc=md.toc, anchors=frozenset(_ANCHOR.findall(html)))
+    # the project's own docs/metrics.md, read from the repository: no user or model text reaches it
+    return HelpPage(title=title.lstrip("# ").strip(), html=mark_safe(html), toc=mark_safe(md.toc),
+                    anchors=frozenset(_ANCHOR.findall(html)))

