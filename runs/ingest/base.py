@@ -79,6 +79,8 @@ class Options:
     """The options of one ingest command (CLI flags or API form fields)."""
 
     benchmark: str | None = None
+    #: display name of a benchmark the ingest creates (default: the format's name, with the slug if not its own)
+    name: str | None = None
     model: str | None = None
     run: str | None = None
     judge: str | None = None
@@ -107,6 +109,13 @@ class Report:
     def add(self, kind: str, outcome: str, n: int = 1) -> None:
         if n:
             self.counts[kind][outcome] += n
+
+    def merge(self, other: "Report") -> None:
+        """Add another report's counts to this one (the files of a per-file import)."""
+        for kind, counts in other.counts.items():
+            for outcome, n in counts.items():
+                self.add(kind, outcome, n)
+        self.rejected += other.rejected
 
     def total(self, outcome: str) -> int:
         return sum(c.get(outcome, 0) for c in self.counts.values())

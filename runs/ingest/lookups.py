@@ -20,11 +20,24 @@ def benchmark_get_or_create(ctx: Context, *, default_slug: str, kind: str, name:
     benchmark = Benchmark.objects.filter(slug=slug).first()
     if benchmark is None:
         catalog_lock(slug)
+        name = benchmark_name_for(slug, default_slug=default_slug, format_name=name, given=ctx.options.name)
+        taken = Benchmark.objects.filter(name__iexact=name).exclude(slug=slug).values_list("slug", flat=True).first()
+        if taken is not None:
+            ctx.problem(ctx.source or "--name", None, f"benchmark '{taken}' is already named '{name}': give the new "
+                        f"benchmark '{slug}' another name (the import form's Name field, --name on the command line)")
         benchmark, created = Benchmark.objects.get_or_create(slug=slug, defaults={"kind": kind, "name": name})
         if created:
             ctx.report.add("benchmarks", "created")
     benchmark_lock_for_ingest(benchmark, ctx)
     return benchmark
+
+
+def benchmark_name_for(slug: str, *, default_slug: str, format_name: str, given: str | None = None) -> str:
+    """The display name of a new benchmark: the one given, the format's for its own slug, else the format's
+    name with the slug ("OctoBench (octobench-v2)"), so two benchmarks never share a name by default."""
+    if given:
+        return given.strip()
+    return format_name if slug == default_slug else f"{format_name} ({slug})"
 
 
 def benchmark_existing(ctx: Context, source: Source, *, default_slug: str) -> Benchmark | None:
