@@ -97,6 +97,11 @@ def test_it_fails_a_bad_file_with_file_line_errors_and_stores_nothing(reviewer_c
     assert Benchmark.objects.count() == 0 and Instance.objects.count() == 0
     page = reviewer_client.get(response["Location"]).content.decode()
     assert "badge-failed" in page and "bad.jsonl:2: not valid JSON" in page and "nothing was stored" in page
+    # the valid first line was read, but nothing of it was stored: no "created" beside the failure
+    assert job.counts == {}
+    assert "created" not in page.split('id="job-status"')[1]
+    api = reviewer_client.get(f"/api/jobs/{job.id}/").json()
+    assert api["counts"] == {} and "nothing was stored" in api["message"]
 
 
 def test_it_rejects_files_over_the_size_limit(reviewer_client, settings, django_capture_on_commit_callbacks):
