@@ -542,11 +542,17 @@ def _connection_lost(exc: Exception) -> bool:
 
 
 def _job_ingest(job: Job) -> dict[str, Any]:
-    from .ingest import Options, Source, ingest
+    """An upload's files, planned as `manage.py ingest` plans a folder (their paths, an uploaded manifest)."""
+    from .ingest import IngestFailed, Options, Problem, Report, ingest_units
+    from .ingest.layout import LayoutError, plan_uploads
 
-    sources = [Source.of(f["path"], f.get("name")) for f in job.files]
     options = Options(**{k: v for k, v in job.params.get("options", {}).items() if v not in (None, "")})
-    report = ingest(job.params["format"], sources, options, progress=ProgressReporter(job.id))
+    try:
+        units = plan_uploads(job.params["format"], [(Path(f["path"]), f.get("name") or Path(f["path"]).name)
+                                                    for f in job.files], options)
+    except LayoutError as exc:
+        raise IngestFailed([Problem(exc.where, None, exc.reason)], 1, Report()) from None
+    report = ingest_units(job.params["format"], units, progress=ProgressReporter(job.id))
     return {"counts": report.as_dict(), "message": report.summary()}
 
 

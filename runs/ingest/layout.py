@@ -66,6 +66,15 @@ _SCORES_JUDGE = re.compile(r"^scores[-_](.+)$")
 class LayoutError(ValueError):
     """The paths or manifest cannot be planned (a path is missing, a manifest is wrong)."""
 
+    @property
+    def where(self) -> str:
+        """The file or path the message is about (before the first ': ')."""
+        return str(self).split(": ", 1)[0] if ": " in str(self) else "the import"
+
+    @property
+    def reason(self) -> str:
+        return str(self).split(": ", 1)[1] if ": " in str(self) else str(self)
+
 
 @dataclass(frozen=True)
 class Entry:
@@ -221,6 +230,22 @@ def plan_import(
         if unused:
             raise LayoutError(f"the manifest names {', '.join(unused[:5])}, which match no file being imported")
     return list(units.values())
+
+
+def plan_uploads(format_name: str, files: Sequence[tuple[Path, str]], options: Options) -> list[Unit]:
+    """Plan uploaded files, each (where it is stored, its path in the results folder or its name): the
+    folders in the paths are the layout, and an uploaded `ifportal-import.json` is the manifest."""
+    entries: list[Entry] = []
+    manifests: list[Manifest] = []
+    for stored, name in files:
+        relative = PurePosixPath(name)
+        if relative.name == MANIFEST_NAME:
+            manifests.append(manifest_read(stored, name=name, folder=None))
+            continue
+        entries.append(Entry(stored, relative, root=stored.parent if len(relative.parts) > 1 else None, name=name))
+    if not entries:
+        raise LayoutError(f"{MANIFEST_NAME}: the upload holds the manifest only; add the files it describes")
+    return plan_import(format_name, entries, options, manifests)
 
 
 def _display(entry: Entry) -> str:

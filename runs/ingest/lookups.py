@@ -21,9 +21,9 @@ def benchmark_get_or_create(ctx: Context, *, default_slug: str, kind: str, name:
     if benchmark is None:
         catalog_lock(slug)
         name = benchmark_name_for(slug, default_slug=default_slug, format_name=name, given=ctx.options.name)
-        taken = Benchmark.objects.filter(name__iexact=name).exclude(slug=slug).values_list("slug", flat=True).first()
+        taken = Benchmark.objects.filter(name__iexact=name).exclude(slug=slug).values_list("slug", "name").first()
         if taken is not None:
-            ctx.problem(ctx.source or "--name", None, f"benchmark '{taken}' is already named '{name}': give the new "
+            ctx.problem(ctx.source or "--name", None, f"benchmark '{taken[0]}' is already named '{taken[1]}': give the new "
                         f"benchmark '{slug}' another name (the import form's Name field, --name on the command line)")
         benchmark, created = Benchmark.objects.get_or_create(slug=slug, defaults={"kind": kind, "name": name})
         if created:

@@ -226,3 +226,16 @@ def test_an_uploaded_manifest_matches_the_uploads_by_name(tmp_path):
     assert units[0].options.model == "m" and units[0].options.judge == "a"
     with pytest.raises(LayoutError):
         manifest_read(tmp_path / "absent.json")
+
+
+def test_the_command_names_a_new_benchmark_and_refuses_a_name_in_use(tmp_path):
+    from runs.models import Benchmark
+
+    run_command("octobench-instances", str(OCTO / "instances.jsonl"))
+    run_command("octobench-instances", str(OCTO / "instances.jsonl"), "--benchmark", "octo-b", "--name", "OctoBench, team B")
+    run_command("octobench-instances", str(OCTO / "instances.jsonl"), "--benchmark", "octo-c")
+    with pytest.raises(CommandError, match="benchmark 'octo-b' is already named 'OctoBench, team B'"):
+        run_command("octobench-instances", str(OCTO / "instances.jsonl"), "--benchmark", "octo-d", "--name", "octobench, TEAM b")
+
+    assert dict(Benchmark.objects.values_list("slug", "name")) == {
+        "octobench": "OctoBench", "octo-b": "OctoBench, team B", "octo-c": "OctoBench (octo-c)"}
