@@ -228,7 +228,8 @@ def plan_import(
     for manifest in manifests:
         unused = manifest.unused()
         if unused:
-            raise LayoutError(f"the manifest names {', '.join(unused[:5])}, which match no file being imported")
+            raise LayoutError(f"the manifest names {', '.join(unused[:5])}, which match no file being imported "
+                              "(or only files an earlier entry already matched)")
     return list(units.values())
 
 
