@@ -239,3 +239,19 @@ def test_the_command_names_a_new_benchmark_and_refuses_a_name_in_use(tmp_path):
 
     assert dict(Benchmark.objects.values_list("slug", "name")) == {
         "octobench": "OctoBench", "octo-b": "OctoBench, team B", "octo-c": "OctoBench (octo-c)"}
+
+
+def test_guidebench_predictions_of_many_models_in_one_command(tmp_path):
+    tasks = FIXTURES / "guidebench"
+    run_command("guidebench-tasks", str(tasks / "math_tasks.json"), str(tasks / "price_tasks.json"))
+    preds = tmp_path / "preds"
+    for model in ("qwen-7b", "llama-8b"):
+        (preds / model).mkdir(parents=True)
+        for name in ("math_tasks.json", "price_tasks.json"):
+            shutil.copy(tasks / "predictions" / name, preds / model / name)
+    (preds / "notes.json").write_text("{}")  # not <category>_tasks.json: not read
+
+    run_command("guidebench-predictions", str(preds))
+
+    assert sorted(Run.objects.values_list("label", flat=True)) == ["llama-8b", "qwen-7b"]
+    assert Attempt.objects.filter(run__label="llama-8b").count() == Attempt.objects.filter(run__label="qwen-7b").count() > 0
