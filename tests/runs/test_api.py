@@ -287,5 +287,5 @@ def test_a_new_slug_never_takes_an_existing_benchmark_name(token_client, django_
                   ("i.jsonl", _instances_jsonl("t-1")), benchmark="octobench-v3", name="octobench")
     status = token_client.get(taken.json()["url"]).json()
     assert status["state"] == "failed"
-    assert "benchmark 'octobench' is already named 'OctoBench': give the new benchmark 'octobench-v3' another name" in status["errors"][0]
+    assert "benchmark 'octobench' is already named 'OctoBench': give the benchmark 'octobench-v3' another name" in status["errors"][0]
     assert not Benchmark.objects.filter(slug="octobench-v3").exists()
