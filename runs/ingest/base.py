@@ -101,7 +101,7 @@ class IngestFailed(Exception):
         self.total = total
         self.report = report
         more = f" (and {total - len(problems)} more)" if total > len(problems) else ""
-        super().__init__(f"{total} problem(s), nothing stored{more}:\n" + "\n".join(map(str, problems)))
+        super().__init__(f"{total} problem(s), nothing was stored{more}:\n" + "\n".join(map(str, problems)))
 
 
 @dataclass

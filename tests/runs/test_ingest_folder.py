@@ -181,7 +181,7 @@ def test_all_or_nothing_stores_nothing_when_one_file_of_the_folder_is_bad(octobe
     with pytest.raises(CommandError) as info:
         run_command("octobench-scores", str(study))
 
-    assert "model-b/rep1/scores_judge-x.json:" in str(info.value) and "nothing stored" in str(info.value)
+    assert "model-b/rep1/scores_judge-x.json:" in str(info.value) and "nothing was stored" in str(info.value)
     assert "created" not in str(info.value)
     assert Verdict.objects.count() == 0 and Run.objects.count() == 0
 
