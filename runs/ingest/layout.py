@@ -105,6 +105,7 @@ def entries_of(paths: Iterable[str | Path], format_name: str) -> tuple[list[Entr
     """The files to read (folders walked, sorted) and the manifests found in the folders given."""
     entries: list[Entry] = []
     manifests: list[Path] = []
+    paths = list(paths)
     for raw in paths:
         path = Path(raw)
         if path.is_file():
@@ -116,7 +117,11 @@ def entries_of(paths: Iterable[str | Path], format_name: str) -> tuple[list[Entr
             found = [p for p in sorted(path.rglob("*")) if p.is_file() and wanted(format_name, p.name)]
             if not found:
                 raise LayoutError(f"{raw}: no {format_name} files in this folder ({describe_wanted(format_name)})")
-            entries.extend(Entry(p, PurePosixPath(p.relative_to(path).as_posix()), path) for p in found)
+            for p in found:
+                relative = PurePosixPath(p.relative_to(path).as_posix())
+                # with several paths given, messages and Run.sources name a file by its folder too
+                name = str(PurePosixPath(str(raw)) / relative) if len(paths) > 1 else None
+                entries.append(Entry(p, relative, path, name=name))
         else:
             raise LayoutError(f"{raw}: no such file or folder")
     return entries, manifests

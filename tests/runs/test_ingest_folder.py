@@ -255,3 +255,13 @@ def test_guidebench_predictions_of_many_models_in_one_command(tmp_path):
 
     assert sorted(Run.objects.values_list("label", flat=True)) == ["llama-8b", "qwen-7b"]
     assert Attempt.objects.filter(run__label="llama-8b").count() == Attempt.objects.filter(run__label="qwen-7b").count() > 0
+
+
+def test_two_folders_in_one_command_name_their_files_by_folder(octobench, tmp_path):
+    a = mini_vela_study(tmp_path / "a", models=("model-a",), reps=(1,), judges=("judge-x",))
+    b = mini_vela_study(tmp_path / "b", models=("model-b",), reps=(1,), judges=("judge-x",))
+
+    run_command("octobench-scores", str(a), str(b))
+
+    names = {s["name"] for run in Run.objects.all() for s in run.sources}
+    assert names == {f"{a}/model-a/rep1/scores_judge-x.json", f"{b}/model-b/rep1/scores_judge-x.json"}
