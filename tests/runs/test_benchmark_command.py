@@ -15,6 +15,8 @@ pytestmark = pytest.mark.django_db(transaction=True)
 def test_benchmark_prints_every_ingest_figure_and_cleans_up(postgres, tmp_path, monkeypatch):
     # the large-trajectory ingest runs as a child process: it must reach this test database
     monkeypatch.setenv("DATABASE_URL", worker_database_url())
+    study = tmp_path / "study"
+    monkeypatch.setattr("runs.study_benchmark.tmpdir", lambda: study)
     out = tmp_path / "figures.json"
     call_command("benchmark", instances=4, items=3, models=2, repetitions=1, judges=2, trajectory_mb=1,
                  skip_http=True, json=str(out), stdout=open(tmp_path / "stdout", "w"))
@@ -39,7 +41,8 @@ def test_benchmark_prints_every_ingest_figure_and_cleans_up(postgres, tmp_path, 
     assert figures["ingest"]["files"] == 2 * 1 * 2
     assert figures["large_trajectory"]["peak_rss_mb"] > 0
     assert figures["notebook_leaderboard_seconds"] > 0
-    # the study is gone, and so are the COPY tables
+    # the study is gone (the files it generated too), and so are the COPY tables
+    assert not study.exists()
     assert not Benchmark.objects.filter(slug__in=["benchmark-study", "benchmark-study-cli"]).exists()
     assert Verdict.objects.count() == 0
     from django.db import connection

@@ -1,6 +1,7 @@
 """python manage.py benchmark: measure ingest, memory, page latency and throughput on a generated study."""
 import json
 import os
+import shutil
 import statistics
 import sys
 import time
@@ -136,6 +137,7 @@ class Command(BaseCommand):
             Path(o["json"]).write_text(json.dumps(figures, indent=2))
         if not o["keep"]:
             Benchmark.objects.filter(slug=SLUG).delete()
+        shutil.rmtree(root, ignore_errors=True)  # the generated files (about 300 MB at 1M verdicts); the database keeps what --keep keeps
         self.stdout.write(json.dumps(figures, indent=2))
 
     def _cli_ingest(self, files: sb.StudyFiles) -> dict:
