@@ -54,7 +54,8 @@ clean-venv:
 # The speed and memory benchmark of docs/performance.md, in one command, on PostgreSQL and Redis:
 # creates BENCH_DB if it is missing (never drops anything), migrates it, adds the demo data the
 # survival and hierarchy APIs need when it holds no benchmark yet, then measures a 1M-verdict
-# study (ingest and COPY, memory, notebook, pages, load) and writes BENCH_JSON. The study is
+# study (ingest in process and through `manage.py ingest` over the results folder, COPY, memory,
+# notebook, pages, load) and writes BENCH_JSON. The study is
 # removed afterwards (pass BENCH_ARGS="... --keep" to keep it for `benchmark --http-only`).
 BENCH_SERVER ?= postgres://postgres@127.0.0.1:5432
 BENCH_DB     ?= ifportal_bench

@@ -51,7 +51,8 @@ class IngestView(APIView):  # not blind_safe: importing is for reviewers and lea
         if wrong_type:
             return Response({"files": [wrong_type]}, status=status.HTTP_400_BAD_REQUEST)
         job = ingest_job_start(
-            format_name=values.pop("format"), files=values.pop("files"), options=values, user=request.user
+            format_name=values.pop("format"), files=values.pop("files"), paths=values.pop("paths", None),
+            options=values, user=request.user,
         )
         url = request.build_absolute_uri(reverse("api:job-detail", kwargs={"pk": job.pk}))
         job.refresh_from_db(fields=["state"])

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from django import forms
@@ -30,7 +30,7 @@ FORMAT_DESCRIPTIONS: dict[str, str] = {
     "native": "ifportal's native JSONL for any checklist- or dialogue-scored benchmark.",
 }
 FORMAT_CHOICES = [(name, name) for name in FORMATS]
-OPTION_NAMES = ("benchmark", "model", "run", "judge", "scaffold", "repetition")
+OPTION_NAMES = ("benchmark", "name", "model", "run", "judge", "scaffold", "repetition")
 #: room for form fields and multipart boundaries around the files themselves
 MULTIPART_OVERHEAD_BYTES = 64 * 1024
 #: the largest repetition number: what Run.repetition (a PositiveIntegerField) holds on every database
@@ -110,16 +110,36 @@ def request_size_problem(request) -> str | None:
     return None
 
 
-def ingest_job_start(*, format_name: str, files: Sequence[UploadedFile], options: dict[str, Any], user) -> Job:
-    """Store the uploads under the job's folder (streamed in chunks) and queue an ingest job for them."""
+def upload_paths_problem(files: Sequence[UploadedFile], paths: Sequence[str] | None) -> str | None:
+    """Why the relative paths sent with the uploads (one per file, in order) cannot be used, or None."""
+    if not paths:
+        return None
+    if len(paths) != len(files):
+        return f"{len(paths)} paths for {len(files)} files: send one path per file, in the same order."
+    for path in paths:
+        parts = PurePosixPath(path).parts
+        if not parts or path.startswith("/") or ".." in parts or "\\" in path or len(path) > 500:
+            return f"{path[:100]!r} is not a relative path below the results folder (like gpt-4o/rep1/scores_judge.json)."
+    if len(set(paths)) != len(paths):
+        return "two files have the same path."
+    return None
+
+
+def ingest_job_start(*, format_name: str, files: Sequence[UploadedFile], options: dict[str, Any], user,
+                     paths: Sequence[str] | None = None) -> Job:
+    """Store the uploads under the job's folder (streamed in chunks) and queue an ingest job for them.
+
+    `paths`, one per file, are the files' places in the results folder they came from (the layout
+    says model, repetition and judge by them); without, a file is known by its name.
+    """
     options = {k: v for k, v in options.items() if k in OPTION_NAMES and v not in (None, "")}
     with transaction.atomic():
         job = job_create(kind="ingest", params={"format": format_name, "options": options}, user=user)
         directory = upload_dir(job.id)
         stored = []
         for n, upload in enumerate(files, 1):
-            name = Path(upload.name or "upload").name
-            path = directory / f"{n:02d}-{get_valid_filename(name) or 'upload'}"
+            name = paths[n - 1] if paths else Path(upload.name or "upload").name
+            path = directory / f"{n:02d}-{get_valid_filename(PurePosixPath(name).name) or 'upload'}"
             with open(path, "wb") as out:
                 for chunk in upload.chunks():
                     out.write(chunk)
@@ -155,8 +175,11 @@ class ImportForm(forms.Form):
     files = MultipleFileField(
         allow_empty_file=True,  # whether an empty file means something is the format's call (an EvolIF log can be empty)
         widget=MultipleFileInput(attrs={"accept": ",".join(UPLOAD_SUFFIXES)}),
-        help_text="One or more .json/.jsonl files (not compressed), read together in one all-or-nothing import.")
+        help_text="One or more .json/.jsonl files (not compressed), read together in one all-or-nothing import. "
+                  "Add an ifportal-import.json manifest to say each file's model, run, judge and repetition.")
     benchmark = forms.SlugField(required=False, help_text="Benchmark slug; default: the format's own (e.g. octobench).")
+    name = forms.CharField(required=False, max_length=200, label="Benchmark name",
+                           help_text="Display name of a benchmark this import creates; default: from the slug.")
     model = forms.CharField(required=False, max_length=200, help_text="Model name, where the files do not say.")
     run = forms.CharField(required=False, max_length=200, help_text="Run label; default: the model name.")
     judge = forms.CharField(required=False, max_length=200, help_text="Judge name, for verdicts (scores files).")

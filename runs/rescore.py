@@ -11,14 +11,14 @@ transaction) and the turn rollups are rebuilt for the attempts it touched.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from django.db import transaction
 
 from .checkers.evolif import LLM_JUDGED, check_constraint
 from .models import Attempt, ChecklistItem, Job, Judge, JudgeKind, Run, Verdict, VerdictResult
-from .services import ProgressReporter, benchmarks_lock, job_register, rollups_rebuild_for_attempts
+from .services import ProgressReporter, benchmarks_lock, job_register, rollups_rebuild_for_attempts, verdict_changes
 
 CHECKER_JUDGE = "evolif-checker"
 BATCH = 200
@@ -37,7 +37,11 @@ class RescoreReport:
     unjudged: int = 0
     agree: int = 0
     disagree: int = 0
-    counts: dict[str, int] = field(default_factory=dict)
+    #: the checker judge's verdicts against what it had before: new, different, the same, gone
+    created: int = 0
+    updated: int = 0
+    unchanged: int = 0
+    removed: int = 0
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -49,7 +53,8 @@ class RescoreReport:
         return (
             f"{self.run}: {self.checked} constraint verdicts checked on {self.attempts} dialogue(s), "
             f"{self.kept} LLM-judged kept from {self.logged_judge or 'no logged judge'}; "
-            f"{self.disagree} disagree with the log."
+            f"{self.disagree} disagree with the log; verdicts {self.created} created, {self.updated} changed, "
+            f"{self.unchanged} unchanged, {self.removed} removed."
         )
 
 
@@ -72,15 +77,32 @@ def rescore_evolif_run(*, run: Run, progress: Callable[[int, int], None] | None 
         logged = logged_judge_for(run)
         report = RescoreReport(run=run.label, judge=judge.name, logged_judge=logged.name if logged else None)
         attempt_ids = list(Attempt.objects.filter(run=run).order_by("id").values_list("id", flat=True))
-        Verdict.objects.filter(judge=judge, attempt_id__in=attempt_ids).delete()
         for start in range(0, len(attempt_ids), BATCH):
             batch = attempt_ids[start:start + BATCH]
-            Verdict.objects.bulk_create(_verdicts_for(batch, judge, logged, report), batch_size=2000)
+            before = {(a, i): (r, t) for a, i, r, t in Verdict.objects.filter(judge=judge, attempt_id__in=batch)
+                      .values_list("attempt_id", "item_id", "result", "reasoning")}
+            Verdict.objects.filter(judge=judge, attempt_id__in=batch).delete()
+            verdicts = _verdicts_for(batch, judge, logged, report)
+            Verdict.objects.bulk_create(verdicts, batch_size=2000)
+            _count_changes(report, before, verdicts)
             report.attempts += len(batch)
             if progress:
                 progress(report.attempts, len(attempt_ids))
         rollups_rebuild_for_attempts(attempt_ids, [judge.id])
     return report
+
+
+def _count_changes(report: RescoreReport, before: dict[tuple[int, int], tuple[str, str]], verdicts: list[Verdict]) -> None:
+    """Count the new verdicts against the judge's previous ones on the same attempts."""
+    for verdict in verdicts:
+        old = before.pop((verdict.attempt_id, verdict.item_id), None)
+        if old is None:
+            report.created += 1
+        elif old == (verdict.result, verdict.reasoning):
+            report.unchanged += 1
+        else:
+            report.updated += 1
+    report.removed += len(before)
 
 
 def _verdicts_for(attempt_ids: list[int], judge: Judge, logged: Judge | None, report: RescoreReport) -> list[Verdict]:
@@ -140,13 +162,16 @@ def job_rescore_evolif(job: Job) -> dict[str, Any]:
     runs = list(Run.objects.filter(id__in=job.params.get("run_ids", [])).order_by("label"))
     progress = ProgressReporter(job.id)
     totals: dict[str, int] = {}
+    changes = {"created": 0, "updated": 0, "unchanged": 0, "removed": 0}
     summaries = []
     for run in runs:
         report = rescore_evolif_run(run=run, progress=progress)
         for key, value in report.as_dict().items():
             totals[key] = totals.get(key, 0) + value
+        for key in changes:
+            changes[key] += getattr(report, key)
         summaries.append(report.summary())
-    return {"counts": totals, "message": " ".join(summaries) or "no run to rescore"}
+    return {"counts": {**totals, **verdict_changes(**changes)}, "message": " ".join(summaries) or "no run to rescore"}
 
 
 job_register("rescore-evolif", "runs.rescore:job_rescore_evolif")

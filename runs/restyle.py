@@ -21,7 +21,7 @@ from django.db import transaction
 from .checkers.manyih_style import STYLE_CHECKERS, Code, check_style, extract_code
 from .metrics.hierarchy import CHECKER_JUDGE, LOGGED_JUDGE, UNCHECKED
 from .models import Attempt, BenchmarkKind, ChecklistItem, Job, Judge, JudgeKind, Run, Verdict, VerdictResult
-from .services import ProgressReporter, benchmarks_lock, job_register, rollups_rebuild_for_attempts
+from .services import ProgressReporter, benchmarks_lock, job_register, rollups_rebuild_for_attempts, verdict_changes
 
 BATCH = 200
 _FIELDS = ("result", "score", "reasoning", "evidence")
@@ -184,7 +184,9 @@ def job_restyle(job: Job) -> dict[str, Any]:
         for key, value in report.as_dict().items():
             totals[key] = totals.get(key, 0) + value
         summaries.append(report.summary())
-    return {"counts": totals, "message": " ".join(summaries) or "no run to re-check"}
+    changes = verdict_changes(created=totals.get("verdicts created", 0), updated=totals.get("verdicts updated", 0),
+                              unchanged=totals.get("verdicts unchanged", 0), removed=totals.get("verdicts deleted", 0))
+    return {"counts": {**totals, **changes}, "message": " ".join(summaries) or "no run to re-check"}
 
 
 job_register("restyle-manyih", "runs.restyle:job_restyle")

@@ -5,7 +5,7 @@ from django.urls import reverse
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from .forms import FORMAT_DESCRIPTIONS, MAX_REPETITION, upload_size_problem
+from .forms import FORMAT_DESCRIPTIONS, MAX_REPETITION, upload_paths_problem, upload_size_problem
 from .ingest import FORMATS
 from .models import Attempt, Benchmark, Job, JudgeReport, Run
 from .selectors import job_status
@@ -25,7 +25,15 @@ class IngestInputSerializer(serializers.Serializer):
         help_text="One or more files (repeat the 'files' field), read together in one all-or-nothing import.",
         error_messages={"empty": "Send at least one file in the 'files' field."},
     )
+    paths = serializers.ListField(
+        child=serializers.CharField(max_length=500), required=False,
+        help_text="Optional, one per file in the same order (repeat the 'paths' field): the file's path in the results "
+                  "folder, e.g. gpt-4o/rep2/scores_judge-a.json; the folder layout then says model, repetition and "
+                  "judge as for `manage.py ingest FORMAT FOLDER` (docs/formats.md).",
+    )
     benchmark = serializers.SlugField(required=False, allow_blank=True, help_text="Benchmark slug; default: the format's own.")
+    name = serializers.CharField(required=False, allow_blank=True, max_length=200,
+                                 help_text="Display name of a benchmark this import creates; default: from the slug.")
     model = serializers.CharField(required=False, allow_blank=True, max_length=200, help_text="Model name, where the files do not say.")
     run = serializers.CharField(required=False, allow_blank=True, max_length=200, help_text="Run label; default: the model name.")
     judge = serializers.CharField(required=False, allow_blank=True, max_length=200, help_text="Judge name for verdicts.")
@@ -38,6 +46,12 @@ class IngestInputSerializer(serializers.Serializer):
         if problem:
             raise serializers.ValidationError(problem)
         return files
+
+    def validate(self, attrs):
+        problem = upload_paths_problem(attrs.get("files", []), attrs.get("paths"))
+        if problem:
+            raise serializers.ValidationError({"paths": [problem]})
+        return attrs
 
 
 class RunFilterSerializer(serializers.Serializer):

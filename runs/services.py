@@ -392,6 +392,13 @@ class ProgressReporter:
             cache.set(_progress_key(self.job_id), (done, total), timeout=24 * 3600)
 
 
+def verdict_changes(*, created: int, updated: int, unchanged: int, removed: int = 0) -> dict[str, Any]:
+    """A job's counts of the verdicts it wrote, in the shape ingest jobs report (the job page and API read
+    `created`/`updated`/`unchanged` and `by_kind`): a re-check says what it created and changed."""
+    outcomes = {"created": created, "updated": updated, "unchanged": unchanged, "removed": removed}
+    return {**outcomes, "by_kind": {"verdicts": {k: v for k, v in outcomes.items() if v}}}
+
+
 def job_create(*, kind: str, params: dict[str, Any], files: list[dict[str, str]] | None = None, user=None) -> Job:
     """A queued job; start it with `job_enqueue` (after the transaction that made it commits)."""
     return Job.objects.create(kind=kind, params=params, files=files or [], created_by=user)
@@ -538,7 +545,8 @@ def job_execute(job_id) -> None:
         lost = False
         if isinstance(exc, IngestFailed):
             errors = [str(p) for p in exc.problems]
-            counts, count = exc.report.as_dict(), exc.total
+            # what was read is not what was stored: no "created" counts beside "nothing was stored"
+            counts, count = {}, exc.total
             message = f"{exc.total} problem(s); nothing was stored."
         elif lost := _connection_lost(exc):
             log.warning("job %s lost its database connection: %s", job_id, exc)
@@ -622,11 +630,17 @@ def _connection_lost(exc: Exception) -> bool:
 
 
 def _job_ingest(job: Job) -> dict[str, Any]:
-    from .ingest import Options, Source, ingest
+    """An upload's files, planned as `manage.py ingest` plans a folder (their paths, an uploaded manifest)."""
+    from .ingest import IngestFailed, Options, Problem, Report, ingest_units
+    from .ingest.layout import LayoutError, plan_uploads
 
-    sources = [Source.of(f["path"], f.get("name")) for f in job.files]
     options = Options(**{k: v for k, v in job.params.get("options", {}).items() if v not in (None, "")})
-    report = ingest(job.params["format"], sources, options, progress=ProgressReporter(job.id))
+    try:
+        units = plan_uploads(job.params["format"], [(Path(f["path"]), f.get("name") or Path(f["path"]).name)
+                                                    for f in job.files], options)
+    except LayoutError as exc:
+        raise IngestFailed([Problem(exc.where, None, exc.reason)], 1, Report()) from None
+    report = ingest_units(job.params["format"], units, progress=ProgressReporter(job.id))
     return {"counts": report.as_dict(), "message": report.summary()}
 
 

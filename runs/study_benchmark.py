@@ -54,14 +54,18 @@ class StudySize:
 class StudyFiles:
     root: Path
     instances: Path
+    #: the results folder in mini-vela's layout: <results>/<model>/rep<N>/scores_<judge>.json
+    results: Path
     scores: list[tuple[str, str, int, Path]] = field(default_factory=list)  # (model, judge, repetition, path)
 
 
 def study_write(size: StudySize, root: Path, *, seed: int = 7) -> StudyFiles:
-    """Write instances JSONL and one scores JSON per (model, repetition, judge)."""
+    """Write instances JSONL and a results folder as the harness leaves it: one scores JSON per
+    (model, repetition, judge), at results/model-<m>/rep<r>/scores_judge-<j>.json (the layout
+    `manage.py ingest octobench-scores results/` reads model, repetition and judge from)."""
     rng = random.Random(seed)
     root.mkdir(parents=True, exist_ok=True)
-    files = StudyFiles(root=root, instances=root / "instances.jsonl")
+    files = StudyFiles(root=root, instances=root / "instances.jsonl", results=root / "results")
     checklists: list[tuple[str, list[tuple[str, str]]]] = []
     with open(files.instances, "w", encoding="utf-8") as out:
         for i in range(size.instances):
@@ -87,8 +91,10 @@ def study_write(size: StudySize, root: Path, *, seed: int = 7) -> StudyFiles:
         skill = 0.80 + 0.15 * m / max(1, size.models - 1)
         for r in range(1, size.repetitions + 1):
             truth = {(iid, cid): rng.random() < skill for iid, keys in checklists for _, cid in keys}
+            folder = files.results / f"model-{m}" / f"rep{r}"
+            folder.mkdir(parents=True, exist_ok=True)
             for j in range(size.judges):
-                path = root / f"scores-m{m}-r{r}-j{j}.json"
+                path = folder / f"scores_judge-{j}.json"
                 results = []
                 for iid, keys in checklists:
                     eval_result: dict[str, dict] = {}
@@ -192,6 +198,11 @@ def _copy_rate(cursor, table: str, columns: str, rows: list[tuple]) -> float:
         for row in rows:
             copy.write_row(row)
     return len(rows) / (time.perf_counter() - start)
+
+
+def manage_py(*args: str) -> list[str]:
+    """The argv of `python manage.py ARGS...` in this project, as a user runs it."""
+    return [sys.executable, str(Path(settings.BASE_DIR) / "manage.py"), *args]
 
 
 def peak_rss_of_command(args: list[str], env: dict[str, str]) -> tuple[float, int, int, str]:

@@ -1,8 +1,10 @@
-"""Ingest of every source format: `ingest(format, sources, options)`.
+"""Ingest of every source format: `ingest(format, sources, options)`, and of a whole results
+folder: `ingest_units(format, units)` (all or nothing) or `ingest_each(format, units)` (per file).
 
-Each format is a function `(sources, ctx) -> None` in a module of this package. The
-whole command is one transaction: it stores everything or, if any record is bad,
-nothing, and raises `IngestFailed` listing every problem as file:line: reason.
+Each format is a function `(sources, ctx) -> None` in a module of this package. An ingest is
+one transaction: it stores everything or, if any record is bad, nothing, and raises
+`IngestFailed` listing the first problems as file:line: reason, and how many there were.
+`layout.plan_import` says which model, run, judge and repetition each file of a folder is.
 """
 from __future__ import annotations
 
@@ -14,8 +16,10 @@ from django.db import transaction
 from runs.models import Attempt, AttemptRollup, ChecklistItem, GroupRollup, Instance, Verdict
 
 from .base import Context, IngestFailed, Options, Problem, Report, Source
+from .layout import Unit
 
-__all__ = ["FORMATS", "IngestFailed", "Options", "Problem", "Report", "Source", "ingest"]
+__all__ = ["FORMATS", "IngestFailed", "Options", "Problem", "Report", "Source", "Unit", "ingest", "ingest_each",
+           "ingest_units"]
 
 #: format name -> "module:function"; imported on use so one format's import cost is its own
 FORMATS: dict[str, str] = {
@@ -49,25 +53,74 @@ def ingest(
     progress: Callable[[int, int], None] | None = None,
 ) -> Report:
     """Ingest `sources` as `format_name`, all or nothing; returns the counts."""
+    return ingest_units(format_name, [Unit(options, list(sources))], progress=progress)
+
+
+def ingest_units(
+    format_name: str,
+    units: Sequence[Unit],
+    *,
+    progress: Callable[[int, int], None] | None = None,
+) -> Report:
+    """Ingest every unit (files with their options) in one transaction, all or nothing.
+
+    Every file is read and checked even after a problem, so the failure lists the first
+    problems of all of them; rollups are rebuilt once, at the end, for everything changed.
+    """
     from runs.services import benchmarks_generation_bump, rollups_rebuild_for_attempts, statistics_refresh
 
     if format_name not in FORMATS:
         raise ValueError(f"unknown format {format_name!r}; one of: {', '.join(FORMATS)}")
-    ctx = Context(options, progress)
-    ctx.plan(sources)
+    read = format_function(format_name)
+    ctx = Context(units[0].options if units else Options(), progress)
+    ctx.plan([source for unit in units for source in unit.sources])
     # before the ingest's own transaction, so ANALYZE's lock is held for the ANALYZE only
     statistics_refresh(BULK_WRITTEN)
+    #: run id -> (run, {file name: SHA-256} of the files that wrote to it)
+    run_sources: dict[int, tuple[object, dict[str, str]]] = {}
     with transaction.atomic():
-        format_function(format_name)(sources, ctx)
+        for unit in units:
+            ctx.options = unit.options
+            ctx.touched_runs = {}
+            read(unit.sources, ctx)
+            names = {source.name for source in unit.sources}
+            for run in ctx.touched_runs.values():
+                hashes = run_sources.setdefault(run.id, (run, {}))[1]
+                hashes.update((name, digest) for name, digest in ctx.source_hashes.items() if name in names)
         ctx.raise_if_failed()
         if ctx.touched_attempts:
             rollups_rebuild_for_attempts(ctx.touched_attempts, ctx.touched_judges)
-        for run in ctx.touched_runs.values():
-            run_record_sources(run, ctx.source_hashes, format_name)
+        for run, hashes in run_sources.values():
+            run_record_sources(run, hashes, format_name)
         if any(ctx.report.total(outcome) for outcome in ("created", "updated", "removed")):
             # instances, items or runs may have changed what a leaderboard shows without a rollup rebuild
             benchmarks_generation_bump(ctx.benchmarks)
     return ctx.report
+
+
+def ingest_each(
+    format_name: str,
+    units: Sequence[Unit],
+    *,
+    progress: Callable[[int, int], None] | None = None,
+) -> list[tuple[Source, Report | IngestFailed]]:
+    """Ingest every file on its own (`--per-file`): a bad file stores nothing of itself and the
+    others are stored; returns (file, its report or its failure) in order. One progress over all."""
+    total = sum(source.path.stat().st_size for unit in units for source in unit.sources if source.path.exists())
+    offset = 0
+    outcomes: list[tuple[Source, Report | IngestFailed]] = []
+    for unit in units:
+        for source in unit.sources:
+            def shifted(done: int, _total: int, base: int = offset) -> None:
+                if progress is not None:
+                    progress(base + done, total)
+
+            try:
+                outcomes.append((source, ingest_units(format_name, [Unit(unit.options, [source])], progress=shifted)))
+            except IngestFailed as failed:
+                outcomes.append((source, failed))
+            offset += source.path.stat().st_size if source.path.exists() else 0
+    return outcomes
 
 
 def run_record_sources(run, hashes: dict[str, str], format_name: str) -> None:

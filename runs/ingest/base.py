@@ -26,6 +26,11 @@ from runs.bulk import bulk_insert_rows
 from runs.models import ChecklistItem
 
 MAX_LISTED_PROBLEMS = 50
+#: problems after which the rest of a file is not read: the import has failed by then, and a file of
+#: junk lines costs no more time or memory than its first problems (the message says it stopped)
+MAX_PROBLEMS_PER_FILE = 1000
+#: bad records remembered to count each once in `rejected` (beyond, a record is told apart from the last one only)
+MAX_REMEMBERED_BAD_RECORDS = 10_000
 CHUNK_BYTES = 1 << 20
 _BAD_CHARS = re.compile("[\x00\ud800-\udfff]")
 #: the only ways decoded JSON can hold what `clean` replaces: strict JSON refuses raw control
@@ -88,6 +93,8 @@ class Options:
     """The options of one ingest command (CLI flags or API form fields)."""
 
     benchmark: str | None = None
+    #: display name of a benchmark the ingest creates (default: the format's name, with the slug if not its own)
+    name: str | None = None
     model: str | None = None
     run: str | None = None
     judge: str | None = None
@@ -103,7 +110,7 @@ class IngestFailed(Exception):
         self.total = total
         self.report = report
         more = f" (and {total - len(problems)} more)" if total > len(problems) else ""
-        super().__init__(f"{total} problem(s), nothing stored{more}:\n" + "\n".join(map(str, problems)))
+        super().__init__(f"{total} problem(s), nothing was stored{more}:\n" + "\n".join(map(str, problems)))
 
 
 @dataclass
@@ -116,6 +123,13 @@ class Report:
     def add(self, kind: str, outcome: str, n: int = 1) -> None:
         if n:
             self.counts[kind][outcome] += n
+
+    def merge(self, other: "Report") -> None:
+        """Add another report's counts to this one (the files of a per-file import)."""
+        for kind, counts in other.counts.items():
+            for outcome, n in counts.items():
+                self.add(kind, outcome, n)
+        self.rejected += other.rejected
 
     def total(self, outcome: str) -> int:
         return sum(c.get(outcome, 0) for c in self.counts.values())
@@ -198,6 +212,7 @@ class Context:
         self.done_bytes = 0
         self.source_hashes: dict[str, str] = {}
         self._bad_records: set[tuple[str, int | None]] = set()
+        self._last_bad: tuple[str, int | None] | None = None
         #: attempts whose verdicts changed and the judges of those verdicts (their rollups are rebuilt),
         #: and runs written to
         self.touched_attempts: set[int] = set()
@@ -213,11 +228,23 @@ class Context:
         """Report one problem; the ingest will store nothing."""
         name = source.name if isinstance(source, Source) else source
         self.problem_count += 1
-        if (name, line) not in self._bad_records:
-            self._bad_records.add((name, line))
+        key = (name, line)
+        if key != self._last_bad and key not in self._bad_records:
             self.report.rejected += 1
+            if len(self._bad_records) < MAX_REMEMBERED_BAD_RECORDS:
+                self._bad_records.add(key)
+        self._last_bad = key
         if len(self._problems) < MAX_LISTED_PROBLEMS:
             self._problems.append(Problem(name, line, reason))
+
+    def too_many_problems(self, source: Source, since: int, line: int | None) -> bool:
+        """Whether a file has reported MAX_PROBLEMS_PER_FILE problems since `since` (the count when it was
+        opened); if so, says that the rest of it is not read."""
+        if self.problem_count - since < MAX_PROBLEMS_PER_FILE:
+            return False
+        self.problem(source, line, f"stopped reading this file after {MAX_PROBLEMS_PER_FILE:,} problems; "
+                                   "the rest of it was not checked")
+        return True
 
     @property
     def failed(self) -> bool:
@@ -349,6 +376,8 @@ def iter_jsonl(source: Source, ctx: Context, *,
         return
     digest = hashlib.sha256()
     seen_record = False
+    since = ctx.problem_count
+    size = source.path.stat().st_size
     with open(source.path, "rb") as handle:
         lineno = 0
         for raw in handle:
@@ -357,6 +386,9 @@ def iter_jsonl(source: Source, ctx: Context, *,
             ctx.advance(len(raw))
             if not raw.strip():
                 continue
+            if ctx.too_many_problems(source, since, lineno):
+                ctx.advance(size - handle.tell())
+                return
             last = not raw.endswith(b"\n")
             try:
                 text = raw.decode("utf-8")
@@ -365,6 +397,9 @@ def iter_jsonl(source: Source, ctx: Context, *,
                 continue
             try:
                 obj = json.loads(text, **_STRICT_JSON)
+            except RecursionError:
+                ctx.problem(source, lineno, f"the JSON is nested too deeply (more than {MAX_DEPTH} levels)")
+                continue
             except json.JSONDecodeError as exc:
                 if not seen_record and not last and text.rstrip()[-1:] in ("{", "[") and exc.pos >= len(text.rstrip()):
                     # a record that goes on past its line: a pretty-printed JSON document
@@ -386,11 +421,42 @@ def iter_jsonl(source: Source, ctx: Context, *,
             if not isinstance(obj, dict):
                 ctx.problem(source, lineno, f"expected a JSON object, found {_json_type(obj)}")
                 continue
+            if _may_be_deep(text, 0, len(text)) and _too_deep(obj):
+                ctx.problem(source, lineno, f"the JSON is nested too deeply (more than {MAX_DEPTH} levels)")
+                continue
             seen_record = True
             yield lineno, clean(obj) if _BAD_ESCAPES.search(text) else obj
     ctx.source_hashes[source.name] = digest.hexdigest()
     if not seen_record and not ctx.failed:
         ctx.problem(source, None, "the file holds no records")
+
+
+#: the deepest nesting of arrays and objects a record may have: deeper than any harness writes, and
+#: shallow enough for every recursive step after parsing (cleaning, hashing, jsonb) to stay far from
+#: Python's recursion limit
+MAX_DEPTH = 200
+
+
+def _may_be_deep(text: str, start: int, end: int) -> bool:
+    """Whether a value's text has enough brackets to nest more than MAX_DEPTH deep (a quick necessary test)."""
+    return text.count("{", start, end) + text.count("[", start, end) > MAX_DEPTH
+
+
+def _too_deep(value: Any) -> bool:
+    """Whether arrays and objects nest more than MAX_DEPTH levels deep in `value` (iteratively)."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children = item.values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        if depth > MAX_DEPTH:
+            return True
+        stack.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))
+    return False
 
 
 def _json_type(value: Any) -> str:
@@ -417,6 +483,8 @@ class _DocReader:
         self.json = json.JSONDecoder(**_STRICT_JSON)
         #: whether the last value's text has an escape that `clean` must look at
         self.escaped = False
+        #: the ingest's problem count when the file was opened
+        self.since = ctx.problem_count
 
     def _more(self) -> bool:
         if self.eof:
@@ -466,6 +534,8 @@ class _DocReader:
         while True:
             try:
                 obj, end = self.json.raw_decode(self.buf, self.pos)
+            except RecursionError:
+                raise _DocError(start_line, f"the JSON is nested too deeply (more than {MAX_DEPTH} levels)") from None
             except json.JSONDecodeError as exc:
                 near_end = exc.pos >= len(self.buf) - 64 or exc.msg.startswith("Unterminated string")
                 if near_end and self._more():
@@ -474,8 +544,15 @@ class _DocReader:
                 truncated = " (the file looks truncated)" if self.eof and (exc.pos >= len(self.buf) - 64 or exc.msg.startswith("Unterminated string")) else ""
                 raise _DocError(line, f"not valid JSON: {exc.msg.removesuffix(' at')}{truncated}") from None
             self.escaped = _BAD_ESCAPES.search(self.buf, self.pos, end) is not None
+            deep = _may_be_deep(self.buf, self.pos, end) and _too_deep(obj)
             self._move(end)
+            if deep:
+                raise _DocError(start_line, f"the JSON is nested too deeply (more than {MAX_DEPTH} levels)")
             return start_line, obj
+
+
+class _Stopped(Exception):
+    """The file had too many problems; the rest of it is not read (the problem says so)."""
 
 
 class _DocError(Exception):
@@ -529,11 +606,13 @@ def iter_json_document(
             raise _DocError(reader.line, f"extra data after the JSON document ({extra_hint})")
     except _DocError as exc:
         ctx.problem(source, exc.line, exc.reason)
+    except _Stopped:
+        pass
     except UnicodeDecodeError:
         ctx.problem(source, reader.line, "not valid UTF-8")
     finally:
-        for _ in reader.chunks:  # finish the hash even when stopping early
-            pass
+        for chunk in reader.chunks:  # finish the hash (and the progress) even when stopping early
+            ctx.advance(len(chunk))
 
 
 def _iter_list(reader: _DocReader, key: str | None) -> Iterator[tuple[str | None, int, Any]]:
@@ -542,6 +621,8 @@ def _iter_list(reader: _DocReader, key: str | None) -> Iterator[tuple[str | None
         reader.expect("]")
         return
     while True:
+        if reader.ctx.too_many_problems(reader.source, reader.since, reader.line):
+            raise _Stopped
         line, value = reader.value()
         yield key, line, clean(value) if reader.escaped else value
         if reader.expect(",]") == "]":

@@ -20,11 +20,32 @@ def benchmark_get_or_create(ctx: Context, *, default_slug: str, kind: str, name:
     benchmark = Benchmark.objects.filter(slug=slug).first()
     if benchmark is None:
         catalog_lock(slug)
+        name = benchmark_name_for(slug, default_slug=default_slug, format_name=name, given=ctx.options.name)
+        benchmark_name_check(ctx, slug, name, ctx.source or "--name", None)
         benchmark, created = Benchmark.objects.get_or_create(slug=slug, defaults={"kind": kind, "name": name})
         if created:
             ctx.report.add("benchmarks", "created")
     benchmark_lock_for_ingest(benchmark, ctx)
     return benchmark
+
+
+def benchmark_name_check(ctx: Context, slug: str, name: str, source: Source | str, line: int | None) -> bool:
+    """Whether `name` is free for the benchmark `slug` (no other benchmark has it, in any letter case);
+    reports a problem if not, so two benchmarks never show the same name."""
+    taken = Benchmark.objects.filter(name__iexact=name).exclude(slug=slug).values_list("slug", "name").first()
+    if taken is None:
+        return True
+    ctx.problem(source, line, f"benchmark '{taken[0]}' is already named '{taken[1]}': give the benchmark '{slug}' "
+                              "another name (the import form's Benchmark name field, --name on the command line)")
+    return False
+
+
+def benchmark_name_for(slug: str, *, default_slug: str, format_name: str, given: str | None = None) -> str:
+    """The display name of a new benchmark: the one given, the format's for its own slug, else the format's
+    name with the slug ("OctoBench (octobench-v2)"), so two benchmarks never share a name by default."""
+    if given:
+        return given.strip()
+    return format_name if slug == default_slug else f"{format_name} ({slug})"
 
 
 def benchmark_existing(ctx: Context, source: Source, *, default_slug: str) -> Benchmark | None:

@@ -34,6 +34,7 @@ from .lookups import (
     attempt_ids_for,
     attempts_upsert,
     benchmark_lock_for_ingest,
+    benchmark_name_check,
     file_items,
     judge_get_or_create,
     model_get_or_create,
@@ -284,8 +285,10 @@ class _NativeIngest:
             ctx.problem(source, line, reason)
         if reasons:
             return None
-        values = {"name": record.get("name") or slug, "kind": record["kind"],
+        values = {"name": ctx.options.name or record.get("name") or slug, "kind": record["kind"],
                   "version": record.get("version") or "", "description": record.get("description") or ""}
+        if not benchmark_name_check(ctx, slug, values["name"], source, line):
+            return None
         benchmark = Benchmark.objects.filter(slug=slug).first()
         created = False
         if benchmark is None:

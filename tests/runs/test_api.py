@@ -245,3 +245,64 @@ def test_it_takes_an_empty_file_for_the_format_to_judge(token_client, django_cap
     response = _post(token_client, django_capture_on_commit_callbacks, "octobench-instances", ("empty.jsonl", b""))
     status = token_client.get(response.json()["url"]).json()
     assert status["state"] == "failed" and status["errors"] == ["empty.jsonl: the file is empty"]
+
+
+# a results folder in one upload ------------------------------------------------------------
+def test_it_ingests_a_results_folder_by_its_paths(token_client, django_capture_on_commit_callbacks):
+    from runs.models import Benchmark, Run, Verdict
+
+    _post(token_client, django_capture_on_commit_callbacks, "octobench-instances", ("i.jsonl", _instances_jsonl("t-1", "t-2")),
+          benchmark="study-x", name="Study X")
+    scores = _scores_json("t-1", "t-2")
+    paths = ["gpt-a/rep1/scores_judge-1.json", "gpt-a/rep2/scores_judge-1.json", "gpt-b/rep1/scores_judge-2.json"]
+    data = {"format": "octobench-scores", "benchmark": "study-x", "paths": paths,
+            "files": [SimpleUploadedFile("scores.json", scores) for _ in paths]}
+    with django_capture_on_commit_callbacks(execute=True):
+        response = token_client.post("/api/ingest/", data, format="multipart")
+
+    status = token_client.get(response.json()["url"]).json()
+    assert status["state"] == "succeeded", status["errors"]
+    assert status["file_names"] == paths
+    assert Benchmark.objects.get(slug="study-x").name == "Study X"
+    assert sorted(Run.objects.values_list("label", "repetition")) == [("gpt-a-r1", 1), ("gpt-a-r2", 2), ("gpt-b-r1", 1)]
+    assert Verdict.objects.filter(attempt__run__label="gpt-b-r1", judge__name="judge-2").count() == 2
+
+
+def test_it_reads_an_uploaded_manifest_and_refuses_paths_that_do_not_fit(token_client, django_capture_on_commit_callbacks):
+    from runs.models import Run
+
+    _post(token_client, django_capture_on_commit_callbacks, "octobench-instances", ("i.jsonl", _instances_jsonl("t-1")))
+    manifest = json.dumps({"files": [{"path": "a.json", "model": "m-1", "judge": "j-1"},
+                                     {"path": "b.json", "model": "m-2", "judge": "j-1", "repetition": 3}]}).encode()
+    response = _post(token_client, django_capture_on_commit_callbacks, "octobench-scores",
+                     ("a.json", _scores_json("t-1")), ("b.json", _scores_json("t-1")), ("ifportal-import.json", manifest))
+    status = token_client.get(response.json()["url"]).json()
+    assert status["state"] == "succeeded", status["errors"]
+    assert sorted(Run.objects.values_list("label", "model__name")) == [("m-1", "m-1"), ("m-2-r3", "m-2")]
+
+    bad = _post(token_client, django_capture_on_commit_callbacks, "octobench-scores",
+                ("a.json", _scores_json("t-1")), ("ifportal-import.json", b'{"files": [{"path": "a.json", "x": 1}]}'))
+    status = token_client.get(bad.json()["url"]).json()
+    assert status["state"] == "failed" and status["counts"] == {}
+    assert status["errors"] == ["ifportal-import.json: files[1] has unknown field(s) x; a file may set model, run, judge, "
+                                "repetition, scaffold"]
+    for paths in (["a.json", "b.json"], ["../a.json"], ["/etc/a.json"]):
+        response = token_client.post("/api/ingest/", {"format": "octobench-scores", "paths": paths,
+                                                      "files": [SimpleUploadedFile("a.json", b"{}")]}, format="multipart")
+        assert response.status_code == 400 and "paths" in response.json()
+
+
+def test_a_new_slug_never_takes_an_existing_benchmark_name(token_client, django_capture_on_commit_callbacks):
+    from runs.models import Benchmark
+
+    _post(token_client, django_capture_on_commit_callbacks, "octobench-instances", ("i.jsonl", _instances_jsonl("t-1")))
+    _post(token_client, django_capture_on_commit_callbacks, "octobench-instances", ("i.jsonl", _instances_jsonl("t-1")),
+          benchmark="octobench-v2")
+    assert dict(Benchmark.objects.values_list("slug", "name")) == {"octobench": "OctoBench",
+                                                                   "octobench-v2": "OctoBench (octobench-v2)"}
+    taken = _post(token_client, django_capture_on_commit_callbacks, "octobench-instances",
+                  ("i.jsonl", _instances_jsonl("t-1")), benchmark="octobench-v3", name="octobench")
+    status = token_client.get(taken.json()["url"]).json()
+    assert status["state"] == "failed"
+    assert "benchmark 'octobench' is already named 'OctoBench': give the benchmark 'octobench-v3' another name" in status["errors"][0]
+    assert not Benchmark.objects.filter(slug="octobench-v3").exists()

@@ -15,6 +15,8 @@ pytestmark = pytest.mark.django_db(transaction=True)
 def test_benchmark_prints_every_ingest_figure_and_cleans_up(postgres, tmp_path, monkeypatch):
     # the large-trajectory ingest runs as a child process: it must reach this test database
     monkeypatch.setenv("DATABASE_URL", worker_database_url())
+    study = tmp_path / "study"
+    monkeypatch.setattr("runs.study_benchmark.tmpdir", lambda: study)
     out = tmp_path / "figures.json"
     call_command("benchmark", instances=4, items=3, models=2, repetitions=1, judges=2, trajectory_mb=1,
                  skip_http=True, json=str(out), stdout=open(tmp_path / "stdout", "w"))
@@ -29,10 +31,19 @@ def test_benchmark_prints_every_ingest_figure_and_cleans_up(postgres, tmp_path, 
     # the rate as printed (whole verdicts/s): "seconds" is rounded to 0.01 s, too coarse for a 50 ms ingest
     rate = figures["ingest"]["verdicts_per_second"]
     assert figures["ingest_share_of_copy_into_verdict_table"] == pytest.approx(rate / table, rel=0.05, abs=1e-4)
+    # the study again through `manage.py ingest` as a user runs it: two new processes over the harness's folder
+    cli = figures["ingest_cli"]
+    assert cli["verdicts"] == 48 and cli["commands"] == 2
+    assert cli["seconds"] == pytest.approx(cli["instances_seconds"] + cli["scores_seconds"], abs=0.02)
+    assert cli["verdicts_per_second"] == pytest.approx(48 / cli["seconds"], rel=0.05)
+    assert figures["ingest_cli_share_of_copy_into_verdict_table"] == pytest.approx(
+        cli["verdicts_per_second"] / table, rel=0.05, abs=1e-4)
+    assert figures["ingest"]["files"] == 2 * 1 * 2
     assert figures["large_trajectory"]["peak_rss_mb"] > 0
     assert figures["notebook_leaderboard_seconds"] > 0
-    # the study is gone, and so are the COPY tables
-    assert not Benchmark.objects.filter(slug="benchmark-study").exists()
+    # the study is gone (the files it generated too), and so are the COPY tables
+    assert not study.exists()
+    assert not Benchmark.objects.filter(slug__in=["benchmark-study", "benchmark-study-cli"]).exists()
     assert Verdict.objects.count() == 0
     from django.db import connection
 

@@ -71,7 +71,7 @@ def test_it_lists_fifty_problems_and_counts_the_rest():
 
     assert MAX_LISTED_PROBLEMS == 50
     assert (info.value.total, len(info.value.problems)) == (60, 50)
-    assert str(info.value).startswith("60 problem(s), nothing stored (and 10 more):\nf.jsonl:1: bad\n")
+    assert str(info.value).startswith("60 problem(s), nothing was stored (and 10 more):\nf.jsonl:1: bad\n")
     assert ctx.report.rejected == 60
 
 

@@ -346,3 +346,14 @@ def test_it_rejects_a_guidebench_json_file(tmp_path):
     path.write_text(json.dumps([{"Instruction": "x"}], indent=2), encoding="utf-8")
 
     assert "chat_tasks.json:1: this is one JSON document spread over many lines, not JSON Lines" in _fails(Source.of(path))
+
+
+def test_a_second_slug_may_not_take_a_stored_benchmarks_name_and_the_name_option_names_it():
+    _ingest(Source.of(FIXTURE))
+    # the same file under another slug would show a second "Acme agent IF"
+    problems = _fails(Source.of(FIXTURE), benchmark="acme-copy")
+    assert "study.jsonl:1: benchmark 'acme-agent-if' is already named 'Acme agent IF'" in problems
+    assert not Benchmark.objects.filter(slug="acme-copy").exists()
+
+    _ingest(Source.of(FIXTURE), benchmark="acme-copy", name="Acme agent IF (copy)")
+    assert Benchmark.objects.get(slug="acme-copy").name == "Acme agent IF (copy)"

@@ -301,7 +301,7 @@ def test_it_rejects_a_truncated_last_line(tmp_path):
     assert failure.total == 1
     assert str(failure.problems[0]).startswith("instances.jsonl:3: not valid JSON")
     assert "truncated" in str(failure)
-    assert "nothing stored" in str(failure)
+    assert "nothing was stored" in str(failure)
 
 
 def test_it_rejects_a_line_that_is_not_json(tmp_path):

@@ -126,3 +126,19 @@ def test_it_runs_as_a_background_job():
     assert job.counts["checked"] == 3 and job.counts["disagree with log"] == 1
     assert Verdict.objects.filter(judge__name=CHECKER_JUDGE).count() == 4
     assert Job.objects.count() == 1
+    # the job says what it wrote: 4 new verdicts (not "Nothing changed")
+    assert (job.counts["created"], job.counts["updated"], job.counts["unchanged"]) == (4, 0, 0)
+    assert job.counts["by_kind"] == {"verdicts": {"created": 4}}
+
+
+def test_a_second_rescore_counts_its_verdicts_unchanged_and_a_changed_one_updated():
+    run, _, _ = build_run()
+    first = rescore_evolif_run(run=run)
+    assert (first.created, first.updated, first.unchanged, first.removed) == (4, 0, 0, 0)
+    verdict = Verdict.objects.filter(judge__name=CHECKER_JUDGE).order_by("id").first()
+    Verdict.objects.filter(pk=verdict.pk).update(reasoning="edited by hand")
+
+    again = rescore_evolif_run(run=run)
+
+    assert (again.created, again.updated, again.unchanged, again.removed) == (0, 1, 3, 0)
+    assert "verdicts 0 created, 1 changed, 3 unchanged, 0 removed" in again.summary()

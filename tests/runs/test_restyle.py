@@ -86,6 +86,12 @@ def test_it_runs_as_a_job_and_from_the_command(run, capsys):
     job_execute(job.id)
     job.refresh_from_db()
     assert job.state == JobState.SUCCEEDED and job.counts["verdicts created"] == 11
+    # in the shape the job page reads: created verdicts, not "Nothing changed"
+    assert (job.counts["created"], job.counts["updated"], job.counts["unchanged"]) == (11, 0, 0)
+    again = job_create(kind="restyle-manyih", params={"run_ids": [run.id]})
+    job_execute(again.id)
+    again.refresh_from_db()
+    assert (again.counts["created"], again.counts["updated"], again.counts["unchanged"]) == (0, 0, 11)
     call_command("restyle", "--run", run.label)
     assert "0 created, 0 updated, 0 deleted, 11 unchanged" in capsys.readouterr().out
 

@@ -97,6 +97,11 @@ def test_it_fails_a_bad_file_with_file_line_errors_and_stores_nothing(reviewer_c
     assert Benchmark.objects.count() == 0 and Instance.objects.count() == 0
     page = reviewer_client.get(response["Location"]).content.decode()
     assert "badge-failed" in page and "bad.jsonl:2: not valid JSON" in page and "nothing was stored" in page
+    # the valid first line was read, but nothing of it was stored: no "created" beside the failure
+    assert job.counts == {}
+    assert "created" not in page.split('id="job-status"')[1]
+    api = reviewer_client.get(f"/api/jobs/{job.id}/").json()
+    assert api["counts"] == {} and "nothing was stored" in api["message"]
 
 
 def test_it_rejects_files_over_the_size_limit(reviewer_client, settings, django_capture_on_commit_callbacks):
@@ -224,3 +229,32 @@ def test_it_links_the_import_page_to_the_jobs(reviewer_client, reviewer):
     job = _job(JobState.SUCCEEDED, created_by=reviewer)
     content = reviewer_client.get("/import/").content.decode()
     assert 'href="/jobs/"' in content and f'href="/jobs/{job.id}/"' in content
+
+
+def test_the_page_takes_a_benchmark_name_and_a_manifest_among_the_files(reviewer_client, django_capture_on_commit_callbacks):
+    from runs.models import Run
+
+    _upload(reviewer_client, django_capture_on_commit_callbacks, "octobench-instances",
+            ("instances.jsonl", _instances_jsonl("task-1")), benchmark="octo-team", name="OctoBench, team run")
+    manifest = json.dumps({"files": [{"path": "s1.json", "model": "model-a", "judge": "judge-x"},
+                                     {"path": "s2.json", "model": "model-b", "judge": "judge-x", "repetition": 2}]})
+    _upload(reviewer_client, django_capture_on_commit_callbacks, "octobench-scores", ("s1.json", _scores_json("task-1")),
+            ("s2.json", _scores_json("task-1")), ("ifportal-import.json", manifest.encode()), benchmark="octo-team")
+
+    job = Job.objects.order_by("-created_at").first()
+    assert job.state == JobState.SUCCEEDED, job.errors
+    assert Benchmark.objects.get(slug="octo-team").name == "OctoBench, team run"
+    assert sorted(Run.objects.values_list("label", "repetition")) == [("model-a", 1), ("model-b-r2", 2)]
+
+
+def test_a_recheck_job_page_shows_what_it_created_not_nothing_changed(reviewer_client):
+    job = job_create(kind="rescore-evolif", params={"run_ids": []})
+    Job.objects.filter(pk=job.pk).update(state=JobState.SUCCEEDED, message="m1: 3 constraint verdicts checked",
+                                         counts={"checked": 3, "created": 4, "updated": 0, "unchanged": 0, "removed": 0,
+                                                 "by_kind": {"verdicts": {"created": 4}}})
+    page = reviewer_client.get(f"/jobs/{job.id}/").content.decode()
+    assert "Nothing changed" not in page and "m1: 3 constraint verdicts checked" in page
+    assert '<span class="stat-value num">4</span><span class="stat-label">created</span>' in page
+    Job.objects.filter(pk=job.pk).update(counts={"checked": 3, "created": 0, "updated": 0, "unchanged": 4, "removed": 0})
+    page = reviewer_client.get(f"/jobs/{job.id}/").content.decode()
+    assert "Nothing changed: every verdict it wrote was already stored." in page

@@ -236,3 +236,63 @@ def test_it_reads_octobench_threads_with_odd_shapes_without_crashing(db, tmp_pat
     path.write_text(json.dumps(record) + "\n")
 
     _check("octobench-trajectories", path.read_bytes(), tmp_path)
+
+
+def _with_deep_value(original: bytes, depth: int) -> bytes:
+    """The fixture with `depth` nested lists added to its first record (first line, or first list element)."""
+    deep = "[" * depth + "]" * depth
+    text = original.decode("utf-8")
+    if original.rstrip().endswith(b"}") and b"\n{" in original:  # JSON Lines
+        lines = text.splitlines()
+        record = json.loads(lines[0])
+        record["x_deep"] = "__DEEP__"
+        lines[0] = json.dumps(record)
+        return ("\n".join(lines) + "\n").replace('"__DEEP__"', deep).encode("utf-8")
+    document = json.loads(text)
+    records = document if isinstance(document, list) else next(v for v in document.values() if isinstance(v, list))
+    records[0]["x_deep"] = "__DEEP__"
+    return json.dumps(document, indent=1).replace('"__DEEP__"', deep).encode("utf-8")
+
+
+@pytest.mark.parametrize("depth", [300, 100_000])
+@pytest.mark.parametrize("format_name", sorted(CASES))
+def test_deeply_nested_json_is_a_file_line_problem(db, tmp_path, format_name, depth):
+    """300 levels parse but go past MAX_DEPTH; 100,000 stop Python's parser (RecursionError, a traceback before)."""
+    _definitions(format_name)
+    data = _with_deep_value((FIXTURES / CASES[format_name][0]).read_bytes(), depth)
+    path = tmp_path / Path(CASES[format_name][0]).name
+    path.write_bytes(data)
+    before = _counts()
+
+    with pytest.raises(IngestFailed) as failed:
+        ingest(format_name, [Source.of(path)], Options(**CASES[format_name][1]))
+
+    assert any(p.line and p.reason.startswith("the JSON is nested too deeply") for p in failed.value.problems), \
+        [str(p) for p in failed.value.problems]
+    _check(format_name, data, tmp_path)
+    assert _counts() == before
+
+
+@pytest.mark.parametrize("format_name", ["native", "octobench-scores"])
+def test_a_file_of_junk_lists_its_first_problems_counts_them_and_stops_reading(db, tmp_path, format_name):
+    from runs.ingest.base import MAX_LISTED_PROBLEMS, MAX_PROBLEMS_PER_FILE
+
+    _definitions(format_name)
+    lines = 200_000  # more than one read chunk of a JSON document
+    if format_name == "native":
+        data = b"".join(b"junk %d\n" % n for n in range(lines))
+    else:
+        data = b'{"results": [' + b"".join(b'{"x": %d},\n' % n for n in range(lines)) + b"1]}"
+    path = tmp_path / ("junk.jsonl" if format_name == "native" else "junk.json")
+    path.write_bytes(data)
+    seen: list[tuple[int, int]] = []
+
+    with pytest.raises(IngestFailed) as failed:
+        ingest(format_name, [Source.of(path)], Options(**CASES[format_name][1]),
+               progress=lambda done, total: seen.append((done, total)))
+
+    exc = failed.value
+    assert len(exc.problems) == MAX_LISTED_PROBLEMS
+    # every problem up to the limit is counted, then one says the rest was not read
+    assert MAX_PROBLEMS_PER_FILE + 1 <= exc.total <= MAX_PROBLEMS_PER_FILE + 10
+    assert seen[-1][0] == seen[-1][1] == len(data)  # the progress still ends at the whole file

@@ -1,38 +1,61 @@
-"""python manage.py ingest FORMAT PATH... [--benchmark SLUG] [--model NAME] [--run LABEL] [--judge NAME] [--scaffold NAME]"""
+"""python manage.py ingest FORMAT PATH... [--benchmark SLUG] [--name NAME] [--model NAME] [--run LABEL]
+[--judge NAME] [--scaffold NAME] [--repetition N] [--manifest FILE] [--per-file] [--no-progress]
+
+PATH is a file or a results folder (walked for the format's files). Which model, run, judge and
+repetition each file is comes from the options, a manifest, the files and the harness's layout
+(runs/ingest/layout.py; docs/formats.md, "A results folder in one command").
+"""
 import sys
 from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
-from runs.ingest import FORMATS, IngestFailed, Options, Source, ingest
+from runs.ingest import FORMATS, IngestFailed, Options, Report, ingest_each, ingest_units
+from runs.ingest.layout import LayoutError, entries_of, manifest_read, plan_import
+
+#: how many groups of files the plan lists before "and N more"
+PLAN_LINES = 12
 
 
 class Command(BaseCommand):
-    help = "Ingest benchmark files, all or nothing. Formats: " + ", ".join(FORMATS)
+    help = ("Ingest benchmark files or whole results folders in one process; all or nothing unless --per-file. "
+            "Formats: " + ", ".join(FORMATS))
 
     def add_arguments(self, parser):
         parser.add_argument("format", choices=list(FORMATS))
-        parser.add_argument("paths", nargs="+", help="files to read (all of them, in one transaction)")
+        parser.add_argument("paths", nargs="+", help="files and results folders to read (folders are walked)")
         parser.add_argument("--benchmark", help="benchmark slug (default: the format's own)")
-        parser.add_argument("--model", help="model name, where the files do not say")
-        parser.add_argument("--run", help="run label (default: the model name)")
-        parser.add_argument("--judge", help="judge name for verdicts")
+        parser.add_argument("--name", help="display name of a benchmark this import creates (default: from the slug)")
+        parser.add_argument("--model", help="model name of every file (default: the files and the folder layout say)")
+        parser.add_argument("--run", help="run label (default: the model name, or <model>-r<N> for repetition folders)")
+        parser.add_argument("--judge", help="judge name for verdicts (default: scores_<judge>.json names it)")
         parser.add_argument("--scaffold", help="scaffold the run used")
-        parser.add_argument("--repetition", type=int, help="repetition number of the run (default 1)")
+        parser.add_argument("--repetition", type=int, help="repetition number of the run (default 1, or a rep<N> folder)")
+        parser.add_argument("--manifest", help=f"a manifest saying each file's model, run, judge, repetition "
+                                               f"(default: ifportal-import.json in a folder given)")
+        parser.add_argument("--per-file", action="store_true",
+                            help="store each file on its own: a bad file stores nothing of itself, the others are "
+                                 "stored (default: all or nothing, one transaction for every file)")
         parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
     def handle(self, *args, **opts):
-        sources = []
-        for raw in opts["paths"]:
-            path = Path(raw)
-            if not path.is_file():
-                raise CommandError(f"{raw}: no such file")
-            sources.append(Source.of(path, raw))
         options = Options(
-            benchmark=opts["benchmark"], model=opts["model"], run=opts["run"], judge=opts["judge"],
+            benchmark=opts["benchmark"], name=opts["name"], model=opts["model"], run=opts["run"], judge=opts["judge"],
             scaffold=opts["scaffold"], repetition=opts["repetition"],
         )
+        try:
+            entries, found = entries_of(opts["paths"], opts["format"])
+            manifests = [manifest_read(Path(opts["manifest"]))] if opts["manifest"] else [manifest_read(m) for m in found]
+            units = plan_import(opts["format"], entries, options, manifests)
+        except (LayoutError, OSError) as exc:
+            raise CommandError(str(exc)) from None
+        if len(units) > 1:
+            self.stderr.write(f"{sum(len(u.sources) for u in units)} files in {len(units)} groups:")
+            for unit in units[:PLAN_LINES]:
+                self.stderr.write(f"  {unit.describe()}")
+            if len(units) > PLAN_LINES:
+                self.stderr.write(f"  and {len(units) - PLAN_LINES} more")
         bar = None
         if not opts["no_progress"]:
             bar = tqdm(total=0, unit="B", unit_scale=True, desc=opts["format"], file=sys.stderr, leave=False)
@@ -44,10 +67,30 @@ class Command(BaseCommand):
                 bar.refresh()
 
         try:
-            report = ingest(opts["format"], sources, options, progress=progress)
+            if opts["per_file"]:
+                outcomes = ingest_each(opts["format"], units, progress=progress)
+            else:
+                report = ingest_units(opts["format"], units, progress=progress)
         except IngestFailed as exc:
             raise CommandError(str(exc)) from None
         finally:
             if bar is not None:
                 bar.close()
-        self.stdout.write(report.summary())
+        if not opts["per_file"]:
+            self.stdout.write(report.summary())
+            return
+        self._per_file_summary(outcomes)
+
+    def _per_file_summary(self, outcomes) -> None:
+        stored = Report()
+        failed = [(source, outcome) for source, outcome in outcomes if isinstance(outcome, IngestFailed)]
+        for _, outcome in outcomes:
+            if isinstance(outcome, Report):
+                stored.merge(outcome)
+        for source, failure in failed:
+            self.stderr.write(f"{source.name}: {failure}")
+        self.stdout.write(f"{len(outcomes) - len(failed)} of {len(outcomes)} files stored: {stored.summary()}")
+        if failed:
+            raise CommandError(f"{len(failed)} file(s) failed, nothing of them was stored: "
+                               + ", ".join(source.name for source, _ in failed[:10])
+                               + (f" and {len(failed) - 10} more" if len(failed) > 10 else ""))
