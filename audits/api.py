@@ -16,7 +16,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from runs.access import blind_safe
-from runs.api_verdicts import CSVRenderer
+from runs.api.verdicts import CSVRenderer
 from runs.metrics.checklist import Filters
 from runs.models import Benchmark, BenchmarkKind, ChecklistItem
 from runs.sharing import csv_safe

@@ -22,7 +22,7 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/schema/", blind_safe(SpectacularAPIView.as_view()), name="api-schema"),
     path("api/audits/", include("audits.api_urls")),
-    path("api/", include("runs.api_urls")),
+    path("api/", include("runs.api.urls")),
     path("audits/", include("audits.urls")),
     path("", include("runs.urls")),
 ]

@@ -39,7 +39,7 @@ from django.conf import settings
 from django.core.cache import cache
 from django.db import connection, transaction
 
-from runs import charts
+from runs.charts import checklist as charts
 from runs.metrics import checklist as metrics
 from runs.metrics.checklist import GROUPINGS, ScoreRow
 

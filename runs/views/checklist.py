@@ -9,7 +9,8 @@ from django.urls import reverse
 from django.utils.html import escape
 
 from runs.access import blind_safe
-from runs import charts, selectors, trajectory_view
+from runs.charts import checklist as charts
+from runs import selectors, trajectory_view
 from runs.exports import checklist as exports
 from runs.filters import LeaderboardFilterForm, form_state, state_query
 from runs.leaderboard_page import filters_html, results_html

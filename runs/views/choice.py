@@ -12,7 +12,7 @@ from django.http import QueryDict
 from django.shortcuts import get_object_or_404, render
 
 from runs.access import blind_safe
-from runs import choice_charts
+from runs.charts import choice as choice_charts
 from runs.exports import choice as exports
 from runs.metrics import choice as metrics
 from runs.models import Benchmark, BenchmarkKind, Instance, Run

@@ -6,7 +6,7 @@ from django.contrib.auth.decorators import login_required
 from django.shortcuts import get_object_or_404
 
 from runs.access import blind_safe
-from runs import conflict_charts as charts
+from runs.charts import conflict as charts
 from runs.exclusions import (
     excluded_item_ids,
     exclusion_box,

@@ -7,7 +7,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from runs.access import blind_safe
-from runs import dialogue_charts
+from runs.charts import dialogue as dialogue_charts
 from runs.exclusions import (
     excluded_item_ids,
     exclusion_box,

@@ -10,7 +10,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from runs.access import blind_safe, may_open
-from runs import hierarchy_charts as charts
+from runs.charts import hierarchy as charts
 from runs.checkers.manyih_style import extract_code
 from runs.exclusions import (
     excluded_item_ids,

@@ -213,7 +213,7 @@ def test_it_generates_the_schema_without_warnings_for_these_endpoints(capsys):
     from drf_spectacular.drainage import GENERATOR_STATS
 
     GENERATOR_STATS.reset()
-    call_command("spectacular", "--file", "/dev/null", "--urlconf", "runs.api_urls")
+    call_command("spectacular", "--file", "/dev/null", "--urlconf", "runs.api.urls")
     assert not GENERATOR_STATS, capsys.readouterr().err
 
 

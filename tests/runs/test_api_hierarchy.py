@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from runs.api_hierarchy import sample_resolution
+from runs.api.hierarchy import sample_resolution
 from runs.ingest import Options, Source, ingest
 from runs.metrics.stats import bootstrap_interval
 from runs.models import Judge, JudgeKind

@@ -9,7 +9,7 @@ from django.http import StreamingHttpResponse
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from runs import api_verdicts
+from runs.api import verdicts as api_verdicts
 from runs.models import AgentModel, Attempt, Benchmark, ChecklistItem, Instance, Judge, Run, Verdict
 
 pytestmark = pytest.mark.django_db

@@ -127,7 +127,7 @@ def native_conflict() -> bytes:
     conflict = {"type": "UQ vs SP", "scenario": NAME, "expected": "B",
                 "a": {"source": "UQ", "instruction": ALL}, "b": {"source": "SP", "instruction": ALL}}
     records = [
-        {"type": "benchmark", "slug": "hostile-conflict", "name": NAME, "kind": "conflict", "description": ALL},
+        {"type": "benchmark", "slug": "hostile-conflict", "name": NAME + " conflict", "kind": "conflict", "description": ALL},
         {"type": "instance", "id": NAME, "spec": {"system_prompt": ALL, "user_query": ALL, "conflict": conflict},
          "items": [{"key": "resolution", "category": "SP", "check_type": "conflict", "description": ALL}]},
         {"type": "run", "label": NAME, "model": NAME},

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from runs.charts import PALETTE
+from runs.charts.checklist import PALETTE
 from runs.metrics.hierarchy import AccRow, ResolutionRate
 
 _LEGEND = {"orientation": "h", "x": 1, "xanchor": "right", "y": 1.02, "yanchor": "bottom"}

@@ -9,9 +9,9 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from runs.access import blind_safe
-from . import selectors
-from .forms import ingest_job_start, request_size_problem, upload_type_problem
-from .serializers import (
+from runs import selectors
+from runs.forms import ingest_job_start, request_size_problem, upload_type_problem
+from runs.serializers import (
     AttemptFilterSerializer,
     AttemptSerializer,
     BenchmarkSerializer,
