@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from django.db.models import Count, F, OuterRef, Prefetch, Q, QuerySet, Subquery, Sum
 from django.db.models.functions import Coalesce
-from django.urls import NoReverseMatch, reverse
+from django.urls import reverse
 
 from .models import Attempt, AttemptRollup, Benchmark, ChecklistItem, Instance, Job, JobState, JudgeReport, Run
 
@@ -62,24 +62,20 @@ class Overview:
     runs: list[RunRow]
 
 
-#: the page a benchmark's name links to, by kind: the first of these URL names (taking slug) that exists
-BENCHMARK_PAGES: dict[str, tuple[str, ...]] = {
-    "checklist": ("runs:checklist-benchmark", "runs:leaderboard"),
-    "conflict": ("runs:conflict-benchmark", "runs:leaderboard"),
-    "dialogue": ("runs:dialogue-benchmark", "runs:dialogue_metrics"),
-    "hierarchy": ("runs:hierarchy-benchmark", "runs:hierarchy_metrics"),
-    "choice": ("runs:choice-benchmark", "runs:choice_metrics"),
+#: the page a benchmark's name links to, by kind (a conflict benchmark's own page reads its resolution items)
+KIND_PAGES: dict[str, str] = {
+    "checklist": "runs:checklist-leaderboard",
+    "conflict": "runs:conflict-metrics",
+    "dialogue": "runs:dialogue-metrics",
+    "hierarchy": "runs:hierarchy-metrics",
+    "choice": "runs:choice-metrics",
 }
 
 
 def benchmark_page_url(benchmark: Benchmark) -> str | None:
-    """The main page of the benchmark's kind, or None while no such page exists."""
-    for name in BENCHMARK_PAGES.get(benchmark.kind, (f"runs:{benchmark.kind}-benchmark",)):
-        try:
-            return reverse(name, kwargs={"slug": benchmark.slug})
-        except NoReverseMatch:
-            continue
-    return None
+    """The main page of the benchmark's kind (None for a kind the portal has no pages for)."""
+    name = KIND_PAGES.get(benchmark.kind)
+    return reverse(name, kwargs={"slug": benchmark.slug}) if name else None
 
 
 def overview() -> Overview:

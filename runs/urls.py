@@ -1,4 +1,5 @@
-"""Pages of the runs app. Each area keeps its routes together below its heading."""
+"""Pages of the runs app. Each area keeps its routes together below its heading; a kind's pages are named
+<kind>-<page> (checklist-leaderboard, dialogue-survival...), the pages of every kind plainly (attempt, share...)."""
 from django.urls import path
 
 from .views import checklist
@@ -21,7 +22,7 @@ urlpatterns = [
     # help: how every number is computed (docs/metrics.md), open to share-link viewers too
     path("help/metrics/", help_views.metrics, name="help-metrics"),
     # checklist benchmarks (leaderboards, drill-down, attempts, instances, compare, share)
-    path("b/<slug:slug>/leaderboard/", checklist.leaderboard, name="leaderboard"),
+    path("b/<slug:slug>/leaderboard/", checklist.leaderboard, name="checklist-leaderboard"),
     path("b/<slug:slug>/attempts/", checklist.attempts, name="checklist-attempts"),
     path("b/<slug:slug>/judges/", checklist.judges, name="checklist-judges"),
     path("b/<slug:slug>/length/", checklist.length, name="checklist-length"),
@@ -30,9 +31,9 @@ urlpatterns = [
     path("attempts/<int:pk>/text/", checklist.message_text, name="attempt-text"),
     path("attempts/<int:pk>/judge-reply/", checklist.judge_reply_text, name="attempt-judge-reply"),
     path("instances/<int:pk>/", checklist.instance, name="instance"),
-    path("instances/<int:pk>/compare/", checklist.attempt_compare, name="attempt_compare"),
+    path("instances/<int:pk>/compare/", checklist.attempt_compare, name="attempt-compare"),
     # share links and exports (public s/<token>/ pages need no login; the token is the credential)
-    path("b/<slug:slug>/leaderboard/export/", sharing.leaderboard_export, name="leaderboard-export"),
+    path("b/<slug:slug>/leaderboard/export/", sharing.leaderboard_export, name="checklist-leaderboard-export"),
     path("b/<slug:slug>/share/", sharing.share_create, name="share-create"),
     path("b/<slug:slug>/share-page/", sharing.page_share_create, name="page-share-create"),
     path("share-links/", sharing.share_list, name="share-list"),
@@ -43,29 +44,26 @@ urlpatterns = [
     path("s/<str:token>/attempts/<int:pk>/", sharing.shared_attempt, name="share-attempt"),
     path("s/<str:token>/attempts/<int:pk>/text/", sharing.shared_attempt_text, name="share-attempt-text"),
     # dialogue benchmarks (metrics, survival, constraint groups, dialogue viewer, rescore)
-    path("b/<slug:slug>/dialogue/", dialogue.metrics, name="dialogue_metrics"),
-    path("b/<slug:slug>/dialogue/survival/", dialogue.survival, name="dialogue_survival"),
-    path("b/<slug:slug>/dialogue/groups/", dialogue.groups, name="dialogue_groups"),
-    path("b/<slug:slug>/dialogue/dialogues/", dialogue.dialogues, name="dialogue_list"),
-    path("b/<slug:slug>/dialogue/dialogues/<int:pk>/", dialogue.viewer, name="dialogue_viewer"),
-    path("b/<slug:slug>/dialogue/rescore/", dialogue.rescore, name="dialogue_rescore"),
-    path("b/<slug:slug>/dialogue/rescore/start/", dialogue.rescore_start, name="dialogue_rescore_start"),
+    path("b/<slug:slug>/dialogue/", dialogue.metrics, name="dialogue-metrics"),
+    path("b/<slug:slug>/dialogue/survival/", dialogue.survival, name="dialogue-survival"),
+    path("b/<slug:slug>/dialogue/groups/", dialogue.groups, name="dialogue-groups"),
+    path("b/<slug:slug>/dialogue/dialogues/", dialogue.dialogues, name="dialogue-list"),
+    path("b/<slug:slug>/dialogue/dialogues/<int:pk>/", dialogue.viewer, name="dialogue-viewer"),
+    path("b/<slug:slug>/dialogue/rescore/", dialogue.rescore, name="dialogue-recheck"),
+    path("b/<slug:slug>/dialogue/rescore/start/", dialogue.rescore_start, name="dialogue-recheck-start"),
     # hierarchy benchmarks (metrics, conflict resolution, samples, style re-check)
-    path("b/<slug:slug>/hierarchy/", hierarchy.metrics, name="hierarchy_metrics"),
-    path("b/<slug:slug>/hierarchy/", hierarchy.metrics, name="hierarchy-benchmark"),  # the home page's link name
-    path("b/<slug:slug>/hierarchy/api/", hierarchy.api, name="hierarchy_api"),
-    path("b/<slug:slug>/hierarchy/conflicts/", hierarchy.conflicts, name="hierarchy_conflicts"),
-    path("b/<slug:slug>/hierarchy/recheck/", hierarchy.recheck, name="hierarchy_recheck"),
-    path("b/<slug:slug>/hierarchy/recheck/start/", hierarchy.recheck_start, name="hierarchy_recheck_start"),
-    path("b/<slug:slug>/hierarchy/attempts/<int:pk>/", hierarchy.sample, name="hierarchy_sample"),
+    path("b/<slug:slug>/hierarchy/", hierarchy.metrics, name="hierarchy-metrics"),
+    path("b/<slug:slug>/hierarchy/api/", hierarchy.api, name="hierarchy-metrics-json"),
+    path("b/<slug:slug>/hierarchy/conflicts/", hierarchy.conflicts, name="hierarchy-conflicts"),
+    path("b/<slug:slug>/hierarchy/recheck/", hierarchy.recheck, name="hierarchy-recheck"),
+    path("b/<slug:slug>/hierarchy/recheck/start/", hierarchy.recheck_start, name="hierarchy-recheck-start"),
+    path("b/<slug:slug>/hierarchy/attempts/<int:pk>/", hierarchy.sample, name="hierarchy-sample"),
     # choice benchmarks (metrics, confusion, rules, task viewer)
-    path("b/<slug:slug>/choice/", choice.metrics_page, name="choice_metrics"),
-    path("b/<slug:slug>/choice/", choice.metrics_page, name="choice-benchmark"),  # the home page's link name
-    path("b/<slug:slug>/choice/confusion/", choice.confusion, name="choice_confusion"),
-    path("b/<slug:slug>/choice/rules/", choice.rules, name="choice_rules"),
-    path("b/<slug:slug>/choice/tasks/", choice.tasks, name="choice_tasks"),
-    path("b/<slug:slug>/choice/tasks/<str:external_id>/", choice.task, name="choice_task"),
+    path("b/<slug:slug>/choice/", choice.metrics_page, name="choice-metrics"),
+    path("b/<slug:slug>/choice/confusion/", choice.confusion, name="choice-confusion"),
+    path("b/<slug:slug>/choice/rules/", choice.rules, name="choice-rules"),
+    path("b/<slug:slug>/choice/tasks/", choice.tasks, name="choice-tasks"),
+    path("b/<slug:slug>/choice/tasks/<str:external_id>/", choice.task, name="choice-task"),
     # conflict benchmarks (resolution rates per type, SP rate per scenario, drill-down to attempts)
-    path("b/<slug:slug>/conflict/", conflict.metrics, name="conflict_metrics"),
-    path("b/<slug:slug>/conflict/", conflict.metrics, name="conflict-benchmark"),  # the home page's link name
+    path("b/<slug:slug>/conflict/", conflict.metrics, name="conflict-metrics"),
 ]

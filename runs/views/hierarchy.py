@@ -187,7 +187,7 @@ def api(request, slug):
 def _comparison_json(request, comparison) -> dict:
     """The run comparison as JSON; the samples that flip (each one's pass/fail) only for those who may open a sample."""
     data = asdict(comparison)
-    if not may_open(request, "runs:hierarchy_sample"):
+    if not may_open(request, "runs:hierarchy-sample"):
         data.pop("flips")
     return data
 

@@ -14,15 +14,15 @@ CHARTS_DRAWN_MS = 1500
 
 #: (kind, url name, benchmark slug) of every page that draws a chart
 CHART_PAGES = [
-    ("checklist", "runs:leaderboard", "octobench"),
+    ("checklist", "runs:checklist-leaderboard", "octobench"),
     ("checklist", "runs:checklist-length", "octobench"),
-    ("dialogue", "runs:dialogue_survival", "evolif"),
-    ("dialogue", "runs:dialogue_groups", "evolif"),
-    ("hierarchy", "runs:hierarchy_metrics", "manyih-coding"),
-    ("hierarchy", "runs:hierarchy_conflicts", "manyih-coding"),
-    ("choice", "runs:choice_metrics", "guidebench"),
-    ("choice", "runs:choice_rules", "guidebench"),
-    ("conflict", "runs:conflict_metrics", "octobench-conflict"),
+    ("dialogue", "runs:dialogue-survival", "evolif"),
+    ("dialogue", "runs:dialogue-groups", "evolif"),
+    ("hierarchy", "runs:hierarchy-metrics", "manyih-coding"),
+    ("hierarchy", "runs:hierarchy-conflicts", "manyih-coding"),
+    ("choice", "runs:choice-metrics", "guidebench"),
+    ("choice", "runs:choice-rules", "guidebench"),
+    ("conflict", "runs:conflict-metrics", "octobench-conflict"),
 ]
 
 #: milliseconds from navigation start to the first contentful paint and to the last chart's SVG

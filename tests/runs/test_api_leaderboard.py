@@ -44,7 +44,7 @@ def test_it_returns_the_same_rows_as_the_page(reviewer_client, query, by, filter
     expected = metrics.leaderboard_rows(bench.id, filters, by=by)
     key = lambda r: (r["model"], r["group"] or "")  # noqa: E731
     assert sorted(body["rows"], key=key) == sorted((sharing.score_row_dict(r) for r in expected), key=key)
-    page = reviewer_client.get(reverse("runs:leaderboard-export", args=[bench.slug]) + query.replace("?", "?format=json&")
+    page = reviewer_client.get(reverse("runs:checklist-leaderboard-export", args=[bench.slug]) + query.replace("?", "?format=json&")
                                .replace("judges=j1,j2", "judge=j1&judge=j2").replace("runs=", "run=")).json()
     assert body["rows"] == page["rows"]
 

@@ -176,7 +176,7 @@ def test_it_reads_each_judge_apart(study):
 def url(**query):
     from urllib.parse import urlencode
 
-    return reverse("runs:conflict_metrics", kwargs={"slug": SLUG}) + (f"?{urlencode(query, doseq=True)}" if query else "")
+    return reverse("runs:conflict-metrics", kwargs={"slug": SLUG}) + (f"?{urlencode(query, doseq=True)}" if query else "")
 
 
 def test_it_shows_both_tables_the_chart_and_the_note(reviewer_client, study):
@@ -223,7 +223,7 @@ def test_it_answers_htmx_with_the_results_only(reviewer_client, study):
 
 
 def test_it_is_the_home_pages_link_for_conflict_benchmarks(reviewer_client, study):
-    assert reverse("runs:conflict-benchmark", kwargs={"slug": SLUG}) == url()
+    assert reverse("runs:conflict-metrics", kwargs={"slug": SLUG}) == url()
     assert url() in reviewer_client.get(reverse("runs:home")).content.decode()
 
 
@@ -240,7 +240,7 @@ def test_it_escapes_model_output_and_names(reviewer_client, tmp_path, study):
 def test_it_needs_a_login_and_404s_other_kinds(client, reviewer_client, study):
     assert client.get(url()).status_code == 302
     Benchmark.objects.create(slug="plain", kind=BenchmarkKind.CHECKLIST)
-    assert reviewer_client.get(reverse("runs:conflict_metrics", kwargs={"slug": "plain"})).status_code == 404
+    assert reviewer_client.get(reverse("runs:conflict-metrics", kwargs={"slug": "plain"})).status_code == 404
 
 
 def test_it_says_what_to_import_when_nothing_is_judged(reviewer_client):

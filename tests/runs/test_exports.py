@@ -19,7 +19,7 @@ pytestmark = pytest.mark.django_db
 
 def export(client, bench, query, fmt):
     sep = "&" if query else ""
-    return client.get(reverse("runs:leaderboard-export", args=[bench.slug]) + f"?{query}{sep}format={fmt}")
+    return client.get(reverse("runs:checklist-leaderboard-export", args=[bench.slug]) + f"?{query}{sep}format={fmt}")
 
 
 def test_it_exports_json_equal_to_the_page_rows(reviewer_client):
@@ -36,7 +36,7 @@ def test_it_exports_json_equal_to_the_page_rows(reviewer_client):
 
 def test_it_exports_a_matrix_as_csv_in_the_page_order(reviewer_client):
     bench, _ = build_study()
-    page = reviewer_client.get(reverse("runs:leaderboard", args=[bench.slug]) + "?by=category").content.decode()
+    page = reviewer_client.get(reverse("runs:checklist-leaderboard", args=[bench.slug]) + "?by=category").content.decode()
     response = export(reviewer_client, bench, "by=category", "csv")
     assert response.status_code == 200 and response["Content-Type"].startswith("text/csv")
     rows = list(csv.DictReader(io.StringIO(response.content.decode())))

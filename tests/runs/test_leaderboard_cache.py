@@ -134,7 +134,7 @@ def test_the_page_changes_when_an_ingest_adds_and_corrects_verdicts(tmp_path):
     user = get_user_model().objects.create_user("cache-reader", password="pw-cache-reader-1")
     client = Client()
     client.force_login(user)
-    url = reverse("runs:leaderboard", args=[bench.slug])
+    url = reverse("runs:checklist-leaderboard", args=[bench.slug])
     client.get(url)
     with CaptureQueriesContext(connection) as queries:
         first = client.get(url).content.decode()

@@ -51,7 +51,7 @@ def committed(django_capture_on_commit_callbacks):
 def test_a_warm_page_reads_neither_rollups_nor_filter_choices(django_user_model, committed):
     bench, _ = build_study()
     client = client_of(django_user_model, "warm-reader")
-    url = reverse("runs:leaderboard", args=[bench.slug]) + "?by=category"
+    url = reverse("runs:checklist-leaderboard", args=[bench.slug]) + "?by=category"
     cold = committed(client, url).content.decode()
     with CaptureQueriesContext(connection) as queries:
         warm = client.get(url).content.decode()
@@ -64,7 +64,7 @@ def test_a_warm_page_reads_neither_rollups_nor_filter_choices(django_user_model,
 def test_the_fragment_moves_with_the_data_generation(django_user_model, committed):
     bench, attempts = build_study()
     client = client_of(django_user_model, "gen-reader")
-    url = reverse("runs:leaderboard", args=[bench.slug])
+    url = reverse("runs:checklist-leaderboard", args=[bench.slug])
     before = results(committed(client, url).content.decode())
     assert "66.67" in before  # alpha fails c1 on one instance of three
     alpha = [a.id for a in attempts if a.run.model.name == "alpha"]
@@ -81,7 +81,7 @@ def test_the_fragment_moves_with_the_data_generation(django_user_model, committe
 def test_query_strings_htmx_swaps_and_slugs_have_their_own_fragments(django_user_model, committed):
     bench, _ = build_study()
     client = client_of(django_user_model, "query-reader")
-    url = reverse("runs:leaderboard", args=[bench.slug])
+    url = reverse("runs:checklist-leaderboard", args=[bench.slug])
     pages = {}
     for query in ("", "sort=isr", "run=alpha-r1", "by=judge&sort=model"):
         pages[query] = results(committed(client, f"{url}?{query}" if query else url).content.decode())
@@ -99,14 +99,14 @@ def test_query_strings_htmx_swaps_and_slugs_have_their_own_fragments(django_user
     assert 'hx-swap-oob' not in results(client.get(url + "?sort=isr").content.decode())
     assert client.get(url + "?sort=isr", HTTP_HX_REQUEST="true").content.decode() == swap
     Benchmark.objects.filter(pk=bench.pk).update(slug="octo-renamed")  # the admin does not move the generation
-    renamed = results(client.get(reverse("runs:leaderboard", args=["octo-renamed"])).content.decode())
+    renamed = results(client.get(reverse("runs:checklist-leaderboard", args=["octo-renamed"])).content.decode())
     assert "/b/octo-renamed/" in renamed and "/b/octo/" not in renamed
 
 
 @pytest.mark.django_db
 def test_the_fragment_holds_nothing_of_the_user(django_user_model, committed):
     bench, _ = build_study()
-    url = reverse("runs:leaderboard", args=[bench.slug]) + "?by=scaffold"
+    url = reverse("runs:checklist-leaderboard", args=[bench.slug]) + "?by=scaffold"
     first = committed(client_of(django_user_model, "first-reader"), url).content.decode()
     second = client_of(django_user_model, "second-reader").get(url).content.decode()
     assert results(first) == results(second)
@@ -147,7 +147,7 @@ def test_an_ingest_job_warms_the_default_page_after_it_commits(django_user_model
     assert form is not None and 'name="run"' in form  # the rendered filter form of the page as first opened
     client = client_of(django_user_model, "first-viewer")
     with CaptureQueriesContext(connection) as queries:
-        page = client.get(reverse("runs:leaderboard", args=[bench.slug]))
+        page = client.get(reverse("runs:checklist-leaderboard", args=[bench.slug]))
     assert page.status_code == 200 and "model-x" in results(page.content.decode())
     tables = {t for q in queries for t in re.findall(r'FROM "(\w+)"', q["sql"])}
     # the session, the user, their roles (runs.access: blind or not) and the benchmark; nothing computed
@@ -186,7 +186,7 @@ def test_nothing_is_warmed_without_rollups_or_outside_jobs(monkeypatch):
 def test_the_cached_filter_form_follows_its_query_string_and_the_generation(django_user_model, committed):
     bench, attempts = build_study()
     client = client_of(django_user_model, "form-reader")
-    url = reverse("runs:leaderboard", args=[bench.slug])
+    url = reverse("runs:checklist-leaderboard", args=[bench.slug])
     selected = '<option value="alpha-r1" selected>'
     assert selected in committed(client, url + "?run=alpha-r1").content.decode()
     assert selected not in committed(client, url).content.decode()

@@ -150,7 +150,7 @@ def test_it_refuses_what_evaluate_py_cannot_write(tmp_path):
 
 # pages, API, exports --------------------------------------------------------------------
 def test_the_leaderboard_says_what_it_counted_and_shows_macro_csr(errors, reviewer_client):
-    html = reviewer_client.get(reverse("runs:leaderboard", args=["octobench"])).content.decode()
+    html = reviewer_client.get(reverse("runs:checklist-leaderboard", args=["octobench"])).content.decode()
     assert "Macro CSR %" in html and "11.11" in html  # evaluate.py's avg_reward 0.111
     assert "2 judge results scored nothing (the judge API call failed: 1; the judge&#x27;s reply was not JSON: 1)" in html
     assert "2 verdicts carried a result string the reference scorer does not recognise" in html
@@ -162,7 +162,7 @@ def test_the_api_and_exports_carry_macro_csr_and_the_counts(errors, reviewer_cli
     (row,) = body["rows"]
     assert row["macro_csr"] == pytest.approx(100 / 9) and row["n_unscored"] == 2 and row["n_unrecognised"] == 2
     assert row["per_judge"]["judge-e"]["unscored"] == {"failed": 1, "not_json": 1}
-    export = reverse("runs:leaderboard-export", args=["octobench"])
+    export = reverse("runs:checklist-leaderboard-export", args=["octobench"])
     assert reviewer_client.get(export + "?format=json").json()["rows"] == body["rows"]
     (line,) = csv.DictReader(io.StringIO(reviewer_client.get(export + "?format=csv").content.decode()))
     assert float(line["macro_csr"]) == pytest.approx(100 / 9) and float(line["judge-e macro_csr"]) == pytest.approx(100 / 9)

@@ -24,12 +24,12 @@ pytestmark = pytest.mark.django_db
 #: kind -> (demo plan, benchmark slug, the kind's analysis pages)
 KINDS = {
     "checklist": (octobench_plan, "octobench", ["runs:checklist-judges", "runs:checklist-length", "runs:checklist-compare"]),
-    "dialogue": (evolif_plan, "evolif", ["runs:dialogue_metrics", "runs:dialogue_survival", "runs:dialogue_groups",
-                                         "runs:dialogue_list", "runs:dialogue_rescore"]),
-    "hierarchy": (manyih_plan, "manyih-coding", ["runs:hierarchy_metrics", "runs:hierarchy_conflicts", "runs:hierarchy_recheck"]),
-    "choice": (guidebench_plan, "guidebench", ["runs:choice_metrics", "runs:choice_confusion", "runs:choice_rules",
-                                                "runs:choice_tasks"]),
-    "conflict": (conflict_plan, "octobench-conflict", ["runs:conflict_metrics"]),
+    "dialogue": (evolif_plan, "evolif", ["runs:dialogue-metrics", "runs:dialogue-survival", "runs:dialogue-groups",
+                                         "runs:dialogue-list", "runs:dialogue-recheck"]),
+    "hierarchy": (manyih_plan, "manyih-coding", ["runs:hierarchy-metrics", "runs:hierarchy-conflicts", "runs:hierarchy-recheck"]),
+    "choice": (guidebench_plan, "guidebench", ["runs:choice-metrics", "runs:choice-confusion", "runs:choice-rules",
+                                                "runs:choice-tasks"]),
+    "conflict": (conflict_plan, "octobench-conflict", ["runs:conflict-metrics"]),
 }
 #: a query that gives each page something to show (compare needs two sides)
 QUERIES = {"runs:checklist-compare": "a=model:aurora-large&b=model:borealis-pro"}
@@ -95,7 +95,7 @@ def test_every_page_of_every_kind_exports_shares_and_explains(kind, name, tmp_pa
 def test_a_page_snapshot_stays_as_it_was_when_the_data_changes(tmp_path, django_user_model):
     slug = _load("dialogue", tmp_path)
     reviewer = _client(django_user_model, "reviewer")
-    url = reverse("runs:dialogue_metrics", args=[slug])
+    url = reverse("runs:dialogue-metrics", args=[slug])
     created = reviewer.post(reverse("runs:page-share-create", args=[slug]), {"path": url})
     token = re.search(r"/s/([A-Za-z0-9_-]+)/", created.content.decode()).group(1)
     export = reverse("runs:share-export", args=[token]) + "?format=csv"
@@ -110,7 +110,7 @@ def test_a_page_snapshot_stays_as_it_was_when_the_data_changes(tmp_path, django_
 def test_a_blind_annotator_sees_exports_but_no_share_form_and_cannot_share(tmp_path, django_user_model):
     slug = _load("dialogue", tmp_path)
     annotator = _client(django_user_model, "annotator", "annotator")
-    url = reverse("runs:dialogue_survival", args=[slug])
+    url = reverse("runs:dialogue-survival", args=[slug])
     body = annotator.get(url).content.decode()
     assert "Share…" not in body
     assert annotator.post(reverse("runs:page-share-create", args=[slug]), {"path": url}).status_code == 403
@@ -134,7 +134,7 @@ def test_csv_keeps_negative_numbers_numeric_and_neutralises_formula_text():
 
 def test_the_leaderboard_shows_its_share_form_only_to_those_who_may_share(tmp_path, django_user_model):
     slug = _load("checklist", tmp_path)
-    url = reverse("runs:leaderboard", args=[slug])
+    url = reverse("runs:checklist-leaderboard", args=[slug])
     assert "Share…" in _client(django_user_model, "reviewer").get(url).content.decode()
     annotator = _client(django_user_model, "annotator", "annotator")
     body = annotator.get(url).content.decode()

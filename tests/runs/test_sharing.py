@@ -96,7 +96,7 @@ def test_anonymous_can_open_a_share_link_but_not_the_private_leaderboard(reviewe
     assert "System Prompt" in body and "User Query" in body and "66.67" in body
     assert 'data-plotly="snapshot-figure" data-figure="{' in body and "METRICS.md" not in body and "ISR = share of instances" in body
     assert response["Cache-Control"].count("no-store") == 1
-    private = client.get(reverse("runs:leaderboard", args=[bench.slug]))
+    private = client.get(reverse("runs:checklist-leaderboard", args=[bench.slug]))
     assert private.status_code == 302 and "/login/" in private["Location"]
 
 
@@ -107,7 +107,7 @@ def test_the_public_page_links_to_no_private_page(reviewer_client, client, revie
               client.get(share_url(token, "runs:share-attempts") + "?model=alpha").content.decode(),
               client.get(share_url(token, "runs:share-attempt", attempts[0].id)).content.decode()]
     private = [reverse("runs:home"), reverse("runs:jobs"), reverse("runs:import"), "/admin/", "/api/",
-               reverse("runs:leaderboard", args=[bench.slug]), reverse("runs:attempt", args=[attempts[0].id]),
+               reverse("runs:checklist-leaderboard", args=[bench.slug]), reverse("runs:attempt", args=[attempts[0].id]),
                reverse("runs:instance", args=[attempts[0].instance_id]), reverse("runs:share-list")]
     for body in bodies:
         hrefs = re.findall(r'(?:href|hx-get|action)="([^"]*)"', body)
@@ -128,7 +128,7 @@ def test_a_link_keeps_its_snapshot_after_new_verdicts_arrive(reviewer_client, cl
     Verdict.objects.filter(attempt__run__model__name="alpha").update(result="fail")  # alpha now fails everything
     build_study(n_instances=2)
     rollups_rebuild_for_attempts([a.id for a in attempts])
-    live = reviewer_client.get(reverse("runs:leaderboard", args=[bench.slug])).content.decode()
+    live = reviewer_client.get(reverse("runs:checklist-leaderboard", args=[bench.slug])).content.decode()
     assert "66.67" not in live
     after = client.get(share_url(token)).content.decode()
     assert "66.67" in after and "83.33" in after
@@ -279,7 +279,7 @@ def test_the_list_needs_a_login(client):
 
 def test_the_leaderboard_offers_share_and_export_with_the_current_state(reviewer_client):
     bench, _ = build_study()
-    url = reverse("runs:leaderboard", args=[bench.slug])
+    url = reverse("runs:checklist-leaderboard", args=[bench.slug])
     page = reviewer_client.get(url + "?by=scaffold").content.decode()
     assert 'name="query" id="share-query" value="by=scaffold"' in page
     assert reverse("runs:share-create", args=[bench.slug]) in page
@@ -288,7 +288,7 @@ def test_the_leaderboard_offers_share_and_export_with_the_current_state(reviewer
     # an htmx filter change swaps the results and, out of band, the share form's state; the export links follow
     fragment = reviewer_client.get(url + "?by=judge", HTTP_HX_REQUEST="true").content.decode()
     assert '<input type="hidden" name="query" id="share-query" value="by=judge" hx-swap-oob="true">' in fragment
-    assert reverse("runs:leaderboard-export", args=[bench.slug]) + "?by=judge&amp;format=csv" in fragment
+    assert reverse("runs:checklist-leaderboard-export", args=[bench.slug]) + "?by=judge&amp;format=csv" in fragment
     assert "<form" not in fragment
 
 

@@ -56,7 +56,7 @@ def trajectory(attempt, *, long_text="x" * 5000):
 
 def test_it_shows_the_leaderboard_with_mean_and_std_across_judges(reviewer_client):
     bench, _ = build_study()
-    response = reviewer_client.get(reverse("runs:leaderboard", args=[bench.slug]))
+    response = reviewer_client.get(reverse("runs:checklist-leaderboard", args=[bench.slug]))
     assert response.status_code == 200
     body = response.content.decode()
     # alpha fails one instance of three under both judges: ISR 66.67 ± 0.00, CSR 5/6
@@ -64,14 +64,14 @@ def test_it_shows_the_leaderboard_with_mean_and_std_across_judges(reviewer_clien
     assert 'href="/help/metrics/#checklist"' in body
     assert 'data-plotly="leaderboard-figure" data-figure="{' in body
     assert '<span class="pm">± 0.00</span>' in body  # two judges: their spread
-    one = reviewer_client.get(reverse("runs:leaderboard", args=[bench.slug]) + "?judge=j1")
+    one = reviewer_client.get(reverse("runs:checklist-leaderboard", args=[bench.slug]) + "?judge=j1")
     assert "66.67" in one.content.decode()
     assert 'class="pm"' not in one.content.decode()  # a single judge has no spread to show
 
 
 def test_it_sends_anonymous_visitors_to_the_login_page(client):
     bench, attempts = build_study(n_instances=1)
-    for url in (reverse("runs:leaderboard", args=[bench.slug]), reverse("runs:attempt", args=[attempts[0].id]),
+    for url in (reverse("runs:checklist-leaderboard", args=[bench.slug]), reverse("runs:attempt", args=[attempts[0].id]),
                 reverse("runs:checklist-attempts", args=[bench.slug]), reverse("runs:instance", args=[attempts[0].instance_id])):
         response = client.get(url)
         assert response.status_code == 302 and "/login/" in response["Location"]
@@ -79,7 +79,7 @@ def test_it_sends_anonymous_visitors_to_the_login_page(client):
 
 def test_it_answers_htmx_with_the_results_fragment_only(reviewer_client):
     bench, _ = build_study()
-    response = reviewer_client.get(reverse("runs:leaderboard", args=[bench.slug]) + "?by=category", HTTP_HX_REQUEST="true")
+    response = reviewer_client.get(reverse("runs:checklist-leaderboard", args=[bench.slug]) + "?by=category", HTTP_HX_REQUEST="true")
     body = response.content.decode()
     assert response.status_code == 200 and 'id="results"' in body
     assert "<html" not in body and "<form" not in body
@@ -88,7 +88,7 @@ def test_it_answers_htmx_with_the_results_fragment_only(reviewer_client):
 
 def test_it_shows_a_model_by_group_matrix_with_drilldown_links_and_small_cells(reviewer_client):
     bench, _ = build_study()
-    body = reviewer_client.get(reverse("runs:leaderboard", args=[bench.slug]) + "?by=category&ci=on").content.decode()
+    body = reviewer_client.get(reverse("runs:checklist-leaderboard", args=[bench.slug]) + "?by=category&ci=on").content.decode()
     assert "group=User%20Query" in body and "model=alpha" in body
     assert "small-cell" in body  # three instances < 10
     assert "bootstrap" in body
@@ -97,15 +97,15 @@ def test_it_shows_a_model_by_group_matrix_with_drilldown_links_and_small_cells(r
 def test_it_ignores_unknown_filter_values_and_filters_by_judge(reviewer_client):
     bench, _ = build_study(judges=("j1",))
     build_study(n_instances=0, judges=("j2",))
-    body = reviewer_client.get(reverse("runs:leaderboard", args=[bench.slug]) + "?judge=nobody&sort=bogus").content.decode()
+    body = reviewer_client.get(reverse("runs:checklist-leaderboard", args=[bench.slug]) + "?judge=nobody&sort=bogus").content.decode()
     assert "66.67" in body
-    body = reviewer_client.get(reverse("runs:leaderboard", args=[bench.slug]) + "?judge=j1&sort=model").content.decode()
+    body = reviewer_client.get(reverse("runs:checklist-leaderboard", args=[bench.slug]) + "?judge=j1&sort=model").content.decode()
     assert body.index(">alpha<") < body.index(">beta<")
 
 
 def test_it_refuses_a_benchmark_of_another_kind(reviewer_client):
     Benchmark.objects.create(slug="evo", name="Evo", kind="dialogue")
-    assert reviewer_client.get(reverse("runs:leaderboard", args=["evo"])).status_code == 404
+    assert reviewer_client.get(reverse("runs:checklist-leaderboard", args=["evo"])).status_code == 404
 
 
 def _queries(client, url) -> int:
@@ -117,7 +117,7 @@ def _queries(client, url) -> int:
 @pytest.mark.parametrize("suffix", ["", "?by=category", "?by=scaffold&ci=on", "?by=judge"])
 def test_it_keeps_leaderboard_queries_independent_of_the_number_of_attempts(reviewer_client, suffix):
     bench, _ = build_study(n_instances=2)
-    url = reverse("runs:leaderboard", args=[bench.slug]) + suffix
+    url = reverse("runs:checklist-leaderboard", args=[bench.slug]) + suffix
     small = _queries(reviewer_client, url)
     build_study(n_instances=8, models=("alpha", "beta", "gamma"))
     assert _queries(reviewer_client, url) == small

@@ -62,7 +62,7 @@ def url(name, **kwargs):
 
 def test_it_shows_accuracy_macro_scores_and_unanswered_per_run(reviewer_client):
     make_study()
-    response = reviewer_client.get(url("choice_metrics"))
+    response = reviewer_client.get(url("choice-metrics"))
     assert response.status_code == 200
     html = response.content.decode()
     # alpha: chat 2/3, price 1/2 (the text "0" is not the number 0); overall 3/5
@@ -77,7 +77,7 @@ def test_it_shows_accuracy_macro_scores_and_unanswered_per_run(reviewer_client):
 
 def test_it_sorts_in_the_url_and_serves_the_tables_fragment_to_htmx(reviewer_client):
     make_study()
-    response = reviewer_client.get(url("choice_metrics") + "?sort=run&dsort=f1",
+    response = reviewer_client.get(url("choice-metrics") + "?sort=run&dsort=f1",
                                    HTTP_HX_REQUEST="true", HTTP_HX_TARGET="tables")
     html = response.content.decode()
     assert html.lstrip().startswith('<div id="tables">')
@@ -87,14 +87,14 @@ def test_it_sorts_in_the_url_and_serves_the_tables_fragment_to_htmx(reviewer_cli
 
 def test_it_limits_the_page_to_the_runs_in_the_url(reviewer_client):
     make_study()
-    response = reviewer_client.get(url("choice_metrics") + "?run=alpha&run=nonexistent")
+    response = reviewer_client.get(url("choice-metrics") + "?run=alpha&run=nonexistent")
     assert [m.run for m, _ in response.context["overall"]] == ["alpha"]
     assert response.context["keep"] == "run=alpha"
 
 
 def test_it_switches_to_the_normalised_view_and_says_so(reviewer_client):
     make_study()
-    response = reviewer_client.get(url("choice_metrics") + "?view=normalised&run=alpha")
+    response = reviewer_client.get(url("choice-metrics") + "?view=normalised&run=alpha")
     [(alpha, _)] = response.context["overall"]
     assert alpha.accuracy == 80.0  # "0" equals 0 once normalised; the missing answer stays wrong
     assert "Normalised view" in response.content.decode()
@@ -102,23 +102,23 @@ def test_it_switches_to_the_normalised_view_and_says_so(reviewer_client):
 
 def test_it_redirects_anonymous_visitors_to_login(client):
     make_study()
-    for name, kwargs in [("choice_metrics", {}), ("choice_confusion", {}), ("choice_rules", {}), ("choice_tasks", {}),
-                         ("choice_task", {"external_id": "chat-000000000000"})]:
+    for name, kwargs in [("choice-metrics", {}), ("choice-confusion", {}), ("choice-rules", {}), ("choice-tasks", {}),
+                         ("choice-task", {"external_id": "chat-000000000000"})]:
         response = client.get(url(name, **kwargs))
         assert response.status_code == 302 and "/login/" in response["Location"]
 
 
 def test_it_answers_404_for_another_kind_of_benchmark(reviewer_client):
     Benchmark.objects.create(slug="octo", name="Octo", kind="checklist")
-    assert reviewer_client.get(reverse("runs:choice_metrics", kwargs={"slug": "octo"})).status_code == 404
+    assert reviewer_client.get(reverse("runs:choice-metrics", kwargs={"slug": "octo"})).status_code == 404
 
 
 def test_it_draws_confusion_matrices_with_a_no_answer_column_and_lists_a_cell(reviewer_client):
     make_study()
-    response = reviewer_client.get(url("choice_confusion") + "?category=chat")
+    response = reviewer_client.get(url("choice-confusion") + "?category=chat")
     matrices = {m.run: m for m in response.context["matrices"]}
     assert [(c.key, c.unanswered) for c in matrices["alpha"].columns] == [("A", False), ("B", False), ("C", False), ("E", True)]
-    cell = reviewer_client.get(url("choice_confusion") + "?category=chat&crun=alpha&true=C&pred=E&missing=true",
+    cell = reviewer_client.get(url("choice-confusion") + "?category=chat&crun=alpha&true=C&pred=E&missing=true",
                                HTTP_HX_REQUEST="true", HTTP_HX_TARGET="cell-tasks")
     html = cell.content.decode()
     assert html.lstrip().startswith('<div id="cell-tasks">')
@@ -127,21 +127,21 @@ def test_it_draws_confusion_matrices_with_a_no_answer_column_and_lists_a_cell(re
 
 def test_it_breaks_accuracy_down_by_rule_type(reviewer_client):
     make_study()
-    response = reviewer_client.get(url("choice_rules"))
+    response = reviewer_client.get(url("choice-rules"))
     rows = {(r.category, r.rule_type): r for r in response.context["table"]}
     assert rows[("chat", "booking")].cells == [("alpha", 2, 2, 100.0), ("beta", 2, 2, 100.0)]
     assert rows[("chat", "change")].cells == [("alpha", 2, 1, 50.0), ("beta", 2, 2, 100.0)]
     assert 'data-plotly="fig-rules"' in response.content.decode()
-    only_price = reviewer_client.get(url("choice_rules") + "?category=price")
+    only_price = reviewer_client.get(url("choice-rules") + "?category=price")
     assert {r.category for r in only_price.context["table"]} == {"price"}
 
 
 def test_it_lists_wrong_answers_and_serves_the_list_fragment(reviewer_client):
     make_study()
-    response = reviewer_client.get(url("choice_tasks") + "?outcome=wrong&run=alpha")
+    response = reviewer_client.get(url("choice-tasks") + "?outcome=wrong&run=alpha")
     assert [(r.external_id, r.unanswered) for r in response.context["page"]] == [
         ("chat-000000000002", True), ("price-000000000004", False)]
-    fragment = reviewer_client.get(url("choice_tasks") + "?category=price",
+    fragment = reviewer_client.get(url("choice-tasks") + "?category=price",
                                    HTTP_HX_REQUEST="true", HTTP_HX_TARGET="task-list")
     assert fragment.content.decode().lstrip().startswith('<div id="task-list">')
     assert "4 answers." in fragment.content.decode()
@@ -149,7 +149,7 @@ def test_it_lists_wrong_answers_and_serves_the_list_fragment(reviewer_client):
 
 def test_it_shows_a_task_with_every_answer_escaped_and_wrong_ones_marked(reviewer_client):
     make_study()
-    response = reviewer_client.get(url("choice_task", external_id="chat-000000000002"))
+    response = reviewer_client.get(url("choice-task", external_id="chat-000000000002"))
     html = response.content.decode()
     assert response.status_code == 200
     assert "<script>alert" not in html and "&lt;script&gt;alert(2)&lt;/script&gt;" in html
@@ -159,10 +159,10 @@ def test_it_shows_a_task_with_every_answer_escaped_and_wrong_ones_marked(reviewe
     assert (answers["alpha"].correct, answers["alpha"].unanswered) == (False, True)
     assert answers["beta"].correct
     assert html.count("✗ wrong") == 1 and html.count("✓ right") == 1
-    assert reviewer_client.get(url("choice_task", external_id="nope")).status_code == 404
+    assert reviewer_client.get(url("choice-task", external_id="nope")).status_code == 404
 
 
-@pytest.mark.parametrize("name", ["choice_metrics", "choice_confusion", "choice_rules", "choice_tasks"])
+@pytest.mark.parametrize("name", ["choice-metrics", "choice-confusion", "choice-rules", "choice-tasks"])
 def test_it_keeps_a_fixed_number_of_queries_whatever_the_number_of_runs(reviewer_client, name):
     make_study(n_extra_runs=1)
     reviewer_client.get(url(name))  # warm the session
@@ -181,7 +181,7 @@ def test_it_keeps_a_fixed_number_of_queries_whatever_the_number_of_runs(reviewer
 def test_it_keeps_a_fixed_number_of_queries_on_the_task_viewer(reviewer_client):
     make_study(n_extra_runs=6)
     with CaptureQueriesContext(connection) as queries:
-        response = reviewer_client.get(url("choice_task", external_id="chat-000000000000"))
+        response = reviewer_client.get(url("choice-task", external_id="chat-000000000000"))
     assert len(response.context["answers"]) == 8
     assert len(queries) <= 8
 
@@ -226,14 +226,14 @@ def test_it_renders_every_view_on_the_sample_tasks_with_generated_predictions(re
         predicted_files.append(Source.of(path))
     ingest("guidebench-predictions", predicted_files, Options(model="generated"))
 
-    response = reviewer_client.get(url("choice_metrics"))
+    response = reviewer_client.get(url("choice-metrics"))
     assert response.status_code == 200
     [(metrics, _)] = response.context["overall"]
     for category, (acc, precision, recall, f1) in expected.items():
         cell = metrics.categories[category]
         assert (cell.accuracy, cell.precision, cell.recall, cell.f1) == pytest.approx((acc, precision, recall, f1))
-    for name in ("choice_confusion", "choice_rules", "choice_tasks"):
+    for name in ("choice-confusion", "choice-rules", "choice-tasks"):
         assert reviewer_client.get(url(name)).status_code == 200
     assert {category: items[0].n for category, items in response.context["tables"]} == {c: 30 for c in expected}
     first = Instance.objects.filter(benchmark__slug="guidebench").first()
-    assert reviewer_client.get(url("choice_task", external_id=first.external_id)).status_code == 200
+    assert reviewer_client.get(url("choice-task", external_id=first.external_id)).status_code == 200

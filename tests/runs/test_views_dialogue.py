@@ -9,7 +9,7 @@ from .test_rescore import build_run
 
 pytestmark = pytest.mark.django_db
 
-PAGES = ["runs:dialogue_metrics", "runs:dialogue_survival", "runs:dialogue_groups", "runs:dialogue_list", "runs:dialogue_rescore"]
+PAGES = ["runs:dialogue-metrics", "runs:dialogue-survival", "runs:dialogue-groups", "runs:dialogue-list", "runs:dialogue-recheck"]
 
 
 @pytest.fixture
@@ -25,7 +25,7 @@ def test_it_sends_anonymous_visitors_to_login(client, world, name):
 
 
 def test_it_sends_anonymous_visitors_of_the_viewer_to_login(client, world):
-    response = client.get(reverse("runs:dialogue_viewer", args=["evolif", world[1].id]))
+    response = client.get(reverse("runs:dialogue-viewer", args=["evolif", world[1].id]))
     assert response.status_code == 302
 
 
@@ -37,7 +37,7 @@ def test_it_renders_every_page(reviewer_client, world, name):
 
 
 def test_it_shows_the_metrics_of_the_logged_judge(reviewer_client, world):
-    response = reviewer_client.get(reverse("runs:dialogue_metrics", args=["evolif"]))
+    response = reviewer_client.get(reverse("runs:dialogue-metrics", args=["evolif"]))
     row = response.context["rows"][0]
     # logged: turn 1 pass, turn 2 fails reader_age, turn 3 fails forbidden
     assert row.label == "model-one" and row.metrics.dialogues == 1 and row.metrics.turns == 3
@@ -46,14 +46,14 @@ def test_it_shows_the_metrics_of_the_logged_judge(reviewer_client, world):
 
 
 def test_it_refuses_a_patience_above_the_recorded_one(reviewer_client, world):
-    response = reviewer_client.get(reverse("runs:dialogue_metrics", args=["evolif"]), {"patience": 5})
+    response = reviewer_client.get(reverse("runs:dialogue-metrics", args=["evolif"]), {"patience": 5})
     body = response.content.decode()
     assert "Patience 5 is higher than the patience 3" in body
     assert response.context["patience"] == 3
 
 
 def test_it_resimulates_a_lower_patience(reviewer_client, world):
-    response = reviewer_client.get(reverse("runs:dialogue_survival", args=["evolif"]), {"patience": 1})
+    response = reviewer_client.get(reverse("runs:dialogue-survival", args=["evolif"]), {"patience": 1})
     assert response.context["refused"] is None
     # patience 1 ends the dialogue at its first failed turn (turn 2)
     assert [d.length for d in response.context["dialogues"]] == [2]
@@ -61,7 +61,7 @@ def test_it_resimulates_a_lower_patience(reviewer_client, world):
 
 
 def test_it_answers_htmx_with_the_results_fragment_only(reviewer_client, world):
-    response = reviewer_client.get(reverse("runs:dialogue_metrics", args=["evolif"]), HTTP_HX_REQUEST="true")
+    response = reviewer_client.get(reverse("runs:dialogue-metrics", args=["evolif"]), HTTP_HX_REQUEST="true")
     body = response.content.decode()
     # no filter form; the results carry the frame's page tools (exports, Share form) for the new state
     assert 'id="results"' in body and "<html" not in body and 'class="toolbar filters' not in body
@@ -69,7 +69,7 @@ def test_it_answers_htmx_with_the_results_fragment_only(reviewer_client, world):
 
 
 def test_it_drills_down_to_the_turns_where_a_group_failed(reviewer_client, world):
-    response = reviewer_client.get(reverse("runs:dialogue_groups", args=["evolif"]), {"group": "forbidden"})
+    response = reviewer_client.get(reverse("runs:dialogue-groups", args=["evolif"]), {"group": "forbidden"})
     assert [f["item__turn"] for f in response.context["failures"]] == [3]
     assert "#turn-3" in response.content.decode()
     assert "forbidden" in response.context["groups"]
@@ -79,7 +79,7 @@ def test_it_shows_a_dialogue_turn_by_turn_with_escaped_output(reviewer_client, w
     run, attempt = world
     attempt.trajectory.threads[0]["messages"][1]["content"] = "Zebra <script>alert(1)</script>"
     attempt.trajectory.save()
-    response = reviewer_client.get(reverse("runs:dialogue_viewer", args=["evolif", attempt.id]))
+    response = reviewer_client.get(reverse("runs:dialogue-viewer", args=["evolif", attempt.id]))
     body = response.content.decode()
     assert "<script>alert(1)</script>" not in body and "&lt;script&gt;alert(1)&lt;/script&gt;" in body
     turns = response.context["turns"]
@@ -91,13 +91,13 @@ def test_it_shows_a_dialogue_turn_by_turn_with_escaped_output(reviewer_client, w
 
 def test_it_404s_for_another_kind_of_benchmark(reviewer_client, world):
     Benchmark.objects.create(slug="octo", name="Octo", kind="checklist")
-    assert reviewer_client.get(reverse("runs:dialogue_metrics", args=["octo"])).status_code == 404
-    assert reviewer_client.get(reverse("runs:dialogue_viewer", args=["octo", world[1].id])).status_code == 404
+    assert reviewer_client.get(reverse("runs:dialogue-metrics", args=["octo"])).status_code == 404
+    assert reviewer_client.get(reverse("runs:dialogue-viewer", args=["octo", world[1].id])).status_code == 404
 
 
 def test_it_starts_a_rescore_job_and_shows_the_agreement(reviewer_client, world):
     run, _ = world
-    response = reviewer_client.post(reverse("runs:dialogue_rescore_start", args=["evolif"]), {"run": [run.label]})
+    response = reviewer_client.post(reverse("runs:dialogue-recheck-start", args=["evolif"]), {"run": [run.label]})
     job = Job.objects.get()
     assert response.status_code == 302 and str(job.id) in response["Location"]
     if job.state == JobState.QUEUED:  # on_commit does not fire inside the test transaction
@@ -105,20 +105,20 @@ def test_it_starts_a_rescore_job_and_shows_the_agreement(reviewer_client, world)
 
         job_execute(job.id)
     assert Verdict.objects.filter(judge__name=CHECKER_JUDGE).count() == 4
-    page = reviewer_client.get(reverse("runs:dialogue_rescore", args=["evolif"]))
+    page = reviewer_client.get(reverse("runs:dialogue-recheck", args=["evolif"]))
     groups = {a.group: a for a in page.context["agreement"]}
     assert groups["startwith"].agree == 1 and groups["startwith"].pairs == 2
     assert [d["item__turn"] for d in page.context["disagreements"]] == [2]
 
 
 def test_it_refuses_get_on_the_rescore_start(reviewer_client, world):
-    assert reviewer_client.get(reverse("runs:dialogue_rescore_start", args=["evolif"])).status_code == 405
+    assert reviewer_client.get(reverse("runs:dialogue-recheck-start", args=["evolif"])).status_code == 405
 
 
 def test_it_keeps_query_counts_flat_as_runs_grow(reviewer_client, world, django_assert_max_num_queries):
     run, _ = world
     rescore_evolif_run(run=run)
-    url = reverse("runs:dialogue_metrics", args=["evolif"])
+    url = reverse("runs:dialogue-metrics", args=["evolif"])
     for name in PAGES:
         reviewer_client.get(reverse(name, args=["evolif"]))  # warm caches (session, content types)
     with django_assert_max_num_queries(12) as one:
@@ -128,7 +128,7 @@ def test_it_keeps_query_counts_flat_as_runs_grow(reviewer_client, world, django_
     with django_assert_max_num_queries(len(one.captured_queries)):
         response = reviewer_client.get(url)
     assert len(response.context["rows"]) == 4
-    for name in ["runs:dialogue_survival", "runs:dialogue_groups", "runs:dialogue_rescore"]:
+    for name in ["runs:dialogue-survival", "runs:dialogue-groups", "runs:dialogue-recheck"]:
         with django_assert_max_num_queries(14):
             reviewer_client.get(reverse(name, args=["evolif"]))
 
@@ -143,7 +143,7 @@ def harness_run():
 
 
 def test_it_shows_score_py_figures_beside_the_portals_where_they_differ(reviewer_client, harness_run):
-    response = reviewer_client.get(reverse("runs:dialogue_metrics", args=["evolif"]))
+    response = reviewer_client.get(reverse("runs:dialogue-metrics", args=["evolif"]))
     row = response.context["rows"][0]
     # dialog_4's log is empty: score.py's Robustness is nan (0/0); its Recovery divides by 0 for dialog_2 (inf)
     assert set(row.reference_differs) == {"rob", "rec"}
@@ -156,13 +156,13 @@ def test_the_viewer_shows_the_llm_judges_score_and_rationale(reviewer_client, ha
     from runs.models import Attempt
 
     two = Attempt.objects.get(instance__external_id="dialog_2")
-    body = reviewer_client.get(reverse("runs:dialogue_viewer", args=["evolif", two.id])).content.decode()
+    body = reviewer_client.get(reverse("runs:dialogue-viewer", args=["evolif", two.id])).content.decode()
     assert "judge score 4" in body and "the fake judge read marker 4" in body
     three = Attempt.objects.get(instance__external_id="dialog_3")
-    body = reviewer_client.get(reverse("runs:dialogue_viewer", args=["evolif", three.id])).content.decode()
+    body = reviewer_client.get(reverse("runs:dialogue-viewer", args=["evolif", three.id])).content.decode()
     assert "stopped early by the harness" in body and "the LLM judge gave no score" in body
     four = Attempt.objects.get(instance__external_id="dialog_4")
-    body = reviewer_client.get(reverse("runs:dialogue_viewer", args=["evolif", four.id])).content.decode()
+    body = reviewer_client.get(reverse("runs:dialogue-viewer", args=["evolif", four.id])).content.decode()
     assert "the log is empty" in body and "This attempt has no turns" in body and "Turn 1<" not in body
 
 
@@ -174,7 +174,7 @@ def test_the_export_carries_score_py_figures_beside_the_portals(client, reviewer
     from .test_evolif_reference import HARNESS, parse_printout
 
     printed = parse_printout((HARNESS / "score_pass1.txt").read_text())
-    url = reverse("runs:dialogue_metrics", args=["evolif"])
+    url = reverse("runs:dialogue-metrics", args=["evolif"])
     rows = list(csv.DictReader(io.StringIO(reviewer_client.get(url, {"export": "csv"}).content.decode())))
     assert len(rows) == 1 and rows[0]["Model"] == "fake-model"
     assert rows[0]["ROB % (score.py)"] == "nan" and rows[0]["REC % (score.py)"] == "inf"
@@ -196,5 +196,5 @@ def test_the_checker_rescores_stopped_and_empty_logs(reviewer_client, harness_ru
     assert report.attempts == 4
     # the case constraints of the played turns: dialog_1 turns 1-6, dialog_2 turn 4, dialog_3 turns 1-3, dialog_4 none
     assert Verdict.objects.filter(judge__name=CHECKER_JUDGE, item__group="case").count() == 6 + 1 + 3
-    body = reviewer_client.get(reverse("runs:dialogue_metrics", args=["evolif"]), {"judge": CHECKER_JUDGE}).content.decode()
+    body = reviewer_client.get(reverse("runs:dialogue-metrics", args=["evolif"]), {"judge": CHECKER_JUDGE}).content.decode()
     assert "REC, score.py" in body

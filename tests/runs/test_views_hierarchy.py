@@ -50,7 +50,7 @@ def url(name, **kwargs):
 
 
 def test_it_shows_accuracy_with_intervals_and_compares_the_two_interfaces(reviewer_client, study):
-    response = reviewer_client.get(url("hierarchy_metrics"))
+    response = reviewer_client.get(url("hierarchy-metrics"))
     page = response.content.decode()
     assert response.status_code == 200
     assert "acme/coder-1" in page and "Acc_style" in page and "How is this computed" in page
@@ -65,7 +65,7 @@ def test_it_shows_accuracy_with_intervals_and_compares_the_two_interfaces(review
 
 
 def test_it_answers_the_metrics_as_json(reviewer_client, study):
-    response = reviewer_client.get(url("hierarchy_api"), {"by": "run"})
+    response = reviewer_client.get(url("hierarchy-metrics-json"), {"by": "run"})
     data = response.json()
     assert response.status_code == 200 and data["judge"] == "manyih-log"
     assert [(r["label"], r["n"], r["acc"]) for r in data["rows"]] == [
@@ -76,7 +76,7 @@ def test_it_answers_the_metrics_as_json(reviewer_client, study):
 
 
 def test_it_switches_to_the_checker_judge(reviewer_client, study):
-    response = reviewer_client.get(url("hierarchy_api"), {"by": "run", "judge": "manyih-style-checker"})
+    response = reviewer_client.get(url("hierarchy-metrics-json"), {"by": "run", "judge": "manyih-style-checker"})
     assert response.json()["judge"] == "manyih-style-checker"
     # the log fails sample 1 (indent) and sample 2 (no response); the checker passes both indent
     # instructions the code follows and finds no docstring in the empty code of sample 2
@@ -84,18 +84,18 @@ def test_it_switches_to_the_checker_judge(reviewer_client, study):
 
 
 def test_it_tabulates_how_conflict_groups_were_resolved_and_drills_down(reviewer_client, study):
-    response = reviewer_client.get(url("hierarchy_conflicts"), {"outcome": "winner", "label": "acme/coder-1"})
+    response = reviewer_client.get(url("hierarchy-conflicts"), {"outcome": "winner", "label": "acme/coder-1"})
     assert response.status_code == 200
     overall = response.context["rates"][0]
     # four conflict groups per run (quotes, license, indent, function_doc), two runs
     assert overall.tiers is None and overall.n == 8
     examples = response.context["examples"]
     assert examples and all(e.outcome == "winner" for e in examples)
-    assert reverse("runs:hierarchy_sample", kwargs={"slug": SLUG, "pk": examples[0].attempt_id}) in response.content.decode()
+    assert reverse("runs:hierarchy-sample", kwargs={"slug": SLUG, "pk": examples[0].attempt_id}) in response.content.decode()
 
 
 def test_it_lists_disagreements_between_log_and_checker(reviewer_client, study):
-    response = reviewer_client.get(url("hierarchy_recheck"), {"run": "coder · ordinal"})
+    response = reviewer_client.get(url("hierarchy-recheck"), {"run": "coder · ordinal"})
     rows = {a.group: a for a in response.context["agreement"]}
     # sample 2 is an evaluator error (no response): its logged fail judges no style and is left out
     assert (rows["all groups"].pairs, rows["all groups"].agree) == (6, 4)
@@ -105,17 +105,17 @@ def test_it_lists_disagreements_between_log_and_checker(reviewer_client, study):
 
 def test_it_starts_the_re_check_job_and_redirects_to_it(reviewer_client, study, django_capture_on_commit_callbacks):
     with django_capture_on_commit_callbacks(execute=True):
-        response = reviewer_client.post(url("hierarchy_recheck_start"), {"run": ["coder · scalar"]})
+        response = reviewer_client.post(url("hierarchy-recheck-start"), {"run": ["coder · scalar"]})
     job = Job.objects.get(kind="restyle-manyih")
     assert response.status_code == 302 and response["Location"] == reverse("runs:job", kwargs={"job_id": job.id})
     job.refresh_from_db()
     assert job.state == "succeeded" and job.params["run_ids"] == [study[1].id]
-    assert reviewer_client.get(url("hierarchy_recheck_start")).status_code == 405
+    assert reviewer_client.get(url("hierarchy-recheck-start")).status_code == 405
 
 
 def test_it_shows_a_sample_with_badges_winners_and_escaped_model_text(reviewer_client, study):
     attempt = Attempt.objects.get(run=study[1], instance__external_id="0")
-    response = reviewer_client.get(url("hierarchy_sample", pk=attempt.id))
+    response = reviewer_client.get(url("hierarchy-sample", pk=attempt.id))
     page = response.content.decode()
     assert response.status_code == 200
     assert "Privilege 1 ★" in page and "Privilege 4" in page
@@ -130,14 +130,14 @@ def test_it_shows_a_sample_with_badges_winners_and_escaped_model_text(reviewer_c
 
 def test_it_explains_a_chain_where_a_low_instruction_stays_active(reviewer_client, study):
     attempt = Attempt.objects.get(run=study[0], instance__external_id="1")
-    response = reviewer_client.get(url("hierarchy_sample", pk=attempt.id))
+    response = reviewer_client.get(url("hierarchy-sample", pk=attempt.id))
     indent = {i["key"]: i for i in response.context["groups"][0]["members"]}
     assert indent["3"]["active"] and "was suppressed" in indent["3"]["why"]
     assert indent["2"]["why"] == "suppressed by #1 (higher privilege)"
 
 
 def test_it_serves_only_the_results_partial_to_htmx(reviewer_client, study):
-    for name in ("hierarchy_metrics", "hierarchy_conflicts", "hierarchy_recheck"):
+    for name in ("hierarchy-metrics", "hierarchy-conflicts", "hierarchy-recheck"):
         response = reviewer_client.get(url(name), {"by": "run"}, HTTP_HX_REQUEST="true")
         page = response.content.decode()
         assert response.status_code == 200 and page.lstrip().startswith('<section id="results"')
@@ -146,15 +146,15 @@ def test_it_serves_only_the_results_partial_to_htmx(reviewer_client, study):
 
 def test_it_redirects_anonymous_visitors_to_login(client, study):
     attempt = Attempt.objects.first()
-    for target in (url("hierarchy_metrics"), url("hierarchy_api"), url("hierarchy_conflicts"), url("hierarchy_recheck"),
-                   url("hierarchy_sample", pk=attempt.id)):
+    for target in (url("hierarchy-metrics"), url("hierarchy-metrics-json"), url("hierarchy-conflicts"), url("hierarchy-recheck"),
+                   url("hierarchy-sample", pk=attempt.id)):
         response = client.get(target)
         assert response.status_code == 302 and "/login/" in response["Location"]
-    assert client.post(url("hierarchy_recheck_start")).status_code == 302
+    assert client.post(url("hierarchy-recheck-start")).status_code == 302
 
 
 def test_it_answers_404_for_another_kind_of_benchmark(reviewer_client, study):
-    assert reviewer_client.get(reverse("runs:hierarchy_metrics", kwargs={"slug": "nope"})).status_code == 404
+    assert reviewer_client.get(reverse("runs:hierarchy-metrics", kwargs={"slug": "nope"})).status_code == 404
 
 
 def test_it_keeps_the_query_count_when_runs_are_added(reviewer_client, study, tmp_path):
@@ -162,28 +162,28 @@ def test_it_keeps_the_query_count_when_runs_are_added(reviewer_client, study, tm
     for n in (2, 3):
         if n == 3:
             add_run(tmp_path, "coder · again", "ordinal")
-        for name in ("hierarchy_metrics", "hierarchy_conflicts", "hierarchy_recheck", "hierarchy_api"):
+        for name in ("hierarchy-metrics", "hierarchy-conflicts", "hierarchy-recheck", "hierarchy-metrics-json"):
             with CaptureQueriesContext(connection) as queries:
                 assert reviewer_client.get(url(name)).status_code == 200
             counts[(name, n)] = len(queries)
-    for name in ("hierarchy_metrics", "hierarchy_conflicts", "hierarchy_recheck", "hierarchy_api"):
+    for name in ("hierarchy-metrics", "hierarchy-conflicts", "hierarchy-recheck", "hierarchy-metrics-json"):
         assert counts[(name, 2)] == counts[(name, 3)] <= 25, name
     attempt = Attempt.objects.first()
     with CaptureQueriesContext(connection) as queries:
-        reviewer_client.get(url("hierarchy_sample", pk=attempt.id))
+        reviewer_client.get(url("hierarchy-sample", pk=attempt.id))
     assert len(queries) <= 15
 
 
 def test_it_says_in_plain_words_when_the_evaluator_found_no_code_or_failed(reviewer_client, tmp_path):
     ingest("manyih-data", [Source.of(FIXTURES / "coding_small.json")], Options())
     ingest("manyih-results", [Source.of(FIXTURES / "results_evaluator.json")], Options(model="fake", run="fake-r1"))
-    pages = {a.instance.external_id: reviewer_client.get(url("hierarchy_sample", pk=a.id)).content.decode()
+    pages = {a.instance.external_id: reviewer_client.get(url("hierarchy-sample", pk=a.id)).content.decode()
              for a in Attempt.objects.select_related("instance")}
     assert "The response had no code block" in pages["1"] and "No code found in response" in pages["1"]
     assert "The evaluator recorded an error on this sample (it has no response)" in pages["0"]
     assert "unindent does not match any outer indentation level" in pages["0"]
     assert "1 of 1 assertion passed" in pages["2"] and "As the evaluator extracted it" in pages["2"]
-    metrics = reviewer_client.get(url("hierarchy_metrics")).content.decode()
+    metrics = reviewer_client.get(url("hierarchy-metrics")).content.decode()
     assert "1 left out · as failures 0.00" in metrics
 
 
@@ -199,5 +199,5 @@ def test_it_escapes_the_evaluators_error_and_extracted_code(reviewer_client, tmp
     ingest("manyih-data", [Source.of(FIXTURES / "coding_small.json")], Options())
     ingest("manyih-results", [Source.of(path)], Options(model="fake", run="fake-r1"))
     for attempt in Attempt.objects.filter(instance__external_id__in=["0", "2"]):
-        page = reviewer_client.get(url("hierarchy_sample", pk=attempt.id)).content.decode()
+        page = reviewer_client.get(url("hierarchy-sample", pk=attempt.id)).content.decode()
         assert EVIL not in page and "&lt;script&gt;alert(" in page

@@ -177,14 +177,14 @@ class Command(BaseCommand):
         largest = trajectories.order_by("-size_bytes").values_list("attempt_id", "size_bytes").first()
         dialogue_run = Run.objects.filter(benchmark__kind="dialogue").values_list("label", flat=True).first()
         pages = {
-            "leaderboard": ("runs:leaderboard", {"slug": SLUG}, ""),
+            "leaderboard": ("runs:checklist-leaderboard", {"slug": SLUG}, ""),
             "drill-down": ("runs:checklist-attempts", {"slug": SLUG}, "?model=model-0"),
             f"attempt ({five_mb[1] / 2**20:.1f} MB trajectory)" if five_mb else "attempt (5 MB trajectory)":
                 ("runs:attempt", {"pk": five_mb[0] if five_mb else None}, ""),
             f"attempt (largest trajectory, {largest[1] / 2**20:.1f} MB)" if largest else "attempt (largest trajectory)":
                 ("runs:attempt", {"pk": largest[0] if largest else None}, ""),
             "survival API": ("api:dialogue-metrics", {} if dialogue_run else None, f"?run={dialogue_run}"),
-            "hierarchy API": ("runs:hierarchy_api", {"slug": self._slug_of("hierarchy")}, ""),
+            "hierarchy API": ("runs:hierarchy-metrics-json", {"slug": self._slug_of("hierarchy")}, ""),
         }
         out: dict = {"load_average_at_start": [round(x, 2) for x in os.getloadavg()]}  # other work on the machine
         with sb.WebServer(workers=2, port=o["port"]) as server:
@@ -214,7 +214,7 @@ class Command(BaseCommand):
                     self._say(f"leaderboard after a job's change: median {warmed['median_ms']:.0f} ms, p95 "
                               f"{warmed['p95_ms']:.0f} ms (the job spent {1000 * statistics.median(warming):.0f} ms warming)")
             try:
-                board = server.url(reverse("runs:leaderboard", kwargs={"slug": SLUG}))
+                board = server.url(reverse("runs:checklist-leaderboard", kwargs={"slug": SLUG}))
             except NoReverseMatch:
                 out["leaderboard_load"] = "not available"
                 return out
