@@ -4,6 +4,7 @@ from django.urls import path
 from . import api, api_choice, api_dialogue, api_leaderboard
 from . import api_hierarchy
 from . import api_verdicts
+from . import api_search
 
 app_name = "api"
 urlpatterns = [
@@ -20,4 +21,5 @@ urlpatterns = [
     path("dialogue-metrics/", api_dialogue.DialogueMetricsView.as_view(), name="dialogue-metrics"),
     path("hierarchy/resolutions/", api_hierarchy.HierarchyResolutionsView.as_view(), name="hierarchy-resolutions"),
     path("hierarchy-metrics/", api_hierarchy.HierarchyMetricsView.as_view(), name="hierarchy-metrics"),
+    path("search/", api_search.SearchView.as_view(), name="search"),
 ]

@@ -8,6 +8,7 @@ from .views import dialogue
 from .views import sharing
 from .views import hierarchy
 from .views import conflict
+from .views import search
 from .views import help as help_views
 
 app_name = "runs"
@@ -67,4 +68,6 @@ urlpatterns = [
     # conflict benchmarks (resolution rates per type, SP rate per scenario, drill-down to attempts)
     path("b/<slug:slug>/conflict/", conflict.metrics, name="conflict_metrics"),
     path("b/<slug:slug>/conflict/", conflict.metrics, name="conflict-benchmark"),  # the home page's link name
+    # search across every transcript of a benchmark (any kind)
+    path("b/<slug:slug>/search/", search.search_page, name="search"),
 ]

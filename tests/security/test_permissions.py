@@ -185,6 +185,8 @@ def fill(route: Route, s: SimpleNamespace, whose: str, token_ok: bool) -> tuple[
         "runs:dialogue_viewer": ({"slug": "evolif", "pk": s.dialog.pk}, ""),
         "runs:hierarchy_sample": ({"slug": "manyih-coding", "pk": s.sample.pk}, ""),
         "runs:choice_task": ({"slug": "guidebench", "external_id": s.task.external_id}, ""),
+        "runs:search": ({"slug": "hostile"}, "q=alert"),
+        "api:search": ({}, "benchmark=hostile&q=alert"),
         "audits:label-save": ({"pk": s.assignments.get(whose, s.assignments["other"]).pk}, ""),
         "audits-api:assignment": ({"pk": s.assignments.get(whose, s.assignments["other"]).pk}, ""),
         "audits-api:label": ({"pk": s.assignments.get(whose, s.assignments["other"]).pk}, ""),
