@@ -12,9 +12,11 @@ Reads: `search(benchmark, query)` is the one selector behind the page and the AP
   text (`git push --force` matches only those characters in that order). PostgreSQL answers it
   with ILIKE through trigram (pg_trgm) indexes; SQLite with instr() over lower(), a scan. Both
   return the same hits (for ASCII text: SQLite's lower() folds only ASCII letters).
-* "words": PostgreSQL full-text search (English stemming: "pushing" finds "pushed"), through GIN
-  indexes on to_tsvector; SQLite, which has no such index here, falls back to "every word
-  appears", case-insensitively.
+* "words": every word appears, case-insensitively, in any order (trigram indexes on PostgreSQL,
+  instr on SQLite: the same hits). Judge reasoning, prose where word forms vary, is matched on
+  PostgreSQL with full-text search instead (English stemming: "pushing" finds "pushed"), through a
+  GIN index on its to_tsvector. Trajectories get no full-text index: on their text it cost as much
+  to build as the trigram one (docs/performance.md), doubling the ingest's cost for trajectories.
 
 Hits are listed source by source (messages, responses, reasoning), each in the order it was
 stored, a page at a time after a cursor; every query is bounded by a LIMIT and, on
@@ -76,29 +78,40 @@ class ContainsText(models.Lookup):
         return f"{lhs} ILIKE {rhs}", [*lhs_params, *(f"%{_like_escape(p)}%" for p in rhs_params)]
 
 
-class MatchesWords(models.Lookup):
-    """`field__matches_words=q`: PostgreSQL full-text match (websearch syntax, English stemming) of the
-    field's first WORDS_PREFIX characters; elsewhere every word of q occurs in the field, ignoring case."""
+class AllWords(models.Lookup):
+    """`field__all_words=q`: every word of q occurs in the field, ignoring case (each an ILIKE through the
+    trigram index on PostgreSQL, instr elsewhere)."""
 
-    lookup_name = "matches_words"
+    lookup_name = "all_words"
 
     def as_sql(self, compiler, connection):
         lhs, lhs_params = self.process_lhs(compiler, connection)
         words = query_words(self.rhs) or [""]
+        if connection.vendor == "postgresql":
+            return " AND ".join(f"{lhs} ILIKE %s" for _ in words), \
+                [p for w in words for p in (*lhs_params, f"%{_like_escape(w)}%")]
         return " AND ".join(f"instr(lower({lhs}), lower(%s)) > 0" for _ in words), \
             [p for w in words for p in (*lhs_params, w)]
+
+
+class MatchesWords(AllWords):
+    """`field__matches_words=q`: PostgreSQL full-text match (websearch syntax, English stemming) of the
+    field's first WORDS_PREFIX characters; elsewhere as `all_words`."""
+
+    lookup_name = "matches_words"
 
     def as_postgresql(self, compiler, connection):
         lhs, lhs_params = self.process_lhs(compiler, connection)
         rhs, rhs_params = self.process_rhs(compiler, connection)
-        # the expression of the GIN indexes of migration 0005, so they are used
+        # the expression of the GIN index of migration 0005, so that it is used
         return (f"to_tsvector('english'::regconfig, left({lhs}, {WORDS_PREFIX})) @@ "
                 f"websearch_to_tsquery('english'::regconfig, {rhs})"), [*lhs_params, *rhs_params]
 
 
-for _field in (SearchText._meta.get_field("text"), Verdict._meta.get_field("reasoning")):
-    _field.register_lookup(ContainsText)
-    _field.register_lookup(MatchesWords)
+SearchText._meta.get_field("text").register_lookup(ContainsText)
+SearchText._meta.get_field("text").register_lookup(AllWords)
+Verdict._meta.get_field("reasoning").register_lookup(ContainsText)
+Verdict._meta.get_field("reasoning").register_lookup(MatchesWords)
 
 
 def query_words(text: str) -> list[str]:
@@ -260,8 +273,8 @@ def search_query_of(params) -> SearchQuery:
     mode = one("mode") or "text"
     if mode not in MODES:
         raise SearchRefused(f"mode is one of {', '.join(MODES)}.")
-    if mode == "words" and not query_words(text):
-        raise SearchRefused("A words search needs at least one word.")
+    if mode == "words" and not any(len(w) >= MIN_QUERY for w in query_words(text)):
+        raise SearchRefused(f"A words search needs at least one word of {MIN_QUERY} characters or more.")
     sources = many("source") or SOURCES
     if unknown := [s for s in sources if s not in SOURCES]:
         raise SearchRefused(f"unknown source {unknown[0]!r}: one of {', '.join(SOURCES)}.")
@@ -319,7 +332,7 @@ class SearchPage:
 
 
 def _text_rows(benchmark: Benchmark, query: SearchQuery, source: str) -> models.QuerySet:
-    lookup = "text__contains_text" if query.mode == "text" else "text__matches_words"
+    lookup = "text__contains_text" if query.mode == "text" else "text__all_words"
     rows = SearchText.objects.filter(benchmark=benchmark, source=source, **{lookup: query.text})
     if query.runs:
         rows = rows.filter(run__label__in=query.runs)
@@ -390,6 +403,9 @@ def search(benchmark: Benchmark, query: SearchQuery, *, page_size: int | None = 
                 with connection.cursor() as cursor:
                     cursor.execute("SELECT set_config('statement_timeout', %s, true)",
                                    [str(int(settings.IFPORTAL_SEARCH_TIMEOUT_MS))])
+                    # the planner does not count reading long texts out of TOAST: on a table of few (long)
+                    # rows it picks a sequential scan that reads all of them instead of the trigram index
+                    cursor.execute("SET LOCAL enable_seqscan = off")
             return _search(benchmark, query, page_size or PAGE_SIZE)
     except OperationalError as exc:
         if getattr(exc.__cause__, "sqlstate", None) == "57014":  # query_canceled: the statement timeout
