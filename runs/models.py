@@ -420,6 +420,6 @@ class SearchText(models.Model):
     text = models.TextField()
 
     class Meta:
-        indexes = [
-            models.Index(fields=["attempt", "source"], name="search_text_by_attempt"),
-        ]
+        # by attempt only: rebuilds replace an attempt's rows; an index that held `source` would tempt the
+        # planner to read every message row of the table rather than the trigram index's few candidates
+        indexes = [models.Index(fields=["attempt"], name="search_text_by_attempt")]

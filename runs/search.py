@@ -40,8 +40,10 @@ from runs.models import (
 )
 from runs.trajectory_view import pretty
 
-#: characters of one SearchText piece; longer messages are cut into pieces overlapping by MAX_QUERY
-PIECE = 16_000
+#: characters of one SearchText piece; longer messages are cut into pieces overlapping by MAX_QUERY. Small
+#: enough for a row to stay in the table's own pages (PostgreSQL moves values over about 2 kB to TOAST, whose
+#: reads its planner does not count: with long rows it walked every row rather than use the trigram index)
+PIECE = 1_800
 #: the longest query: every match of a query this long lies whole in one piece
 MAX_QUERY = 200
 #: the shortest query (trigram indexes need three characters; shorter ones would scan everything)
@@ -403,8 +405,8 @@ def search(benchmark: Benchmark, query: SearchQuery, *, page_size: int | None = 
                 with connection.cursor() as cursor:
                     cursor.execute("SELECT set_config('statement_timeout', %s, true)",
                                    [str(int(settings.IFPORTAL_SEARCH_TIMEOUT_MS))])
-                    # the planner does not count reading long texts out of TOAST: on a table of few (long)
-                    # rows it picks a sequential scan that reads all of them instead of the trigram index
+                    # a guard: the planner does not count reading long values out of TOAST, so where pieces are
+                    # stored there (multi-byte text) a table of few rows could look cheaper to read whole
                     cursor.execute("SET LOCAL enable_seqscan = off")
             return _search(benchmark, query, page_size or PAGE_SIZE)
     except OperationalError as exc:

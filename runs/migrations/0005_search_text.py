@@ -50,7 +50,7 @@ class Migration(migrations.Migration):
                 ('run', models.ForeignKey(db_constraint=False, db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name='+', to='runs.run')),
             ],
             options={
-                'indexes': [models.Index(fields=['attempt', 'source'], name='search_text_by_attempt')],
+                'indexes': [models.Index(fields=['attempt'], name='search_text_by_attempt')],
             },
         ),
         migrations.RunPython(_run(POSTGRES_FORWARD), _run(POSTGRES_BACKWARD)),
