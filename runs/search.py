@@ -322,7 +322,7 @@ class SearchHit:
             return f"message #{self.message}{thread}" + (f" (turn {self.turn})" if self.turn is not None else "")
         if self.source == SearchSource.RESPONSE:
             return "final response"
-        return f"{self.judge}'s reasoning on item {self.item} ({self.result})"
+        return f"{self.judge}'s reasoning on item {self.item}"
 
 
 @dataclass
