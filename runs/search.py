@@ -57,6 +57,8 @@ WORDS_PREFIX = 100_000
 SOURCES = (SearchSource.MESSAGE, SearchSource.RESPONSE, SearchSource.REASONING)
 MODES = ("text", "words")
 _WRITE_BATCH = 2000
+#: how long (ms) a search tries the index candidates of one source before walking its rows instead (`_first_ids`)
+CANDIDATES_MS = 150
 
 
 # lookups ------------------------------------------------------------------------------
@@ -333,22 +335,29 @@ class SearchPage:
     next_after: str | None = None
 
 
+def _of_verdicts(rows: models.QuerySet, query: SearchQuery) -> models.QuerySet:
+    """Verdicts narrowed to the query's judge, result and item."""
+    for lookup, value in (("judge__name", query.judge), ("result", query.verdict), ("item__key", query.item)):
+        if value:
+            rows = rows.filter(**{lookup: value})
+    return rows
+
+
+def _of_runs(rows: models.QuerySet, query: SearchQuery, *, run: str) -> models.QuerySet:
+    """Rows narrowed to the query's runs and models (`run`: the path to the row's run)."""
+    if query.runs:
+        rows = rows.filter(**{f"{run}__label__in": query.runs})
+    if query.models:
+        rows = rows.filter(**{f"{run}__model__name__in": query.models})
+    return rows
+
+
 def _text_rows(benchmark: Benchmark, query: SearchQuery, source: str) -> models.QuerySet:
     lookup = "text__contains_text" if query.mode == "text" else "text__all_words"
-    rows = SearchText.objects.filter(benchmark=benchmark, source=source, **{lookup: query.text})
-    if query.runs:
-        rows = rows.filter(run__label__in=query.runs)
-    if query.models:
-        rows = rows.filter(model__name__in=query.models)
+    rows = _of_runs(SearchText.objects.filter(benchmark=benchmark, source=source, **{lookup: query.text}), query,
+                    run="run")
     if query.judge or query.verdict or query.item:
-        verdicts = Verdict.objects.filter(attempt_id=OuterRef("attempt_id"))
-        if query.judge:
-            verdicts = verdicts.filter(judge__name=query.judge)
-        if query.verdict:
-            verdicts = verdicts.filter(result=query.verdict)
-        if query.item:
-            verdicts = verdicts.filter(item__key=query.item)
-        rows = rows.filter(Exists(verdicts))
+        rows = rows.filter(Exists(_of_verdicts(Verdict.objects.filter(attempt_id=OuterRef("attempt_id")), query)))
     return rows
 
 
@@ -356,17 +365,7 @@ def _reasoning_rows(benchmark: Benchmark, query: SearchQuery) -> models.QuerySet
     lookup = "reasoning__contains_text" if query.mode == "text" else "reasoning__matches_words"
     # "reasoning <> ''" is the condition of the partial indexes on reasoning
     rows = Verdict.objects.filter(attempt__run__benchmark=benchmark, **{lookup: query.text}).exclude(reasoning="")
-    if query.runs:
-        rows = rows.filter(attempt__run__label__in=query.runs)
-    if query.models:
-        rows = rows.filter(attempt__run__model__name__in=query.models)
-    if query.judge:
-        rows = rows.filter(judge__name=query.judge)
-    if query.verdict:
-        rows = rows.filter(result=query.verdict)
-    if query.item:
-        rows = rows.filter(item__key=query.item)
-    return rows
+    return _of_verdicts(_of_runs(rows, query, run="attempt__run"), query)
 
 
 def _snippet(qs: models.QuerySet, column: str, needle: str, size: int) -> models.QuerySet:
@@ -403,17 +402,54 @@ def search(benchmark: Benchmark, query: SearchQuery, *, page_size: int | None = 
         with transaction.atomic():
             if connection.vendor == "postgresql":
                 with connection.cursor() as cursor:
-                    cursor.execute("SELECT set_config('statement_timeout', %s, true)",
-                                   [str(int(settings.IFPORTAL_SEARCH_TIMEOUT_MS))])
-                    # a guard: the planner does not count reading long values out of TOAST, so where pieces are
-                    # stored there (multi-byte text) a table of few rows could look cheaper to read whole
-                    cursor.execute("SET LOCAL enable_seqscan = off")
+                    _plan(cursor, timeout_ms=settings.IFPORTAL_SEARCH_TIMEOUT_MS)
             return _search(benchmark, query, page_size or PAGE_SIZE)
     except OperationalError as exc:
-        if getattr(exc.__cause__, "sqlstate", None) == "57014":  # query_canceled: the statement timeout
+        if _canceled(exc):
             raise SearchTooSlow(f"The search took longer than {settings.IFPORTAL_SEARCH_TIMEOUT_MS / 1000:g} s; "
                                 "narrow it (a longer phrase, a run, a model or a verdict).") from None
         raise
+
+
+def _canceled(exc: OperationalError) -> bool:
+    return getattr(exc.__cause__, "sqlstate", None) == "57014"  # query_canceled: the statement timeout
+
+
+def _plan(cursor, *, timeout_ms: int, walk: bool | None = None) -> None:
+    """Settings of the search transaction (PostgreSQL): the statement timeout, never a sequential scan (the
+    planner does not count reading long values out of TOAST, so a table of few long rows could look cheaper to
+    read whole), and with `walk` True only the walk in id order, False only the indexes' candidates."""
+    cursor.execute("SELECT set_config('statement_timeout', %s, true), set_config('enable_seqscan', 'off', true), "
+                   "set_config('enable_bitmapscan', %s, true), set_config('enable_indexscan', %s, true)",
+                   [str(int(timeout_ms)), "off" if walk else "on", "off" if walk is False else "on"])
+
+
+def _first_ids(rows: models.QuerySet, want: int) -> list[int]:
+    """The ids of the first `want` rows in id order.
+
+    Two ways to get them: collect every candidate of the trigram (or full-text) index, check each, sort
+    (fast when the text is rare; the cost grows with the candidates), or walk the rows in id order until
+    `want` match (fast when it is common; a rare one reads everything). PostgreSQL estimates how many rows
+    match a pattern poorly (20 matches estimated 1,310), so it picks the walk for rare text behind a
+    filter. On PostgreSQL the candidates are tried first for at most CANDIDATES_MS; past that the text is
+    common and the walk finds the first rows soon."""
+    ordered = rows.order_by("id").values_list("id", flat=True)[:want]
+    if connection.vendor != "postgresql":
+        return list(ordered)
+    ids = None
+    try:
+        with transaction.atomic(), connection.cursor() as cursor:  # a savepoint: a cancel undoes only this try
+            _plan(cursor, timeout_ms=min(CANDIDATES_MS, settings.IFPORTAL_SEARCH_TIMEOUT_MS), walk=False)
+            ids = list(ordered)
+    except OperationalError as exc:
+        if not _canceled(exc):
+            raise
+    with connection.cursor() as cursor:
+        if ids is None:
+            _plan(cursor, timeout_ms=settings.IFPORTAL_SEARCH_TIMEOUT_MS, walk=True)
+            ids = list(ordered)
+        _plan(cursor, timeout_ms=settings.IFPORTAL_SEARCH_TIMEOUT_MS)  # the settings of the transaction again
+    return ids
 
 
 def _search(benchmark: Benchmark, query: SearchQuery, page_size: int) -> SearchPage:
@@ -427,7 +463,7 @@ def _search(benchmark: Benchmark, query: SearchQuery, page_size: int) -> SearchP
         if query.after and query.after[0] == source:
             rows = rows.filter(id__gt=query.after[1])
         want = page_size + 1 - len(found)
-        found += [(source, pk) for pk in rows.order_by("id").values_list("id", flat=True)[:want]]
+        found += [(source, pk) for pk in _first_ids(rows, want)]
         if len(found) > page_size:
             break
     if len(found) > page_size:
