@@ -22,7 +22,7 @@ class SearchQuerySerializer(serializers.Serializer):
                               help_text=f"What to find ({s.MIN_QUERY} to {s.MAX_QUERY} characters).")
     mode = serializers.ChoiceField(choices=s.MODES, required=False,
                                    help_text="text (default): these characters in this order, ignoring case. "
-                                             "words: every word (PostgreSQL full-text search, English stemming).")
+                                             "words: every word (whitespace-separated), in any order, ignoring case.")
     source = serializers.ListField(child=serializers.ChoiceField(choices=s.SOURCES), required=False,
                                    help_text="message, response or reasoning; repeat for several (default: all).")
     run = serializers.ListField(child=serializers.CharField(), required=False, help_text="Run label; repeat for several.")

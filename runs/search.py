@@ -12,11 +12,12 @@ Reads: `search(benchmark, query)` is the one selector behind the page and the AP
   text (`git push --force` matches only those characters in that order). PostgreSQL answers it
   with ILIKE through trigram (pg_trgm) indexes; SQLite with instr() over lower(), a scan. Both
   return the same hits (for ASCII text: SQLite's lower() folds only ASCII letters).
-* "words": every word appears, case-insensitively, in any order (trigram indexes on PostgreSQL,
-  instr on SQLite: the same hits). Judge reasoning, prose where word forms vary, is matched on
-  PostgreSQL with full-text search instead (English stemming: "pushing" finds "pushed"), through a
-  GIN index on its to_tsvector. Trajectories get no full-text index: on their text it cost as much
-  to build as the trigram one (docs/performance.md), doubling the ingest's cost for trajectories.
+* "words": every word appears, case-insensitively, in any order; the same index and the same hits.
+
+No full-text (tsvector) index: measured here, one on trajectory text cost as much to build as the
+trigram index (6.3 s against 5.5 s for 25 MB), and one on judge reasoning took the verdict ingest
+from 31,800 to 26,200 verdicts/s (docs/performance.md, "Search every transcript"); the trigram
+index answers exact phrases, which stemming cannot, and every-word searches as well.
 
 Hits are listed source by source (messages, responses, reasoning), each in the order it was
 stored, a page at a time after a cursor; every query is bounded by a LIMIT and, on
@@ -51,8 +52,6 @@ MIN_QUERY = 3
 PAGE_SIZE = 25
 #: characters shown either side of a hit
 CONTEXT = 120
-#: reasoning longer than this is searched by words in its first part only (a tsvector holds at most 1 MB)
-WORDS_PREFIX = 100_000
 #: the order sources are listed in
 SOURCES = (SearchSource.MESSAGE, SearchSource.RESPONSE, SearchSource.REASONING)
 MODES = ("text", "words")
@@ -98,30 +97,15 @@ class AllWords(models.Lookup):
             [p for w in words for p in (*lhs_params, w)]
 
 
-class MatchesWords(AllWords):
-    """`field__matches_words=q`: PostgreSQL full-text match (websearch syntax, English stemming) of the
-    field's first WORDS_PREFIX characters; elsewhere as `all_words`."""
-
-    lookup_name = "matches_words"
-
-    def as_postgresql(self, compiler, connection):
-        lhs, lhs_params = self.process_lhs(compiler, connection)
-        rhs, rhs_params = self.process_rhs(compiler, connection)
-        # the expression of the GIN index of migration 0005, so that it is used
-        return (f"to_tsvector('english'::regconfig, left({lhs}, {WORDS_PREFIX})) @@ "
-                f"websearch_to_tsquery('english'::regconfig, {rhs})"), [*lhs_params, *rhs_params]
-
-
 SearchText._meta.get_field("text").register_lookup(ContainsText)
 SearchText._meta.get_field("text").register_lookup(AllWords)
 Verdict._meta.get_field("reasoning").register_lookup(ContainsText)
-Verdict._meta.get_field("reasoning").register_lookup(MatchesWords)
+Verdict._meta.get_field("reasoning").register_lookup(AllWords)
 
 
 def query_words(text: str) -> list[str]:
-    """The words of a "words" query (quotes and websearch operators dropped), for SQLite and highlighting."""
-    words = re.findall(r"[^\s\"()]+", text)
-    return [w.lstrip("-") for w in words if w.lower() != "or" and w.lstrip("-")]
+    """The words of a "words" query: what whitespace separates."""
+    return text.split()
 
 
 # writes -------------------------------------------------------------------------------
@@ -362,7 +346,7 @@ def _text_rows(benchmark: Benchmark, query: SearchQuery, source: str) -> models.
 
 
 def _reasoning_rows(benchmark: Benchmark, query: SearchQuery) -> models.QuerySet:
-    lookup = "reasoning__contains_text" if query.mode == "text" else "reasoning__matches_words"
+    lookup = "reasoning__contains_text" if query.mode == "text" else "reasoning__all_words"
     # "reasoning <> ''" is the condition of the partial indexes on reasoning
     rows = Verdict.objects.filter(attempt__run__benchmark=benchmark, **{lookup: query.text}).exclude(reasoning="")
     return _of_verdicts(_of_runs(rows, query, run="attempt__run"), query)
@@ -427,7 +411,7 @@ def _plan(cursor, *, timeout_ms: int, walk: bool | None = None) -> None:
 def _first_ids(rows: models.QuerySet, want: int) -> list[int]:
     """The ids of the first `want` rows in id order.
 
-    Two ways to get them: collect every candidate of the trigram (or full-text) index, check each, sort
+    Two ways to get them: collect every candidate of the trigram index, check each, sort
     (fast when the text is rare; the cost grows with the candidates), or walk the rows in id order until
     `want` match (fast when it is common; a rare one reads everything). PostgreSQL estimates how many rows
     match a pattern poorly (20 matches estimated 1,310), so it picks the walk for rare text behind a

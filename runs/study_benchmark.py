@@ -423,7 +423,7 @@ SEARCH_QUERIES = [
     ("reasoning of failed verdicts", {"q": "broken in turn 3", "verdict": "fail"}),
     ("failed attempts whose trajectory contains", {"q": "/app/f3.py", "verdict": "fail", "source": "message"}),
     ("phrase found nowhere", {"q": "git push --force"}),
-    ("words (full text)", {"q": "rule broken", "mode": "words"}),
+    ("every word, any order", {"q": "rule broken", "mode": "words"}),
     ("one model's reasoning", {"q": "what the rule asks", "model": "model-1"}),
 ]
 
@@ -445,8 +445,7 @@ def search_latency(slug: str, *, repeats: int = 20) -> dict:
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
             cursor.execute("SELECT relname, pg_total_relation_size(oid) FROM pg_class WHERE relname IN "
-                           "('runs_searchtext', 'search_text_trgm', 'verdict_reasoning_trgm', "
-                           "'verdict_reasoning_words')")
+                           "('runs_searchtext', 'search_text_trgm', 'verdict_reasoning_trgm')")
             out["sizes_mb"] = {name: round(size / 2**20, 1) for name, size in cursor.fetchall()}
     everything = []
     for label, params in SEARCH_QUERIES:

@@ -3,17 +3,14 @@
 import django.db.models.deletion
 from django.db import migrations, models
 
-#: PostgreSQL's search indexes (runs.search): trigram for substrings and words, full text for the words of judge
-#: reasoning; SQLite has none (it scans with instr). Reasoning is indexed where it is stored, only when non-empty.
+#: PostgreSQL's search indexes (runs.search): trigram, for exact substrings and every-word searches; SQLite has none
+#: (it scans with instr). Judge reasoning is indexed where it is stored, only where it is not empty.
 POSTGRES_FORWARD = [
     "CREATE EXTENSION IF NOT EXISTS pg_trgm",
     "CREATE INDEX search_text_trgm ON runs_searchtext USING gin (text gin_trgm_ops)",
     "CREATE INDEX verdict_reasoning_trgm ON runs_verdict USING gin (reasoning gin_trgm_ops) WHERE reasoning <> ''",
-    "CREATE INDEX verdict_reasoning_words ON runs_verdict USING gin "
-    "(to_tsvector('english'::regconfig, left(reasoning, 100000))) WHERE reasoning <> ''",
 ]
 POSTGRES_BACKWARD = [
-    "DROP INDEX IF EXISTS verdict_reasoning_words",
     "DROP INDEX IF EXISTS verdict_reasoning_trgm",
     "DROP INDEX IF EXISTS search_text_trgm",
 ]

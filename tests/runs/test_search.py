@@ -247,19 +247,15 @@ def test_every_kind_links_its_own_attempt_page():
 def test_words_mode_finds_every_word_in_any_order(study):
     hits = _find(study, "main push", mode="words", source="message")
     assert sorted((h.run, h.instance, h.message) for h in hits) == [("a-r1", "task-1", 1), ("b-r1", "task-1", 1)]
+    reasoning = _find(study, "FORCE without", mode="words", source="reasoning")
+    assert [(h.run, h.item, h.judge) for h in reasoning] == [("b-r1", "no-force", "judge-1")]
+    assert [part for part, is_match in reasoning[0].segments if is_match] == ["without", "force"]
     assert _find(study, "main rebase", mode="words", source="message") == []
     with pytest.raises(s.SearchRefused):
         s.search_query_of({"q": ["a b c"], "mode": ["words"]})
 
 
 # PostgreSQL only -------------------------------------------------------------------------
-def test_words_mode_uses_full_text_search_with_stemming(study, postgres):
-    hits = _find(study, "pushing forced", mode="words")
-    # "Pushed without force." is found by stems; the exact-text mode does not find it
-    assert ("reasoning", "b-r1", "task-1") in {(h.source, h.run, h.instance) for h in hits}
-    assert _find(study, "pushing forced") == []
-
-
 def test_a_search_past_the_statement_timeout_asks_to_narrow_it(study, postgres, monkeypatch):
     def slow(*args):
         with connection.cursor() as cursor:
