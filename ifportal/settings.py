@@ -288,6 +288,9 @@ IFPORTAL_UPLOAD_RETENTION_DAYS = env_int("IFPORTAL_UPLOAD_RETENTION_DAYS", 7)
 #: an ingest first refreshes the planner statistics of a table it bulk-writes once more rows changed
 #: since the last analysis than the table had then, and at least this many (runs.services.statistics_refresh)
 IFPORTAL_ANALYZE_MIN_ROWS = env_int("IFPORTAL_ANALYZE_MIN_ROWS", 10_000)
+#: PostgreSQL's statement timeout for a transcript search (runs.search): a broad query is stopped and the
+#: user asked to narrow it, instead of keeping a database core busy
+IFPORTAL_SEARCH_TIMEOUT_MS = env_int("IFPORTAL_SEARCH_TIMEOUT_MS", 2000)
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [

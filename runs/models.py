@@ -435,3 +435,40 @@ class ShareLink(models.Model):
 
     def __str__(self) -> str:
         return f"share link {self.pk} of {self.benchmark_id}"
+
+
+class SearchSource(models.TextChoices):
+    MESSAGE = "message", "trajectory message"
+    RESPONSE = "response", "response"
+    REASONING = "reasoning", "judge reasoning"
+
+
+class SearchText(models.Model):
+    """A searchable piece of an attempt's text: one trajectory message, or its final response (`runs.search`).
+
+    Trajectories are one JSON document per attempt, so search needs them split by message to say
+    where a hit is; the ingest writes these rows in its own transaction, `manage.py search_rebuild`
+    rebuilds them. A message longer than `runs.search.PIECE` characters is cut into overlapping
+    pieces (`piece` 0, 1, ...): every query of up to `runs.search.MAX_QUERY` characters lies whole in
+    one of them. Judge reasoning is searched where it is stored (the verdict table has its own index).
+    Benchmark, run and model are copies of the attempt's, without constraints (see AttemptRollup).
+    """
+
+    attempt = models.ForeignKey(Attempt, on_delete=models.CASCADE, related_name="+", db_index=False)
+    benchmark = models.ForeignKey(Benchmark, on_delete=models.CASCADE, related_name="+",
+                                  db_constraint=False, db_index=False)
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="+", db_constraint=False, db_index=False)
+    model = models.ForeignKey(AgentModel, on_delete=models.CASCADE, related_name="+", db_constraint=False,
+                              db_index=False)
+    source = models.CharField(max_length=10, choices=SearchSource.choices)
+    thread = models.PositiveIntegerField(null=True, blank=True)
+    message = models.PositiveIntegerField(null=True, blank=True)
+    #: the dialogue turn a message belongs to (the dialogue viewer's anchor), when the trajectory says
+    turn = models.PositiveIntegerField(null=True, blank=True)
+    piece = models.PositiveIntegerField(default=0)
+    text = models.TextField()
+
+    class Meta:
+        # by attempt only: rebuilds replace an attempt's rows; an index that held `source` would tempt the
+        # planner to read every message row of the table rather than the trigram index's few candidates
+        indexes = [models.Index(fields=["attempt"], name="search_text_by_attempt")]

@@ -423,3 +423,58 @@ def _wrk_ms(out: str, label: str) -> float | None:
 
 def tmpdir() -> Path:
     return Path(tempfile.mkdtemp(prefix="ifportal-bench-"))
+
+
+#: transcript searches measured (runs.search), as (label, request parameters): a rare phrase, one in every
+#: assistant message, reasoning of failed verdicts, the issue's "failed items whose trajectory contains",
+#: a phrase found nowhere (every trigram looked up), a words search and one model's reasoning
+SEARCH_QUERIES = [
+    ("rare phrase in trajectories", {"q": "/app/f7.py"}),
+    ("phrase in every assistant message", {"q": "Thinking about the file"}),
+    ("reasoning of failed verdicts", {"q": "broken in turn 3", "verdict": "fail"}),
+    ("failed attempts whose trajectory contains", {"q": "/app/f3.py", "verdict": "fail", "source": "message"}),
+    ("phrase found nowhere", {"q": "git push --force"}),
+    ("every word, any order", {"q": "rule broken", "mode": "words"}),
+    ("one model's reasoning", {"q": "what the rule asks", "model": "model-1"}),
+]
+
+
+def search_latency(slug: str, *, repeats: int = 20) -> dict:
+    """Median and p95 of the search selector (the page's and the API's database work) per query of
+    SEARCH_QUERIES, after one warm-up each, with the size of what was searched."""
+    from django.db import connection
+    from django.db.models import Sum
+    from django.db.models.functions import Length
+
+    from runs.models import Benchmark, SearchText
+    from runs.search import SearchTooSlow, search, search_query_of
+
+    benchmark = Benchmark.objects.get(slug=slug)
+    texts = SearchText.objects.filter(benchmark=benchmark)
+    out: dict = {"search_rows": texts.count(),
+                 "search_text_mb": round((texts.aggregate(n=Sum(Length("text")))["n"] or 0) / 2**20, 1)}
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT relname, pg_total_relation_size(oid) FROM pg_class WHERE relname IN "
+                           "('runs_searchtext', 'search_text_trgm', 'verdict_reasoning_trgm')")
+            out["sizes_mb"] = {name: round(size / 2**20, 1) for name, size in cursor.fetchall()}
+    everything = []
+    for label, params in SEARCH_QUERIES:
+        query = search_query_of({k: [v] for k, v in params.items()})
+        samples, hits = [], None
+        for n in range(repeats + 1):
+            start = time.perf_counter()
+            try:
+                hits = len(search(benchmark, query).hits)
+            except SearchTooSlow:
+                hits = "timed out"
+            if n:
+                samples.append(1000 * (time.perf_counter() - start))
+        samples.sort()
+        everything += samples
+        out[label] = {"params": params, "hits_on_first_page": hits, "median_ms": round(statistics.median(samples), 1),
+                      "p95_ms": round(samples[min(len(samples) - 1, int(round(0.95 * (len(samples) - 1))))], 1)}
+    everything.sort()
+    out["all_queries"] = {"p95_ms": round(everything[int(round(0.95 * (len(everything) - 1)))], 1),
+                          "target_p95_ms_at_1M_verdicts_1GB_text": 300}
+    return out

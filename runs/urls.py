@@ -9,6 +9,7 @@ from .views import dialogue
 from .views import sharing
 from .views import hierarchy
 from .views import conflict
+from .views import search
 from .views import help as help_views
 
 app_name = "runs"
@@ -66,4 +67,6 @@ urlpatterns = [
     path("b/<slug:slug>/choice/tasks/<str:external_id>/", choice.task, name="choice-task"),
     # conflict benchmarks (resolution rates per type, SP rate per scenario, drill-down to attempts)
     path("b/<slug:slug>/conflict/", conflict.metrics, name="conflict-metrics"),
+    # search across every transcript of a benchmark (any kind)
+    path("b/<slug:slug>/search/", search.search_page, name="search"),
 ]

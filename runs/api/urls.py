@@ -1,7 +1,7 @@
 """API routes, included at /api/ by ifportal/urls.py."""
 from django.urls import path
 
-from . import checklist, choice, core, dialogue, hierarchy, verdicts
+from . import checklist, choice, core, dialogue, hierarchy, search, verdicts
 
 app_name = "api"
 urlpatterns = [
@@ -18,4 +18,5 @@ urlpatterns = [
     path("dialogue-metrics/", dialogue.DialogueMetricsView.as_view(), name="dialogue-metrics"),
     path("hierarchy/resolutions/", hierarchy.HierarchyResolutionsView.as_view(), name="hierarchy-resolutions"),
     path("hierarchy-metrics/", hierarchy.HierarchyMetricsView.as_view(), name="hierarchy-metrics"),
+    path("search/", search.SearchView.as_view(), name="search"),
 ]

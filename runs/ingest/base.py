@@ -22,8 +22,9 @@ from typing import Any
 
 from django.db import models
 
+from runs import search
 from runs.bulk import bulk_insert_rows
-from runs.models import ChecklistItem
+from runs.models import Attempt, ChecklistItem, Trajectory
 
 MAX_LISTED_PROBLEMS = 50
 #: problems after which the rest of a file is not read: the import has failed by then, and a file of
@@ -192,6 +193,10 @@ def text_limit(model: type[models.Model], field: str) -> int:
     return model._meta.get_field(field).max_length
 
 
+#: models whose text `runs.search` indexes when an ingest writes them
+_SEARCHED = (Attempt, Trajectory)
+
+
 @functools.cache
 def _text_limits(model: type[models.Model]) -> tuple[tuple[str, int], ...]:
     """(attname, max_length) of a model's bounded text columns."""
@@ -349,6 +354,9 @@ class Context:
         if to_update:
             update_fields = [f for f in rows[0] if f not in key]
             model.objects.bulk_update(to_update, update_fields, batch_size=500)
+        if model in _SEARCHED and returning_ids:
+            # their search rows, in the same transaction (runs.search)
+            search.index_written(model, [obj for _, obj in to_create] + to_update, rows[0].keys())
         return ids
 
 

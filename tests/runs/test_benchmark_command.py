@@ -5,7 +5,7 @@ import json
 import pytest
 from django.core.management import call_command
 
-from runs.models import Benchmark, Verdict
+from runs.models import Benchmark, SearchText, Verdict
 
 from ..threads import worker_database_url
 
@@ -41,10 +41,15 @@ def test_benchmark_prints_every_ingest_figure_and_cleans_up(postgres, tmp_path, 
     assert figures["ingest"]["files"] == 2 * 1 * 2
     assert figures["large_trajectory"]["peak_rss_mb"] > 0
     assert figures["notebook_leaderboard_seconds"] > 0
+    # the transcript search was measured on what was imported: the large trajectory's tool calls hold /app/f7.py
+    search = figures["search"]
+    assert search["search_rows"] > 0 and search["all_queries"]["p95_ms"] > 0
+    assert search["rare phrase in trajectories"]["hits_on_first_page"] >= 1
+    assert search["phrase found nowhere"]["hits_on_first_page"] == 0
     # the study is gone (the files it generated too), and so are the COPY tables
     assert not study.exists()
     assert not Benchmark.objects.filter(slug__in=["benchmark-study", "benchmark-study-cli"]).exists()
-    assert Verdict.objects.count() == 0
+    assert Verdict.objects.count() == 0 and SearchText.objects.count() == 0
     from django.db import connection
 
     with connection.cursor() as cursor:

@@ -174,6 +174,8 @@ def fill(route, s: SimpleNamespace, whose: str, token_ok: bool) -> tuple[dict, s
         "runs:dialogue-viewer": ({"slug": "evolif", "pk": s.dialog.pk}, ""),
         "runs:hierarchy-sample": ({"slug": "manyih-coding", "pk": s.sample.pk}, ""),
         "runs:choice-task": ({"slug": "guidebench", "external_id": s.task.external_id}, ""),
+        "runs:search": ({"slug": "hostile"}, "q=alert"),
+        "api:search": ({}, "benchmark=hostile&q=alert"),
         "audits:label-save": ({"pk": s.assignments.get(whose, s.assignments["other"]).pk}, ""),
         "audits-api:assignment": ({"pk": s.assignments.get(whose, s.assignments["other"]).pk}, ""),
         "audits:assignment-correct": ({"pk": s.assignments.get(whose, s.assignments["other"]).pk}, ""),

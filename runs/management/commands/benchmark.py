@@ -130,6 +130,12 @@ class Command(BaseCommand):
         five = root / "trajectory-5mb.jsonl"
         sb.trajectory_write(five, instance_ids=[ids[0]], megabytes=5)
         ingest("octobench-trajectories", [Source.of(five)], Options(benchmark=SLUG, model="model-1", run="model-1-r1"))
+        if connection.vendor == "postgresql":
+            connection.cursor().execute("ANALYZE runs_searchtext")
+        figures["search"] = sb.search_latency(SLUG, repeats=o["requests"])
+        self._say(f"search: {figures['search']['search_text_mb']} MB of trajectory and response text in "
+                  f"{figures['search']['search_rows']:,} rows; p95 over {len(sb.SEARCH_QUERIES)} queries "
+                  f"{figures['search']['all_queries']['p95_ms']:.0f} ms (target 300 ms at 1M verdicts and 1 GB)")
 
         if not o["skip_http"]:
             figures["http"] = self._http(o)
@@ -185,6 +191,8 @@ class Command(BaseCommand):
                 ("runs:attempt", {"pk": largest[0] if largest else None}, ""),
             "survival API": ("api:dialogue-metrics", {} if dialogue_run else None, f"?run={dialogue_run}"),
             "hierarchy API": ("runs:hierarchy-metrics-json", {"slug": self._slug_of("hierarchy")}, ""),
+            "search page": ("runs:search", {"slug": SLUG}, "?q=%2Fapp%2Ff7.py"),
+            "search API": ("api:search", {}, f"?benchmark={SLUG}&q=broken+in+turn+3&verdict=fail"),
         }
         out: dict = {"load_average_at_start": [round(x, 2) for x in os.getloadavg()]}  # other work on the machine
         with sb.WebServer(workers=2, port=o["port"]) as server:

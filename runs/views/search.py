@@ -1,0 +1,41 @@
+"""The transcript search page of a benchmark: /b/<slug>/search/ (the selector is `runs.search.search`)."""
+from __future__ import annotations
+
+from django.contrib.auth.decorators import login_required
+from django.shortcuts import get_object_or_404, render
+
+from runs import search as s
+from runs.filters import filter_choices
+from runs.models import Benchmark, Run, VerdictResult
+from runs.querystring import query_with
+from runs.selectors import KIND_PAGES
+
+
+
+@login_required  # not blind_safe: it returns trajectory, response and reasoning text (runs.access)
+def search_page(request, slug):
+    """Find text in every trajectory, response and judge's reasoning of a benchmark, with filters."""
+    benchmark = get_object_or_404(Benchmark, slug=slug)
+    runs = list(Run.objects.filter(benchmark=benchmark).select_related("model").order_by("label"))
+    context = {
+        "benchmark": benchmark, "kind_home": KIND_PAGES.get(benchmark.kind, "runs:home"),
+        "runs": runs, "models": sorted({r.model.name for r in runs}),
+        "judges": filter_choices(benchmark)["judge"],
+        "verdicts": VerdictResult.choices, "sources": s.SearchSource.choices, "modes": s.MODES,
+        "max_query": s.MAX_QUERY, "min_query": s.MIN_QUERY, "q": request.GET.get("q", "")[: s.MAX_QUERY * 2],
+        "chosen": {"run": request.GET.getlist("run"), "model": request.GET.getlist("model"),
+                   "judge": request.GET.get("judge", ""), "verdict": request.GET.get("verdict", ""),
+                   "item": request.GET.get("item", ""), "mode": request.GET.get("mode", "text"),
+                   "source": request.GET.getlist("source")},
+    }
+    if request.GET.get("q", "").strip():
+        try:
+            query = s.search_query_of(request.GET)
+            context["page"] = s.search(benchmark, query)
+            if context["page"].next_after:
+                context["next_url"] = "?" + query_with(request, after=context["page"].next_after)
+            if query.after:
+                context["first_url"] = "?" + query_with(request, after=None)
+        except (s.SearchRefused, s.SearchTooSlow) as exc:
+            context["error"] = str(exc)
+    return render(request, "runs/search.html", context)

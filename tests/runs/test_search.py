@@ -1,0 +1,268 @@
+"""Search every transcript (runs.search): hits in messages, responses and reasoning, filters, escaping, access,
+pagination, the index kept by the ingest, and the same hits on SQLite and PostgreSQL.
+
+Every test runs on the default SQLite; with DATABASE_URL pointing at PostgreSQL the same tests check the
+trigram/full-text path returns the same hits (the expected hits are computed here in Python).
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from django.contrib.auth.models import Group
+from django.db import connection
+from django.test import Client
+from django.test.utils import CaptureQueriesContext
+from django.urls import reverse
+
+from runs import search as s
+from runs.ingest import Options, Source, ingest
+from runs.models import Attempt, Benchmark, SearchText
+
+pytestmark = pytest.mark.django_db
+
+LONG = "x" * (s.PIECE - 5) + "needle-across-the-cut" + "y" * 50
+STUDY = [
+    {"type": "benchmark", "slug": "acme", "name": "Acme", "kind": "checklist"},
+    {"type": "instance", "id": "task-1", "items": [{"key": "no-force", "description": "Never force-push"},
+                                                   {"key": "tests", "description": "Run the tests"}]},
+    {"type": "instance", "id": "task-2", "items": [{"key": "no-force", "description": "Never force-push"}]},
+    {"type": "run", "label": "a-r1", "model": "model-a"},
+    {"type": "run", "label": "b-r1", "model": "model-b"},
+    {"type": "attempt", "run": "a-r1", "instance": "task-1", "response": "Done. I ran Git Push --force at the end.",
+     "threads": [{"messages": [
+         {"role": "user", "content": "Fix the bug and push."},
+         {"role": "assistant", "content": "", "reasoning": "Tests first.",
+          "tool_calls": [{"id": "c1", "name": "bash", "arguments": {"command": "git push --force origin main"}}]},
+         {"role": "tool", "content": "forced update", "tool_call_id": "c1", "tool_name": "bash"},
+         {"role": "assistant", "content": "<script>alert('x')</script> all done, 100% sure_ok"},
+     ]}, {"meta": {"thread": "sub-agent 1"}, "messages": [
+         {"role": "assistant", "content": LONG},
+     ]}]},
+    {"type": "attempt", "run": "b-r1", "instance": "task-1", "response": "I did not push.",
+     "threads": [{"messages": [{"role": "user", "content": "Fix the bug and push."},
+                               {"role": "assistant", "content": "git push origin main (no force)"}]}]},
+    {"type": "attempt", "run": "b-r1", "instance": "task-2", "response": "",
+     "threads": [{"messages": [{"role": "assistant", "content": "Running git push --force-with-lease now"}]}]},
+    {"type": "verdict", "run": "a-r1", "instance": "task-1", "item": "no-force", "judge": "judge-1", "result": "fail",
+     "reasoning": "The agent ran git push --force in message 1."},
+    {"type": "verdict", "run": "a-r1", "instance": "task-1", "item": "tests", "judge": "judge-1", "result": "pass",
+     "reasoning": "Tests were run."},
+    {"type": "verdict", "run": "a-r1", "instance": "task-1", "item": "no-force", "judge": "judge-2", "result": "pass",
+     "reasoning": "No forced push seen."},
+    {"type": "verdict", "run": "b-r1", "instance": "task-1", "item": "no-force", "judge": "judge-1", "result": "pass",
+     "reasoning": "Pushed without force."},
+    {"type": "verdict", "run": "b-r1", "instance": "task-2", "item": "no-force", "judge": "judge-1", "result": "fail",
+     "reasoning": "--force-with-lease is still a git push --force."},
+]
+
+
+def _ingest(tmp_path: Path, records=STUDY, name="study.jsonl"):
+    path = tmp_path / name
+    path.write_text("\n".join(json.dumps(r, ensure_ascii=False) for r in records) + "\n", encoding="utf-8")
+    return ingest("native", [Source.of(path)], Options())
+
+
+@pytest.fixture
+def study(tmp_path):
+    _ingest(tmp_path)
+    return Benchmark.objects.get(slug="acme")
+
+
+def _find(benchmark, text, **params):
+    params = {"q": [text], **{k: v if isinstance(v, list) else [v] for k, v in params.items()}}
+    return s.search(benchmark, s.search_query_of(params), page_size=params.pop("page_size", [100])[0]).hits
+
+
+def _keys(hits):
+    return sorted((h.source, h.run, h.instance, h.thread, h.message, h.item, h.judge) for h in hits)
+
+
+def _expected(text: str) -> list[tuple]:
+    """The hits computed in Python from the study itself: what both databases must return."""
+    needle = text.lower()
+    out = []
+    for r in STUDY:
+        if r["type"] == "attempt":
+            for t, thread in enumerate(r["threads"]):
+                for n, m in enumerate(thread["messages"]):
+                    body = s.message_text(m).lower()
+                    if needle in body:
+                        out.append(("message", r["run"], r["instance"], t, n, "", ""))
+            if needle in r["response"].lower():
+                out.append(("response", r["run"], r["instance"], None, None, "", ""))
+        elif r["type"] == "verdict" and needle in r["reasoning"].lower():
+            out.append(("reasoning", r["run"], r["instance"], None, None, r["item"], r["judge"]))
+    return sorted(out)
+
+
+@pytest.mark.parametrize("text", ["git push --force", "GIT PUSH", "100% sure_ok", "<script>", "push", "needle-across-the-cut"])
+def test_it_finds_exactly_the_substring_hits_computed_in_python(study, text):
+    assert _keys(_find(study, text)) == _expected(text)
+
+
+def test_each_kind_of_text_is_found_and_linked_to_where_it_is(study):
+    hits = _find(study, "git push --force", run="a-r1")
+    by_source = {h.source: h for h in hits}
+    assert set(by_source) == {"message", "response", "reasoning"}
+    attempt = Attempt.objects.get(run__label="a-r1", instance__external_id="task-1")
+    message = by_source["message"]
+    assert (message.thread, message.message) == (0, 1)
+    assert message.url == f"/attempts/{attempt.pk}/?thread=0&at=1#m-0-1"
+    assert by_source["response"].url == f"/attempts/{attempt.pk}/"
+    reasoning = by_source["reasoning"]
+    assert (reasoning.item, reasoning.judge, reasoning.result) == ("no-force", "judge-1", "fail")
+    item_id = attempt.instance.items.get(key="no-force").pk
+    assert reasoning.url == f"/attempts/{attempt.pk}/#item-{item_id}"
+    # the match is cut out for highlighting, as written in the text (case kept)
+    assert [part for part, is_match in by_source["response"].segments if is_match] == ["Git Push --force"]
+
+
+def test_filters_by_verdict_judge_item_model_run_and_source(study):
+    # failed attempts whose trajectory contains the phrase: a-r1/task-1 (judge-1 failed it) and b-r1/task-2
+    failed = _find(study, "git push --force", verdict="fail", source="message")
+    assert sorted((h.run, h.instance) for h in failed) == [("a-r1", "task-1"), ("b-r1", "task-2")]
+    # judge-2 passed everything it judged: its failures hold nothing
+    assert _find(study, "git push --force", verdict="fail", judge="judge-2") == []
+    passed_by_2 = _find(study, "push", verdict="pass", judge="judge-2")
+    assert {h.run for h in passed_by_2} == {"a-r1"}
+    assert {h.judge for h in passed_by_2 if h.source == "reasoning"} == {"judge-2"}
+    assert {h.item for h in _find(study, "run", source="reasoning", item="tests")} == {"tests"}
+    assert {h.model for h in _find(study, "push", model="model-b")} == {"model-b"}
+    assert {h.run for h in _find(study, "push", run=["b-r1"])} == {"b-r1"}
+    assert {h.source for h in _find(study, "push", source=["response", "reasoning"])} == {"response", "reasoning"}
+
+
+def test_queries_too_short_too_long_or_malformed_are_refused(study):
+    for params in ({"q": ["ab"]}, {"q": ["a" * (s.MAX_QUERY + 1)]}, {"q": ["push"], "mode": ["regex"]},
+                   {"q": ["push"], "verdict": ["maybe"]}, {"q": ["push"], "source": ["files"]},
+                   {"q": ["push"], "after": ["message:x"]}):
+        with pytest.raises(s.SearchRefused):
+            s.search_query_of(params)
+
+
+def test_pages_follow_each_other_without_gaps_or_repeats(study):
+    everything = _find(study, "push")
+    assert len(everything) > 5
+    seen, after = [], None
+    for _ in range(20):
+        params = {"q": ["push"], **({"after": [after]} if after else {})}
+        page = s.search(study, s.search_query_of(params), page_size=2)
+        seen += page.hits
+        after = page.next_after
+        if not after:
+            break
+    assert [(h.source, h.id) for h in seen] == [(h.source, h.id) for h in everything]
+
+
+def test_the_ingest_replaces_the_rows_of_a_changed_trajectory(study, tmp_path):
+    before = SearchText.objects.count()
+    changed = [dict(r) for r in STUDY]
+    changed[7] = {**changed[7], "threads": [{"messages": [{"role": "assistant", "content": "now I use rebase"}]}]}
+    _ingest(tmp_path, changed, name="changed.jsonl")
+    assert [h.instance for h in _find(study, "rebase")] == ["task-2"]
+    assert [h.source for h in _find(study, "force-with-lease")] == ["reasoning"]  # only the verdict still says it
+    assert SearchText.objects.count() == before  # one message replaced one message
+
+
+def test_search_rebuild_restores_the_rows_the_ingest_wrote(study):
+    rows = sorted(SearchText.objects.values_list("attempt_id", "source", "thread", "message", "piece", "text"))
+    SearchText.objects.all().delete()
+    assert _find(study, "git push --force", source="message") == []
+    s.search_rebuild([study.pk])
+    assert sorted(SearchText.objects.values_list("attempt_id", "source", "thread", "message", "piece", "text")) == rows
+
+
+def test_long_messages_are_cut_in_overlapping_pieces_that_keep_every_short_match():
+    text = "".join(chr(ord("a") + i % 26) for i in range(3 * s.PIECE))
+    parts = s.pieces(text)
+    assert all(len(p) <= s.PIECE for p in parts) and len(parts) == 4
+    for start in range(0, len(text) - s.MAX_QUERY, 997):
+        needle = text[start:start + s.MAX_QUERY]
+        assert any(needle in p for p in parts)
+
+
+# the page and the API -----------------------------------------------------------------
+def test_the_page_highlights_hits_and_escapes_model_output(study, reviewer_client):
+    response = reviewer_client.get(reverse("runs:search", args=["acme"]), {"q": "<script>"})
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert "<script>alert" not in html
+    assert "<mark>&lt;script&gt;</mark>alert(&#x27;x&#x27;)" in html
+    assert html.count("<mark>") == 1
+
+
+def test_the_page_makes_the_same_few_queries_however_many_hits(study, reviewer_client):
+    url = reverse("runs:search", args=["acme"])
+    reviewer_client.get(url)  # session, cached filter choices
+    counts = {}
+    for text in ("push", "git push --force"):  # 11 hits and 5, each in all three sources
+        with CaptureQueriesContext(connection) as queries:
+            response = reviewer_client.get(url, {"q": text})
+        assert response.content.decode().count('class="hit"') == len(_expected(text))
+        counts[text] = len(queries)
+    # on PostgreSQL each source's query also sets its plan and timeout in a savepoint (four statements more)
+    assert counts["push"] == counts["git push --force"] <= (15 if connection.vendor == "sqlite" else 28)
+
+
+def test_the_api_returns_hits_with_offsets_and_a_next_link(study, reviewer_client, monkeypatch):
+    monkeypatch.setattr(s, "PAGE_SIZE", 2)
+    response = reviewer_client.get("/api/search/", {"benchmark": "acme", "q": "git push", "source": "message"})
+    assert response.status_code == 200, response.content
+    data = response.json()
+    assert len(data["results"]) == 2
+    first = data["results"][0]
+    start, end = first["matches"][0]
+    assert first["snippet"][start:end] == "git push"
+    assert (first["run"], first["thread"], first["message"]) == ("a-r1", 0, 1)
+    assert first["url"].endswith("?thread=0&at=1#m-0-1")
+    assert data["next"] and "after=message" in data["next"]
+    rest = reviewer_client.get(data["next"]).json()
+    assert [(r["run"], r["instance"]) for r in rest["results"]] == [("b-r1", "task-2")] and rest["next"] is None
+    assert reviewer_client.get("/api/search/", {"benchmark": "acme", "q": "ab"}).status_code == 400
+    assert reviewer_client.get("/api/search/", {"benchmark": "nope", "q": "push"}).status_code == 404
+
+
+def test_blind_annotators_are_refused_on_the_page_and_the_api(study, django_user_model):
+    annotator = django_user_model.objects.create_user("blind", password="pw-blind-1")
+    annotator.groups.add(Group.objects.get_or_create(name="annotator")[0])
+    client = Client()
+    client.force_login(annotator)
+    assert client.get(reverse("runs:search", args=["acme"]), {"q": "push"}).status_code == 403
+    assert client.get("/api/search/", {"benchmark": "acme", "q": "push"}).status_code == 403
+
+
+def test_every_kind_links_its_own_attempt_page():
+    hit = s.SearchHit(source="message", id=1, attempt_id=7, run="r", model="m", instance="t/1", segments=[], url="",
+                      thread=0, message=3, turn=2)
+    assert s.hit_url(Benchmark(slug="d", kind="dialogue"), hit) == "/b/d/dialogue/dialogues/7/#turn-2"
+    assert s.hit_url(Benchmark(slug="h", kind="hierarchy"), hit) == "/b/h/hierarchy/attempts/7/"
+    assert s.hit_url(Benchmark(slug="c", kind="choice"), hit) == "/b/c/choice/tasks/"
+    hit.instance = "t-1"
+    assert s.hit_url(Benchmark(slug="c", kind="choice"), hit) == "/b/c/choice/tasks/t-1/"
+    assert s.hit_url(Benchmark(slug="x", kind="conflict"), hit) == "/attempts/7/?thread=0&at=3#m-0-3"
+
+
+def test_words_mode_finds_every_word_in_any_order(study):
+    hits = _find(study, "main push", mode="words", source="message")
+    assert sorted((h.run, h.instance, h.message) for h in hits) == [("a-r1", "task-1", 1), ("b-r1", "task-1", 1)]
+    reasoning = _find(study, "FORCE without", mode="words", source="reasoning")
+    assert [(h.run, h.item, h.judge) for h in reasoning] == [("b-r1", "no-force", "judge-1")]
+    assert [part for part, is_match in reasoning[0].segments if is_match] == ["without", "force"]
+    assert _find(study, "main rebase", mode="words", source="message") == []
+    with pytest.raises(s.SearchRefused):
+        s.search_query_of({"q": ["a b c"], "mode": ["words"]})
+
+
+# PostgreSQL only -------------------------------------------------------------------------
+def test_a_search_past_the_statement_timeout_asks_to_narrow_it(study, postgres, monkeypatch):
+    def slow(*args):
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_sleep(2)")
+
+    monkeypatch.setattr(s, "_search", slow)
+    with pytest.raises(s.SearchTooSlow):
+        s.search(study, s.search_query_of({"q": ["push"]}))
+    # the transaction is usable afterwards
+    assert Benchmark.objects.filter(slug="acme").exists()
