@@ -20,6 +20,8 @@ class Command(BaseCommand):
         parser.add_argument("--judge", help="judge name for verdicts")
         parser.add_argument("--scaffold", help="scaffold the run used")
         parser.add_argument("--repetition", type=int, help="repetition number of the run (default 1)")
+        parser.add_argument("--pass-threshold", type=float,
+                            help="least score that passes, where scores are numbers (inspect, lm-eval)")
         parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
     def handle(self, *args, **opts):
@@ -31,7 +33,7 @@ class Command(BaseCommand):
             sources.append(Source.of(path, raw))
         options = Options(
             benchmark=opts["benchmark"], model=opts["model"], run=opts["run"], judge=opts["judge"],
-            scaffold=opts["scaffold"], repetition=opts["repetition"],
+            scaffold=opts["scaffold"], repetition=opts["repetition"], pass_threshold=opts["pass_threshold"],
         )
         bar = None
         if not opts["no_progress"]:
