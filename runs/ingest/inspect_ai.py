@@ -313,7 +313,8 @@ def score_verdict(item: str, value: Any, threshold: float | None, explanation: s
 
     C pass, I fail, N (no answer) fail; P (partially correct, 0.5 as Inspect counts it) passes only when
     the pass threshold is at most 0.5; a boolean passes when true; a number is the verdict's score and
-    passes when at least the threshold (which a number needs); NaN (unscored) is not applicable."""
+    passes when at least the threshold (which a number other than 0 and 1 needs; without one, 1 passes
+    and 0 fails); NaN (unscored) is not applicable."""
     reasoning = explanation
     if isinstance(value, str) and value in LETTERS:
         score = LETTERS[value]
@@ -332,6 +333,8 @@ def score_verdict(item: str, value: Any, threshold: float | None, explanation: s
         if not math.isfinite(value):
             return f"the value of '{item}' is {value}, not a number a verdict can hold"
         if threshold is None:
+            if value in (0, 1):  # a 0/1 score (accuracy, exact match): 1 passes
+                return Verdict(item, VerdictResult.PASS if value == 1 else VerdictResult.FAIL, float(value), reasoning)
             return (f"the value of '{item}' is a number ({value}): choose the score that passes with --pass-threshold "
                     "(the import form's Pass threshold field)")
         return Verdict(item, VerdictResult.PASS if value >= threshold else VerdictResult.FAIL, float(value), reasoning)

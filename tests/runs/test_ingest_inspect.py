@@ -1,0 +1,239 @@
+"""Inspect AI logs: real logs made by Inspect AI itself (its mockllm model on a task of our own,
+tests/fixtures/inspect/make_logs.py), run here when inspect_ai is installed and committed beside it for
+when it is not; both .eval and .json; verdicts, trajectories, events, re-import, bad logs, the CLI,
+the upload API, the pages, and the leaderboard against Inspect's own reported metrics."""
+import json
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.core.management import call_command
+from django.core.management.base import CommandError
+from django.urls import reverse
+from rest_framework.authtoken.models import Token
+from rest_framework.test import APIClient
+
+from runs.ingest import IngestFailed, Options, Source, ingest
+from runs.models import Attempt, Benchmark, ChecklistItem, Job, JobState, Run, Verdict
+
+pytestmark = pytest.mark.django_db
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "inspect"
+LOGS = {"eval": FIXTURES / "tiny_if.eval", "json": FIXTURES / "tiny_if.json"}
+
+
+def _ingest(path: Path, **options):
+    return ingest("inspect", [Source.of(path)], Options(**options))
+
+
+def _verdicts(slug: str) -> set[tuple]:
+    return set(Verdict.objects.filter(attempt__run__benchmark__slug=slug).values_list(
+        "attempt__instance__external_id", "attempt__run__repetition", "item__key", "judge__name", "result", "score"))
+
+
+def _attempt(slug: str, instance: str, epoch: int) -> Attempt:
+    return Attempt.objects.select_related("trajectory").get(
+        run__benchmark__slug=slug, instance__external_id=instance, run__repetition=epoch)
+
+
+@pytest.mark.parametrize("kind", ["eval", "json"])
+def test_a_log_becomes_one_run_per_epoch_with_every_scorer_a_judge(kind):
+    report = _ingest(LOGS[kind], pass_threshold=0.5).as_dict()["by_kind"]
+    assert report["runs"] == {"created": 2} and report["instances"] == {"created": 3}
+    assert report["attempts"] == {"created": 6} and report["verdicts"] == {"created": 30}
+    bench = Benchmark.objects.get()
+    assert (bench.slug, bench.kind) == ("tiny_if", "checklist")
+    assert "Inspect AI log" in bench.description
+    assert sorted(Run.objects.values_list("label", "repetition")) == [("mockllm/model epoch 1", 1), ("mockllm/model epoch 2", 2)]
+    run = Run.objects.get(repetition=1)
+    assert run.settings["pass_threshold"] == 0.5 and run.settings["source"] == "Inspect AI log"
+    assert run.settings["results"]["match"]["accuracy"] == pytest.approx(5 / 6)  # as Inspect recomputed it after the edit
+    # a scalar value is a verdict on "answer"; the dict scorer gives one item per key
+    assert sorted(ChecklistItem.objects.filter(instance__external_id="capital").values_list("key", flat=True)) == [
+        "answer", "mentions_target", "one_line", "polite"]
+    verdicts = _verdicts("tiny_if")
+    assert ("capital", 1, "answer", "match", "pass", 1.0) in verdicts
+    assert ("3", 2, "answer", "match", "fail", 0.0) in verdicts
+    assert ("3", 1, "polite", "checks", "pass", 0.5) in verdicts  # P passes at a threshold of 0.5
+    brevity = Verdict.objects.select_related("attempt").get(attempt__instance__external_id="3", attempt__run__repetition=1,
+                                                          judge__name="brevity")
+    assert brevity.score == brevity.attempt.outcome["scores"]["brevity"]["value"] == 0.606  # 20 / 33 characters
+    assert brevity.result == "pass" and brevity.reasoning == "33 characters"
+
+
+@pytest.mark.parametrize("kind", ["eval", "json"])
+def test_edits_keep_their_history_and_invalidated_samples_are_marked(kind):
+    _ingest(LOGS[kind], pass_threshold=0.5)
+    edited = _attempt("tiny_if", "3", 1)
+    match = edited.outcome["scores"]["match"]
+    assert match["value"] == "C" and [h["value"] for h in match["history"]] == ["I", "C"]
+    assert match["history"][1]["provenance"]["author"] == "reviewer"
+    verdict = Verdict.objects.get(attempt=edited, judge__name="match")
+    assert verdict.result == "pass" and verdict.reasoning.startswith("edited by reviewer: green-ish counts.")
+    assert _attempt("tiny_if", "sum", 2).outcome["invalidated"]["reason"] == "answer leaked in the prompt"
+    assert _attempt("tiny_if", "sum", 1).outcome["invalidated"] is None
+
+
+@pytest.mark.parametrize("kind", ["eval", "json"])
+def test_messages_become_the_trajectory_and_events_keep_tokens_and_time(kind):
+    _ingest(LOGS[kind], pass_threshold=0.5)
+    attempt = _attempt("tiny_if", "capital", 1)
+    [thread] = attempt.trajectory.threads
+    assert [t["name"] for t in thread["tools"]] == ["lookup"]
+    roles = [m["role"] for m in thread["messages"]]
+    assert roles == ["user", "assistant", "tool", "assistant"]
+    call = thread["messages"][1]["tool_calls"][0]
+    assert call["name"] == "lookup" and call["arguments"] == {"city": "Paris"}
+    assert thread["messages"][2]["tool_call_id"] == call["id"] and thread["messages"][2]["content"] == "Paris is the capital of France."
+    assert attempt.response == "Paris" and attempt.assistant_turns == 2
+    events = attempt.outcome["events"]
+    models = [e for e in events if e["event"] == "model"]
+    assert len(models) == 2 and all(e["input_tokens"] > 0 and e["output_tokens"] > 0 and "seconds" in e for e in models)
+    assert sum(e["total_tokens"] for e in models) == attempt.outcome["model_usage"]["mockllm/model"]["total_tokens"]
+    [tool] = [e for e in events if e["event"] == "tool"]
+    assert tool["function"] == "lookup" and tool["result"] == "Paris is the capital of France."
+    kinds = [e["event"] for e in events]
+    assert kinds.index("span_begin") < kinds.index("model") < kinds.index("tool") < kinds.index("score")
+
+
+def test_the_eval_and_json_logs_of_one_run_give_the_same_verdicts():
+    _ingest(LOGS["eval"], pass_threshold=0.5, benchmark="from-eval")
+    _ingest(LOGS["json"], pass_threshold=0.5, benchmark="from-json")
+    assert _verdicts("from-eval") == _verdicts("from-json")
+
+
+@pytest.mark.parametrize("kind", ["eval", "json"])
+def test_importing_the_same_log_twice_changes_nothing(kind):
+    _ingest(LOGS[kind], pass_threshold=0.5)
+    again = _ingest(LOGS[kind], pass_threshold=0.5)
+    assert again.total("created") == again.total("updated") == 0 and again.total("unchanged") == 60
+
+
+def test_numbers_need_a_pass_threshold_and_nothing_is_stored_without_one():
+    with pytest.raises(IngestFailed) as failed:
+        _ingest(LOGS["eval"])
+    message = str(failed.value)
+    assert "tiny_if.eval, sample 3_epoch_1: scorer 'brevity': the value of 'answer' is a number (0.606)" in message
+    assert "--pass-threshold" in message and "nothing stored" in message
+    assert not Benchmark.objects.exists() and not Verdict.objects.exists()
+
+
+def test_partial_credit_fails_above_a_threshold_of_one_half():
+    _ingest(LOGS["json"], pass_threshold=0.6)
+    assert Verdict.objects.get(attempt__instance__external_id="3", attempt__run__repetition=1, item__key="polite").result == "fail"
+    assert Run.objects.filter(settings__pass_threshold=0.6).count() == 2
+
+
+def test_a_truncated_eval_log_is_refused(tmp_path):
+    cut = tmp_path / "cut.eval"
+    data = LOGS["eval"].read_bytes()
+    cut.write_bytes(data[: len(data) // 2])
+    with pytest.raises(IngestFailed) as failed:
+        _ingest(cut, pass_threshold=0.5)
+    assert "cut.eval: not a complete .eval archive" in str(failed.value) and "truncated" in str(failed.value)
+    assert not Benchmark.objects.exists()
+
+
+def test_a_corrupt_sample_entry_is_refused_with_the_sample_named(tmp_path):
+    bad = tmp_path / "bad.eval"
+    data = bytearray(LOGS["eval"].read_bytes())
+    with zipfile.ZipFile(LOGS["eval"]) as archive:
+        info = archive.getinfo("samples/capital_epoch_1.json")
+    start = info.header_offset + 30 + len(info.filename.encode()) + len(info.extra) + info.compress_size // 2
+    data[start:start + 16] = bytes(16)
+    bad.write_bytes(bytes(data))
+    with pytest.raises(IngestFailed) as failed:
+        _ingest(bad, pass_threshold=0.5)
+    assert "bad.eval: sample capital_epoch_1: " in str(failed.value) and "corrupt" in str(failed.value)
+    assert not Benchmark.objects.exists() and not Attempt.objects.exists()
+
+
+def test_a_truncated_json_log_is_refused_at_its_line(tmp_path):
+    cut = tmp_path / "cut.json"
+    text = LOGS["json"].read_text(encoding="utf-8")
+    cut.write_text(text[: int(len(text) * 0.7)], encoding="utf-8")
+    with pytest.raises(IngestFailed) as failed:
+        _ingest(cut, pass_threshold=0.5)
+    assert "cut.json:" in str(failed.value) and "truncated" in str(failed.value)
+    assert not Benchmark.objects.exists()
+
+
+def test_an_unknown_log_version_is_refused_clearly(tmp_path):
+    newer = tmp_path / "newer.json"
+    log = json.loads(LOGS["json"].read_text(encoding="utf-8"))
+    log["version"] = 3
+    newer.write_text(json.dumps(log), encoding="utf-8")
+    with pytest.raises(IngestFailed) as failed:
+        _ingest(newer, pass_threshold=0.5)
+    assert "newer.json: log format version 3 is not one this portal reads (it reads version 2)" in str(failed.value)
+
+
+def test_the_leaderboard_api_gives_inspects_own_accuracy(reviewer_client):
+    _ingest(LOGS["eval"], pass_threshold=0.5)
+    body = reviewer_client.get(reverse("api:leaderboard", args=["tiny_if"]) + "?judge=match").json()
+    [row] = body["rows"]
+    reported = Run.objects.get(repetition=1).settings["results"]["match"]["accuracy"]
+    # match judges one item per attempt: ISR = CSR = Inspect's accuracy (epochs pooled, as Inspect's mean reducer)
+    assert row["isr"] == pytest.approx(100 * reported) == pytest.approx(row["csr"])
+
+
+def test_the_cli_takes_a_pass_threshold(capsys):
+    call_command("ingest", "inspect", str(LOGS["eval"]), "--pass-threshold", "0.5", "--no-progress")
+    assert "verdicts: created 30" in capsys.readouterr().out
+    with pytest.raises(CommandError, match="--pass-threshold"):
+        call_command("ingest", "inspect", str(LOGS["json"]), "--benchmark", "other", "--no-progress")
+
+
+def test_the_upload_api_takes_an_eval_log(reviewer, django_capture_on_commit_callbacks):
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=reviewer).key}")
+    upload = SimpleUploadedFile("tiny_if.eval", LOGS["eval"].read_bytes())
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client.post("/api/ingest/", {"format": "inspect", "files": [upload], "pass_threshold": "0.5"},
+                               format="multipart")
+    assert response.status_code == 202, response.content
+    job = Job.objects.get()
+    assert job.state == JobState.SUCCEEDED and job.params["options"]["pass_threshold"] == 0.5
+    assert Verdict.objects.count() == 30
+
+
+def test_a_zip_named_json_is_still_refused_as_an_upload(reviewer_client):
+    upload = SimpleUploadedFile("tiny_if.json", LOGS["eval"].read_bytes())
+    response = reviewer_client.post(reverse("runs:import"), {"format": "inspect", "files": [upload]})
+    assert response.status_code == 400 and "zip file" in response.content.decode()
+
+
+def test_the_pages_say_where_it_came_from_and_show_the_events(reviewer_client):
+    _ingest(LOGS["eval"], pass_threshold=0.5)
+    home = reviewer_client.get(reverse("runs:home")).content.decode()
+    assert "imported from Inspect AI logs" in home
+    page = reviewer_client.get(reverse("runs:attempt", args=[_attempt("tiny_if", "capital", 1).id])).content.decode()
+    assert "From the Inspect AI log" in page and "passes at <strong>0.5</strong> or more" in page
+    assert "2 model calls:" in page and "1 tool call in" in page and "<code>lookup</code>" in page
+    invalid = reviewer_client.get(reverse("runs:attempt", args=[_attempt("tiny_if", "sum", 2).id])).content.decode()
+    assert "<strong>invalidated</strong> by reviewer: answer leaked in the prompt" in invalid
+    edited = reviewer_client.get(reverse("runs:attempt", args=[_attempt("tiny_if", "3", 1).id])).content.decode()
+    assert "reviewer set <code>C</code>: green-ish counts" in edited
+
+
+# Inspect AI itself --------------------------------------------------------------------------
+def test_logs_made_by_inspect_ai_now_import_as_the_committed_ones_do(tmp_path):
+    pytest.importorskip("inspect_ai")
+    shutil.copy(FIXTURES / "make_logs.py", tmp_path / "make_logs.py")
+    done = subprocess.run([sys.executable, "make_logs.py", "logs"], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=300, env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "INSPECT_LOG_DIR": "logs",
+                                            "NO_PROXY": "*", "INSPECT_DISPLAY": "none"})
+    assert done.returncode == 0, done.stderr[-2000:]
+    made = {p.suffix: p for p in (tmp_path / "logs").iterdir()}
+    assert set(made) == {".eval", ".json"}
+    committed = {}
+    for kind, path in made.items():
+        _ingest(path, pass_threshold=0.5, benchmark=f"now{kind.replace('.', '-')}")
+        _ingest(LOGS[kind.lstrip(".")], pass_threshold=0.5, benchmark=f"committed{kind.replace('.', '-')}")
+        committed[kind] = _verdicts(f"committed{kind.replace('.', '-')}")
+        assert _verdicts(f"now{kind.replace('.', '-')}") == committed[kind]
+    assert Attempt.objects.filter(run__benchmark__slug="now-eval", trajectory__isnull=False).count() == 6
