@@ -17,7 +17,7 @@ from django.urls import reverse
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from runs.ingest import IngestFailed, Options, Source, ingest
+from runs.ingest import IngestFailed, Options, Source, ingest, inspect_ai
 from runs.models import Attempt, Benchmark, ChecklistItem, Job, JobState, Run, Verdict
 
 pytestmark = pytest.mark.django_db
@@ -150,6 +150,15 @@ def test_a_corrupt_sample_entry_is_refused_with_the_sample_named(tmp_path):
         _ingest(bad, pass_threshold=0.5)
     assert "bad.eval: sample capital_epoch_1: " in str(failed.value) and "corrupt" in str(failed.value)
     assert not Benchmark.objects.exists() and not Attempt.objects.exists()
+
+
+def test_an_entry_larger_than_the_cap_is_refused_before_it_is_read(tmp_path, monkeypatch):
+    monkeypatch.setattr(inspect_ai, "MAX_SAMPLE_BYTES", 1000)
+    with pytest.raises(IngestFailed) as failed:
+        _ingest(LOGS["eval"], pass_threshold=0.5)
+    assert "tiny_if.eval: sample capital_epoch_1: samples/capital_epoch_1.json is " in str(failed.value)
+    assert "bytes uncompressed; at most 1,000 are read per entry" in str(failed.value)
+    assert not Benchmark.objects.exists()
 
 
 def test_a_truncated_json_log_is_refused_at_its_line(tmp_path):
