@@ -19,13 +19,13 @@ import math
 import re
 import zipfile
 import zlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from runs.models import BenchmarkKind, Judge, JudgeKind, VerdictResult
 
-from .base import Context, Source, clean, iter_json_document
+from .base import Context, Source, clean, iter_json_document, overflows_float
 from .native import _NativeIngest
 
 #: log format versions read (EvalLog.version; 2 since inspect_ai 0.3.x, checked against 0.3.285)
@@ -57,7 +57,8 @@ class Log:
 
     source: Source
     header: dict[str, Any]
-    samples: Iterator[tuple[str, dict[str, Any] | None]] = field(default_factory=lambda: iter(()))
+    #: (where the sample is: the file, or "<file>:<entry>" in a .eval; its line in a .json; the sample)
+    samples: Iterator[tuple[Source, int | None, Any]] = field(default_factory=lambda: iter(()))
 
 
 def _check_version(header: dict[str, Any]) -> None:
@@ -84,16 +85,19 @@ def _loads(data: bytes, what: str) -> Any:
 def _entry_bytes(archive: zipfile.ZipFile, info: zipfile.ZipInfo, limit: int) -> bytes:
     """An entry's bytes, at most `limit` of them, checked against its CRC (a corrupt entry is refused)."""
     if info.file_size > limit:
-        raise LogError(f"{info.filename} is {info.file_size:,} bytes uncompressed; at most {limit:,} are read per entry")
-    if info.compress_type != ZSTD:
-        with archive.open(info) as handle:
-            data = handle.read(limit + 1)
-    else:
-        data = _zstd_entry(archive, info, limit)
+        raise LogError(f"the entry is {info.file_size:,} bytes uncompressed; at most {limit:,} are read per entry")
+    try:
+        if info.compress_type != ZSTD:
+            with archive.open(info) as handle:
+                data = handle.read(limit + 1)
+        else:
+            data = _zstd_entry(archive, info, limit)
+    except (zipfile.BadZipFile, OSError, EOFError, zlib.error, NotImplementedError, ValueError, RuntimeError) as exc:
+        raise LogError(f"the entry is corrupt ({exc})") from None
     if len(data) > limit:
-        raise LogError(f"{info.filename} holds more than {limit:,} bytes uncompressed (its header says {info.file_size:,})")
+        raise LogError(f"the entry holds more than {limit:,} bytes uncompressed (its header says {info.file_size:,})")
     if zlib.crc32(data) != info.CRC or len(data) != info.file_size:
-        raise LogError(f"{info.filename} is corrupt (its checksum or size does not match the archive's directory)")
+        raise LogError("the entry is corrupt (its checksum or size does not match the archive's directory)")
     return data
 
 
@@ -109,17 +113,17 @@ def _zstd_entry(archive: zipfile.ZipFile, info: zipfile.ZipInfo, limit: int) -> 
     handle.seek(info.header_offset)
     local = handle.read(30)
     if len(local) < 30 or local[:4] != b"PK\x03\x04":
-        raise LogError(f"{info.filename}: the archive is corrupt (no entry header where its directory says)")
+        raise LogError("the archive is corrupt (no entry header where its directory says)")
     name_len, extra_len = int.from_bytes(local[26:28], "little"), int.from_bytes(local[28:30], "little")
     handle.seek(info.header_offset + 30 + name_len + extra_len)
     raw = handle.read(info.compress_size)
     if len(raw) < info.compress_size:
-        raise LogError(f"{info.filename}: the archive ends inside this entry (the file is truncated)")
+        raise LogError("the archive ends inside the entry (the file is truncated)")
     try:
         reader = zstandard.ZstdDecompressor().stream_reader(raw)
         return reader.read(limit + 1) if info.file_size else b""
     except zstandard.ZstdError as exc:
-        raise LogError(f"{info.filename} is corrupt ({exc})") from None
+        raise LogError(f"the entry is corrupt ({exc})") from None
 
 
 def _file_hash(source: Source, ctx: Context) -> None:
@@ -134,7 +138,7 @@ def read_eval(source: Source, ctx: Context) -> Log:
     """A `.eval` archive: its header now, its samples one entry at a time."""
     try:
         archive = zipfile.ZipFile(source.path)
-    except (zipfile.BadZipFile, OSError) as exc:
+    except (zipfile.BadZipFile, OSError, EOFError, ValueError, NotImplementedError) as exc:
         raise LogError(f"not a complete .eval archive ({exc}): the file is truncated or is not an Inspect AI .eval log") from None
     _file_hash(source, ctx)
     names = {info.filename: info for info in archive.infolist()}
@@ -142,23 +146,28 @@ def read_eval(source: Source, ctx: Context) -> Log:
     if info is None:
         archive.close()
         raise LogError("the archive has neither header.json nor _journal/start.json: is this an Inspect AI .eval log?")
-    header = _loads(_entry_bytes(archive, info, MAX_HEADER_BYTES), info.filename)
+    try:
+        header = _loads(_entry_bytes(archive, info, MAX_HEADER_BYTES), "the entry")
+    except LogError as exc:
+        archive.close()
+        raise LogError(f"{info.filename}: {exc}") from None
     if not isinstance(header, dict):
+        archive.close()
         raise LogError(f"{info.filename} is not a JSON object")
     _check_version(header)
     entries = [i for i in archive.infolist() if i.filename.startswith("samples/") and i.filename.endswith(".json")]
 
-    def samples() -> Iterator[tuple[str, dict[str, Any] | None]]:
+    def samples() -> Iterator[tuple[Source, int | None, Any]]:
         with archive:
             for entry in entries:
                 ctx.advance(entry.compress_size)
-                where = entry.filename.removeprefix("samples/").removesuffix(".json")
+                here = Source(source.path, f"{source.name}:{entry.filename}")
                 try:
-                    sample = _loads(_entry_bytes(archive, entry, MAX_SAMPLE_BYTES), entry.filename)
+                    sample = _loads(_entry_bytes(archive, entry, MAX_SAMPLE_BYTES), "the entry")
                 except LogError as exc:
-                    ctx.problem(source, None, f"sample {where}: {exc}")
+                    ctx.problem(here, None, str(exc))
                     continue
-                yield where, sample
+                yield here, None, sample
 
     return Log(source, header, samples())
 
@@ -169,22 +178,22 @@ def read_json(source: Source, ctx: Context) -> Log | None:
                                 extra_hint="a .json log is one JSON document")
     header: dict[str, Any] = {}
     first_sample: tuple[int, Any] | None = None
+    before = ctx.problem_count
     for key, line, value in stream:
         if key == "samples":
             first_sample = (line, value)
             break
         header[key] = value
-    if ctx.failed and not header:
+    if ctx.problem_count > before:  # the document broke before its samples (the problem says where)
         return None
     _check_version(header)
 
-    def samples() -> Iterator[tuple[str, dict[str, Any] | None]]:
-        pending = [first_sample] if first_sample else []
-        for line, value in pending:
-            yield f"at line {line}", value
+    def samples() -> Iterator[tuple[Source, int | None, Any]]:
+        if first_sample:
+            yield source, first_sample[0], first_sample[1]
         for key, line, value in stream:
             if key == "samples":
-                yield f"at line {line}", value
+                yield source, line, value
 
     return Log(source, header, samples())
 
@@ -330,7 +339,7 @@ def score_verdict(item: str, value: Any, threshold: float | None, explanation: s
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return Verdict(item, VerdictResult.NOT_APPLICABLE, None, f"unscored. {explanation}".strip())
     if isinstance(value, (int, float)):
-        if not math.isfinite(value):
+        if overflows_float(value) or not math.isfinite(value):
             return f"the value of '{item}' is {value}, not a number a verdict can hold"
         if threshold is None:
             if value in (0, 1):  # a 0/1 score (accuracy, exact match): 1 passes
@@ -394,9 +403,8 @@ class InspectIngest:
         })
         runs: dict[int, str] = {}
         seen = 0
-        for where, sample in log.samples:
-            here = Source(source.path, f"{source.name}, sample {where}")
-            records = self._sample(here, sample, slug, threshold)
+        for here, line, sample in log.samples:
+            records = self._sample(here, line, sample, slug, threshold)
             if records is None:
                 continue
             seen += 1
@@ -408,16 +416,21 @@ class InspectIngest:
             for record in records[1]:
                 if record["type"] in ("attempt", "verdict"):
                     record["run"] = runs[epoch]
-                yield here, None, record
+                yield here, line, record
         if not seen and not ctx.failed:
             ctx.problem(source, None, f"the log holds no samples (status: {header.get('status')}): "
                                       "was it written with log_samples off, or did the eval stop before any sample ended?")
 
-    def _sample(self, here: Source, sample: Any, slug: str, threshold: float | None) -> tuple[int, list[dict]] | None:
-        ctx = self.ctx
+    def _sample(self, here: Source, line: int | None, sample: Any, slug: str,
+                threshold: float | None) -> tuple[int, list[dict]] | None:
         if not isinstance(sample, dict):
-            ctx.problem(here, None, "a sample should be a JSON object")
+            self.ctx.problem(here, line, "a sample should be a JSON object")
             return None
+        named = f"sample {str(sample.get('id'))[:100]!r} (epoch {str(sample.get('epoch'))[:20]}): "
+
+        def problem(reason: str) -> None:
+            self.ctx.problem(here, line, named + reason)
+
         reasons = []
         if not isinstance(sample.get("id"), (str, int)) or isinstance(sample.get("id"), bool):
             reasons.append("missing or bad field 'id' (a string or an integer)")
@@ -431,7 +444,7 @@ class InspectIngest:
         if not isinstance(scores, dict):
             reasons.append("field 'scores' should be an object")
         for reason in reasons:
-            ctx.problem(here, None, reason)
+            problem(reason)
         if reasons:
             return None
         attachments = sample.get("attachments") if isinstance(sample.get("attachments"), dict) else {}
@@ -439,7 +452,7 @@ class InspectIngest:
         verdicts, score_details = [], {}
         for scorer, score in scores.items():
             if not isinstance(score, dict) or "value" not in score:
-                ctx.problem(here, None, f"score '{scorer}' has no value")
+                problem(f"score '{scorer}' has no value")
                 continue
             value, explanation = score["value"], str(_resolve(score.get("explanation") or "", attachments))
             history = score.get("history") if isinstance(score.get("history"), list) else []
@@ -453,7 +466,7 @@ class InspectIngest:
             for item, item_value in pairs:
                 found = score_verdict(str(item), item_value, threshold, explanation)
                 if isinstance(found, str):
-                    ctx.problem(here, None, f"scorer '{scorer}': {found}")
+                    problem(f"scorer '{scorer}': {found}")
                     continue
                 verdicts.append({"type": "verdict", "instance": instance, "item": found.item, "judge": str(scorer),
                                  "judge_kind": self._judge_kind(str(scorer)), "result": found.result,
@@ -461,7 +474,7 @@ class InspectIngest:
             score_details[str(scorer)] = finite({"value": value, "answer": score.get("answer"), "history": history,
                                                   "reason": score.get("reason")})
         items = {v["item"] for v in verdicts}
-        records = self._instance(here, sample, instance, slug, items, attachments)
+        records = self._instance(problem, sample, instance, slug, items, attachments)
         messages = thread_messages(_resolve(sample.get("messages") or [], attachments))
         events = [e for e in (event_summary(e) for e in sample.get("events") or [] if isinstance(e, dict)) if e]
         output = sample.get("output") if isinstance(sample.get("output"), dict) else {}
@@ -478,9 +491,9 @@ class InspectIngest:
         tools = _tools(sample.get("events") or [])
         attempt = {"type": "attempt", "instance": instance, "response": _resolve(response, attachments), "outcome": outcome,
                    "threads": [{"meta": {"thread": "main"}, "tools": tools, "messages": messages}]}
-        return sample["epoch"], clean([*records, attempt, *verdicts])
+        return sample["epoch"], clean(finite([*records, attempt, *verdicts]))
 
-    def _instance(self, here: Source, sample: dict, instance: str, slug: str, items: set[str],
+    def _instance(self, problem: Callable[[str], None], sample: dict, instance: str, slug: str, items: set[str],
                   attachments: dict[str, str]) -> list[dict]:
         """The instance record the first time this command meets the sample (with the stored items kept),
         none after, unless the sample brings new items."""
@@ -491,8 +504,8 @@ class InspectIngest:
         stored = defined.stored_file_keys(instance) if defined else frozenset()
         keys = sorted(items | stored | (known or frozenset()), key=lambda k: (k != ANSWER_ITEM, k))
         if known is not None:
-            self.ctx.problem(here, None, f"this sample has score keys {', '.join(sorted(items - known))} that an earlier "
-                                         f"sample of '{instance}' in these logs did not: import the logs one at a time")
+            problem(f"score keys {', '.join(sorted(items - known))} that an earlier sample of '{instance}' in these "
+                    "logs did not have: import the logs one at a time")
             return []
         self.defined[(slug, instance)] = frozenset(keys)
         spec = finite({

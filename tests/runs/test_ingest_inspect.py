@@ -10,6 +10,8 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import call_command
 from django.core.management.base import CommandError
@@ -117,7 +119,8 @@ def test_numbers_need_a_pass_threshold_and_nothing_is_stored_without_one():
     with pytest.raises(IngestFailed) as failed:
         _ingest(LOGS["eval"])
     message = str(failed.value)
-    assert "tiny_if.eval, sample 3_epoch_1: scorer 'brevity': the value of 'answer' is a number (0.606)" in message
+    assert ("tiny_if.eval:samples/3_epoch_1.json: sample '3' (epoch 1): scorer 'brevity': "
+            "the value of 'answer' is a number (0.606)") in message
     assert "--pass-threshold" in message and "nothing stored" in message
     assert not Benchmark.objects.exists() and not Verdict.objects.exists()
 
@@ -148,7 +151,7 @@ def test_a_corrupt_sample_entry_is_refused_with_the_sample_named(tmp_path):
     bad.write_bytes(bytes(data))
     with pytest.raises(IngestFailed) as failed:
         _ingest(bad, pass_threshold=0.5)
-    assert "bad.eval: sample capital_epoch_1: " in str(failed.value) and "corrupt" in str(failed.value)
+    assert "bad.eval:samples/capital_epoch_1.json: the entry is corrupt" in str(failed.value)
     assert not Benchmark.objects.exists() and not Attempt.objects.exists()
 
 
@@ -156,7 +159,7 @@ def test_an_entry_larger_than_the_cap_is_refused_before_it_is_read(tmp_path, mon
     monkeypatch.setattr(inspect_ai, "MAX_SAMPLE_BYTES", 1000)
     with pytest.raises(IngestFailed) as failed:
         _ingest(LOGS["eval"], pass_threshold=0.5)
-    assert "tiny_if.eval: sample capital_epoch_1: samples/capital_epoch_1.json is " in str(failed.value)
+    assert "tiny_if.eval:samples/capital_epoch_1.json: the entry is " in str(failed.value)
     assert "bytes uncompressed; at most 1,000 are read per entry" in str(failed.value)
     assert not Benchmark.objects.exists()
 
@@ -246,3 +249,43 @@ def test_logs_made_by_inspect_ai_now_import_as_the_committed_ones_do(tmp_path):
         committed[kind] = _verdicts(f"committed{kind.replace('.', '-')}")
         assert _verdicts(f"now{kind.replace('.', '-')}") == committed[kind]
     assert Attempt.objects.filter(run__benchmark__slug="now-eval", trajectory__isnull=False).count() == 6
+
+
+@st.composite
+def _damaged(draw, original: bytes) -> bytes:
+    """The archive with a few bytes changed, inserted, deleted, or its end cut off."""
+    data = bytearray(original)
+    for _ in range(draw(st.integers(1, 3))):
+        at = draw(st.integers(0, len(data) - 1))
+        kind = draw(st.sampled_from(["flip", "insert", "delete", "truncate"]))
+        if kind == "flip":
+            data[at] = draw(st.integers(0, 255))
+        elif kind == "insert":
+            data[at:at] = draw(st.binary(min_size=1, max_size=20))
+        elif kind == "delete":
+            del data[at:at + draw(st.integers(1, 50))]
+        else:
+            del data[at:]
+        if not data:
+            break
+    return bytes(data)
+
+
+def test_a_damaged_eval_log_imports_whole_or_fails_cleanly(tmp_path):
+    """Whatever bytes are damaged, the import stores everything or nothing, and every problem names the file."""
+    original = LOGS["eval"].read_bytes()
+
+    @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+    @given(data=_damaged(original))
+    def run(data):
+        path = tmp_path / "damaged.eval"
+        path.write_bytes(data)
+        try:
+            _ingest(path, pass_threshold=0.5)
+        except IngestFailed as failed:
+            assert failed.problems and all(str(p).startswith("damaged.eval:") for p in failed.problems), failed
+            assert not Benchmark.objects.filter(slug="tiny_if").exists()
+        else:
+            Benchmark.objects.all().delete()
+
+    run()

@@ -35,6 +35,9 @@ CASES = {
     "guidebench-predictions": ("guidebench/predictions/chat_tasks.json", {"model": "model-x"},
                                [("guidebench-tasks", "guidebench/chat_tasks.json")]),
     "native": ("native/study.jsonl", {}, []),
+    # the .json log (JSON mutations reach into it); the .eval archive is fuzzed in tests/runs/test_ingest_inspect.py
+    "inspect": ("inspect/tiny_if.json", {"pass_threshold": 0.5}, []),
+    "lm-eval": ("lm_eval/acme__tiny-instruct-1b/samples_ifeval_2026-11-20T10-15-30.123456.jsonl", {"model": "model-x"}, []),
 }
 TABLES = (Benchmark, Instance, ChecklistItem, AgentModel, Run, Attempt, Trajectory, Judge, Verdict)
 
