@@ -25,7 +25,7 @@ from typing import Any
 
 from runs.models import BenchmarkKind, Judge, JudgeKind, VerdictResult
 
-from .base import Context, Source, clean, iter_json_document, overflows_float
+from .base import Context, Source, clean, content_hash, iter_json_document, overflows_float
 from .native import _NativeIngest
 
 #: log format versions read (EvalLog.version; 2 since inspect_ai 0.3.x, checked against 0.3.285)
@@ -361,8 +361,9 @@ class InspectIngest:
     def __init__(self, ctx: Context):
         self.ctx = ctx
         self.native = _NativeIngest(ctx)
-        #: instance id -> item keys, of the instances this command defined (several logs may share a task)
-        self.defined: dict[tuple[str, str], frozenset[str]] = {}
+        #: (benchmark, instance id) -> (item keys, hash of the spec) of the instances this command defined
+        #: (several logs of one task share them)
+        self.defined: dict[tuple[str, str], tuple[frozenset[str], str]] = {}
         self.judge_kinds: dict[str, str] = {}
 
     def read(self, source: Source) -> None:
@@ -404,7 +405,7 @@ class InspectIngest:
         runs: dict[int, str] = {}
         seen = 0
         for here, line, sample in log.samples:
-            records = self._sample(here, line, sample, slug, threshold)
+            records = self._sample(here, line, sample, slug, task, threshold)
             if records is None:
                 continue
             seen += 1
@@ -421,7 +422,7 @@ class InspectIngest:
             ctx.problem(source, None, f"the log holds no samples (status: {header.get('status')}): "
                                       "was it written with log_samples off, or did the eval stop before any sample ended?")
 
-    def _sample(self, here: Source, line: int | None, sample: Any, slug: str,
+    def _sample(self, here: Source, line: int | None, sample: Any, slug: str, task: str,
                 threshold: float | None) -> tuple[int, list[dict]] | None:
         if not isinstance(sample, dict):
             self.ctx.problem(here, line, "a sample should be a JSON object")
@@ -474,7 +475,7 @@ class InspectIngest:
             score_details[str(scorer)] = finite({"value": value, "answer": score.get("answer"), "history": history,
                                                   "reason": score.get("reason")})
         items = {v["item"] for v in verdicts}
-        records = self._instance(problem, sample, instance, slug, items, attachments)
+        records = self._instance(problem, sample, instance, slug, task, items, attachments)
         messages = thread_messages(_resolve(sample.get("messages") or [], attachments))
         events = [e for e in (event_summary(e) for e in sample.get("events") or [] if isinstance(e, dict)) if e]
         output = sample.get("output") if isinstance(sample.get("output"), dict) else {}
@@ -493,27 +494,30 @@ class InspectIngest:
                    "threads": [{"meta": {"thread": "main"}, "tools": tools, "messages": messages}]}
         return sample["epoch"], clean(finite([*records, attempt, *verdicts]))
 
-    def _instance(self, problem: Callable[[str], None], sample: dict, instance: str, slug: str, items: set[str],
-                  attachments: dict[str, str]) -> list[dict]:
+    def _instance(self, problem: Callable[[str], None], sample: dict, instance: str, slug: str, task: str,
+                  items: set[str], attachments: dict[str, str]) -> list[dict]:
         """The instance record the first time this command meets the sample (with the stored items kept),
-        none after, unless the sample brings new items."""
-        known = self.defined.get((slug, instance))
-        if known is not None and items <= known:
-            return []
-        defined = self.native.benchmarks.get(slug)
-        stored = defined.stored_file_keys(instance) if defined else frozenset()
-        keys = sorted(items | stored | (known or frozenset()), key=lambda k: (k != ANSWER_ITEM, k))
-        if known is not None:
-            problem(f"score keys {', '.join(sorted(items - known))} that an earlier sample of '{instance}' in these "
-                    "logs did not have: import the logs one at a time")
-            return []
-        self.defined[(slug, instance)] = frozenset(keys)
+        none after; a sample of the same id with another input, or new score keys, is a problem."""
         spec = finite({
             "input": _resolve(sample.get("input"), attachments), "target": sample.get("target"),
             "choices": sample.get("choices"), "metadata": sample.get("metadata") or {},
         })
+        digest = content_hash(spec)
+        known = self.defined.get((slug, instance))
+        if known is not None:
+            if known[1] != digest:
+                problem(f"another input, target or metadata than the sample '{instance}' of an earlier log in this "
+                        "import: logs of different tasks need a benchmark each (leave out --benchmark)")
+            elif not items <= known[0]:
+                problem(f"score keys {', '.join(sorted(items - known[0]))} that an earlier sample of '{instance}' in "
+                        "these logs did not have: import the logs one at a time")
+            return []
+        defined = self.native.benchmarks.get(slug)
+        stored = defined.stored_file_keys(instance) if defined else frozenset()
+        keys = sorted(items | stored, key=lambda k: (k != ANSWER_ITEM, k))
+        self.defined[(slug, instance)] = (frozenset(keys), digest)
         return [{
-            "type": "instance", "id": instance[:300], "spec": spec,
+            "type": "instance", "id": instance[:300], "spec": spec, "primary_category": task[:200],
             "items": [{"key": key[:300], "category": (key.split(":")[0] if ":" in key else key)[:200],
                        "description": ("Each scorer's verdict on the whole answer" if key == ANSWER_ITEM
                                        else f"The score key '{key}'")} for key in keys],

@@ -102,6 +102,8 @@ class LmEvalIngest:
         self.native = _NativeIngest(ctx)
         self.results: dict[str, Any] = {}
         self.results_name = ""
+        #: the task of the samples file being read
+        self.task = ""
 
     def read_results(self, source: Source) -> None:
         found = {key: value for key, _, value in iter_json_document(source, self.ctx)}
@@ -127,6 +129,7 @@ class LmEvalIngest:
 
     def _records(self, source: Source, task: str) -> Iterator[tuple[Source, int | None, dict[str, Any]]]:
         ctx, results = self.ctx, self.results
+        self.task = task
         if results and task not in (results.get("results") or {}):
             ctx.problem(source, None, f"the results file {self.results_name} has no task '{task}': "
                                       "are the files of the same run?")
@@ -197,7 +200,8 @@ class LmEvalIngest:
         kwargs = doc.get("kwargs") if isinstance(doc.get("kwargs"), list) else []
         records: list[dict] = []
         if first:
-            records.append(clean({"type": "instance", "id": instance[:300], "spec": self._spec(sample), "items": [
+            records.append(clean({"type": "instance", "id": instance[:300], "spec": self._spec(sample),
+                                 "primary_category": self.task[:200], "items": [
                 {"key": key[:300], "category": key.split(":")[0][:200], "check_type": key.split("#")[0][:100],
                  "description": key.split("#")[0], "details": {"kwargs": kwargs[n] if n < len(kwargs) else None}}
                 for n, key in enumerate(keys)]}))
@@ -242,7 +246,8 @@ class LmEvalIngest:
             # every filter's items at once: the harness writes a document's line for each filter
             item_keys = sorted({f"{m},{f}" for m in map(str, names) for f in filters} if named and filters
                                else {key(m) for m in map(str, names)})
-            records.append(clean({"type": "instance", "id": instance[:300], "spec": self._spec(sample), "items": [
+            records.append(clean({"type": "instance", "id": instance[:300], "spec": self._spec(sample),
+                                 "primary_category": self.task[:200], "items": [
                 {"key": k[:300], "category": k.split(",")[0][:200], "description": f"the harness's per-sample {k}"}
                 for k in item_keys]}))
             records.append(clean(self._attempt(sample, instance)))

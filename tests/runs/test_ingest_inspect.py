@@ -20,7 +20,7 @@ from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from runs.ingest import IngestFailed, Options, Source, ingest, inspect_ai
-from runs.models import Attempt, Benchmark, ChecklistItem, Job, JobState, Run, Verdict
+from runs.models import Attempt, Benchmark, ChecklistItem, Instance, Job, JobState, Run, Verdict
 
 pytestmark = pytest.mark.django_db
 
@@ -289,3 +289,26 @@ def test_a_damaged_eval_log_imports_whole_or_fails_cleanly(tmp_path):
             Benchmark.objects.all().delete()
 
     run()
+
+
+def test_logs_of_two_tasks_in_one_benchmark_must_not_share_sample_ids(tmp_path):
+    other = tmp_path / "other.json"
+    log = json.loads(LOGS["json"].read_text(encoding="utf-8"))
+    log["eval"]["task"] = "other_task"
+    for sample in log["samples"]:
+        sample["input"] = "Something else entirely"
+    other.write_text(json.dumps(log), encoding="utf-8")
+    with pytest.raises(IngestFailed) as failed:
+        ingest("inspect", [Source.of(LOGS["json"]), Source.of(other)], Options(pass_threshold=0.5, benchmark="mixed"))
+    assert "another input, target or metadata than the sample 'capital' of an earlier log" in str(failed.value)
+    # logs of two models on the same task in one import share the instances
+    second = tmp_path / "second_model.json"
+    log = json.loads(LOGS["json"].read_text(encoding="utf-8"))
+    log["eval"]["model"] = "mockllm/second"
+    second.write_text(json.dumps(log), encoding="utf-8")
+    report = ingest("inspect", [Source.of(LOGS["eval"]), Source.of(second)], Options(pass_threshold=0.5))
+    assert report.as_dict()["by_kind"]["instances"] == {"created": 3} and report.as_dict()["by_kind"]["runs"] == {"created": 4}
+    assert set(Instance.objects.values_list("primary_category", flat=True)) == {"tiny_if"}
+    # the same model's log twice in one import is two runs of one label: refused
+    with pytest.raises(IngestFailed, match="run 'mockllm/model epoch 1' is defined twice"):
+        ingest("inspect", [Source.of(LOGS["eval"]), Source.of(LOGS["json"])], Options(pass_threshold=0.5, benchmark="twice"))

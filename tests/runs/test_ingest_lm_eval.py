@@ -140,3 +140,13 @@ def test_samples_of_a_task_the_results_file_does_not_have_are_refused(tmp_path):
     shutil.copy(GSM8K, other)
     with pytest.raises(IngestFailed, match="has no task 'mmlu': are the files of the same run"):
         _ingest(RESULTS, other)
+
+
+def test_the_pages_say_where_it_came_from_and_show_the_harness_metrics(reviewer_client):
+    _ingest(RESULTS, IFEVAL)
+    assert "imported from lm-evaluation-harness samples" in reviewer_client.get(reverse("runs:home")).content.decode()
+    attempt = Attempt.objects.get(instance__external_id="3")
+    page = reviewer_client.get(reverse("runs:attempt", args=[attempt.id])).content.decode()
+    assert "From the lm-evaluation-harness samples" in page
+    assert "<code>inst_level_strict_acc</code> = <code>[False]</code>" in page
+    assert set(ChecklistItem.objects.values_list("instance__primary_category", flat=True)) == {"ifeval"}
