@@ -57,8 +57,9 @@ class Log:
 
     source: Source
     header: dict[str, Any]
-    #: (where the sample is: the file, or "<file>:<entry>" in a .eval; its line in a .json; the sample)
-    samples: Iterator[tuple[Source, int | None, Any]] = field(default_factory=lambda: iter(()))
+    #: (where the sample is: the file, or "<file>:<entry>" in a .eval; its line in a .json; the sample;
+    #: the bytes it holds beyond those read from disk: a .eval entry's compression)
+    samples: Iterator[tuple[Source, int | None, Any, int]] = field(default_factory=lambda: iter(()))
 
 
 def _check_version(header: dict[str, Any]) -> None:
@@ -157,7 +158,7 @@ def read_eval(source: Source, ctx: Context) -> Log:
     _check_version(header)
     entries = [i for i in archive.infolist() if i.filename.startswith("samples/") and i.filename.endswith(".json")]
 
-    def samples() -> Iterator[tuple[Source, int | None, Any]]:
+    def samples() -> Iterator[tuple[Source, int | None, Any, int]]:
         with archive:
             for entry in entries:
                 ctx.advance(entry.compress_size)
@@ -167,7 +168,7 @@ def read_eval(source: Source, ctx: Context) -> Log:
                 except LogError as exc:
                     ctx.problem(here, None, str(exc))
                     continue
-                yield here, None, sample
+                yield here, None, sample, entry.file_size - entry.compress_size
 
     return Log(source, header, samples())
 
@@ -188,12 +189,12 @@ def read_json(source: Source, ctx: Context) -> Log | None:
         return None
     _check_version(header)
 
-    def samples() -> Iterator[tuple[Source, int | None, Any]]:
+    def samples() -> Iterator[tuple[Source, int | None, Any, int]]:
         if first_sample:
-            yield source, first_sample[0], first_sample[1]
+            yield source, first_sample[0], first_sample[1], 0
         for key, line, value in stream:
             if key == "samples":
-                yield source, line, value
+                yield source, line, value, 0
 
     return Log(source, header, samples())
 
@@ -404,7 +405,9 @@ class InspectIngest:
         })
         runs: dict[int, str] = {}
         seen = 0
-        for here, line, sample in log.samples:
+        for here, line, sample, unpacked in log.samples:
+            # a batch of records is written when it holds BATCH_BYTES, counted uncompressed (bounded memory)
+            self.native.batch.unpacked_bytes += unpacked
             records = self._sample(here, line, sample, slug, task, threshold)
             if records is None:
                 continue

@@ -218,6 +218,8 @@ class _Batch:
     verdicts: list[tuple[Run | None, dict]] = field(default_factory=list)
     records: int = 0
     start_bytes: int = 0
+    #: bytes the records take beyond what was read from disk for them (a compressed log's entries)
+    unpacked_bytes: int = 0
 
 
 class _NativeIngest:
@@ -265,7 +267,8 @@ class _NativeIngest:
                 continue
             getattr(self, f"_{kind}")(source, line, record, current)
             self.batch.records += 1
-            if self.batch.records >= BATCH or ctx.done_bytes - self.batch.start_bytes >= BATCH_BYTES:
+            batch_bytes = ctx.done_bytes - self.batch.start_bytes + self.batch.unpacked_bytes
+            if self.batch.records >= BATCH or batch_bytes >= BATCH_BYTES:
                 self.flush(current)
         if current is not None:
             self.flush(current)

