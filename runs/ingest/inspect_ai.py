@@ -461,7 +461,7 @@ class InspectIngest:
             value, explanation = score["value"], str(_resolve(score.get("explanation") or "", attachments))
             history = score.get("history") if isinstance(score.get("history"), list) else []
             if history:
-                edits = [h for h in history if isinstance(h, dict) and h.get("provenance")]
+                edits = [h for h in history if isinstance(h, dict) and isinstance(h.get("provenance"), dict)]
                 if edits:
                     who = edits[-1]["provenance"]
                     explanation = (f"edited by {who.get('author') or 'someone'}"

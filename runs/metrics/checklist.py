@@ -7,6 +7,7 @@ verdicts, because rollups cannot leave items out.
 """
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -750,6 +751,10 @@ class HarnessLog:
     working_time: float | None
 
 
+#: deeper spans are indented as much as this (the page has a step per level up to it)
+MAX_EVENT_DEPTH = 4
+
+
 def harness_log(outcome: dict, *, limit: int = 500) -> HarnessLog | None:
     """The harness log of an attempt's outcome, or None when the attempt came from elsewhere. Events beyond
     `limit` are left out of the list (the totals count them all)."""
@@ -760,10 +765,11 @@ def harness_log(outcome: dict, *, limit: int = 500) -> HarnessLog | None:
     shown, depth = [], 0
     for event in events:
         kind = event.get("event")
-        if kind == "span_end":
+        if kind == "span_end":  # the indent shows where a span ends; its row would say nothing more
             depth = max(depth - 1, 0)
+            continue
         if len(shown) < limit:
-            shown.append({**event, "depth": depth})
+            shown.append({**event, "depth": min(depth, MAX_EVENT_DEPTH)})
         if kind == "span_begin":
             depth += 1
     models = [e for e in events if e.get("event") == "model"]
@@ -777,6 +783,13 @@ def harness_log(outcome: dict, *, limit: int = 500) -> HarnessLog | None:
         input_tokens=int(total(models, "input_tokens")), output_tokens=int(total(models, "output_tokens")),
         model_seconds=total(models, "seconds"), tool_calls=len(tools), tool_seconds=total(tools, "seconds"),
         pass_threshold=outcome.get("pass_threshold"), invalidated=outcome.get("invalidated"),
-        scores=outcome.get("scores") or {}, metrics=outcome.get("metrics") or {},
+        scores={name: {**score, "value": _as_text(score.get("value"))} for name, score in (outcome.get("scores") or {}).items()
+                if isinstance(score, dict)},
+        metrics={name: _as_text(value) for name, value in (outcome.get("metrics") or {}).items()},
         total_time=outcome.get("total_time"), working_time=outcome.get("working_time"),
     )
+
+
+def _as_text(value) -> str | None:
+    """A logged value as the page shows it: text as it is, anything else as JSON (None stays None: unscored)."""
+    return value if isinstance(value, str) or value is None else json.dumps(value, ensure_ascii=False)

@@ -148,5 +148,5 @@ def test_the_pages_say_where_it_came_from_and_show_the_harness_metrics(reviewer_
     attempt = Attempt.objects.get(instance__external_id="3")
     page = reviewer_client.get(reverse("runs:attempt", args=[attempt.id])).content.decode()
     assert "From the lm-evaluation-harness samples" in page
-    assert "<code>inst_level_strict_acc</code> = <code>[False]</code>" in page
+    assert "<code>inst_level_strict_acc</code> = <code>[false]</code>" in page
     assert set(ChecklistItem.objects.values_list("instance__primary_category", flat=True)) == {"ifeval"}
