@@ -150,3 +150,22 @@ def test_the_pages_say_where_it_came_from_and_show_the_harness_metrics(reviewer_
     assert "From the lm-evaluation-harness samples" in page
     assert "<code>inst_level_strict_acc</code> = <code>[false]</code>" in page
     assert set(ChecklistItem.objects.values_list("instance__primary_category", flat=True)) == {"ifeval"}
+
+
+def test_the_checklist_pages_work_on_an_imported_task(reviewer_client):
+    """Leaderboard by instruction category, judge sensitivity (strict against loose), compare, export."""
+    _ingest(RESULTS, IFEVAL)
+    slug = "lm-eval-ifeval"
+    board = reviewer_client.get(reverse("runs:leaderboard", args=[slug]) + "?by=category")
+    assert board.status_code == 200 and "punctuation" in board.content.decode()
+    rows = reviewer_client.get(reverse("api:leaderboard", args=[slug]) + "?by=category&judge=strict").json()["rows"]
+    punctuation = next(r for r in rows if r["group"] == "punctuation")
+    # punctuation:no_comma in prompts 0, 1 and 5 (twice): all four pass under strict
+    assert punctuation["csr"] == 100 and punctuation["n_instances"] == 3
+    judges = reviewer_client.get(reverse("runs:checklist-judges", args=[slug]))
+    assert judges.status_code == 200 and "strict" in judges.content.decode() and "loose" in judges.content.decode()
+    assert reviewer_client.get(reverse("runs:checklist-compare", args=[slug])).status_code == 200
+    reported = json.loads(RESULTS.read_text())["results"]["ifeval"]
+    export = reviewer_client.get(reverse("runs:leaderboard-export", args=[slug]) + "?format=json").json()
+    both = (reported["prompt_level_strict_acc,none"] + reported["prompt_level_loose_acc,none"]) / 2
+    assert export["rows"][0]["isr"] == pytest.approx(100 * both)  # the row is the mean over the two judges
