@@ -8,7 +8,7 @@ whose `samples` list is streamed one sample at a time. Only the format versions 
 
 One log is one run of one model on one task; each epoch is a repetition (a run of its own, labelled
 "<label> epoch <n>" when the task has more than one); each sample is an attempt on the instance of
-its id. Each scorer is a judge; its value gives verdicts on checklist items (`score_verdict`).
+its id. Each scorer is a judge; its value gives verdicts on checklist items (`runs.ingest.verdicts.score_verdict`).
 The samples become the portal's own records (runs.ingest.native), which check and store them.
 """
 from __future__ import annotations
@@ -16,17 +16,18 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import re
 import zipfile
 import zlib
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from runs.models import BenchmarkKind, Judge, JudgeKind, VerdictResult
+from runs.models import BenchmarkKind, Judge, JudgeKind
 
-from .base import Context, Source, clean, content_hash, iter_json_document, overflows_float
+from .base import Context, Source, clean, content_hash, iter_json_document
+from .lookups import slug_for
 from .native import _NativeIngest
+from .verdicts import score_verdict
 
 #: log format versions read (EvalLog.version; 2 since inspect_ai 0.3.x, checked against 0.3.285)
 ACCEPTED_VERSIONS = (2,)
@@ -36,13 +37,9 @@ ANSWER_ITEM = "answer"
 #: the most one sample entry of a `.eval` may hold uncompressed: a sample is read whole (bounded memory)
 MAX_SAMPLE_BYTES = 256 << 20
 MAX_HEADER_BYTES = 64 << 20
-#: Inspect's value_to_float for the letter grades; P and N as Inspect counts them
-LETTERS = {"C": 1.0, "I": 0.0, "P": 0.5, "N": 0.0}
-LETTER_NAMES = {"C": "correct", "I": "incorrect", "P": "partially correct", "N": "no answer"}
 #: a tool result or argument longer than this is cut in the event list (the trajectory keeps it whole)
 EVENT_TEXT = 300
 ZSTD = 93  # the zip compression method of zstandard, which inspect_ai writes .eval entries with
-_SLUG_BAD = re.compile(r"[^-a-zA-Z0-9_]+")
 _ATTACHMENT = "attachment://"
 
 
@@ -310,52 +307,6 @@ def event_summary(event: dict[str, Any]) -> dict[str, Any] | None:
     return {k: v for k, v in row.items() if v not in (None, "")}
 
 
-@dataclass(frozen=True)
-class Verdict:
-    item: str
-    result: str
-    score: float | None
-    reasoning: str
-
-
-def score_verdict(item: str, value: Any, threshold: float | None, explanation: str) -> Verdict | str:
-    """One score value as a verdict on `item`, or the reason it cannot be one.
-
-    C pass, I fail, N (no answer) fail; P (partially correct, 0.5 as Inspect counts it) passes only when
-    the pass threshold is at most 0.5; a boolean passes when true; a number is the verdict's score and
-    passes when at least the threshold (which a number other than 0 and 1 needs; without one, 1 passes
-    and 0 fails); NaN (unscored) is not applicable."""
-    reasoning = explanation
-    if isinstance(value, str) and value in LETTERS:
-        score = LETTERS[value]
-        if value in ("C", "I", "N"):
-            result = VerdictResult.PASS if value == "C" else VerdictResult.FAIL
-        else:
-            result = VerdictResult.PASS if threshold is not None and score >= threshold else VerdictResult.FAIL
-        if value in ("N", "P"):
-            reasoning = f"{LETTER_NAMES[value]}. {explanation}".strip()
-        return Verdict(item, result, score, reasoning)
-    if isinstance(value, bool):
-        return Verdict(item, VerdictResult.PASS if value else VerdictResult.FAIL, float(value), reasoning)
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return Verdict(item, VerdictResult.NOT_APPLICABLE, None, f"unscored. {explanation}".strip())
-    if isinstance(value, (int, float)):
-        if overflows_float(value) or not math.isfinite(value):
-            return f"the value of '{item}' is {value}, not a number a verdict can hold"
-        if threshold is None:
-            if value in (0, 1):  # a 0/1 score (accuracy, exact match): 1 passes
-                return Verdict(item, VerdictResult.PASS if value == 1 else VerdictResult.FAIL, float(value), reasoning)
-            return (f"the value of '{item}' is a number ({value}): choose the score that passes with --pass-threshold "
-                    "(the import form's Pass threshold field)")
-        return Verdict(item, VerdictResult.PASS if value >= threshold else VerdictResult.FAIL, float(value), reasoning)
-    shown = json.dumps(value, ensure_ascii=False)[:60]
-    return f"the value of '{item}' is {shown}: a score value should be C, I, P, N, a number or a boolean"
-
-
-def benchmark_slug(task: str) -> str:
-    return (_SLUG_BAD.sub("-", task).strip("-") or "inspect")[:100]
-
-
 class InspectIngest:
     """Turns logs into native records, sample by sample, and feeds them to the native ingest."""
 
@@ -382,7 +333,7 @@ class InspectIngest:
         ctx, source, header = self.ctx, log.source, log.header
         spec = header["eval"]
         task = str(spec.get("task_display_name") or spec.get("task") or "task")
-        slug = ctx.options.benchmark or benchmark_slug(str(spec.get("task") or task))
+        slug = ctx.options.benchmark or slug_for(str(spec.get("task") or task))
         yield source, None, {
             "type": "benchmark", "slug": slug, "name": task[:200], "kind": BenchmarkKind.CHECKLIST,
             "version": str(spec.get("task_version") or "")[:50],

@@ -23,8 +23,9 @@ from typing import Any
 from runs.models import BenchmarkKind, JudgeKind, VerdictResult
 
 from .base import Context, Source, clean, iter_json_document, iter_jsonl
-from .inspect_ai import benchmark_slug, score_verdict
+from .lookups import slug_for
 from .native import _NativeIngest
+from .verdicts import score_verdict
 
 SOURCE_LABEL = "lm-evaluation-harness samples"
 _SAMPLES_NAME = re.compile(r"^samples_(?P<task>.+?)_(?P<time>\d{4}-\d{2}-\d{2}T[0-9.:\-]+)\.jsonl$")
@@ -134,7 +135,7 @@ class LmEvalIngest:
             ctx.problem(source, None, f"the results file {self.results_name} has no task '{task}': "
                                       "are the files of the same run?")
             return
-        slug = ctx.options.benchmark or benchmark_slug(f"lm-eval-{task}")
+        slug = ctx.options.benchmark or slug_for(f"lm-eval-{task}")
         configs = results.get("configs") if isinstance(results.get("configs"), dict) else {}
         versions = results.get("versions") if isinstance(results.get("versions"), dict) else {}
         yield source, None, {"type": "benchmark", "slug": slug, "name": task[:200], "kind": BenchmarkKind.CHECKLIST,

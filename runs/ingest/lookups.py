@@ -2,6 +2,7 @@
 and indexes of existing instances and items for resolving references."""
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from django.db import connection
@@ -9,6 +10,14 @@ from django.db import connection
 from runs.models import AgentModel, Attempt, Benchmark, ChecklistItem, Instance, Judge, JudgeKind, Run
 
 from .base import Context, Source
+
+
+_SLUG_BAD = re.compile(r"[^-a-zA-Z0-9_]+")
+
+
+def slug_for(name: str) -> str:
+    """A benchmark slug made of a harness's task name (what a slug cannot hold becomes '-')."""
+    return (_SLUG_BAD.sub("-", name).strip("-") or "benchmark")[:100]
 
 
 def benchmark_get_or_create(ctx: Context, *, default_slug: str, kind: str, name: str) -> Benchmark:
