@@ -220,7 +220,8 @@ def test_the_pages_say_where_it_came_from_and_show_the_events(reviewer_client):
     page = reviewer_client.get(reverse("runs:attempt", args=[_attempt("tiny_if", "capital", 1).id])).content.decode()
     assert "From the Inspect AI log" in page and "passes at <strong>0.5</strong> or more" in page
     assert "2 model calls:" in page and "1 tool call in" in page and "<code>lookup</code>" in page
-    assert "<code>{&quot;mentions_target&quot;: &quot;C&quot;, &quot;one_line&quot;: &quot;C&quot;" in page  # a dict value as JSON
+    # a dict value as JSON (PostgreSQL's jsonb keeps its keys in an order of its own)
+    assert "<code>{&quot;" in page and "&quot;mentions_target&quot;: &quot;C&quot;" in page
     assert "<code>span_end</code>" not in page and '<td class="depth-3"><code>tool</code>' in page
     invalid = reviewer_client.get(reverse("runs:attempt", args=[_attempt("tiny_if", "sum", 2).id])).content.decode()
     assert "<strong>invalidated</strong> by reviewer: answer leaked in the prompt" in invalid
