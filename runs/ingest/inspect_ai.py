@@ -275,7 +275,7 @@ def _cut(value: Any) -> str:
     return text if len(text) <= EVENT_TEXT else text[:EVENT_TEXT] + "…"
 
 
-def event_summary(event: dict[str, Any]) -> dict[str, Any] | None:
+def event_summary(event: dict[str, Any], attachments: dict[str, str] | None = None) -> dict[str, Any] | None:
     """What the attempt page lists of one event: its kind, when, and for model calls the tokens and
     time, for tool calls the function, arguments, result and time, for spans their name and type."""
     kind = event.get("event")
@@ -290,7 +290,8 @@ def event_summary(event: dict[str, Any]) -> dict[str, Any] | None:
                    cached=bool(event.get("cache")), error=_cut(event["error"]) if event.get("error") else None)
     elif kind == "tool":
         error = event.get("error")
-        row.update(function=event.get("function"), arguments=_cut(event.get("arguments")), result=_cut(event.get("result")),
+        row.update(function=event.get("function"), arguments=_cut(_resolve(event.get("arguments"), attachments or {})),
+                   result=_cut(_resolve(event.get("result"), attachments or {})),
                    seconds=event.get("working_time"), agent=event.get("agent"),
                    error=_cut(error.get("message") if isinstance(error, dict) else error) if error else None)
     elif kind in ("span_begin", "span_end"):
@@ -431,7 +432,7 @@ class InspectIngest:
         items = {v["item"] for v in verdicts}
         records = self._instance(problem, sample, instance, slug, task, items, attachments)
         messages = thread_messages(_resolve(sample.get("messages") or [], attachments))
-        events = [e for e in (event_summary(e) for e in sample.get("events") or [] if isinstance(e, dict)) if e]
+        events = [e for e in (event_summary(e, attachments) for e in sample.get("events") or [] if isinstance(e, dict)) if e]
         output = sample.get("output") if isinstance(sample.get("output"), dict) else {}
         response = output.get("completion") if isinstance(output.get("completion"), str) else ""
         if not response:

@@ -322,3 +322,20 @@ def test_eval_batches_are_bounded_by_their_uncompressed_size(monkeypatch):
     monkeypatch.setattr(native._NativeIngest, "flush", lambda self, defined: (flushes.append(1), flush(self, defined)))
     _ingest(LOGS["eval"], pass_threshold=0.5)
     assert len(flushes) >= len(sizes) // 2 and Verdict.objects.count() == 30
+
+
+def test_attachments_are_put_back_where_the_log_refers_to_them(tmp_path):
+    """inspect_ai moves long text into the sample's attachments and leaves attachment://<hash> in its place."""
+    log = json.loads(LOGS["json"].read_text(encoding="utf-8"))
+    sample = next(s for s in log["samples"] if s["id"] == "capital" and s["epoch"] == 1)
+    long = "Paris is the capital of France. " * 20
+    sample["attachments"] = {"abc123": long}
+    sample["messages"][2]["content"] = "attachment://abc123"
+    next(e for e in sample["events"] if e["event"] == "tool")["result"] = "attachment://abc123"
+    moved = tmp_path / "moved.json"
+    moved.write_text(json.dumps(log), encoding="utf-8")
+    _ingest(moved, pass_threshold=0.5)
+    attempt = _attempt("tiny_if", "capital", 1)
+    assert attempt.trajectory.threads[0]["messages"][2]["content"] == long
+    [tool] = [e for e in attempt.outcome["events"] if e["event"] == "tool"]
+    assert tool["result"] == long[:300] + "…"
