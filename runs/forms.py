@@ -34,7 +34,7 @@ FORMAT_DESCRIPTIONS: dict[str, str] = {
                "files of one run (IFEval: judges strict and loose).",
 }
 FORMAT_CHOICES = [(name, name) for name in FORMATS]
-OPTION_NAMES = ("benchmark", "model", "run", "judge", "scaffold", "repetition", "pass_threshold")
+OPTION_NAMES = ("benchmark", "model", "run", "judge", "scaffold", "repetition", "pass_threshold", "category_field")
 #: room for form fields and multipart boundaries around the files themselves
 MULTIPART_OVERHEAD_BYTES = 64 * 1024
 #: the largest repetition number: what Run.repetition (a PositiveIntegerField) holds on every database
@@ -176,6 +176,8 @@ class ImportForm(forms.Form):
                                     help_text="Repetition number of the run (default 1).")
     pass_threshold = forms.FloatField(required=False, help_text="Least score that passes, where scores are numbers "
                                       "other than 0 and 1 (inspect, lm-eval); stated on the run's pages.")
+    category_field = forms.CharField(required=False, max_length=100, help_text="Sample metadata field whose value "
+                                     "groups the instances (inspect, lm-eval); default: the task.")
 
     def format_options(self) -> list[tuple[str, str, bool]]:
         """(name, description, checked) for each format, for the radio list."""

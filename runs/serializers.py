@@ -36,6 +36,9 @@ class IngestInputSerializer(serializers.Serializer):
                                           help_text="Repetition number of the run (default 1).")
     pass_threshold = serializers.FloatField(required=False, help_text="Least score that passes, where scores are "
                                             "numbers other than 0 and 1 (inspect, lm-eval).")
+    category_field = serializers.CharField(required=False, allow_blank=True, max_length=100,
+                                           help_text="Sample metadata field whose value groups the instances (inspect, "
+                                           "lm-eval); default: the task.")
 
     def validate_pass_threshold(self, value):
         if value is not None and not math.isfinite(value):

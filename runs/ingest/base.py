@@ -95,6 +95,8 @@ class Options:
     repetition: int | None = None
     #: the least score that passes, for formats whose scores are numbers (Inspect AI logs, lm-eval samples)
     pass_threshold: float | None = None
+    #: a field of each sample's metadata (lm-eval: of its doc) whose value is the instance's primary category
+    category_field: str | None = None
 
 
 class IngestFailed(Exception):

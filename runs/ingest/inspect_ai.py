@@ -25,7 +25,7 @@ from typing import Any
 from runs.models import BenchmarkKind, Judge, JudgeKind
 
 from .base import Context, Source, clean, content_hash, iter_json_document
-from .lookups import slug_for
+from .lookups import category_of, slug_for
 from .native import _NativeIngest
 from .verdicts import score_verdict
 
@@ -472,7 +472,8 @@ class InspectIngest:
         keys = sorted(items | stored, key=lambda k: (k != ANSWER_ITEM, k))
         self.defined[(slug, instance)] = (frozenset(keys), digest)
         return [{
-            "type": "instance", "id": instance[:300], "spec": spec, "primary_category": task[:200],
+            "type": "instance", "id": instance[:300], "spec": spec,
+            "primary_category": category_of(spec.get("metadata"), self.ctx.options.category_field, task),
             "items": [{"key": key[:300], "category": (key.split(":")[0] if ":" in key else key)[:200],
                        "description": ("Each scorer's verdict on the whole answer" if key == ANSWER_ITEM
                                        else f"The score key '{key}'")} for key in keys],

@@ -23,7 +23,7 @@ from typing import Any
 from runs.models import BenchmarkKind, JudgeKind, VerdictResult
 
 from .base import Context, Source, clean, iter_json_document, iter_jsonl
-from .lookups import slug_for
+from .lookups import category_of, slug_for
 from .native import _NativeIngest
 from .verdicts import score_verdict
 
@@ -202,7 +202,8 @@ class LmEvalIngest:
         records: list[dict] = []
         if first:
             records.append(clean({"type": "instance", "id": instance[:300], "spec": self._spec(sample),
-                                 "primary_category": self.task[:200], "items": [
+                                 "primary_category": category_of(sample.get("doc"), self.ctx.options.category_field, self.task),
+                                 "items": [
                 {"key": key[:300], "category": key.split(":")[0][:200], "check_type": key.split("#")[0][:100],
                  "description": key.split("#")[0], "details": {"kwargs": kwargs[n] if n < len(kwargs) else None}}
                 for n, key in enumerate(keys)]}))
@@ -248,7 +249,8 @@ class LmEvalIngest:
             item_keys = sorted({f"{m},{f}" for m in map(str, names) for f in filters} if named and filters
                                else {key(m) for m in map(str, names)})
             records.append(clean({"type": "instance", "id": instance[:300], "spec": self._spec(sample),
-                                 "primary_category": self.task[:200], "items": [
+                                 "primary_category": category_of(sample.get("doc"), self.ctx.options.category_field, self.task),
+                                 "items": [
                 {"key": k[:300], "category": k.split(",")[0][:200], "description": f"the harness's per-sample {k}"}
                 for k in item_keys]}))
             records.append(clean(self._attempt(sample, instance)))

@@ -20,6 +20,15 @@ def slug_for(name: str) -> str:
     return (_SLUG_BAD.sub("-", name).strip("-") or "benchmark")[:100]
 
 
+def category_of(record: Any, field: str | None, default: str) -> str:
+    """An instance's primary category: the value of `field` in a harness's sample record (its metadata, an
+    lm-eval doc) when asked for and present, else `default` (the task)."""
+    value = record.get(field) if field and isinstance(record, dict) else None
+    if value is None or isinstance(value, (dict, list)):
+        return default[:200]
+    return str(value)[:200]
+
+
 def benchmark_get_or_create(ctx: Context, *, default_slug: str, kind: str, name: str) -> Benchmark:
     """The benchmark named by --benchmark (or the format's default), created if missing, locked
     for the rest of the ingest (see `benchmark_lock_for_ingest`)."""

@@ -339,3 +339,12 @@ def test_attachments_are_put_back_where_the_log_refers_to_them(tmp_path):
     assert attempt.trajectory.threads[0]["messages"][2]["content"] == long
     [tool] = [e for e in attempt.outcome["events"] if e["event"] == "tool"]
     assert tool["result"] == long[:300] + "…"
+
+
+def test_a_metadata_field_groups_the_leaderboard(reviewer_client):
+    _ingest(LOGS["eval"], pass_threshold=0.5, category_field="topic")
+    assert dict(Instance.objects.values_list("external_id", "primary_category")) == {
+        "capital": "geography", "sum": "math", "3": "nature"}
+    rows = reviewer_client.get(reverse("api:leaderboard", args=["tiny_if"]) + "?by=primary_category&judge=match").json()["rows"]
+    # match on "3": I in epoch 1 edited to C, I in epoch 2
+    assert {r["group"]: r["isr"] for r in rows} == {"geography": 100, "math": 100, "nature": 50}

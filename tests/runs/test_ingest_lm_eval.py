@@ -12,7 +12,7 @@ import pytest
 from django.urls import reverse
 
 from runs.ingest import IngestFailed, Options, Source, ingest
-from runs.models import Attempt, Benchmark, ChecklistItem, Run, Verdict
+from runs.models import Attempt, Benchmark, ChecklistItem, Instance, Run, Verdict
 
 pytestmark = pytest.mark.django_db
 
@@ -169,3 +169,8 @@ def test_the_checklist_pages_work_on_an_imported_task(reviewer_client):
     export = reviewer_client.get(reverse("runs:leaderboard-export", args=[slug]) + "?format=json").json()
     both = (reported["prompt_level_strict_acc,none"] + reported["prompt_level_loose_acc,none"]) / 2
     assert export["rows"][0]["isr"] == pytest.approx(100 * both)  # the row is the mean over the two judges
+
+
+def test_a_doc_field_can_group_the_instances():
+    _ingest(RESULTS, IFEVAL, category_field="key")
+    assert Instance.objects.get(external_id="0").primary_category == "1000"

@@ -22,6 +22,7 @@ class Command(BaseCommand):
         parser.add_argument("--repetition", type=int, help="repetition number of the run (default 1)")
         parser.add_argument("--pass-threshold", type=float,
                             help="least score that passes, where scores are numbers (inspect, lm-eval)")
+        parser.add_argument("--category-field", help="sample metadata field to group instances by (inspect, lm-eval)")
         parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
     def handle(self, *args, **opts):
@@ -34,6 +35,7 @@ class Command(BaseCommand):
         options = Options(
             benchmark=opts["benchmark"], model=opts["model"], run=opts["run"], judge=opts["judge"],
             scaffold=opts["scaffold"], repetition=opts["repetition"], pass_threshold=opts["pass_threshold"],
+            category_field=opts["category_field"],
         )
         bar = None
         if not opts["no_progress"]:
