@@ -187,10 +187,10 @@ def read_json(source: Source, ctx: Context) -> Log | None:
     _check_version(header)
 
     def samples() -> Iterator[tuple[Source, int | None, Any, int]]:
-        if first_sample:
+        if first_sample and first_sample[1] is not None:  # "samples": null is a log written without them
             yield source, first_sample[0], first_sample[1], 0
         for key, line, value in stream:
-            if key == "samples":
+            if key == "samples" and value is not None:
                 yield source, line, value, 0
 
     return Log(source, header, samples())

@@ -348,3 +348,13 @@ def test_a_metadata_field_groups_the_leaderboard(reviewer_client):
     rows = reviewer_client.get(reverse("api:leaderboard", args=["tiny_if"]) + "?by=primary_category&judge=match").json()["rows"]
     # match on "3": I in epoch 1 edited to C, I in epoch 2
     assert {r["group"]: r["isr"] for r in rows} == {"geography": 100, "math": 100, "nature": 50}
+
+
+def test_a_log_written_without_samples_is_refused_with_the_reason(tmp_path):
+    header_only = tmp_path / "header_only.json"
+    log = json.loads(LOGS["json"].read_text(encoding="utf-8"))
+    log["samples"] = None
+    header_only.write_text(json.dumps(log), encoding="utf-8")
+    with pytest.raises(IngestFailed, match=r"header_only.json: the log holds no samples \(status: success\): "
+                                           "was it written with log_samples off"):
+        _ingest(header_only, pass_threshold=0.5)
