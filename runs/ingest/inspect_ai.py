@@ -445,8 +445,11 @@ class InspectIngest:
             "error": error.get("message") if isinstance(error, dict) else error, "pass_threshold": threshold,
         })
         tools = _tools(sample.get("events") or [])
+        main_ids = {m["id"] for m in sample.get("messages") or [] if isinstance(m, dict) and isinstance(m.get("id"), str)}
+        threads = [{"meta": {"thread": "main"}, "tools": tools, "messages": messages},
+                   *subagent_threads(sample.get("events") or [], sample.get("events_data"), main_ids, attachments)]
         attempt = {"type": "attempt", "instance": instance, "response": _resolve(response, attachments), "outcome": outcome,
-                   "threads": [{"meta": {"thread": "main"}, "tools": tools, "messages": messages}]}
+                   "threads": threads}
         return sample["epoch"], clean(finite([*records, attempt, *verdicts]))
 
     def _instance(self, problem: Callable[[str], None], sample: dict, instance: str, slug: str, task: str,
@@ -485,6 +488,50 @@ class InspectIngest:
             stored = Judge.objects.filter(name=name).values_list("kind", flat=True).first()
             self.judge_kinds[name] = stored or JudgeKind.LOGGED
         return self.judge_kinds[name]
+
+
+def subagent_threads(events: list[Any], events_data: Any, main_ids: set[str],
+                     attachments: dict[str, str]) -> list[dict[str, Any]]:
+    """A thread per sub-agent: the conversation of the last model call inside each `agent` span (its input,
+    from the pool inspect_ai condenses inputs into, and its output). An agent whose last message is already
+    in the sample's messages (the main agent, a handoff that shares the history) gets none."""
+    spans: dict[str, tuple[Any, Any, Any]] = {}
+    for event in events:
+        if isinstance(event, dict) and event.get("event") == "span_begin" and isinstance(event.get("id"), str):
+            spans[event["id"]] = (event.get("parent_id"), event.get("type"), event.get("name"))
+
+    def agent_of(span: Any) -> str | None:
+        for _ in range(len(spans) + 1):  # a parent chain longer than the spans is a cycle
+            if not isinstance(span, str) or span not in spans:
+                return None
+            if spans[span][1] == "agent":
+                return span
+            span = spans[span][0]
+        return None
+
+    last: dict[str, dict[str, Any]] = {}
+    for event in events:
+        if isinstance(event, dict) and event.get("event") == "model":
+            agent_span = agent_of(event.get("span_id"))
+            if agent_span is not None:
+                last[agent_span] = event
+    pool = events_data.get("messages") if isinstance(events_data, dict) and isinstance(events_data.get("messages"), list) else []
+    threads = []
+    for span, event in last.items():
+        output = event.get("output") if isinstance(event.get("output"), dict) else {}
+        choices = output.get("choices") if isinstance(output.get("choices"), list) else []
+        reply = choices[0].get("message") if choices and isinstance(choices[0], dict) else None
+        if isinstance(reply, dict) and isinstance(reply.get("id"), str) and reply["id"] in main_ids:
+            continue
+        given = event.get("input") if isinstance(event.get("input"), list) else []
+        if not given:
+            for pair in event.get("input_refs") or []:
+                if isinstance(pair, list) and len(pair) == 2 and all(isinstance(n, int) for n in pair):
+                    given += pool[max(pair[0], 0):max(pair[1], 0)]
+        messages = thread_messages(_resolve([*given, *([reply] if isinstance(reply, dict) else [])], attachments))
+        threads.append({"meta": {"thread": f"sub-agent {str(spans[span][2] or span)[:100]}", "span": span},
+                        "tools": _tools([event]), "messages": messages})
+    return threads
 
 
 def _tools(events: list[Any]) -> list[dict[str, str]]:

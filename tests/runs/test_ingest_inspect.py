@@ -237,7 +237,7 @@ def test_logs_made_by_inspect_ai_now_import_as_the_committed_ones_do(tmp_path):
                           timeout=300, env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "INSPECT_LOG_DIR": "logs",
                                             "NO_PROXY": "*", "INSPECT_DISPLAY": "none"})
     assert done.returncode == 0, done.stderr[-2000:]
-    made = {p.suffix: p for p in (tmp_path / "logs").iterdir()}
+    made = {p.suffix: p for p in (tmp_path / "logs").iterdir() if p.is_file()}
     assert set(made) == {".eval", ".json"}
     committed = {}
     for kind, path in made.items():
@@ -246,6 +246,10 @@ def test_logs_made_by_inspect_ai_now_import_as_the_committed_ones_do(tmp_path):
         committed[kind] = _verdicts(f"committed{kind.replace('.', '-')}")
         assert _verdicts(f"now{kind.replace('.', '-')}") == committed[kind]
     assert Attempt.objects.filter(run__benchmark__slug="now-eval", trajectory__isnull=False).count() == 6
+    [sub_agent] = (tmp_path / "logs" / "sub_agent").iterdir()
+    _ingest(sub_agent, benchmark="now-sub-agent")
+    threads = Attempt.objects.get(run__benchmark__slug="now-sub-agent").trajectory.threads
+    assert [t["meta"]["thread"] for t in threads] == ["main", "sub-agent researcher"]
 
 
 @st.composite
@@ -358,3 +362,47 @@ def test_a_log_written_without_samples_is_refused_with_the_reason(tmp_path):
     with pytest.raises(IngestFailed, match=r"header_only.json: the log holds no samples \(status: success\): "
                                            "was it written with log_samples off"):
         _ingest(header_only, pass_threshold=0.5)
+
+
+def test_a_sub_agent_gets_a_thread_of_its_own():
+    """tests/fixtures/inspect/sub_agent.json: the main model calls a sub-agent as a tool (make_logs.py's sub_agent)."""
+    _ingest(FIXTURES / "sub_agent.json")
+    attempt = Attempt.objects.select_related("trajectory").get()
+    main, sub = attempt.trajectory.threads
+    assert main["meta"]["thread"] == "main" and [m["role"] for m in main["messages"]] == ["user", "assistant", "tool", "assistant"]
+    assert main["messages"][2]["content"] == "The research says Paris."
+    assert sub["meta"]["thread"] == "sub-agent researcher"
+    assert [(m["role"], m["content"]) for m in sub["messages"]] == [
+        ("user", "capital of France?"), ("assistant", "The research says Paris.")]
+    spans = [e for e in attempt.outcome["events"] if e["event"] == "span_begin"]
+    assert ("agent", "researcher") in {(e.get("type"), e.get("name")) for e in spans}
+    assert Verdict.objects.get().result == "pass"
+
+
+_JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=10),
+                     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
+                     max_leaves=6)
+
+
+def test_damaged_events_and_messages_import_whole_or_fail_cleanly(tmp_path):
+    """The sub-agent threads read spans, model events and the pooled inputs: any value of any type in them
+    (found this way: a message id that was a list) leaves the import whole or failed, never crashed."""
+    log = json.loads((FIXTURES / "sub_agent.json").read_text(encoding="utf-8"))
+    sample = log["samples"][0]
+    places = [(part, n, key) for part in ("events", "messages") for n, record in enumerate(sample[part]) for key in record]
+    places += [("events_data", "messages", n) for n in range(len(sample["events_data"]["messages"]))]
+
+    @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+    @given(place=st.sampled_from(places), value=_JSON)
+    def run(place, value):
+        damaged = json.loads(json.dumps(log))
+        damaged["samples"][0][place[0]][place[1]][place[2]] = value
+        path = tmp_path / "damaged.json"
+        path.write_text(json.dumps(damaged), encoding="utf-8")
+        try:
+            _ingest(path, pass_threshold=0.5)
+        except IngestFailed as failed:
+            assert all(str(p).startswith("damaged.json:") for p in failed.problems), failed
+        Benchmark.objects.all().delete()
+
+    run()
