@@ -28,9 +28,13 @@ FORMAT_DESCRIPTIONS: dict[str, str] = {
     "guidebench-tasks": "GuideBench tasks: one JSON list per category (<category>_tasks.json).",
     "guidebench-predictions": "GuideBench predictions: the task lists with LLMAnswer added; needs model.",
     "native": "ifportal's native JSONL for any checklist- or dialogue-scored benchmark.",
+    "inspect": "Inspect AI eval logs (.eval or .json): one run per log and epoch, each scorer a judge; "
+               "numeric scores need a pass threshold.",
+    "lm-eval": "lm-evaluation-harness --log_samples output: the results_<time>.json and samples_<task>_<time>.jsonl "
+               "files of one run (IFEval: judges strict and loose).",
 }
 FORMAT_CHOICES = [(name, name) for name in FORMATS]
-OPTION_NAMES = ("benchmark", "name", "model", "run", "judge", "scaffold", "repetition")
+OPTION_NAMES = ("benchmark", "name", "model", "run", "judge", "scaffold", "repetition", "pass_threshold", "category_field")
 #: room for form fields and multipart boundaries around the files themselves
 MULTIPART_OVERHEAD_BYTES = 64 * 1024
 #: the largest repetition number: what Run.repetition (a PositiveIntegerField) holds on every database
@@ -49,8 +53,10 @@ def upload_size_problem(files: Sequence[UploadedFile]) -> str | None:
     return None
 
 
-#: the ingest formats are UTF-8 JSON or JSON Lines; nothing else is accepted as an upload
-UPLOAD_SUFFIXES = (".json", ".jsonl", ".ndjson")
+#: the ingest formats are UTF-8 JSON or JSON Lines; nothing else is accepted as an upload, but for
+#: Inspect AI's .eval logs (zip archives the inspect format reads entry by entry, each entry's size capped)
+UPLOAD_SUFFIXES = (".json", ".jsonl", ".ndjson", ".eval")
+ARCHIVE_SUFFIXES = {".eval": "zip"}
 #: leading bytes of compressed files and archives, refused so that no decompression bomb reaches the ingest
 COMPRESSED_MAGIC = {
     b"\x1f\x8b": "gzip", b"PK\x03\x04": "zip", b"PK\x05\x06": "zip", b"PK\x07\x08": "zip", b"BZh": "bzip2",
@@ -78,11 +84,16 @@ def upload_type_problem(files: Sequence[UploadedFile]) -> str | None:
         packed = next((kind for magic, kind in COMPRESSED_MAGIC.items() if head.startswith(magic)), None)
         if packed is None and head[257:262] == b"ustar":
             packed = "tar"
-        if packed:
+        suffix = Path(name).suffix.lower()
+        if suffix in ARCHIVE_SUFFIXES:
+            if packed != ARCHIVE_SUFFIXES[suffix]:
+                problems.append(f"{name} is not an Inspect AI .eval log (a zip archive).")
+        elif packed:
             problems.append(f"{name} is a {packed} file: compressed files and archives are not accepted; "
                             "upload the .json/.jsonl files themselves.")
         elif not name.lower().endswith(UPLOAD_SUFFIXES):
-            problems.append(f"{name}: only {', '.join(UPLOAD_SUFFIXES)} files are accepted (every format is JSON or JSON Lines).")
+            problems.append(f"{name}: only {', '.join(UPLOAD_SUFFIXES)} files are accepted (every format is JSON or JSON Lines, "
+                            "and Inspect AI's .eval logs).")
         elif b"\x00" in head:
             problems.append(f"{name} contains binary data (NUL bytes); the formats are UTF-8 text.")
     return " ".join(problems) or None
@@ -186,6 +197,10 @@ class ImportForm(forms.Form):
     scaffold = forms.CharField(required=False, max_length=100, help_text="Scaffold the run used.")
     repetition = forms.IntegerField(required=False, min_value=1, max_value=MAX_REPETITION,
                                     help_text="Repetition number of the run (default 1).")
+    pass_threshold = forms.FloatField(required=False, help_text="Least score that passes, where scores are numbers "
+                                      "other than 0 and 1 (inspect, lm-eval); stated on the run's pages.")
+    category_field = forms.CharField(required=False, max_length=100, help_text="Sample metadata field whose value "
+                                     "groups the instances (inspect, lm-eval); default: the task.")
 
     def format_options(self) -> list[tuple[str, str, bool]]:
         """(name, description, checked) for each format, for the radio list."""

@@ -35,6 +35,19 @@ class BenchmarkRow:
     n_attempts: int = 0
     n_verdicts: int = 0
     judges: list[str] = field(default_factory=list)
+    #: where its runs came from ("Inspect AI log", "OctoBench files", ...), from the formats they were imported in
+    origins: list[str] = field(default_factory=list)
+
+
+#: what the home page calls the files of each ingest format (by the format name's first word)
+ORIGINS = {
+    "octobench": "OctoBench files", "evolif": "EvolIF files", "manyih": "ManyIH files", "guidebench": "GuideBench files",
+    "native": "native JSONL", "inspect": "Inspect AI logs", "lm": "lm-evaluation-harness samples",
+}
+
+
+def origin_of(format_name: str) -> str:
+    return ORIGINS.get(format_name.split("-")[0], format_name)
 
 
 @dataclass
@@ -102,6 +115,11 @@ def overview() -> Overview:
         )
         run_benchmark[run.id] = run.benchmark_id
         benchmarks[run.benchmark_id].n_runs += 1
+        origins = benchmarks[run.benchmark_id].origins
+        for source in run.sources:
+            origin = origin_of(str(source.get("format") or "")) if isinstance(source, dict) and source.get("format") else None
+            if origin and origin not in origins:
+                origins.append(origin)
     for row in Attempt.objects.values("run_id").annotate(n=Count("id")).order_by():
         runs[row["run_id"]].n_attempts = row["n"]
         benchmarks[run_benchmark[row["run_id"]]].n_attempts += row["n"]

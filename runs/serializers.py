@@ -1,6 +1,8 @@
 """API serializers: input serializers validate requests, output serializers shape responses."""
 from __future__ import annotations
 
+import math
+
 from django.urls import reverse
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
@@ -40,6 +42,16 @@ class IngestInputSerializer(serializers.Serializer):
     scaffold = serializers.CharField(required=False, allow_blank=True, max_length=100, help_text="Scaffold the run used.")
     repetition = serializers.IntegerField(required=False, min_value=1, max_value=MAX_REPETITION,
                                           help_text="Repetition number of the run (default 1).")
+    pass_threshold = serializers.FloatField(required=False, help_text="Least score that passes, where scores are "
+                                            "numbers other than 0 and 1 (inspect, lm-eval).")
+    category_field = serializers.CharField(required=False, allow_blank=True, max_length=100,
+                                           help_text="Sample metadata field whose value groups the instances (inspect, "
+                                           "lm-eval); default: the task.")
+
+    def validate_pass_threshold(self, value):
+        if value is not None and not math.isfinite(value):
+            raise serializers.ValidationError("A pass threshold is a finite number.")
+        return value
 
     def validate_files(self, files):
         problem = upload_size_problem(files)

@@ -33,6 +33,8 @@ FORMATS: dict[str, str] = {
     "guidebench-tasks": "guidebench:ingest_tasks",
     "guidebench-predictions": "guidebench:ingest_predictions",
     "native": "native:ingest_native",
+    "inspect": "inspect_ai:ingest_inspect",
+    "lm-eval": "lm_eval:ingest_lm_eval",
 }
 
 #: the tables ingests write many rows to at a time, whose planner statistics they keep fresh

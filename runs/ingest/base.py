@@ -101,6 +101,10 @@ class Options:
     judge: str | None = None
     scaffold: str | None = None
     repetition: int | None = None
+    #: the least score that passes, for formats whose scores are numbers (Inspect AI logs, lm-eval samples)
+    pass_threshold: float | None = None
+    #: a field of each sample's metadata (lm-eval: of its doc) whose value is the instance's primary category
+    category_field: str | None = None
 
 
 class IngestFailed(Exception):
@@ -479,7 +483,7 @@ _WS = " \t\r\n"
 class _DocReader:
     """Incremental reader of one JSON document that keeps line numbers."""
 
-    def __init__(self, source: Source, ctx: Context):
+    def __init__(self, source: Source, ctx: Context, *, allow_constants: bool = False):
         self.source = source
         self.ctx = ctx
         self.chunks = _hashing_chunks(source, ctx)
@@ -488,7 +492,8 @@ class _DocReader:
         self.pos = 0
         self.line = 1  # line number at self.pos
         self.eof = False
-        self.json = json.JSONDecoder(**_STRICT_JSON)
+        # NaN and Infinity only where a format's writer puts them (the reader of the format maps them)
+        self.json = json.JSONDecoder() if allow_constants else json.JSONDecoder(**_STRICT_JSON)
         #: whether the last value's text has an escape that `clean` must look at
         self.escaped = False
         #: the ingest's problem count when the file was opened
@@ -570,7 +575,8 @@ class _DocError(Exception):
 
 
 def iter_json_document(
-    source: Source, ctx: Context, *, list_keys: tuple[str, ...] = (), extra_hint: str = "is this a JSONL file?"
+    source: Source, ctx: Context, *, list_keys: tuple[str, ...] = (), extra_hint: str = "is this a JSONL file?",
+    allow_constants: bool = False,
 ) -> Iterator[tuple[str | None, int, Any]]:
     """Stream a JSON document, yielding (key, line, value) without loading it whole.
 
@@ -583,7 +589,7 @@ def iter_json_document(
     if not source.path.exists() or source.path.stat().st_size == 0:
         ctx.problem(source, None, "the file is empty")
         return
-    reader = _DocReader(source, ctx)
+    reader = _DocReader(source, ctx, allow_constants=allow_constants)
     try:
         first = reader.peek()
         if first == "[":

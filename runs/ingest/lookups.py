@@ -2,6 +2,7 @@
 and indexes of existing instances and items for resolving references."""
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from django.db import connection
@@ -9,6 +10,23 @@ from django.db import connection
 from runs.models import AgentModel, Attempt, Benchmark, ChecklistItem, Instance, Judge, JudgeKind, Run
 
 from .base import Context, Source
+
+
+_SLUG_BAD = re.compile(r"[^-a-zA-Z0-9_]+")
+
+
+def slug_for(name: str) -> str:
+    """A benchmark slug made of a harness's task name (what a slug cannot hold becomes '-')."""
+    return (_SLUG_BAD.sub("-", name).strip("-") or "benchmark")[:100]
+
+
+def category_of(record: Any, field: str | None, default: str) -> str:
+    """An instance's primary category: the value of `field` in a harness's sample record (its metadata, an
+    lm-eval doc) when asked for and present, else `default` (the task)."""
+    value = record.get(field) if field and isinstance(record, dict) else None
+    if value is None or isinstance(value, (dict, list)):
+        return default[:200]
+    return str(value)[:200]
 
 
 def benchmark_get_or_create(ctx: Context, *, default_slug: str, kind: str, name: str) -> Benchmark:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -194,6 +194,14 @@ class _Defined:
             self._items_loaded = True
         return self.stored_items.get(pk, frozenset()), self.stored_rewrites.get(pk, frozenset())
 
+    def stored_file_keys(self, instance: str) -> frozenset[str]:
+        """Keys of a stored instance's items that files define (not an audit's rewrites); none if not stored."""
+        pk = self.stored_instances.get(instance)
+        if pk is None:
+            return frozenset()
+        keys, rewrites = self._stored(pk)
+        return keys - rewrites
+
     def run(self, label: str) -> tuple[bool, Run | None]:
         """(known, stored run or None) for a run label."""
         if label in self.runs:
@@ -211,6 +219,8 @@ class _Batch:
     verdicts: list[tuple[Run | None, dict]] = field(default_factory=list)
     records: int = 0
     start_bytes: int = 0
+    #: bytes the records take beyond what was read from disk for them (a compressed log's entries)
+    unpacked_bytes: int = 0
 
 
 class _NativeIngest:
@@ -223,13 +233,18 @@ class _NativeIngest:
 
     # reading ------------------------------------------------------------------------
     def read(self, source: Source) -> None:
+        self.records((source, line, record) for line, record in iter_jsonl(source, self.ctx))
+
+    def records(self, stream: Iterable[tuple[Source, int | None, dict]]) -> None:
+        """Check and store one file's records, in order: (where it is, line, record). Other formats
+        (Inspect AI logs, lm-evaluation-harness samples) turn their files into this stream."""
         ctx = self.ctx
         current: _Defined | None = None
         if ctx.options.benchmark:
             current = self._stored_benchmark(ctx.options.benchmark)
         first = True
         told_no_benchmark = False
-        for line, record in iter_jsonl(source, ctx):
+        for source, line, record in stream:
             kind = record.get("type")
             if kind not in TYPES:
                 ctx.problem(source, line, _type_problem(record))
@@ -253,7 +268,8 @@ class _NativeIngest:
                 continue
             getattr(self, f"_{kind}")(source, line, record, current)
             self.batch.records += 1
-            if self.batch.records >= BATCH or ctx.done_bytes - self.batch.start_bytes >= BATCH_BYTES:
+            batch_bytes = ctx.done_bytes - self.batch.start_bytes + self.batch.unpacked_bytes
+            if self.batch.records >= BATCH or batch_bytes >= BATCH_BYTES:
                 self.flush(current)
         if current is not None:
             self.flush(current)

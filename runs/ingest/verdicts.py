@@ -1,6 +1,10 @@
-"""Verdict spellings and the verdict upsert shared by every results format."""
+"""Verdict spellings, scores as verdicts (letter grades, booleans, numbers against a pass threshold), and the
+verdict upsert shared by every results format."""
 from __future__ import annotations
 
+import json
+import math
+from dataclasses import dataclass
 from typing import Any
 
 from django.db import connection
@@ -8,7 +12,7 @@ from django.db import connection
 from runs.bulk import bulk_insert_rows
 from runs.models import Verdict, VerdictResult
 
-from .base import Context
+from .base import Context, overflows_float
 
 _RESULTS = {
     "success": VerdictResult.PASS, "pass": VerdictResult.PASS, "passed": VerdictResult.PASS,
@@ -29,6 +33,53 @@ def parse_result(value: Any) -> str | None:
         return None
     # the spelling as written first: harnesses write one of the keys, and this runs once per verdict
     return _RESULTS.get(value) if type(value) is str and value in _RESULTS else _RESULTS.get(str(value).strip().lower())
+
+
+#: Inspect AI's letter grades as its value_to_float counts them (P and N included)
+LETTERS = {"C": 1.0, "I": 0.0, "P": 0.5, "N": 0.0}
+LETTER_NAMES = {"C": "correct", "I": "incorrect", "P": "partially correct", "N": "no answer"}
+
+
+@dataclass(frozen=True)
+class ScoredVerdict:
+    item: str
+    result: str
+    score: float | None
+    reasoning: str
+
+
+def score_verdict(item: str, value: Any, threshold: float | None, explanation: str) -> ScoredVerdict | str:
+    """One score value as a verdict on `item`, or the reason it cannot be one.
+
+    C pass, I fail, N (no answer) fail; P (partially correct, 0.5 as Inspect counts it) passes only when
+    the pass threshold is at most 0.5; a boolean passes when true; a number is the verdict's score and
+    passes when at least the threshold (which a number other than 0 and 1 needs; without one, 1 passes
+    and 0 fails); NaN (unscored) is not applicable."""
+    reasoning = explanation
+    if isinstance(value, str) and value in LETTERS:
+        score = LETTERS[value]
+        if value in ("C", "I", "N"):
+            result = VerdictResult.PASS if value == "C" else VerdictResult.FAIL
+        else:
+            result = VerdictResult.PASS if threshold is not None and score >= threshold else VerdictResult.FAIL
+        if value in ("N", "P"):
+            reasoning = f"{LETTER_NAMES[value]}. {explanation}".strip()
+        return ScoredVerdict(item, result, score, reasoning)
+    if isinstance(value, bool):
+        return ScoredVerdict(item, VerdictResult.PASS if value else VerdictResult.FAIL, float(value), reasoning)
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return ScoredVerdict(item, VerdictResult.NOT_APPLICABLE, None, f"unscored. {explanation}".strip())
+    if isinstance(value, (int, float)):
+        if overflows_float(value) or not math.isfinite(value):
+            return f"the value of '{item}' is {value}, not a number a verdict can hold"
+        if threshold is None:
+            if value in (0, 1):  # a 0/1 score (accuracy, exact match): 1 passes
+                return ScoredVerdict(item, VerdictResult.PASS if value == 1 else VerdictResult.FAIL, float(value), reasoning)
+            return (f"the value of '{item}' is a number ({value}): choose the score that passes with --pass-threshold "
+                    "(the import form's Pass threshold field)")
+        return ScoredVerdict(item, VerdictResult.PASS if value >= threshold else VerdictResult.FAIL, float(value), reasoning)
+    shown = json.dumps(value, ensure_ascii=False)[:60]
+    return f"the value of '{item}' is {shown}: a score value should be C, I, P, N, a number or a boolean"
 
 
 def verdicts_upsert(ctx: Context, rows: list[dict[str, Any]]) -> None:

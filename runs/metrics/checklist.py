@@ -878,3 +878,70 @@ def compare_sides(benchmark_id: int, a: str, b: str, *, limit: int = 200) -> dic
     broken = [e for e in merged.values() if e["direction"] == "broken"]
     return {"paired": paired, "fixed": fixed[:limit], "broken": broken[:limit],
             "n_fixed": len(fixed), "n_broken": len(broken)}
+
+
+# the harness's own log of an attempt (Inspect AI events, lm-eval per-sample metrics) --------------------
+@dataclass
+class HarnessLog:
+    """What an attempt imported from a harness log kept: its events in order (each at its span depth)
+    and where the tokens and the time went, with the pass threshold the import chose."""
+
+    source: str
+    events: list[dict]
+    n_events: int
+    model_calls: int
+    input_tokens: int
+    output_tokens: int
+    model_seconds: float
+    tool_calls: int
+    tool_seconds: float
+    pass_threshold: float | None
+    invalidated: dict | None
+    scores: dict
+    metrics: dict
+    total_time: float | None
+    working_time: float | None
+
+
+#: deeper spans are indented as much as this (the page has a step per level up to it)
+MAX_EVENT_DEPTH = 4
+
+
+def harness_log(outcome: dict, *, limit: int = 500) -> HarnessLog | None:
+    """The harness log of an attempt's outcome, or None when the attempt came from elsewhere. Events beyond
+    `limit` are left out of the list (the totals count them all)."""
+    source = outcome.get("source") if isinstance(outcome, dict) else None
+    if not isinstance(source, str):
+        return None
+    events = [e for e in outcome.get("events") or [] if isinstance(e, dict)]
+    shown, depth = [], 0
+    for event in events:
+        kind = event.get("event")
+        if kind == "span_end":  # the indent shows where a span ends; its row would say nothing more
+            depth = max(depth - 1, 0)
+            continue
+        if len(shown) < limit:
+            shown.append({**event, "depth": min(depth, MAX_EVENT_DEPTH)})
+        if kind == "span_begin":
+            depth += 1
+    models = [e for e in events if e.get("event") == "model"]
+    tools = [e for e in events if e.get("event") == "tool"]
+
+    def total(rows: list[dict], key: str) -> float:
+        return sum(v for v in (r.get(key) for r in rows) if isinstance(v, (int, float)) and not isinstance(v, bool))
+
+    return HarnessLog(
+        source=source, events=shown, n_events=len(events), model_calls=len(models),
+        input_tokens=int(total(models, "input_tokens")), output_tokens=int(total(models, "output_tokens")),
+        model_seconds=total(models, "seconds"), tool_calls=len(tools), tool_seconds=total(tools, "seconds"),
+        pass_threshold=outcome.get("pass_threshold"), invalidated=outcome.get("invalidated"),
+        scores={name: {**score, "value": _as_text(score.get("value"))} for name, score in (outcome.get("scores") or {}).items()
+                if isinstance(score, dict)},
+        metrics={name: _as_text(value) for name, value in (outcome.get("metrics") or {}).items()},
+        total_time=outcome.get("total_time"), working_time=outcome.get("working_time"),
+    )
+
+
+def _as_text(value) -> str | None:
+    """A logged value as the page shows it: text as it is, anything else as JSON (None stays None: unscored)."""
+    return value if isinstance(value, str) or value is None else json.dumps(value, ensure_ascii=False)

@@ -88,6 +88,7 @@ def attempt(request, pk):
         return render(request, "runs/checklist/attempt.html#units", context)
     context["items"] = metrics.attempt_checklist(attempt.id, reasoning_cut=trajectory_view.CUT)
     context["reports"] = judge_reports(attempt.id)
+    context["harness"] = metrics.harness_log(attempt.outcome)
     context["others"] = (Attempt.objects.filter(instance_id=attempt.instance_id).exclude(pk=attempt.pk)
                          .select_related("run__model").order_by("run__label", "pk"))
     return render(request, "runs/checklist/attempt.html", context)

@@ -35,6 +35,9 @@ CASES = {
     "guidebench-predictions": ("guidebench/predictions/chat_tasks.json", {"model": "model-x"},
                                [("guidebench-tasks", "guidebench/chat_tasks.json")]),
     "native": ("native/study.jsonl", {}, []),
+    # the .json log (JSON mutations reach into it); the .eval archive is fuzzed in tests/runs/test_ingest_inspect.py
+    "inspect": ("inspect/tiny_if.json", {"pass_threshold": 0.5}, []),
+    "lm-eval": ("lm_eval/acme__tiny-instruct-1b/samples_ifeval_2026-11-20T10-15-30.123456.jsonl", {"model": "model-x"}, []),
 }
 TABLES = (Benchmark, Instance, ChecklistItem, AgentModel, Run, Attempt, Trajectory, Judge, Verdict)
 
@@ -249,7 +252,8 @@ def _with_deep_value(original: bytes, depth: int) -> bytes:
         lines[0] = json.dumps(record)
         return ("\n".join(lines) + "\n").replace('"__DEEP__"', deep).encode("utf-8")
     document = json.loads(text)
-    records = document if isinstance(document, list) else next(v for v in document.values() if isinstance(v, list))
+    records = document if isinstance(document, list) else next(
+        v for v in document.values() if isinstance(v, list) and v and isinstance(v[0], dict))
     records[0]["x_deep"] = "__DEEP__"
     return json.dumps(document, indent=1).replace('"__DEEP__"', deep).encode("utf-8")
 

@@ -40,9 +40,11 @@ REFUSED = [
     ("study.json", lzma.compress(GOOD), "is a xz file"),
     ("study.tar", _tar(), "is a tar file"),
     ("study.jsonl", _tar(), "is a tar file"),
-    ("study.exe", b"MZ\x90\x00" + b"\x00" * 100, "only .json, .jsonl, .ndjson files are accepted"),
-    ("notes.txt", GOOD, "only .json, .jsonl, .ndjson files are accepted"),
+    ("study.exe", b"MZ\x90\x00" + b"\x00" * 100, "only .json, .jsonl, .ndjson, .eval files are accepted"),
+    ("notes.txt", GOOD, "only .json, .jsonl, .ndjson, .eval files are accepted"),
     ("study.jsonl", b'{"a": 1}\n\x00\x01\x02binary', "contains binary data"),
+    ("log.eval", GOOD, "is not an Inspect AI .eval log (a zip archive)"),  # .eval is the one archive taken, as a zip only
+    ("log.eval", gzip.compress(GOOD), "is not an Inspect AI .eval log (a zip archive)"),
 ]
 
 
@@ -108,4 +110,4 @@ def test_it_refuses_too_many_files(reviewer, settings):
 def test_it_tells_the_browser_which_files_to_offer(reviewer_client):
     page = reviewer_client.get("/import/").content.decode()
 
-    assert 'accept=".json,.jsonl,.ndjson"' in page
+    assert 'accept=".json,.jsonl,.ndjson,.eval"' in page

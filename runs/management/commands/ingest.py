@@ -37,12 +37,16 @@ class Command(BaseCommand):
         parser.add_argument("--per-file", action="store_true",
                             help="store each file on its own: a bad file stores nothing of itself, the others are "
                                  "stored (default: all or nothing, one transaction for every file)")
+        parser.add_argument("--pass-threshold", type=float,
+                            help="least score that passes, where scores are numbers (inspect, lm-eval)")
+        parser.add_argument("--category-field", help="sample metadata field to group instances by (inspect, lm-eval)")
         parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
     def handle(self, *args, **opts):
         options = Options(
             benchmark=opts["benchmark"], name=opts["name"], model=opts["model"], run=opts["run"], judge=opts["judge"],
-            scaffold=opts["scaffold"], repetition=opts["repetition"],
+            scaffold=opts["scaffold"], repetition=opts["repetition"], pass_threshold=opts["pass_threshold"],
+            category_field=opts["category_field"],
         )
         try:
             entries, found = entries_of(opts["paths"], opts["format"])
