@@ -27,13 +27,10 @@ never replaces the exact one.
 """
 from __future__ import annotations
 
-import json
 import math
 import re
 import unicodedata
-from collections import Counter
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Any, Literal
 
@@ -213,107 +210,3 @@ def _canonical_number(text: str) -> str:
         return format(number.normalize(), "f")
     except InvalidOperation:
         return text
-
-
-# metrics over scored answers (METRICS.md section 5) -------------------------------------
-@dataclass(frozen=True)
-class LabelRow:
-    """Per-label precision, recall and F1 (zero when undefined), with its counts."""
-
-    label: Any
-    text: str
-    true_count: int
-    predicted_count: int
-    correct: int
-    precision: float
-    recall: float
-    f1: float
-
-
-@dataclass(frozen=True)
-class CategoryMetrics:
-    """Accuracy and macro P/R/F1 of one category, as the reference (scikit-learn, zero_division=0)."""
-
-    category: str
-    n: int
-    n_correct: int
-    n_unanswered: int
-    accuracy: float
-    precision: float
-    recall: float
-    f1: float
-    labels: list[LabelRow] = field(default_factory=list)
-    #: confusion[i][j] = tasks with ground truth labels[i] answered labels[j]
-    confusion: list[list[int]] = field(default_factory=list)
-
-
-def _hashable(value: Any) -> Any:
-    """Values that compare equal map to the same key (1, 1.0 and True alike, as Python ==)."""
-    if isinstance(value, (dict, list)):
-        return ("json", json.dumps(value, sort_keys=True, ensure_ascii=False))
-    return value
-
-
-def _sort_key(value: Any) -> tuple:
-    if isinstance(value, bool) or isinstance(value, (int, float)):
-        return (0, float(value), "")
-    if isinstance(value, str):
-        return (1, 0.0, value)
-    return (2, 0.0, json.dumps(value, sort_keys=True, ensure_ascii=False, default=str))
-
-
-def label_text(value: Any) -> str:
-    """How a label is shown: text as it is, anything else as JSON (so 1 and "1" differ)."""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, tuple) and value and value[0] == "json":
-        return value[1]
-    return json.dumps(value, ensure_ascii=False)
-
-
-def choice_category_metrics(category: str, scored: Sequence[ScoredAnswer]) -> CategoryMetrics:
-    """Accuracy and macro precision/recall/F1 over the union of true and predicted labels,
-    zero when undefined; equals scikit-learn's accuracy_score and
-    precision_recall_fscore_support(average='macro', zero_division=0) on the same answers."""
-    n = len(scored)
-    truths = [_hashable(s.ground_truth) for s in scored]
-    preds = [_hashable(s.answer) for s in scored]
-    n_correct = sum(1 for s in scored if s.correct)
-    true_counts, pred_counts = Counter(truths), Counter(preds)
-    hits = Counter(t for t, p in zip(truths, preds) if t == p)
-    labels = sorted({*true_counts, *pred_counts}, key=_sort_key)
-    shown = [label_text(label) for label in labels]
-    duplicated = {t for t, c in Counter(shown).items() if c > 1}
-    rows = []
-    for label, text in zip(labels, shown):
-        if text in duplicated and isinstance(label, str):
-            text = json.dumps(label, ensure_ascii=False)
-        tp, np_, nt = hits[label], pred_counts[label], true_counts[label]
-        precision = tp / np_ if np_ else 0.0
-        recall = tp / nt if nt else 0.0
-        f1 = 2 * tp / (np_ + nt) if (np_ + nt) else 0.0
-        rows.append(LabelRow(label, text, nt, np_, tp, precision, recall, f1))
-    index = {label: i for i, label in enumerate(labels)}
-    confusion = [[0] * len(labels) for _ in labels]
-    for t, p in zip(truths, preds):
-        confusion[index[t]][index[p]] += 1
-    k = len(rows)
-    return CategoryMetrics(
-        category=category,
-        n=n,
-        n_correct=n_correct,
-        n_unanswered=sum(1 for s in scored if s.unanswered),
-        accuracy=n_correct / n if n else 0.0,
-        precision=sum(r.precision for r in rows) / k if k else 0.0,
-        recall=sum(r.recall for r in rows) / k if k else 0.0,
-        f1=sum(r.f1 for r in rows) / k if k else 0.0,
-        labels=rows,
-        confusion=confusion,
-    )
-
-
-def choice_overall_accuracy(categories: Iterable[CategoryMetrics]) -> float:
-    """Accuracy weighted by the number of tasks per category (METRICS.md section 5)."""
-    rows = list(categories)
-    total = sum(c.n for c in rows)
-    return sum(c.accuracy * c.n for c in rows) / total if total else 0.0

@@ -7,11 +7,10 @@ from sklearn.metrics import accuracy_score, precision_recall_fscore_support
 from runs.choice import (
     choice_answer_normalised,
     choice_answer_scored,
-    choice_category_metrics,
     choice_kind,
-    choice_overall_accuracy,
     choice_task_scored,
 )
+from runs.metrics.choice import ChoiceRow, category_metrics, run_metrics
 
 MISSING = object()
 
@@ -111,17 +110,24 @@ def test_it_offers_a_separate_lenient_comparison(category, candidate, truth, cor
 
 
 # metrics against scikit-learn ----------------------------------------------------------
+def _rows(category, tasks):
+    """The portal's rows for scored tasks (what runs.metrics.choice reads from the database)."""
+    return [ChoiceRow("run", "model", category, i, f"t{i}", s.ground_truth, s.answer, s.unanswered)
+            for i, s in enumerate(choice_task_scored(category, t) for t in tasks)]
+
+
 def _assert_like_sklearn(category, tasks):
+    """The pages' metrics (runs.metrics.choice) on the reference scorer's comparison equal scikit-learn's."""
     scored = [choice_task_scored(category, t) for t in tasks]
     y_true = [s.ground_truth for s in scored]
     y_pred = [s.answer for s in scored]
 
-    metrics = choice_category_metrics(category, scored)
+    metrics = category_metrics(_rows(category, tasks))
 
     p, r, f, _ = precision_recall_fscore_support(y_true, y_pred, average="macro", zero_division=0)
-    assert metrics.accuracy == pytest.approx(accuracy_score(y_true, y_pred))
-    assert (metrics.precision, metrics.recall, metrics.f1) == (pytest.approx(p), pytest.approx(r), pytest.approx(f))
-    assert sum(map(sum, metrics.confusion)) == len(tasks)
+    assert metrics.accuracy == pytest.approx(100 * accuracy_score(y_true, y_pred))
+    assert (metrics.precision, metrics.recall, metrics.f1) == (pytest.approx(100 * p), pytest.approx(100 * r), pytest.approx(100 * f))
+    assert metrics.n == len(tasks)
     return metrics
 
 
@@ -132,9 +138,8 @@ def test_it_equals_sklearn_with_missing_answers_and_labels_only_predicted():
 
     metrics = _assert_like_sklearn("chat", tasks)
 
-    assert [row.label for row in metrics.labels] == ["", "A", "B", "C", "D", "E", "F"]
-    assert metrics.n_unanswered == 3 and metrics.n_correct == 2
-    assert metrics.accuracy == pytest.approx(2 / 6)
+    assert metrics.unanswered == 3 and metrics.correct == 2
+    assert metrics.accuracy == pytest.approx(100 * 2 / 6)
 
 
 def test_it_equals_sklearn_on_price_where_empty_and_missing_count_as_minus_one():
@@ -143,8 +148,7 @@ def test_it_equals_sklearn_on_price_where_empty_and_missing_count_as_minus_one()
 
     metrics = _assert_like_sklearn("price", [_task("price", "ReferenceAnswer", t, a) for t, a in zip(truths, answers)])
 
-    assert [row.text for row in metrics.labels] == ["-1", "0", "1", "2"]
-    assert metrics.confusion[1] == [1, 0, 0, 1]  # truth 0: once -1, once 2
+    assert metrics.correct == 1 and metrics.unanswered == 2  # an empty and a missing answer, both scored as -1
 
 
 OPTION_ANSWERS = st.one_of(
@@ -185,7 +189,6 @@ def test_it_equals_sklearn_on_any_mix_of_answers(category, data):
 def test_it_weights_overall_accuracy_by_tasks_per_category():
     chat = [_task("chat", "OptimalOption", "A", {"OptimalOption": "A"})] * 3
     price = [_task("price", "ReferenceAnswer", 1, {"CandidateAnswer": 0})]
-    rows = [choice_category_metrics(c, [choice_task_scored(c, t) for t in tasks]) for c, tasks in (("chat", chat), ("price", price))]
+    (run,) = run_metrics([*_rows("chat", chat), *_rows("price", price)])
 
-    assert choice_overall_accuracy(rows) == pytest.approx(3 / 4)
-    assert choice_overall_accuracy([]) == 0.0
+    assert run.accuracy == pytest.approx(100 * 3 / 4)
