@@ -52,8 +52,10 @@ def study(transactional_db, django_user_model):
 
 
 def _share_link(slug: str) -> str:
+    from django.contrib.auth import get_user_model
+
     client = Client()
-    client.login(username="reviewer", password="pw-reviewer-1")
+    client.force_login(get_user_model().objects.get(username="reviewer"))
     response = client.post(reverse("runs:share-create", args=[slug]), {"query": "", "expires_in": ""})
     return re.search(r"/s/[A-Za-z0-9_-]+/", response.content.decode()).group(0)
 

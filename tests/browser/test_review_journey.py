@@ -29,7 +29,7 @@ def test_it_walks_from_the_leaderboard_to_the_message_and_shares_a_snapshot(
 
     # leaderboard, grouped by source category
     page.goto(f"{live_server.url}/b/octobench/leaderboard/?by=category")
-    assert page.locator("h1").inner_text() == "OctoBench"
+    assert page.locator("h1").inner_text() == "Leaderboard" and "OctoBench" in page.locator(".crumbs").inner_text()
     page.wait_for_selector('[data-plotly="leaderboard-figure"] .main-svg')
     page.screenshot(path=str(artifacts / "journey-1-leaderboard.png"), full_page=True)
 
