@@ -7,7 +7,7 @@ from collections.abc import Iterable
 
 from django.db.models import Count, Exists, OuterRef, Q
 
-from runs.models import Benchmark, ChecklistItem, Instance, Verdict, VerdictResult
+from runs.models import Attempt, Benchmark, ChecklistItem, Instance, Verdict, VerdictResult
 
 from .models import (
     Adjudication,
@@ -99,20 +99,18 @@ def unit_items(unit: AuditUnit) -> list[ChecklistItem]:
 
 def unit_evidence(unit: AuditUnit) -> dict:
     """What the annotator needs to judge a unit, without any verdict: the task spec, the other items, and
-    for conditional items one attempt where the condition applied and one where it did not."""
+    for conditional items two responses to the task, so the annotator can see whether the condition can
+    be told. They are chosen without reading verdicts: which attempts a judge found the condition to apply
+    to is a verdict, and a blind annotator learns none (runs.access)."""
     instance = unit.instance
     siblings = list(instance.items.exclude(id=unit.item_id).values("key", "description", "category")[:60])
     evidence = {"spec": instance.spec, "siblings": siblings, "items": unit_items(unit), "examples": []}
     if unit.turn is not None:
         evidence["query"] = _user_query(instance.spec, unit.turn)
     if unit.item_id and unit.item.conditional:
-        # which attempts the condition applied to is read from the verdicts, but only applicability is shown
-        applied = Verdict.objects.filter(item_id=unit.item_id).exclude(result=VerdictResult.NOT_APPLICABLE)
-        skipped = Verdict.objects.filter(item_id=unit.item_id, result=VerdictResult.NOT_APPLICABLE)
-        for label, qs in (("condition applied", applied), ("condition did not apply", skipped)):
-            v = qs.select_related("attempt").order_by("attempt_id").first()
-            if v:
-                evidence["examples"].append({"label": label, "response": v.attempt.response[:3000]})
+        responses = Attempt.objects.filter(instance_id=instance.id).exclude(response="").order_by("id")
+        for n, response in enumerate(responses.values_list("response", flat=True)[:2], 1):
+            evidence["examples"].append({"label": f"Response {n} to this task", "response": response[:3000]})
     return evidence
 
 

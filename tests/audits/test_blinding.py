@@ -109,3 +109,19 @@ def test_a_blind_annotator_is_shown_no_control_that_would_refuse_them(campaign, 
     blind = client_for(annotator_a).get("/b/octo-test/leaderboard/").content.decode()
     assert [c for c in refused if c not in seen] == []
     assert [c for c in refused if c in blind] == []  # the cached fragments are keyed by blindness
+
+
+def test_a_conditional_items_examples_say_nothing_of_the_judges_applicability_verdicts(campaign):
+    """The labelling screen shows responses to the task for a conditional item, chosen without verdicts."""
+    from django.test.utils import CaptureQueriesContext
+    from django.db import connection
+
+    from audits.selectors import unit_evidence
+
+    unit = AuditUnit.objects.filter(campaign=campaign, item__isnull=False).select_related("item", "instance").first()
+    unit.item.conditional = True
+    unit.item.save(update_fields=["conditional"])
+    with CaptureQueriesContext(connection) as queries:
+        evidence = unit_evidence(unit)
+    assert not any("runs_verdict" in q["sql"] for q in queries.captured_queries)
+    assert all(e["label"].startswith("Response ") for e in evidence["examples"])
