@@ -13,8 +13,8 @@ from django.template.defaultfilters import filesizeformat
 from django.utils.text import get_valid_filename
 
 from .ingest import FORMATS
+from .jobs import job_create, job_enqueue, upload_dir
 from .models import Job, JobState
-from .services import job_create, job_enqueue, upload_dir
 
 #: one line per ingest format, shown next to its name on the import page and in the API schema
 FORMAT_DESCRIPTIONS: dict[str, str] = {

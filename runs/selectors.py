@@ -13,6 +13,7 @@ from django.db.models import Count, F, OuterRef, Prefetch, Q, QuerySet, Subquery
 from django.db.models.functions import Coalesce
 from django.urls import reverse
 
+from .jobs import job_progress
 from .models import Attempt, AttemptRollup, Benchmark, ChecklistItem, Instance, Job, JobState, JudgeReport, Run
 
 RECENT_JOBS = 100
@@ -159,7 +160,7 @@ def job_for_user(user, job_id) -> Job | None:
 
 def job_can_retry(user, job: Job) -> bool:
     """Only the person who started a failed job (or staff) queues it again, while its uploads are kept
-    (runs.services.uploads_clean deletes them after the retention period)."""
+    (runs.jobs.uploads_clean deletes them after the retention period)."""
     return (job.state == JobState.FAILED and (user.is_staff or job.created_by_id == user.id)
             and not job_files_removed(job))
 
@@ -228,8 +229,6 @@ class JobStatus:
 
 def job_status(job: Job) -> JobStatus:
     """The job with its live progress (from the cache while it runs) and its counts laid out as a table."""
-    from .services import job_progress
-
     done, total = job_progress(job)
     if job.state == JobState.SUCCEEDED:
         percent = 100.0

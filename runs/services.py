@@ -1,30 +1,21 @@
-"""Writes: rollup rebuilds and background jobs."""
+"""Writes: rollup rebuilds, the write locks, and the data generation that keys cached leaderboards.
+
+Background jobs are `runs.jobs`; re-checks with the portal's checkers `runs.recheck`; imports `runs.ingest`.
+"""
 from __future__ import annotations
 
-import logging
-import shutil
-import threading
-import time
-import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from contextvars import ContextVar
-from datetime import timedelta
-from pathlib import Path
-from typing import Any
 
 from django.conf import settings
-from django.core.cache import cache
-from django.db import InterfaceError, OperationalError, connection, transaction
+from django.db import connection, transaction
 from django.db.models import Count, F, Q
-from django.utils import timezone
 
 from .bulk import bulk_insert
 from .models import (
-    Attempt, AttemptRollup, Benchmark, ChecklistItem, GroupRollup, Job, JobState, JudgeReport, ReportStatus, Run,
-    Verdict, VerdictResult,
+    Attempt, AttemptRollup, Benchmark, ChecklistItem, GroupRollup, JudgeReport, ReportStatus, Run, Verdict, VerdictResult,
 )
-
-log = logging.getLogger(__name__)
 
 ROLLUP_BATCH = 2000
 #: facets of a checklist item that GroupRollup keeps, as (dimension, verdict field)
@@ -90,26 +81,25 @@ def benchmarks_generation_bump(benchmark_ids: Iterable[int]) -> None:
     ids = sorted({int(i) for i in benchmark_ids})
     if ids:
         Benchmark.objects.filter(id__in=ids).update(data_generation=F("data_generation") + 1)
-        touched = _changed_in_job.get()
+        touched = _changed.get()
         if touched is not None:  # inside a job: its leaderboards are warmed once it has finished
             transaction.on_commit(lambda: touched.update(ids))
 
 
-#: benchmarks whose data a running job changed and committed (None outside jobs)
-_changed_in_job: ContextVar[set[int] | None] = ContextVar("changed_in_job", default=None)
+#: the benchmarks whose data a committed transaction changed, while `benchmarks_changes_collected` runs (None outside)
+_changed: ContextVar[set[int] | None] = ContextVar("benchmarks_changed", default=None)
 
 
-def _leaderboards_warm(benchmark_ids: set[int]) -> None:
-    """After a job committed changes: compute the default leaderboard of the benchmarks it touched, so
-    the first viewer does not pay for it. A failure here is logged and never fails the job."""
-    if not benchmark_ids:
-        return
+@contextmanager
+def benchmarks_changes_collected() -> Iterator[set[int]]:
+    """Collect, while the block runs, the ids of the benchmarks whose generation a committed transaction
+    bumped (a job warms their leaderboards once it has finished, not after each of its transactions)."""
+    changed: set[int] = set()
+    token = _changed.set(changed)
     try:
-        from .leaderboard_page import warm_default
-
-        warm_default(benchmark_ids)
-    except Exception:
-        log.warning("warming the leaderboards of benchmarks %s failed", sorted(benchmark_ids), exc_info=True)
+        yield changed
+    finally:
+        _changed.reset(token)
 
 
 def benchmarks_of_attempts(attempt_ids: Sequence[int]) -> set[int]:
@@ -356,336 +346,3 @@ def _unscored_group_rollups(reports: dict[tuple, dict], facets: dict[int, dict])
                                model_id=f["run__model_id"], dimension=dimension, value=value, n_applicable=n, n_passed=0)
                    for (dimension, value), n in counted.items()]
     return groups
-
-
-# jobs ---------------------------------------------------------------------------------
-PROGRESS_EVERY_SECONDS = 0.5
-
-
-def _progress_key(job_id) -> str:
-    return f"ifportal:job:{job_id}:progress"
-
-
-def job_progress(job: Job) -> tuple[int, int]:
-    """(done, total) of a running job as last reported; the row for finished ones.
-
-    Progress goes through the cache, not the job row: the ingest transaction would hide
-    row updates from the page until it commits.
-    """
-    if job.finished:
-        return job.progress_done, job.progress_total
-    live = cache.get(_progress_key(job.id))
-    return tuple(live) if live else (job.progress_done, job.progress_total)
-
-
-class ProgressReporter:
-    """Throttled (done, total) reports for a job, readable by other processes."""
-
-    def __init__(self, job_id):
-        self.job_id = job_id
-        self._last = 0.0
-
-    def __call__(self, done: int, total: int) -> None:
-        now = time.monotonic()
-        if now - self._last >= PROGRESS_EVERY_SECONDS or (total and done >= total):
-            self._last = now
-            cache.set(_progress_key(self.job_id), (done, total), timeout=24 * 3600)
-
-
-def verdict_changes(*, created: int, updated: int, unchanged: int, removed: int = 0) -> dict[str, Any]:
-    """A job's counts of the verdicts it wrote, in the shape ingest jobs report (the job page and API read
-    `created`/`updated`/`unchanged` and `by_kind`): a re-check says what it created and changed."""
-    outcomes = {"created": created, "updated": updated, "unchanged": unchanged, "removed": removed}
-    return {**outcomes, "by_kind": {"verdicts": {k: v for k, v in outcomes.items() if v}}}
-
-
-def job_create(*, kind: str, params: dict[str, Any], files: list[dict[str, str]] | None = None, user=None) -> Job:
-    """A queued job; start it with `job_enqueue` (after the transaction that made it commits)."""
-    return Job.objects.create(kind=kind, params=params, files=files or [], created_by=user)
-
-
-def job_enqueue(job: Job) -> None:
-    """Hand a queued job to the configured runner once the current transaction commits."""
-    mode = settings.IFPORTAL_JOBS
-    if mode == "inline":
-        transaction.on_commit(lambda: job_execute(job.id), robust=False)
-    elif mode == "thread":
-        transaction.on_commit(lambda: _start_thread(job.id))
-    else:
-        from .tasks import run_job
-
-        transaction.on_commit(lambda: run_job.delay(str(job.id)))
-
-
-def _start_thread(job_id) -> None:
-    def target():
-        try:
-            job_execute(job_id)
-        finally:
-            connection.close()  # this thread ends: its session would stay open until garbage collection
-
-    threading.Thread(target=target, name=f"job-{job_id}", daemon=True).start()
-
-
-def job_retry(job: Job) -> Job:
-    """Queue a failed job again with the same parameters and files."""
-    if job.state != JobState.FAILED:
-        raise ValueError("only a failed job can be retried")
-    Job.objects.filter(pk=job.pk).update(
-        state=JobState.QUEUED, errors=[], error_count=0, message="", counts={}, finished_at=None
-    )
-    job.refresh_from_db()
-    job_enqueue(job)
-    return job
-
-
-def _claim(job_id) -> Job | None:
-    """Mark a queued job running; None unless it is queued (another worker has it, it has
-    finished, or it failed and waits for a deliberate retry: a redelivered message after a
-    worker died must not rerun it behind the user's back)."""
-    with transaction.atomic():
-        job = Job.objects.select_for_update().filter(pk=job_id).first()
-        if job is None or job.state != JobState.QUEUED:
-            return None
-        job.state = JobState.RUNNING
-        job.started_at = timezone.now()
-        job.attempts_made += 1
-        job.save(update_fields=["state", "started_at", "attempts_made"])
-        return job
-
-
-JOB_KINDS: dict[str, str] = {
-    "ingest": "runs.services:_job_ingest",
-    "rollups": "runs.services:_job_rollups",
-}
-
-
-def job_register(kind: str, target: str) -> None:
-    """Let another module add a kind of job ("module:function", called with the Job)."""
-    JOB_KINDS[kind] = target
-
-
-HEARTBEAT_SECONDS = 5
-#: a running job whose heartbeat is older than this lost its worker
-HEARTBEAT_STALE_SECONDS = 60
-
-
-def _heartbeat_key(job_id) -> str:
-    return f"ifportal:job:{job_id}:heartbeat"
-
-
-class _Heartbeat:
-    """Marks a job alive in the cache every few seconds while it runs, from its own thread."""
-
-    def __init__(self, job_id):
-        self.job_id = job_id
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._beat, name=f"heartbeat-{job_id}", daemon=True)
-
-    def _beat(self) -> None:
-        while True:
-            cache.set(_heartbeat_key(self.job_id), time.time(), timeout=24 * 3600)
-            if self._stop.wait(HEARTBEAT_SECONDS):
-                return
-
-    def __enter__(self) -> "_Heartbeat":
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self._stop.set()
-        self._thread.join(timeout=HEARTBEAT_SECONDS + 1)
-        cache.delete(_heartbeat_key(self.job_id))
-
-
-def job_check_alive(job: Job) -> Job:
-    """Mark a running job failed if its worker stopped beating (killed, machine lost).
-
-    The job's own transaction died with its database connection, so nothing it wrote is
-    stored; the job can be retried. Pages call this before showing a running job.
-    """
-    if job.state != JobState.RUNNING or job.started_at is None:
-        return job
-    beat = cache.get(_heartbeat_key(job.id))
-    last = beat if beat is not None else job.started_at.timestamp()
-    if time.time() - last > HEARTBEAT_STALE_SECONDS:
-        updated = Job.objects.filter(pk=job.pk, state=JobState.RUNNING).update(
-            state=JobState.FAILED,
-            message="The worker running this job stopped before it finished; nothing was stored. Retry it.",
-            errors=["worker lost: no heartbeat for more than a minute"],
-            error_count=1,
-            finished_at=timezone.now(),
-        )
-        if updated:
-            job.refresh_from_db()
-    return job
-
-
-def job_execute(job_id) -> None:
-    """Run a job to its end, recording counts, errors and the final state. Safe to call twice."""
-    import importlib
-
-    try:
-        job = _claim(job_id)
-    except (InterfaceError, OperationalError) as exc:  # e.g. SQLite busy past its timeout
-        _fail_unstarted(job_id, exc)
-        return
-    if job is None:
-        return
-    module_name, func = JOB_KINDS[job.kind].split(":")
-    target = getattr(importlib.import_module(module_name), func)
-    changed: set[int] = set()
-    token = _changed_in_job.set(changed)
-    try:
-        with _Heartbeat(job.id):
-            result = target(job) or {}
-    except Exception as exc:  # the job records why it failed; the worker stays up
-        from .ingest import IngestFailed
-
-        lost = False
-        if isinstance(exc, IngestFailed):
-            errors = [str(p) for p in exc.problems]
-            # what was read is not what was stored: no "created" counts beside "nothing was stored"
-            counts, count = {}, exc.total
-            message = f"{exc.total} problem(s); nothing was stored."
-        elif lost := _connection_lost(exc):
-            log.warning("job %s lost its database connection: %s", job_id, exc)
-            errors = ["database connection lost: " + (str(exc).strip().splitlines() or [type(exc).__name__])[0]]
-            counts, count = {}, 1
-            message = ("The job lost its database connection (the database restarted or ended the session); "
-                       "nothing was stored. Retry it.")
-        else:
-            error_id = _error_id()
-            # the traceback (paths, code, values) goes to the log only; the job shows the kind of error and its id
-            log.exception("job %s failed (error id %s)", job_id, error_id)
-            errors = [f"internal error {type(exc).__name__} (error id {error_id})"]
-            counts, count = {}, 1
-            message = (f"The job stopped with an internal error (error id {error_id}); nothing was stored. "
-                       "Retry it; if it fails again, give the error id to an administrator (it is in the server log).")
-        fields = dict(state=JobState.FAILED, errors=errors, error_count=count, counts=counts, message=message,
-                      finished_at=timezone.now())
-        for wait in (1, 2, 4, 8, 15, 0) if lost else (0,):
-            try:  # a restarting database refuses connections for a few seconds
-                Job.objects.filter(pk=job.pk).update(**fields)
-                return
-            except (InterfaceError, OperationalError):
-                if not wait:
-                    raise
-                connection.close()
-                time.sleep(wait)
-    finally:
-        _changed_in_job.reset(token)
-    done, total = job_progress(job)
-    Job.objects.filter(pk=job.pk).update(
-        state=JobState.SUCCEEDED,
-        counts=result.get("counts", {}),
-        message=result.get("message", ""),
-        progress_done=total or done,
-        progress_total=total,
-        finished_at=timezone.now(),
-    )
-    _leaderboards_warm(changed)
-
-
-def _error_id() -> str:
-    """A short id that ties what a user sees to the traceback in the server log."""
-    return uuid.uuid4().hex[:12]
-
-
-def _fail_unstarted(job_id, exc: Exception) -> None:
-    """Mark a queued job failed because it could not start (its claim met a database error), so that no
-    job waits for ever in `queued`: the user sees why and can retry it. Tries a few times, the database
-    being busy is why it is here."""
-    error_id = _error_id()
-    log.warning("job %s could not start (error id %s)", job_id, error_id, exc_info=exc)
-    fields = dict(state=JobState.FAILED, error_count=1, counts={}, finished_at=timezone.now(),
-                  errors=[f"could not start: the database was busy or unavailable (error id {error_id})"],
-                  message=(f"The job could not start: the database was busy or unavailable (error id {error_id}); "
-                           "nothing was stored. Retry it."))
-    for wait in (0.5, 1, 2, 4, 0):
-        try:
-            Job.objects.filter(pk=job_id, state=JobState.QUEUED).update(**fields)
-            return
-        except (InterfaceError, OperationalError):
-            if not wait:
-                log.error("job %s stays queued: marking it failed met the database error again", job_id)
-                return
-            connection.close()
-            time.sleep(wait)
-
-
-def _connection_lost(exc: Exception) -> bool:
-    """Whether a job failed because its database session died (not because of its data).
-
-    The transaction's exit has already reconnected, so the error itself tells: PostgreSQL's
-    connection-exception (08) and operator-intervention (57P: terminated, shut down) classes,
-    or a client-side error without a server state (socket closed).
-    """
-    if isinstance(exc, InterfaceError):
-        return True
-    if not isinstance(exc, OperationalError) or connection.vendor != "postgresql":
-        return False
-    state = getattr(exc.__cause__, "sqlstate", None)
-    return state is None or state.startswith(("08", "57P"))
-
-
-def _job_ingest(job: Job) -> dict[str, Any]:
-    """An upload's files, planned as `manage.py ingest` plans a folder (their paths, an uploaded manifest)."""
-    from .ingest import IngestFailed, Options, Problem, Report, ingest_units
-    from .ingest.layout import LayoutError, plan_uploads
-
-    options = Options(**{k: v for k, v in job.params.get("options", {}).items() if v not in (None, "")})
-    try:
-        units = plan_uploads(job.params["format"], [(Path(f["path"]), f.get("name") or Path(f["path"]).name)
-                                                    for f in job.files], options)
-    except LayoutError as exc:
-        raise IngestFailed([Problem(exc.where, None, exc.reason)], 1, Report()) from None
-    report = ingest_units(job.params["format"], units, progress=ProgressReporter(job.id))
-    return {"counts": report.as_dict(), "message": report.summary()}
-
-
-def _job_rollups(job: Job) -> dict[str, Any]:
-    ids = job.params.get("attempt_ids")
-    if ids is None:
-        qs = Attempt.objects.all()
-        if job.params.get("benchmark_id"):
-            qs = qs.filter(run__benchmark_id=job.params["benchmark_id"])
-        ids = list(qs.values_list("id", flat=True))
-    n = rollups_rebuild_for_attempts(ids)
-    return {"counts": {"rollups": n}, "message": f"rebuilt {n} rollups"}
-
-
-def uploads_clean(*, days: int | None = None, now=None) -> list[str]:
-    """Delete the uploaded files of jobs that finished more than `days` (IFPORTAL_UPLOAD_RETENTION_DAYS) ago,
-    and upload folders of jobs that no longer exist once as old; the ids of the folders removed.
-
-    A cleaned job keeps its file names (its page and the API still say what was imported) with
-    `"removed": true` instead of a path, and can no longer be retried (`selectors.job_can_retry`).
-    Run by `manage.py uploads_clean` (cron) and, with Celery, daily by the beat schedule.
-    """
-    days = settings.IFPORTAL_UPLOAD_RETENTION_DAYS if days is None else days
-    if days <= 0:
-        return []
-    cutoff = (now or timezone.now()) - timedelta(days=days)
-    root = Path(settings.MEDIA_ROOT) / "uploads"
-    removed = []
-    old = Job.objects.filter(state__in=(JobState.SUCCEEDED, JobState.FAILED), finished_at__lt=cutoff).exclude(files=[])
-    for job in old.only("id", "files").iterator():
-        if all(f.get("removed") for f in job.files):
-            continue
-        shutil.rmtree(root / str(job.id), ignore_errors=True)
-        Job.objects.filter(pk=job.pk).update(files=[{"name": f.get("name", ""), "removed": True} for f in job.files])
-        removed.append(str(job.id))
-    if root.is_dir():
-        known = {str(pk) for pk in Job.objects.values_list("id", flat=True)}
-        for folder in root.iterdir():
-            if folder.name not in known and folder.stat().st_mtime < cutoff.timestamp():
-                shutil.rmtree(folder, ignore_errors=True)
-                removed.append(folder.name)
-    return removed
-
-
-def upload_dir(job_id) -> Path:
-    path = Path(settings.MEDIA_ROOT) / "uploads" / str(job_id)
-    path.mkdir(parents=True, exist_ok=True)
-    return path

@@ -1,16 +1,17 @@
 """Celery tasks: thin wrappers that take ids and call a service."""
 from celery import shared_task
 
-from . import services
+from .jobs import RUN_JOB_TASK, job_execute
+from .jobs import uploads_clean as job_uploads_clean
 
 
-@shared_task(name="runs.run_job", acks_late=True)
+@shared_task(name=RUN_JOB_TASK, acks_late=True)
 def run_job(job_id: str) -> None:
     """Run one job (ingest, rollup rebuild, re-check) by id; a second delivery does nothing."""
-    services.job_execute(job_id)
+    job_execute(job_id)
 
 
 @shared_task(name="runs.uploads_clean")
 def uploads_clean() -> int:
     """Delete uploads kept past IFPORTAL_UPLOAD_RETENTION_DAYS (daily on the beat schedule)."""
-    return len(services.uploads_clean())
+    return len(job_uploads_clean())

@@ -9,6 +9,7 @@ from .views import dialogue
 from .views import sharing
 from .views import hierarchy
 from .views import conflict
+from .views import recheck
 from .views import search
 from .views import help as help_views
 
@@ -44,20 +45,20 @@ urlpatterns = [
     path("s/<str:token>/attempts/", sharing.shared_attempts, name="share-attempts"),
     path("s/<str:token>/attempts/<int:pk>/", sharing.shared_attempt, name="share-attempt"),
     path("s/<str:token>/attempts/<int:pk>/text/", sharing.shared_attempt_text, name="share-attempt-text"),
-    # dialogue benchmarks (metrics, survival, constraint groups, dialogue viewer, rescore)
+    # dialogue benchmarks (metrics, survival, constraint groups, dialogue viewer, re-check)
     path("b/<slug:slug>/dialogue/", dialogue.metrics, name="dialogue-metrics"),
     path("b/<slug:slug>/dialogue/survival/", dialogue.survival, name="dialogue-survival"),
     path("b/<slug:slug>/dialogue/groups/", dialogue.groups, name="dialogue-groups"),
     path("b/<slug:slug>/dialogue/dialogues/", dialogue.dialogues, name="dialogue-list"),
     path("b/<slug:slug>/dialogue/dialogues/<int:pk>/", dialogue.viewer, name="dialogue-viewer"),
-    path("b/<slug:slug>/dialogue/rescore/", dialogue.rescore, name="dialogue-recheck"),
-    path("b/<slug:slug>/dialogue/rescore/start/", dialogue.rescore_start, name="dialogue-recheck-start"),
+    path("b/<slug:slug>/dialogue/rescore/", dialogue.recheck, name="dialogue-recheck"),
+    path("b/<slug:slug>/dialogue/rescore/start/", recheck.start, {"kind": "dialogue"}, name="dialogue-recheck-start"),
     # hierarchy benchmarks (metrics, conflict resolution, samples, style re-check)
     path("b/<slug:slug>/hierarchy/", hierarchy.metrics, name="hierarchy-metrics"),
     path("b/<slug:slug>/hierarchy/api/", hierarchy.api, name="hierarchy-metrics-json"),
     path("b/<slug:slug>/hierarchy/conflicts/", hierarchy.conflicts, name="hierarchy-conflicts"),
     path("b/<slug:slug>/hierarchy/recheck/", hierarchy.recheck, name="hierarchy-recheck"),
-    path("b/<slug:slug>/hierarchy/recheck/start/", hierarchy.recheck_start, name="hierarchy-recheck-start"),
+    path("b/<slug:slug>/hierarchy/recheck/start/", recheck.start, {"kind": "hierarchy"}, name="hierarchy-recheck-start"),
     path("b/<slug:slug>/hierarchy/attempts/<int:pk>/", hierarchy.sample, name="hierarchy-sample"),
     # choice benchmarks (metrics, confusion, rules, task viewer)
     path("b/<slug:slug>/choice/", choice.metrics_page, name="choice-metrics"),

@@ -11,6 +11,7 @@ from rest_framework.views import APIView
 from runs.access import blind_safe
 from runs import selectors
 from runs.forms import ingest_job_start, request_size_problem, upload_type_problem
+from runs.jobs import job_check_alive
 from runs.serializers import (
     AttemptFilterSerializer,
     AttemptSerializer,
@@ -70,7 +71,7 @@ class JobDetailView(generics.RetrieveAPIView):
         job = selectors.job_for_user(self.request.user, self.kwargs["pk"])
         if job is None:
             raise Http404
-        return job
+        return job_check_alive(job)
 
 
 @blind_safe

@@ -18,7 +18,7 @@ from runs.exclusions import excluded_item_ids, exclusion_policies
 from runs.hierarchy import resolve_privileges
 from runs.metrics import hierarchy as m
 from runs.models import Benchmark, BenchmarkKind, ChecklistItem, Instance, Judge, Run
-from runs.restyle import logged_judge_for
+from runs.recheck import logged_judge_for
 
 INTERFACES = ("ordinal", "scalar")
 

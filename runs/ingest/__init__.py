@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from django.db import transaction
 
 from runs.models import Attempt, AttemptRollup, ChecklistItem, GroupRollup, Instance, Verdict
+from runs.services import benchmarks_generation_bump, rollups_rebuild_for_attempts, statistics_refresh
 
 from .base import Context, IngestFailed, Options, Problem, Report, Source
 from .layout import Unit
@@ -69,8 +70,6 @@ def ingest_units(
     Every file is read and checked even after a problem, so the failure lists the first
     problems of all of them; rollups are rebuilt once, at the end, for everything changed.
     """
-    from runs.services import benchmarks_generation_bump, rollups_rebuild_for_attempts, statistics_refresh
-
     if format_name not in FORMATS:
         raise ValueError(f"unknown format {format_name!r}; one of: {', '.join(FORMATS)}")
     read = format_function(format_name)

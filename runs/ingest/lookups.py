@@ -8,6 +8,7 @@ from typing import Any
 from django.db import connection
 
 from runs.models import AgentModel, Attempt, Benchmark, ChecklistItem, Instance, Judge, JudgeKind, Run
+from runs.services import benchmarks_lock, catalog_lock
 
 from .base import Context, Source
 
@@ -32,8 +33,6 @@ def category_of(record: Any, field: str | None, default: str) -> str:
 def benchmark_get_or_create(ctx: Context, *, default_slug: str, kind: str, name: str) -> Benchmark:
     """The benchmark named by --benchmark (or the format's default), created if missing, locked
     for the rest of the ingest (see `benchmark_lock_for_ingest`)."""
-    from runs.services import catalog_lock
-
     slug = ctx.options.benchmark or default_slug
     benchmark = Benchmark.objects.filter(slug=slug).first()
     if benchmark is None:
@@ -84,8 +83,6 @@ def benchmark_lock_for_ingest(benchmark: Benchmark, ctx: Context | None = None) 
     the same benchmark waits here until the other commits, then sees its rows (so the same
     file ingested twice at once ends with the second one "unchanged"). With `ctx`, the ingest
     remembers the benchmark so its data generation is bumped when the ingest changes anything."""
-    from runs.services import benchmarks_lock
-
     benchmarks_lock([benchmark.id])
     if ctx is not None:
         ctx.benchmarks.add(benchmark.id)
@@ -95,8 +92,6 @@ def model_get_or_create(name: str) -> AgentModel:
     found = AgentModel.objects.filter(name=name).first()
     if found is not None:
         return found
-    from runs.services import catalog_lock
-
     catalog_lock()
     return AgentModel.objects.get_or_create(name=name)[0]
 
@@ -105,8 +100,6 @@ def judge_get_or_create(name: str, kind: str = JudgeKind.LLM) -> Judge:
     found = Judge.objects.filter(name=name).first()
     if found is not None:
         return found
-    from runs.services import catalog_lock
-
     catalog_lock()
     return Judge.objects.get_or_create(name=name, defaults={"kind": kind})[0]
 

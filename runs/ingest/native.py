@@ -28,6 +28,7 @@ from runs.models import (
     Trajectory,
     VerdictResult,
 )
+from runs.services import catalog_lock
 
 from .base import Context, Source, content_hash, iter_jsonl, overflows_float
 from .lookups import (
@@ -308,8 +309,6 @@ class _NativeIngest:
         benchmark = Benchmark.objects.filter(slug=slug).first()
         created = False
         if benchmark is None:
-            from runs.services import catalog_lock
-
             catalog_lock(slug)  # as lookups.benchmark_get_or_create: two imports creating it wait for each other
             benchmark, created = Benchmark.objects.get_or_create(slug=slug, defaults=values)
         benchmark_lock_for_ingest(benchmark, ctx)  # before reading any of its rows

@@ -6,7 +6,7 @@ every active instruction was satisfied under the chosen judge (the attempt rollu
 the same per style group (the group rollups). Tiers are, as in the ManyIH paper (section
 2, "Definitions"), the number of distinct privilege values among a sample's instructions.
 Conflict outcomes need a verdict on suppressed instructions too: the style re-check
-(runs.restyle) stores, for every instruction, whether the code follows it in
+(runs.recheck) stores, for every instruction, whether the code follows it in
 `Verdict.score` (1 or 0); suppressed instructions get result "na" so rollups count only
 active ones.
 """

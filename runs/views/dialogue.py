@@ -1,10 +1,9 @@
-"""Dialogue-benchmark pages (EvolIF): metrics, survival curves, constraint groups, dialogue viewer, rescore."""
+"""Dialogue-benchmark pages (EvolIF): metrics, survival curves, constraint groups, dialogue viewer, re-check."""
 from __future__ import annotations
 
 from django import forms
 from django.contrib.auth.decorators import login_required
-from django.shortcuts import get_object_or_404, redirect, render
-from django.views.decorators.http import require_POST
+from django.shortcuts import get_object_or_404, render
 
 from runs.access import blind_safe
 from runs.charts import dialogue as dialogue_charts
@@ -28,8 +27,7 @@ from runs.models import (
 )
 from runs.pages import render_page
 from runs.querystring import query_with
-from runs.rescore import CHECKER_JUDGE, logged_judge_for
-from runs.services import job_create, job_enqueue
+from runs.recheck import EVOLIF_CHECKER, logged_judge_for
 
 METRIC_COLUMNS = [
     ("csr", "CSR %"), ("isr", "ISR %"), ("act_len", "ACT len"), ("act_acc", "ACT acc"),
@@ -199,29 +197,16 @@ def viewer(request, slug, pk):
 
 
 @login_required
-def rescore(request, slug):
+def recheck(request, slug):
     """Agreement between logged verdicts and the portal's checkers, with the disagreeing turns."""
     state = _state(request, _benchmark(slug))
     run_ids = [r.id for r in state["runs"]]
-    checker = Judge.objects.filter(name=CHECKER_JUDGE, kind=JudgeKind.CHECKER).first()
+    checker = Judge.objects.filter(name=EVOLIF_CHECKER, kind=JudgeKind.CHECKER).first()
     logged = next((j for j in state["judges"] if j.kind == JudgeKind.LOGGED), None) or (
         logged_judge_for(state["runs"][0]) if state["runs"] else None)
     if checker and logged:
         state["agreement"] = m.agreement_rows(run_ids=run_ids, logged=logged, checker=checker)
         state["disagreements"] = m.disagreements(run_ids=run_ids, logged=logged, checker=checker, group=state["group"] or None)
-    state.update(checker=checker, logged=logged, active="rescore")
-    return render_page(request, "runs/dialogue/rescore.html", state, page_data=exports.recheck_page)
+    state.update(checker=checker, checker_name=EVOLIF_CHECKER, logged=logged, active="rescore")
+    return render_page(request, "runs/recheck.html", state, page_data=exports.recheck_page)
 
-
-@blind_safe
-@login_required
-@require_POST
-def rescore_start(request, slug):
-    """Queue a background re-check of the chosen runs (all runs of the benchmark if none chosen)."""
-    benchmark = _benchmark(slug)
-    labels = request.POST.getlist("run")
-    runs = Run.objects.filter(benchmark=benchmark, **({"label__in": labels} if labels else {}))
-    job = job_create(kind="rescore-evolif", params={"run_ids": list(runs.values_list("id", flat=True)),
-                                                    "benchmark": benchmark.slug}, user=request.user)
-    job_enqueue(job)
-    return redirect("runs:job", job_id=job.id)

@@ -6,8 +6,7 @@ from dataclasses import asdict
 from django import forms
 from django.contrib.auth.decorators import login_required
 from django.http import JsonResponse
-from django.shortcuts import get_object_or_404, redirect, render
-from django.views.decorators.http import require_POST
+from django.shortcuts import get_object_or_404, render
 
 from runs.access import blind_safe, may_open
 from runs.charts import hierarchy as charts
@@ -30,8 +29,7 @@ from runs.models import (
 )
 from runs.pages import render_page
 from runs.querystring import query_with
-from runs.restyle import logged_judge_for
-from runs.services import job_create, job_enqueue
+from runs.recheck import logged_judge_for
 
 EXAMPLES_LIMIT = 200
 
@@ -222,22 +220,9 @@ def recheck(request, slug):
         state["agreement"] = m.agreement((p["item__group"], p["result"], p["checker"]) for p in pairs)
         wrong = [p for p in pairs if p["result"] != p["checker"] and (not state["group"] or p["item__group"] == state["group"])]
         state.update(disagreements=wrong[:EXAMPLES_LIMIT], n_disagreements=len(wrong))
-    state.update(logged=logged, active="recheck")
-    return render_page(request, "runs/hierarchy/recheck.html", state, page_data=exports.recheck_page)
+    state.update(logged=logged, checker_name=m.CHECKER_JUDGE, active="recheck")
+    return render_page(request, "runs/recheck.html", state, page_data=exports.recheck_page)
 
-
-@blind_safe
-@login_required
-@require_POST
-def recheck_start(request, slug):
-    """Queue a background style re-check of the chosen runs (all runs of the benchmark if none chosen)."""
-    benchmark = _benchmark(slug)
-    labels = request.POST.getlist("run")
-    runs = Run.objects.filter(benchmark=benchmark, **({"label__in": labels} if labels else {}))
-    job = job_create(kind="restyle-manyih", params={"run_ids": list(runs.values_list("id", flat=True)),
-                                                    "benchmark": benchmark.slug}, user=request.user)
-    job_enqueue(job)
-    return redirect("runs:job", job_id=job.id)
 
 
 @login_required

@@ -8,14 +8,14 @@ from django.views.decorators.http import require_POST
 from runs.access import blind_safe
 from .. import selectors
 from ..forms import JobFilterForm
-from ..services import job_retry
+from ..jobs import job_check_alive, job_retry
 
 
 def _get_job_for_user(request, job_id):
     job = selectors.job_for_user(request.user, job_id)
     if job is None:
         raise Http404("No such job.")
-    return job
+    return job_check_alive(job)  # a running job whose worker is gone shows as failed (and can be retried)
 
 
 @blind_safe
@@ -24,7 +24,7 @@ def job_list(request):
     """Recent jobs, newest first; the table refreshes itself while any of them runs."""
     form = JobFilterForm(request.GET)
     state = form.cleaned_data["state"] if form.is_valid() else ""
-    jobs = list(selectors.jobs_recent(state=state))
+    jobs = [job_check_alive(job) for job in selectors.jobs_recent(state=state)]
     context = {"form": form, "jobs": jobs, "state": state, "polling": any(not j.finished for j in jobs)}
     template = "runs/jobs.html#jobs-table" if request.htmx else "runs/jobs.html"
     return render(request, template, context)

@@ -17,7 +17,7 @@ from runs.demo import SCALES, manyih_plan
 from runs.ingest import Options, Source, ingest
 from runs.metrics import hierarchy as m
 from runs.models import Benchmark, Verdict
-from runs.restyle import restyle_run
+from runs.recheck import recheck_run
 from runs.services import rollups_rebuild_for_attempts
 
 from .conftest import client_for, label_all
@@ -163,7 +163,7 @@ def demo_study(db, tmp_path):
         ingest(step.format, [Source.of(p) for p in step.paths], step.options)
     benchmark = Benchmark.objects.get(slug=SLUG)
     for run in benchmark.runs.all():
-        restyle_run(run=run)
+        recheck_run(run=run)
     return benchmark
 
 

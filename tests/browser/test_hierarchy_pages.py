@@ -5,7 +5,7 @@ import pytest
 
 from runs.ingest import Options, Source, ingest
 from runs.models import Attempt, Run
-from runs.restyle import restyle_run
+from runs.recheck import recheck_run
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "manyih"
@@ -16,7 +16,7 @@ def rechecked_run():
     ingest("manyih-data", [Source.of(FIXTURES / "coding_small.json")], Options())
     ingest("manyih-results", [Source.of(FIXTURES / "results_small.json")], Options(model="acme", run="acme-ordinal"))
     run = Run.objects.get(label="acme-ordinal")
-    restyle_run(run=run)
+    recheck_run(run=run)
     return run
 
 

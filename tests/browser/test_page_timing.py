@@ -43,11 +43,11 @@ async () => {
 def study(transactional_db, django_user_model):
     from runs.demo import demo_load
     from runs.models import Run
-    from runs.restyle import restyle_run
+    from runs.recheck import recheck_run
 
     demo_load(seed=3, scale="small")
     for run in Run.objects.filter(benchmark__slug="manyih-coding"):  # the conflict-resolution chart needs it
-        restyle_run(run=run)
+        recheck_run(run=run)
     django_user_model.objects.create_user("reviewer", password="pw-reviewer-1")
 
 

@@ -23,7 +23,7 @@ from django.db import connection, transaction
 
 from audits import services as audit_services
 from audits.models import Assignment, AuditUnit, Label, UnitState
-from runs import services
+from runs import jobs as runner
 from runs.ingest import Options, Source, ingest
 from runs.models import Attempt, AttemptRollup, Benchmark, ChecklistItem, Job, JobState, Run, Verdict, VerdictResult
 
@@ -132,14 +132,14 @@ def _load_instances(tmp_path) -> Benchmark:
 
 
 def _ingest_job(path: Path, fmt: str = "octobench-scores", **options) -> Job:
-    return services.job_create(kind="ingest", params={"format": fmt, "options": options},
+    return runner.job_create(kind="ingest", params={"format": fmt, "options": options},
                                files=[{"path": str(path), "name": path.name}])
 
 
 def _enqueue(*jobs):
     with transaction.atomic():  # the messages leave (threads start) on the same commit
         for job in jobs:
-            services.job_enqueue(job)
+            runner.job_enqueue(job)
 
 
 def _wait(jobs, timeout=90):
@@ -317,7 +317,7 @@ def _lose_the_connection_then_retry(tmp_path, stall, kill, *, app_name=None):
 
     stall.disarm()
     with transaction.atomic():
-        services.job_retry(job)
+        runner.job_retry(job)
     _wait([job], timeout=60)
     assert job.state == JobState.SUCCEEDED, job.errors
     assert job.attempts_made == 2 and job.errors == []

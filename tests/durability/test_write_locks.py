@@ -16,10 +16,8 @@ from django.db import transaction
 from runs import services
 from runs.ingest import IngestFailed, Options, Source, ingest
 from runs.models import Attempt, Benchmark, Run, Verdict
-from runs.rescore import CHECKER_JUDGE as EVOLIF_CHECKER
-from runs.rescore import rescore_evolif_run
-from runs.restyle import CHECKER_JUDGE as STYLE_CHECKER
-from runs.restyle import restyle_run
+from runs.metrics.hierarchy import CHECKER_JUDGE as STYLE_CHECKER
+from runs.recheck import EVOLIF_CHECKER, recheck_run
 
 from ..threads import in_thread
 
@@ -90,13 +88,13 @@ def test_a_native_import_naming_a_stored_benchmark_waits_for_its_lock(tmp_path):
     assert sorted((dict(r.counts["verdicts"]) for _, [r], _ in writers), key=str) == [{"created": 12}, {"unchanged": 12}]
 
 
-def test_a_rescore_waits_for_the_lock_and_scores_the_attempts_committed_before_it():
-    build_run = _load("_ifportal_rescore_tests", TESTS / "runs" / "test_rescore.py").build_run
+def test_a_dialogue_recheck_waits_for_the_lock_and_scores_the_attempts_committed_before_it():
+    build_run = _load("_ifportal_rescore_tests", TESTS / "runs" / "test_recheck_dialogue.py").build_run
     run, attempt, _ = build_run()
     other = build_run(label="m2")[1]  # another run of the same benchmark, left alone
 
     holder = Holder(run.benchmark_id, lambda: Attempt.objects.filter(pk=attempt.pk).delete())
-    writer = in_thread(lambda: rescore_evolif_run(run=run))
+    writer = in_thread(lambda: recheck_run(run=run))
     _waits_then_finishes(holder, [writer])
     [report] = writer[1]
     assert report.attempts == 0  # the attempt deleted before the rescore got the lock is not scored
@@ -104,7 +102,7 @@ def test_a_rescore_waits_for_the_lock_and_scores_the_attempts_committed_before_i
     assert Attempt.objects.filter(pk=other.pk).exists()
 
 
-def test_a_restyle_waits_for_the_lock_and_checks_the_attempts_committed_before_it():
+def test_a_style_recheck_waits_for_the_lock_and_checks_the_attempts_committed_before_it():
     ingest("manyih-data", [Source.of(MANYIH / "coding_small.json")], Options())
     ingest("manyih-results", [Source.of(MANYIH / "results_small.json")], Options(model="acme/coder-1"))
     run = Run.objects.select_related("benchmark").get()
@@ -113,7 +111,7 @@ def test_a_restyle_waits_for_the_lock_and_checks_the_attempts_committed_before_i
     deleted = attempts[0]
 
     holder = Holder(run.benchmark_id, lambda: Attempt.objects.filter(pk=deleted).delete())
-    writer = in_thread(lambda: restyle_run(run=run))
+    writer = in_thread(lambda: recheck_run(run=run))
     _waits_then_finishes(holder, [writer])
     [report] = writer[1]
     assert report.attempts == len(attempts) - 1

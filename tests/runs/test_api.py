@@ -122,7 +122,7 @@ def test_it_answers_404_for_an_unknown_job(token_client):
 
 
 def test_it_shows_live_progress_of_a_running_job(token_client):
-    from runs.services import ProgressReporter, job_create
+    from runs.jobs import ProgressReporter, job_create
 
     job = job_create(kind="ingest", params={"format": "native", "options": {}})
     Job.objects.filter(pk=job.pk).update(state=JobState.RUNNING)

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from django.db import connection
 
-from runs import services
+from runs import jobs
 from runs.models import Instance, Job, JobState
 
 from ..threads import redis_up, worker_database_url
@@ -62,9 +62,9 @@ def _instances_file(path: Path, n: int, items: int = 5) -> Path:
 
 def test_it_runs_an_ingest_job_on_a_worker(worker, tmp_path):
     path = _instances_file(tmp_path / "instances.jsonl", 20)
-    job = services.job_create(kind="ingest", params={"format": "octobench-instances", "options": {}},
+    job = jobs.job_create(kind="ingest", params={"format": "octobench-instances", "options": {}},
                               files=[{"path": str(path), "name": "instances.jsonl"}])
-    services.job_enqueue(job)
+    jobs.job_enqueue(job)
     job = _wait(job, {JobState.SUCCEEDED, JobState.FAILED})
     assert job.state == JobState.SUCCEEDED, job.errors
     assert job.counts["by_kind"]["instances"]["created"] == 20
@@ -73,19 +73,19 @@ def test_it_runs_an_ingest_job_on_a_worker(worker, tmp_path):
 
 def test_a_worker_killed_mid_job_leaves_the_data_as_it_was_and_the_job_failed(worker, tmp_path, monkeypatch):
     path = _instances_file(tmp_path / "big.jsonl", 60000, items=10)
-    job = services.job_create(kind="ingest", params={"format": "octobench-instances", "options": {}},
+    job = jobs.job_create(kind="ingest", params={"format": "octobench-instances", "options": {}},
                               files=[{"path": str(path), "name": "big.jsonl"}])
-    services.job_enqueue(job)
+    jobs.job_enqueue(job)
     _wait(job, {JobState.RUNNING})
     deadline = time.monotonic() + 60
-    while services.job_progress(job)[0] == 0 and time.monotonic() < deadline:
+    while jobs.job_progress(job)[0] == 0 and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert services.job_progress(job)[0] > 0, "the job never reported progress"
+    assert jobs.job_progress(job)[0] > 0, "the job never reported progress"
     os.killpg(worker.pid, signal.SIGKILL)
     worker.wait(timeout=20)
-    monkeypatch.setattr(services, "HEARTBEAT_STALE_SECONDS", 1)
-    time.sleep(services.HEARTBEAT_SECONDS + 2)
-    job = services.job_check_alive(Job.objects.get(pk=job.pk))
+    monkeypatch.setattr(jobs, "HEARTBEAT_STALE_SECONDS", 1)
+    time.sleep(jobs.HEARTBEAT_SECONDS + 2)
+    job = jobs.job_check_alive(Job.objects.get(pk=job.pk))
     assert job.state == JobState.FAILED
     assert "stopped" in job.message
     assert Instance.objects.count() == 0

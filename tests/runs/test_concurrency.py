@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from django.db import transaction
 
+from runs import jobs as runner
 from runs import services, tasks
 from runs.ingest import Options, Source, ingest
 from runs.metrics import checklist
@@ -90,14 +91,14 @@ def _scores(path: Path, seed: int) -> Path:
 
 
 def _ingest_job(path: Path, fmt: str, **options) -> Job:
-    return services.job_create(kind="ingest", params={"format": fmt, "options": options},
+    return runner.job_create(kind="ingest", params={"format": fmt, "options": options},
                                files=[{"path": str(path), "name": path.name}])
 
 
 def _enqueue_together(jobs):
     with transaction.atomic():  # both messages leave on the same commit
         for job in jobs:
-            services.job_enqueue(job)
+            runner.job_enqueue(job)
 
 
 def _load_study(tmp_path, models=("m-a", "m-b")) -> None:
@@ -149,7 +150,7 @@ def test_it_runs_a_queued_task_twice_and_changes_nothing_the_second_time(workers
     ingest("octobench-instances", [Source.of(_instances(tmp_path / "instances.jsonl"))], Options())
     job = _ingest_job(_scores(tmp_path / "scores.json", 2), "octobench-scores", model="m-a", judge="judge-1")
     with transaction.atomic():
-        services.job_enqueue(job)
+        runner.job_enqueue(job)
         transaction.on_commit(lambda: tasks.run_job.delay(str(job.pk)))  # a duplicate delivery
     _wait([job])
     time.sleep(1.5)  # give the duplicate time to be consumed
@@ -171,7 +172,7 @@ def test_it_retries_a_failed_job_on_a_worker_and_the_retry_succeeds(workers, tmp
     assert Verdict.objects.count() == 0
     ingest("octobench-instances", [Source.of(_instances(tmp_path / "instances.jsonl"))], Options())
     with transaction.atomic():
-        services.job_retry(job)
+        runner.job_retry(job)
     _wait([job])
     assert job.state == JobState.SUCCEEDED, job.errors
     assert job.attempts_made == 2 and job.errors == []

@@ -13,7 +13,7 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from runs import leaderboard_page, services
+from runs import jobs, leaderboard_page
 from runs.filters import filter_choices
 from runs.leaderboard_rows import cache_key, data_generation
 from runs.models import Benchmark, Run, Verdict
@@ -130,14 +130,14 @@ def test_filter_choices_are_cached_until_a_new_run_moves_the_generation(django_c
 
 
 def _ingest_job():
-    return services.job_create(kind="ingest", params={"format": "native", "options": {}},
+    return jobs.job_create(kind="ingest", params={"format": "native", "options": {}},
                                files=[{"path": str(NATIVE), "name": NATIVE.name}])
 
 
 @pytest.mark.django_db(transaction=True)
 def test_an_ingest_job_warms_the_default_page_after_it_commits(django_user_model):
     job = _ingest_job()
-    services.job_execute(job.id)
+    jobs.job_execute(job.id)
     job.refresh_from_db()
     assert job.state == "succeeded", job.errors
     bench = Benchmark.objects.get(slug="acme-agent-if")
@@ -161,7 +161,7 @@ def test_a_failure_while_warming_never_fails_the_job(monkeypatch, caplog):
 
     monkeypatch.setattr(leaderboard_page, "warm_default", broken)
     job = _ingest_job()
-    services.job_execute(job.id)
+    jobs.job_execute(job.id)
     job.refresh_from_db()
     assert job.state == "succeeded" and Verdict.objects.exists()
     assert "warming the leaderboards" in caplog.text
@@ -173,8 +173,8 @@ def test_nothing_is_warmed_without_rollups_or_outside_jobs(monkeypatch):
     monkeypatch.setattr(leaderboard_page, "warm_default", lambda ids: calls.append(set(ids)))
     bench, _ = build_study()  # rollups rebuilt outside a job: no warming
     assert calls == []
-    job = services.job_create(kind="rollups", params={"benchmark_id": bench.id})
-    services.job_execute(job.id)
+    job = jobs.job_create(kind="rollups", params={"benchmark_id": bench.id})
+    jobs.job_execute(job.id)
     assert calls == [{bench.id}]
     monkeypatch.undo()
     empty = Benchmark.objects.create(slug="empty", name="Empty", kind="checklist")

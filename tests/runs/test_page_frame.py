@@ -15,8 +15,7 @@ from django.urls import reverse
 from runs.demo import SCALES, conflict_plan, evolif_plan, guidebench_plan, manyih_plan, octobench_plan
 from runs.ingest import Source, ingest
 from runs.models import Run, Verdict
-from runs.rescore import rescore_evolif_run
-from runs.restyle import restyle_run
+from runs.recheck import CHECKERS, recheck_run
 from runs.services import rollups_rebuild_for_attempts
 
 pytestmark = pytest.mark.django_db
@@ -40,9 +39,8 @@ def _load(kind: str, tmp_path) -> str:
     plan, slug, _ = KINDS[kind]
     for step in plan(1, SCALES["small"], tmp_path).steps:
         ingest(step.format, [Source.of(p) for p in step.paths], step.options)
-    recheck = {"hierarchy": restyle_run, "dialogue": rescore_evolif_run}.get(kind)
-    for run in Run.objects.filter(benchmark__slug=slug) if recheck else ():  # the re-check pages need it
-        recheck(run=run)
+    for run in Run.objects.filter(benchmark__slug=slug) if kind in CHECKERS else ():  # the re-check pages need it
+        recheck_run(run=run)
     return slug
 
 

@@ -19,7 +19,8 @@ from runs.models import (
     Verdict,
     VerdictResult,
 )
-from runs.services import job_create, job_execute, rollups_rebuild_for_attempts
+from runs.jobs import job_create, job_execute
+from runs.services import rollups_rebuild_for_attempts
 
 pytestmark = pytest.mark.django_db
 

@@ -3,9 +3,11 @@ import pytest
 from django.urls import reverse
 
 from runs.models import Benchmark, Job, JobState, Verdict
-from runs.rescore import CHECKER_JUDGE, rescore_evolif_run
+from runs.jobs import job_execute
+from runs.recheck import EVOLIF_CHECKER as CHECKER_JUDGE
+from runs.recheck import recheck_run
 
-from .test_rescore import build_run
+from .test_recheck_dialogue import build_run
 
 pytestmark = pytest.mark.django_db
 
@@ -101,8 +103,6 @@ def test_it_starts_a_rescore_job_and_shows_the_agreement(reviewer_client, world)
     job = Job.objects.get()
     assert response.status_code == 302 and str(job.id) in response["Location"]
     if job.state == JobState.QUEUED:  # on_commit does not fire inside the test transaction
-        from runs.services import job_execute
-
         job_execute(job.id)
     assert Verdict.objects.filter(judge__name=CHECKER_JUDGE).count() == 4
     page = reviewer_client.get(reverse("runs:dialogue-recheck", args=["evolif"]))
@@ -117,7 +117,7 @@ def test_it_refuses_get_on_the_rescore_start(reviewer_client, world):
 
 def test_it_keeps_query_counts_flat_as_runs_grow(reviewer_client, world, django_assert_max_num_queries):
     run, _ = world
-    rescore_evolif_run(run=run)
+    recheck_run(run=run)
     url = reverse("runs:dialogue-metrics", args=["evolif"])
     for name in PAGES:
         reviewer_client.get(reverse(name, args=["evolif"]))  # warm caches (session, content types)
@@ -192,7 +192,7 @@ def test_the_export_carries_score_py_figures_beside_the_portals(client, reviewer
 def test_the_checker_rescores_stopped_and_empty_logs(reviewer_client, harness_run):
     from runs.models import Run
 
-    report = rescore_evolif_run(run=Run.objects.get(label="fake-model"))
+    report = recheck_run(run=Run.objects.get(label="fake-model"))
     assert report.attempts == 4
     # the case constraints of the played turns: dialog_1 turns 1-6, dialog_2 turn 4, dialog_3 turns 1-3, dialog_4 none
     assert Verdict.objects.filter(judge__name=CHECKER_JUDGE, item__group="case").count() == 6 + 1 + 3

@@ -9,7 +9,7 @@ from django.urls import reverse
 
 from runs.ingest import Options, Source, ingest
 from runs.models import Attempt, Job, Run
-from runs.restyle import restyle_run
+from runs.recheck import recheck_run
 
 pytestmark = pytest.mark.django_db
 
@@ -27,7 +27,7 @@ def add_run(tmp_path, label, interface, *, change=None):
     path.write_text(json.dumps(doc))
     ingest("manyih-results", [Source.of(path)], Options(model="acme/coder-1", run=label))
     run = Run.objects.get(label=label)
-    restyle_run(run=run)
+    recheck_run(run=run)
     return run
 
 
@@ -106,7 +106,7 @@ def test_it_lists_disagreements_between_log_and_checker(reviewer_client, study):
 def test_it_starts_the_re_check_job_and_redirects_to_it(reviewer_client, study, django_capture_on_commit_callbacks):
     with django_capture_on_commit_callbacks(execute=True):
         response = reviewer_client.post(url("hierarchy-recheck-start"), {"run": ["coder · scalar"]})
-    job = Job.objects.get(kind="restyle-manyih")
+    job = Job.objects.get(kind="recheck")
     assert response.status_code == 302 and response["Location"] == reverse("runs:job", kwargs={"job_id": job.id})
     job.refresh_from_db()
     assert job.state == "succeeded" and job.params["run_ids"] == [study[1].id]
@@ -201,3 +201,9 @@ def test_it_escapes_the_evaluators_error_and_extracted_code(reviewer_client, tmp
     for attempt in Attempt.objects.filter(instance__external_id__in=["0", "2"]):
         page = reviewer_client.get(url("hierarchy-sample", pk=attempt.id)).content.decode()
         assert EVIL not in page and "&lt;script&gt;alert(" in page
+
+
+def test_one_start_view_serves_both_kinds_and_refuses_a_benchmark_of_the_other_kind(reviewer_client, study):
+    # the dialogue route with a hierarchy benchmark: not found, and no job made
+    assert reviewer_client.post(reverse("runs:dialogue-recheck-start", args=[SLUG])).status_code == 404
+    assert not Job.objects.exists()

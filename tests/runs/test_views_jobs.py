@@ -1,18 +1,22 @@
 """Import page, job page (live progress by htmx polling, retry) and the jobs list."""
 import json
+import time
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from django.core.cache import cache
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
 from django.utils.html import escape
 
 from runs.forms import FORMAT_DESCRIPTIONS
 from runs.ingest import FORMATS
+from runs.jobs import HEARTBEAT_STALE_SECONDS, ProgressReporter, job_create
 from runs.models import Benchmark, ChecklistItem, Instance, Job, JobState, Verdict
-from runs.services import ProgressReporter, job_create
 
 pytestmark = pytest.mark.django_db
 
@@ -248,7 +252,7 @@ def test_the_page_takes_a_benchmark_name_and_a_manifest_among_the_files(reviewer
 
 
 def test_a_recheck_job_page_shows_what_it_created_not_nothing_changed(reviewer_client):
-    job = job_create(kind="rescore-evolif", params={"run_ids": []})
+    job = job_create(kind="recheck", params={"run_ids": []})
     Job.objects.filter(pk=job.pk).update(state=JobState.SUCCEEDED, message="m1: 3 constraint verdicts checked",
                                          counts={"checked": 3, "created": 4, "updated": 0, "unchanged": 0, "removed": 0,
                                                  "by_kind": {"verdicts": {"created": 4}}})
@@ -258,3 +262,29 @@ def test_a_recheck_job_page_shows_what_it_created_not_nothing_changed(reviewer_c
     Job.objects.filter(pk=job.pk).update(counts={"checked": 3, "created": 0, "updated": 0, "unchanged": 4, "removed": 0})
     page = reviewer_client.get(f"/jobs/{job.id}/").content.decode()
     assert "Nothing changed: every verdict it wrote was already stored." in page
+
+
+def test_a_running_job_whose_worker_stopped_beating_shows_as_failed_and_can_be_retried(reviewer_client, reviewer):
+    started = timezone.now() - timedelta(seconds=HEARTBEAT_STALE_SECONDS + 30)
+    lost = _job(JobState.RUNNING, started_at=started, created_by=reviewer)
+    alive = _job(JobState.RUNNING, started_at=started, created_by=reviewer)
+    cache.set(f"ifportal:job:{alive.id}:heartbeat", time.time(), timeout=60)  # its worker beat just now
+
+    listed = reviewer_client.get("/jobs/").content.decode()
+    page = reviewer_client.get(f"/jobs/{lost.id}/").content.decode()
+    api = reviewer_client.get(f"/api/jobs/{lost.id}/").json()
+
+    lost.refresh_from_db()
+    alive.refresh_from_db()
+    assert lost.state == JobState.FAILED and alive.state == JobState.RUNNING
+    assert "The worker running this job stopped before it finished" in page
+    assert f'action="/jobs/{lost.id}/retry/"' in page
+    assert api["state"] == "failed" and "worker lost" in api["errors"][0]
+    assert listed.count("badge-failed") == 1 and listed.count("badge-running") == 1
+
+
+def test_a_running_job_with_a_recent_heartbeat_is_left_running(reviewer_client):
+    job = _job(JobState.RUNNING, started_at=timezone.now())  # started now: no beat yet is not a lost worker
+    assert reviewer_client.get(f"/api/jobs/{job.id}/").json()["state"] == "running"
+    job.refresh_from_db()
+    assert job.state == JobState.RUNNING

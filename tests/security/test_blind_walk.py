@@ -55,7 +55,7 @@ def study(db, django_user_model, tmp_path, hostile):
     from audits.rubrics import rubric_for
     from audits.selectors import POLICIES
     from runs.models import Attempt, Benchmark, ChecklistItem, Instance, Job, Run, ShareLink, Verdict
-    from runs.services import job_create
+    from runs.jobs import job_create
     from runs.sharing import share_link_create
     from runs.views.sharing import _state as share_state
 
@@ -95,7 +95,7 @@ def study(db, django_user_model, tmp_path, hostile):
     assert held.unit_id != settled_mine.unit_id and held.unit.assignments.filter(annotator=other).exists()
     assert campaign.units.filter(state="disputed").count() == 1
 
-    job_create(kind="rescore-evolif", params={"run_ids": [], "benchmark": "evolif"}, user=blind)  # a job of their own
+    job_create(kind="recheck", params={"run_ids": [], "benchmark": "evolif"}, user=blind)  # a job of their own
     for subject, slug in (("dialogue_queries", "evolif"), ("hierarchy_constraints", "manyih-coding")):
         more = audit.campaign_start(audit.campaign_create(
             name=f"walk {slug}", subject=subject, benchmarks=[Benchmark.objects.get(slug=slug)], strata=["benchmark"],

@@ -33,7 +33,8 @@ from django.utils import timezone
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from runs import services, sharing
+from runs import jobs
+from runs import sharing
 from runs.filters import state_of
 from runs.ingest import IngestFailed, Options, Source, ingest
 from runs.leaderboard_rows import _database_tag
@@ -217,22 +218,22 @@ def test_any_sqlite_database_gets_wal_immediate_transactions_and_a_timeout(tmp_p
 @pytest.mark.django_db
 def test_a_job_that_cannot_start_is_failed_with_a_reason_and_can_be_retried(reviewer, monkeypatch, caplog,
                                                                            django_capture_on_commit_callbacks):
-    job = services.job_create(kind="ingest", params={"format": "native", "options": {}},
+    job = jobs.job_create(kind="ingest", params={"format": "native", "options": {}},
                               files=[{"path": str(NATIVE), "name": NATIVE.name}], user=reviewer)
-    real_claim = services._claim
+    real_claim = jobs._claim
 
     def locked(job_id):
         raise OperationalError("database is locked")
 
-    monkeypatch.setattr(services, "_claim", locked)
-    services.job_execute(job.id)
+    monkeypatch.setattr(jobs, "_claim", locked)
+    jobs.job_execute(job.id)
     job.refresh_from_db()
 
     assert job.state == "failed" and "could not start" in job.message and "Retry it" in job.message
     assert "database is locked" in caplog.text  # the cause is in the log
-    monkeypatch.setattr(services, "_claim", real_claim)
+    monkeypatch.setattr(jobs, "_claim", real_claim)
     with django_capture_on_commit_callbacks(execute=True):
-        services.job_retry(job)
+        jobs.job_retry(job)
     job.refresh_from_db()
     assert job.state == "succeeded", job.errors
 
@@ -359,10 +360,10 @@ def test_an_internal_error_shows_a_reason_and_an_id_never_a_path_or_traceback(re
     def broken(job):
         open(Path(settings.MEDIA_ROOT) / "uploads" / "missing" / "secret.jsonl")
 
-    monkeypatch.setattr(services, "_job_ingest", broken)
-    job = services.job_create(kind="ingest", params={"format": "native", "options": {}},
+    monkeypatch.setitem(jobs.JOB_KINDS, "ingest", broken)
+    job = jobs.job_create(kind="ingest", params={"format": "native", "options": {}},
                               files=[{"path": str(NATIVE), "name": NATIVE.name}], user=reviewer)
-    services.job_execute(job.id)
+    jobs.job_execute(job.id)
     job.refresh_from_db()
 
     error_id = re.search(r"error id ([0-9a-f]{12})", job.message).group(1)
@@ -379,10 +380,10 @@ def test_an_internal_error_shows_a_reason_and_an_id_never_a_path_or_traceback(re
 @pytest.mark.django_db
 def test_uploads_are_deleted_after_the_retention_period(reviewer, reviewer_client, settings):
     settings.IFPORTAL_UPLOAD_RETENTION_DAYS = 7
-    old, recent = (services.job_create(kind="ingest", params={"format": "native", "options": {}}, user=reviewer)
+    old, recent = (jobs.job_create(kind="ingest", params={"format": "native", "options": {}}, user=reviewer)
                    for _ in range(2))
     for job in (old, recent):
-        folder = services.upload_dir(job.id)
+        folder = jobs.upload_dir(job.id)
         (folder / "01-a.jsonl").write_bytes(b"{not json\n")
         Job.objects.filter(pk=job.pk).update(files=[{"path": str(folder / "01-a.jsonl"), "name": "a.jsonl"}],
                                              state="failed", finished_at=timezone.now() - timedelta(days=1))
@@ -393,8 +394,8 @@ def test_uploads_are_deleted_after_the_retention_period(reviewer, reviewer_clien
 
     call_command("uploads_clean", stdout=open(os.devnull, "w"))
 
-    assert not services.upload_dir(old.id).joinpath("01-a.jsonl").exists() and not orphan.exists()
-    assert services.upload_dir(recent.id).joinpath("01-a.jsonl").exists()
+    assert not jobs.upload_dir(old.id).joinpath("01-a.jsonl").exists() and not orphan.exists()
+    assert jobs.upload_dir(recent.id).joinpath("01-a.jsonl").exists()
     old.refresh_from_db()
     assert old.files == [{"name": "a.jsonl", "removed": True}]
     page = reviewer_client.get(f"/jobs/{old.id}/").content.decode()

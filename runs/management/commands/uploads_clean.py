@@ -2,7 +2,7 @@
 from django.conf import settings
 from django.core.management.base import BaseCommand
 
-from runs.services import uploads_clean
+from runs.jobs import uploads_clean
 
 
 class Command(BaseCommand):

@@ -1,4 +1,4 @@
-"""Style re-check of ManyIH runs: checker verdicts on every instruction, idempotent, agreement with the log."""
+"""Style re-check of ManyIH runs (runs.recheck, hierarchy kind): checker verdicts on every instruction, idempotent, agreement with the log."""
 from pathlib import Path
 
 import pytest
@@ -6,8 +6,9 @@ from django.core.management import call_command
 
 from runs.ingest import Options, Source, ingest
 from runs.models import AttemptRollup, ChecklistItem, JobState, Judge, JudgeKind, Run, Verdict
-from runs.restyle import CHECKER_JUDGE, restyle_run
-from runs.services import job_create, job_execute
+from runs.jobs import job_create, job_execute
+from runs.metrics.hierarchy import CHECKER_JUDGE
+from runs.recheck import recheck_run
 
 pytestmark = pytest.mark.django_db
 
@@ -29,7 +30,7 @@ def checker_verdicts():
 
 
 def test_it_checks_every_instruction_active_and_suppressed(run):
-    report = restyle_run(run=run)
+    report = recheck_run(run=run)
     assert report.checked == ChecklistItem.objects.count() == 11
     assert Judge.objects.get(name=CHECKER_JUDGE).kind == JudgeKind.CHECKER
     got = checker_verdicts()
@@ -46,7 +47,7 @@ def test_it_checks_every_instruction_active_and_suppressed(run):
 
 
 def test_it_reports_agreement_with_the_logged_verdicts_on_active_instructions(run):
-    report = restyle_run(run=run)
+    report = recheck_run(run=run)
     # sample 0: 3 active, log and checker pass; sample 1: log fails both indent instructions the code
     # follows (2 disagree), naming agrees; sample 2 has no response (an evaluator error): its logged fail
     # judges no style, so it is left out (the checker still passes doc_none on the empty code)
@@ -55,49 +56,49 @@ def test_it_reports_agreement_with_the_logged_verdicts_on_active_instructions(ru
 
 
 def test_it_changes_nothing_when_run_twice(run):
-    first = restyle_run(run=run)
+    first = recheck_run(run=run)
     before = {v.id: (v.result, v.score, v.reasoning, v.evidence) for v in Verdict.objects.all()}
     rollups = sorted(AttemptRollup.objects.values_list("id", "n_applicable", "n_passed"))
-    second = restyle_run(run=run)
-    assert first.created == 11 and second.created == second.updated == second.deleted == 0
+    second = recheck_run(run=run)
+    assert first.created == 11 and second.created == second.updated == second.removed == 0
     assert second.unchanged == 11 and not second.touched
     assert {v.id: (v.result, v.score, v.reasoning, v.evidence) for v in Verdict.objects.all()} == before
     assert sorted(AttemptRollup.objects.values_list("id", "n_applicable", "n_passed")) == rollups
 
 
 def test_it_rebuilds_rollups_counting_only_active_instructions(run):
-    restyle_run(run=run)
+    recheck_run(run=run)
     rollup = AttemptRollup.objects.get(judge__name=CHECKER_JUDGE, attempt__instance__external_id="0")
     assert (rollup.n_items, rollup.n_applicable, rollup.n_passed) == (5, 3, 3)
 
 
 def test_it_repairs_a_changed_verdict_on_the_next_run(run):
-    restyle_run(run=run)
+    recheck_run(run=run)
     verdict = Verdict.objects.get(judge__name=CHECKER_JUDGE, item__key="2", attempt__instance__external_id="0")
     Verdict.objects.filter(pk=verdict.pk).update(result="fail", score=0.0)
-    report = restyle_run(run=run)
+    report = recheck_run(run=run)
     assert report.updated == 1 and report.touched == {verdict.attempt_id}
     verdict.refresh_from_db()
     assert (verdict.result, verdict.score) == ("pass", 1.0)
 
 
 def test_it_runs_as_a_job_and_from_the_command(run, capsys):
-    job = job_create(kind="restyle-manyih", params={"run_ids": [run.id]})
+    job = job_create(kind="recheck", params={"run_ids": [run.id]})
     job_execute(job.id)
     job.refresh_from_db()
-    assert job.state == JobState.SUCCEEDED and job.counts["verdicts created"] == 11
+    assert job.state == JobState.SUCCEEDED and job.counts["checked"] == 11 and job.counts["disagree with log"] == 2
     # in the shape the job page reads: created verdicts, not "Nothing changed"
     assert (job.counts["created"], job.counts["updated"], job.counts["unchanged"]) == (11, 0, 0)
-    again = job_create(kind="restyle-manyih", params={"run_ids": [run.id]})
+    again = job_create(kind="recheck", params={"run_ids": [run.id]})
     job_execute(again.id)
     again.refresh_from_db()
     assert (again.counts["created"], again.counts["updated"], again.counts["unchanged"]) == (0, 0, 11)
-    call_command("restyle", "--run", run.label)
-    assert "0 created, 0 updated, 0 deleted, 11 unchanged" in capsys.readouterr().out
+    call_command("recheck", "--benchmark", run.benchmark.slug, "--run", run.label)
+    assert "verdicts 0 created, 0 changed, 11 unchanged, 0 removed" in capsys.readouterr().out
 
 
 def test_it_refuses_an_unknown_run(run):
     from django.core.management.base import CommandError
 
     with pytest.raises(CommandError):
-        call_command("restyle", "--run", "nope")
+        call_command("recheck", "--benchmark", run.benchmark.slug, "--run", "nope")

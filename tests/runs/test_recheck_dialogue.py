@@ -1,4 +1,4 @@
-"""Re-checking stored EvolIF responses under the checker judge, from the command, the service and the job."""
+"""Re-checking stored EvolIF responses (runs.recheck, dialogue kind) under the checker judge, from the command, the service and the job."""
 import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
@@ -8,8 +8,10 @@ from runs.models import (
     AgentModel, Attempt, Benchmark, ChecklistItem, GroupRollup, Instance, Job, JobState, Judge, JudgeKind, Run,
     Trajectory, Verdict,
 )
-from runs.rescore import CHECKER_JUDGE, rescore_evolif_run
-from runs.services import job_create, job_enqueue, rollups_rebuild_for_attempts
+from runs.jobs import job_create, job_enqueue, job_execute
+from runs.recheck import EVOLIF_CHECKER as CHECKER_JUDGE
+from runs.recheck import logged_judge_for, recheck_run
+from runs.services import rollups_rebuild_for_attempts
 
 pytestmark = pytest.mark.django_db
 
@@ -59,7 +61,7 @@ def build_run(label="m1", model="model-one"):
 
 def test_it_checks_deterministic_families_and_keeps_llm_verdicts():
     run, attempt, items = build_run()
-    report = rescore_evolif_run(run=run)
+    report = recheck_run(run=run)
     checker = Judge.objects.get(name=CHECKER_JUDGE)
     assert checker.kind == JudgeKind.CHECKER
     results = {(v.item.turn, v.item.group): v for v in Verdict.objects.filter(judge=checker).select_related("item")}
@@ -73,15 +75,15 @@ def test_it_checks_deterministic_families_and_keeps_llm_verdicts():
 
 def test_it_gives_the_same_rows_when_run_twice():
     run, attempt, _ = build_run()
-    rescore_evolif_run(run=run)
+    recheck_run(run=run)
     first = sorted(Verdict.objects.filter(judge__name=CHECKER_JUDGE).values_list("item_id", "result"))
-    rescore_evolif_run(run=run)
+    recheck_run(run=run)
     assert sorted(Verdict.objects.filter(judge__name=CHECKER_JUDGE).values_list("item_id", "result")) == first
 
 
 def test_it_rebuilds_the_turn_rollups_of_the_checker_judge():
     run, attempt, _ = build_run()
-    rescore_evolif_run(run=run)
+    recheck_run(run=run)
     checker = Judge.objects.get(name=CHECKER_JUDGE)
     rows = dict(GroupRollup.objects.filter(attempt=attempt, judge=checker, dimension="turn").values_list("value", "n_passed"))
     assert rows == {"1": 1, "2": 0, "3": 0}
@@ -91,7 +93,7 @@ def test_it_rebuilds_the_turn_rollups_of_the_checker_judge():
 
 def test_it_counts_agreement_and_lists_disagreeing_turns():
     run, attempt, _ = build_run()
-    rescore_evolif_run(run=run)
+    recheck_run(run=run)
     logged, checker = Judge.objects.get(name="evolif-log"), Judge.objects.get(name=CHECKER_JUDGE)
     rows = {r.group: r for r in agreement_rows(run_ids=[run.id], logged=logged, checker=checker)}
     assert set(rows) == {"startwith", "forbidden"}  # reader_age is LLM-judged: no agreement row
@@ -101,24 +103,24 @@ def test_it_counts_agreement_and_lists_disagreeing_turns():
     assert [(d["item__turn"], d["item__group"], d["result"], d["checker"]) for d in listed] == [(2, "startwith", "pass", "fail")]
 
 
-def test_it_rescores_from_the_command_and_refuses_an_unknown_run(capsys):
+def test_it_rechecks_from_the_command_and_refuses_an_unknown_run(capsys):
     run, _, _ = build_run(label="cmd-run")
-    call_command("rescore", run=["cmd-run"])
-    assert "cmd-run: 3 constraint verdicts checked" in capsys.readouterr().out
+    call_command("recheck", benchmark="evolif", run=["cmd-run"])
+    assert "cmd-run: 3 constraint verdicts checked on 1 attempt(s), 1 LLM-judged kept from the log" in capsys.readouterr().out
     with pytest.raises(CommandError, match="no run 'nope'"):
-        call_command("rescore", run=["nope"])
+        call_command("recheck", benchmark="evolif", run=["nope"])
 
 
 def test_it_runs_as_a_background_job():
     run, _, _ = build_run()
-    job = job_create(kind="rescore-evolif", params={"run_ids": [run.id]})
+    job = job_create(kind="recheck", params={"run_ids": [run.id]})
     from django.db import transaction
 
     with transaction.atomic():
         job_enqueue(job)
     job.refresh_from_db()
     if job.state == JobState.QUEUED:  # the test transaction swallowed on_commit: run it directly
-        from runs.services import job_execute
+        from runs.jobs import job_execute
 
         job_execute(job.id)
         job.refresh_from_db()
@@ -131,14 +133,34 @@ def test_it_runs_as_a_background_job():
     assert job.counts["by_kind"] == {"verdicts": {"created": 4}}
 
 
-def test_a_second_rescore_counts_its_verdicts_unchanged_and_a_changed_one_updated():
+def test_a_second_recheck_counts_its_verdicts_unchanged_and_a_changed_one_updated():
     run, _, _ = build_run()
-    first = rescore_evolif_run(run=run)
+    first = recheck_run(run=run)
     assert (first.created, first.updated, first.unchanged, first.removed) == (4, 0, 0, 0)
     verdict = Verdict.objects.filter(judge__name=CHECKER_JUDGE).order_by("id").first()
     Verdict.objects.filter(pk=verdict.pk).update(reasoning="edited by hand")
 
-    again = rescore_evolif_run(run=run)
+    again = recheck_run(run=run)
 
     assert (again.created, again.updated, again.unchanged, again.removed) == (0, 1, 3, 0)
     assert "verdicts 0 created, 1 changed, 3 unchanged, 0 removed" in again.summary()
+    assert "agreement with evolif-log: 66.67% of 3" in again.summary()
+
+
+def test_it_compares_with_the_harness_log_judge_when_a_run_has_several_logged_judges():
+    run, attempt, items = build_run()
+    earlier = Judge.objects.create(name="aaa-import", kind=JudgeKind.LOGGED)  # first by name, but not EvolIF's log
+    Verdict.objects.create(attempt=attempt, item=items[(1, "startwith")], judge=earlier, result="fail")
+    assert logged_judge_for(run).name == "evolif-log"
+    assert recheck_run(run=run).logged_judge == "evolif-log"
+
+
+def test_it_refuses_a_run_of_a_kind_without_checkers_and_an_unknown_job_kind():
+    benchmark = Benchmark.objects.create(slug="octo", name="Octo", kind="checklist")
+    run = Run.objects.create(benchmark=benchmark, model=AgentModel.objects.create(name="m"), label="octo-run")
+    with pytest.raises(ValueError, match="no portal checkers"):
+        recheck_run(run=run)
+    with pytest.raises(CommandError, match="no portal checkers"):
+        call_command("recheck", benchmark="octo", run=["octo-run"])
+    with pytest.raises(ValueError, match="unknown job kind 'rescore-evolif'"):
+        job_create(kind="rescore-evolif", params={"run_ids": [run.id]})

@@ -1,0 +1,102 @@
+"""The runs package's imports: no cycle, and the write services and job runner import at module top.
+
+Read from the source (every import statement, at module top or inside a function), so a cycle hidden
+behind a function-level import is found too. A cycle between `runs.services`, `runs.ingest` and
+`runs.tasks` once made the job framework a registry filled by import side effects.
+"""
+import ast
+from pathlib import Path
+
+RUNS = Path(__file__).resolve().parents[2] / "runs"
+#: modules that must import only at module top (no import inside a function to dodge a cycle)
+TOP_ONLY = ("runs.jobs", "runs.services", "runs.recheck", "runs.tasks", "runs.ingest", "runs.ingest.lookups",
+            "runs.ingest.native", "runs.selectors", "runs.views.jobs", "runs.views.recheck")
+
+
+def _modules() -> dict[str, tuple[Path, bool]]:
+    out = {}
+    for path in sorted(RUNS.rglob("*.py")):
+        if "migrations" in path.parts:
+            continue
+        parts = ["runs", *path.relative_to(RUNS).with_suffix("").parts]
+        package = parts[-1] == "__init__"
+        out[".".join(parts[:-1] if package else parts)] = (path, package)
+    return out
+
+
+def _imports(modules) -> dict[str, dict[str, bool]]:
+    """module -> {imported runs module: whether the import is at module top}."""
+    def known(name: str) -> str | None:
+        while name and name not in modules:
+            name = name.rpartition(".")[0]
+        return name or None
+
+    graph: dict[str, dict[str, bool]] = {}
+    for name, (path, package) in modules.items():
+        tree = ast.parse(path.read_text())
+        top = {id(node) for node in tree.body}
+        here = name if package else name.rpartition(".")[0]
+        edges = graph.setdefault(name, {})
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = here
+                for _ in range(max(node.level - 1, 0)):
+                    base = base.rpartition(".")[0]
+                module = (base + (f".{node.module}" if node.module else "")) if node.level else node.module
+                targets = [module, *(f"{module}.{alias.name}" for alias in node.names)]
+            else:
+                continue
+            for target in targets:
+                found = known(target)
+                if found and found != name:
+                    edges[found] = edges.get(found, False) or id(node) in top
+    return graph
+
+
+def _cycles(graph: dict[str, dict[str, bool]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    out: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in graph.get(v, {}):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                out.append(sorted(component))
+
+    for v in graph:
+        if v not in index:
+            visit(v)
+    return out
+
+
+def test_the_runs_package_has_no_import_cycle():
+    assert _cycles(_imports(_modules())) == []
+
+
+def test_the_job_runner_and_the_write_services_import_at_module_top():
+    graph = _imports(_modules())
+    local = {name: sorted(m for m, at_top in graph[name].items() if not at_top) for name in TOP_ONLY}
+    assert {name: found for name, found in local.items() if found} == {}
+
+
+def test_it_finds_a_cycle_through_a_function_level_import():
+    graph = {"runs.a": {"runs.b": True}, "runs.b": {"runs.c": True}, "runs.c": {"runs.a": False}, "runs.d": {"runs.a": True}}
+    assert _cycles(graph) == [["runs.a", "runs.b", "runs.c"]]
