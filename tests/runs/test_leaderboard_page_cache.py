@@ -159,7 +159,7 @@ def test_a_failure_while_warming_never_fails_the_job(monkeypatch, caplog):
     def broken(benchmark_ids):
         raise RuntimeError("cache exploded")
 
-    monkeypatch.setattr(leaderboard_page, "warm_default", broken)
+    monkeypatch.setattr(jobs, "warm_default", broken)  # as the job runner calls it
     job = _ingest_job()
     jobs.job_execute(job.id)
     job.refresh_from_db()
@@ -170,7 +170,7 @@ def test_a_failure_while_warming_never_fails_the_job(monkeypatch, caplog):
 @pytest.mark.django_db(transaction=True)
 def test_nothing_is_warmed_without_rollups_or_outside_jobs(monkeypatch):
     calls = []
-    monkeypatch.setattr(leaderboard_page, "warm_default", lambda ids: calls.append(set(ids)))
+    monkeypatch.setattr(jobs, "warm_default", lambda ids: calls.append(set(ids)))  # as the job runner calls it
     bench, _ = build_study()  # rollups rebuilt outside a job: no warming
     assert calls == []
     job = jobs.job_create(kind="rollups", params={"benchmark_id": bench.id})
