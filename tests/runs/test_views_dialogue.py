@@ -109,6 +109,11 @@ def test_it_starts_a_rescore_job_and_shows_the_agreement(reviewer_client, world)
     groups = {a.group: a for a in page.context["agreement"]}
     assert groups["startwith"].agree == 1 and groups["startwith"].pairs == 2
     assert [d["item__turn"] for d in page.context["disagreements"]] == [2]
+    html = page.content.decode()  # the one re-check template, with the dialogue kind's head, start form and links
+    assert "Deterministic re-check" in html and "<code>evolif-checker</code>" in html
+    assert f'action="{reverse("runs:dialogue-recheck-start", args=["evolif"])}"' in html
+    assert f'{reverse("runs:dialogue-viewer", args=["evolif", page.context["disagreements"][0]["attempt_id"]])}#turn-2' in html
+    assert "Checker's reason" not in html and "manage.py recheck --benchmark evolif" in html
 
 
 def test_it_refuses_get_on_the_rescore_start(reviewer_client, world):

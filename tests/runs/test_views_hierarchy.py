@@ -101,6 +101,10 @@ def test_it_lists_disagreements_between_log_and_checker(reviewer_client, study):
     assert (rows["all groups"].pairs, rows["all groups"].agree) == (6, 4)
     assert response.context["n_disagreements"] == 2
     assert {d["item__group"] for d in response.context["disagreements"]} == {"indent"}
+    html = response.content.decode()  # the one re-check template, with the hierarchy kind's head, start form and links
+    assert "Style re-check" in html and "<code>manyih-style-checker</code>" in html and "Checker's reason" in html
+    assert f'action="{url("hierarchy-recheck-start")}"' in html
+    assert url("hierarchy-sample", pk=response.context["disagreements"][0]["attempt_id"]) in html
 
 
 def test_it_starts_the_re_check_job_and_redirects_to_it(reviewer_client, study, django_capture_on_commit_callbacks):
