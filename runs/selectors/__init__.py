@@ -1,4 +1,5 @@
-"""Reads for the home, import and job pages and the list APIs.
+"""Reads for the home, import and job pages and the list APIs; each kind's page state (query -> validated
+state -> the page's data, called by its page and its API alike) is `runs/selectors/<kind>.py`.
 
 Counts come from a fixed number of grouped queries (never one per row), and verdict
 counts from AttemptRollup (n_items per attempt x judge), so no page scans the verdict table.
@@ -13,7 +14,7 @@ from django.db.models import Count, F, OuterRef, Prefetch, Q, QuerySet, Subquery
 from django.db.models.functions import Coalesce
 from django.urls import reverse
 
-from .models import Attempt, AttemptRollup, Benchmark, ChecklistItem, Instance, Job, JobState, JudgeReport, Run
+from runs.models import Attempt, AttemptRollup, Benchmark, ChecklistItem, Instance, Job, JobState, JudgeReport, Run
 
 RECENT_JOBS = 100
 
@@ -228,7 +229,7 @@ class JobStatus:
 
 def job_status(job: Job) -> JobStatus:
     """The job with its live progress (from the cache while it runs) and its counts laid out as a table."""
-    from .services import job_progress
+    from runs.services import job_progress
 
     done, total = job_progress(job)
     if job.state == JobState.SUCCEEDED:
