@@ -11,9 +11,11 @@ import json
 from pathlib import Path
 
 import pytest
+from django.utils.html import escape
 
 from audits import services
 from runs.demo import SCALES, manyih_plan
+from runs.exclusions import exclusion_policies
 from runs.ingest import Options, Source, ingest
 from runs.metrics import hierarchy as m
 from runs.models import Benchmark, Verdict
@@ -28,6 +30,11 @@ PAGE = f"/b/{SLUG}/hierarchy/"
 JSON = f"/b/{SLUG}/hierarchy/api/"
 API = "/api/hierarchy-metrics/"
 FLAGGED = {f"{SLUG}/1/1", f"{SLUG}/1/3"}  # sample 1's two active indent instructions
+
+
+def _unknown_policy() -> str:
+    """What the page and the API say of ?exclude=nope (runs.selectors.state.KindQuery)."""
+    return "unknown exclusion policy 'nope'; one of: none, " + ", ".join(exclusion_policies())
 
 
 def _run(tmp_path, label, model, **groups):
@@ -145,7 +152,8 @@ def test_an_unknown_policy_is_refused_with_a_clear_message(audited, lead):
     assert page_json.status_code == 400 and "unknown exclusion policy 'nope'" in page_json.json()["exclude"][0]
     page = client.get(PAGE, {"exclude": "nope"})  # the page shows the form's error and every constraint
     assert page.status_code == 200 and page.context["exclusion"] is None
-    assert "Select a valid choice" in page.content.decode()
+    assert page.context["errors"]["exclude"] == [_unknown_policy()]  # the API's words (runs.selectors.state)
+    assert escape(_unknown_policy()) in page.content.decode()
     assert _acc(page) == {"acme/coder-1": pytest.approx(100 * 2 / 6), "acme/coder-2": pytest.approx(100 * 3 / 6)}
 
 
