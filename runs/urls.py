@@ -54,7 +54,6 @@ urlpatterns = [
     path("b/<slug:slug>/dialogue/rescore/start/", dialogue.rescore_start, name="dialogue-recheck-start"),
     # hierarchy benchmarks (metrics, conflict resolution, samples, style re-check)
     path("b/<slug:slug>/hierarchy/", hierarchy.metrics, name="hierarchy-metrics"),
-    path("b/<slug:slug>/hierarchy/api/", hierarchy.api, name="hierarchy-metrics-json"),
     path("b/<slug:slug>/hierarchy/conflicts/", hierarchy.conflicts, name="hierarchy-conflicts"),
     path("b/<slug:slug>/hierarchy/recheck/", hierarchy.recheck, name="hierarchy-recheck"),
     path("b/<slug:slug>/hierarchy/recheck/start/", hierarchy.recheck_start, name="hierarchy-recheck-start"),

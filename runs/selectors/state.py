@@ -32,12 +32,12 @@ class KindQuery(forms.Form):
             "unknown exclusion policy %(value)r; one of: none, " + ", ".join(exclusion_policies()))
         self.fields["run"].choices = [(r.label, f"{r.label} ({r.model.name})") for r in runs]
         self.fields["judge"].choices = [(j.name, f"{j.name} ({j.get_kind_display()})") for j in judges]
-        self.is_valid()  # an invalid field is left out of cleaned_data: its default applies
 
 
 def kind_state(form: KindQuery, *, benchmark, runs: Sequence, judges: Sequence, default_judge=None) -> dict:
     """The state every kind's page shares: chosen runs (every run when none is chosen), judge (the default one when
     none is chosen), grouping, exclusion policy and the items it excludes, and the query's errors."""
+    form.is_valid()  # an invalid field is left out of cleaned_data: its default applies
     clean = form.cleaned_data
     chosen = [r for r in runs if r.label in clean.get("run", [])] or list(runs)
     default = default_judge if default_judge is not None else (judges[0] if judges else None)
