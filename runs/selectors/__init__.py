@@ -151,13 +151,6 @@ def jobs_recent(*, state: str | None = None, limit: int = RECENT_JOBS) -> QueryS
     return qs[:limit]
 
 
-def job_for_user(user, job_id) -> Job | None:
-    """The job if this user may see it: every signed-in team member sees every job."""
-    if not user.is_authenticated:
-        return None
-    return Job.objects.select_related("created_by").filter(pk=job_id).first()
-
-
 def job_can_retry(user, job: Job) -> bool:
     """Only the person who started a failed job (or staff) queues it again, while its uploads are kept
     (runs.services.uploads_clean deletes them after the retention period)."""
