@@ -7,7 +7,7 @@ from django.core.paginator import Paginator
 
 from runs.metrics import choice as metrics
 from runs.models import Benchmark, Instance, Run
-from runs.selectors.state import query_errors
+from runs.selectors.state import query_errors, query_notes
 
 TASKS_PAGE = 50
 VIEWS = {metrics.EXACT: "Exact match (reference scorer)", metrics.NORMALISED: "Normalised (lenient, not the reference)"}
@@ -67,7 +67,7 @@ def choice_state(*, benchmark: Benchmark, query) -> dict:
     """{"form", "state": the query validated with its defaults, "errors"} for every choice page and the API."""
     form = ChoiceQuery(query, benchmark=benchmark)
     state = form.state()
-    return {"form": form, "state": state, "errors": query_errors(form)}
+    return {"form": form, "state": state, "errors": query_errors(form), "query_notes": query_notes(form)}
 
 
 def choice_metrics(*, benchmark: Benchmark, state: dict) -> dict:

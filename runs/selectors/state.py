@@ -45,7 +45,14 @@ def kind_state(form: KindQuery, *, benchmark, runs: Sequence, judges: Sequence, 
     exclude = clean.get("exclude") or "none"
     return {"benchmark": benchmark, "form": form, "all_runs": list(runs), "runs": chosen, "run_ids": [r.id for r in chosen],
             "judge": judge, "judges": list(judges), "by": clean.get("by") or "model", "exclude": exclude,
-            "excluded": excluded_item_ids(benchmark, exclude), "errors": query_errors(form)}
+            "excluded": excluded_item_ids(benchmark, exclude), "errors": query_errors(form),
+            "query_notes": query_notes(form, shown_beside=("exclude",))}
+
+
+def query_notes(form: forms.Form, *, shown_beside: tuple[str, ...] = ()) -> list[str]:
+    """The form's errors a page states apart (templates/runs/partials/query_errors.html): all but those of the fields
+    its filter bar shows beside themselves."""
+    return [str(m) for name, messages in form.errors.items() if name not in shown_beside for m in messages]
 
 
 def query_errors(form: forms.Form, extra: Mapping[str, str] | None = None) -> dict[str, list[str]]:
