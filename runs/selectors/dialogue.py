@@ -40,10 +40,8 @@ def dialogue_state(*, benchmark: Benchmark, query, exclusion: bool = False) -> d
     runs = list(Run.objects.filter(benchmark=benchmark).select_related("model").order_by("label"))
     judges = m.dialogue_judges(benchmark)
     form = DialogueQuery(query, runs=runs, judges=judges)
-    state = kind_state(form, benchmark=benchmark, runs=runs, judges=judges)
+    state = kind_state(form, benchmark=benchmark, runs=runs, judges=judges, exclusion=exclusion)
     clean = form.cleaned_data
-    if not exclusion:
-        state["excluded"] = None
     judge = state["judge"]
     full = m.dialogues_select(benchmark=benchmark, judge=judge, run_ids=state["run_ids"],
                               excluded_items=state["excluded"]) if judge else []
