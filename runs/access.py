@@ -18,7 +18,11 @@ removes them, and an audit exclusion policy (`exclude`, which reads annotators' 
 every route, before the view runs, so the view cannot honour them.
 
 Templates read `blind` (the context processor `context`) to leave out controls a blind
-annotator cannot use. tests/security/test_blind_walk.py walks every URL pattern as a blind
+annotator cannot use.
+
+Every page and API endpoint reaches a stored object through one helper per model below
+(`benchmark_for`, `attempt_for`, `instance_for`, `job_for`): each answers 404 for what the
+request's user may not read, so a page and its API refuse the same requests the same way. tests/security/test_blind_walk.py walks every URL pattern as a blind
 annotator and fails on any seeded verdict, reasoning, outcome or label that reaches them.
 """
 from __future__ import annotations
@@ -27,10 +31,12 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from django.core.exceptions import PermissionDenied
-from django.http import JsonResponse
+from django.http import Http404, JsonResponse
 from django.urls import URLPattern, URLResolver, get_resolver
 from rest_framework.authentication import TokenAuthentication
 from rest_framework.exceptions import AuthenticationFailed
+
+from runs.models import Attempt, Benchmark, Instance, Job
 
 LEAD, ANNOTATOR, REVIEWER = "lead", "annotator", "reviewer"
 BLIND_REFUSAL = ("Annotators label blind: judges' verdicts, their reasoning, the trajectories behind them and other "
@@ -69,6 +75,58 @@ def is_blind_annotator(user) -> bool:
     if not user.is_authenticated or user.is_superuser or user.is_staff:
         return False
     return roles_of(user) == {ANNOTATOR}
+
+
+# one access helper per model ---------------------------------------------------------------
+# Every signed-in team member reads every benchmark, run, attempt and job (what a blind annotator may
+# see of them is the route's business: BlindnessMiddleware); an anonymous request reads none (a share
+# link reaches its own objects through its token, runs.sharing).
+def _kind_name(kinds) -> str:
+    return " or ".join(kinds) if kinds else "a"
+
+
+def benchmark_for(request, slug: str, *, kind: str | None = None) -> Benchmark:
+    """The benchmark with this slug (of this kind when given) if the request's user may read it, else 404."""
+    found = Benchmark.objects.filter(slug=slug, **({"kind": kind} if kind else {})).first() \
+        if request.user.is_authenticated else None
+    if found is None:
+        raise Http404(f"No {f'{kind} ' if kind else ''}benchmark has the slug '{slug}'.")
+    return found
+
+
+def attempt_for(request, pk, *, kinds: tuple[str, ...] = (), slug: str | None = None) -> Attempt:
+    """The attempt with its run, model, benchmark and instance (of a benchmark of these kinds, with this slug when
+    given) if the request's user may read it, else 404."""
+    filters = {"pk": pk, **({"run__benchmark__kind__in": kinds} if kinds else {}),
+               **({"run__benchmark__slug": slug} if slug else {})}
+    found = Attempt.objects.select_related("run__model", "run__benchmark", "instance").filter(**filters).first() \
+        if request.user.is_authenticated else None
+    if found is None:
+        raise Http404(f"No attempt {pk} of {_kind_name(kinds)} benchmark.")
+    return found
+
+
+def instance_for(request, pk=None, *, kinds: tuple[str, ...] = (), benchmark: Benchmark | None = None,
+                 external_id: str | None = None) -> Instance:
+    """The instance with its benchmark, by id (of a benchmark of these kinds) or by `external_id` in `benchmark`,
+    if the request's user may read it, else 404."""
+    filters = {**({"pk": pk} if pk is not None else {}), **({"benchmark__kind__in": kinds} if kinds else {}),
+               **({"benchmark": benchmark} if benchmark is not None else {}),
+               **({"external_id": external_id} if external_id is not None else {})}
+    found = Instance.objects.select_related("benchmark").filter(**filters).first() \
+        if request.user.is_authenticated and (pk is not None or external_id is not None) else None
+    if found is None:
+        raise Http404(f"No instance {pk if pk is not None else external_id!r} of {_kind_name(kinds)} benchmark.")
+    return found
+
+
+def job_for(request, job_id) -> Job:
+    """The job with who started it if the request's user may read it (every signed-in team member reads every
+    job), else 404."""
+    found = Job.objects.select_related("created_by").filter(pk=job_id).first() if request.user.is_authenticated else None
+    if found is None:
+        raise Http404("No such job.")
+    return found
 
 
 # the blindness guarantee -----------------------------------------------------------------

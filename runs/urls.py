@@ -55,7 +55,6 @@ urlpatterns = [
     path("b/<slug:slug>/dialogue/rescore/start/", recheck.start, {"kind": "dialogue"}, name="dialogue-recheck-start"),
     # hierarchy benchmarks (metrics, conflict resolution, samples, style re-check)
     path("b/<slug:slug>/hierarchy/", hierarchy.metrics, name="hierarchy-metrics"),
-    path("b/<slug:slug>/hierarchy/api/", hierarchy.api, name="hierarchy-metrics-json"),
     path("b/<slug:slug>/hierarchy/conflicts/", hierarchy.conflicts, name="hierarchy-conflicts"),
     path("b/<slug:slug>/hierarchy/recheck/", hierarchy.recheck, name="hierarchy-recheck"),
     path("b/<slug:slug>/hierarchy/recheck/start/", recheck.start, {"kind": "hierarchy"}, name="hierarchy-recheck-start"),

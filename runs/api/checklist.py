@@ -2,18 +2,17 @@
 from __future__ import annotations
 
 from django.http import QueryDict
-from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import generics, serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from runs.access import blind_safe
+from runs.access import attempt_for, benchmark_for, blind_safe
 from runs import sharing
 from runs.exclusions import excluded_item_ids
 from runs.filters import SORTS, LeaderboardFilterForm
 from runs.metrics.checklist import GROUPINGS
-from runs.models import Attempt, Benchmark, BenchmarkKind, ChecklistItem, Verdict
+from runs.models import BenchmarkKind, ChecklistItem, Verdict
 
 _LISTS = ("run", "judge", "scaffold", "primary_category")
 
@@ -128,7 +127,7 @@ class LeaderboardView(APIView):
         "unscored and n_unrecognised say which judge results it counted in its own way (see the leaderboard's notes).",
     )
     def get(self, request, slug):
-        benchmark = get_object_or_404(Benchmark, slug=slug, kind=BenchmarkKind.CHECKLIST)
+        benchmark = benchmark_for(request, slug, kind=BenchmarkKind.CHECKLIST)
         query = LeaderboardQuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
         form = LeaderboardFilterForm(_form_data(query.validated_data), benchmark=benchmark)
@@ -171,6 +170,6 @@ class AttemptVerdictListView(generics.ListAPIView):
         return super().get(request, *args, **kwargs)
 
     def get_queryset(self):
-        attempt = get_object_or_404(Attempt, pk=self.kwargs["pk"])
+        attempt = attempt_for(self.request, self.kwargs["pk"])
         return (Verdict.objects.filter(attempt=attempt).select_related("judge", "item")
                 .order_by("item__position", "item__key", "judge__name", "id"))

@@ -1,4 +1,7 @@
-"""GET /api/choice-metrics/?run=<label>: a choice run's per-category metrics in percent (METRICS.md section 5)."""
+"""GET /api/choice-metrics/?run=<label>: a choice run's per-category metrics in percent (docs/metrics.md#choice).
+
+The query is the choice pages' (runs.selectors.choice reads it for both), so ?run=<label>&view=... gives the metrics
+page's row for that run, and a parameter the page leaves at its default is answered 400 with the form's words."""
 from __future__ import annotations
 
 from drf_spectacular.utils import OpenApiResponse, extend_schema
@@ -6,9 +9,10 @@ from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from runs.access import blind_safe
+from runs.access import benchmark_for, blind_safe
 from runs.metrics import choice as metrics
 from runs.models import BenchmarkKind, Run
+from runs.selectors import choice as selectors
 
 
 class ChoiceMetricsQuerySerializer(serializers.Serializer):
@@ -65,32 +69,38 @@ class ChoiceMetricsView(APIView):
         parameters=[ChoiceMetricsQuerySerializer],
         responses={
             200: ChoiceMetricsSerializer,
-            400: OpenApiResponse(description="No run given, or the label is ambiguous without ?benchmark=."),
+            400: OpenApiResponse(description="No run given, the label is ambiguous without ?benchmark=, or a parameter "
+                                             "the pages leave at its default (an unknown view...), as {parameter: [words]}."),
             404: OpenApiResponse(description="No choice-benchmark run has this label."),
         },
         description="Numbers in percent, computed as GuideBench's reference scorer (definitions: /help/metrics/#choice): "
         "macro averages over the union of true and predicted labels with zero_division=0.",
     )
     def get(self, request):
-        query = ChoiceMetricsQuerySerializer(data=request.query_params)
-        query.is_valid(raise_exception=True)
-        params = query.validated_data
-        runs = Run.objects.filter(label=params["run"], benchmark__kind=BenchmarkKind.CHOICE).select_related(
-            "benchmark", "model"
-        )
-        if params.get("benchmark"):
-            runs = runs.filter(benchmark__slug=params["benchmark"])
+        label = request.query_params.get("run")
+        if not label:
+            return Response({"run": ["Name a run: ?run=<label>."]}, status=status.HTTP_400_BAD_REQUEST)
+        runs = Run.objects.filter(label=label, benchmark__kind=BenchmarkKind.CHOICE).select_related("benchmark", "model")
+        if request.query_params.get("benchmark"):
+            runs = runs.filter(benchmark=benchmark_for(request, request.query_params["benchmark"], kind=BenchmarkKind.CHOICE))
         found = list(runs[:2])
         if not found:
-            return Response({"detail": f"No choice-benchmark run is labelled '{params['run']}'."},
+            return Response({"detail": f"No choice-benchmark run is labelled '{label}'."},
                             status=status.HTTP_404_NOT_FOUND)
         if len(found) > 1:
             return Response({"detail": "Several choice benchmarks have a run with this label; pass ?benchmark=<slug>."},
                             status=status.HTTP_400_BAD_REQUEST)
         run = found[0]
-        [result] = metrics.run_metrics(metrics.choice_rows(run.benchmark_id, [run.label], view=params["view"])) or [None]
+        benchmark = benchmark_for(request, run.benchmark.slug, kind=BenchmarkKind.CHOICE)
+        query = request.query_params.copy()
+        query.setlist("run", [run.label])  # one run (the page pools none: a row per run)
+        chosen = selectors.choice_state(benchmark=benchmark, query=query)
+        if chosen["errors"]:
+            return Response(chosen["errors"], status=status.HTTP_400_BAD_REQUEST)
+        state = chosen["state"]
+        [result] = selectors.choice_metrics(benchmark=benchmark, state=state)["run_rows"] or [None]
         body = {
-            "run": run.label, "benchmark": run.benchmark.slug, "model": run.model.name, "view": params["view"],
+            "run": run.label, "benchmark": benchmark.slug, "model": run.model.name, "view": state["view"],
             "categories": {}, "overall_accuracy": None, "overall_accuracy_ci": None, "reference_overall_accuracy": None,
             "n": 0, "unanswered": 0,
         }

@@ -1,5 +1,4 @@
 """REST API: ingest uploads as jobs, job status, and lists of benchmarks, runs and attempts."""
-from django.http import Http404
 from django.urls import reverse
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import generics, status
@@ -8,7 +7,7 @@ from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from runs.access import blind_safe
+from runs.access import blind_safe, job_for
 from runs import selectors
 from runs.forms import ingest_job_start, request_size_problem, upload_type_problem
 from runs.jobs import job_check_alive
@@ -68,10 +67,7 @@ class JobDetailView(generics.RetrieveAPIView):
     serializer_class = JobSerializer
 
     def get_object(self):
-        job = selectors.job_for_user(self.request.user, self.kwargs["pk"])
-        if job is None:
-            raise Http404
-        return job_check_alive(job)
+        return job_check_alive(job_for(self.request, self.kwargs["pk"]))
 
 
 @blind_safe

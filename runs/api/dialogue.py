@@ -1,4 +1,7 @@
-"""GET /api/dialogue-metrics/?run=<label>&patience=<P>: EvolIF metrics of one model's runs (METRICS.md section 3)."""
+"""GET /api/dialogue-metrics/?run=<label>&patience=<P>: EvolIF metrics of one model's runs (docs/metrics.md#dialogue).
+
+The query is the dialogue metrics page's (runs.selectors.dialogue reads it for both), so the same query string gives
+the page's row for the model, and a parameter the page shows an error for is answered 400 with the same words."""
 from __future__ import annotations
 
 import math
@@ -8,10 +11,10 @@ from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from runs.access import blind_safe
-from runs.exclusions import excluded_item_ids
+from runs.access import benchmark_for, blind_safe
 from runs.metrics import dialogue as m
-from runs.models import BenchmarkKind, Judge, Run
+from runs.models import BenchmarkKind, Run
+from runs.selectors import dialogue as selectors
 
 
 class DialogueMetricsQuerySerializer(serializers.Serializer):
@@ -20,8 +23,9 @@ class DialogueMetricsQuerySerializer(serializers.Serializer):
     run = serializers.ListField(child=serializers.CharField(max_length=200), min_length=1,
                                 help_text="Run label; repeat to pool several runs of one model.")
     patience = serializers.IntegerField(required=False, min_value=1,
-                                        help_text="Re-simulate at this patience (at most the recorded one).")
-    judge = serializers.CharField(required=False, help_text="Judge name (default: the logged verdicts).")
+                                        help_text="Re-simulate at this patience (at most the recorded one; default: the "
+                                                  "lowest patience the dialogues were recorded with).")
+    judge = serializers.CharField(required=False, help_text="Judge name (default: the logged verdicts, as on the page).")
     benchmark = serializers.SlugField(required=False, help_text="Benchmark slug, when a label exists in two benchmarks.")
     exclude = serializers.CharField(required=False, default="none",
                                     help_text="Audit exclusion policy: none, flagged_by_either, flagged_by_both, "
@@ -100,66 +104,50 @@ class DialogueMetricsView(APIView):
         parameters=[DialogueMetricsQuerySerializer],
         responses={
             200: DialogueMetricsSerializer,
-            400: OpenApiResponse(description="Runs of different models or benchmarks, a patience the logs cannot answer "
-                                             "for, or an unknown exclusion policy."),
-            404: OpenApiResponse(description="No dialogue run has one of these labels, or no such judge."),
+            400: OpenApiResponse(description="Runs of different models or benchmarks, or a parameter the metrics page "
+                                             "shows an error for (a patience the logs cannot answer for, an unknown "
+                                             "judge or exclusion policy), as {parameter: [the page's words]}."),
+            404: OpenApiResponse(description="No dialogue run has one of these labels, or no judge scored them."),
         },
         description="Definitions: /help/metrics/#dialogue. A patience above the one the logs were recorded with is refused: "
         "those turns were never played. Under an exclusion policy each turn succeeds when its remaining "
         "constraints are satisfied; a turn with none left is not counted.",
     )
     def get(self, request):
-        query = DialogueMetricsQuerySerializer(data={**request.query_params.dict(), "run": request.query_params.getlist("run")})
-        query.is_valid(raise_exception=True)
-        params = query.validated_data
-        runs = Run.objects.filter(label__in=params["run"], benchmark__kind=BenchmarkKind.DIALOGUE).select_related("benchmark", "model")
-        if params.get("benchmark"):
-            runs = runs.filter(benchmark__slug=params["benchmark"])
+        labels = request.query_params.getlist("run")
+        if not labels:
+            return Response({"run": ["Name one model's runs: ?run=<label>, repeated to pool several."]},
+                            status=status.HTTP_400_BAD_REQUEST)
+        slug = request.query_params.get("benchmark")
+        runs = Run.objects.filter(label__in=labels, benchmark__kind=BenchmarkKind.DIALOGUE).select_related("benchmark", "model")
+        if slug:
+            runs = runs.filter(benchmark=benchmark_for(request, slug, kind=BenchmarkKind.DIALOGUE))
         runs = list(runs)
-        missing = sorted(set(params["run"]) - {r.label for r in runs})
+        missing = sorted(set(labels) - {r.label for r in runs})
         if missing:
             return _error(f"No dialogue run is labelled {', '.join(repr(x) for x in missing)}.", status.HTTP_404_NOT_FOUND)
-        if len({r.benchmark_id for r in runs}) > 1 or len(runs) > len(set(params["run"])):
+        if len({r.benchmark_id for r in runs}) > 1:
             return _error("These labels exist in more than one dialogue benchmark: add ?benchmark=<slug>.")
         if len({r.model_id for r in runs}) > 1:
             return _error("Runs of different models cannot be pooled: ask for one model's runs at a time.")
-        benchmark = runs[0].benchmark
-        if params.get("judge"):
-            judge = Judge.objects.filter(name=params["judge"]).first()
-            if judge is None:
-                return _error(f"No judge is named {params['judge']!r}.", status.HTTP_404_NOT_FOUND)
-        else:
-            judges = m.dialogue_judges(benchmark)
-            if not judges:
-                return _error("These runs have no evaluated turns yet.", status.HTTP_404_NOT_FOUND)
-            judge = judges[0]
-        try:
-            excluded = excluded_item_ids(benchmark, params["exclude"])
-        except ValueError as exc:
-            return Response({"exclude": [str(exc)]}, status=status.HTTP_400_BAD_REQUEST)
-        full = m.dialogues_select(benchmark=benchmark, judge=judge, run_ids=[r.id for r in runs], excluded_items=excluded)
-        excluded_turns = 0
-        if excluded:
-            every = m.dialogues_select(benchmark=benchmark, judge=judge, run_ids=[r.id for r in runs])
-            excluded_turns = sum(d.length for d in every) - sum(d.length for d in full)
-        recorded = min((d.patience for d in full if d.patience), default=None)
-        try:
-            dialogues = m.resimulate(full, params.get("patience"))
-        except m.PatienceRefused as exc:
-            return _error(str(exc))
-        metrics = m.dialogue_metrics(dialogues)
-        per_attempt = m.group_rows_select(judge=judge, dialogues=dialogues, full=full, excluded_items=excluded)
-        groups = m.group_pass_rates(row for rows in per_attempt.values() for row in rows)
+        benchmark = benchmark_for(request, runs[0].benchmark.slug, kind=BenchmarkKind.DIALOGUE)
+        state = selectors.dialogue_state(benchmark=benchmark, query=request.query_params, exclusion=True)
+        if state["errors"]:
+            return Response(state["errors"], status=status.HTTP_400_BAD_REQUEST)
+        if state["judge"] is None:
+            return _error("These runs have no evaluated turns yet.", status.HTTP_404_NOT_FOUND)
+        pooled = selectors.dialogue_pooled(state)
+        row, metrics = pooled["row"], pooled["row"].metrics if pooled["row"] else m.dialogue_metrics([])
         return Response(DialogueMetricsSerializer({
-            "run": [r.label for r in runs], "model": runs[0].model.name, "benchmark": benchmark.slug, "judge": judge.name,
-            "patience": params.get("patience") or recorded, "recorded_patience": recorded,
-            "exclude": params["exclude"] if excluded is not None else "none", "excluded_items": len(excluded or ()),
-            "excluded_turns": excluded_turns,
+            "run": [r.label for r in state["runs"]], "model": runs[0].model.name, "benchmark": benchmark.slug,
+            "judge": state["judge"].name, "patience": state["patience"], "recorded_patience": state["recorded"],
+            "exclude": state["exclude"], "excluded_items": len(state["excluded"] or ()),
+            "excluded_turns": pooled["excluded_turns"],
             "dialogues": metrics.dialogues, "csr": metrics.csr, "isr": metrics.isr, "act_len": metrics.act_len,
             "act_acc": metrics.act_acc, "act_succ": metrics.act_succ, "lss": metrics.lss, "rob": metrics.rob,
             "rec": metrics.rec, "rec_dialogues": metrics.rec_dialogues,
-            "survival": [p.percent for p in m.survival_curve(d.length for d in dialogues)],
-            "constraints": {g.group: g.percent for g in groups},
-            "ended_by": m.ending_counts(dialogues),
-            "reference": _reference_data(m.reference_metrics(dialogues), metrics),
+            "survival": [p.percent for p in row.survival] if row else [],
+            "constraints": {g.group: g.percent for g in pooled["groups"]},
+            "ended_by": pooled["ended_by"],
+            "reference": _reference_data(row.reference if row else m.reference_metrics([]), metrics),
         }).data)

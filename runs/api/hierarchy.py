@@ -1,7 +1,10 @@
-"""Hierarchy (ManyIH) API: privilege resolutions per sample and one run's Acc metrics (METRICS.md section 4).
+"""Hierarchy (ManyIH) API: privilege resolutions per sample and the metrics page's tables (docs/metrics.md#hierarchy).
 
 GET /api/hierarchy/resolutions/?benchmark=<slug>&interface=<ordinal|scalar>
-GET /api/hierarchy-metrics/?run=<label>[&judge=<name>][&exclude=<policy>]
+GET /api/hierarchy-metrics/?benchmark=<slug>|run=<label>[&run=...][&judge=<name>][&by=run][&a=&b=][&exclude=<policy>]
+
+The metrics query is the metrics page's (runs.selectors.hierarchy reads it for both), so the same query string gives
+the page's numbers, and a parameter the page shows an error for is answered 400 with the same words.
 """
 from __future__ import annotations
 
@@ -13,12 +16,11 @@ from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from runs.access import blind_safe
-from runs.exclusions import excluded_item_ids, exclusion_policies
+from runs.access import benchmark_for, blind_safe, may_open
 from runs.hierarchy import resolve_privileges
 from runs.metrics import hierarchy as m
-from runs.models import Benchmark, BenchmarkKind, ChecklistItem, Instance, Judge, Run
-from runs.recheck import logged_judge_for
+from runs.models import BenchmarkKind, ChecklistItem, Instance, Run
+from runs.selectors import hierarchy as selectors
 
 INTERFACES = ("ordinal", "scalar")
 
@@ -96,10 +98,7 @@ class HierarchyResolutionsView(APIView):
         query = ResolutionsQuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
         params = query.validated_data
-        benchmark = Benchmark.objects.filter(slug=params["benchmark"], kind=BenchmarkKind.HIERARCHY).first()
-        if benchmark is None:
-            return Response({"detail": f"No hierarchy benchmark has the slug '{params['benchmark']}'."},
-                            status=status.HTTP_404_NOT_FOUND)
+        benchmark = benchmark_for(request, params["benchmark"], kind=BenchmarkKind.HIERARCHY)
         samples = sorted(Instance.objects.filter(benchmark=benchmark).values_list("id", "external_id").order_by(),
                          key=lambda s: (m.natural_key(s[1]), s[0]))
         paginator = self.pagination_class()
@@ -118,23 +117,21 @@ class HierarchyResolutionsView(APIView):
 
 # metrics ------------------------------------------------------------------------------
 class HierarchyMetricsQuerySerializer(serializers.Serializer):
-    """Which run, and which judge's verdicts."""
+    """The metrics page's query (documentation only: runs.selectors.hierarchy reads it, for the page too)."""
 
-    run = serializers.CharField(max_length=200, help_text="Run label.")
+    benchmark = serializers.SlugField(required=False, help_text="Benchmark slug (needed without ?run=, or when two "
+                                      "hierarchy benchmarks have a run with this label).")
+    run = serializers.ListField(child=serializers.CharField(max_length=200), required=False,
+                                help_text="Run label; repeat for several (default: every run of the benchmark). With "
+                                          "exactly one, the answer also has that run's own figures.")
     judge = serializers.CharField(required=False, max_length=200,
                                   help_text="Judge name (default: the judge whose verdicts the harness logged).")
-    benchmark = serializers.SlugField(required=False, help_text="Benchmark slug, when two hierarchy benchmarks have this label.")
-    exclude = serializers.CharField(required=False, default="none", allow_blank=True, max_length=100, help_text="Audit exclusion policy: "
-                                    "none, flagged_by_either, flagged_by_both, adjudicated_invalid or superseded (the "
-                                    "generated constraints it flags are left out and Acc is recomputed from the verdicts).")
-
-    def validate_exclude(self, value: str) -> str:
-        """An unknown policy is refused before any run is looked up (400, as /api/leaderboards/ does)."""
-        value = value or "none"
-        if value != "none" and value not in exclusion_policies():
-            raise serializers.ValidationError(
-                f"unknown exclusion policy {value!r}; one of: none, {', '.join(exclusion_policies())}")
-        return value
+    by = serializers.ChoiceField(choices=["model", "run"], required=False, help_text="Rows per model (default) or run.")
+    a = serializers.CharField(required=False, help_text="Compare run A (default: one model's ordinal run) ...")
+    b = serializers.CharField(required=False, help_text="... with run B (default: its scalar run).")
+    exclude = serializers.CharField(required=False, help_text="Audit exclusion policy: none, flagged_by_either, "
+                                    "flagged_by_both, adjudicated_invalid or superseded (the generated constraints it "
+                                    "flags are left out and Acc is recomputed from the verdicts).")
 
 
 class StyleGroupSerializer(serializers.Serializer):
@@ -168,80 +165,132 @@ class EvaluatorSummarySerializer(serializers.Serializer):
 
 
 class HierarchyMetricsSerializer(serializers.Serializer):
-    """Acc, Acc_test, Acc_style and per style group pass rates of one run, in percent."""
+    """The metrics page's tables in percent (intervals as [low, high]); with one ?run=, that run's own figures too."""
 
-    run = serializers.CharField()
-    model = serializers.CharField()
     benchmark = serializers.CharField()
     judge = serializers.CharField()
+    by = serializers.CharField(help_text="model or run: what each row of `rows` is.")
     exclude = serializers.CharField(help_text="The audit exclusion policy the numbers were computed with (none = every constraint).")
     excluded_items = serializers.IntegerField(help_text="Generated constraints of the benchmark the exclusion policy left out.")
-    samples = serializers.IntegerField(help_text="Attempts the judge scored (one per sample).")
-    acc = serializers.FloatField(allow_null=True)
-    acc_test = serializers.FloatField(allow_null=True)
-    acc_style = serializers.FloatField(allow_null=True)
-    acc_ci = serializers.ListField(child=serializers.FloatField(), allow_null=True,
+    rows = serializers.ListField(child=serializers.DictField(), help_text="Acc, Acc_test, Acc_style with intervals per row.")
+    by_tiers = serializers.ListField(child=serializers.DictField(), help_text="The same per row and number of privilege tiers.")
+    style_group_rows = serializers.ListField(child=serializers.DictField(), help_text="Pass rate per row and style group.")
+    comparison = serializers.DictField(allow_null=True, help_text="The compared runs (?a=, ?b=); the samples that flip "
+                                       "only for those who may open a sample.")
+    exclusion = serializers.DictField(allow_null=True, help_text="Under a policy: Kendall's tau, each row's rank before "
+                                      "and after, and the swaps with the excluded items behind each.")
+    run = serializers.CharField(required=False)
+    model = serializers.CharField(required=False)
+    samples = serializers.IntegerField(required=False, help_text="Attempts the judge scored (one per sample).")
+    acc = serializers.FloatField(allow_null=True, required=False)
+    acc_test = serializers.FloatField(allow_null=True, required=False)
+    acc_style = serializers.FloatField(allow_null=True, required=False)
+    acc_ci = serializers.ListField(child=serializers.FloatField(), allow_null=True, required=False,
                                    help_text="95% percentile bootstrap interval of Acc over samples (1,000 resamples, fixed seed).")
-    acc_test_ci = serializers.ListField(child=serializers.FloatField(), allow_null=True)
-    acc_style_ci = serializers.ListField(child=serializers.FloatField(), allow_null=True)
+    acc_test_ci = serializers.ListField(child=serializers.FloatField(), allow_null=True, required=False)
+    acc_style_ci = serializers.ListField(child=serializers.FloatField(), allow_null=True, required=False)
     by_style_group = serializers.DictField(
-        child=serializers.FloatField(allow_null=True),
+        child=serializers.FloatField(allow_null=True), required=False,
         help_text="Style group -> % of samples with the group active whose active instructions of the group all pass, "
         "over the samples the evaluator style-checked (as its per-category rates: samples with no code or an "
         "evaluator error are left out; see style_groups for them).")
     style_groups = serializers.DictField(
-        child=StyleGroupSerializer(),
+        child=StyleGroupSerializer(), required=False,
         help_text="Style group -> counts behind by_style_group, and the rate with the left-out samples counted as failures.")
     evaluator = EvaluatorSummarySerializer(
-        help_text="The figures the ManyIH evaluator prints for this run, computed from the stored samples.")
+        required=False, help_text="The figures the ManyIH evaluator prints for this run, computed from the stored samples.")
 
 
 @blind_safe
 class HierarchyMetricsView(APIView):
-    """Acc (tests and every active instruction), Acc_test, Acc_style with intervals, per style group, of one run."""
+    """The hierarchy metrics page's tables for the same query; with one ?run=, that run's Acc, style groups and
+    evaluator figures."""
 
     @extend_schema(
         operation_id="hierarchy_metrics_retrieve",
         parameters=[HierarchyMetricsQuerySerializer],
         responses={
             200: HierarchyMetricsSerializer,
-            400: OpenApiResponse(description="The label is ambiguous without ?benchmark=, or ?exclude= names no exclusion policy."),
-            404: OpenApiResponse(description="No hierarchy run has this label, no such judge, or no judge scored it."),
+            400: OpenApiResponse(description="Neither ?benchmark= nor ?run=, a label ambiguous without ?benchmark=, or a "
+                                             "parameter the metrics page shows an error for (an unknown judge or "
+                                             "exclusion policy...), as {parameter: [the page's words]}."),
+            404: OpenApiResponse(description="No hierarchy benchmark has this slug, no hierarchy run has this label, or "
+                                             "no judge scored its runs."),
         },
-        description="Definitions: /help/metrics/#hierarchy; in percent; the same numbers as the hierarchy metrics page with rows per run "
-        "(and the same ?exclude= audit exclusion policy).",
+        description="Definitions: /help/metrics/#hierarchy; in percent; the same numbers as the hierarchy metrics page "
+        "(/b/<slug>/hierarchy/) for the same query string, including ?exclude=.",
     )
     def get(self, request):
-        query = HierarchyMetricsQuerySerializer(data=request.query_params)
-        query.is_valid(raise_exception=True)
-        params = query.validated_data
-        runs = Run.objects.filter(label=params["run"], benchmark__kind=BenchmarkKind.HIERARCHY).select_related("benchmark", "model")
-        if params.get("benchmark"):
-            runs = runs.filter(benchmark__slug=params["benchmark"])
-        found = list(runs[:2])
-        if not found:
-            return _error(f"No hierarchy run is labelled '{params['run']}'.", status.HTTP_404_NOT_FOUND)
-        if len(found) > 1:
-            return _error("Several hierarchy benchmarks have a run with this label; pass ?benchmark=<slug>.")
-        run = found[0]
-        judge = Judge.objects.filter(name=params["judge"]).first() if params.get("judge") else logged_judge_for(run)
-        if judge is None:
-            detail = f"No judge is named '{params['judge']}'." if params.get("judge") else "No logged verdicts for this run."
-            return _error(detail, status.HTTP_404_NOT_FOUND)
-        excluded = excluded_item_ids(run.benchmark, params["exclude"])
-        rows = m.sample_rows_select(benchmark=run.benchmark, judge=judge, run_ids=[run.id], excluded_items=excluded)
-        acc = m.accuracy(rows, label=run.label)
-        groups = m.style_group_rates(rows, by="run")
-        return Response(HierarchyMetricsSerializer({
-            "run": run.label, "model": run.model.name, "benchmark": run.benchmark.slug, "judge": judge.name,
-            "exclude": params["exclude"], "excluded_items": len(excluded or ()),
-            "samples": acc.n, "acc": acc.acc, "acc_test": acc.acc_test, "acc_style": acc.acc_style,
-            "acc_ci": _pair(acc.acc_ci), "acc_test_ci": _pair(acc.acc_test_ci), "acc_style_ci": _pair(acc.acc_style_ci),
-            "by_style_group": {g.group: g.rate for g in groups},
-            "style_groups": {g.group: {"passed": g.passed, "total": g.n, "left_out": g.errors, "rate": g.rate,
-                                       "rate_errors_as_failures": g.rate_errors_as_failures} for g in groups},
-            "evaluator": asdict(m.evaluator_summary(rows, label=run.label)),
-        }).data)
+        labels = request.query_params.getlist("run")
+        slug = request.query_params.get("benchmark")
+        if slug:
+            benchmark = benchmark_for(request, slug, kind=BenchmarkKind.HIERARCHY)
+        elif labels:
+            found = {r.benchmark_id: r.benchmark for r in Run.objects.filter(
+                label__in=labels, benchmark__kind=BenchmarkKind.HIERARCHY).select_related("benchmark")}
+            if not found:
+                return _error(f"No hierarchy run is labelled {', '.join(repr(x) for x in labels)}.", status.HTTP_404_NOT_FOUND)
+            if len(found) > 1:
+                return _error("Several hierarchy benchmarks have a run with this label; pass ?benchmark=<slug>.")
+            benchmark = benchmark_for(request, next(iter(found.values())).slug, kind=BenchmarkKind.HIERARCHY)
+        else:
+            return _error("Name a hierarchy benchmark (?benchmark=<slug>) or a run (?run=<label>).")
+        state = selectors.hierarchy_state(benchmark=benchmark, query=request.query_params)
+        if state["errors"]:
+            missing = [x for x in labels if x not in {r.label for r in state["all_runs"]}]
+            if missing and not slug:  # a label no hierarchy run has (another of them named the benchmark)
+                return _error(f"No hierarchy run is labelled {', '.join(repr(x) for x in missing)}.", status.HTTP_404_NOT_FOUND)
+            return Response(state["errors"], status=status.HTTP_400_BAD_REQUEST)
+        if state["judge"] is None:
+            return _error("No judge has scored the runs of this benchmark.", status.HTTP_404_NOT_FOUND)
+        data = selectors.hierarchy_metrics(state)
+        body = {"benchmark": benchmark.slug, "judge": state["judge"].name, "by": state["by"], "exclude": state["exclude"],
+                "excluded_items": len(state["excluded"] or ()), **_tables(request, data)}
+        if len(labels) == 1:
+            [run] = state["runs"]
+            body.update(_run_figures(run, selectors.hierarchy_run(data["sample_rows"], label=run.label)))
+        return Response(HierarchyMetricsSerializer(body).data)
+
+
+def _tables(request, data: dict) -> dict:
+    """The metrics page's tables as JSON (the numbers as computed; intervals as [low, high])."""
+    comparison, exclusion = data["comparison"], data["exclusion"]
+    return {
+        "rows": [asdict(r) for r in data["rows"]], "by_tiers": [asdict(r) for r in data["tier_rows"]],
+        "style_group_rows": [asdict(g) | {"rate": g.rate, "rate_errors_as_failures": g.rate_errors_as_failures}
+                             for g in data["group_rates"]],
+        "comparison": None if comparison is None else _comparison_json(request, comparison),
+        "exclusion": None if exclusion is None else {
+            "tau": exclusion["tau"],
+            "ranks": [asdict(line) | {"rank_change": line.rank_change} for line in exclusion["lines"].values()],
+            "swaps": [{"up": s["up"], "down": s["down"], "items": [
+                {"item_id": d["item_id"], "sample": d["instance__external_id"], "key": d["key"], "group": d["group"],
+                 "pass_rate_up": d["pass_rate_up"], "pass_rate_down": d["pass_rate_down"]} for d in s["items"]]}
+                for s in exclusion["swaps"]],
+        },
+    }
+
+
+def _comparison_json(request, comparison) -> dict:
+    """The run comparison as JSON; the samples that flip (each one's pass/fail) only for those who may open a sample."""
+    data = asdict(comparison)
+    if not may_open(request, "runs:hierarchy-sample"):
+        data.pop("flips")
+    return data
+
+
+def _run_figures(run: Run, figures: dict) -> dict:
+    """One run's own figures (runs.selectors.hierarchy.hierarchy_run) in the API's flat shape."""
+    acc, groups = figures["accuracy"], figures["groups"]
+    return {
+        "run": run.label, "model": run.model.name,
+        "samples": acc.n, "acc": acc.acc, "acc_test": acc.acc_test, "acc_style": acc.acc_style,
+        "acc_ci": _pair(acc.acc_ci), "acc_test_ci": _pair(acc.acc_test_ci), "acc_style_ci": _pair(acc.acc_style_ci),
+        "by_style_group": {g.group: g.rate for g in groups},
+        "style_groups": {g.group: {"passed": g.passed, "total": g.n, "left_out": g.errors, "rate": g.rate,
+                                   "rate_errors_as_failures": g.rate_errors_as_failures} for g in groups},
+        "evaluator": asdict(figures["evaluator"]),
+    }
 
 
 def _pair(interval) -> list[float] | None:

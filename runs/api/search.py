@@ -1,7 +1,6 @@
 """GET /api/search/: the transcript search of the page /b/<slug>/search/ as JSON (selector: `runs.search.search`)."""
 from __future__ import annotations
 
-from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers, status
 from rest_framework.permissions import IsAuthenticated
@@ -9,6 +8,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from runs import search as s
+from runs.access import benchmark_for
 from runs.models import Benchmark, VerdictResult
 from runs.querystring import params_with
 
@@ -91,7 +91,7 @@ class SearchView(APIView):
         slug = request.query_params.get("benchmark", "")
         if not slug:
             return Response({"detail": "benchmark is required (a slug)."}, status=status.HTTP_400_BAD_REQUEST)
-        benchmark = get_object_or_404(Benchmark, slug=slug)
+        benchmark = benchmark_for(request, slug)
         try:
             page = s.search(benchmark, s.search_query_of(request.query_params))
         except (s.SearchRefused, s.SearchTooSlow) as exc:

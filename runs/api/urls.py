@@ -1,7 +1,7 @@
 """API routes, included at /api/ by ifportal/urls.py."""
 from django.urls import path
 
-from . import checklist, choice, core, dialogue, hierarchy, search, verdicts
+from . import checklist, choice, conflict, core, dialogue, hierarchy, search, verdicts
 
 app_name = "api"
 urlpatterns = [
@@ -15,6 +15,7 @@ urlpatterns = [
     path("leaderboards/<slug:slug>/", checklist.LeaderboardView.as_view(), name="leaderboard"),
     path("verdicts/", verdicts.VerdictStreamView.as_view(), name="verdicts"),
     path("choice-metrics/", choice.ChoiceMetricsView.as_view(), name="choice-metrics"),
+    path("conflict-metrics/", conflict.ConflictMetricsView.as_view(), name="conflict-metrics"),
     path("dialogue-metrics/", dialogue.DialogueMetricsView.as_view(), name="dialogue-metrics"),
     path("hierarchy/resolutions/", hierarchy.HierarchyResolutionsView.as_view(), name="hierarchy-resolutions"),
     path("hierarchy-metrics/", hierarchy.HierarchyMetricsView.as_view(), name="hierarchy-metrics"),

@@ -8,7 +8,7 @@ from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.utils.html import escape
 
-from runs.access import blind_safe
+from runs.access import attempt_for, benchmark_for, blind_safe, instance_for
 from runs.charts import checklist as charts
 from runs import selectors, trajectory_view
 from runs.exports import checklist as exports
@@ -18,7 +18,7 @@ from runs.leaderboard_rows import data_generation
 from runs.metrics import attempt_diff as metrics_diff
 from runs.metrics import checklist as metrics
 from runs.metrics.checklist import GROUPINGS
-from runs.models import Attempt, Benchmark, BenchmarkKind, Instance, Verdict
+from runs.models import Attempt, Benchmark, BenchmarkKind, Verdict
 from runs.pages import render_page
 from runs.querystring import query_with
 
@@ -26,16 +26,19 @@ ATTEMPTS_PAGE = 50
 
 
 def benchmark_or_404(slug: str) -> Benchmark:
-    """The checklist benchmark with this slug, or 404."""
+    """The checklist benchmark with this slug, or 404 (for runs.views.sharing's share forms, whose user is checked
+    there; every page here asks runs.access.benchmark_for)."""
     return get_object_or_404(Benchmark, slug=slug, kind=BenchmarkKind.CHECKLIST)
 
 
-def _attempt(pk: int) -> Attempt:
+def _benchmark(request, slug: str) -> Benchmark:
+    """The checklist benchmark with this slug, or 404."""
+    return benchmark_for(request, slug, kind=BenchmarkKind.CHECKLIST)
+
+
+def _attempt(request, pk: int) -> Attempt:
     """An attempt of a checklist (or OctoBench-Conflict) benchmark with its run, model and instance, or 404."""
-    return get_object_or_404(
-        Attempt.objects.select_related("run__model", "run__benchmark", "instance"),
-        pk=pk, run__benchmark__kind__in=(BenchmarkKind.CHECKLIST, BenchmarkKind.CONFLICT),
-    )
+    return attempt_for(request, pk, kinds=(BenchmarkKind.CHECKLIST, BenchmarkKind.CONFLICT))
 
 
 # leaderboard ---------------------------------------------------------------------------
@@ -46,7 +49,7 @@ def leaderboard(request, slug):
 
     The #results fragment and the filter form come rendered from the cache (runs.leaderboard_page);
     the page renders only the shell around them (header, Share form with its CSRF token)."""
-    benchmark = benchmark_or_404(slug)
+    benchmark = _benchmark(request, slug)
     generation = data_generation(benchmark.id)  # once, before any data: choices and fragment share it
     form = LeaderboardFilterForm(request.GET or None, benchmark=benchmark, generation=generation)
     state = form_state(form) if form.is_bound else form.state()
@@ -62,7 +65,7 @@ def leaderboard(request, slug):
 @login_required
 def attempts(request, slug):
     """The attempts behind one leaderboard cell (model, and group when grouped), failing first."""
-    benchmark = benchmark_or_404(slug)
+    benchmark = _benchmark(request, slug)
     form = LeaderboardFilterForm(request.GET or None, benchmark=benchmark)
     state = form_state(form) if form.is_bound else form.state()
     model, group = request.GET.get("model", ""), request.GET.get("group")
@@ -80,7 +83,7 @@ def attempts(request, slug):
 @login_required
 def attempt(request, pk):
     """One attempt: trajectory (one thread, one page of it) beside every judge's verdicts, failures first."""
-    attempt = _attempt(pk)
+    attempt = _attempt(request, pk)
     view = trajectory_view.thread_page(trajectory_view.attempt_threads(attempt.id), thread=request.GET.get("thread"),
                                        q=request.GET.get("q", ""), page=request.GET.get("page"), at=request.GET.get("at"))
     context = {"attempt": attempt, **view, "cut": trajectory_view.CUT, "query": query_with(request, page=None, at=None)}
@@ -97,7 +100,7 @@ def attempt(request, pk):
 @login_required
 def message_text(request, pk):
     """The full text of one long part of a message (content, reasoning, a tool call's arguments), escaped."""
-    return attempt_text_response(_attempt(pk), request.GET)
+    return attempt_text_response(_attempt(request, pk), request.GET)
 
 
 def attempt_text_response(attempt, params, *, judges=None, newest_verdict_id: int | None = None) -> HttpResponse:
@@ -135,7 +138,7 @@ REPLY_PAGE = 50_000
 @login_required  # blind annotators are refused by runs.access (the reply is a verdict)
 def judge_reply_text(request, pk):
     """One page of a judge's raw reply to an attempt (?judge=<id>&part=<n>), escaped."""
-    attempt = _attempt(pk)
+    attempt = _attempt(request, pk)
     judge = trajectory_view.clamp(request.GET.get("judge"), 0, 2**62)
     reply = next((r["reply"] for r in metrics.attempt_judge_reports(attempt.id) if r["judge_id"] == judge), None)
     if not reply:
@@ -154,7 +157,7 @@ def judge_reply_text(request, pk):
 def instance(request, pk):
     """The task as the agent saw it, its checklist by source (rewritten items with their versions), and an
     item x model matrix of pass rates."""
-    instance = get_object_or_404(Instance.objects.select_related("benchmark"), pk=pk, benchmark__kind=BenchmarkKind.CHECKLIST)
+    instance = instance_for(request, pk, kinds=(BenchmarkKind.CHECKLIST,))
     matrix = metrics.item_model_matrix(instance.id)
     versions = selectors.item_versions(instance.id)
     for group in matrix["groups"]:
@@ -176,8 +179,7 @@ SIDES = ("a", "b")
 @login_required
 def attempt_compare(request, pk):
     """Two attempts on one instance side by side: items whose verdicts differ per judge first, both trajectories."""
-    instance = get_object_or_404(Instance.objects.select_related("benchmark"), pk=pk,
-                                 benchmark__kind__in=(BenchmarkKind.CHECKLIST, BenchmarkKind.CONFLICT))
+    instance = instance_for(request, pk, kinds=(BenchmarkKind.CHECKLIST, BenchmarkKind.CONFLICT))
     attempts = list(Attempt.objects.filter(instance=instance).select_related("run__model").order_by("run__label", "pk"))
     chosen = {side: _attempt_of(attempts, request.GET.get(side)) for side in SIDES}
     context = {"instance": instance, "benchmark": instance.benchmark, "attempts": attempts, "chosen": chosen,
@@ -220,7 +222,7 @@ def _compare_side(request, side: str, attempt: Attempt) -> dict:
 @login_required
 def judges(request, slug):
     """Judge sensitivity: per-judge ranks, the largest rank shift, Kendall's tau, items judges disagree on."""
-    benchmark = benchmark_or_404(slug)
+    benchmark = _benchmark(request, slug)
     form = LeaderboardFilterForm(request.GET or None, benchmark=benchmark)
     state = form_state(form) if form.is_bound else form.state()
     rows = metrics.leaderboard_rows(benchmark.id, state["filters"])
@@ -237,7 +239,7 @@ def judges(request, slug):
 @login_required
 def length(request, slug):
     """ISR by interaction length (assistant-turn buckets) per model, as a chart and a table."""
-    benchmark = benchmark_or_404(slug)
+    benchmark = _benchmark(request, slug)
     form = LeaderboardFilterForm(request.GET or None, benchmark=benchmark)
     state = form_state(form) if form.is_bound else form.state()
     rows = metrics.isr_by_length(metrics.attempt_cells(benchmark.id, state["filters"]))
@@ -253,7 +255,7 @@ def length(request, slug):
 @login_required
 def compare(request, slug):
     """Paired comparison of two runs (or two models) on the instances both cover, with flipped items."""
-    benchmark = benchmark_or_404(slug)
+    benchmark = _benchmark(request, slug)
     runs = list(benchmark.runs.select_related("model").order_by("label"))
     labels = [r.label for r in runs]
     a, b = request.GET.get("a"), request.GET.get("b")

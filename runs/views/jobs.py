@@ -1,21 +1,14 @@
 """Job pages: the list of recent jobs and one job with live progress (page and htmx fragment)."""
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpResponseForbidden
+from django.http import HttpResponseForbidden
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
-from runs.access import blind_safe
+from runs.access import blind_safe, job_for
 from .. import selectors
 from ..forms import JobFilterForm
 from ..jobs import job_check_alive, job_retry
-
-
-def _get_job_for_user(request, job_id):
-    job = selectors.job_for_user(request.user, job_id)
-    if job is None:
-        raise Http404("No such job.")
-    return job_check_alive(job)  # a running job whose worker is gone shows as failed (and can be retried)
 
 
 @blind_safe
@@ -34,7 +27,7 @@ def job_list(request):
 @login_required
 def job_detail(request, job_id):
     """One job; the htmx fragment polls every second until the job has finished."""
-    job = _get_job_for_user(request, job_id)
+    job = job_check_alive(job_for(request, job_id))
     context = {"status": selectors.job_status(job), "job": job, "can_retry": selectors.job_can_retry(request.user, job),
                "files_removed": selectors.job_files_removed(job)}
     template = "runs/job.html#job-status" if request.htmx else "runs/job.html"
@@ -46,7 +39,7 @@ def job_detail(request, job_id):
 @require_POST
 def job_retry_view(request, job_id):
     """Queue a failed job again with the same files and options."""
-    job = _get_job_for_user(request, job_id)
+    job = job_check_alive(job_for(request, job_id))
     if not selectors.job_can_retry(request.user, job):
         return HttpResponseForbidden("Only the person who started a failed job can retry it, while its uploaded "
                                      "files are kept.")

@@ -2,11 +2,12 @@
 from __future__ import annotations
 
 from django.contrib.auth.decorators import login_required
-from django.shortcuts import get_object_or_404, render
+from django.shortcuts import render
 
 from runs import search as s
+from runs.access import benchmark_for
 from runs.filters import filter_choices
-from runs.models import Benchmark, Run, VerdictResult
+from runs.models import Run, VerdictResult
 from runs.querystring import query_with
 from runs.selectors import KIND_PAGES
 
@@ -15,7 +16,7 @@ from runs.selectors import KIND_PAGES
 @login_required  # not blind_safe: it returns trajectory, response and reasoning text (runs.access)
 def search_page(request, slug):
     """Find text in every trajectory, response and judge's reasoning of a benchmark, with filters."""
-    benchmark = get_object_or_404(Benchmark, slug=slug)
+    benchmark = benchmark_for(request, slug)
     runs = list(Run.objects.filter(benchmark=benchmark).select_related("model").order_by("label"))
     context = {
         "benchmark": benchmark, "kind_home": KIND_PAGES.get(benchmark.kind, "runs:home"),

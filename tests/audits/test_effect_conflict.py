@@ -11,8 +11,10 @@ moves above m2, and c2 is the item behind the swap (m2 followed its system promp
 import json
 
 import pytest
+from django.utils.html import escape
 
 from audits import services
+from runs.exclusions import exclusion_policies
 from runs.ingest import Options, Source, ingest
 from runs.models import Benchmark
 
@@ -26,6 +28,11 @@ FOLLOWED = {  # run -> instance -> side
     "m2-r1": {"c1": "B", "c2": "B", "c3": "B", "c4": "A", "c5": "B"},
 }
 RESOLUTION = {"key": "resolution", "check_type": "conflict", "description": "Which side did the final behaviour follow?"}
+
+
+def _unknown_policy() -> str:
+    """What the page and the API say of ?exclude=nope (runs.selectors.state.KindQuery)."""
+    return "unknown exclusion policy 'nope'; one of: none, " + ", ".join(exclusion_policies())
 
 
 def _instance(key):
@@ -166,7 +173,8 @@ def test_without_a_policy_the_numbers_are_those_before_the_audit(study, lead, an
 def test_an_unknown_policy_shows_the_forms_error_and_every_item(audited, lead):
     page = client_for(lead).get(PAGE, {"exclude": "nope", "by": "run"})
     assert page.status_code == 200 and page.context["exclusion"] is None
-    assert "Select a valid choice" in page.content.decode()
+    assert page.context["errors"]["exclude"] == [_unknown_policy()]  # the API's words (runs.selectors.state)
+    assert escape(_unknown_policy()) in page.content.decode()
     assert page.context["by"] == "run"  # the other filters still apply
     assert _sp(page) == {"m1-r1": pytest.approx(75.0), "m1-r2": pytest.approx(50.0), "m2-r1": pytest.approx(75.0)}
 

@@ -7,9 +7,11 @@ Annotators say d1's turn-2 query does not express its constraints: with its two 
 turn is not counted; alpha then has five perfect turns (CSR 100) and moves above beta (4.5/5 = 90).
 """
 import pytest
+from django.utils.html import escape
 
 from audits import services
 from runs.demo import SCALES, evolif_plan
+from runs.exclusions import exclusion_policies
 from runs.ingest import Source, ingest
 from runs.metrics import dialogue as m
 from runs.models import (
@@ -33,6 +35,11 @@ PAGE = f"/b/{SLUG}/dialogue/"
 API = "/api/dialogue-metrics/"
 FLAGGED = f"{SLUG}/d1/turn-002"
 FAILS = {"alpha": {("d1", 2, "format"), ("d1", 2, "length")}, "beta": {("d2", 3, "length")}}
+
+
+def _unknown_policy() -> str:
+    """What the page and the API say of ?exclude=nope (runs.selectors.state.KindQuery)."""
+    return "unknown exclusion policy 'nope'; one of: none, " + ", ".join(exclusion_policies())
 
 
 @pytest.fixture
@@ -176,7 +183,8 @@ def test_an_unknown_policy_is_refused_with_a_clear_message(audited, lead):
     assert "adjudicated_invalid" in api.json()["exclude"][0]
     page = client.get(PAGE, {"exclude": "nope", "by": "run"})  # the form's error, every item, the other filters kept
     assert page.status_code == 200 and page.context["exclusion"] is None and page.context["by"] == "run"
-    assert "Select a valid choice" in page.content.decode()
+    assert page.context["errors"]["exclude"] == [_unknown_policy()]  # the API's words (runs.selectors.state)
+    assert escape(_unknown_policy()) in page.content.decode()
     assert _csr(page) == {"alpha-r1": pytest.approx(500 / 6), "beta-r1": pytest.approx(550 / 6)}
 
 

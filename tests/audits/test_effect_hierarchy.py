@@ -1,4 +1,5 @@
-"""Audit exclusion policies on the hierarchy (ManyIH) metrics: the page, its JSON and /api/hierarchy-metrics/.
+"""Audit exclusion policies on the hierarchy (ManyIH) metrics: the page and /api/hierarchy-metrics/ (the page's
+tables for the same query with ?benchmark=, or one run's figures with ?run=).
 
 The small fixture (tests/fixtures/manyih, see tests/runs/test_api_hierarchy.py): sample 1's active indent
 instructions are #1 and #3, and the logged verdict of a style group goes to each of its active instructions.
@@ -11,9 +12,11 @@ import json
 from pathlib import Path
 
 import pytest
+from django.utils.html import escape
 
 from audits import services
 from runs.demo import SCALES, manyih_plan
+from runs.exclusions import exclusion_policies
 from runs.ingest import Options, Source, ingest
 from runs.metrics import hierarchy as m
 from runs.models import Benchmark, Verdict
@@ -25,9 +28,13 @@ from .conftest import client_for, label_all
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "manyih"
 SLUG = "manyih-coding"
 PAGE = f"/b/{SLUG}/hierarchy/"
-JSON = f"/b/{SLUG}/hierarchy/api/"
 API = "/api/hierarchy-metrics/"
 FLAGGED = {f"{SLUG}/1/1", f"{SLUG}/1/3"}  # sample 1's two active indent instructions
+
+
+def _unknown_policy() -> str:
+    """What the page and the API say of ?exclude=nope (runs.selectors.state.KindQuery)."""
+    return "unknown exclusion policy 'nope'; one of: none, " + ", ".join(exclusion_policies())
 
 
 def _run(tmp_path, label, model, **groups):
@@ -98,20 +105,20 @@ def test_a_policy_that_flags_constraints_changes_acc_and_the_ranking_on_the_page
 
 def test_without_a_policy_the_numbers_are_those_before_the_audit(study, lead, annotator_a, annotator_b):
     client = client_for(lead)
-    before = client.get(JSON, {"by": "run"}).json()
+    before = client.get(API, {"benchmark": SLUG, "by": "run"}).json()
     services_audit = services.campaign_start(services.campaign_create(
         name="c", subject="hierarchy_constraints", benchmarks=[study], strata=["benchmark"], allocation="proportional",
         size=11, seed=5, user=lead))
     label_all(services_audit, [annotator_a, annotator_b],
               lambda user, unit: {"faithful": "incorrect" if unit.key in FLAGGED else "faithful"})
-    after = client.get(JSON, {"by": "run"}).json()
-    none = client.get(JSON, {"by": "run", "exclude": "none"}).json()
+    after = client.get(API, {"benchmark": SLUG, "by": "run"}).json()
+    none = client.get(API, {"benchmark": SLUG, "by": "run", "exclude": "none"}).json()
     assert after == before == none
     assert before["exclude"] == "none" and before["excluded_items"] == 0 and before["exclusion"] is None
 
 
 def test_the_json_of_the_page_states_the_policy_and_the_rank_change(audited, lead):
-    body = client_for(lead).get(JSON, {"exclude": "flagged_by_both"}).json()
+    body = client_for(lead).get(API, {"benchmark": SLUG, "exclude": "flagged_by_both"}).json()
     assert body["exclude"] == "flagged_by_both" and body["excluded_items"] == 2
     assert {r["label"]: r["acc"] for r in body["rows"]} == {"acme/coder-1": pytest.approx(400 / 6),
                                                             "acme/coder-2": pytest.approx(50.0)}
@@ -141,11 +148,12 @@ def test_an_unknown_policy_is_refused_with_a_clear_message(audited, lead):
     api = client.get(API, {"run": "c1-a", "exclude": "nope"})
     assert api.status_code == 400 and "unknown exclusion policy 'nope'" in api.json()["exclude"][0]
     assert "adjudicated_invalid" in api.json()["exclude"][0]
-    page_json = client.get(JSON, {"exclude": "nope"})
+    page_json = client.get(API, {"benchmark": SLUG, "exclude": "nope"})
     assert page_json.status_code == 400 and "unknown exclusion policy 'nope'" in page_json.json()["exclude"][0]
     page = client.get(PAGE, {"exclude": "nope"})  # the page shows the form's error and every constraint
     assert page.status_code == 200 and page.context["exclusion"] is None
-    assert "Select a valid choice" in page.content.decode()
+    assert page.context["errors"]["exclude"] == [_unknown_policy()]  # the API's words (runs.selectors.state)
+    assert escape(_unknown_policy()) in page.content.decode()
     assert _acc(page) == {"acme/coder-1": pytest.approx(100 * 2 / 6), "acme/coder-2": pytest.approx(100 * 3 / 6)}
 
 

@@ -43,7 +43,7 @@ def test_it_resimulates_a_lower_patience(reviewer_client, logged_run):
 def test_it_refuses_a_patience_above_the_recorded_one_and_says_why(reviewer_client, logged_run):
     response = reviewer_client.get(URL, {"run": "acme-r1", "patience": 3})
     assert response.status_code == 400
-    assert "higher than the patience 2" in response.json()["detail"]
+    assert "higher than the patience 2" in response.json()["patience"][0]
 
 
 def test_it_pools_repeated_runs_of_one_model_and_refuses_two_models(reviewer_client, logged_run):

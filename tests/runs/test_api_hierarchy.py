@@ -93,11 +93,12 @@ def test_it_answers_acc_and_style_groups_of_a_run_in_percent(reviewer_client, ru
     assert evaluator["style_satisfaction_rate"] == pytest.approx((1.0 + 0.5) / 2)
 
 
-def test_it_uses_another_judge_when_asked(reviewer_client, run):
+def test_it_refuses_a_judge_that_scored_nothing_here_in_the_pages_words(reviewer_client, run):
     Judge.objects.create(name="nobody", kind=JudgeKind.HUMAN)
-    body = reviewer_client.get(METRICS, {"run": "coder-r1", "judge": "nobody"}).json()
-    assert body["judge"] == "nobody" and body["samples"] == 0 and body["acc"] is None and body["acc_ci"] is None
-    assert reviewer_client.get(METRICS, {"run": "coder-r1", "judge": "ghost"}).status_code == 404
+    for name in ("nobody", "ghost"):
+        response = reviewer_client.get(METRICS, {"run": "coder-r1", "judge": name})
+        assert response.status_code == 400
+        assert response.json() == {"judge": [f"No judge named '{name}' scored this benchmark."]}
 
 
 def test_it_404s_an_unknown_run(reviewer_client, run):

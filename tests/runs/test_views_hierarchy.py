@@ -1,4 +1,5 @@
-"""Hierarchy pages: metrics, conflict resolution, style re-check, sample viewer and the JSON API."""
+"""Hierarchy pages: metrics, conflict resolution, style re-check, sample viewer, and the metrics page's tables from
+/api/hierarchy-metrics/."""
 import json
 from pathlib import Path
 
@@ -15,6 +16,7 @@ pytestmark = pytest.mark.django_db
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "manyih"
 SLUG = "manyih-coding"
+API = "/api/hierarchy-metrics/"
 EVIL = "<script>alert('x')</script>"
 
 
@@ -64,19 +66,19 @@ def test_it_shows_accuracy_with_intervals_and_compares_the_two_interfaces(review
     assert 'data-plotly="acc-figure" data-figure="{' in page
 
 
-def test_it_answers_the_metrics_as_json(reviewer_client, study):
-    response = reviewer_client.get(url("hierarchy-metrics-json"), {"by": "run"})
+def test_the_api_answers_the_metrics_pages_tables(reviewer_client, study):
+    response = reviewer_client.get(API, {"benchmark": SLUG, "by": "run"})
     data = response.json()
     assert response.status_code == 200 and data["judge"] == "manyih-log"
     assert [(r["label"], r["n"], r["acc"]) for r in data["rows"]] == [
         ("coder · ordinal", 3, pytest.approx(100 / 3)), ("coder · scalar", 3, 0.0)]
     assert data["rows"][0]["acc_ci"] is not None
-    assert {g["group"] for g in data["by_style_group"]} == {"quotes", "license", "type_hints", "indent",
+    assert {g["group"] for g in data["style_group_rows"]} == {"quotes", "license", "type_hints", "indent",
                                                             "naming_convention", "function_doc"}
 
 
 def test_it_switches_to_the_checker_judge(reviewer_client, study):
-    response = reviewer_client.get(url("hierarchy-metrics-json"), {"by": "run", "judge": "manyih-style-checker"})
+    response = reviewer_client.get(API, {"benchmark": SLUG, "by": "run", "judge": "manyih-style-checker"})
     assert response.json()["judge"] == "manyih-style-checker"
     # the log fails sample 1 (indent) and sample 2 (no response); the checker passes both indent
     # instructions the code follows and finds no docstring in the empty code of sample 2
@@ -150,7 +152,7 @@ def test_it_serves_only_the_results_partial_to_htmx(reviewer_client, study):
 
 def test_it_redirects_anonymous_visitors_to_login(client, study):
     attempt = Attempt.objects.first()
-    for target in (url("hierarchy-metrics"), url("hierarchy-metrics-json"), url("hierarchy-conflicts"), url("hierarchy-recheck"),
+    for target in (url("hierarchy-metrics"), url("hierarchy-conflicts"), url("hierarchy-recheck"),
                    url("hierarchy-sample", pk=attempt.id)):
         response = client.get(target)
         assert response.status_code == 302 and "/login/" in response["Location"]
@@ -163,14 +165,16 @@ def test_it_answers_404_for_another_kind_of_benchmark(reviewer_client, study):
 
 def test_it_keeps_the_query_count_when_runs_are_added(reviewer_client, study, tmp_path):
     counts = {}
+    targets = {name: url(name) for name in ("hierarchy-metrics", "hierarchy-conflicts", "hierarchy-recheck")}
+    targets["api"] = f"{API}?benchmark={SLUG}"
     for n in (2, 3):
         if n == 3:
             add_run(tmp_path, "coder · again", "ordinal")
-        for name in ("hierarchy-metrics", "hierarchy-conflicts", "hierarchy-recheck", "hierarchy-metrics-json"):
+        for name, target in targets.items():
             with CaptureQueriesContext(connection) as queries:
-                assert reviewer_client.get(url(name)).status_code == 200
+                assert reviewer_client.get(target).status_code == 200
             counts[(name, n)] = len(queries)
-    for name in ("hierarchy-metrics", "hierarchy-conflicts", "hierarchy-recheck", "hierarchy-metrics-json"):
+    for name in targets:
         assert counts[(name, 2)] == counts[(name, 3)] <= 25, name
     attempt = Attempt.objects.first()
     with CaptureQueriesContext(connection) as queries:

@@ -182,6 +182,7 @@ class Command(BaseCommand):
         five_mb = trajectories.filter(attempt__run__label="model-1-r1").values_list("attempt_id", "size_bytes").first()
         largest = trajectories.order_by("-size_bytes").values_list("attempt_id", "size_bytes").first()
         dialogue_run = Run.objects.filter(benchmark__kind="dialogue").values_list("label", flat=True).first()
+        hierarchy = self._slug_of("hierarchy")
         pages = {
             "leaderboard": ("runs:checklist-leaderboard", {"slug": SLUG}, ""),
             "drill-down": ("runs:checklist-attempts", {"slug": SLUG}, "?model=model-0"),
@@ -190,7 +191,7 @@ class Command(BaseCommand):
             f"attempt (largest trajectory, {largest[1] / 2**20:.1f} MB)" if largest else "attempt (largest trajectory)":
                 ("runs:attempt", {"pk": largest[0] if largest else None}, ""),
             "survival API": ("api:dialogue-metrics", {} if dialogue_run else None, f"?run={dialogue_run}"),
-            "hierarchy API": ("runs:hierarchy-metrics-json", {"slug": self._slug_of("hierarchy")}, ""),
+            "hierarchy API": ("api:hierarchy-metrics", {} if hierarchy else None, f"?benchmark={hierarchy}"),
             "search page": ("runs:search", {"slug": SLUG}, "?q=%2Fapp%2Ff7.py"),
             "search API": ("api:search", {}, f"?benchmark={SLUG}&q=broken+in+turn+3&verdict=fail"),
         }

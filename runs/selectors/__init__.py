@@ -1,4 +1,5 @@
-"""Reads for the home, import and job pages and the list APIs.
+"""Reads for the home, import and job pages and the list APIs; each kind's page state (query -> validated
+state -> the page's data, called by its page and its API alike) is `runs/selectors/<kind>.py`.
 
 Counts come from a fixed number of grouped queries (never one per row), and verdict
 counts from AttemptRollup (n_items per attempt x judge), so no page scans the verdict table.
@@ -13,8 +14,8 @@ from django.db.models import Count, F, OuterRef, Prefetch, Q, QuerySet, Subquery
 from django.db.models.functions import Coalesce
 from django.urls import reverse
 
-from .jobs import job_progress
-from .models import Attempt, AttemptRollup, Benchmark, ChecklistItem, Instance, Job, JobState, JudgeReport, Run
+from runs.jobs import job_progress
+from runs.models import Attempt, AttemptRollup, Benchmark, ChecklistItem, Instance, Job, JobState, JudgeReport, Run
 
 RECENT_JOBS = 100
 
@@ -149,13 +150,6 @@ def jobs_recent(*, state: str | None = None, limit: int = RECENT_JOBS) -> QueryS
     if state in JobState.values:
         qs = qs.filter(state=state)
     return qs[:limit]
-
-
-def job_for_user(user, job_id) -> Job | None:
-    """The job if this user may see it: every signed-in team member sees every job."""
-    if not user.is_authenticated:
-        return None
-    return Job.objects.select_related("created_by").filter(pk=job_id).first()
 
 
 def job_can_retry(user, job: Job) -> bool:
