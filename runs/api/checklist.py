@@ -67,7 +67,8 @@ class SpreadSerializer(serializers.Serializer):
 class UsageSerializer(serializers.Serializer):
     """Where the tokens and the time went, per attempt of the row (/help/metrics/#usage)."""
 
-    n_attempts = serializers.IntegerField(help_text="The row's attempts (every repetition, those with no applicable item too).")
+    n_attempts = serializers.IntegerField(help_text="The model's attempts at the instances the filters keep, every repetition, scored or "
+                                          "not (with a judges filter: those the judges scored).")
     input_tokens = SpreadSerializer()
     output_tokens = SpreadSerializer()
     total_tokens = SpreadSerializer()

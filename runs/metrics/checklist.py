@@ -16,6 +16,7 @@ from statistics import median
 from typing import NamedTuple
 
 import numpy as np
+from django.db.models import Aggregate, FloatField
 
 from runs.categories import SOURCE_CATEGORIES
 
@@ -196,18 +197,43 @@ def usage_summary(attempts: Sequence[Sequence[float | int | None]]) -> UsageSumm
 
 
 def usage_by_model(benchmark_id: int, filters: Filters) -> dict[str, UsageSummary]:
-    """Per model, the usage of the attempts its leaderboard row counts: those with a rollup the filters keep
-    (every repetition; an attempt with no applicable item too). One query, the figures read as stored."""
-    from django.db.models import Exists, OuterRef
+    """Per model, the usage of its attempts the filters keep: every repetition's attempts at the instances kept
+    (with a judges filter, those the judges scored). One query: on PostgreSQL the database counts, averages and
+    takes the medians (a 48-model study's 31,248 attempts are not sent); elsewhere the figures are read."""
+    from django.db import connection
+    from django.db.models import Avg, Count, Exists, OuterRef
 
     from runs.models import Attempt, AttemptRollup
 
-    kept = _filter(AttemptRollup.objects.filter(benchmark_id=benchmark_id, attempt_id=OuterRef("pk")), filters)
-    by_model: dict[str, list[tuple]] = defaultdict(list)
-    for model, *figures in (Attempt.objects.filter(run__benchmark_id=benchmark_id).filter(Exists(kept))
-                            .values_list("run__model__name", *USAGE_FIGURES).order_by()):
-        by_model[model].append(figures)
-    return {model: usage_summary(rows) for model, rows in by_model.items()}
+    attempts = _filter(Attempt.objects.filter(run__benchmark_id=benchmark_id),
+                       Filters(runs=filters.runs, scaffolds=filters.scaffolds,
+                               primary_categories=filters.primary_categories, models=filters.models),
+                       model="run__model__name")
+    if filters.judges:
+        attempts = attempts.filter(Exists(AttemptRollup.objects.filter(attempt_id=OuterRef("pk"),
+                                                                       judge__name__in=list(filters.judges))))
+    if connection.vendor != "postgresql":
+        by_model: dict[str, list[tuple]] = defaultdict(list)
+        for model, *figures in attempts.values_list("run__model__name", *USAGE_FIGURES).order_by():
+            by_model[model].append(figures)
+        return {model: usage_summary(rows) for model, rows in by_model.items()}
+    aggregates = {"n_attempts": Count("id")}
+    for name in USAGE_FIGURES:
+        aggregates |= {f"{name}_n": Count(name), f"{name}_mean": Avg(name, output_field=FloatField()),
+                       f"{name}_median": _Median(name)}
+    return {r["run__model__name"]: UsageSummary(r["n_attempts"], {
+                name: Spread(r[f"{name}_n"], r[f"{name}_mean"], r[f"{name}_median"]) for name in USAGE_FIGURES})
+            for r in attempts.values("run__model__name").annotate(**aggregates).order_by()}
+
+
+class _Median(Aggregate):
+    """PostgreSQL's median: the continuous 50th percentile (the mean of the two middle values, as
+    statistics.median); NULLs are left out, like not-logged figures in `spread`."""
+
+    function = "PERCENTILE_CONT"
+    name = "Median"
+    template = "%(function)s(0.5) WITHIN GROUP (ORDER BY %(expressions)s)"
+    output_field = FloatField()
 
 
 def usage_dict(usage: UsageSummary | None) -> dict | None:
