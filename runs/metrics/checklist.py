@@ -792,6 +792,10 @@ class AttemptRow:
     external_id: str = ""
     failing_items: list[dict] = field(default_factory=list)
     unscored: dict[str, str] = field(default_factory=dict)  # judge -> why it scored nothing, in plain words
+    #: the attempt's total tokens, wall time and tool calls as logged (None: not logged), filled with its failing items
+    total_tokens: int | None = None
+    wall_seconds: float | None = None
+    tool_calls: int | None = None
 
     @property
     def failing(self) -> bool:
@@ -835,13 +839,14 @@ FAILING_DESCRIPTION_CHARS = 140
 
 def attach_failing_items(rows: Sequence[AttemptRow], *, by: str = "model", group: str | None = None,
                          judges: Collection[str] = ()) -> None:
-    """Fill external ids and failing items (with the judges that failed them) of a page of rows; two queries."""
-    from runs.models import Instance, Verdict, VerdictResult
+    """Fill external ids, usage (tokens, wall time, tool calls) and failing items (with the judges that failed
+    them) of a page of rows; two queries."""
+    from runs.models import Attempt, Verdict, VerdictResult
 
     if not rows:
         return
-    ids = {r.instance_id for r in rows}
-    external = dict(Instance.objects.filter(id__in=ids).values_list("id", "external_id"))
+    facts = {a: rest for a, *rest in Attempt.objects.filter(id__in=[r.attempt_id for r in rows]).values_list(
+        "id", "instance__external_id", "total_tokens", "wall_seconds", "tool_calls").order_by()}
     qs = Verdict.objects.filter(attempt_id__in=[r.attempt_id for r in rows], result=VerdictResult.FAIL)
     if judges:
         qs = qs.filter(judge__name__in=list(judges))
@@ -864,7 +869,7 @@ def attach_failing_items(rows: Sequence[AttemptRow], *, by: str = "model", group
                                                     "short": short, "category": category, "judges": []}
         entry["judges"].append(judge)
     for row in rows:
-        row.external_id = external.get(row.instance_id, "")
+        row.external_id, row.total_tokens, row.wall_seconds, row.tool_calls = facts.get(row.attempt_id, ("", None, None, None))
         row.failing_items = list(failing[row.attempt_id].values())
 
 

@@ -147,3 +147,31 @@ def test_the_attempt_page_says_what_was_logged_and_what_was_not(reviewer_client)
     line = reviewer_client.get(reverse("runs:attempt", args=[beta.pk])).content.decode()
     line = line[line.index('id="usage"'):line.index("</p>", line.index('id="usage"'))]
     assert line.count("not logged") == 4 and "tool calls</span> 5" in line
+
+
+def test_the_drilldown_lists_each_attempts_tokens_wall_time_and_tool_calls(reviewer_client):
+    bench = logged_study()
+    attempts = reverse("runs:checklist-attempts", args=[bench.slug])
+    alpha = reviewer_client.get(attempts + "?model=alpha").content.decode()
+    assert '2,000,000 · <span class="muted not-logged">not logged</span> · 2<' in alpha  # task-2 logged no wall time
+    assert "1,100 · 10.0 · 0<" in alpha
+    beta = reviewer_client.get(attempts + "?model=beta").content.decode()
+    assert 'not-logged">not logged</span> · <span class="muted not-logged">not logged</span> · 5<' in beta
+
+
+@pytest.mark.parametrize("suffix", ["?cols=usage", "?sort=-tokens", "?by=tokens"])
+def test_the_usage_views_keep_their_queries_independent_of_the_number_of_attempts(reviewer_client, suffix):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    bench = logged_study()
+    url = reverse("runs:checklist-leaderboard", args=[bench.slug]) + suffix
+
+    def queries() -> int:
+        with CaptureQueriesContext(connection) as ctx:
+            assert reviewer_client.get(url).status_code == 200
+        return len(ctx.captured_queries)
+
+    small = queries()
+    build_study(n_instances=6, models=("alpha", "beta", "gamma"))
+    assert queries() == small
