@@ -13,7 +13,15 @@ from runs.models import AttemptRollup, Instance, Judge, Run
 SORTS = {
     "-isr": "ISR, high first", "isr": "ISR, low first", "-csr": "CSR, high first", "csr": "CSR, low first",
     "model": "model name", "-n": "most instances",
+    # per attempt, as logged (docs/metrics.md, "Tokens, time and tool calls"); models that logged none go last
+    "tokens": "fewest tokens per attempt", "-tokens": "most tokens per attempt",
+    "wall_time": "shortest wall time per attempt", "-wall_time": "longest wall time per attempt",
+    "model_time": "shortest model time per attempt", "-model_time": "longest model time per attempt",
+    "tool_calls": "fewest tool calls per attempt", "-tool_calls": "most tool calls per attempt",
 }
+
+#: the by-model table's column sets: the scores, or where the tokens and the time went (the rows are the same)
+COLUMN_SETS = {"scores": "scores", "usage": "tokens, time and tool calls"}
 
 
 class LeaderboardFilterForm(forms.Form):
@@ -27,6 +35,7 @@ class LeaderboardFilterForm(forms.Form):
     by = forms.ChoiceField(choices=list(GROUPINGS.items()), required=False, label="Group by")
     sort = forms.ChoiceField(choices=list(SORTS.items()), required=False, label="Sort")
     ci = forms.BooleanField(required=False, label="Bootstrap 95% interval")
+    cols = forms.ChoiceField(choices=list(COLUMN_SETS.items()), required=False, label="Columns")
     exclude = forms.ChoiceField(required=False, label="Audit exclusion")
 
     def __init__(self, data, *, benchmark, generation=FRESH, **kwargs):
@@ -54,6 +63,7 @@ def state_of(data: dict) -> dict:
         "sort": data.get("sort") or "-isr",
         "ci": bool(data.get("ci")),
         "exclude": data.get("exclude") or "none",
+        "cols": data.get("cols") or "scores",
     }
 
 
@@ -68,7 +78,7 @@ def state_query(state: dict) -> QueryDict:
                          ("primary_category", f.primary_categories)):
         if values:
             query.setlist(name, list(values))
-    for name in ("by", "sort", "exclude"):
+    for name in ("by", "sort", "exclude", "cols"):
         if state[name] != default[name]:
             query[name] = state[name]
     if state["ci"]:

@@ -188,6 +188,17 @@ class Attempt(models.Model):
     response = models.TextField(blank=True)
     outcome = models.JSONField(default=dict, blank=True)
     assistant_turns = models.PositiveIntegerField(null=True, blank=True)
+    # where the tokens and the time went, as the harness logged them (docs/metrics.md, "Tokens, time and tool
+    # calls"); null = the source did not log it, never 0. Filled at import while the file streams.
+    input_tokens = models.PositiveBigIntegerField(null=True, blank=True)
+    output_tokens = models.PositiveBigIntegerField(null=True, blank=True)
+    total_tokens = models.PositiveBigIntegerField(null=True, blank=True)
+    #: seconds the model spent answering (the sum over its calls, as the source times them)
+    model_seconds = models.FloatField(null=True, blank=True)
+    #: seconds from start to end of the attempt, as the source defines it
+    wall_seconds = models.FloatField(null=True, blank=True)
+    model_calls = models.PositiveIntegerField(null=True, blank=True)
+    tool_calls = models.PositiveIntegerField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

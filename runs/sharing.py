@@ -45,6 +45,7 @@ def score_row_dict(row: ScoreRow) -> dict:
                               "n_attempts": s.n_attempts, "n_success": s.n_success, "unscored": s.unscored,
                               "n_unrecognised": s.n_unrecognised}
                       for judge, s in row.per_judge.items()},
+        "usage": metrics.usage_dict(row.usage),
     }
 
 
@@ -74,13 +75,13 @@ def export_csv(rows: list[dict]) -> str:
     # per-judge headers carry judge names (untrusted): neutralised like the data cells
     writer.writerow(["model", "group", "isr", "isr_std", "csr", "csr_std", "macro_csr", "macro_csr_std",
                      "isr_ci_low", "isr_ci_high", "csr_ci_low", "csr_ci_high", "n_instances", "n_attempts", "n_empty",
-                     "n_unscored", "n_unrecognised"]
+                     "n_unscored", "n_unrecognised", *metrics.USAGE_CSV_HEADER]
                     + [csv_safe(f"{j} {m}") for j in judges for m in ("isr", "csr", "macro_csr")])
     for r in rows:
         isr_ci, csr_ci = r["isr_ci"] or [None, None], r["csr_ci"] or [None, None]
         cells = [r["model"], r["group"], r["isr"], r["isr_std"], r["csr"], r["csr_std"], r.get("macro_csr"),
                  r.get("macro_csr_std"), *isr_ci, *csr_ci, r["n_instances"], r["n_attempts"], r["n_empty"],
-                 r.get("n_unscored", 0), r.get("n_unrecognised", 0)]
+                 r.get("n_unscored", 0), r.get("n_unrecognised", 0), *metrics.usage_csv_cells(r.get("usage"))]
         for j in judges:
             s = r["per_judge"].get(j) or {}
             cells += [s.get("isr"), s.get("csr"), s.get("macro_csr")]

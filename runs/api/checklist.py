@@ -57,6 +57,26 @@ class JudgeRateSerializer(serializers.Serializer):
     n_unrecognised = serializers.IntegerField(help_text=UNRECOGNISED_HELP)
 
 
+class SpreadSerializer(serializers.Serializer):
+    n = serializers.IntegerField(help_text="Attempts of the row whose source logged this figure.")
+    mean = serializers.FloatField(allow_null=True, help_text="Mean per attempt over those; null: not logged.")
+    median = serializers.FloatField(allow_null=True, help_text="Median per attempt over those; null: not logged.")
+
+
+class UsageSerializer(serializers.Serializer):
+    """Where the tokens and the time went, per attempt of the row (/help/metrics/#usage)."""
+
+    n_attempts = serializers.IntegerField(help_text="The model's attempts at the instances the filters keep, every repetition, scored or "
+                                          "not (with a judges filter: those the judges scored).")
+    input_tokens = SpreadSerializer()
+    output_tokens = SpreadSerializer()
+    total_tokens = SpreadSerializer()
+    model_seconds = SpreadSerializer()
+    wall_seconds = SpreadSerializer()
+    model_calls = SpreadSerializer()
+    tool_calls = SpreadSerializer()
+
+
 class LeaderboardRowSerializer(serializers.Serializer):
     """One row (or model x group cell): mean and population std across judges, in percent, with n."""
 
@@ -78,6 +98,8 @@ class LeaderboardRowSerializer(serializers.Serializer):
                                           "(see per_judge.unscored).")
     n_unrecognised = serializers.IntegerField(help_text=UNRECOGNISED_HELP + " Summed over judges.")
     per_judge = serializers.DictField(child=JudgeRateSerializer())
+    usage = UsageSerializer(allow_null=True, help_text="Tokens, time and tool calls per attempt (by=model rows; "
+                            "null in model x group cells).")
 
 
 class LeaderboardSerializer(serializers.Serializer):

@@ -27,6 +27,7 @@ from runs.models import BenchmarkKind, Judge, JudgeKind
 from .base import Context, Source, clean, content_hash, iter_json_document
 from .lookups import benchmark_name_for, category_of, slug_for
 from .native import _NativeIngest
+from .usage import inspect_figures
 from .verdicts import score_verdict
 
 #: log format versions read (EvalLog.version; 2 since inspect_ai 0.3.x, checked against 0.3.285)
@@ -451,7 +452,7 @@ class InspectIngest:
         threads = [{"meta": {"thread": "main"}, "tools": tools, "messages": messages},
                    *subagent_threads(sample.get("events") or [], sample.get("events_data"), main_ids, attachments)]
         attempt = {"type": "attempt", "instance": instance, "response": _resolve(response, attachments), "outcome": outcome,
-                   "threads": threads}
+                   "threads": threads, "usage": {k: v for k, v in inspect_figures(sample).items() if v is not None}}
         return sample["epoch"], clean(finite([*records, attempt, *verdicts]))
 
     def _instance(self, problem: Callable[[str], None], sample: dict, instance: str, slug: str, task: str,

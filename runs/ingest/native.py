@@ -40,6 +40,7 @@ from .lookups import (
     judge_get_or_create,
     model_get_or_create,
 )
+from .usage import USAGE_FIELDS, tool_calls_in
 from .verdicts import verdicts_upsert
 
 BATCH = 2000  # records per write; measured: 10x fewer round trips than 200, same memory bound (BATCH_BYTES)
@@ -73,7 +74,14 @@ RUN: Spec = {
 ATTEMPT: Spec = {
     "type": ("str", True, None), "run": ("str", True, 200), "instance": ("str", True, 300),
     "response": ("str", False, None), "outcome": ("object", False, None), "assistant_turns": ("int", False, None),
-    "threads": ("list", False, None),
+    "threads": ("list", False, None), "usage": ("object", False, None),
+}
+#: an attempt's `usage` (docs/metrics.md, "Tokens, time and tool calls"): counts and seconds, each optional
+USAGE: Spec = {
+    "input_tokens": ("count", False, None), "output_tokens": ("count", False, None),
+    "total_tokens": ("count", False, None), "model_seconds": ("seconds", False, None),
+    "wall_seconds": ("seconds", False, None), "model_calls": ("calls", False, None),
+    "tool_calls": ("calls", False, None),
 }
 VERDICT: Spec = {
     "type": ("str", True, None), "run": ("str", True, 200), "instance": ("str", True, 300),
@@ -92,7 +100,8 @@ MESSAGE: Spec = {
 TOOL_CALL: Spec = {"id": ("str", True, None), "name": ("str", True, None), "arguments": ("any", False, None)}
 
 _KIND_NAMES = {"str": "a string", "int": "an integer", "bool": "true or false", "number": "a number",
-               "object": "an object", "list": "a list"}
+               "object": "an object", "list": "a list", "count": "a whole number of 0 or more",
+               "calls": "a whole number from 0 to 2,147,483,647", "seconds": "a number of seconds, 0 or more"}
 
 
 def _is(kind: str, value: Any) -> bool:
@@ -108,6 +117,12 @@ def _is(kind: str, value: Any) -> bool:
         return isinstance(value, dict)
     if kind == "list":
         return isinstance(value, list)
+    if kind == "count":
+        return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= 2**62
+    if kind == "calls":
+        return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= INT_MAX
+    if kind == "seconds":
+        return isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value < 1e15
     return True
 
 
@@ -426,6 +441,8 @@ class _NativeIngest:
             reasons.append("field 'assistant_turns' should be 0 or more")
         if not reasons and record.get("threads") is not None:
             reasons += check_threads(record["threads"])
+        if not reasons and record.get("usage") is not None:
+            reasons += check_fields(record["usage"], USAGE, "usage")
         if not reasons:
             key = (record["run"], record["instance"])
             if key in defined.attempts:
@@ -553,10 +570,11 @@ class _NativeIngest:
                 if turns is None and threads:
                     turns = sum(1 for m in threads[0]["messages"] if m.get("role") == "assistant")
                 rows.append({"instance_id": instance_id, "response": r.get("response") or "",
-                             "outcome": r.get("outcome") or {}, "assistant_turns": turns})
+                             "outcome": r.get("outcome") or {}, "assistant_turns": turns,
+                             **attempt_usage(r.get("usage"), threads)})
                 if threads is not None:
                     trajectories[instance_id] = threads
-            ids = attempts_upsert(ctx, run, rows, compare=("response", "outcome", "assistant_turns"))
+            ids = attempts_upsert(ctx, run, rows, compare=("response", "outcome", "assistant_turns", *USAGE_FIELDS))
             ctx.touched_runs[run.id] = run
             traj_rows = [{
                 "attempt_id": ids[instance_id],
@@ -660,3 +678,15 @@ def ingest_native(sources: Sequence[Source], ctx: Context) -> None:
 
 
 __all__ = ["ingest_native", "check_fields", "check_threads", "normalised_threads"]
+
+
+def attempt_usage(usage: dict | None, threads: list[dict] | None) -> dict[str, Any]:
+    """An attempt record's usage columns: what its `usage` gives (None for what it leaves out: not logged);
+    the tool calls, when it does not give them, counted in its trajectory."""
+    usage = usage or {}
+    row = {name: usage.get(name) for name in USAGE_FIELDS}
+    row["model_seconds"] = float(row["model_seconds"]) if row["model_seconds"] is not None else None
+    row["wall_seconds"] = float(row["wall_seconds"]) if row["wall_seconds"] is not None else None
+    if row["tool_calls"] is None:
+        row["tool_calls"] = tool_calls_in(threads)
+    return row

@@ -21,6 +21,7 @@ from .lookups import (
     judge_get_or_create,
     run_get_or_create,
 )
+from .usage import USAGE_FIELDS, CallTally, tool_calls_in
 from .verdicts import verdicts_upsert
 
 DEFAULT_SLUG = "octobench"
@@ -265,6 +266,8 @@ class _Session:
         self.raw_threads: dict[str, tuple[int, int, dict]] = {}
         self.model = ""
         self._order = 0
+        #: the raw calls' tokens and times, tallied as they stream past (docs/metrics.md, "Tokens, time and tool calls")
+        self.calls = CallTally()
 
     def add(self, kind: str, record: dict, model_name: str) -> None:
         self.model = self.model or model_name
@@ -274,6 +277,9 @@ class _Session:
         body = record["request_body"]
         thread_key = content_hash([_text_of(body.get("system")), _first_message_text(body["messages"])])
         length = len(body["messages"])
+        response = record.get("response_body") if isinstance(record.get("response_body"), dict) else {}
+        usage = response.get("usage") if isinstance(response.get("usage"), dict) else record.get("usage")
+        self.calls.add(content_hash([thread_key, length, response.get("content")]), usage, record.get("request_time"))
         self._order += 1
         known = self.raw_threads.get(thread_key)
         if known is None or length >= known[0]:
@@ -312,10 +318,12 @@ def _write_session(ctx: Context, benchmark, index: InstanceIndex, runs: dict, se
     main = threads[0]["messages"] if threads else []
     assistant = [m for m in main if m["role"] == "assistant"]
     response = next((m["content"] for m in reversed(assistant) if m.get("content")), "")
+    usage = session.calls.figures() if session.raw_threads else dict.fromkeys(USAGE_FIELDS)
+    usage["tool_calls"] = tool_calls_in(threads)
     ids = attempts_upsert(
         ctx, run,
-        [{"instance_id": instance_id, "response": response, "assistant_turns": len(assistant)}],
-        compare=("response", "assistant_turns"),
+        [{"instance_id": instance_id, "response": response, "assistant_turns": len(assistant), **usage}],
+        compare=("response", "assistant_turns", *USAGE_FIELDS),
     )
     size = len(json.dumps(threads, ensure_ascii=False).encode("utf-8", "surrogatepass"))
     trajectory = {

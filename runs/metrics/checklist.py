@@ -12,9 +12,11 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from itertools import combinations
+from statistics import median
 from typing import NamedTuple
 
 import numpy as np
+from django.db.models import Aggregate, FloatField
 
 from runs.categories import SOURCE_CATEGORIES
 
@@ -29,10 +31,15 @@ GROUPINGS = {
     "check_type": "check type",
     "primary_category": "primary category",
     "judge": "judge",
+    "tokens": "tokens per attempt",
 }
 #: assistant-turn buckets for ISR by interaction length (METRICS.md section 1)
 TURN_BUCKETS = ((1, 5, "1-5"), (6, 10, "6-10"), (11, 20, "11-20"), (21, 40, "21-40"), (41, None, ">40"))
 UNKNOWN_BUCKET = "unknown"
+#: total-token buckets of the leaderboard grouped by tokens per attempt (docs/metrics.md, "Tokens, time and tool calls")
+TOKEN_BUCKETS = ((0, 10_000, "under 10k"), (10_000, 100_000, "10k-100k"), (100_000, 1_000_000, "100k-1M"),
+                 (1_000_000, None, "1M or more"))
+NOT_LOGGED = "not logged"
 SMALL_CELL = 10
 
 
@@ -105,6 +112,25 @@ class ScoreRow:
     csr_ci: tuple[float, float] | None = None
     macro_csr: float | None = None
     macro_csr_std: float | None = None
+    #: where the tokens and the time went, per attempt of the row (by model only; None in matrix cells)
+    usage: UsageSummary | None = None
+
+    @property
+    def tokens(self) -> float | None:
+        """Mean total tokens per attempt (None: not logged); a sort key of the leaderboard."""
+        return self.usage.mean("total_tokens") if self.usage else None
+
+    @property
+    def model_time(self) -> float | None:
+        return self.usage.mean("model_seconds") if self.usage else None
+
+    @property
+    def wall_time(self) -> float | None:
+        return self.usage.mean("wall_seconds") if self.usage else None
+
+    @property
+    def tool_calls(self) -> float | None:
+        return self.usage.mean("tool_calls") if self.usage else None
 
     @property
     def n_unscored(self) -> int:
@@ -119,6 +145,112 @@ class ScoreRow:
     @property
     def small(self) -> bool:
         return self.n_instances < SMALL_CELL
+
+
+# where the tokens and the time went (docs/metrics.md, "Tokens, time and tool calls") ----------------
+#: the per-attempt figures an import stores (runs.models.Attempt), in display order, with their labels
+USAGE_FIGURES = {
+    "input_tokens": "input tokens", "output_tokens": "output tokens", "total_tokens": "total tokens",
+    "model_seconds": "model time (s)", "wall_seconds": "wall time (s)", "model_calls": "model calls",
+    "tool_calls": "tool calls",
+}
+
+
+@dataclass
+class Spread:
+    """One figure over a model's attempts: mean and median per attempt, over the `n` attempts that logged it
+    (None when none did: not logged, never 0)."""
+
+    n: int
+    mean: float | None
+    median: float | None
+
+
+@dataclass
+class UsageSummary:
+    """Per figure of USAGE_FIGURES, its spread over the `n_attempts` attempts of a leaderboard row."""
+
+    n_attempts: int
+    figures: dict[str, Spread]
+
+    def mean(self, figure: str) -> float | None:
+        return self.figures[figure].mean
+
+    @property
+    def logged(self) -> bool:
+        """Whether any attempt logged any figure."""
+        return any(s.n for s in self.figures.values())
+
+
+def spread(values: Sequence[float | int | None]) -> Spread:
+    """Mean and median of the values that were logged (None left out)."""
+    logged = [v for v in values if v is not None]
+    if not logged:
+        return Spread(0, None, None)
+    return Spread(len(logged), sum(logged) / len(logged), float(median(logged)))
+
+
+def usage_summary(attempts: Sequence[Sequence[float | int | None]]) -> UsageSummary:
+    """The usage of a row's attempts, each given as its USAGE_FIGURES values in order."""
+    columns = list(zip(*attempts)) if attempts else [() for _ in USAGE_FIGURES]
+    return UsageSummary(len(attempts), {name: spread(column) for name, column in zip(USAGE_FIGURES, columns)})
+
+
+def usage_by_model(benchmark_id: int, filters: Filters) -> dict[str, UsageSummary]:
+    """Per model, the usage of its attempts the filters keep: every repetition's attempts at the instances kept
+    (with a judges filter, those the judges scored). One query: on PostgreSQL the database counts, averages and
+    takes the medians (a 48-model study's 31,248 attempts are not sent); elsewhere the figures are read."""
+    from django.db import connection
+    from django.db.models import Avg, Count, Exists, OuterRef
+
+    from runs.models import Attempt, AttemptRollup
+
+    attempts = _filter(Attempt.objects.filter(run__benchmark_id=benchmark_id),
+                       Filters(runs=filters.runs, scaffolds=filters.scaffolds,
+                               primary_categories=filters.primary_categories, models=filters.models),
+                       model="run__model__name")
+    if filters.judges:
+        attempts = attempts.filter(Exists(AttemptRollup.objects.filter(attempt_id=OuterRef("pk"),
+                                                                       judge__name__in=list(filters.judges))))
+    if connection.vendor != "postgresql":
+        by_model: dict[str, list[tuple]] = defaultdict(list)
+        for model, *figures in attempts.values_list("run__model__name", *USAGE_FIGURES).order_by():
+            by_model[model].append(figures)
+        return {model: usage_summary(rows) for model, rows in by_model.items()}
+    aggregates = {"n_attempts": Count("id")}
+    for name in USAGE_FIGURES:
+        aggregates |= {f"{name}_n": Count(name), f"{name}_mean": Avg(name, output_field=FloatField()),
+                       f"{name}_median": _Median(name)}
+    return {r["run__model__name"]: UsageSummary(r["n_attempts"], {
+                name: Spread(r[f"{name}_n"], r[f"{name}_mean"], r[f"{name}_median"]) for name in USAGE_FIGURES})
+            for r in attempts.values("run__model__name").annotate(**aggregates).order_by()}
+
+
+class _Median(Aggregate):
+    """PostgreSQL's median: the continuous 50th percentile (the mean of the two middle values, as
+    statistics.median); NULLs are left out, like not-logged figures in `spread`."""
+
+    function = "PERCENTILE_CONT"
+    name = "Median"
+    template = "%(function)s(0.5) WITHIN GROUP (ORDER BY %(expressions)s)"
+    output_field = FloatField()
+
+
+def usage_dict(usage: UsageSummary | None) -> dict | None:
+    """A row's usage as plain JSON (API, exports, snapshots): {"n_attempts", <figure>: {"n", "mean", "median"}}."""
+    if usage is None:
+        return None
+    return {"n_attempts": usage.n_attempts,
+            **{name: {"n": s.n, "mean": s.mean, "median": s.median} for name, s in usage.figures.items()}}
+
+
+#: the CSV export's usage columns: per figure its mean, median and how many attempts logged it
+USAGE_CSV_HEADER = [f"{name}_{part}" for name in USAGE_FIGURES for part in ("mean", "median", "n")]
+
+
+def usage_csv_cells(usage: dict | None) -> list:
+    """A row's usage_dict as the CSV's USAGE_CSV_HEADER cells (empty when not logged)."""
+    return [((usage or {}).get(name) or {}).get(part) for name in USAGE_FIGURES for part in ("mean", "median", "n")]
 
 
 def judge_score(cells: Iterable[Cell]) -> JudgeScore:
@@ -269,6 +401,13 @@ def turn_bucket(turns: int | None) -> str:
         if turns >= low and (high is None or turns <= high):
             return label
     return UNKNOWN_BUCKET
+
+
+def token_bucket(tokens: int | None) -> str:
+    """The bucket of an attempt's total tokens (NOT_LOGGED when its source logged none)."""
+    if tokens is None:
+        return NOT_LOGGED
+    return next(label for low, high, label in TOKEN_BUCKETS if tokens >= low and (high is None or tokens < high))
 
 
 def bucket_order() -> list[str]:
@@ -429,16 +568,23 @@ def attempt_cells(benchmark_id: int, filters: Filters, *, by: str = "model") -> 
     from runs.models import AgentModel, AttemptRollup, Instance, Judge, Run
 
     qs = _filter(AttemptRollup.objects.filter(benchmark_id=benchmark_id), filters)
+    # grouped by tokens, each rollup also brings its attempt's total tokens (None otherwise: not read)
+    tokens = "attempt__total_tokens" if by == "tokens" else "n_unrecognised"
     rows = list(qs.values_list("attempt_id", "instance_id", "model_id", "run_id", "judge_id", "n_applicable", "n_passed",
-                               "attempt__assistant_turns", "unscored", "n_unrecognised").order_by())
+                               "attempt__assistant_turns", "unscored", "n_unrecognised", tokens).order_by())
     facet = {"scaffold": "scaffold", "primary_category": "primary_category"}.get(by)
     wanted = [(AgentModel, "name", {r[2] for r in rows}), (Run, "label", {r[3] for r in rows}),
               (Judge, "name", {r[4] for r in rows})] + ([(Instance, facet, {r[1] for r in rows})] if facet else [])
     models, runs, judges, *facets = _names(wanted)
     groups = {i: value or "(none)" for i, value in facets[0].items()} if facet else {}
-    return [Cell(a, i, models[m], runs[r], judges[j], n_app, n_pass,
-                 judges[j] if by == "judge" else groups.get(i) if facet else None, turns, unscored, n_unrecognised)
-            for a, i, m, r, j, n_app, n_pass, turns, unscored, n_unrecognised in rows]
+
+    def group(instance_id: int, judge_id: int, total: int | None) -> str | None:
+        if by == "tokens":
+            return token_bucket(total)
+        return judges[judge_id] if by == "judge" else groups.get(instance_id) if facet else None
+
+    return [Cell(a, i, models[m], runs[r], judges[j], n_app, n_pass, group(i, j, total), turns, unscored, n_unrecognised)
+            for a, i, m, r, j, n_app, n_pass, turns, unscored, n_unrecognised, total in rows]
 
 
 def _names(wanted: list[tuple[type, str, set[int]]]) -> list[dict]:
@@ -476,7 +622,8 @@ def verdict_cells(benchmark_id: int, filters: Filters, *, by: str, excluded_item
     from runs.models import Verdict, VerdictResult
 
     field_of = {"category": "item__category", "check_type": "item__check_type", "scaffold": "attempt__instance__scaffold",
-                "primary_category": "attempt__instance__primary_category", "judge": "judge__name"}
+                "primary_category": "attempt__instance__primary_category", "judge": "judge__name",
+                "tokens": "attempt__total_tokens"}
     qs = _filter(Verdict.objects.filter(attempt__run__benchmark_id=benchmark_id), filters, **VIA_ATTEMPT)
     qs = qs.exclude(item_id__in=list(excluded_items))
     keys = ["attempt_id", "attempt__instance_id", "attempt__run__model__name", "attempt__run__label", "judge__name",
@@ -488,19 +635,24 @@ def verdict_cells(benchmark_id: int, filters: Filters, *, by: str, excluded_item
         n_applicable=Count("id", filter=~Q(result=VerdictResult.NOT_APPLICABLE)),
         n_passed=Count("id", filter=Q(result=VerdictResult.PASS)),
     ).order_by()
-    cells = {
-        (r["attempt_id"], r["judge__name"], r[group_field] if group_field else None): Cell(
+    # keyed by the group as named (a token bucket, "(none)"), as _add_judge_reports finds the cells
+    cells = {}
+    for r in rows:
+        group = _group_value(by, r[group_field]) if group_field else None
+        cells[(r["attempt_id"], r["judge__name"], group)] = Cell(
             r["attempt_id"], r["attempt__instance_id"], r["attempt__run__model__name"], r["attempt__run__label"],
-            r["judge__name"], r["n_applicable"], r["n_passed"],
-            (r[group_field] or "(none)") if group_field else None, r["attempt__assistant_turns"])
-        for r in rows
-    }
-    _add_judge_reports(cells, benchmark_id, filters, keys, group_field, excluded_items)
+            r["judge__name"], r["n_applicable"], r["n_passed"], group, r["attempt__assistant_turns"])
+    _add_judge_reports(cells, benchmark_id, filters, keys, group_field, excluded_items, by=by)
     return list(cells.values())
 
 
+def _group_value(by: str, value) -> str:
+    """A verdict row's group value as the rollup path names it (token buckets; "(none)" for an empty facet)."""
+    return token_bucket(value) if by == "tokens" else (value or "(none)")
+
+
 def _add_judge_reports(cells: dict[tuple, Cell], benchmark_id: int, filters: Filters, keys: list[str],
-                       group_field: str | None, excluded_items: Collection[int]) -> None:
+                       group_field: str | None, excluded_items: Collection[int], *, by: str = "model") -> None:
     """Judge reports added to verdict cells as runs.services adds them to the rollups: an attempt the judge
     could not score counts its instance's items (those not excluded, at least one) as failed, per item facet
     when grouped by one; a scored attempt adds the checks the checklist lacks (not per item facet)."""
@@ -521,7 +673,7 @@ def _add_judge_reports(cells: dict[tuple, Cell], benchmark_id: int, filters: Fil
         if by_item:
             counts = Counter(value or "(none)" for value in items[r["attempt__instance_id"]]) if unscored else {}
         else:
-            group = (r[group_field] or "(none)") if group_field else None
+            group = _group_value(by, r[group_field]) if group_field else None
             extra = max(len(items[r["attempt__instance_id"]]), 1) if unscored else r["n_applicable_extra"]
             counts = {group: extra}
         for group, n in counts.items():
@@ -552,7 +704,9 @@ def leaderboard_cells(benchmark_id: int, filters: Filters, *, by: str = "model",
 
 
 def group_order(by: str) -> Sequence[str]:
-    """The display order of known group values (source categories in METRICS.md order)."""
+    """The display order of known group values (source categories in METRICS.md order, token buckets by size)."""
+    if by == "tokens":
+        return [label for _, _, label in TOKEN_BUCKETS] + [NOT_LOGGED]
     return SOURCE_CATEGORIES if by == "category" else ()
 
 
@@ -560,7 +714,7 @@ def leaderboard_rows(benchmark_id: int, filters: Filters, *, by: str = "model", 
                      excluded_items: Collection[int] | None = None) -> list[ScoreRow]:
     """Leaderboard rows (by model, or a model x group matrix), with bootstrap intervals when asked."""
     if by == "model" and not bootstrap and not excluded_items:
-        return model_rows_counted(benchmark_id, filters)
+        return with_usage(model_rows_counted(benchmark_id, filters), benchmark_id, filters)
     cells = leaderboard_cells(benchmark_id, filters, by=by, excluded_items=excluded_items)
     rows = score_rows(cells, group_order=group_order(by))
     if bootstrap:
@@ -569,6 +723,14 @@ def leaderboard_rows(benchmark_id: int, filters: Filters, *, by: str = "model", 
             grouped[(c.model, c.group)].append(c)
         for row in rows:
             with_bootstrap(row, grouped[(row.model, row.group)])
+    return with_usage(rows, benchmark_id, filters) if by == "model" else rows
+
+
+def with_usage(rows: list[ScoreRow], benchmark_id: int, filters: Filters) -> list[ScoreRow]:
+    """The rows (by model) with their attempts' usage (usage_by_model)."""
+    usage = usage_by_model(benchmark_id, filters) if rows else {}
+    for row in rows:
+        row.usage = usage.get(row.model) or usage_summary([])
     return rows
 
 
@@ -630,6 +792,10 @@ class AttemptRow:
     external_id: str = ""
     failing_items: list[dict] = field(default_factory=list)
     unscored: dict[str, str] = field(default_factory=dict)  # judge -> why it scored nothing, in plain words
+    #: the attempt's total tokens, wall time and tool calls as logged (None: not logged), filled with its failing items
+    total_tokens: int | None = None
+    wall_seconds: float | None = None
+    tool_calls: int | None = None
 
     @property
     def failing(self) -> bool:
@@ -673,13 +839,14 @@ FAILING_DESCRIPTION_CHARS = 140
 
 def attach_failing_items(rows: Sequence[AttemptRow], *, by: str = "model", group: str | None = None,
                          judges: Collection[str] = ()) -> None:
-    """Fill external ids and failing items (with the judges that failed them) of a page of rows; two queries."""
-    from runs.models import Instance, Verdict, VerdictResult
+    """Fill external ids, usage (tokens, wall time, tool calls) and failing items (with the judges that failed
+    them) of a page of rows; two queries."""
+    from runs.models import Attempt, Verdict, VerdictResult
 
     if not rows:
         return
-    ids = {r.instance_id for r in rows}
-    external = dict(Instance.objects.filter(id__in=ids).values_list("id", "external_id"))
+    facts = {a: rest for a, *rest in Attempt.objects.filter(id__in=[r.attempt_id for r in rows]).values_list(
+        "id", "instance__external_id", "total_tokens", "wall_seconds", "tool_calls").order_by()}
     qs = Verdict.objects.filter(attempt_id__in=[r.attempt_id for r in rows], result=VerdictResult.FAIL)
     if judges:
         qs = qs.filter(judge__name__in=list(judges))
@@ -702,7 +869,7 @@ def attach_failing_items(rows: Sequence[AttemptRow], *, by: str = "model", group
                                                     "short": short, "category": category, "judges": []}
         entry["judges"].append(judge)
     for row in rows:
-        row.external_id = external.get(row.instance_id, "")
+        row.external_id, row.total_tokens, row.wall_seconds, row.tool_calls = facts.get(row.attempt_id, ("", None, None, None))
         row.failing_items = list(failing[row.attempt_id].values())
 
 
