@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ("runs", "0006_search_text"),
+        ("runs", "0007_job_kind_recheck"),
     ]
 
     operations = [
