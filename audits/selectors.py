@@ -36,11 +36,6 @@ SUBJECT_KINDS = {Subject.CHECKLIST: ("checklist", "conflict"), Subject.HIERARCHY
                  Subject.DIALOGUE: ("dialogue",)}
 
 
-def benchmarks_for_subject(subject: str):
-    """Benchmarks whose kind fits a campaign subject."""
-    return Benchmark.objects.filter(kind__in=SUBJECT_KINDS[subject])
-
-
 def candidates(subject: str, benchmark_ids: Iterable[int]) -> list[Candidate]:
     """Every unit a campaign on these benchmarks could sample, with its stratum facets and text (two queries at most)."""
     benchmark_ids = list(benchmark_ids)

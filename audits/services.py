@@ -292,12 +292,6 @@ def unit_adjudicate(unit: AuditUnit, *, lead, final_status: str, reason: str = "
     return adjudication
 
 
-def open_reservations(campaign: Campaign) -> int:
-    """Reservations currently held in a campaign (for the progress line)."""
-    return Assignment.objects.filter(unit__campaign=campaign, submitted_at__isnull=True,
-                                     expires_at__gte=timezone.now()).count()
-
-
 # item rewrites -------------------------------------------------------------------------------
 class ItemAlreadyRewritten(AuditError):
     """The item has a newer version: only the newest version of an item can be rewritten."""

@@ -31,6 +31,9 @@ class Benchmark(models.Model):
     #: bumped in the transaction that changes what its leaderboards show (rollups rebuilt, audit
     #: statuses changed), so computed rows can be cached under (benchmark, data_generation)
     data_generation = models.BigIntegerField(default=0)
+    #: whether it has text the search page finds (a trajectory message, a response, a judge's reasoning): set by
+    #: the writers of that text (`runs.search.benchmarks_mark_searchable`), so its Search tab costs no query
+    searchable = models.BooleanField(default=False)
 
     class Meta:
         ordering = ["slug"]

@@ -162,6 +162,18 @@ def _replace(source: str, attempt_ids: Sequence[int], rows: list[dict]) -> None:
         SearchText.objects.filter(attempt_id__in=attempt_ids[start:start + _WRITE_BATCH], source=source).delete()
     for start in range(0, len(rows), _WRITE_BATCH):
         bulk_insert_rows(SearchText, rows[start:start + _WRITE_BATCH])
+    benchmarks_mark_searchable({row["benchmark_id"] for row in rows})
+
+
+def benchmarks_mark_searchable(benchmark_ids: Iterable[int]) -> None:
+    """Record that these benchmarks have text to search (Benchmark.searchable), in the writer's transaction.
+
+    Text is only ever added to a benchmark or removed with its attempts, so the flag is set and never cleared;
+    every writer of search rows (`_replace`) and of judge reasoning (`runs.ingest.verdicts`) calls this. A
+    re-check's reasoning needs no call: it re-checks responses, which made the benchmark searchable already."""
+    ids = sorted(set(benchmark_ids))
+    if ids:
+        Benchmark.objects.filter(id__in=ids, searchable=False).update(searchable=True)
 
 
 def trajectories_index(threads_by_attempt: dict[int, list]) -> int:

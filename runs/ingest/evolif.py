@@ -19,10 +19,11 @@ What eval.py can leave behind, and how it counts (src/score.py reads every line 
 - a log cut off mid-line when eval.py was killed while writing a turn: eval.py's own reader
   skips a line that is not JSON, so on resume it plays that turn again and appends it right
   after the cut-off text, on the same line. The import reads the log the same way: an
-  unfinished last line is skipped (the log then stopped at the turn before), the complete
-  records glued after a cut-off write are read, and a turn logged again after such a
-  break replaces the earlier record from that turn on (eval.py continued from the later
-  one). score.py cannot read such a file at all (it stops at the broken line);
+  unfinished last line that starts as eval.py starts a record (`{"turn":`) is skipped (the
+  log then stopped at the turn before), the complete records glued after a cut-off write
+  are read, and a turn logged again after such a break replaces the earlier record from
+  that turn on (eval.py continued from the later one). score.py cannot read such a file at
+  all (it stops at the broken line);
 - an empty file (the model call failed at turn 1): a dialogue of 0 turns, counted in D as
   score.py counts it;
 - `remaining_patience` null (run with `--patience 0`, no patience): the dialogue goes on to
@@ -35,14 +36,19 @@ So every line tells P: remaining_patience plus the number of consecutive failed 
 ending at that line (0 after a success). The ingest derives P that way, requires every
 line of every log of the run to agree, and stores it as Run.settings["patience"]; the
 harness's command-line `--patience` is therefore never needed here.
+
+A log is read one record at a time, never listed whole: a file whose first record is not shaped
+like a log line is refused at that line without reading further, and any other file stops being
+read after MAX_PROBLEMS_PER_FILE problems, so junk costs bounded memory whatever its size.
 """
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -65,6 +71,8 @@ DEFAULT_SLUG = "evolif"
 DEFAULT_JUDGE = "evolif-log"
 _EVAL_STEM = re.compile(r"^eval_(.+)$")
 _RECORD_START = re.compile(r'\{"turn":')  # eval.py writes "turn" first; inside a JSON string the quotes are escaped
+#: the fields every line of an evaluation log has; a file whose first record lacks one is not read further
+LOG_FIELDS = {"turn": int, "eval": dict, "remaining_patience": (int, type(None))}
 #: what the verdict says when eval.py logged [0, ""] for an LLM-judged constraint (its judge call raised)
 JUDGE_FAILED = ("the LLM judge gave no score: its call failed or its reply was not JSON with a score "
                 "(eval.py records 0 and counts the constraint as failed)")
@@ -252,21 +260,36 @@ def _dialog_of(source: Source, index: InstanceIndex) -> tuple[str, int | None]:
 def _read_log(ctx: Context, source: Source, index: InstanceIndex, seen: dict[str, str]) -> dict | None:
     """Validate one log against its dialog script; returns what to store, or None."""
     external_id, instance_id = _dialog_of(source, index)
+    cut_offs: list[bool] = []  # one entry per cut-off line met so far
+    started_at = ctx.done_bytes
     if source.path.exists() and source.path.stat().st_size == 0:
         # eval.py opens the log before the first model call: a call that fails at turn 1 leaves it empty
         ctx.source = source
         ctx.source_hashes[source.name] = hashlib.sha256(b"").hexdigest()
-        records, first_line, broken = [], None, False
+        reader: Iterator[tuple[int, dict]] = iter(())
+        records = reader
+        first_line = None
     else:
-        records, broken = _read_records(ctx, source)
-        if not records and not broken:
+        # records are read one at a time and the first one's shape is checked before anything is kept, so a
+        # large file that is not a log fails at its first line instead of being read whole into memory
+        reader = _read_records(ctx, source, cut_offs)
+        first = next(reader, None)
+        if first is None and not cut_offs:
             return None
-        first_line = records[0][0] if records else None  # only a cut-off line: no turn written yet, as an empty log
+        first_line = first[0] if first else None  # only a cut-off line: no turn written yet, as an empty log
+        reason = _not_a_log(first[1]) if first else None
+        if reason:
+            ctx.problem(source, first_line, reason)
+            _stop_reading(ctx, source, reader, started_at)
+            return None
+        records = itertools.chain([first] if first else [], reader)
     if instance_id is None:
         ctx.problem(source, first_line, f"dialog '{external_id}' was never ingested (ingest it with evolif-dialogs first)")
+        _stop_reading(ctx, source, reader, started_at)
         return None
     if external_id in seen:
         ctx.problem(source, first_line, f"dialog '{external_id}' already has a log in this ingest ({seen[external_id]})")
+        _stop_reading(ctx, source, reader, started_at)
         return None
     seen[external_id] = source.name
     instance = Instance.objects.only("spec").get(id=instance_id)
@@ -277,7 +300,7 @@ def _read_log(ctx: Context, source: Source, index: InstanceIndex, seen: dict[str
     ok = True
     previous = 0  # the turn number of the line before, valid or not, so one bad line is one problem
     for line, record in records:
-        replayed = record.get("turn") if broken else None
+        replayed = record.get("turn") if cut_offs else None
         if isinstance(replayed, int) and not isinstance(replayed, bool) and 1 <= replayed <= previous:
             # eval.py could not read past a cut-off line, so it played this turn again: the later records stand
             ctx.report.add("log turns played again after a cut-off line", "replaced", sum(t["turn"] >= replayed for t in turns))
@@ -289,7 +312,7 @@ def _read_log(ctx: Context, source: Source, index: InstanceIndex, seen: dict[str
             ok = False
             continue
         turns.append(parsed)
-    if not ok or (records and not turns):
+    if not ok or (first_line is not None and not turns):
         return None
     patience = _patience(ctx, source, turns)
     if patience is False:
@@ -306,23 +329,47 @@ def _read_log(ctx: Context, source: Source, index: InstanceIndex, seen: dict[str
             "script": script, "items": items, "turns": turns, "patience": patience, "ended_by": ended_by}
 
 
-def _read_records(ctx: Context, source: Source) -> tuple[list[tuple[int, dict]], bool]:
-    """The log's records as eval.py reads them back (see the module docstring), and whether a line was broken."""
-    broken = []
+def _read_records(ctx: Context, source: Source, cut_offs: list[bool]) -> Iterator[tuple[int, dict]]:
+    """The log's records as eval.py reads them back (see the module docstring), one at a time; each cut-off line
+    met adds an entry to `cut_offs`. An unfinished last line is skipped only if it starts as eval.py starts a
+    record: any other unreadable line is a problem."""
 
     def salvage(text: str, unterminated_last: bool) -> list[dict] | None:
         glued = _records_after_cut(text)
         if glued:
-            broken.append(text)
+            cut_offs.append(True)
             ctx.report.add("log lines with a cut-off write", "read", 1)
             return glued
-        if unterminated_last:
-            broken.append(text)
+        if unterminated_last and _RECORD_START.match(text.lstrip()):
+            cut_offs.append(True)
             ctx.report.add("log lines with a cut-off write", "skipped", 1)
             return []
         return None
 
-    return list(iter_jsonl(source, ctx, salvage=salvage)), bool(broken)
+    return iter_jsonl(source, ctx, salvage=salvage)
+
+
+def _not_a_log(record: dict) -> str | None:
+    """Why a file whose first record is `record` is not an EvolIF evaluation log, or None if it may be one."""
+    if "instructions" in record and "eval" not in record:
+        return "this looks like an EvolIF dialog script, not an evaluation log (use evolif-dialogs)"
+    wrong = [name for name, kind in LOG_FIELDS.items()
+             if name not in record or not isinstance(record[name], kind) or isinstance(record[name], bool)]
+    if not wrong:
+        return None
+    found = ", ".join(f"'{key}'" for key in list(record)[:6]) + (", ..." if len(record) > 6 else "")
+    return (f"this is not an EvolIF evaluation log: its first record has no valid {', '.join(repr(w) for w in wrong)} "
+            f"(each line needs 'turn': int, 'eval': object, 'remaining_patience': int or null; this one has "
+            f"{found or 'no fields'}); the rest of the file was not read")
+
+
+def _stop_reading(ctx: Context, source: Source, reader: Iterator, started_at: int) -> None:
+    """Leave a log unread after a problem that rejects it whole, counting its unread bytes as done for progress."""
+    close = getattr(reader, "close", None)  # the empty log's reader is a plain iterator
+    if close is not None:
+        close()
+    size = source.path.stat().st_size if source.path.exists() else 0
+    ctx.advance(max(0, size - (ctx.done_bytes - started_at)))
 
 
 def _records_after_cut(text: str) -> list[dict]:

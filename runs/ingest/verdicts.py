@@ -10,7 +10,8 @@ from typing import Any
 from django.db import connection
 
 from runs.bulk import bulk_insert_rows
-from runs.models import Verdict, VerdictResult
+from runs.models import Run, Verdict, VerdictResult
+from runs.search import benchmarks_mark_searchable
 
 from .base import Context, overflows_float
 
@@ -102,6 +103,7 @@ def verdicts_upsert(ctx: Context, rows: list[dict[str, Any]]) -> None:
             bulk_insert_rows(Verdict, list(by_key.values()))
             ctx.touched_attempts.update(attempts)
             ctx.touched_judges.update(judges)
+            _reasoning_searchable(rows)
         return
     ctx.upsert(
         Verdict, rows, key=("attempt_id", "item_id", "judge_id"),
@@ -109,6 +111,20 @@ def verdicts_upsert(ctx: Context, rows: list[dict[str, Any]]) -> None:
     )
     ctx.touched_attempts.update(k[0] for k in changed if k[0] is not None)
     ctx.touched_judges.update(k[2] for k in changed if k[0] is not None)
+    if not ctx.failed:
+        _reasoning_searchable(rows)
+
+
+#: attempt ids per query when finding the benchmarks of verdicts with reasoning
+_REASONED_BATCH = 10_000
+
+
+def _reasoning_searchable(rows: list[dict[str, Any]]) -> None:
+    """Judge reasoning is searched where it is stored: mark the benchmarks of the attempts that got some."""
+    reasoned = sorted({row["attempt_id"] for row in rows if row["reasoning"] and row["attempt_id"] is not None})
+    for start in range(0, len(reasoned), _REASONED_BATCH):
+        benchmarks_mark_searchable(Run.objects.filter(attempts__id__in=reasoned[start:start + _REASONED_BATCH])
+                                   .values_list("benchmark_id", flat=True).distinct().order_by())
 
 
 def _all_new(attempts: set[int | None], judges: set[int]) -> bool:

@@ -1,11 +1,13 @@
 """EvolIF ingest: dialogue scripts (evolif-dialogs) and evaluation logs (evolif-eval)."""
 import json
 import shutil
+import tracemalloc
 from pathlib import Path
 
 import pytest
 
 from runs.ingest import IngestFailed, Options, Source, ingest
+from runs.ingest.base import MAX_PROBLEMS_PER_FILE
 from runs.ingest.evolif import JUDGE_FAILED
 from runs.models import Attempt, AttemptRollup, ChecklistItem, Instance, Judge, JudgeKind, Run, Trajectory, Verdict
 
@@ -325,6 +327,57 @@ def test_it_rejects_an_empty_log_and_a_dialog_given_as_a_log(tmp_path):
     assert f"{empty.name}: the file holds no records" in message
     message = failure("evolif-eval", [FIXTURES / "dialog_1.jsonl"], model="acme-chat")
     assert "dialog_1.jsonl:1: this looks like an EvolIF dialog script" in message
+    assert Attempt.objects.count() == 0
+
+
+#: a junk file as large as the one whose import, listed whole before any check, took 421 MB
+JUNK_BYTES = 30_000_000
+#: what reading such a file may cost at most (the checks stop at its first line, or after MAX_PROBLEMS_PER_FILE)
+JUNK_PEAK_BYTES = 5_000_000
+
+
+def _junk(path, head=""):
+    line = json.dumps({"id": 1, "text": "lorem ipsum dolor sit amet " * 8, "tags": ["a", "b"]}) + "\n"
+    path.write_text(head + line * (JUNK_BYTES // len(line)))
+    return path
+
+
+def _failure_and_peak(path) -> tuple[str, int]:
+    tracemalloc.start()
+    try:
+        message = failure("evolif-eval", [path], model="acme-chat")
+        return message, tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def test_it_rejects_a_large_file_that_is_not_a_log_at_its_first_line_in_bounded_memory(tmp_path):
+    dialogs()
+    message, peak = _failure_and_peak(_junk(tmp_path / "eval_1.jsonl"))
+    assert message.startswith("1 problem(s)")
+    assert "eval_1.jsonl:1: this is not an EvolIF evaluation log: its first record has no valid 'turn', 'eval', " \
+           "'remaining_patience'" in message and "the rest of the file was not read" in message
+    assert peak < JUNK_PEAK_BYTES
+    assert Attempt.objects.count() == 0 and Run.objects.count() == 0
+
+
+def test_it_stops_reading_a_log_whose_first_line_is_good_after_too_many_bad_ones_in_bounded_memory(tmp_path):
+    dialogs()
+    first = (FIXTURES / "eval_1.jsonl").read_text().splitlines(keepends=True)[0]
+    message, peak = _failure_and_peak(_junk(tmp_path / "eval_1.jsonl", head=first))
+    assert message.startswith(f"{MAX_PROBLEMS_PER_FILE + 1} problem(s)")
+    assert "eval_1.jsonl:2: missing required field 'turn'" in message
+    assert peak < JUNK_PEAK_BYTES
+    assert Attempt.objects.count() == 0
+
+
+def test_it_rejects_an_unfinished_last_line_that_eval_py_did_not_start(tmp_path):
+    # only a line eval.py began writing ({"turn": ...) is skipped as a cut-off write; other text is junk
+    dialogs()
+    junk = tmp_path / "eval_1.jsonl"
+    junk.write_text("x" * 100_000)
+    message = failure("evolif-eval", [junk], model="acme-chat")
+    assert "eval_1.jsonl:1: not valid JSON" in message
     assert Attempt.objects.count() == 0
 
 

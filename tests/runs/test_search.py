@@ -6,10 +6,12 @@ trigram/full-text path returns the same hits (the expected hits are computed her
 """
 from __future__ import annotations
 
+import importlib
 import json
 from pathlib import Path
 
 import pytest
+from django.apps import apps
 from django.contrib.auth.models import Group
 from django.db import connection
 from django.test import Client
@@ -266,3 +268,40 @@ def test_a_search_past_the_statement_timeout_asks_to_narrow_it(study, postgres, 
         s.search(study, s.search_query_of({"q": ["push"]}))
     # the transaction is usable afterwards
     assert Benchmark.objects.filter(slug="acme").exists()
+
+
+BARE = [
+    {"type": "benchmark", "slug": "bare", "name": "Bare", "kind": "checklist"},
+    {"type": "instance", "id": "task-1", "items": [{"key": "ok", "description": "Answer correctly"}]},
+    {"type": "run", "label": "r1", "model": "model-a"},
+    {"type": "attempt", "run": "r1", "instance": "task-1", "response": ""},
+    {"type": "verdict", "run": "r1", "instance": "task-1", "item": "ok", "judge": "exact-match", "result": "pass"},
+]
+
+
+def _search_tab(client, slug) -> bool:
+    page = client.get(reverse("runs:checklist-leaderboard", args=[slug])).content.decode()
+    return f'href="{reverse("runs:search", args=[slug])}"' in page
+
+
+
+def test_the_search_tab_shows_only_on_a_benchmark_with_text_to_search(study, tmp_path, reviewer_client):
+    _ingest(tmp_path, BARE, name="bare.jsonl")
+    assert Benchmark.objects.get(slug="acme").searchable and _search_tab(reviewer_client, "acme")
+    assert not Benchmark.objects.get(slug="bare").searchable and not _search_tab(reviewer_client, "bare")
+    # a judge's reasoning imported later is text to search
+    reasoned = {**BARE[-1], "judge": "judge-1", "reasoning": "The answer matches."}
+    _ingest(tmp_path, [BARE[0], reasoned], name="reasoning.jsonl")
+    assert Benchmark.objects.get(slug="bare").searchable and _search_tab(reviewer_client, "bare")
+
+
+def test_search_rebuild_and_the_migration_mark_benchmarks_with_text(study, tmp_path):
+    _ingest(tmp_path, BARE, name="bare.jsonl")
+    Benchmark.objects.update(searchable=False)
+    s.search_rebuild()
+    assert dict(Benchmark.objects.values_list("slug", "searchable")) == {"acme": True, "bare": False}
+    Benchmark.objects.update(searchable=False)
+    SearchText.objects.all().delete()  # the reasoning alone still counts
+    migration = importlib.import_module("runs.migrations.0007_benchmark_searchable")
+    migration.searchable_backfill(apps, None)
+    assert dict(Benchmark.objects.values_list("slug", "searchable")) == {"acme": True, "bare": False}
