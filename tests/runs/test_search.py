@@ -302,6 +302,6 @@ def test_search_rebuild_and_the_migration_mark_benchmarks_with_text(study, tmp_p
     assert dict(Benchmark.objects.values_list("slug", "searchable")) == {"acme": True, "bare": False}
     Benchmark.objects.update(searchable=False)
     SearchText.objects.all().delete()  # the reasoning alone still counts
-    migration = importlib.import_module("runs.migrations.0007_benchmark_searchable")
+    migration = importlib.import_module("runs.migrations.0009_benchmark_searchable")
     migration.searchable_backfill(apps, None)
     assert dict(Benchmark.objects.values_list("slug", "searchable")) == {"acme": True, "bare": False}

@@ -19,7 +19,7 @@ def searchable_backfill(apps, schema_editor):
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('runs', '0006_search_text'),
+        ('runs', '0008_attempt_usage'),
     ]
 
     operations = [
