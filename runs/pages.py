@@ -11,7 +11,12 @@ A page view renders through `render_page`, naming a function that turns its cont
   who shares it, and keeps its PageData; the public share page renders that frozen data and
   exports it, whatever happens to the data afterwards.
 - the toolbar (`templates/runs/partials/page_tools.html`) with the export links and the
-  Share form, shown only to users who may share.
+  Share form, shown only to users who may share. The builder declares its tables
+  (`page_builder`), so a page's plain render lists them without building them: the builder
+  runs only for an export or a snapshot.
+- frozen attempt pages: a column may link each row to an attempt (`Column.link`); a snapshot
+  made with its attempts lists those attempts, and the share link opens each of them
+  read-only with the verdicts the page read (its `judges`) as they were when it was made.
 """
 from __future__ import annotations
 
@@ -19,7 +24,7 @@ import csv
 import io
 import json
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
@@ -47,6 +52,9 @@ class Column:
     label: str
     kind: str = "text"
     places: int = 2
+    #: the row key holding the id of the attempt this cell links to ("" for none): a share link's page links it
+    #: to the attempt's frozen page
+    link: str = ""
 
     def shown(self, value: Any) -> Any:
         """The value as the page shows it: rates and numbers with `places` decimals, counts whole, text as is."""
@@ -84,9 +92,42 @@ class PageData:
     help_anchor: str = ""
     #: what the numbers were computed under that the query string may leave implicit (judge, patience...)
     facts: dict[str, Any] = field(default_factory=dict)
+    #: the judges whose verdicts the page reads, None for every judge: a share link's attempt pages show only theirs
+    judges: list[str] | None = None
+
+    def attempt_ids(self) -> list[int]:
+        """The attempts the page links to (the `link` columns of its tables), in id order."""
+        return sorted({int(row[c.link]) for t in self.tables for c in t.columns if c.link
+                       for row in t.rows if row.get(c.link) is not None})
 
 
 PageDataBuilder = Callable[[dict], PageData]
+
+
+@dataclass(frozen=True)
+class Declared:
+    """What a PageData builder declares without running: its tables (name, title) and whether rows link to attempts."""
+
+    tables: tuple[tuple[str, str], ...]
+    links_attempts: bool = False
+
+
+def page_builder(*tables: tuple[str, str], links_attempts: bool = False) -> Callable[[PageDataBuilder], PageDataBuilder]:
+    """Declare the tables a PageData builder returns, in order (name, title), and whether its rows link to attempts:
+    the toolbar lists them from the declaration, so a plain render never runs the builder."""
+    def mark(builder: PageDataBuilder) -> PageDataBuilder:
+        builder.declared = Declared(tuple(tables), links_attempts)
+        return builder
+
+    return mark
+
+
+def declared(builder: PageDataBuilder) -> Declared:
+    """A builder's declaration; a builder without one is a programming error, named here."""
+    found = getattr(builder, "declared", None)
+    if found is None:
+        raise TypeError(f"{builder.__module__}.{builder.__qualname__} declares no tables: decorate it with @page_builder")
+    return found
 
 
 class PageDataResponse(HttpResponse):
@@ -103,14 +144,25 @@ def render_page(request: HttpRequest, template: str, context: dict, *, page_data
     """Render a page (or its `fragment` partial for htmx), or its export, or its snapshot data."""
     if getattr(request, "page_snapshot", False):
         return PageDataResponse(page_data(context))
+    response = frame_response(request, context, page_data=page_data)
+    if response is not None:
+        return response
+    context["page_tools"] = page_tools(request, declared(page_data))
+    if request.htmx and fragment and request.htmx.target in (None, fragment):  # the page's own fragment, not a nested one
+        template = f"{template}#{fragment}"
+    return render(request, template, context)
+
+
+def frame_response(request: HttpRequest, context: dict, *, page_data: PageDataBuilder) -> HttpResponse | None:
+    """The frame's answer when the request asks for the page's data (a snapshot being taken, `?export=`), else None:
+    the only place a page's builder runs."""
+    if getattr(request, "page_snapshot", False):
+        return PageDataResponse(page_data(context))
     fmt = request.GET.get("export")
     if fmt:
         return export_response(page_data(context), fmt=fmt, table=request.GET.get("table"),
                                filename=export_filename(request), state=page_state(request.GET))
-    context["page_tools"] = page_tools(request, page_data(context))
-    if request.htmx and fragment and request.htmx.target in (None, fragment):  # the page's own fragment, not a nested one
-        template = f"{template}#{fragment}"
-    return render(request, template, context)
+    return None
 
 
 def page_state(query: QueryDict) -> dict[str, list[str]]:
@@ -126,14 +178,17 @@ def page_query(query: QueryDict) -> str:
     return kept.urlencode()
 
 
-def page_tools(request: HttpRequest, data: PageData) -> dict:
-    """The toolbar's facts: export links per table, the page's path for the Share form, who may share."""
+def page_tools(request: HttpRequest, declaration: Declared) -> dict:
+    """The toolbar's facts: export links per declared table, the page's path for the Share form, who may share,
+    whether the form offers to include the attempts the page links to."""
     query = page_query(request.GET)
     base = f"{request.path}?{query + '&' if query else ''}"
     return {
-        "tables": [{"name": t.name, "title": t.title, "csv": f"{base}export=csv&table={t.name}"} for t in data.tables],
+        "tables": [{"name": name, "title": title, "csv": f"{base}export=csv&table={name}"} for name, title in declaration.tables],
         "json": f"{base}export=json",
         "path": f"{request.path}{'?' + query if query else ''}",
+        "query": query,
+        "links_attempts": declaration.links_attempts,
         "can_share": may_open(request, "runs:page-share-create"),  # no control the user would get a 403 from
     }
 
@@ -190,11 +245,14 @@ class NotShareable(ValueError):
     """A path that is not a page of this benchmark rendered through the frame."""
 
 
-def page_snapshot(request: HttpRequest, *, path: str, benchmark_slug: str) -> dict:
+def page_snapshot(request: HttpRequest, *, path: str, benchmark_slug: str, include_attempts: bool = False) -> dict:
     """Run the page at `path` (path and query) as the requesting user and freeze what it shows.
 
     Only pages of `benchmark_slug` rendered through `render_page` can be frozen; the page's own
-    view and its access rules run, so a user can freeze only what they may see."""
+    view and its access rules run, so a user can freeze only what they may see. With
+    `include_attempts`, the snapshot lists the attempts its rows link to ("attempts") and the
+    judges whose verdicts the page read ("judges", None for every judge): the link opens those
+    attempts, and shows those judges' verdicts stored before it was made (`runs.sharing`)."""
     parts = urlsplit(path)
     if parts.scheme or parts.netloc or not parts.path.startswith("/"):
         raise NotShareable("not a page of this portal")
@@ -214,20 +272,32 @@ def page_snapshot(request: HttpRequest, *, path: str, benchmark_slug: str) -> di
     if not isinstance(response, PageDataResponse):
         raise NotShareable("this page cannot be shared")
     data, params = response.page_data, page_state(sub.GET)
-    return {**export_document(data, params), "kind": "page", "path": parts.path, "query": sub.GET.urlencode(),
-            "state": {"page": data.title, "params": params}, "help_anchor": data.help_anchor, "figures": data.figures}
+    snapshot = {**export_document(data, params), "kind": "page", "path": parts.path, "query": sub.GET.urlencode(),
+                "state": {"page": data.title, "params": params}, "help_anchor": data.help_anchor, "figures": data.figures,
+                "attempts": [], "judges": data.judges}
+    if include_attempts:
+        snapshot["attempts"] = data.attempt_ids()
+    return snapshot
 
 
 def snapshot_page_data(snapshot: dict) -> PageData:
     """The frozen PageData of a page snapshot."""
     tables = [Table(t["name"], t["title"], tuple(Column(**c) for c in t["columns"]), t["rows"]) for t in snapshot["tables"]]
     return PageData(title=snapshot["title"], tables=tables, figures=snapshot.get("figures") or [],
-                    help_anchor=snapshot.get("help_anchor", ""), facts=snapshot.get("facts") or {})
+                    help_anchor=snapshot.get("help_anchor", ""), facts=snapshot.get("facts") or {},
+                    judges=snapshot.get("judges"))
 
 
-def shown_rows(table: Table) -> list[list[tuple[Any, bool]]]:
-    """A table's rows as the page shows them, each cell (value, numeric?) for the generic snapshot template."""
-    return [[(c.shown(row.get(c.key)), c.kind != "text") for c in table.columns] for row in table.rows]
+def shown_rows(table: Table, *, attempts: Collection[int] = ()) -> list[list[tuple[Any, bool, int | None]]]:
+    """A table's rows as the page shows them, each cell (value, numeric?, attempt id it links to or None) for the
+    generic snapshot template; only `attempts` (those the link opens) are linked."""
+    allowed = set(attempts)
+
+    def target(column: Column, row: dict) -> int | None:
+        value = row.get(column.link) if column.link else None
+        return int(value) if value is not None and int(value) in allowed else None
+
+    return [[(c.shown(row.get(c.key)), c.kind != "text", target(c, row)) for c in table.columns] for row in table.rows]
 
 
 def rows_of(items: Iterable[Any], **getters: Callable[[Any], Any]) -> list[dict[str, Any]]:

@@ -189,11 +189,15 @@ def share_link_create(*, user, benchmark: Benchmark, state: dict, include_attemp
 
 def page_share_link_create(*, user, benchmark: Benchmark, snapshot: dict,
                            expires_in_days: int | None = None) -> tuple[ShareLink, str]:
-    """A new link to a frozen page snapshot (`runs.pages.page_snapshot`); returns the link and its token (shown once)."""
+    """A new link to a frozen page snapshot (`runs.pages.page_snapshot`); returns the link and its token (shown once).
+
+    A snapshot made with its attempts gives the link the attempts scope: it opens those attempts and no others."""
     token = secrets.token_urlsafe(TOKEN_BYTES)
+    attempt_ids = sorted(int(i) for i in snapshot.get("attempts") or ())
     link = ShareLink.objects.create(
         token_hash=token_hash(token), benchmark=benchmark, state=snapshot["state"], snapshot=snapshot,
-        scope=ShareScope.LEADERBOARD, attempt_ids=[], data_version=data_version(benchmark.id), created_by=user,
+        scope=ShareScope.ATTEMPTS if attempt_ids else ShareScope.LEADERBOARD, attempt_ids=attempt_ids,
+        data_version=data_version(benchmark.id), created_by=user,
         expires_at=timezone.now() + timedelta(days=expires_in_days) if expires_in_days else None,
     )
     return link, token
@@ -226,8 +230,12 @@ def snapshot_verdict_scope(link: ShareLink) -> dict:
 
     {"judges": [names], "newest_verdict_id": id}, the keyword arguments of metrics.attempt_checklist."""
     newest = dict(part.split("=", 1) for part in link.data_version.split(";") if "=" in part).get("newest")
-    judges = (link.snapshot.get("drilldown") or {}).get("judges")
-    return {"judges": judges if judges is not None else link.state.get("judge") or None,
+    if link.snapshot.get("kind") == "page":  # the judges the page read (runs.pages.PageData.judges), None for all
+        judges = link.snapshot.get("judges")
+    else:
+        judges = (link.snapshot.get("drilldown") or {}).get("judges")
+        judges = judges if judges is not None else link.state.get("judge") or None
+    return {"judges": judges,
             "newest_verdict_id": int(newest) if newest and newest.isdigit() else None}
 
 

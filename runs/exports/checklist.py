@@ -4,9 +4,11 @@ The leaderboard itself keeps its own exports and snapshots (runs.sharing), which
 the attempts behind each cell."""
 from __future__ import annotations
 
-from runs.pages import Column, PageData, Table
+from runs.pages import Column, PageData, Table, page_builder
 
 
+@page_builder(("ranks", "Ranks under each judge"), ("kendall-tau", "Kendall's tau between judges"),
+              ("disagreements", "Items judges disagree on"))
 def judges_page(context: dict) -> PageData:
     """Per-judge ranks with each model's largest shift, Kendall's tau per pair of judges, items judges split on."""
     stability = context["stability"]
@@ -27,6 +29,7 @@ def judges_page(context: dict) -> PageData:
     return PageData("Judge sensitivity", [ranks, taus, split], help_anchor="checklist-stability")
 
 
+@page_builder(("length", "ISR by interaction length"))
 def length_page(context: dict) -> PageData:
     """ISR (mean and std across judges) per model and assistant-turn bucket, with the attempts behind each cell."""
     table = Table("length", "ISR by interaction length", (
@@ -38,6 +41,7 @@ def length_page(context: dict) -> PageData:
     return PageData("ISR by interaction length", [table], figures, help_anchor="checklist-length")
 
 
+@page_builder(("sides", "Paired comparison"), ("flipped-items", "Items fixed or broken in B"))
 def compare_page(context: dict) -> PageData:
     """Both sides' ISR and CSR on the common instances, the gain, and the items fixed and broken in B."""
     paired = context.get("paired")

@@ -83,6 +83,7 @@ class PageShareForm(forms.Form):
     """The page frame's share form: the page's path with its query, and the expiry."""
 
     path = forms.CharField(max_length=4000)
+    include_attempts = forms.BooleanField(required=False)
     expires_in = forms.ChoiceField(choices=list(sharing.EXPIRY_DAYS.items()), required=False)
 
 
@@ -96,7 +97,8 @@ def page_share_create(request, slug):
         return HttpResponse("Invalid share request.", status=400)
     data = form.cleaned_data
     try:
-        snapshot = pages.page_snapshot(request, path=data["path"], benchmark_slug=benchmark.slug)
+        snapshot = pages.page_snapshot(request, path=data["path"], benchmark_slug=benchmark.slug,
+                                       include_attempts=data["include_attempts"])
     except pages.NotShareable as exc:
         return HttpResponse(f"This page cannot be shared: {exc}.", status=400)
     link, token = sharing.page_share_link_create(
@@ -153,7 +155,8 @@ def shared_leaderboard(request, token):
     snap = link.snapshot
     if snap.get("kind") == "page":
         data = pages.snapshot_page_data(snap)
-        tables = [{"table": t, "rows": pages.shown_rows(t)} for t in data.tables]
+        attempts = link.attempt_ids if link.scope == "attempts" else ()
+        tables = [{"table": t, "rows": pages.shown_rows(t, attempts=attempts)} for t in data.tables]
         context = {"link": link, "token": token, "snap": snap, "data": data, "tables": tables}
         return render(request, "runs/sharing/page_snapshot.html", context)
     cells = {(r["model"], r["group"]): r for r in snap["rows"]}
@@ -206,12 +209,14 @@ def _scoped_attempt(link: ShareLink, pk: int) -> Attempt:
 @never_cache
 @require_GET
 def shared_attempt(request, token, pk):
-    """One attempt in a link's scope: its trajectory (paged) beside every judge's verdicts, read-only."""
+    """One attempt in a link's scope, of any kind: its trajectory (paged; its response when it has none) beside the
+    verdicts of the link's judges stored when the link was made, read-only."""
     link = _link(token)
     attempt = _scoped_attempt(link, pk)
     view = trajectory_view.thread_page(trajectory_view.attempt_threads(attempt.id), thread=request.GET.get("thread"),
                                        q=request.GET.get("q", ""), page=request.GET.get("page"), at=request.GET.get("at"))
     context = {"link": link, "token": token, "snap": link.snapshot, "attempt": attempt, **view,
+               "response": trajectory_view.text_piece(attempt.response or ""),  # what kinds without a trajectory show
                "text_url": reverse("runs:share-attempt-text", args=[token, attempt.id]),
                "query": query_with(request, page=None, at=None)}
     if request.htmx and request.GET.get("page"):
