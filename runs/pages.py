@@ -25,7 +25,7 @@ import io
 import json
 import math
 from collections.abc import Callable, Collection, Iterable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -94,6 +94,9 @@ class PageData:
     facts: dict[str, Any] = field(default_factory=dict)
     #: the judges whose verdicts the page reads, None for every judge: a share link's attempt pages show only theirs
     judges: list[str] | None = None
+    #: what a snapshot keeps besides the tables for a page with a layout of its own (the checklist leaderboard's
+    #: rows and matrix, runs.sharing.leaderboard_layout), merged into the snapshot
+    layout: dict[str, Any] = field(default_factory=dict)
 
     def attempt_ids(self) -> list[int]:
         """The attempts the page links to (the `link` columns of its tables), in id order."""
@@ -104,19 +107,28 @@ class PageData:
 PageDataBuilder = Callable[[dict], PageData]
 
 
+#: a page's frozen attempt lists for a snapshot made with its attempts, from the view's context:
+#: {"judges": [names], "attempts": {id: facts}, "cells": {key: [[attempt id, ...], ...]}} (runs.sharing)
+AttemptLists = Callable[[dict], dict]
+
+
 @dataclass(frozen=True)
 class Declared:
-    """What a PageData builder declares without running: its tables (name, title) and whether rows link to attempts."""
+    """What a PageData builder declares without running: its tables (name, title), whether rows link to attempts,
+    and for a page whose cells lead to lists of attempts, the function that freezes those lists."""
 
     tables: tuple[tuple[str, str], ...]
     links_attempts: bool = False
+    attempt_lists: AttemptLists | None = None
 
 
-def page_builder(*tables: tuple[str, str], links_attempts: bool = False) -> Callable[[PageDataBuilder], PageDataBuilder]:
-    """Declare the tables a PageData builder returns, in order (name, title), and whether its rows link to attempts:
-    the toolbar lists them from the declaration, so a plain render never runs the builder."""
+def page_builder(*tables: tuple[str, str], links_attempts: bool = False,
+                 attempt_lists: AttemptLists | None = None) -> Callable[[PageDataBuilder], PageDataBuilder]:
+    """Declare the tables a PageData builder returns, in order (name, title), and whether its rows link to attempts
+    (or, with `attempt_lists`, to lists of attempts): the toolbar lists them from the declaration, so a plain render
+    never runs the builder."""
     def mark(builder: PageDataBuilder) -> PageDataBuilder:
-        builder.declared = Declared(tuple(tables), links_attempts)
+        builder.declared = Declared(tuple(tables), links_attempts or attempt_lists is not None, attempt_lists)
         return builder
 
     return mark
@@ -157,7 +169,11 @@ def frame_response(request: HttpRequest, context: dict, *, page_data: PageDataBu
     """The frame's answer when the request asks for the page's data (a snapshot being taken, `?export=`), else None:
     the only place a page's builder runs."""
     if getattr(request, "page_snapshot", False):
-        return PageDataResponse(page_data(context))
+        data = page_data(context)
+        lists = declared(page_data).attempt_lists
+        if getattr(request, "page_snapshot_attempts", False) and lists is not None:
+            data = replace(data, layout={**data.layout, "drilldown": lists(context)})
+        return PageDataResponse(data)
     fmt = request.GET.get("export")
     if fmt:
         return export_response(page_data(context), fmt=fmt, table=request.GET.get("table"),
@@ -231,9 +247,10 @@ def table_csv(table: Table) -> str:
 def export_document(data: PageData, state: dict) -> dict:
     """The JSON export: title, the state and facts it was computed under, every table with full-precision values
     (a reference scorer's nan or inf as the text it prints, which JSON has no number for)."""
-    return {"title": data.title, "state": state, "facts": data.facts,
-            "tables": [{"name": t.name, "title": t.title, "columns": [asdict(c) for c in t.columns],
-                        "rows": [{k: _json_number(v) for k, v in row.items()} for row in t.rows]} for t in data.tables]}
+    document = {"title": data.title, "state": state, "facts": data.facts,
+                "tables": [{"name": t.name, "title": t.title, "columns": [asdict(c) for c in t.columns],
+                            "rows": [{k: _json_number(v) for k, v in row.items()} for row in t.rows]} for t in data.tables]}
+    return document | {k: v for k, v in data.layout.items() if k != "drilldown"}  # a page's own layout (the leaderboard's rows)
 
 
 def _json_number(value: Any) -> Any:
@@ -267,16 +284,17 @@ def page_snapshot(request: HttpRequest, *, path: str, benchmark_slug: str, inclu
     sub.GET = QueryDict(page_query(QueryDict(parts.query)))
     sub.user, sub.META, sub.htmx = request.user, {**request.META, "QUERY_STRING": sub.GET.urlencode()}, False
     sub.session = getattr(request, "session", None)
-    sub.page_snapshot = True
+    sub.page_snapshot, sub.page_snapshot_attempts = True, include_attempts
     response = match.func(sub, *match.args, **match.kwargs)
     if not isinstance(response, PageDataResponse):
         raise NotShareable("this page cannot be shared")
     data, params = response.page_data, page_state(sub.GET)
     snapshot = {**export_document(data, params), "kind": "page", "path": parts.path, "query": sub.GET.urlencode(),
                 "state": {"page": data.title, "params": params}, "help_anchor": data.help_anchor, "figures": data.figures,
-                "attempts": [], "judges": data.judges}
+                "attempts": [], "judges": data.judges, **data.layout, "layout_keys": sorted(data.layout)}
     if include_attempts:
-        snapshot["attempts"] = data.attempt_ids()
+        listed = (data.layout.get("drilldown") or {}).get("attempts") or {}
+        snapshot["attempts"] = sorted(set(data.attempt_ids()) | {int(i) for i in listed})
     return snapshot
 
 
@@ -285,7 +303,7 @@ def snapshot_page_data(snapshot: dict) -> PageData:
     tables = [Table(t["name"], t["title"], tuple(Column(**c) for c in t["columns"]), t["rows"]) for t in snapshot["tables"]]
     return PageData(title=snapshot["title"], tables=tables, figures=snapshot.get("figures") or [],
                     help_anchor=snapshot.get("help_anchor", ""), facts=snapshot.get("facts") or {},
-                    judges=snapshot.get("judges"))
+                    judges=snapshot.get("judges"), layout={k: snapshot[k] for k in snapshot.get("layout_keys", ())})
 
 
 def shown_rows(table: Table, *, attempts: Collection[int] = ()) -> list[list[tuple[Any, bool, int | None]]]:

@@ -1,17 +1,16 @@
-"""Share links and exports: freeze a checklist leaderboard into a public read-only snapshot.
+"""Share links: tokens, scope and the frozen verdict scope of a page snapshot (`runs.pages.page_snapshot`), and what
+the checklist leaderboard adds to the frame's snapshot (its rows and matrix, the attempts behind each cell).
 
 A link's token is shown once, at creation; only its SHA-256 is stored and compared in
-constant time. The snapshot holds the rows and chart exactly as the leaderboard page
-computed them (same metric functions, same order), so a link keeps showing what its
-creator saw after new verdicts arrive. With scope "attempts" it also freezes which
-attempts stood behind each row, and the link may open those attempts and no others.
+constant time. The snapshot holds what the page showed, as the page computed it, so a
+link keeps showing what its creator saw after new verdicts arrive. With scope "attempts"
+it also freezes which attempts stood behind its rows, and the link may open those
+attempts and no others, with the verdicts stored when it was made.
 """
 from __future__ import annotations
 
-import csv
 import hashlib
 import hmac
-import io
 import secrets
 from datetime import timedelta
 
@@ -61,33 +60,6 @@ def state_tables(benchmark: Benchmark, state: dict) -> LeaderboardTables:
     return leaderboard_tables(benchmark, state, excluded_items=excluded_item_ids(benchmark, state.get("exclude")))
 
 
-def export_document(*, benchmark_slug: str, state: dict, rows: list[dict]) -> dict:
-    """The JSON export: benchmark, grouping, the filters it was computed with, and the rows."""
-    return {"benchmark": benchmark_slug, "by": state["by"], "state": state, "rows": rows}
-
-
-def export_csv(rows: list[dict]) -> str:
-    """The rows as CSV: one line per row, per-judge ISR/CSR as extra columns (judges in name order)."""
-    judges = sorted({j for r in rows for j in r["per_judge"]})
-    out = io.StringIO()
-    writer = csv.writer(out)
-    # per-judge headers carry judge names (untrusted): neutralised like the data cells
-    writer.writerow(["model", "group", "isr", "isr_std", "csr", "csr_std", "macro_csr", "macro_csr_std",
-                     "isr_ci_low", "isr_ci_high", "csr_ci_low", "csr_ci_high", "n_instances", "n_attempts", "n_empty",
-                     "n_unscored", "n_unrecognised"]
-                    + [csv_safe(f"{j} {m}") for j in judges for m in ("isr", "csr", "macro_csr")])
-    for r in rows:
-        isr_ci, csr_ci = r["isr_ci"] or [None, None], r["csr_ci"] or [None, None]
-        cells = [r["model"], r["group"], r["isr"], r["isr_std"], r["csr"], r["csr_std"], r.get("macro_csr"),
-                 r.get("macro_csr_std"), *isr_ci, *csr_ci, r["n_instances"], r["n_attempts"], r["n_empty"],
-                 r.get("n_unscored", 0), r.get("n_unrecognised", 0)]
-        for j in judges:
-            s = r["per_judge"].get(j) or {}
-            cells += [s.get("isr"), s.get("csr"), s.get("macro_csr")]
-        writer.writerow(["" if c is None else csv_safe(c) for c in cells])
-    return out.getvalue()
-
-
 def csv_safe(value):
     """A CSV cell a spreadsheet will not read as a formula: text starting with = + - @ (or tab, CR) gets a leading '."""
     if isinstance(value, str) and value[:1] in ("=", "+", "-", "@", "\t", "\r"):
@@ -132,23 +104,24 @@ def _drilldown(benchmark: Benchmark, state: dict, tables: LeaderboardTables) -> 
     }
 
 
-def leaderboard_snapshot(benchmark: Benchmark, state: dict, *, include_attempts: bool) -> dict:
-    """The frozen page: state, rows, matrix groups, chart and (with attempts) each cell's attempt list."""
+def leaderboard_layout(benchmark: Benchmark, state: dict, tables: LeaderboardTables) -> dict:
+    """What the leaderboard's export and snapshot keep besides the frame's tables: its rows as plain JSON (the shape
+    of the API), the matrix's groups, the chart, and the exclusion policy applied."""
     excluded = excluded_item_ids(benchmark, state.get("exclude"))
-    tables = leaderboard_tables(benchmark, state, excluded_items=excluded)
-    snapshot = {
-        "benchmark": {"slug": benchmark.slug, "name": benchmark.name},
-        "state": state_dict(state), "by": state["by"], "by_label": GROUPINGS[state["by"]],
-        "overall": [score_row_dict(r) for r in tables.overall],
-        "rows": [score_row_dict(r) for r in tables.rows],
+    layout = {
+        "benchmark": benchmark.slug, "state": state_dict(state), "by": state["by"], "by_label": GROUPINGS[state["by"]],
+        "overall": [score_row_dict(r) for r in tables.overall], "rows": [score_row_dict(r) for r in tables.rows],
         "groups": tables.groups, "figure": tables.figure, "small_cell": metrics.SMALL_CELL,
     }
     if excluded is not None:
-        snapshot["exclusion"] = {"policy": state["exclude"], "label": exclusion_policy_label(state["exclude"]),
-                                 "n_excluded": len(excluded)}
-    if include_attempts:
-        snapshot["drilldown"] = _drilldown(benchmark, state, tables)
-    return snapshot
+        layout["exclusion"] = {"policy": state["exclude"], "label": exclusion_policy_label(state["exclude"]),
+                               "n_excluded": len(excluded)}
+    return layout
+
+
+def leaderboard_attempt_lists(benchmark: Benchmark, state: dict) -> dict:
+    """Each leaderboard cell's attempts, failing first, frozen for a share link made with its attempts (`_drilldown`)."""
+    return _drilldown(benchmark, state, state_tables(benchmark, state))
 
 
 def snapshot_attempt_rows(link: ShareLink, *, model: str, group: str | None) -> list[AttemptRow] | None:
@@ -170,21 +143,6 @@ def snapshot_attempt_rows(link: ShareLink, *, model: str, group: str | None) -> 
 def token_hash(token: str) -> str:
     """SHA-256 (hex) of a token: what the database keeps instead of the token."""
     return hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest()
-
-
-def share_link_create(*, user, benchmark: Benchmark, state: dict, include_attempts: bool = False,
-                      expires_in_days: int | None = None) -> tuple[ShareLink, str]:
-    """Freeze the leaderboard for this state into a new link; returns the link and its token (shown once)."""
-    snapshot = leaderboard_snapshot(benchmark, state, include_attempts=include_attempts)
-    attempt_ids = sorted(int(i) for i in snapshot.get("drilldown", {}).get("attempts", {}))
-    token = secrets.token_urlsafe(TOKEN_BYTES)
-    link = ShareLink.objects.create(
-        token_hash=token_hash(token), benchmark=benchmark, state=snapshot["state"], snapshot=snapshot,
-        scope=ShareScope.ATTEMPTS if include_attempts else ShareScope.LEADERBOARD, attempt_ids=attempt_ids,
-        data_version=data_version(benchmark.id), created_by=user,
-        expires_at=timezone.now() + timedelta(days=expires_in_days) if expires_in_days else None,
-    )
-    return link, token
 
 
 def page_share_link_create(*, user, benchmark: Benchmark, snapshot: dict,
@@ -230,7 +188,7 @@ def snapshot_verdict_scope(link: ShareLink) -> dict:
 
     {"judges": [names], "newest_verdict_id": id}, the keyword arguments of metrics.attempt_checklist."""
     newest = dict(part.split("=", 1) for part in link.data_version.split(";") if "=" in part).get("newest")
-    if link.snapshot.get("kind") == "page":  # the judges the page read (runs.pages.PageData.judges), None for all
+    if link.snapshot.get("kind") == "page" and "drilldown" not in link.snapshot:  # the judges the page read, None for all
         judges = link.snapshot.get("judges")
     else:
         judges = (link.snapshot.get("drilldown") or {}).get("judges")
