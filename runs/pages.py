@@ -35,7 +35,14 @@ from django.shortcuts import render
 from django.urls import Resolver404, resolve
 
 from runs.access import may_open
-from runs.sharing import csv_safe
+
+
+def csv_safe(value):
+    """A CSV cell a spreadsheet will not read as a formula: text starting with = + - @ (or tab, CR) gets a leading '."""
+    if isinstance(value, str) and value[:1] in ("=", "+", "-", "@", "\t", "\r"):
+        return "'" + value
+    return value
+
 
 EXPORT_FORMATS = ("csv", "json")
 #: query parameters that address the frame, not the page's state
@@ -194,10 +201,11 @@ def page_query(query: QueryDict) -> str:
     return kept.urlencode()
 
 
-def page_tools(request: HttpRequest, declaration: Declared) -> dict:
+def page_tools(request: HttpRequest, declaration: Declared, *, state: QueryDict | None = None) -> dict:
     """The toolbar's facts: export links per declared table, the page's path for the Share form, who may share,
-    whether the form offers to include the attempts the page links to."""
-    query = page_query(request.GET)
+    whether the form offers to include the attempts the page links to. Links carry `state` (a page's canonical
+    query) when given, else the request's query."""
+    query = page_query(request.GET if state is None else state)
     base = f"{request.path}?{query + '&' if query else ''}"
     return {
         "tables": [{"name": name, "title": title, "csv": f"{base}export=csv&table={name}"} for name, title in declaration.tables],

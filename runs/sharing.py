@@ -15,13 +15,17 @@ import secrets
 from datetime import timedelta
 
 from django.db.models import Count, Max
+from django.http import HttpRequest
+from django.urls import reverse
 from django.utils import timezone
 
 from runs.exclusions import excluded_item_ids, exclusion_policy_label
+from runs.filters import state_query
 from runs.leaderboard_rows import LeaderboardTables, leaderboard_tables  # the API reads the tables from here too
 from runs.metrics import checklist as metrics
 from runs.metrics.checklist import GROUPINGS, AttemptRow, Filters, ScoreRow
 from runs.models import Benchmark, Instance, ShareLink, ShareScope, Verdict
+from runs.pages import csv_safe, page_snapshot  # csv_safe: the exports of the API and audits read it from here too
 
 TOKEN_BYTES = 32  # secrets.token_urlsafe(32): 43 characters, 256 bits
 MAX_TOKEN_LENGTH = 100  # longer strings are not tokens; refuse them before hashing
@@ -58,13 +62,6 @@ def state_dict(state: dict) -> dict:
 def state_tables(benchmark: Benchmark, state: dict) -> LeaderboardTables:
     """The leaderboard tables of a state, leaving out the items its exclusion policy names (page, exports, snapshots, API)."""
     return leaderboard_tables(benchmark, state, excluded_items=excluded_item_ids(benchmark, state.get("exclude")))
-
-
-def csv_safe(value):
-    """A CSV cell a spreadsheet will not read as a formula: text starting with = + - @ (or tab, CR) gets a leading '."""
-    if isinstance(value, str) and value[:1] in ("=", "+", "-", "@", "\t", "\r"):
-        return "'" + value
-    return value
 
 
 # snapshots -------------------------------------------------------------------------------
@@ -143,6 +140,18 @@ def snapshot_attempt_rows(link: ShareLink, *, model: str, group: str | None) -> 
 def token_hash(token: str) -> str:
     """SHA-256 (hex) of a token: what the database keeps instead of the token."""
     return hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def share_link_create(*, user, benchmark: Benchmark, state: dict, include_attempts: bool = False,
+                      expires_in_days: int | None = None) -> tuple[ShareLink, str]:
+    """Freeze the leaderboard of this state, as `user` sees it, into a new link through the frame (as its Share form
+    does); returns the link and its token (shown once)."""
+    query = state_query(state).urlencode()
+    path = reverse("runs:checklist-leaderboard", args=[benchmark.slug]) + (f"?{query}" if query else "")
+    request = HttpRequest()
+    request.user, request.META = user, {"SERVER_NAME": "portal", "SERVER_PORT": "80"}
+    snapshot = page_snapshot(request, path=path, benchmark_slug=benchmark.slug, include_attempts=include_attempts)
+    return page_share_link_create(user=user, benchmark=benchmark, snapshot=snapshot, expires_in_days=expires_in_days)
 
 
 def page_share_link_create(*, user, benchmark: Benchmark, snapshot: dict,

@@ -56,7 +56,7 @@ def leaderboard(request, slug):
     framed = frame_response(request, {"benchmark": benchmark, "state": state}, page_data=exports.leaderboard_page)
     if framed is not None:
         return framed
-    tools = page_tools(request, declared(exports.leaderboard_page))
+    tools = page_tools(request, declared(exports.leaderboard_page), state=state_query(state))  # the state, not the query
     results = results_html(benchmark, state, request=request, generation=generation)
     if request.htmx:
         toolbar = render_to_string("runs/partials/page_tools.html", {"benchmark": benchmark, "page_tools": tools, "oob": True},

@@ -35,6 +35,12 @@ class ShareCreateForm(forms.Form):
     expires_in = forms.ChoiceField(choices=list(sharing.EXPIRY_DAYS.items()), required=False)
 
 
+def _state(benchmark, query: QueryDict) -> dict:
+    """The leaderboard state of a query string, parsed exactly as the leaderboard page parses it."""
+    form = LeaderboardFilterForm(query or None, benchmark=benchmark)
+    return form_state(form) if form.is_bound else form.state()
+
+
 def _link(token: str) -> ShareLink:
     link = sharing.share_link_resolve(token)
     if link is None:
@@ -123,8 +129,7 @@ def leaderboard_export(request, slug):
         raise Http404("unknown export format")
     params = request.GET.copy()
     params.pop("format", None)
-    form = LeaderboardFilterForm(params or None, benchmark=benchmark)
-    state = form_state(form) if form.is_bound else form.state()
+    state = _state(benchmark, params)
     data = exports_checklist.leaderboard_page({"benchmark": benchmark, "state": state})
     return pages.export_response(data, fmt=fmt, table="leaderboard", filename=f"{benchmark.slug}-leaderboard-{state['by']}",
                                  state=pages.page_state(params))
