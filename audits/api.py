@@ -19,7 +19,7 @@ from runs.access import blind_safe
 from runs.api.verdicts import CSVRenderer
 from runs.metrics.checklist import Filters
 from runs.models import Benchmark, BenchmarkKind, ChecklistItem
-from runs.sharing import csv_safe
+from runs.pages import csv_safe
 
 from . import access, sampling, selectors, services
 from .agreement import campaign_agreement

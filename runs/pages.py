@@ -11,7 +11,12 @@ A page view renders through `render_page`, naming a function that turns its cont
   who shares it, and keeps its PageData; the public share page renders that frozen data and
   exports it, whatever happens to the data afterwards.
 - the toolbar (`templates/runs/partials/page_tools.html`) with the export links and the
-  Share form, shown only to users who may share.
+  Share form, shown only to users who may share. The builder declares its tables
+  (`page_builder`), so a page's plain render lists them without building them: the builder
+  runs only for an export or a snapshot.
+- frozen attempt pages: a column may link each row to an attempt (`Column.link`); a snapshot
+  made with its attempts lists those attempts, and the share link opens each of them
+  read-only with the verdicts the page read (its `judges`) as they were when it was made.
 """
 from __future__ import annotations
 
@@ -19,8 +24,8 @@ import csv
 import io
 import json
 import math
-from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable, Collection, Iterable
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -30,7 +35,14 @@ from django.shortcuts import render
 from django.urls import Resolver404, resolve
 
 from runs.access import may_open
-from runs.sharing import csv_safe
+
+
+def csv_safe(value):
+    """A CSV cell a spreadsheet will not read as a formula: text starting with = + - @ (or tab, CR) gets a leading '."""
+    if isinstance(value, str) and value[:1] in ("=", "+", "-", "@", "\t", "\r"):
+        return "'" + value
+    return value
+
 
 EXPORT_FORMATS = ("csv", "json")
 #: query parameters that address the frame, not the page's state
@@ -47,6 +59,9 @@ class Column:
     label: str
     kind: str = "text"
     places: int = 2
+    #: the row key holding the id of the attempt this cell links to ("" for none): a share link's page links it
+    #: to the attempt's frozen page
+    link: str = ""
 
     def shown(self, value: Any) -> Any:
         """The value as the page shows it: rates and numbers with `places` decimals, counts whole, text as is."""
@@ -84,9 +99,54 @@ class PageData:
     help_anchor: str = ""
     #: what the numbers were computed under that the query string may leave implicit (judge, patience...)
     facts: dict[str, Any] = field(default_factory=dict)
+    #: the judges whose verdicts the page reads, None for every judge: a share link's attempt pages show only theirs
+    judges: list[str] | None = None
+    #: what a snapshot keeps besides the tables for a page with a layout of its own (the checklist leaderboard's
+    #: rows and matrix, runs.sharing.leaderboard_layout), merged into the snapshot
+    layout: dict[str, Any] = field(default_factory=dict)
+
+    def attempt_ids(self) -> list[int]:
+        """The attempts the page links to (the `link` columns of its tables), in id order."""
+        return sorted({int(row[c.link]) for t in self.tables for c in t.columns if c.link
+                       for row in t.rows if row.get(c.link) is not None})
 
 
 PageDataBuilder = Callable[[dict], PageData]
+
+
+#: a page's frozen attempt lists for a snapshot made with its attempts, from the view's context:
+#: {"judges": [names], "attempts": {id: facts}, "cells": {key: [[attempt id, ...], ...]}} (runs.sharing)
+AttemptLists = Callable[[dict], dict]
+
+
+@dataclass(frozen=True)
+class Declared:
+    """What a PageData builder declares without running: its tables (name, title), whether rows link to attempts,
+    and for a page whose cells lead to lists of attempts, the function that freezes those lists."""
+
+    tables: tuple[tuple[str, str], ...]
+    links_attempts: bool = False
+    attempt_lists: AttemptLists | None = None
+
+
+def page_builder(*tables: tuple[str, str], links_attempts: bool = False,
+                 attempt_lists: AttemptLists | None = None) -> Callable[[PageDataBuilder], PageDataBuilder]:
+    """Declare the tables a PageData builder returns, in order (name, title), and whether its rows link to attempts
+    (or, with `attempt_lists`, to lists of attempts): the toolbar lists them from the declaration, so a plain render
+    never runs the builder."""
+    def mark(builder: PageDataBuilder) -> PageDataBuilder:
+        builder.declared = Declared(tuple(tables), links_attempts or attempt_lists is not None, attempt_lists)
+        return builder
+
+    return mark
+
+
+def declared(builder: PageDataBuilder) -> Declared:
+    """A builder's declaration; a builder without one is a programming error, named here."""
+    found = getattr(builder, "declared", None)
+    if found is None:
+        raise TypeError(f"{builder.__module__}.{builder.__qualname__} declares no tables: decorate it with @page_builder")
+    return found
 
 
 class PageDataResponse(HttpResponse):
@@ -103,14 +163,29 @@ def render_page(request: HttpRequest, template: str, context: dict, *, page_data
     """Render a page (or its `fragment` partial for htmx), or its export, or its snapshot data."""
     if getattr(request, "page_snapshot", False):
         return PageDataResponse(page_data(context))
+    response = frame_response(request, context, page_data=page_data)
+    if response is not None:
+        return response
+    context["page_tools"] = page_tools(request, declared(page_data))
+    if request.htmx and fragment and request.htmx.target in (None, fragment):  # the page's own fragment, not a nested one
+        template = f"{template}#{fragment}"
+    return render(request, template, context)
+
+
+def frame_response(request: HttpRequest, context: dict, *, page_data: PageDataBuilder) -> HttpResponse | None:
+    """The frame's answer when the request asks for the page's data (a snapshot being taken, `?export=`), else None:
+    the only place a page's builder runs."""
+    if getattr(request, "page_snapshot", False):
+        data = page_data(context)
+        lists = declared(page_data).attempt_lists
+        if getattr(request, "page_snapshot_attempts", False) and lists is not None:
+            data = replace(data, layout={**data.layout, "drilldown": lists(context)})
+        return PageDataResponse(data)
     fmt = request.GET.get("export")
     if fmt:
         return export_response(page_data(context), fmt=fmt, table=request.GET.get("table"),
                                filename=export_filename(request), state=page_state(request.GET))
-    context["page_tools"] = page_tools(request, page_data(context))
-    if request.htmx and fragment and request.htmx.target in (None, fragment):  # the page's own fragment, not a nested one
-        template = f"{template}#{fragment}"
-    return render(request, template, context)
+    return None
 
 
 def page_state(query: QueryDict) -> dict[str, list[str]]:
@@ -126,14 +201,18 @@ def page_query(query: QueryDict) -> str:
     return kept.urlencode()
 
 
-def page_tools(request: HttpRequest, data: PageData) -> dict:
-    """The toolbar's facts: export links per table, the page's path for the Share form, who may share."""
-    query = page_query(request.GET)
+def page_tools(request: HttpRequest, declaration: Declared, *, state: QueryDict | None = None) -> dict:
+    """The toolbar's facts: export links per declared table, the page's path for the Share form, who may share,
+    whether the form offers to include the attempts the page links to. Links carry `state` (a page's canonical
+    query) when given, else the request's query."""
+    query = page_query(request.GET if state is None else state)
     base = f"{request.path}?{query + '&' if query else ''}"
     return {
-        "tables": [{"name": t.name, "title": t.title, "csv": f"{base}export=csv&table={t.name}"} for t in data.tables],
+        "tables": [{"name": name, "title": title, "csv": f"{base}export=csv&table={name}"} for name, title in declaration.tables],
         "json": f"{base}export=json",
         "path": f"{request.path}{'?' + query if query else ''}",
+        "query": query,
+        "links_attempts": declaration.links_attempts,
         "can_share": may_open(request, "runs:page-share-create"),  # no control the user would get a 403 from
     }
 
@@ -176,9 +255,10 @@ def table_csv(table: Table) -> str:
 def export_document(data: PageData, state: dict) -> dict:
     """The JSON export: title, the state and facts it was computed under, every table with full-precision values
     (a reference scorer's nan or inf as the text it prints, which JSON has no number for)."""
-    return {"title": data.title, "state": state, "facts": data.facts,
-            "tables": [{"name": t.name, "title": t.title, "columns": [asdict(c) for c in t.columns],
-                        "rows": [{k: _json_number(v) for k, v in row.items()} for row in t.rows]} for t in data.tables]}
+    document = {"title": data.title, "state": state, "facts": data.facts,
+                "tables": [{"name": t.name, "title": t.title, "columns": [asdict(c) for c in t.columns],
+                            "rows": [{k: _json_number(v) for k, v in row.items()} for row in t.rows]} for t in data.tables]}
+    return document | {k: v for k, v in data.layout.items() if k != "drilldown"}  # a page's own layout (the leaderboard's rows)
 
 
 def _json_number(value: Any) -> Any:
@@ -190,11 +270,14 @@ class NotShareable(ValueError):
     """A path that is not a page of this benchmark rendered through the frame."""
 
 
-def page_snapshot(request: HttpRequest, *, path: str, benchmark_slug: str) -> dict:
+def page_snapshot(request: HttpRequest, *, path: str, benchmark_slug: str, include_attempts: bool = False) -> dict:
     """Run the page at `path` (path and query) as the requesting user and freeze what it shows.
 
     Only pages of `benchmark_slug` rendered through `render_page` can be frozen; the page's own
-    view and its access rules run, so a user can freeze only what they may see."""
+    view and its access rules run, so a user can freeze only what they may see. With
+    `include_attempts`, the snapshot lists the attempts its rows link to ("attempts") and the
+    judges whose verdicts the page read ("judges", None for every judge): the link opens those
+    attempts, and shows those judges' verdicts stored before it was made (`runs.sharing`)."""
     parts = urlsplit(path)
     if parts.scheme or parts.netloc or not parts.path.startswith("/"):
         raise NotShareable("not a page of this portal")
@@ -209,25 +292,38 @@ def page_snapshot(request: HttpRequest, *, path: str, benchmark_slug: str) -> di
     sub.GET = QueryDict(page_query(QueryDict(parts.query)))
     sub.user, sub.META, sub.htmx = request.user, {**request.META, "QUERY_STRING": sub.GET.urlencode()}, False
     sub.session = getattr(request, "session", None)
-    sub.page_snapshot = True
+    sub.page_snapshot, sub.page_snapshot_attempts = True, include_attempts
     response = match.func(sub, *match.args, **match.kwargs)
     if not isinstance(response, PageDataResponse):
         raise NotShareable("this page cannot be shared")
     data, params = response.page_data, page_state(sub.GET)
-    return {**export_document(data, params), "kind": "page", "path": parts.path, "query": sub.GET.urlencode(),
-            "state": {"page": data.title, "params": params}, "help_anchor": data.help_anchor, "figures": data.figures}
+    snapshot = {**export_document(data, params), "kind": "page", "path": parts.path, "query": sub.GET.urlencode(),
+                "state": {"page": data.title, "params": params}, "help_anchor": data.help_anchor, "figures": data.figures,
+                "attempts": [], "judges": data.judges, **data.layout, "layout_keys": sorted(data.layout)}
+    if include_attempts:
+        listed = (data.layout.get("drilldown") or {}).get("attempts") or {}
+        snapshot["attempts"] = sorted(set(data.attempt_ids()) | {int(i) for i in listed})
+    return snapshot
 
 
 def snapshot_page_data(snapshot: dict) -> PageData:
     """The frozen PageData of a page snapshot."""
     tables = [Table(t["name"], t["title"], tuple(Column(**c) for c in t["columns"]), t["rows"]) for t in snapshot["tables"]]
     return PageData(title=snapshot["title"], tables=tables, figures=snapshot.get("figures") or [],
-                    help_anchor=snapshot.get("help_anchor", ""), facts=snapshot.get("facts") or {})
+                    help_anchor=snapshot.get("help_anchor", ""), facts=snapshot.get("facts") or {},
+                    judges=snapshot.get("judges"), layout={k: snapshot[k] for k in snapshot.get("layout_keys", ())})
 
 
-def shown_rows(table: Table) -> list[list[tuple[Any, bool]]]:
-    """A table's rows as the page shows them, each cell (value, numeric?) for the generic snapshot template."""
-    return [[(c.shown(row.get(c.key)), c.kind != "text") for c in table.columns] for row in table.rows]
+def shown_rows(table: Table, *, attempts: Collection[int] = ()) -> list[list[tuple[Any, bool, int | None]]]:
+    """A table's rows as the page shows them, each cell (value, numeric?, attempt id it links to or None) for the
+    generic snapshot template; only `attempts` (those the link opens) are linked."""
+    allowed = set(attempts)
+
+    def target(column: Column, row: dict) -> int | None:
+        value = row.get(column.link) if column.link else None
+        return int(value) if value is not None and int(value) in allowed else None
+
+    return [[(c.shown(row.get(c.key)), c.kind != "text", target(c, row)) for c in table.columns] for row in table.rows]
 
 
 def rows_of(items: Iterable[Any], **getters: Callable[[Any], Any]) -> list[dict[str, Any]]:

@@ -1,28 +1,31 @@
-"""Share links and exports: freeze a checklist leaderboard into a public read-only snapshot.
+"""Share links: tokens, scope and the frozen verdict scope of a page snapshot (`runs.pages.page_snapshot`), and what
+the checklist leaderboard adds to the frame's snapshot (its rows and matrix, the attempts behind each cell).
 
 A link's token is shown once, at creation; only its SHA-256 is stored and compared in
-constant time. The snapshot holds the rows and chart exactly as the leaderboard page
-computed them (same metric functions, same order), so a link keeps showing what its
-creator saw after new verdicts arrive. With scope "attempts" it also freezes which
-attempts stood behind each row, and the link may open those attempts and no others.
+constant time. The snapshot holds what the page showed, as the page computed it, so a
+link keeps showing what its creator saw after new verdicts arrive. With scope "attempts"
+it also freezes which attempts stood behind its rows, and the link may open those
+attempts and no others, with the verdicts stored when it was made.
 """
 from __future__ import annotations
 
-import csv
 import hashlib
 import hmac
-import io
 import secrets
 from datetime import timedelta
 
 from django.db.models import Count, Max
+from django.http import HttpRequest
+from django.urls import reverse
 from django.utils import timezone
 
 from runs.exclusions import excluded_item_ids, exclusion_policy_label
+from runs.filters import state_query
 from runs.leaderboard_rows import LeaderboardTables, leaderboard_tables  # the API reads the tables from here too
 from runs.metrics import checklist as metrics
 from runs.metrics.checklist import GROUPINGS, AttemptRow, Filters, ScoreRow
 from runs.models import Benchmark, Instance, ShareLink, ShareScope, Verdict
+from runs.pages import page_snapshot
 
 TOKEN_BYTES = 32  # secrets.token_urlsafe(32): 43 characters, 256 bits
 MAX_TOKEN_LENGTH = 100  # longer strings are not tokens; refuse them before hashing
@@ -62,40 +65,6 @@ def state_tables(benchmark: Benchmark, state: dict) -> LeaderboardTables:
     return leaderboard_tables(benchmark, state, excluded_items=excluded_item_ids(benchmark, state.get("exclude")))
 
 
-def export_document(*, benchmark_slug: str, state: dict, rows: list[dict]) -> dict:
-    """The JSON export: benchmark, grouping, the filters it was computed with, and the rows."""
-    return {"benchmark": benchmark_slug, "by": state["by"], "state": state, "rows": rows}
-
-
-def export_csv(rows: list[dict]) -> str:
-    """The rows as CSV: one line per row, per-judge ISR/CSR as extra columns (judges in name order)."""
-    judges = sorted({j for r in rows for j in r["per_judge"]})
-    out = io.StringIO()
-    writer = csv.writer(out)
-    # per-judge headers carry judge names (untrusted): neutralised like the data cells
-    writer.writerow(["model", "group", "isr", "isr_std", "csr", "csr_std", "macro_csr", "macro_csr_std",
-                     "isr_ci_low", "isr_ci_high", "csr_ci_low", "csr_ci_high", "n_instances", "n_attempts", "n_empty",
-                     "n_unscored", "n_unrecognised", *metrics.USAGE_CSV_HEADER]
-                    + [csv_safe(f"{j} {m}") for j in judges for m in ("isr", "csr", "macro_csr")])
-    for r in rows:
-        isr_ci, csr_ci = r["isr_ci"] or [None, None], r["csr_ci"] or [None, None]
-        cells = [r["model"], r["group"], r["isr"], r["isr_std"], r["csr"], r["csr_std"], r.get("macro_csr"),
-                 r.get("macro_csr_std"), *isr_ci, *csr_ci, r["n_instances"], r["n_attempts"], r["n_empty"],
-                 r.get("n_unscored", 0), r.get("n_unrecognised", 0), *metrics.usage_csv_cells(r.get("usage"))]
-        for j in judges:
-            s = r["per_judge"].get(j) or {}
-            cells += [s.get("isr"), s.get("csr"), s.get("macro_csr")]
-        writer.writerow(["" if c is None else csv_safe(c) for c in cells])
-    return out.getvalue()
-
-
-def csv_safe(value):
-    """A CSV cell a spreadsheet will not read as a formula: text starting with = + - @ (or tab, CR) gets a leading '."""
-    if isinstance(value, str) and value[:1] in ("=", "+", "-", "@", "\t", "\r"):
-        return "'" + value
-    return value
-
-
 # snapshots -------------------------------------------------------------------------------
 def cell_key(model: str, group: str | None) -> str:
     """The key of a leaderboard cell's frozen attempt list (group "" for a whole model row)."""
@@ -133,23 +102,24 @@ def _drilldown(benchmark: Benchmark, state: dict, tables: LeaderboardTables) -> 
     }
 
 
-def leaderboard_snapshot(benchmark: Benchmark, state: dict, *, include_attempts: bool) -> dict:
-    """The frozen page: state, rows, matrix groups, chart and (with attempts) each cell's attempt list."""
+def leaderboard_layout(benchmark: Benchmark, state: dict, tables: LeaderboardTables) -> dict:
+    """What the leaderboard's export and snapshot keep besides the frame's tables: its rows as plain JSON (the shape
+    of the API), the matrix's groups, the chart, and the exclusion policy applied."""
     excluded = excluded_item_ids(benchmark, state.get("exclude"))
-    tables = leaderboard_tables(benchmark, state, excluded_items=excluded)
-    snapshot = {
-        "benchmark": {"slug": benchmark.slug, "name": benchmark.name},
-        "state": state_dict(state), "by": state["by"], "by_label": GROUPINGS[state["by"]],
-        "overall": [score_row_dict(r) for r in tables.overall],
-        "rows": [score_row_dict(r) for r in tables.rows],
+    layout = {
+        "benchmark": benchmark.slug, "state": state_dict(state), "by": state["by"], "by_label": GROUPINGS[state["by"]],
+        "overall": [score_row_dict(r) for r in tables.overall], "rows": [score_row_dict(r) for r in tables.rows],
         "groups": tables.groups, "figure": tables.figure, "small_cell": metrics.SMALL_CELL,
     }
     if excluded is not None:
-        snapshot["exclusion"] = {"policy": state["exclude"], "label": exclusion_policy_label(state["exclude"]),
-                                 "n_excluded": len(excluded)}
-    if include_attempts:
-        snapshot["drilldown"] = _drilldown(benchmark, state, tables)
-    return snapshot
+        layout["exclusion"] = {"policy": state["exclude"], "label": exclusion_policy_label(state["exclude"]),
+                               "n_excluded": len(excluded)}
+    return layout
+
+
+def leaderboard_attempt_lists(benchmark: Benchmark, state: dict) -> dict:
+    """Each leaderboard cell's attempts, failing first, frozen for a share link made with its attempts (`_drilldown`)."""
+    return _drilldown(benchmark, state, state_tables(benchmark, state))
 
 
 def snapshot_attempt_rows(link: ShareLink, *, model: str, group: str | None) -> list[AttemptRow] | None:
@@ -175,26 +145,27 @@ def token_hash(token: str) -> str:
 
 def share_link_create(*, user, benchmark: Benchmark, state: dict, include_attempts: bool = False,
                       expires_in_days: int | None = None) -> tuple[ShareLink, str]:
-    """Freeze the leaderboard for this state into a new link; returns the link and its token (shown once)."""
-    snapshot = leaderboard_snapshot(benchmark, state, include_attempts=include_attempts)
-    attempt_ids = sorted(int(i) for i in snapshot.get("drilldown", {}).get("attempts", {}))
-    token = secrets.token_urlsafe(TOKEN_BYTES)
-    link = ShareLink.objects.create(
-        token_hash=token_hash(token), benchmark=benchmark, state=snapshot["state"], snapshot=snapshot,
-        scope=ShareScope.ATTEMPTS if include_attempts else ShareScope.LEADERBOARD, attempt_ids=attempt_ids,
-        data_version=data_version(benchmark.id), created_by=user,
-        expires_at=timezone.now() + timedelta(days=expires_in_days) if expires_in_days else None,
-    )
-    return link, token
+    """Freeze the leaderboard of this state, as `user` sees it, into a new link through the frame (as its Share form
+    does); returns the link and its token (shown once)."""
+    query = state_query(state).urlencode()
+    path = reverse("runs:checklist-leaderboard", args=[benchmark.slug]) + (f"?{query}" if query else "")
+    request = HttpRequest()
+    request.user, request.META = user, {"SERVER_NAME": "portal", "SERVER_PORT": "80"}
+    snapshot = page_snapshot(request, path=path, benchmark_slug=benchmark.slug, include_attempts=include_attempts)
+    return page_share_link_create(user=user, benchmark=benchmark, snapshot=snapshot, expires_in_days=expires_in_days)
 
 
 def page_share_link_create(*, user, benchmark: Benchmark, snapshot: dict,
                            expires_in_days: int | None = None) -> tuple[ShareLink, str]:
-    """A new link to a frozen page snapshot (`runs.pages.page_snapshot`); returns the link and its token (shown once)."""
+    """A new link to a frozen page snapshot (`runs.pages.page_snapshot`); returns the link and its token (shown once).
+
+    A snapshot made with its attempts gives the link the attempts scope: it opens those attempts and no others."""
     token = secrets.token_urlsafe(TOKEN_BYTES)
+    attempt_ids = sorted(int(i) for i in snapshot.get("attempts") or ())
     link = ShareLink.objects.create(
         token_hash=token_hash(token), benchmark=benchmark, state=snapshot["state"], snapshot=snapshot,
-        scope=ShareScope.LEADERBOARD, attempt_ids=[], data_version=data_version(benchmark.id), created_by=user,
+        scope=ShareScope.ATTEMPTS if attempt_ids else ShareScope.LEADERBOARD, attempt_ids=attempt_ids,
+        data_version=data_version(benchmark.id), created_by=user,
         expires_at=timezone.now() + timedelta(days=expires_in_days) if expires_in_days else None,
     )
     return link, token
@@ -227,8 +198,12 @@ def snapshot_verdict_scope(link: ShareLink) -> dict:
 
     {"judges": [names], "newest_verdict_id": id}, the keyword arguments of metrics.attempt_checklist."""
     newest = dict(part.split("=", 1) for part in link.data_version.split(";") if "=" in part).get("newest")
-    judges = (link.snapshot.get("drilldown") or {}).get("judges")
-    return {"judges": judges if judges is not None else link.state.get("judge") or None,
+    if link.snapshot.get("kind") == "page" and "drilldown" not in link.snapshot:  # the judges the page read, None for all
+        judges = link.snapshot.get("judges")
+    else:
+        judges = (link.snapshot.get("drilldown") or {}).get("judges")
+        judges = judges if judges is not None else link.state.get("judge") or None
+    return {"judges": judges,
             "newest_verdict_id": int(newest) if newest and newest.isdigit() else None}
 
 

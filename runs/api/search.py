@@ -9,7 +9,7 @@ from rest_framework.views import APIView
 
 from runs import search as s
 from runs.access import benchmark_for
-from runs.models import Benchmark, VerdictResult
+from runs.models import VerdictResult
 from runs.querystring import params_with
 
 

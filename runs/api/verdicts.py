@@ -19,7 +19,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from runs.models import Judge, Run, Verdict
-from runs.sharing import csv_safe
+from runs.pages import csv_safe
 
 CHUNK = 2000  # rows per database fetch and per streamed piece
 COLUMNS = ("benchmark", "run", "model", "attempt", "instance", "item", "category", "check_type", "judge", "result", "reasoning")

@@ -1,12 +1,54 @@
-"""Checklist analysis pages as data: judge sensitivity, ISR by interaction length, paired comparison.
+"""Checklist pages as data: the leaderboard, judge sensitivity, ISR by interaction length, paired comparison.
 
-The leaderboard itself keeps its own exports and snapshots (runs.sharing), which also freeze
-the attempts behind each cell."""
+The leaderboard goes through the frame like every page; its snapshot also keeps its own layout
+(rows, matrix, chart: runs.sharing.leaderboard_layout) and, with its attempts, the attempts
+behind each cell (runs.sharing.leaderboard_attempt_lists)."""
 from __future__ import annotations
 
-from runs.pages import Column, PageData, Table
+from runs import sharing
+from runs.metrics import checklist as metrics
+from runs.pages import Column, PageData, Table, page_builder
+
+#: the leaderboard CSV's columns: the names its header has always had (scripts read them), rates in percent
+_SCORES = ("isr", "isr_std", "csr", "csr_std", "macro_csr", "macro_csr_std", "isr_ci_low", "isr_ci_high",
+           "csr_ci_low", "csr_ci_high")
+_COUNTS = ("n_instances", "n_attempts", "n_empty", "n_unscored", "n_unrecognised")
+_PER_JUDGE = ("isr", "csr", "macro_csr")
 
 
+def _leaderboard_attempt_lists(context: dict) -> dict:
+    return sharing.leaderboard_attempt_lists(context["benchmark"], context["state"])
+
+
+@page_builder(("leaderboard", "Leaderboard"), attempt_lists=_leaderboard_attempt_lists)
+def leaderboard_page(context: dict) -> PageData:
+    """ISR/CSR per model (or per model and group, in the page's order), per-judge scores as extra columns."""
+    benchmark, state = context["benchmark"], context["state"]
+    tables = sharing.state_tables(benchmark, state)
+    layout = sharing.leaderboard_layout(benchmark, state, tables)
+    return PageData("Leaderboard", [leaderboard_table(layout["rows"])],
+                    [tables.figure] if tables.figure and tables.overall else [], help_anchor="checklist",
+                    facts=layout["state"], judges=list(state["filters"].judges) or None, layout=layout)
+
+
+def leaderboard_table(rows: list[dict]) -> Table:
+    """Leaderboard rows (runs.sharing.score_row_dict) as the frame's table, judges in name order."""
+    judges = sorted({j for r in rows for j in r["per_judge"]})
+    columns = (Column("model", "model"), Column("group", "group"), *(Column(k, k, "pct") for k in _SCORES),
+               *(Column(k, k, "int") for k in _COUNTS),
+               *(Column(k, k, "num") for k in metrics.USAGE_CSV_HEADER),
+               *(Column(f"{j} {m}", f"{j} {m}", "pct") for j in judges for m in _PER_JUDGE))
+    out = []
+    for r in rows:
+        isr_ci, csr_ci = r["isr_ci"] or [None, None], r["csr_ci"] or [None, None]
+        usage = dict(zip(metrics.USAGE_CSV_HEADER, metrics.usage_csv_cells(r.get("usage"))))
+        out.append({**r, **usage, "isr_ci_low": isr_ci[0], "isr_ci_high": isr_ci[1], "csr_ci_low": csr_ci[0], "csr_ci_high": csr_ci[1],
+                    **{f"{j} {m}": (r["per_judge"].get(j) or {}).get(m) for j in judges for m in _PER_JUDGE}})
+    return Table("leaderboard", "Leaderboard", columns, out)
+
+
+@page_builder(("ranks", "Ranks under each judge"), ("kendall-tau", "Kendall's tau between judges"),
+              ("disagreements", "Items judges disagree on"))
 def judges_page(context: dict) -> PageData:
     """Per-judge ranks with each model's largest shift, Kendall's tau per pair of judges, items judges split on."""
     stability = context["stability"]
@@ -27,6 +69,7 @@ def judges_page(context: dict) -> PageData:
     return PageData("Judge sensitivity", [ranks, taus, split], help_anchor="checklist-stability")
 
 
+@page_builder(("length", "ISR by interaction length"))
 def length_page(context: dict) -> PageData:
     """ISR (mean and std across judges) per model and assistant-turn bucket, with the attempts behind each cell."""
     table = Table("length", "ISR by interaction length", (
@@ -38,6 +81,7 @@ def length_page(context: dict) -> PageData:
     return PageData("ISR by interaction length", [table], figures, help_anchor="checklist-length")
 
 
+@page_builder(("sides", "Paired comparison"), ("flipped-items", "Items fixed or broken in B"))
 def compare_page(context: dict) -> PageData:
     """Both sides' ISR and CSR on the common instances, the gain, and the items fixed and broken in B."""
     paired = context.get("paired")

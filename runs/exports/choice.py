@@ -1,11 +1,12 @@
 """Choice pages (GuideBench) as data: accuracy and macro P/R/F1, confusion matrices, rule types, tasks."""
 from __future__ import annotations
 
-from runs.pages import Column, PageData, Table
+from runs.pages import Column, PageData, Table, page_builder
 
 _CI = (Column("accuracy", "Accuracy %", "pct"), Column("ci_low", "95% CI low", "pct"), Column("ci_high", "95% CI high", "pct"))
 
 
+@page_builder(("overall", "Overall"), ("categories", "Per category"))
 def metrics_page(context: dict) -> PageData:
     """Overall accuracy per run (and per category), and per category accuracy with macro precision, recall and F1."""
     categories = context.get("categories", [])
@@ -28,8 +29,10 @@ def metrics_page(context: dict) -> PageData:
     return PageData("Answer accuracy and macro P/R/F1", [overall, per_category], figures, help_anchor="choice")
 
 
+@page_builder(("confusion", "Confusion matrices"), ("cell-tasks", "Tasks of the chosen cell"), links_attempts=True)
 def confusion_page(context: dict) -> PageData:
-    """Every cell of the category's confusion matrices: run, true label, predicted label, count and share of its row."""
+    """Every cell of the category's confusion matrices: run, true label, predicted label, count and share of its row;
+    with a cell chosen, its tasks, each linking to the run's attempt."""
     table = Table("confusion", f"Confusion matrices: {context.get('category', '')}", (
         Column("run", "Run"), Column("model", "Model"), Column("category", "Category"), Column("true", "True label"),
         Column("predicted", "Predicted label"), Column("count", "Tasks", "int"), Column("share", "Share of the true label %", "pct")),
@@ -37,9 +40,23 @@ def confusion_page(context: dict) -> PageData:
           "predicted": "no answer (scored as %s)" % cell.column.key if cell.column.unanswered else cell.column.key,
           "count": cell.count, "share": 100.0 * cell.share}
          for m in context.get("matrices", []) for true_key, cells, _total in m.rows for cell in cells])
-    return PageData("Confusion matrices", [table], help_anchor="choice")
+    state = context.get("state") or {}
+    return PageData("Confusion matrices", [table, _answers("cell-tasks", f"Tasks of {state.get('crun') or 'the chosen cell'}",
+                                                           context.get("cell") or [])], help_anchor="choice")
 
 
+def _answers(name: str, title: str, rows) -> Table:
+    """Answers (ChoiceRow) as a table, each task linking to the attempt that answered it."""
+    return Table(name, title, (
+        Column("task", "Task", link="attempt_id"), Column("category", "Category"), Column("run", "Run"), Column("model", "Model"),
+        Column("truth", "Ground truth"), Column("predicted", "Answer"), Column("unanswered", "No answer"),
+        Column("correct", "Correct")),
+        [{"task": r.external_id, "attempt_id": r.attempt_id, "category": r.category, "run": r.run, "model": r.model,
+          "truth": r.truth_key, "predicted": r.predicted_key, "unanswered": "yes" if r.unanswered else "",
+          "correct": "yes" if r.correct else "no"} for r in rows])
+
+
+@page_builder(("rule-types", "Rule types"))
 def rules_page(context: dict) -> PageData:
     """Accuracy per guideline rule type and run."""
     runs = context.get("runs", [])
@@ -57,13 +74,7 @@ def rules_page(context: dict) -> PageData:
                     help_anchor="choice")
 
 
+@page_builder(("tasks", "Tasks"), links_attempts=True)
 def tasks_page(context: dict) -> PageData:
-    """Every answer matching the page's filters (all pages of the list)."""
-    table = Table("tasks", "Tasks", (
-        Column("task", "Task"), Column("category", "Category"), Column("run", "Run"), Column("model", "Model"),
-        Column("truth", "Ground truth"), Column("predicted", "Answer"), Column("unanswered", "No answer"),
-        Column("correct", "Correct")),
-        [{"task": r.external_id, "category": r.category, "run": r.run, "model": r.model, "truth": r.truth_key,
-          "predicted": r.predicted_key, "unanswered": "yes" if r.unanswered else "", "correct": "yes" if r.correct else "no"}
-         for r in context.get("rows", [])])
-    return PageData("Tasks", [table], help_anchor="choice")
+    """Every answer matching the page's filters (all pages of the list), each linking to its attempt."""
+    return PageData("Tasks", [_answers("tasks", "Tasks", context.get("rows", []))], help_anchor="choice")

@@ -2,12 +2,14 @@
 from __future__ import annotations
 
 from runs.metrics.conflict import NEITHER
-from runs.pages import Column, PageData, Table
+from runs.pages import Column, PageData, Table, page_builder
 
 
+@page_builder(("resolution", "Resolution rate per conflict type"), ("sp-rate", "System-prompt rate per scenario"),
+              ("attempts", "Attempts behind the chosen cell"), links_attempts=True)
 def metrics_page(context: dict) -> PageData:
     """Per model (or run) and conflict type the share that followed each side or neither; per scenario the SP rate,
-    with ranks before and after an exclusion policy."""
+    with ranks before and after an exclusion policy; with a cell chosen, the attempts behind it."""
     label = Column("label", "Run" if context["by"] == "run" else "Model")
     types = Table("resolution", "Resolution rate per conflict type", (
         label, Column("type", "Conflict type"), Column("n", "Attempts", "int"), Column("side_a", "Side A"),
@@ -29,5 +31,14 @@ def metrics_page(context: dict) -> PageData:
                              "neither_rate": c.neither_rate,
                              **{k: getattr(effect, k, None) for k in ("rank_after", "value_before", "rank_before")}})
     scenarios = Table("sp-rate", "System-prompt rate per scenario", columns, rows)
+    attempts = Table("attempts", "Attempts behind the chosen cell", (
+        Column("run", "Run"), Column("model", "Model"), Column("instance", "Instance", link="attempt_id"), Column("type", "Type"),
+        Column("scenario", "Scenario"), Column("a", "A"), Column("b", "B"), Column("followed", "Followed"),
+        Column("followed_source", "Followed source")),
+        [{"run": r.run, "model": r.model, "instance": r.instance, "attempt_id": r.attempt_id, "type": r.type,
+          "scenario": r.scenario, "a": r.a, "b": r.b, "followed": r.followed, "followed_source": r.followed_source}
+         for r in context.get("examples", [])])
     figures = [context["figure"]] if context.get("rates") and context.get("figure") else []
-    return PageData("Instruction conflicts", [types, scenarios], figures, help_anchor="conflict")
+    judge = context.get("judge")
+    return PageData("Instruction conflicts", [types, scenarios, attempts], figures, help_anchor="conflict",
+                    judges=[judge.name] if judge else None)

@@ -3,13 +3,20 @@ from __future__ import annotations
 
 from runs.exports import agreement_table
 from runs.metrics.dialogue import REFERENCE_FIELDS
-from runs.pages import Column, PageData, Table, rows_of
+from runs.pages import Column, PageData, Table, page_builder, rows_of
 
 
 def _label(context: dict) -> str:
     return "Run" if context["by"] == "run" else "Model"
 
 
+def _judges(context: dict) -> list[str] | None:
+    """The judge whose verdicts the page reads (None before any judge exists)."""
+    judge = context.get("judge")
+    return [judge.name] if judge else None
+
+
+@page_builder(("metrics", "Metrics"))
 def metrics_page(context: dict) -> PageData:
     """The eight EvolIF metrics per model (or run), with ranks before and after an exclusion policy."""
     effect = {line["row"].label: line["effect"] for line in context.get("lines", [])}
@@ -39,9 +46,10 @@ def metrics_page(context: dict) -> PageData:
              "runs": [r.label for r in context.get("runs", [])],
              "exclude": context.get("exclude") if context.get("excluded") is not None else "none"}
     return PageData("Dialogue metrics", [Table("metrics", "Metrics", tuple(columns), rows)], help_anchor="dialogue",
-                    facts=facts)
+                    facts=facts, judges=_judges(context))
 
 
+@page_builder(("survival", "Survival curves"), ("steepest-drop", "Steepest drop"))
 def survival_page(context: dict) -> PageData:
     """S(t) per model (or run) at every turn, and each curve's steepest drop."""
     rows = context.get("rows", [])
@@ -59,32 +67,51 @@ def survival_page(context: dict) -> PageData:
                 after=lambda r: r.drop and r.drop.after, drop=lambda r: r.drop and r.drop.drop,
                 lost=lambda r: r.drop and r.drop.lost))
     figures = [context["figure"]] if rows and context.get("figure") else []
-    return PageData("Dialogue survival curves", [curve, drops], figures, help_anchor="dialogue-survival")
+    return PageData("Dialogue survival curves", [curve, drops], figures, help_anchor="dialogue-survival", judges=_judges(context))
 
 
+@page_builder(("groups", "Constraint groups"), ("failing-turns", "Turns where the group failed"), links_attempts=True)
 def groups_page(context: dict) -> PageData:
-    """Pass rate of each constraint group per model (or run): percent, passed and active turns."""
+    """Pass rate of each constraint group per model (or run): percent, passed and active turns; with a group
+    chosen, the turns where it failed, each linking to its dialogue."""
     rows = [{"label": line["label"], "group": group, "percent": cell and cell.percent,
              "passed": cell and cell.passed, "applicable": cell and cell.applicable}
             for line in context.get("table", []) for group, cell in zip(context.get("groups", []), line["cells"])]
     table = Table("groups", "Constraint groups", (
         Column("label", _label(context)), Column("group", "Constraint group"), Column("percent", "Pass rate %", "pct"),
         Column("passed", "Passed turns", "int"), Column("applicable", "Active turns", "int")), rows)
+    failing = Table("failing-turns", f"Turns where {context.get('group') or 'the group'} failed", (
+        Column("model", "Model"), Column("run", "Run"), Column("dialogue", "Dialogue", link="attempt_id"),
+        Column("turn", "Turn", "int"), Column("constraint", "Constraint"), Column("reason", "Reason")),
+        [{"model": f["attempt__run__model__name"], "run": f["attempt__run__label"], "attempt_id": f["attempt_id"],
+          "dialogue": f["attempt__instance__external_id"], "turn": f["item__turn"], "constraint": f["item__key"],
+          "reason": f["reasoning"]} for f in context.get("failures", [])])
     figures = [context["figure"]] if context.get("table") and context.get("figure") else []
-    return PageData("Constraint-group profile", [table], figures, help_anchor="dialogue-groups")
+    return PageData("Constraint-group profile", [table, failing], figures, help_anchor="dialogue-groups",
+                    judges=_judges(context))
 
 
+@page_builder(("dialogues", "Dialogues"), links_attempts=True)
 def dialogues_page(context: dict) -> PageData:
-    """Every selected dialogue with its length at the patience shown and how it ended."""
+    """Every selected dialogue with its length at the patience shown and how it ended, each linking to its attempt."""
     table = Table("dialogues", "Dialogues", (
-        Column("model", "Model"), Column("run", "Run"), Column("dialogue", "Dialogue"), Column("turns", "Turns (N_d)", "int"),
-        Column("successes", "Successful turns", "int"), Column("ended_by", "Ended by")),
-        [{"model": d.model, "run": d.run, "dialogue": d.instance, "turns": d.length, "successes": successes,
+        Column("model", "Model"), Column("run", "Run"), Column("dialogue", "Dialogue", link="attempt_id"),
+        Column("turns", "Turns (N_d)", "int"), Column("successes", "Successful turns", "int"), Column("ended_by", "Ended by")),
+        [{"model": d.model, "run": d.run, "dialogue": d.instance, "attempt_id": d.key, "turns": d.length, "successes": successes,
           "ended_by": "patience" if d.ended_by == "patience" else "end of script"} for d, successes in context.get("items", [])])
-    return PageData("Dialogues", [table], help_anchor="dialogue")
+    return PageData("Dialogues", [table], help_anchor="dialogue", judges=_judges(context))
 
 
+@page_builder(("agreement", "Agreement per constraint group"), ("disagreements", "Disagreeing turns"), links_attempts=True)
 def recheck_page(context: dict) -> PageData:
-    """Agreement of the logged verdicts with the portal's checkers, per constraint group."""
+    """Agreement of the logged verdicts with the portal's checkers, per constraint group, and the turns they disagree on."""
+    logged, checker = context.get("logged"), context.get("checker")
+    disagreements = Table("disagreements", "Disagreeing turns", (
+        Column("run", "Run"), Column("dialogue", "Dialogue", link="attempt_id"), Column("turn", "Turn", "int"),
+        Column("constraint", "Constraint"), Column("logged", "Logged verdict"), Column("checker", "Checker's verdict")),
+        [{"run": d["attempt__run__label"], "attempt_id": d["attempt_id"], "dialogue": d["attempt__instance__external_id"],
+          "turn": d["item__turn"], "constraint": d["item__key"], "logged": d["result"], "checker": d["checker"]}
+         for d in context.get("disagreements", [])])
     return PageData("Re-check against the portal's checkers",
-                    [agreement_table(context.get("agreement", []), group_label="Constraint group")], help_anchor="dialogue-recheck")
+                    [agreement_table(context.get("agreement", []), group_label="Constraint group"), disagreements],
+                    help_anchor="dialogue-recheck", judges=[j.name for j in (logged, checker) if j] or None)

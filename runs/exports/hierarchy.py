@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from runs.exports import agreement_table
-from runs.pages import Column, PageData, Table
+from runs.pages import Column, PageData, Table, page_builder
 
 
 def _label(context: dict) -> Column:
@@ -23,6 +23,13 @@ def _acc(row) -> dict:
     return out
 
 
+def _judge(context: dict, key: str = "judge") -> list[str] | None:
+    judge = context.get(key)
+    return [judge.name] if judge else None
+
+
+@page_builder(("accuracy", "Acc"), ("style-groups", "Pass rate per style group"), ("tiers", "Acc by number of tiers"),
+              ("flips", "Samples that flip between the compared runs"), links_attempts=True)
 def metrics_page(context: dict) -> PageData:
     """Acc per model (or run) with intervals and exclusion ranks, per style group, by tiers, and the run comparison."""
     effect = {line["row"].label: line["effect"] for line in context.get("lines", [])}
@@ -47,17 +54,20 @@ def metrics_page(context: dict) -> PageData:
         Column("acc_test", "Acc_test %", "pct"), Column("acc_style", "Acc_style %", "pct")),
         [{"label": r.label, "tiers": r.tiers, "n": r.n, **_acc(r)} for r in context.get("tier_rows", [])]))
     comparison = context.get("comparison")
-    if comparison:
-        tables.append(Table("flips", f"Samples that flip: {comparison.a} → {comparison.b}", (
-            Column("sample", "Sample"), Column("tiers", "Tiers", "int"), Column("a", comparison.a), Column("b", comparison.b)),
-            [{"sample": f.sample, "tiers": f.tiers, "a": "pass" if f.a_passed else "fail", "b": "pass" if f.b_passed else "fail"}
-             for f in comparison.flips]))
+    tables.append(Table("flips", f"Samples that flip: {comparison.a} → {comparison.b}" if comparison else "Samples that flip", (
+        Column("sample", "Sample"), Column("tiers", "Tiers", "int"),
+        Column("a", comparison.a if comparison else "A", link="a_attempt"),
+        Column("b", comparison.b if comparison else "B", link="b_attempt")),
+        [{"sample": f.sample, "tiers": f.tiers, "a": "pass" if f.a_passed else "fail", "b": "pass" if f.b_passed else "fail",
+          "a_attempt": f.a_attempt, "b_attempt": f.b_attempt} for f in (comparison.flips if comparison else [])]))
     figures = [f for f in (context.get("figure"), context.get("tiers_figure")) if f and context.get("rows")]
-    return PageData("Privilege hierarchy metrics", tables, figures, help_anchor="hierarchy")
+    return PageData("Privilege hierarchy metrics", tables, figures, help_anchor="hierarchy", judges=_judge(context))
 
 
+@page_builder(("resolution", "Conflict resolution"), ("examples", "Conflict groups with the chosen outcome"), links_attempts=True)
 def conflicts_page(context: dict) -> PageData:
-    """How conflict groups were resolved per model (or run) and number of tiers."""
+    """How conflict groups were resolved per model (or run) and number of tiers; with an outcome chosen, the groups
+    resolved to it, each linking to its sample."""
     places = context.get("places", [])
     columns = (_label(context), Column("tiers", "Tiers"), Column("n", "Conflict groups", "int"),
                Column("winner", "Winner %", "pct"), Column("suppressed", "Suppressed %", "pct"),
@@ -65,12 +75,26 @@ def conflicts_page(context: dict) -> PageData:
     rows = [{"label": r.label, "tiers": "all" if r.tiers is None else r.tiers, "n": r.n, "winner": r.winner,
              "suppressed": r.suppressed, "none": r.none, **{f"place_{p}": r.places.get(p) for p in places}}
             for r in context.get("rates", [])]
+    examples = Table("examples", f"Conflict groups resolved to {context.get('outcome') or 'the chosen outcome'}", (
+        Column("run", "Run"), Column("sample", "Sample", link="attempt_id"), Column("tiers", "Tiers", "int"),
+        Column("group", "Conflict group", "int"), Column("style_group", "Style group"), Column("outcome", "Outcome")),
+        [{"run": o.run, "sample": o.sample, "attempt_id": o.attempt_id, "tiers": o.tiers, "group": o.group,
+          "style_group": o.style_group, "outcome": o.outcome} for o in context.get("examples", [])])
     figures = [context["figure"]] if context.get("rates") and context.get("figure") else []
-    return PageData("Conflict resolution", [Table("resolution", "Conflict resolution", columns, rows)], figures,
-                    help_anchor="hierarchy-conflicts")
+    return PageData("Conflict resolution", [Table("resolution", "Conflict resolution", columns, rows), examples], figures,
+                    help_anchor="hierarchy-conflicts", judges=_judge(context, "checker"))
 
 
+@page_builder(("agreement", "Agreement per style group"), ("disagreements", "Disagreeing verdicts"), links_attempts=True)
 def recheck_page(context: dict) -> PageData:
-    """Agreement of the logged per-group verdicts with the portal's style checkers."""
-    return PageData("Style re-check", [agreement_table(context.get("agreement", []), group_label="Style group")],
-                    help_anchor="hierarchy-recheck")
+    """Agreement of the logged per-group verdicts with the portal's style checkers, and the verdicts they disagree on."""
+    logged, checker = context.get("logged"), context.get("checker")
+    disagreements = Table("disagreements", "Disagreeing verdicts", (
+        Column("run", "Run"), Column("sample", "Sample", link="attempt_id"), Column("instruction", "Instruction"),
+        Column("style", "Style"), Column("logged", "Logged verdict"), Column("checker", "Checker's verdict"),
+        Column("reason", "Checker's reason")),
+        [{"run": d["attempt__run__label"], "attempt_id": d["attempt_id"], "sample": d["attempt__instance__external_id"],
+          "instruction": d["item__key"], "style": d["item__details__style_id"], "logged": d["result"],
+          "checker": d["checker"], "reason": d["checker_reason"]} for d in context.get("disagreements", [])])
+    return PageData("Style re-check", [agreement_table(context.get("agreement", []), group_label="Style group"), disagreements],
+                    help_anchor="hierarchy-recheck", judges=[j.name for j in (logged, checker) if j] or None)

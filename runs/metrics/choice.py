@@ -42,6 +42,8 @@ class ChoiceRow:
     predicted: Any
     unanswered: bool = False
     rule_types: tuple[str, ...] = ()
+    #: the attempt the row reads (a page links it; a share link opens it)
+    attempt_id: int | None = None
 
     @property
     def truth_key(self) -> str:
@@ -477,6 +479,7 @@ def choice_rows(
         "instance__primary_category",
         "instance_id",
         "instance__external_id",
+        "id",
         *outcome_fields,
     ]
     if with_rules:
@@ -490,11 +493,11 @@ def choice_rows(
         queryset = queryset.filter(outcome__has_key="ground_truth")
     rows = []
     for values in queryset.iterator(chunk_size=2000):
-        label, model, display, category, instance_id, external_id = values[:6]
+        label, model, display, category, instance_id, external_id, attempt_id = values[:7]
         if by_key:
-            answer, truth, unanswered = values[6:9]
+            answer, truth, unanswered = values[7:10]
         else:
-            outcome = values[6]
+            outcome = values[7]
             if not isinstance(outcome, dict) or "ground_truth" not in outcome:
                 continue
             source = (outcome.get("normalised") or {}) if view == NORMALISED else outcome
@@ -510,6 +513,7 @@ def choice_rows(
                 predicted=answer,
                 unanswered=bool(unanswered),
                 rule_types=_rule_types(values[-1]) if with_rules else (),
+                attempt_id=attempt_id,
             )
         )
     return rows

@@ -5,6 +5,7 @@ from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, render
+from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils.html import escape
 
@@ -19,7 +20,7 @@ from runs.metrics import attempt_diff as metrics_diff
 from runs.metrics import checklist as metrics
 from runs.metrics.checklist import GROUPINGS
 from runs.models import Attempt, Benchmark, BenchmarkKind, Verdict
-from runs.pages import render_page
+from runs.pages import declared, frame_response, page_tools, render_page
 from runs.querystring import query_with
 
 ATTEMPTS_PAGE = 50
@@ -47,16 +48,24 @@ def _attempt(request, pk: int) -> Attempt:
 def leaderboard(request, slug):
     """ISR/CSR per model (mean ± std across judges), or a model x group matrix; filters in the URL.
 
-    The #results fragment and the filter form come rendered from the cache (runs.leaderboard_page);
-    the page renders only the shell around them (header, Share form with its CSRF token)."""
+    Exports and snapshots go through the frame (runs.pages) like every page's. The #results fragment
+    and the filter form come rendered from the cache (runs.leaderboard_page); the page renders only
+    the shell around them (header, the frame's toolbar with its CSRF token), and an htmx swap brings
+    the toolbar of the new state out of band."""
     benchmark = _benchmark(request, slug)
     generation = data_generation(benchmark.id)  # once, before any data: choices and fragment share it
     form = LeaderboardFilterForm(request.GET or None, benchmark=benchmark, generation=generation)
     state = form_state(form) if form.is_bound else form.state()
+    framed = frame_response(request, {"benchmark": benchmark, "state": state}, page_data=exports.leaderboard_page)
+    if framed is not None:
+        return framed
+    tools = page_tools(request, declared(exports.leaderboard_page), state=state_query(state))  # the state, not the query
     results = results_html(benchmark, state, request=request, generation=generation)
     if request.htmx:
-        return HttpResponse(results)
-    context = {"benchmark": benchmark, "query": state_query(state).urlencode(), "results": results,
+        toolbar = render_to_string("runs/partials/page_tools.html", {"benchmark": benchmark, "page_tools": tools, "oob": True},
+                                   request)
+        return HttpResponse(results + toolbar)
+    context = {"benchmark": benchmark, "query": state_query(state).urlencode(), "results": results, "page_tools": tools,
                "filters": filters_html(benchmark, state, request=request, generation=generation)}
     return render(request, "runs/checklist/leaderboard.html", context)
 

@@ -13,7 +13,6 @@ from runs.models import (
     BenchmarkKind,
     Judge,
     JudgeKind,
-    Run,
     Trajectory,
     Verdict,
 )

@@ -14,7 +14,6 @@ from runs.models import (
     Benchmark,
     BenchmarkKind,
     JudgeKind,
-    Run,
     Verdict,
 )
 from runs.pages import render_page

@@ -1,12 +1,10 @@
-"""Share links (create, list, revoke; the public frozen pages at s/<token>/) and leaderboard exports.
+"""Share links (create, list, revoke; the public frozen pages at s/<token>/), and the leaderboard's export address of old.
 
 Public views take no login: the token is the credential. Every failure to resolve a
 token, and every page outside the link's scope, is the same 404, so responses tell an
 outsider nothing about which tokens exist.
 """
 from __future__ import annotations
-
-import json
 
 from django import forms
 from django.contrib.auth.decorators import login_required
@@ -19,17 +17,18 @@ from django.views.decorators.http import require_GET, require_POST
 
 from runs.access import blind_safe
 from runs import pages, sharing, trajectory_view
+from runs.exports import checklist as exports_checklist
 from runs.filters import LeaderboardFilterForm, form_state
 from runs.metrics import checklist as metrics
 from runs.models import Attempt, Benchmark, ShareLink
 from runs.querystring import query_with
 from runs.views import checklist
 
-EXPORT_FORMATS = ("csv", "json")
+EXPORT_FORMATS = pages.EXPORT_FORMATS
 
 
 class ShareCreateForm(forms.Form):
-    """The leaderboard's share form: its state as a query string, the scope and the expiry."""
+    """The leaderboard's share form of old (its state as a query string): the frame's form, by another address."""
 
     query = forms.CharField(required=False, max_length=4000)
     include_attempts = forms.BooleanField(required=False)
@@ -49,40 +48,40 @@ def _link(token: str) -> ShareLink:
     return link
 
 
-def _export(rows: list[dict], *, fmt: str, benchmark_slug: str, state: dict, filename: str) -> HttpResponse:
-    if fmt == "csv":
-        response = HttpResponse(sharing.export_csv(rows), content_type="text/csv; charset=utf-8")
-    else:
-        document = sharing.export_document(benchmark_slug=benchmark_slug, state=state, rows=rows)
-        response = HttpResponse(json.dumps(document, ensure_ascii=False, indent=1), content_type="application/json")
-    response["Content-Disposition"] = f'attachment; filename="{filename}.{fmt}"'
-    return response
+def _create(request, benchmark: Benchmark, *, path: str, include_attempts: bool, expires_in: str) -> HttpResponse:
+    """Freeze the page at `path` through the frame (runs.pages.page_snapshot) into a new link; show its URL once."""
+    try:
+        snapshot = pages.page_snapshot(request, path=path, benchmark_slug=benchmark.slug, include_attempts=include_attempts)
+    except pages.NotShareable as exc:
+        return HttpResponse(f"This page cannot be shared: {exc}.", status=400)
+    link, token = sharing.page_share_link_create(user=request.user, benchmark=benchmark, snapshot=snapshot,
+                                                 expires_in_days=int(expires_in) if expires_in else None)
+    context = {"link": link, "url": request.build_absolute_uri(reverse("runs:share", args=[token])),
+               "benchmark": benchmark, "back_url": path, "back_label": snapshot["title"]}
+    template = "runs/sharing/created.html#result" if request.htmx else "runs/sharing/created.html"
+    return render(request, template, context)
 
 
 # private: create, list, revoke, export --------------------------------------------------
 @login_required  # blind annotators are refused (runs.access): a link with the attempts scope shows verdicts
 @require_POST
 def share_create(request, slug):
-    """Freeze the leaderboard of the posted state into a new link and show its URL once."""
+    """The leaderboard of the posted state (a query string) frozen into a new link, as the frame freezes any page."""
     benchmark = checklist.benchmark_or_404(slug)
     form = ShareCreateForm(request.POST)
     if not form.is_valid():
         return HttpResponse("Invalid share request.", status=400)
     data = form.cleaned_data
-    state = _state(benchmark, QueryDict(data["query"]))
-    link, token = sharing.share_link_create(
-        user=request.user, benchmark=benchmark, state=state, include_attempts=data["include_attempts"],
-        expires_in_days=int(data["expires_in"]) if data["expires_in"] else None)
-    context = {"link": link, "url": request.build_absolute_uri(reverse("runs:share", args=[token])),
-               "benchmark": benchmark, "query": data["query"]}
-    template = "runs/sharing/created.html#result" if request.htmx else "runs/sharing/created.html"
-    return render(request, template, context)
+    query = pages.page_query(QueryDict(data["query"]))
+    path = reverse("runs:checklist-leaderboard", args=[benchmark.slug]) + (f"?{query}" if query else "")
+    return _create(request, benchmark, path=path, include_attempts=data["include_attempts"], expires_in=data["expires_in"])
 
 
 class PageShareForm(forms.Form):
     """The page frame's share form: the page's path with its query, and the expiry."""
 
     path = forms.CharField(max_length=4000)
+    include_attempts = forms.BooleanField(required=False)
     expires_in = forms.ChoiceField(choices=list(sharing.EXPIRY_DAYS.items()), required=False)
 
 
@@ -95,17 +94,8 @@ def page_share_create(request, slug):
     if not form.is_valid():
         return HttpResponse("Invalid share request.", status=400)
     data = form.cleaned_data
-    try:
-        snapshot = pages.page_snapshot(request, path=data["path"], benchmark_slug=benchmark.slug)
-    except pages.NotShareable as exc:
-        return HttpResponse(f"This page cannot be shared: {exc}.", status=400)
-    link, token = sharing.page_share_link_create(
-        user=request.user, benchmark=benchmark, snapshot=snapshot,
-        expires_in_days=int(data["expires_in"]) if data["expires_in"] else None)
-    context = {"link": link, "url": request.build_absolute_uri(reverse("runs:share", args=[token])),
-               "benchmark": benchmark, "back_url": data["path"], "back_label": snapshot["title"]}
-    template = "runs/sharing/created.html#result" if request.htmx else "runs/sharing/created.html"
-    return render(request, template, context)
+    return _create(request, benchmark, path=data["path"], include_attempts=data["include_attempts"],
+                   expires_in=data["expires_in"])
 
 
 @blind_safe
@@ -131,7 +121,8 @@ def share_revoke(request, pk):
 @login_required
 @require_GET
 def leaderboard_export(request, slug):
-    """The leaderboard of the current URL state as CSV or JSON (?format=csv|json), rows as the page shows them."""
+    """The leaderboard's export address of old (?format=csv|json): the frame's export of the leaderboard page, for the
+    state of the rest of the query, as the page's own ?export= gives it."""
     benchmark = checklist.benchmark_or_404(slug)
     fmt = request.GET.get("format", "csv")
     if fmt not in EXPORT_FORMATS:
@@ -139,44 +130,51 @@ def leaderboard_export(request, slug):
     params = request.GET.copy()
     params.pop("format", None)
     state = _state(benchmark, params)
-    rows = [sharing.score_row_dict(r) for r in sharing.state_tables(benchmark, state).rows]
-    return _export(rows, fmt=fmt, benchmark_slug=benchmark.slug, state=sharing.state_dict(state),
-                   filename=f"{benchmark.slug}-leaderboard-{state['by']}")
+    data = exports_checklist.leaderboard_page({"benchmark": benchmark, "state": state})
+    return pages.export_response(data, fmt=fmt, table="leaderboard", filename=f"{benchmark.slug}-leaderboard-{state['by']}",
+                                 state=pages.page_state(params))
 
 
 # public: the frozen snapshot and the attempts in its scope ------------------------------
 @never_cache
 @require_GET
 def shared_leaderboard(request, token):
-    """The frozen leaderboard of a live link, and nothing else."""
+    """The frozen page of a live link, and nothing else: the leaderboard's own layout, or any page's tables."""
     link = _link(token)
     snap = link.snapshot
+    data = _frozen(link)
+    if "overall" in snap:  # the checklist leaderboard (runs.sharing.leaderboard_layout)
+        cells = {(r["model"], r["group"]): r for r in snap["rows"]}
+        matrix = [{"row": o, "cells": [cells.get((o["model"], g)) for g in snap["groups"]]} for o in snap["overall"]]
+        context = {"link": link, "token": token, "snap": snap, "matrix": matrix, "data": data,
+                   "attempts_url": reverse("runs:share-attempts", args=[token]) if "drilldown" in snap and link.scope == "attempts" else ""}
+        return render(request, "runs/sharing/snapshot.html", context)
+    attempts = link.attempt_ids if link.scope == "attempts" else ()
+    tables = [{"table": t, "rows": pages.shown_rows(t, attempts=attempts)} for t in data.tables]
+    context = {"link": link, "token": token, "snap": snap, "data": data, "tables": tables}
+    return render(request, "runs/sharing/page_snapshot.html", context)
+
+
+def _frozen(link: ShareLink) -> pages.PageData:
+    """The frozen PageData of a link (a leaderboard snapshot made before the frame froze it: its rows as the table)."""
+    snap = link.snapshot
     if snap.get("kind") == "page":
-        data = pages.snapshot_page_data(snap)
-        tables = [{"table": t, "rows": pages.shown_rows(t)} for t in data.tables]
-        context = {"link": link, "token": token, "snap": snap, "data": data, "tables": tables}
-        return render(request, "runs/sharing/page_snapshot.html", context)
-    cells = {(r["model"], r["group"]): r for r in snap["rows"]}
-    matrix = [{"row": o, "cells": [cells.get((o["model"], g)) for g in snap["groups"]]} for o in snap["overall"]]
-    context = {"link": link, "token": token, "snap": snap, "matrix": matrix,
-               "attempts_url": reverse("runs:share-attempts", args=[token]) if link.scope == "attempts" else ""}
-    return render(request, "runs/sharing/snapshot.html", context)
+        return pages.snapshot_page_data(snap)
+    return pages.PageData("Leaderboard", [exports_checklist.leaderboard_table(snap["rows"])], help_anchor="checklist",
+                          layout={k: snap[k] for k in ("state", "by", "rows") if k in snap} | {"benchmark": link.benchmark.slug})
 
 
 @never_cache
 @require_GET
 def shared_export(request, token):
-    """The frozen rows of a live link as CSV or JSON."""
+    """The frozen tables of a live link as CSV (one table) or JSON (all of them), through the frame's export."""
     link = _link(token)
     fmt = request.GET.get("format", "csv")
     if fmt not in EXPORT_FORMATS:
         raise Http404("unknown export format")
-    snap = link.snapshot
-    if snap.get("kind") == "page":
-        return pages.export_response(pages.snapshot_page_data(snap), fmt=fmt, table=request.GET.get("table"),
-                                     filename=f"{link.benchmark.slug}-snapshot-{link.created_at:%Y%m%d}", state=snap["state"])
-    return _export(snap["rows"], fmt=fmt, benchmark_slug=snap["benchmark"]["slug"], state=snap["state"],
-                   filename=f"{snap['benchmark']['slug']}-snapshot-{link.created_at:%Y%m%d}")
+    return pages.export_response(_frozen(link), fmt=fmt, table=request.GET.get("table"),
+                                 filename=f"{link.benchmark.slug}-snapshot-{link.created_at:%Y%m%d}",
+                                 state=link.snapshot.get("state") or {})
 
 
 @never_cache
@@ -206,12 +204,14 @@ def _scoped_attempt(link: ShareLink, pk: int) -> Attempt:
 @never_cache
 @require_GET
 def shared_attempt(request, token, pk):
-    """One attempt in a link's scope: its trajectory (paged) beside every judge's verdicts, read-only."""
+    """One attempt in a link's scope, of any kind: its trajectory (paged; its response when it has none) beside the
+    verdicts of the link's judges stored when the link was made, read-only."""
     link = _link(token)
     attempt = _scoped_attempt(link, pk)
     view = trajectory_view.thread_page(trajectory_view.attempt_threads(attempt.id), thread=request.GET.get("thread"),
                                        q=request.GET.get("q", ""), page=request.GET.get("page"), at=request.GET.get("at"))
     context = {"link": link, "token": token, "snap": link.snapshot, "attempt": attempt, **view,
+               "response": trajectory_view.text_piece(attempt.response or ""),  # what kinds without a trajectory show
                "text_url": reverse("runs:share-attempt-text", args=[token, attempt.id]),
                "query": query_with(request, page=None, at=None)}
     if request.htmx and request.GET.get("page"):

@@ -4,13 +4,13 @@ Plotly renders a subset of HTML in labels (`<a href>` becomes a clickable SVG li
 restyles); runs.templatetags.figures escapes every name for it. Checked on the leaderboard and on the
 public share page, where anyone with the URL sees the chart (issue 18).
 """
+import re
 import runpy
 from pathlib import Path
 
 import pytest
-
-from runs import sharing
-from runs.filters import state_of
+from django.test import Client
+from django.urls import reverse
 
 pytestmark = pytest.mark.browser
 
@@ -22,7 +22,10 @@ HUGE = '<span style="font-size:200px">HUGE</span>'
 
 def test_model_names_with_plotly_markup_draw_as_text(session, live_server, console, reviewer, artifacts):
     bench, _ = build_study(models=(LINK, HUGE))
-    _, token = sharing.share_link_create(user=reviewer, benchmark=bench, state=state_of({}))
+    owner = Client()
+    owner.force_login(reviewer)
+    created = owner.post(reverse("runs:page-share-create", args=[bench.slug]), {"path": f"/b/{bench.slug}/leaderboard/"})
+    token = re.search(r"/s/([A-Za-z0-9_-]+)/", created.content.decode()).group(1)
     page = session("reviewer", "pw-reviewer-1")
     problems = {}
 

@@ -76,7 +76,7 @@ def test_it_walks_from_the_leaderboard_to_the_message_and_shares_a_snapshot(
     # share the leaderboard with its drill-down, then open the link in a logged-out context
     page.goto(f"{live_server.url}/b/octobench/leaderboard/?by=category")
     page.locator("details.share summary").click()
-    page.get_by_label(re.compile("include drill-down")).check()
+    page.get_by_label(re.compile("include the attempts")).check()
     page.get_by_role("button", name="Create share link").click()
     url = page.locator("input.share-url").input_value()
     assert re.search(r"/s/[\w-]{40,}/$", url)
@@ -89,8 +89,8 @@ def test_it_walks_from_the_leaderboard_to_the_message_and_shares_a_snapshot(
         public.goto(url)
         assert public.url == url  # no login redirect
         assert public.get_by_role("button", name="Log out").count() == 0
-        assert public.locator("h1").inner_text() == "OctoBench"
-        assert public.get_by_text("shared leaderboard").first.is_visible()
+        assert public.locator("h1").inner_text() == "Leaderboard"
+        assert public.get_by_text("OctoBench").first.is_visible() and public.get_by_text("shared page").first.is_visible()
         assert public.locator("table.grid tbody tr").count() >= 6
         public.wait_for_selector('[data-plotly="snapshot-figure"] .main-svg')
         public.screenshot(path=str(artifacts / "journey-7-shared.png"), full_page=True)

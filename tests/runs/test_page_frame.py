@@ -1,101 +1,358 @@
-"""Every capability on every kind: each analysis page of each benchmark kind has the frame's tools (CSV and JSON
-exports of its tables, a Share form that freezes it into a public snapshot, a "How is this computed" link), and
-shows the Share form only to users who may share. A page added to a kind without them fails here."""
+"""Every capability on every kind: each page of each benchmark kind, enumerated from the URL conf, has the frame
+(breadcrumb, title, kind badge, tab pills, filter bar), CSV and JSON exports of its tables, a Share form that
+freezes it into a public snapshot, frozen attempt pages for the attempts it links to, a "How is this computed"
+link to a section of /help/metrics/, and no control that answers 403 for the user who sees it. A page added to a
+kind without one of them fails here, named with what it lacks."""
 import csv
 import html
 import io
 import json
 import re
+from urllib.parse import urlencode, urlsplit
 
 import pytest
 from django.contrib.auth.models import Group
+from django.db import transaction
 from django.test import Client
-from django.urls import reverse
+from django.urls import Resolver404, resolve, reverse
 
+from runs import pages, sharing, urls
 from runs.demo import SCALES, conflict_plan, evolif_plan, guidebench_plan, manyih_plan, octobench_plan
+from runs.help_pages import metrics_help
 from runs.ingest import Source, ingest
-from runs.models import Run, Verdict
+from runs.models import Attempt, Judge, JudgeKind, Run, ShareLink, Verdict, VerdictResult
 from runs.recheck import CHECKERS, recheck_run
+from runs.selectors import KIND_PAGES
 from runs.services import rollups_rebuild_for_attempts
+from runs.views import checklist as checklist_views
+from runs.views import choice as choice_views
+from runs.views import conflict as conflict_views
+from runs.views import dialogue as dialogue_views
+from runs.views import hierarchy as hierarchy_views
 
 pytestmark = pytest.mark.django_db
 
-#: kind -> (demo plan, benchmark slug, the kind's analysis pages)
-KINDS = {
-    "checklist": (octobench_plan, "octobench", ["runs:checklist-judges", "runs:checklist-length", "runs:checklist-compare"]),
-    "dialogue": (evolif_plan, "evolif", ["runs:dialogue-metrics", "runs:dialogue-survival", "runs:dialogue-groups",
-                                         "runs:dialogue-list", "runs:dialogue-recheck"]),
-    "hierarchy": (manyih_plan, "manyih-coding", ["runs:hierarchy-metrics", "runs:hierarchy-conflicts", "runs:hierarchy-recheck"]),
-    "choice": (guidebench_plan, "guidebench", ["runs:choice-metrics", "runs:choice-confusion", "runs:choice-rules",
-                                                "runs:choice-tasks"]),
-    "conflict": (conflict_plan, "octobench-conflict", ["runs:conflict-metrics"]),
+#: kind -> (demo plan, benchmark slug)
+DATA = {
+    "checklist": (octobench_plan, "octobench"),
+    "dialogue": (evolif_plan, "evolif"),
+    "hierarchy": (manyih_plan, "manyih-coding"),
+    "choice": (guidebench_plan, "guidebench"),
+    "conflict": (conflict_plan, "octobench-conflict"),
 }
-#: a query that gives each page something to show (compare needs two sides)
-QUERIES = {"runs:checklist-compare": "a=model:aurora-large&b=model:borealis-pro"}
-CASES = [(kind, name) for kind, (_, _, names) in KINDS.items() for name in names]
+#: routes named <kind>-<x> that take only the benchmark and are not pages, with the reason
+NOT_PAGES = {
+    "checklist-attempts": "the attempts behind one leaderboard cell: the leaderboard's share freezes them per cell",
+    "checklist-leaderboard-export": "the leaderboard's export address of old, answered by the frame's export",
+    "dialogue-recheck-start": "POST: queues a re-check job",
+    "hierarchy-recheck-start": "POST: queues a re-check job",
+}
+#: roles whose controls are checked: name -> groups
+ROLES = {"reviewer": ["reviewer"], "lead": ["lead"], "annotator who reviews": ["annotator", "reviewer"],
+         "blind annotator": ["annotator"]}
+#: a live page's links to attempt pages (the attempt page of each kind)
+ATTEMPT_LINK = re.compile(r'href="(?:/attempts/(\d+)/|/b/[^/"]+/dialogue/dialogues/(\d+)/|/b/[^/"]+/hierarchy/attempts/(\d+)/'
+                          r'|/b/[^/"]+/choice/tasks/[^/"?]+/)')
 
 
-def _load(kind: str, tmp_path) -> str:
-    plan, slug, _ = KINDS[kind]
+def kind_pages() -> list[tuple[str, str]]:
+    """Every page of every kind: the runs:<kind>-<page> routes whose only argument is the benchmark, but NOT_PAGES."""
+    found = []
+    for pattern in urls.urlpatterns:
+        name = pattern.name or ""
+        kind = name.split("-")[0]
+        if kind in KIND_PAGES and set(pattern.pattern.converters) == {"slug"} and name not in NOT_PAGES:
+            found.append((kind, f"runs:{name}"))
+    return found
+
+
+CASES = kind_pages()
+
+
+def _load(kind: str, tmp_path) -> None:
+    plan, slug = DATA[kind]
     for step in plan(1, SCALES["small"], tmp_path).steps:
         ingest(step.format, [Source.of(p) for p in step.paths], step.options)
     for run in Run.objects.filter(benchmark__slug=slug) if kind in CHECKERS else ():  # the re-check pages need it
         recheck_run(run=run)
-    return slug
 
 
-def _client(django_user_model, name: str, group: str | None = None) -> Client:
+@pytest.fixture(scope="module")
+def portal(django_db_setup, django_db_blocker, tmp_path_factory):
+    """The small demo of every kind, loaded once for the module and rolled back after it."""
+    with django_db_blocker.unblock(), transaction.atomic():
+        for kind in DATA:
+            _load(kind, tmp_path_factory.mktemp(kind))
+        yield
+        transaction.set_rollback(True)
+
+
+def _client(django_user_model, name: str, groups=()) -> Client:
     user = django_user_model.objects.create_user(name, password=f"pw-{name}-1")
-    if group:
+    for group in groups:
         user.groups.add(Group.objects.get_or_create(name=group)[0])
     client = Client()
     client.force_login(user)
     return client
 
 
-def _url(name: str, slug: str) -> str:
-    query = QUERIES.get(name)
-    return reverse(name, args=[slug]) + (f"?{query}" if query else "")
+def _with(url: str, **params) -> str:
+    return url + ("&" if "?" in url else "?") + urlencode(params)
 
 
-@pytest.mark.parametrize(("kind", "name"), CASES)
-def test_every_page_of_every_kind_exports_shares_and_explains(kind, name, tmp_path, django_user_model):
-    slug = _load(kind, tmp_path)
-    reviewer = _client(django_user_model, "reviewer")
-    url = _url(name, slug)
-    page = reviewer.get(url)
-    assert page.status_code == 200
-    body = page.content.decode()
-    assert 'class="toolbar page-tools"' in body and "Share…" in body
-    assert re.search(r'href="/help/metrics/#[a-z-]+"', body), "no 'How is this computed' link"
+def _json(client, url: str) -> dict:
+    return json.loads(client.get(_with(url, export="json")).content)
 
-    document = json.loads(reviewer.get(url + ("&" if "?" in url else "?") + "export=json").content)
-    assert document["tables"] and all(t["columns"] for t in document["tables"])
-    assert any(t["rows"] for t in document["tables"]), f"{name} exports no rows"
+
+def _drill_query(name: str, document: dict) -> str:
+    """A query that opens the page's drill-down (the rows that link to attempts), read from its default export."""
+    rows = {t["name"]: t["rows"] for t in document["tables"]}
+    if name == "runs:checklist-compare":
+        return "a=model:aurora-large&b=model:borealis-pro"
+    if name == "runs:dialogue-groups":
+        row = next(r for r in rows["groups"] if r["passed"] is not None and r["passed"] < r["applicable"])
+        return urlencode({"group": row["group"]})
+    if name == "runs:hierarchy-conflicts":
+        assert any(r["winner"] for r in rows["resolution"])
+        return "outcome=winner"
+    if name == "runs:conflict-metrics":
+        row = rows["resolution"][0]
+        return urlencode({"label": row["label"], "type": row["type"]})
+    if name == "runs:choice-confusion":
+        row = next(r for r in rows["confusion"] if r["count"] and not r["predicted"].startswith("no answer"))
+        return urlencode({"crun": row["run"], "true": row["true"], "pred": row["predicted"]})
+    return ""
+
+
+def _disagree_once(slug: str) -> None:
+    """Make the log and the checker disagree on one verdict (the demo's checkers agree with its logs everywhere)."""
+    checked = Verdict.objects.filter(attempt__run__benchmark__slug=slug, judge__kind=JudgeKind.CHECKER).first()
+    logged = Verdict.objects.filter(attempt=checked.attempt, item=checked.item, judge__kind=JudgeKind.LOGGED).first()
+    logged.result = VerdictResult.FAIL if checked.result == VerdictResult.PASS else VerdictResult.PASS
+    logged.save()
+
+
+def _page_url(client, name: str, slug: str) -> str:
+    url = reverse(name, args=[slug])
+    if name.endswith("-recheck") and not next(t["rows"] for t in _json(client, url)["tables"] if t["name"] == "disagreements"):
+        _disagree_once(slug)
+    query = _drill_query(name, _json(client, url))
+    return f"{url}?{query}" if query else url
+
+
+def _frame_gaps(body: str, kind: str) -> list[str]:
+    gaps = []
+    if not re.search(r'class="crumbs"><a href="/">', body):
+        gaps.append("breadcrumb")
+    if not re.search(r"<h1>\s*\S", body):
+        gaps.append("title")
+    if f"badge-kind-{kind}" not in body:
+        gaps.append("kind badge")
+    if not re.search(r'class="pill"[^>]*aria-current="true"', body):
+        gaps.append("tab pills with the current page")
+    forms = re.findall(r'<form[^>]*>', body)
+    buttons = re.findall(r'<button[^>]*>', body)
+    if not any('method="get"' in f and re.search(r'class="[^"]*\bfilters\b', f) for f in forms) \
+            or not any('type="submit"' in b and re.search(r'class="[^"]*\bbtn-primary\b', b) for b in buttons):
+        gaps.append("filter bar with a styled submit button")
+    return gaps
+
+
+def _metrics_link_gaps(body: str) -> list[str]:
+    anchors = re.findall(r'href="/help/metrics/#([A-Za-z0-9_-]+)"', body)
+    if not anchors:
+        return ["'How is this computed' link"]
+    known = metrics_help().anchors
+    return [f"metrics anchor #{a} that /help/metrics/ lacks" for a in anchors if a not in known]
+
+
+def _export_gaps(client, url: str, name: str) -> tuple[list[str], dict]:
+    gaps = []
+    document = _json(client, url)
+    builder_names = [t["name"] for t in document["tables"]]
+    if not document["tables"] or not all(t["columns"] for t in document["tables"]):
+        gaps.append("JSON export with tables")
+    if not any(t["rows"] for t in document["tables"]):
+        gaps.append("JSON export with rows")
+    declared = [n for n, _ in pages.declared(_BUILDERS[name]).tables] if name in _BUILDERS else None
+    if declared is not None and declared != builder_names:
+        gaps.append(f"declared tables {declared} = built tables {builder_names}")
     for table in document["tables"]:
-        response = reviewer.get(url + ("&" if "?" in url else "?") + f"export=csv&table={table['name']}")
-        assert response.status_code == 200 and response["Content-Type"].startswith("text/csv")
+        response = client.get(_with(url, export="csv", table=table["name"]))
+        if response.status_code != 200 or not response["Content-Type"].startswith("text/csv"):
+            gaps.append(f"CSV of {table['name']}")
+            continue
         lines = list(csv.reader(io.StringIO(response.content.decode())))
-        assert lines[0] == [c["label"] for c in table["columns"]]
-        assert len(lines) == len(table["rows"]) + 1
+        if lines[0] != [c["label"] if not c["label"][:1] in "=+-@" else "'" + c["label"] for c in table["columns"]] \
+                or len(lines) != len(table["rows"]) + 1:
+            gaps.append(f"CSV of {table['name']} matching its JSON")
+    return gaps, document
 
-    created = reviewer.post(reverse("runs:page-share-create", args=[slug]), {"path": url, "expires_in": "7"})
-    assert created.status_code == 200
-    token = re.search(r"/s/([A-Za-z0-9_-]+)/", created.content.decode()).group(1)
+
+#: page -> the PageData builder it renders with (caught from runs.pages.frame_response)
+_BUILDERS: dict[str, object] = {}
+
+
+def _share(client, slug: str, url: str, *, attempts: bool) -> str | None:
+    data = {"path": url, "expires_in": "7", **({"include_attempts": "on"} if attempts else {})}
+    created = client.post(reverse("runs:page-share-create", args=[slug]), data)
+    found = re.search(r"/s/([A-Za-z0-9_-]+)/", created.content.decode()) if created.status_code == 200 else None
+    return found.group(1) if found else None
+
+
+def _share_gaps(client, slug: str, url: str, document: dict) -> list[str]:
+    token = _share(client, slug, url, attempts=False)
+    if token is None:
+        return ["share"]
     anonymous = Client()
     shared = anonymous.get(reverse("runs:share", args=[token]))
-    assert shared.status_code == 200
-    assert document["title"] in html.unescape(shared.content.decode())
+    gaps = []
+    if shared.status_code != 200 or document["title"] not in html.unescape(shared.content.decode()):
+        gaps.append("public snapshot page")
     frozen = json.loads(anonymous.get(reverse("runs:share-export", args=[token]) + "?format=json").content)
-    assert [t["rows"] for t in frozen["tables"]] == [t["rows"] for t in document["tables"]]
+    if [t["rows"] for t in frozen["tables"]] != [t["rows"] for t in document["tables"]]:
+        gaps.append("snapshot export equal to the page's")
+    return gaps
 
 
-def test_a_page_snapshot_stays_as_it_was_when_the_data_changes(tmp_path, django_user_model):
-    slug = _load("dialogue", tmp_path)
-    reviewer = _client(django_user_model, "reviewer")
+def _frozen_attempt_gaps(client, slug: str, url: str, body: str, *, declared: bool) -> list[str]:
+    """A page that links to attempts (or declares it does): its share link made with them opens them, frozen (the
+    link's judges only, no verdict imported after it), and lists every attempt the live page links to."""
+    linked = {int(next(g for g in m.groups() if g)) for m in ATTEMPT_LINK.finditer(body) if any(m.groups())}
+    links_any = bool(ATTEMPT_LINK.search(body)) or declared
+    if links_any and 'name="include_attempts"' not in body:
+        return ["Share form offering the attempts the page links to"]
+    token = _share(client, slug, url, attempts=True)
+    if token is None:
+        return ["share with its attempts"] if links_any else []
+    link = ShareLink.objects.get(token_hash=sharing.token_hash(token))
+    if not links_any and not link.attempt_ids:
+        return []
+    gaps = []
+    if not link.attempt_ids:
+        return ["frozen attempt pages (the share link lists none of the attempts the page links to)"]
+    if not linked <= set(link.attempt_ids):
+        gaps.append(f"frozen attempt pages for every linked attempt (missing {sorted(linked - set(link.attempt_ids))[:5]})")
+    anonymous = Client()
+    public = anonymous.get(reverse("runs:share", args=[token])).content.decode()
+    lists = re.findall(rf'href="(/s/{token}/attempts/\?[^"]+)"', public)
+    if lists:  # the leaderboard: a cell's frozen list first
+        public = anonymous.get(html.unescape(lists[0])).content.decode()
+    ids = [int(i) for i in re.findall(rf'href="/s/{token}/attempts/(\d+)/', public)]
+    if not ids:
+        return gaps + ["links from the shared page to its frozen attempt pages"]
+    attempt = Attempt.objects.get(pk=ids[0])
+    later = Judge.objects.create(name="judge-imported-later")
+    item = attempt.instance.items.first()
+    if item is not None:
+        Verdict.objects.create(attempt=attempt, item=item, judge=later, result="fail", reasoning="LATER-REASONING")
+    page = anonymous.get(reverse("runs:share-attempt", args=[token, attempt.id]))
+    text = page.content.decode()
+    if page.status_code != 200:
+        return gaps + [f"frozen attempt page ({page.status_code})"]
+    if "LATER-REASONING" in text or "judge-imported-later" in text:
+        gaps.append("frozen attempt page without verdicts imported after the link")
+    judges = (link.snapshot.get("drilldown") or {}).get("judges") or link.snapshot.get("judges")  # what the page read
+    if judges is not None:
+        others = set(Verdict.objects.filter(attempt=attempt).exclude(judge__name__in=judges)
+                     .values_list("judge__name", flat=True)) - {later.name}
+        shown = [j for j in others if re.search(rf">\s*[✓✗–] {re.escape(j)}: ", text)]
+        if shown:
+            gaps.append(f"frozen attempt page showing only the link's judges (also shows {shown})")
+    return gaps
+
+
+_REACH: dict[tuple[str, str], int] = {}
+
+
+def _control_gaps(client, role: str, body: str) -> list[str]:
+    """Every link, form and htmx control on the page answers the role with something other than 403 (one check per
+    route and role: objects of one route share its access rule)."""
+    gaps = []
+    for target in sorted(set(re.findall(r'(?:href|action|hx-get|hx-post)="([^"#][^"]*)"', body))):
+        path = urlsplit(html.unescape(target)).path
+        if not path.startswith("/") or path.startswith(("/static/", "/s/")):
+            continue
+        try:
+            route = resolve(path).view_name
+        except Resolver404:
+            continue
+        key = (role, route)
+        if key not in _REACH:
+            _REACH[key] = client.get(html.unescape(target)).status_code
+        if _REACH[key] == 403:
+            gaps.append(f"control to {route} that answers 403 for the {role}")
+    return gaps
+
+
+def test_every_kind_has_pages_and_data():
+    assert {kind for kind, _ in CASES} == set(KIND_PAGES) == set(DATA)
+    names = {p.name for p in urls.urlpatterns}
+    assert set(NOT_PAGES) <= names, f"NOT_PAGES names routes that are gone: {set(NOT_PAGES) - names}"
+
+
+@pytest.mark.parametrize(("kind", "name"), CASES, ids=[name for _, name in CASES])
+def test_every_page_of_every_kind_has_every_capability(kind, name, portal, django_user_model, monkeypatch):
+    slug = DATA[kind][1]
+    reviewer = _client(django_user_model, "reviewer", ["reviewer"])
+    real = pages.frame_response
+
+    def spy(request, context, *, page_data):  # which builder the page renders with
+        _BUILDERS[name] = page_data
+        return real(request, context, page_data=page_data)
+
+    monkeypatch.setattr(pages, "frame_response", spy)
+    for module in (checklist_views, dialogue_views, hierarchy_views, choice_views, conflict_views):
+        if hasattr(module, "frame_response"):  # a view that calls the frame itself (the leaderboard)
+            monkeypatch.setattr(module, "frame_response", spy)
+    url = _page_url(reviewer, name, slug)
+    page = reviewer.get(url)
+    assert page.status_code == 200, f"{name}: {page.status_code}"
+    body = page.content.decode()
+    gaps = _frame_gaps(body, kind) + _metrics_link_gaps(body)
+    if name not in _BUILDERS:
+        gaps.append("rendering through the frame (runs.pages)")
+    if 'class="toolbar page-tools"' not in body or "Share…" not in body:
+        gaps.append("toolbar with exports and Share")
+    export_gaps, document = _export_gaps(reviewer, url, name)
+    gaps += export_gaps
+    gaps += _share_gaps(reviewer, slug, url, document)
+    gaps += _frozen_attempt_gaps(reviewer, slug, url, body,
+                                 declared=name in _BUILDERS and pages.declared(_BUILDERS[name]).links_attempts)
+    for role, groups in ROLES.items():
+        client = reviewer if role == "reviewer" else _client(django_user_model, role.replace(" ", "-"), groups)
+        seen = client.get(url)
+        if seen.status_code == 403:
+            continue  # the page itself is closed to the role: other pages must not link to it (checked there)
+        gaps += _control_gaps(client, role, seen.content.decode())
+    assert not gaps, f"{name} lacks: " + "; ".join(gaps)
+
+
+def test_a_plain_render_does_not_build_the_pages_tables(portal, django_user_model, monkeypatch):
+    from runs.exports import choice as exports
+    from runs.views import choice as views
+
+    calls = []
+    real = exports.tasks_page
+
+    def counting(context):
+        calls.append(1)
+        return real(context)
+
+    counting.declared = real.declared
+    monkeypatch.setattr(views.exports, "tasks_page", counting)
+    reviewer = _client(django_user_model, "reviewer", ["reviewer"])
+    url = reverse("runs:choice-tasks", args=["guidebench"])
+    body = reviewer.get(url).content.decode()
+    assert "Tasks (CSV)" in body and calls == []  # the toolbar lists the declared tables
+    assert reviewer.get(url + "?export=json").status_code == 200 and calls == [1]  # the export builds them, once
+
+
+def test_a_page_snapshot_stays_as_it_was_when_the_data_changes(portal, django_user_model):
+    slug = "evolif"
+    reviewer = _client(django_user_model, "reviewer", ["reviewer"])
     url = reverse("runs:dialogue-metrics", args=[slug])
-    created = reviewer.post(reverse("runs:page-share-create", args=[slug]), {"path": url})
-    token = re.search(r"/s/([A-Za-z0-9_-]+)/", created.content.decode()).group(1)
+    token = _share(reviewer, slug, url, attempts=False)
     export = reverse("runs:share-export", args=[token]) + "?format=csv"
     before = Client().get(export).content
     verdicts = Verdict.objects.filter(attempt__run__benchmark__slug=slug)
@@ -105,21 +362,30 @@ def test_a_page_snapshot_stays_as_it_was_when_the_data_changes(tmp_path, django_
     assert Client().get(export).content == before  # ... the snapshot did not
 
 
-def test_a_blind_annotator_sees_exports_but_no_share_form_and_cannot_share(tmp_path, django_user_model):
-    slug = _load("dialogue", tmp_path)
-    annotator = _client(django_user_model, "annotator", "annotator")
-    url = reverse("runs:dialogue-survival", args=[slug])
+def test_a_share_without_its_attempts_opens_none(portal, django_user_model):
+    reviewer = _client(django_user_model, "reviewer", ["reviewer"])
+    url = reverse("runs:dialogue-list", args=["evolif"])
+    token = _share(reviewer, "evolif", url, attempts=False)
+    link = ShareLink.objects.get()
+    assert link.scope == "leaderboard" and link.attempt_ids == []
+    attempt = Attempt.objects.filter(run__benchmark__slug="evolif").first()
+    assert f"/s/{token}/attempts/" not in Client().get(reverse("runs:share", args=[token])).content.decode()
+    assert Client().get(reverse("runs:share-attempt", args=[token, attempt.id])).status_code == 404
+
+
+def test_a_blind_annotator_sees_exports_but_no_share_form_and_cannot_share(portal, django_user_model):
+    annotator = _client(django_user_model, "annotator", ["annotator"])
+    url = reverse("runs:dialogue-survival", args=["evolif"])
     body = annotator.get(url).content.decode()
-    assert "Share…" not in body
-    assert annotator.post(reverse("runs:page-share-create", args=[slug]), {"path": url}).status_code == 403
+    assert "Share…" not in body and "(CSV)" in body
+    assert annotator.post(reverse("runs:page-share-create", args=["evolif"]), {"path": url}).status_code == 403
 
 
 @pytest.mark.parametrize("path", ["https://example.com/b/evolif/dialogue/", "//example.com/b/evolif/dialogue/",
                                   "/b/octobench/leaderboard/", "/b/evolif/dialogue/123/", "/admin/"])
-def test_it_refuses_to_freeze_what_is_not_a_page_of_this_benchmark(path, tmp_path, django_user_model):
-    slug = _load("dialogue", tmp_path)
-    reviewer = _client(django_user_model, "reviewer")
-    response = reviewer.post(reverse("runs:page-share-create", args=[slug]), {"path": path})
+def test_it_refuses_to_freeze_what_is_not_a_page_of_this_benchmark(path, portal, django_user_model):
+    reviewer = _client(django_user_model, "reviewer", ["reviewer"])
+    response = reviewer.post(reverse("runs:page-share-create", args=["evolif"]), {"path": path})
     assert response.status_code == 400
 
 
@@ -130,10 +396,8 @@ def test_csv_keeps_negative_numbers_numeric_and_neutralises_formula_text():
     assert table_csv(table).splitlines() == ["'=label,gain", "'=HYPERLINK(1),-2.50"]
 
 
-def test_the_leaderboard_shows_its_share_form_only_to_those_who_may_share(tmp_path, django_user_model):
-    slug = _load("checklist", tmp_path)
-    url = reverse("runs:checklist-leaderboard", args=[slug])
-    assert "Share…" in _client(django_user_model, "reviewer").get(url).content.decode()
-    annotator = _client(django_user_model, "annotator", "annotator")
-    body = annotator.get(url).content.decode()
+def test_the_leaderboard_shows_its_share_form_only_to_those_who_may_share(portal, django_user_model):
+    url = reverse("runs:checklist-leaderboard", args=["octobench"])
+    assert "Share…" in _client(django_user_model, "reviewer", ["reviewer"]).get(url).content.decode()
+    body = _client(django_user_model, "annotator", ["annotator"]).get(url).content.decode()
     assert "Share…" not in body and "Leaderboard (CSV)" in body

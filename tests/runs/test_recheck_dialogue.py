@@ -120,8 +120,6 @@ def test_it_runs_as_a_background_job():
         job_enqueue(job)
     job.refresh_from_db()
     if job.state == JobState.QUEUED:  # the test transaction swallowed on_commit: run it directly
-        from runs.jobs import job_execute
-
         job_execute(job.id)
         job.refresh_from_db()
     assert job.state == JobState.SUCCEEDED, job.errors

@@ -277,19 +277,35 @@ def test_the_list_needs_a_login(client):
     assert response.status_code == 302 and "/login/" in response["Location"]
 
 
-def test_the_leaderboard_offers_share_and_export_with_the_current_state(reviewer_client):
+def test_the_leaderboard_offers_share_and_export_in_one_toolbar_row_with_the_current_state(reviewer_client):
     bench, _ = build_study()
     url = reverse("runs:checklist-leaderboard", args=[bench.slug])
     page = reviewer_client.get(url + "?by=scaffold").content.decode()
-    assert 'name="query" id="share-query" value="by=scaffold"' in page
-    assert reverse("runs:share-create", args=[bench.slug]) in page
-    assert re.findall(r'<option value="(\d*)"', page.split('id="share-expires"')[1]) == list(sharing.EXPIRY_DAYS)
-    assert page.count('id="share-query"') == 1
-    # an htmx filter change swaps the results and, out of band, the share form's state; the export links follow
+    toolbar = page.split('id="page-tools"')[1].split('<section id="results">')[0]
+    assert page.count('id="page-tools"') == 1
+    assert "Share…" in toolbar and f'{url}?by=scaffold&amp;export=csv&amp;table=leaderboard' in toolbar  # one row
+    assert f'name="path" value="{url}?by=scaffold"' in toolbar and 'name="include_attempts"' in toolbar
+    assert reverse("runs:page-share-create", args=[bench.slug]) in toolbar
+    assert re.findall(r'<option value="(\d*)"', toolbar.split('name="expires_in"')[1]) == list(sharing.EXPIRY_DAYS)
+    assert "export=" not in page.split('<section id="results">')[1]  # the cached results hold no per-state toolbar
+    # an htmx filter change swaps the results and, out of band, the toolbar of the new state
     fragment = reviewer_client.get(url + "?by=judge", HTTP_HX_REQUEST="true").content.decode()
-    assert '<input type="hidden" name="query" id="share-query" value="by=judge" hx-swap-oob="true">' in fragment
-    assert reverse("runs:checklist-leaderboard-export", args=[bench.slug]) + "?by=judge&amp;format=csv" in fragment
-    assert "<form" not in fragment
+    assert 'id="page-tools" hx-swap-oob="true"' in fragment
+    assert f'{url}?by=judge&amp;export=csv&amp;table=leaderboard' in fragment and f'value="{url}?by=judge"' in fragment
+
+
+def test_the_leaderboards_share_form_freezes_it_through_the_frame(reviewer_client, client):
+    bench, attempts = build_study()
+    url = reverse("runs:checklist-leaderboard", args=[bench.slug])
+    response = reviewer_client.post(reverse("runs:page-share-create", args=[bench.slug]),
+                                    {"path": f"{url}?by=category", "include_attempts": "on"})
+    token = re.search(r"/s/([A-Za-z0-9_-]+)/", response.content.decode()).group(1)
+    link = ShareLink.objects.get()
+    assert link.scope == "attempts" and link.snapshot["by"] == "category" and link.snapshot["kind"] == "page"
+    assert sorted(link.attempt_ids) == sorted(a.id for a in attempts)
+    body = client.get(share_url(token)).content.decode()
+    assert "System Prompt" in body and share_url(token, "runs:share-attempts") in body
+    assert client.get(share_url(token, "runs:share-attempt", attempts[0].id)).status_code == 200
 
 
 def test_the_public_page_reads_no_rollups_or_verdicts(reviewer_client, client):

@@ -82,8 +82,9 @@ def test_it_answers_htmx_with_the_results_fragment_only(reviewer_client):
     response = reviewer_client.get(reverse("runs:checklist-leaderboard", args=[bench.slug]) + "?by=category", HTTP_HX_REQUEST="true")
     body = response.content.decode()
     assert response.status_code == 200 and 'id="results"' in body
-    assert "<html" not in body and "<form" not in body
-    assert "System Prompt" in body and "User Query" in body
+    results, toolbar = body.split('<div class="toolbar page-tools" id="page-tools" hx-swap-oob="true"')
+    assert "<html" not in body and "<form" not in results  # the toolbar of the new state comes out of band
+    assert "System Prompt" in results and "User Query" in results and "by=category&amp;export=csv" in toolbar
 
 
 def test_it_shows_a_model_by_group_matrix_with_drilldown_links_and_small_cells(reviewer_client):

@@ -29,17 +29,16 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import call_command
 from django.db import OperationalError
 from django.test import Client, RequestFactory
+from django.urls import reverse
 from django.utils import timezone
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from runs import jobs
-from runs import sharing
-from runs.filters import state_of
 from runs.ingest import IngestFailed, Options, Source, ingest
 from runs.leaderboard_rows import _database_tag
 from runs.middleware import UploadLimitMiddleware
-from runs.models import Attempt, Job, Judge, Verdict
+from runs.models import Job, ShareLink, Verdict
 from runs.templatetags.figures import figure_json
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -453,7 +452,7 @@ def test_a_huge_reasoning_is_cut_like_trajectory_text_on_the_attempt_and_share_p
     huge = "<script>window.__pwned=1</script>" + "R" * (5 * 1024 * 1024)
     verdict = Verdict.objects.filter(attempt=attempts[0]).first()
     Verdict.objects.filter(pk=verdict.pk).update(reasoning=huge)
-    link, token = sharing.share_link_create(user=reviewer, benchmark=bench, state=state_of({}), include_attempts=True)
+    token = _share(reviewer_client, bench, include_attempts="on")
     other = Verdict.objects.exclude(attempt=attempts[0]).first()
 
     for page, text in ((f"/attempts/{attempts[0].id}/", f"/attempts/{attempts[0].id}/text/"),
@@ -465,6 +464,13 @@ def test_a_huge_reasoning_is_cut_like_trajectory_text_on_the_attempt_and_share_p
         assert len(full) > len(huge) and "&lt;script&gt;" in full and "<script>" not in full
     # the share link's text endpoint reads only verdicts of the attempts in its scope
     assert reviewer_client.get(f"/s/{token}/attempts/{attempts[0].id}/text/?verdict={other.id}").status_code == 404
+
+
+def _share(client, bench, **fields) -> str:
+    """Freeze the benchmark's leaderboard through the frame's share form; the link's token."""
+    path = reverse("runs:checklist-leaderboard", args=[bench.slug])
+    response = client.post(reverse("runs:page-share-create", args=[bench.slug]), {"path": path, **fields})
+    return re.search(r"/s/([A-Za-z0-9_-]+)/", response.content.decode()).group(1)
 
 
 # production footguns --------------------------------------------------------------------------------------------
@@ -484,7 +490,10 @@ def test_an_all_digit_password_is_refused():
 @pytest.mark.django_db
 def test_an_admin_revokes_anyone_s_leaked_share_link(django_user_model, reviewer):
     bench, _ = build_study()
-    link, token = sharing.share_link_create(user=reviewer, benchmark=bench, state=state_of({}))
+    owner = Client()
+    owner.force_login(reviewer)
+    token = _share(owner, bench)
+    link = ShareLink.objects.get()
     admin = Client()
     admin.force_login(django_user_model.objects.create_superuser("boss", password="boss-pass-123"))
     assert Client().get(f"/s/{token}/").status_code == 200
