@@ -19,6 +19,7 @@ from django.db import transaction
 from .checkers.evolif import LLM_JUDGED, check_constraint
 from .models import Attempt, ChecklistItem, Job, Judge, JudgeKind, Run, Verdict, VerdictResult
 from .services import ProgressReporter, benchmarks_lock, job_register, rollups_rebuild_for_attempts, verdict_changes
+from .trajectory_view import stored_threads_of
 
 CHECKER_JUDGE = "evolif-checker"
 BATCH = 200
@@ -106,8 +107,8 @@ def _count_changes(report: RescoreReport, before: dict[tuple[int, int], tuple[st
 
 
 def _verdicts_for(attempt_ids: list[int], judge: Judge, logged: Judge | None, report: RescoreReport) -> list[Verdict]:
-    attempts = list(Attempt.objects.filter(id__in=attempt_ids).select_related("trajectory").only(
-        "id", "instance_id", "trajectory__threads"))
+    attempts = list(Attempt.objects.filter(id__in=attempt_ids).only("id", "instance_id"))
+    threads_of = stored_threads_of(attempt_ids)
     instance_ids = {a.instance_id for a in attempts}
     items: dict[int, dict[int, list[tuple[int, str, Any]]]] = {}
     for item_id, instance_id, turn, group, details in ChecklistItem.objects.filter(
@@ -122,7 +123,7 @@ def _verdicts_for(attempt_ids: list[int], judge: Judge, logged: Judge | None, re
             logged_rows[(attempt_id, item_id)] = (result, reasoning)
     out = []
     for attempt in attempts:
-        for turn, response in _responses(attempt).items():
+        for turn, response in _responses(threads_of.get(attempt.id, [])).items():
             for item_id, group, args in items.get(attempt.instance_id, {}).get(turn, []):
                 before = logged_rows.get((attempt.id, item_id))
                 verdict = check_constraint(group, args, response)
@@ -145,11 +146,10 @@ def _verdicts_for(attempt_ids: list[int], judge: Judge, logged: Judge | None, re
     return out
 
 
-def _responses(attempt: Attempt) -> dict[int, str]:
-    """turn -> the assistant's response at that turn, from the stored trajectory."""
-    trajectory = getattr(attempt, "trajectory", None)
+def _responses(threads: list[dict]) -> dict[int, str]:
+    """turn -> the assistant's response at that turn, from the stored trajectory's threads."""
     out: dict[int, str] = {}
-    for thread in (trajectory.threads if trajectory else []) or []:
+    for thread in threads:
         for message in thread.get("messages", []):
             if message.get("role") == "assistant" and isinstance(message.get("turn"), int):
                 content = message.get("content")

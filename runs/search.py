@@ -39,7 +39,7 @@ from runs.bulk import bulk_insert_rows
 from runs.models import (
     Attempt, Benchmark, BenchmarkKind, SearchSource, SearchText, Trajectory, Verdict, VerdictResult,
 )
-from runs.trajectory_view import pretty
+from runs.trajectory_view import pretty, stored_threads
 
 #: characters of one SearchText piece; longer messages are cut into pieces overlapping by MAX_QUERY. Small
 #: enough for a row to stay in the table's own pages (PostgreSQL moves values over about 2 kB to TOAST, whose
@@ -183,11 +183,10 @@ def responses_index(response_by_attempt: dict[int, str]) -> int:
 
 
 def index_written(model: type[models.Model], objs: Sequence[models.Model], fields: Iterable[str]) -> None:
-    """What the ingest calls after writing attempts or trajectories (`fields`: those the write set):
-    their search rows are replaced in the same transaction."""
-    if model is Trajectory and objs:
-        trajectories_index({obj.attempt_id: obj.threads for obj in objs})
-    elif model is Attempt and objs and "response" in fields:
+    """What the ingest calls after writing attempts (`fields`: those the write set): their search rows
+    are replaced in the same transaction. Trajectories are indexed by `runs.trajectory_store` as it
+    writes their messages."""
+    if model is Attempt and objs and "response" in fields:
         responses_index({obj.pk: obj.response or "" for obj in objs})
 
 
@@ -206,8 +205,7 @@ def search_rebuild(benchmark_ids: Iterable[int] | None = None, *, batch: int = 2
             with_trajectory = set(Trajectory.objects.filter(attempt_id__in=ids).values_list("attempt_id", flat=True))
             _replace(SearchSource.MESSAGE, [i for i in ids if i not in with_trajectory], [])
             for attempt_id in sorted(with_trajectory):
-                threads = Trajectory.objects.filter(attempt_id=attempt_id).values_list("threads", flat=True).first()
-                written["rows"] += trajectories_index({attempt_id: threads or []})
+                written["rows"] += trajectories_index({attempt_id: stored_threads(attempt_id)})
         written["attempts"] += len(ids)
     return written
 

@@ -23,13 +23,13 @@ from runs.models import (
     Judge,
     JudgeKind,
     Run,
-    Trajectory,
     Verdict,
 )
 from runs.pages import render_page
 from runs.querystring import query_with
 from runs.rescore import CHECKER_JUDGE, logged_judge_for
 from runs.services import job_create, job_enqueue
+from runs.trajectory_view import stored_threads
 
 METRIC_COLUMNS = [
     ("csr", "CSR %"), ("isr", "ISR %"), ("act_len", "ACT len"), ("act_acc", "ACT acc"),
@@ -185,7 +185,7 @@ def viewer(request, slug, pk):
         Attempt.objects.select_related("run__model", "run__benchmark", "instance"), pk=pk,
         run__benchmark__slug=slug, run__benchmark__kind=BenchmarkKind.DIALOGUE,
     )
-    threads = Trajectory.objects.filter(attempt=attempt).values_list("threads", flat=True).first() or []
+    threads = stored_threads(attempt.id)  # a dialogue: a few dozen messages
     messages = [msg for thread in threads for msg in thread.get("messages", [])]
     items = list(attempt.instance.items.filter(turn__isnull=False).values("id", "key", "turn", "group", "description", "details"))
     verdicts = list(Verdict.objects.filter(attempt=attempt).values("item_id", "judge__name", "result", "reasoning", "score"))
