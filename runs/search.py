@@ -26,7 +26,7 @@ PostgreSQL, by a statement timeout (`IFPORTAL_SEARCH_TIMEOUT_MS`).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from django.conf import settings
@@ -141,9 +141,8 @@ def _rows(attempt_id: int, facets: tuple[int, int, int], source: str, text: str,
             for k, part in enumerate(pieces(text))]
 
 
-def trajectory_rows(attempt_id: int, facets: tuple[int, int, int], threads: list) -> list[dict]:
+def trajectory_rows(attempt_id: int, facets: tuple[int, int, int], threads: list) -> Iterator[dict]:
     """The SearchText rows of one attempt's trajectory: one per message with text (or per piece of it)."""
-    rows = []
     for t, thread in enumerate(threads if isinstance(threads, list) else []):
         messages = thread.get("messages") if isinstance(thread, dict) else None
         for n, message in enumerate(messages if isinstance(messages, list) else []):
@@ -152,25 +151,31 @@ def trajectory_rows(attempt_id: int, facets: tuple[int, int, int], threads: list
             text = message_text(message)
             if text.strip():
                 turn = message.get("turn")
-                rows += _rows(attempt_id, facets, SearchSource.MESSAGE, text, thread=t, message=n,
-                              turn=turn if isinstance(turn, int) and not isinstance(turn, bool) and turn >= 0 else None)
-    return rows
+                yield from _rows(attempt_id, facets, SearchSource.MESSAGE, text, thread=t, message=n,
+                                 turn=turn if isinstance(turn, int) and not isinstance(turn, bool) and turn >= 0 else None)
 
 
-def _replace(source: str, attempt_ids: Sequence[int], rows: list[dict]) -> None:
+def _replace(source: str, attempt_ids: Sequence[int], rows: Iterable[dict]) -> int:
+    """Replace these attempts' rows of a source by `rows`, inserted a batch at a time (a 100 MB trajectory's
+    pieces are never all in memory); the rows written."""
     for start in range(0, len(attempt_ids), _WRITE_BATCH):
         SearchText.objects.filter(attempt_id__in=attempt_ids[start:start + _WRITE_BATCH], source=source).delete()
-    for start in range(0, len(rows), _WRITE_BATCH):
-        bulk_insert_rows(SearchText, rows[start:start + _WRITE_BATCH])
+    written, batch = 0, []
+    for row in rows:
+        batch.append(row)
+        if len(batch) >= _WRITE_BATCH:
+            bulk_insert_rows(SearchText, batch)
+            written, batch = written + len(batch), []
+    bulk_insert_rows(SearchText, batch)
+    return written + len(batch)
 
 
 def trajectories_index(threads_by_attempt: dict[int, list]) -> int:
     """Replace the message rows of these attempts by those of their trajectories; the rows written."""
     facets = _facets(threads_by_attempt)
-    rows = [row for attempt_id, threads in threads_by_attempt.items() if attempt_id in facets
-            for row in trajectory_rows(attempt_id, facets[attempt_id], threads)]
-    _replace(SearchSource.MESSAGE, sorted(threads_by_attempt), rows)
-    return len(rows)
+    rows = (row for attempt_id, threads in threads_by_attempt.items() if attempt_id in facets
+            for row in trajectory_rows(attempt_id, facets[attempt_id], threads))
+    return _replace(SearchSource.MESSAGE, sorted(threads_by_attempt), rows)
 
 
 def responses_index(response_by_attempt: dict[int, str]) -> int:

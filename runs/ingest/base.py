@@ -396,7 +396,7 @@ def iter_jsonl(source: Source, ctx: Context, *,
             lineno += 1
             digest.update(raw)
             ctx.advance(len(raw))
-            if not raw.strip():
+            if raw.isspace():  # not raw.strip(), which copies the line
                 continue
             if ctx.too_many_problems(source, since, lineno):
                 ctx.advance(size - handle.tell())
@@ -407,6 +407,7 @@ def iter_jsonl(source: Source, ctx: Context, *,
             except UnicodeDecodeError as exc:
                 ctx.problem(source, lineno, f"not valid UTF-8 (byte {exc.start + 1} of the line)")
                 continue
+            del raw  # a line can be 100 MB: from here on only its text, then its record, is held
             try:
                 obj = json.loads(text, **_STRICT_JSON)
             except RecursionError:
@@ -438,7 +439,7 @@ def iter_jsonl(source: Source, ctx: Context, *,
                 continue
             seen_record = True
             record = clean(obj) if _BAD_ESCAPES.search(text) else obj
-            del raw, text, obj  # a line can be 100 MB: hold only the parsed record while it is used
+            del text, obj
             yield lineno, record
     ctx.source_hashes[source.name] = digest.hexdigest()
     if not seen_record and not ctx.failed:
