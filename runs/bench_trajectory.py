@@ -157,8 +157,11 @@ def long_trajectory_figures(*, messages: int = 30_000, megabytes: int = 100, req
         if connection.vendor == "postgresql":
             with connection.cursor() as cursor:
                 cursor.execute("ANALYZE runs_trajectorymessage")
-                cursor.execute("SELECT pg_total_relation_size('runs_trajectorymessage')")
-                figures["message_table_mb"] = round(cursor.fetchone()[0] / 2**20, 1)
+                # what this attempt's rows take as stored (TOAST-compressed values included; indexes not)
+                cursor.execute("SELECT sum(pg_column_size(m.*)) FROM runs_trajectorymessage m JOIN runs_attempt a "
+                               "ON a.id = m.attempt_id JOIN runs_run r ON r.id = a.run_id JOIN runs_benchmark b "
+                               "ON b.id = r.benchmark_id WHERE b.slug = %s", [SLUG])
+                figures["message_rows_mb"] = round((cursor.fetchone()[0] or 0) / 2**20, 1)
         if http:
             figures["http"] = _http_figures(messages=written["messages"], requests=requests, port=port, say=say)
     finally:
