@@ -474,8 +474,8 @@ class SearchSource(models.TextChoices):
 class SearchText(models.Model):
     """A searchable piece of an attempt's text: one trajectory message, or its final response (`runs.search`).
 
-    Trajectories are one JSON document per attempt, so search needs them split by message to say
-    where a hit is; the ingest writes these rows in its own transaction, `manage.py search_rebuild`
+    Search needs each message's text (with its tool calls as the page shows them) cut in pieces and
+    filed by benchmark, run and model; the ingest writes these rows in its own transaction, `manage.py search_rebuild`
     rebuilds them. A message longer than `runs.search.PIECE` characters is cut into overlapping
     pieces (`piece` 0, 1, ...): every query of up to `runs.search.MAX_QUERY` characters lies whole in
     one of them. Judge reasoning is searched where it is stored (the verdict table has its own index).

@@ -79,7 +79,7 @@ def test_the_page_marks_the_message_it_was_opened_at_and_links_the_windows_aroun
     url = reverse("runs:attempt", args=[attempts[0].id])
     body = reviewer_client.get(url + "?thread=0&at=402").content.decode()  # the result of the call at 401
     assert 'class="result at" id="m-0-402"' in body and "step 199<" in body
-    assert "603 messages in this thread (303 with tool results under their calls)" in body
+    assert "603 messages in this thread, 303 entries with tool results under their calls; entries 201–240 shown" in body
     assert "Load the previous 40 messages" in body and "Load the next 40 messages" in body
     above = reviewer_client.get(url + "?thread=0&page=4", HTTP_HX_REQUEST="true", HTTP_X_WINDOW="above").content.decode()
     assert "Load the previous 40 messages" in above and "Load the next" not in above and "<html" not in above
