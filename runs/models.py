@@ -217,10 +217,13 @@ class Attempt(models.Model):
 
 
 class Trajectory(models.Model):
-    """The normalised threads of an attempt: [{"meta", "tools", "messages"}], main agent first.
+    """An attempt's trajectory: the heading of each thread, main agent first; the messages are
+    `TrajectoryMessage` rows (`runs.trajectory_store`), so a page reads one window of a thread.
 
-    Each message is {"role", "content", "reasoning"?, "tool_calls"?: [{"id", "name",
-    "arguments"}], "tool_call_id"?, "tool_name"?}; tool results sit next to their call.
+    `threads` is [{"meta", "tools", "message_count", "unit_count"}]. The whole document, with each
+    thread's "messages" ({"role", "content", "reasoning"?, "tool_calls"?: [{"id", "name",
+    "arguments"}], "tool_call_id"?, "tool_name"?}, tool results next to their call), is
+    `runs.trajectory_store.stored_threads`; `content_hash` and `size_bytes` are of that document.
     """
 
     attempt = models.OneToOneField(Attempt, on_delete=models.CASCADE, related_name="trajectory")
@@ -228,6 +231,31 @@ class Trajectory(models.Model):
     message_count = models.PositiveIntegerField(default=0)
     size_bytes = models.PositiveBigIntegerField(default=0)
     content_hash = models.CharField(max_length=64)
+
+
+class TrajectoryMessage(models.Model):
+    """One message of one thread of an attempt's trajectory, where a page reads a window of them.
+
+    `unit` numbers the thread's display units (a message, with the tool results it called folded
+    under it: a folded result carries its call's unit), `turn` the assistant turns, as the attempt
+    page shows them. `content` and `reasoning` hold those keys when they are text (NULL otherwise);
+    `rest` every other key of the message, as imported.
+    """
+
+    attempt = models.ForeignKey(Attempt, on_delete=models.CASCADE, related_name="+", db_index=False)
+    thread = models.PositiveIntegerField()
+    index = models.PositiveIntegerField()
+    unit = models.PositiveIntegerField()
+    turn = models.PositiveIntegerField(null=True, blank=True)
+    role = models.TextField()
+    content = models.TextField(null=True, blank=True)
+    reasoning = models.TextField(null=True, blank=True)
+    rest = models.JSONField(default=dict)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["attempt", "thread", "index"], name="trajectory_message_unique")]
+        # a window of display units; a jump finds a message's unit through the unique index
+        indexes = [models.Index(fields=["attempt", "thread", "unit"], name="trajectory_message_by_unit")]
 
 
 class VerdictResult(models.TextChoices):
@@ -460,8 +488,8 @@ class SearchSource(models.TextChoices):
 class SearchText(models.Model):
     """A searchable piece of an attempt's text: one trajectory message, or its final response (`runs.search`).
 
-    Trajectories are one JSON document per attempt, so search needs them split by message to say
-    where a hit is; the ingest writes these rows in its own transaction, `manage.py search_rebuild`
+    Search needs each message's text (with its tool calls as the page shows them) cut in pieces and
+    filed by benchmark, run and model; the ingest writes these rows in its own transaction, `manage.py search_rebuild`
     rebuilds them. A message longer than `runs.search.PIECE` characters is cut into overlapping
     pieces (`piece` 0, 1, ...): every query of up to `runs.search.MAX_QUERY` characters lies whole in
     one of them. Judge reasoning is searched where it is stored (the verdict table has its own index).

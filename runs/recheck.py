@@ -34,6 +34,7 @@ from .metrics.hierarchy import LOGGED_JUDGE as MANYIH_LOG
 from .metrics.hierarchy import UNCHECKED
 from .models import Attempt, BenchmarkKind, ChecklistItem, Judge, JudgeKind, Run, Verdict, VerdictResult
 from .services import benchmarks_lock, rollups_rebuild_for_attempts
+from .trajectory_view import stored_threads_of
 
 EVOLIF_CHECKER = "evolif-checker"
 BATCH = 200
@@ -172,8 +173,8 @@ def _store(attempt_ids: list[int], judge: Judge, wanted: Rows, report: RecheckRe
 
 # dialogue (EvolIF) --------------------------------------------------------------------
 def _dialogue_verdicts(attempt_ids: list[int], logged: Judge | None, report: RecheckReport) -> Rows:
-    attempts = list(Attempt.objects.filter(id__in=attempt_ids).select_related("trajectory").only(
-        "id", "instance_id", "trajectory__threads"))
+    attempts = list(Attempt.objects.filter(id__in=attempt_ids).only("id", "instance_id"))
+    threads_of = stored_threads_of(attempt_ids)
     items: dict[int, dict[int, list[tuple[int, str, Any]]]] = {}
     for item_id, instance_id, turn, group, details in ChecklistItem.objects.filter(
         instance_id__in={a.instance_id for a in attempts}, turn__isnull=False
@@ -185,7 +186,7 @@ def _dialogue_verdicts(attempt_ids: list[int], logged: Judge | None, report: Rec
                           .values_list("attempt_id", "item_id", "result")}
     out: Rows = {}
     for attempt in attempts:
-        for turn, response in _responses(attempt).items():
+        for turn, response in _responses(threads_of.get(attempt.id, [])).items():
             for item_id, group, args in items.get(attempt.instance_id, {}).get(turn, []):
                 before = logged_results.get((attempt.id, item_id))
                 verdict = check_constraint(group, args, response)
@@ -210,11 +211,10 @@ def _dialogue_verdicts(attempt_ids: list[int], logged: Judge | None, report: Rec
     return out
 
 
-def _responses(attempt: Attempt) -> dict[int, str]:
-    """turn -> the assistant's response at that turn, from the stored trajectory."""
-    trajectory = getattr(attempt, "trajectory", None)
+def _responses(threads: list[dict]) -> dict[int, str]:
+    """turn -> the assistant's response at that turn, from the stored trajectory's threads."""
     out: dict[int, str] = {}
-    for thread in (trajectory.threads if trajectory else []) or []:
+    for thread in threads:
         for message in thread.get("messages", []):
             if message.get("role") == "assistant" and isinstance(message.get("turn"), int):
                 content = message.get("content")

@@ -26,7 +26,7 @@ PostgreSQL, by a statement timeout (`IFPORTAL_SEARCH_TIMEOUT_MS`).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from django.conf import settings
@@ -39,7 +39,7 @@ from runs.bulk import bulk_insert_rows
 from runs.models import (
     Attempt, Benchmark, BenchmarkKind, SearchSource, SearchText, Trajectory, Verdict, VerdictResult,
 )
-from runs.trajectory_view import pretty
+from runs.trajectory_view import pretty, stored_threads
 
 #: characters of one SearchText piece; longer messages are cut into pieces overlapping by MAX_QUERY. Small
 #: enough for a row to stay in the table's own pages (PostgreSQL moves values over about 2 kB to TOAST, whose
@@ -141,9 +141,8 @@ def _rows(attempt_id: int, facets: tuple[int, int, int], source: str, text: str,
             for k, part in enumerate(pieces(text))]
 
 
-def trajectory_rows(attempt_id: int, facets: tuple[int, int, int], threads: list) -> list[dict]:
+def trajectory_rows(attempt_id: int, facets: tuple[int, int, int], threads: list) -> Iterator[dict]:
     """The SearchText rows of one attempt's trajectory: one per message with text (or per piece of it)."""
-    rows = []
     for t, thread in enumerate(threads if isinstance(threads, list) else []):
         messages = thread.get("messages") if isinstance(thread, dict) else None
         for n, message in enumerate(messages if isinstance(messages, list) else []):
@@ -152,17 +151,25 @@ def trajectory_rows(attempt_id: int, facets: tuple[int, int, int], threads: list
             text = message_text(message)
             if text.strip():
                 turn = message.get("turn")
-                rows += _rows(attempt_id, facets, SearchSource.MESSAGE, text, thread=t, message=n,
-                              turn=turn if isinstance(turn, int) and not isinstance(turn, bool) and turn >= 0 else None)
-    return rows
+                yield from _rows(attempt_id, facets, SearchSource.MESSAGE, text, thread=t, message=n,
+                                 turn=turn if isinstance(turn, int) and not isinstance(turn, bool) and turn >= 0 else None)
 
 
-def _replace(source: str, attempt_ids: Sequence[int], rows: list[dict]) -> None:
+def _replace(source: str, attempt_ids: Sequence[int], rows: Iterable[dict]) -> int:
+    """Replace these attempts' rows of a source by `rows`, inserted a batch at a time (a 100 MB trajectory's
+    pieces are never all in memory); the rows written."""
     for start in range(0, len(attempt_ids), _WRITE_BATCH):
         SearchText.objects.filter(attempt_id__in=attempt_ids[start:start + _WRITE_BATCH], source=source).delete()
-    for start in range(0, len(rows), _WRITE_BATCH):
-        bulk_insert_rows(SearchText, rows[start:start + _WRITE_BATCH])
-    benchmarks_mark_searchable({row["benchmark_id"] for row in rows})
+    written, batch, benchmark_ids = 0, [], set()
+    for row in rows:
+        batch.append(row)
+        benchmark_ids.add(row["benchmark_id"])
+        if len(batch) >= _WRITE_BATCH:
+            bulk_insert_rows(SearchText, batch)
+            written, batch = written + len(batch), []
+    bulk_insert_rows(SearchText, batch)
+    benchmarks_mark_searchable(benchmark_ids)
+    return written + len(batch)
 
 
 def benchmarks_mark_searchable(benchmark_ids: Iterable[int]) -> None:
@@ -179,10 +186,9 @@ def benchmarks_mark_searchable(benchmark_ids: Iterable[int]) -> None:
 def trajectories_index(threads_by_attempt: dict[int, list]) -> int:
     """Replace the message rows of these attempts by those of their trajectories; the rows written."""
     facets = _facets(threads_by_attempt)
-    rows = [row for attempt_id, threads in threads_by_attempt.items() if attempt_id in facets
-            for row in trajectory_rows(attempt_id, facets[attempt_id], threads)]
-    _replace(SearchSource.MESSAGE, sorted(threads_by_attempt), rows)
-    return len(rows)
+    rows = (row for attempt_id, threads in threads_by_attempt.items() if attempt_id in facets
+            for row in trajectory_rows(attempt_id, facets[attempt_id], threads))
+    return _replace(SearchSource.MESSAGE, sorted(threads_by_attempt), rows)
 
 
 def responses_index(response_by_attempt: dict[int, str]) -> int:
@@ -195,11 +201,10 @@ def responses_index(response_by_attempt: dict[int, str]) -> int:
 
 
 def index_written(model: type[models.Model], objs: Sequence[models.Model], fields: Iterable[str]) -> None:
-    """What the ingest calls after writing attempts or trajectories (`fields`: those the write set):
-    their search rows are replaced in the same transaction."""
-    if model is Trajectory and objs:
-        trajectories_index({obj.attempt_id: obj.threads for obj in objs})
-    elif model is Attempt and objs and "response" in fields:
+    """What the ingest calls after writing attempts (`fields`: those the write set): their search rows
+    are replaced in the same transaction. Trajectories are indexed by `runs.trajectory_store` as it
+    writes their messages."""
+    if model is Attempt and objs and "response" in fields:
         responses_index({obj.pk: obj.response or "" for obj in objs})
 
 
@@ -218,8 +223,7 @@ def search_rebuild(benchmark_ids: Iterable[int] | None = None, *, batch: int = 2
             with_trajectory = set(Trajectory.objects.filter(attempt_id__in=ids).values_list("attempt_id", flat=True))
             _replace(SearchSource.MESSAGE, [i for i in ids if i not in with_trajectory], [])
             for attempt_id in sorted(with_trajectory):
-                threads = Trajectory.objects.filter(attempt_id=attempt_id).values_list("threads", flat=True).first()
-                written["rows"] += trajectories_index({attempt_id: threads or []})
+                written["rows"] += trajectories_index({attempt_id: stored_threads(attempt_id)})
         written["attempts"] += len(ids)
     return written
 

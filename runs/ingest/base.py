@@ -24,7 +24,7 @@ from django.db import models
 
 from runs import search
 from runs.bulk import bulk_insert_rows
-from runs.models import Attempt, ChecklistItem, Trajectory
+from runs.models import Attempt, ChecklistItem
 
 MAX_LISTED_PROBLEMS = 50
 #: problems after which the rest of a file is not read: the import has failed by then, and a file of
@@ -197,8 +197,8 @@ def text_limit(model: type[models.Model], field: str) -> int:
     return model._meta.get_field(field).max_length
 
 
-#: models whose text `runs.search` indexes when an ingest writes them
-_SEARCHED = (Attempt, Trajectory)
+#: models whose text `runs.search` indexes when an ingest writes them (trajectories: `runs.trajectory_store`)
+_SEARCHED = (Attempt,)
 
 
 @functools.cache
@@ -396,7 +396,7 @@ def iter_jsonl(source: Source, ctx: Context, *,
             lineno += 1
             digest.update(raw)
             ctx.advance(len(raw))
-            if not raw.strip():
+            if raw.isspace():  # not raw.strip(), which copies the line
                 continue
             if ctx.too_many_problems(source, since, lineno):
                 ctx.advance(size - handle.tell())
@@ -407,6 +407,7 @@ def iter_jsonl(source: Source, ctx: Context, *,
             except UnicodeDecodeError as exc:
                 ctx.problem(source, lineno, f"not valid UTF-8 (byte {exc.start + 1} of the line)")
                 continue
+            del raw  # a line can be 100 MB: from here on only its text, then its record, is held
             try:
                 obj = json.loads(text, **_STRICT_JSON)
             except RecursionError:
@@ -437,7 +438,9 @@ def iter_jsonl(source: Source, ctx: Context, *,
                 ctx.problem(source, lineno, f"the JSON is nested too deeply (more than {MAX_DEPTH} levels)")
                 continue
             seen_record = True
-            yield lineno, clean(obj) if _BAD_ESCAPES.search(text) else obj
+            record = clean(obj) if _BAD_ESCAPES.search(text) else obj
+            del text, obj
+            yield lineno, record
     ctx.source_hashes[source.name] = digest.hexdigest()
     if not seen_record and not ctx.failed:
         ctx.problem(source, None, "the file holds no records")

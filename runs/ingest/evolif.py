@@ -53,7 +53,8 @@ from pathlib import Path
 from typing import Any
 
 from runs.checkers.evolif import LLM_JUDGED
-from runs.models import BenchmarkKind, ChecklistItem, Instance, JudgeKind, Run, Trajectory, VerdictResult
+from runs.models import BenchmarkKind, ChecklistItem, Instance, JudgeKind, Run, VerdictResult
+from runs.trajectory_store import trajectories_upsert
 
 from .base import STRICT_DECODER, Context, Source, content_hash, iter_jsonl, require
 from .lookups import (
@@ -540,14 +541,10 @@ def _write_log(ctx: Context, run: Run, judge, log: dict) -> None:
         messages.append({"role": "assistant", "content": _text(t["response"]), "turn": t["turn"]})
     threads = [{"meta": {"thread": "main", "dialog": log["external_id"], "model": run.model.name},
                 "tools": [], "messages": messages}]
-    trajectory = {
-        "attempt_id": attempt_id, "threads": threads, "message_count": len(messages),
-        "size_bytes": len(_json_bytes(threads)), "content_hash": content_hash(threads),
-    }
     if ctx.failed:
         ctx.report.add("trajectories", "created")
     else:
-        ctx.upsert(Trajectory, [trajectory], key=("attempt_id",), compare=("content_hash",), kind="trajectories")
+        trajectories_upsert(ctx, [{"attempt_id": attempt_id, "threads": threads}])
     items = log["items"]
     rows = []
     for t in turns:

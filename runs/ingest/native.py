@@ -25,10 +25,10 @@ from runs.models import (
     Judge,
     JudgeKind,
     Run,
-    Trajectory,
     VerdictResult,
 )
 from runs.services import catalog_lock
+from runs.trajectory_store import trajectories_upsert
 
 from .base import Context, Source, content_hash, iter_jsonl, overflows_float
 from .lookups import (
@@ -576,15 +576,9 @@ class _NativeIngest:
                     trajectories[instance_id] = threads
             ids = attempts_upsert(ctx, run, rows, compare=("response", "outcome", "assistant_turns", *USAGE_FIELDS))
             ctx.touched_runs[run.id] = run
-            traj_rows = [{
-                "attempt_id": ids[instance_id],
-                "threads": threads,
-                "message_count": sum(len(t["messages"]) for t in threads),
-                "size_bytes": len(json.dumps(threads, ensure_ascii=False).encode("utf-8", "surrogatepass")),
-                "content_hash": content_hash(threads),
-            } for instance_id, threads in trajectories.items()]
-            if traj_rows:
-                ctx.upsert(Trajectory, traj_rows, key=("attempt_id",), compare=("content_hash",), kind="trajectories")
+            if trajectories:
+                trajectories_upsert(ctx, [{"attempt_id": ids[instance_id], "threads": threads}
+                                          for instance_id, threads in trajectories.items()])
 
     def _write_verdicts(self, defined: _Defined, records: list[tuple[Run | None, dict]]) -> None:
         if not records:

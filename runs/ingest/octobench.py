@@ -7,8 +7,9 @@ from typing import Any
 
 from runs.categories import normalise_category
 from runs.models import (
-    BenchmarkKind, ChecklistItem, Instance, JudgeKind, JudgeReport, ReportStatus, Trajectory, Verdict, VerdictResult,
+    BenchmarkKind, ChecklistItem, Instance, JudgeKind, JudgeReport, ReportStatus, Verdict, VerdictResult,
 )
+from runs.trajectory_store import trajectories_upsert
 
 from .base import Context, Source, content_hash, iter_json_document, iter_jsonl, overflows_float, require, text_limit
 from .lookups import (
@@ -325,18 +326,10 @@ def _write_session(ctx: Context, benchmark, index: InstanceIndex, runs: dict, se
         [{"instance_id": instance_id, "response": response, "assistant_turns": len(assistant), **usage}],
         compare=("response", "assistant_turns", *USAGE_FIELDS),
     )
-    size = len(json.dumps(threads, ensure_ascii=False).encode("utf-8", "surrogatepass"))
-    trajectory = {
-        "attempt_id": ids.get(instance_id),
-        "threads": threads,
-        "message_count": sum(len(t["messages"]) for t in threads),
-        "size_bytes": size,
-        "content_hash": content_hash(threads),
-    }
     if ctx.failed:
         ctx.report.add("trajectories", "created")
         return
-    ctx.upsert(Trajectory, [trajectory], key=("attempt_id",), compare=("content_hash",), kind="trajectories")
+    trajectories_upsert(ctx, [{"attempt_id": ids.get(instance_id), "threads": threads}])
 
 
 def _text_of(content: Any) -> str:

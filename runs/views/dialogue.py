@@ -13,13 +13,13 @@ from runs.models import (
     BenchmarkKind,
     Judge,
     JudgeKind,
-    Trajectory,
     Verdict,
 )
 from runs.pages import render_page
 from runs.querystring import query_with
 from runs.recheck import EVOLIF_CHECKER, logged_judge_for
 from runs.selectors import dialogue as selectors
+from runs.trajectory_view import stored_threads
 
 
 def _benchmark(request, slug: str) -> Benchmark:
@@ -74,7 +74,7 @@ def dialogues(request, slug):
 def viewer(request, slug, pk):
     """One dialogue turn by turn: user message, constraint changes, response, verdicts, patience."""
     attempt = attempt_for(request, pk, kinds=(BenchmarkKind.DIALOGUE,), slug=slug)
-    threads = Trajectory.objects.filter(attempt=attempt).values_list("threads", flat=True).first() or []
+    threads = stored_threads(attempt.id)  # a dialogue: a few dozen messages
     messages = [msg for thread in threads for msg in thread.get("messages", [])]
     items = list(attempt.instance.items.filter(turn__isnull=False).values("id", "key", "turn", "group", "description", "details"))
     verdicts = list(Verdict.objects.filter(attempt=attempt).values("item_id", "judge__name", "result", "reasoning", "score"))

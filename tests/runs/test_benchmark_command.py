@@ -19,6 +19,7 @@ def test_benchmark_prints_every_ingest_figure_and_cleans_up(postgres, tmp_path, 
     monkeypatch.setattr("runs.study_benchmark.tmpdir", lambda: study)
     out = tmp_path / "figures.json"
     call_command("benchmark", instances=4, items=3, models=2, repetitions=1, judges=2, trajectory_mb=1,
+                 long_trajectory_messages=400, long_trajectory_mb=1,
                  skip_http=True, json=str(out), stdout=open(tmp_path / "stdout", "w"))
     figures = json.loads(out.read_text())
 
@@ -46,6 +47,11 @@ def test_benchmark_prints_every_ingest_figure_and_cleans_up(postgres, tmp_path, 
     assert search["search_rows"] > 0 and search["all_queries"]["p95_ms"] > 0
     assert search["rare phrase in trajectories"]["hits_on_first_page"] >= 1
     assert search["phrase found nowhere"]["hits_on_first_page"] == 0
+    # the long trajectory went through `manage.py ingest` (a child process) into rows a page reads a window of
+    long = figures["long_trajectory"]
+    assert long["import"]["messages"] == 400 and long["import"]["peak_rss_mb"] > 0
+    assert long["import"]["target_peak_rss_mb"] == 400 and long["message_rows_mb"] > 0 and "http" not in long
+    assert not Benchmark.objects.filter(slug="benchmark-long-trajectory").exists()
     # the study is gone (the files it generated too), and so are the COPY tables
     assert not study.exists()
     assert not Benchmark.objects.filter(slug__in=["benchmark-study", "benchmark-study-cli"]).exists()

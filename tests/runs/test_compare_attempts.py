@@ -5,8 +5,9 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from runs.metrics.attempt_diff import SideVerdict, judge_totals, verdict_diff
-from runs.models import AgentModel, Attempt, Benchmark, ChecklistItem, Instance, Judge, Run, Trajectory, Verdict
+from runs.models import AgentModel, Attempt, Benchmark, ChecklistItem, Instance, Judge, Run, Verdict
 from runs.services import rollups_rebuild_for_attempts
+from runs.trajectory_store import trajectory_save
 
 XSS = "<script>alert(1)</script>"
 
@@ -55,8 +56,7 @@ def _world(n_messages=5):
         attempts[label] = Attempt.objects.create(run=run, instance=inst, assistant_turns=2)
         messages = [{"role": "user", "content": f"task for {label}"}] + [
             {"role": "assistant", "content": f"{label} step {n} {XSS}"} for n in range(n_messages)]
-        Trajectory.objects.create(attempt=attempts[label], threads=[{"meta": {"thread": "main"}, "tools": [], "messages": messages}],
-                                  message_count=len(messages), size_bytes=1, content_hash="h")
+        trajectory_save(attempt_id=attempts[label].id, threads=[{"meta": {"thread": "main"}, "tools": [], "messages": messages}])
     attempts["other"] = Attempt.objects.create(run=Run.objects.get(label="beta-r1"), instance=other)
     # c1: alpha-r1 fails under j1 only (j2 passes), beta passes everything; c2: j2 finds alpha-r1 not applicable
     for label, attempt in attempts.items():

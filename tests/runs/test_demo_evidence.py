@@ -8,6 +8,7 @@ from django.urls import reverse
 from runs.demo import SCALES, octobench_plan
 from runs.ingest import Source, ingest
 from runs.models import Verdict
+from runs.trajectory_view import stored_threads
 
 TURN = re.compile(r"Violated at turn (\d+)|第 (\d+) 轮违反")
 
@@ -53,7 +54,7 @@ def test_the_demo_attempt_page_links_a_failed_item_to_its_message(tmp_path, revi
             ingest(step.format, [Source.of(p) for p in step.paths], step.options)
     verdict = Verdict.objects.filter(result="fail").exclude(evidence=None).select_related("attempt").first()
     message = verdict.evidence["message"]
-    assert verdict.attempt.trajectory.threads[0]["messages"][message]["role"] == "assistant"
+    assert stored_threads(verdict.attempt_id)[0]["messages"][message]["role"] == "assistant"
 
     body = reviewer_client.get(reverse("runs:attempt", args=[verdict.attempt_id])).content.decode()
 

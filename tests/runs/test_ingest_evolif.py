@@ -10,6 +10,7 @@ from runs.ingest import IngestFailed, Options, Source, ingest
 from runs.ingest.base import MAX_PROBLEMS_PER_FILE
 from runs.ingest.evolif import JUDGE_FAILED
 from runs.models import Attempt, AttemptRollup, ChecklistItem, Instance, Judge, JudgeKind, Run, Trajectory, Verdict
+from runs.trajectory_view import stored_threads
 
 pytestmark = pytest.mark.django_db
 
@@ -164,7 +165,7 @@ def test_it_stores_attempts_outcomes_and_logged_verdicts():
 def test_it_stores_the_dialogue_as_one_thread_of_turn_tagged_messages():
     dialogs()
     logs()
-    thread = Trajectory.objects.get(attempt__instance__external_id="dialog_2").threads
+    thread = stored_threads(Trajectory.objects.get(attempt__instance__external_id="dialog_2").attempt_id)
     assert len(thread) == 1 and thread[0]["meta"]["thread"] == "main"
     messages = thread[0]["messages"]
     assert [(m["role"], m["turn"]) for m in messages] == [("user", 1), ("assistant", 1), ("user", 2), ("assistant", 2)]
@@ -456,7 +457,7 @@ def test_it_reads_a_turn_eval_py_played_again_after_a_cut_off_line(tmp_path):
     assert [t["turn"] for t in attempt.outcome["turns"]] == [1, 2, 3, 4, 5] and attempt.outcome["ended_by"] == "script_end"
     assert report.counts["log lines with a cut-off write"] == {"read": 2}
     assert report.counts["log turns played again after a cut-off line"] == {"replaced": 1}
-    messages = Trajectory.objects.get().threads[0]["messages"]
+    messages = stored_threads(Trajectory.objects.get().attempt_id)[0]["messages"]
     assert [m["content"] for m in messages if m["turn"] == 3 and m["role"] == "assistant"] == ["HOORAY AGAIN"]
 
 

@@ -21,6 +21,7 @@ from rest_framework.test import APIClient
 
 from runs.ingest import IngestFailed, Options, Source, ingest, inspect_ai, native
 from runs.models import Attempt, Benchmark, ChecklistItem, Instance, Job, JobState, Run, Verdict
+from runs.trajectory_view import stored_threads
 
 pytestmark = pytest.mark.django_db
 
@@ -84,7 +85,7 @@ def test_edits_keep_their_history_and_invalidated_samples_are_marked(kind):
 def test_messages_become_the_trajectory_and_events_keep_tokens_and_time(kind):
     _ingest(LOGS[kind], pass_threshold=0.5)
     attempt = _attempt("tiny_if", "capital", 1)
-    [thread] = attempt.trajectory.threads
+    [thread] = stored_threads(attempt.id)
     assert [t["name"] for t in thread["tools"]] == ["lookup"]
     roles = [m["role"] for m in thread["messages"]]
     assert roles == ["user", "assistant", "tool", "assistant"]
@@ -248,7 +249,7 @@ def test_logs_made_by_inspect_ai_now_import_as_the_committed_ones_do(tmp_path):
     assert Attempt.objects.filter(run__benchmark__slug="now-eval", trajectory__isnull=False).count() == 6
     [sub_agent] = (tmp_path / "logs" / "sub_agent").iterdir()
     _ingest(sub_agent, benchmark="now-sub-agent")
-    threads = Attempt.objects.get(run__benchmark__slug="now-sub-agent").trajectory.threads
+    threads = stored_threads(Attempt.objects.get(run__benchmark__slug="now-sub-agent").id)
     assert [t["meta"]["thread"] for t in threads] == ["main", "sub-agent researcher"]
 
 
@@ -340,7 +341,7 @@ def test_attachments_are_put_back_where_the_log_refers_to_them(tmp_path):
     moved.write_text(json.dumps(log), encoding="utf-8")
     _ingest(moved, pass_threshold=0.5)
     attempt = _attempt("tiny_if", "capital", 1)
-    assert attempt.trajectory.threads[0]["messages"][2]["content"] == long
+    assert stored_threads(attempt.id)[0]["messages"][2]["content"] == long
     [tool] = [e for e in attempt.outcome["events"] if e["event"] == "tool"]
     assert tool["result"] == long[:300] + "…"
 
@@ -368,7 +369,7 @@ def test_a_sub_agent_gets_a_thread_of_its_own():
     """tests/fixtures/inspect/sub_agent.json: the main model calls a sub-agent as a tool (make_logs.py's sub_agent)."""
     _ingest(FIXTURES / "sub_agent.json")
     attempt = Attempt.objects.select_related("trajectory").get()
-    main, sub = attempt.trajectory.threads
+    main, sub = stored_threads(attempt.id)
     assert main["meta"]["thread"] == "main" and [m["role"] for m in main["messages"]] == ["user", "assistant", "tool", "assistant"]
     assert main["messages"][2]["content"] == "The research says Paris."
     assert sub["meta"]["thread"] == "sub-agent researcher"

@@ -13,6 +13,7 @@ from django.urls import reverse
 
 from runs.ingest import IngestFailed, Options, Source, ingest
 from runs.models import Attempt, Benchmark, ChecklistItem, Instance, Run, Verdict
+from runs.trajectory_view import stored_threads
 
 pytestmark = pytest.mark.django_db
 
@@ -83,7 +84,7 @@ def test_every_instruction_id_is_an_item_with_its_category_and_kwargs():
     assert strict == {"change_case:english_lowercase": "fail"} and loose == {"change_case:english_lowercase": "pass"}
     attempt = Attempt.objects.select_related("trajectory").get(instance__external_id="3")
     assert attempt.response == "Riddle: i have doors but no keys"
-    assert [m["role"] for m in attempt.trajectory.threads[0]["messages"]] == ["user", "assistant"]
+    assert [m["role"] for m in stored_threads(attempt.id)[0]["messages"]] == ["user", "assistant"]
 
 
 def test_other_tasks_give_one_item_per_metric_and_filter_with_the_reported_rates():

@@ -18,6 +18,7 @@ from runs.models import (
     Trajectory,
     Verdict,
 )
+from runs.trajectory_view import stored_threads
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "native" / "study.jsonl"
 pytestmark = pytest.mark.django_db
@@ -80,7 +81,7 @@ def test_it_stores_threads_in_the_normalised_shape():
     _ingest()
 
     attempt = Attempt.objects.get(instance__external_id="repo-fix-001")
-    threads = attempt.trajectory.threads
+    threads = stored_threads(attempt.id)
     assert threads[0]["meta"] == {"session_id": "s-1", "thread": "main"}
     assert threads[0]["messages"][2]["tool_calls"][0] == {"id": "call_1", "name": "bash", "arguments": {"command": "pytest -q"}}
     assert attempt.assistant_turns == 2 and attempt.trajectory.message_count == 5

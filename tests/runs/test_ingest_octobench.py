@@ -26,6 +26,7 @@ from runs.models import (
     Trajectory,
     Verdict,
 )
+from runs.trajectory_view import stored_threads
 
 pytestmark = pytest.mark.django_db
 
@@ -155,7 +156,7 @@ def test_it_merges_a_merged_trajectory_main_thread_first(instances):
     assert report.counts["trajectories"]["created"] == 1
     attempt = Attempt.objects.get()
     assert (attempt.run.label, attempt.run.model.name, attempt.instance.external_id) == ("model-x", "model-x", "oct-alpha")
-    threads = attempt.trajectory.threads
+    threads = stored_threads(attempt.id)
     assert [t["meta"]["thread"] for t in threads] == ["main", "sub-agent 1"]
     main, sub = threads
     assert [t["name"] for t in main["tools"]] == ["Read", "Grep"]
@@ -190,7 +191,7 @@ def test_it_merges_a_raw_proxy_log_into_threads(instances):
     assert report.counts["trajectories"]["created"] == 1
     attempt = Attempt.objects.get()
     assert (attempt.instance.external_id, attempt.run.model.name) == ("oct-beta", "model-y")
-    threads = attempt.trajectory.threads
+    threads = stored_threads(attempt.id)
     assert [t["meta"]["thread"] for t in threads] == ["main", "sub-agent 1"]
     main, sub = threads
     assert [t["name"] for t in main["tools"]] == ["Read", "Bash"]
@@ -550,7 +551,7 @@ def test_it_streams_a_200_mb_raw_log_without_loading_it(instances, tmp_path):
     assert report.counts["trajectories"]["created"] == 1
     assert peak < 16 * 1024 * 1024, f"peak {peak / 2**20:.1f} MiB for a {size / 2**20:.0f} MiB file"
     assert time.monotonic() - started < 60
-    main = Trajectory.objects.get().threads[0]
+    main = stored_threads(Trajectory.objects.get().attempt_id)[0]
     assert [m["role"] for m in main["messages"]] == ["system", "user", "assistant", "tool", "assistant"]
     assert len(main["messages"][3]["content"]) == len(bulk)
 
@@ -581,14 +582,14 @@ def test_the_shared_trajectories_and_scores_ingest(shared_data):
     load("octobench-trajectories", folder / "trajectory_raw.jsonl", run="raw")
     load("octobench-scores", folder / "scores.json", run="merged", model="claude-sonnet-4-5-20250929", judge="judge-1")
 
-    merged = Trajectory.objects.get(attempt__run__label="merged")
-    assert [t["meta"]["thread"] for t in merged.threads] == ["main", "sub-agent 1"]
-    assert merged.threads[0]["tools"]
-    raw = Trajectory.objects.get(attempt__run__label="raw")
-    assert raw.threads[0]["tools"] and raw.threads[0]["meta"]["thread"] == "main"
+    merged = stored_threads(Trajectory.objects.get(attempt__run__label="merged").attempt_id)
+    assert [t["meta"]["thread"] for t in merged] == ["main", "sub-agent 1"]
+    assert merged[0]["tools"]
+    raw = stored_threads(Trajectory.objects.get(attempt__run__label="raw").attempt_id)
+    assert raw[0]["tools"] and raw[0]["meta"]["thread"] == "main"
     for trajectory in (merged, raw):
-        _assert_every_result_follows_its_call(trajectory.threads[0]["messages"])
-    assert any(m.get("reasoning") for m in raw.threads[0]["messages"])
+        _assert_every_result_follows_its_call(trajectory[0]["messages"])
+    assert any(m.get("reasoning") for m in raw[0]["messages"])
 
     scores = json.loads((folder / "scores.json").read_text())
     for result in scores["results"]:

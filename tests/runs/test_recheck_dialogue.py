@@ -6,12 +6,13 @@ from django.core.management.base import CommandError
 from runs.metrics.dialogue import agreement_rows, dialogues_select, disagreements
 from runs.models import (
     AgentModel, Attempt, Benchmark, ChecklistItem, GroupRollup, Instance, Job, JobState, Judge, JudgeKind, Run,
-    Trajectory, Verdict,
+    Verdict,
 )
 from runs.jobs import job_create, job_enqueue, job_execute
 from runs.recheck import EVOLIF_CHECKER as CHECKER_JUDGE
 from runs.recheck import logged_judge_for, recheck_run
 from runs.services import rollups_rebuild_for_attempts
+from runs.trajectory_store import trajectory_save
 
 pytestmark = pytest.mark.django_db
 
@@ -50,8 +51,7 @@ def build_run(label="m1", model="model-one"):
     messages = []
     for t in (1, 2, 3):
         messages += [{"role": "user", "content": f"query {t}", "turn": t}, {"role": "assistant", "content": RESPONSES[t], "turn": t}]
-    Trajectory.objects.create(attempt=attempt, threads=[{"meta": {"thread": "main"}, "tools": [], "messages": messages}],
-                              message_count=len(messages), content_hash="x")
+    trajectory_save(attempt_id=attempt.id, threads=[{"meta": {"thread": "main"}, "tools": [], "messages": messages}])
     judge, _ = Judge.objects.get_or_create(name="evolif-log", defaults={"kind": JudgeKind.LOGGED})
     for key, result in LOGGED.items():
         Verdict.objects.create(attempt=attempt, item=items[key], judge=judge, result=result)

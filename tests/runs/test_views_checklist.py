@@ -5,9 +5,10 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from runs.models import (
-    AgentModel, Attempt, Benchmark, ChecklistItem, Instance, Judge, Run, Trajectory, Verdict,
+    AgentModel, Attempt, Benchmark, ChecklistItem, Instance, Judge, Run, Verdict,
 )
 from runs.services import rollups_rebuild_for_attempts
+from runs.trajectory_store import trajectory_save
 
 pytestmark = pytest.mark.django_db
 XSS = "<script>alert(1)</script>"
@@ -51,7 +52,7 @@ def trajectory(attempt, *, long_text="x" * 5000):
         ]},
         {"meta": {"thread": "sub-agent 1"}, "tools": [], "messages": [{"role": "user", "content": "sub task"}]},
     ]
-    return Trajectory.objects.create(attempt=attempt, threads=threads, message_count=6, size_bytes=6000, content_hash="h")
+    return trajectory_save(attempt_id=attempt.id, threads=threads)
 
 
 def test_it_shows_the_leaderboard_with_mean_and_std_across_judges(reviewer_client):
@@ -185,8 +186,7 @@ def test_it_loads_the_full_text_of_a_long_message_escaped(reviewer_client):
 def test_it_pages_long_threads_and_finds_text(reviewer_client):
     _, attempts = build_study(n_instances=1)
     messages = [{"role": "assistant", "content": f"step {n}"} for n in range(95)]
-    Trajectory.objects.create(attempt=attempts[0], threads=[{"meta": {"thread": "main"}, "tools": [], "messages": messages}],
-                              message_count=95, size_bytes=1, content_hash="h")
+    trajectory_save(attempt_id=attempts[0].id, threads=[{"meta": {"thread": "main"}, "tools": [], "messages": messages}])
     url = reverse("runs:attempt", args=[attempts[0].id])
     first = reviewer_client.get(url).content.decode()
     assert "step 39<" in first and "step 40<" not in first and "Load the next" in first

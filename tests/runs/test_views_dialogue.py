@@ -6,6 +6,8 @@ from runs.models import Benchmark, Job, JobState, Verdict
 from runs.jobs import job_execute
 from runs.recheck import EVOLIF_CHECKER as CHECKER_JUDGE
 from runs.recheck import recheck_run
+from runs.trajectory_store import trajectory_save
+from runs.trajectory_view import stored_threads
 
 from .test_recheck_dialogue import build_run
 
@@ -79,8 +81,9 @@ def test_it_drills_down_to_the_turns_where_a_group_failed(reviewer_client, world
 
 def test_it_shows_a_dialogue_turn_by_turn_with_escaped_output(reviewer_client, world):
     run, attempt = world
-    attempt.trajectory.threads[0]["messages"][1]["content"] = "Zebra <script>alert(1)</script>"
-    attempt.trajectory.save()
+    threads = stored_threads(attempt.id)
+    threads[0]["messages"][1]["content"] = "Zebra <script>alert(1)</script>"
+    trajectory_save(attempt_id=attempt.id, threads=threads)
     response = reviewer_client.get(reverse("runs:dialogue-viewer", args=["evolif", attempt.id]))
     body = response.content.decode()
     assert "<script>alert(1)</script>" not in body and "&lt;script&gt;alert(1)&lt;/script&gt;" in body

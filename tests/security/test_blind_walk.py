@@ -132,6 +132,8 @@ def study(db, django_user_model, tmp_path, hostile):
 def _twin_with_flipped_verdicts(run) -> None:
     """A second run of the same model whose every verdict is the opposite (so compare pages have flips)."""
     from runs.models import Attempt, Run, Trajectory, Verdict, VerdictResult
+    from runs.trajectory_store import trajectory_save
+    from runs.trajectory_view import stored_threads
     from runs.services import rollups_rebuild_for_attempts
 
     twin = Run.objects.create(benchmark=run.benchmark, model=run.model, label=f"{run.label}-twin", scaffold=run.scaffold,
@@ -141,9 +143,8 @@ def _twin_with_flipped_verdicts(run) -> None:
     for attempt in Attempt.objects.filter(run=run):
         copy = Attempt.objects.create(run=twin, instance=attempt.instance, response=attempt.response,
                                       outcome=attempt.outcome, assistant_turns=attempt.assistant_turns)
-        for trajectory in Trajectory.objects.filter(attempt=attempt):
-            trajectory.pk, trajectory.attempt = None, copy
-            trajectory.save()
+        if Trajectory.objects.filter(attempt=attempt).exists():
+            trajectory_save(attempt_id=copy.id, threads=stored_threads(attempt.id))
         Verdict.objects.bulk_create(Verdict(attempt=copy, item_id=v.item_id, judge_id=v.judge_id, score=v.score,
                                             result=flipped.get(v.result, v.result), reasoning=v.reasoning)
                                     for v in Verdict.objects.filter(attempt=attempt))

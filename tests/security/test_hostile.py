@@ -11,11 +11,12 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_it_stores_the_hostile_corpus_through_every_format(db, tmp_path, hostile):
     from runs.models import Attempt, Trajectory, Verdict
+    from runs.trajectory_view import stored_threads
 
     counts = hostile.ingest_all(tmp_path)
 
     assert counts == {"hostile": 3, "hostile-conflict": 1, "evolif": 1, "manyih-coding": 3, "guidebench": 3}
-    stored = Trajectory.objects.get(attempt__instance__external_id="huge").threads[0]["messages"][1]["content"]
+    stored = stored_threads(Trajectory.objects.get(attempt__instance__external_id="huge").attempt_id)[0]["messages"][1]["content"]
     assert len(stored) == len(hostile.HUGE)
     reasoning = Verdict.objects.filter(attempt__run__benchmark__slug="hostile").values_list("reasoning", flat=True)
     assert set(reasoning) == {hostile.STORED}

@@ -12,6 +12,7 @@ from django.db import connection
 from django.db.models import F
 from django.urls import NoReverseMatch, reverse
 
+from runs import bench_trajectory
 from runs import study_benchmark as sb
 from runs.ingest import Options, Source, ingest, ingest_units
 from runs.ingest.layout import entries_of, plan_import
@@ -42,10 +43,21 @@ class Command(BaseCommand):
         parser.add_argument("--keep", action="store_true", help="keep the generated benchmark in the database")
         parser.add_argument("--http-only", action="store_true",
                             help="only measure the pages and APIs, on a study kept by an earlier --keep run")
+        parser.add_argument("--long-trajectory-messages", type=int, default=30_000,
+                            help="messages of the one-attempt long trajectory (runs.bench_trajectory)")
+        parser.add_argument("--long-trajectory-mb", type=int, default=100, help="its size")
+        parser.add_argument("--skip-long-trajectory", action="store_true")
+        parser.add_argument("--long-trajectory-only", action="store_true", help="measure only the long trajectory")
 
     def handle(self, *args, **o):
         if connection.vendor != "postgresql":
             self.stderr.write("note: not on PostgreSQL (set DATABASE_URL); COPY throughput is skipped and figures are not the target ones")
+        if o["long_trajectory_only"]:
+            figures = {"database": connection.vendor, "long_trajectory": self._long_trajectory(o)}
+            if o["json"]:
+                Path(o["json"]).write_text(json.dumps(figures, indent=2))
+            self.stdout.write(json.dumps(figures, indent=2))
+            return
         if o["http_only"]:
             if not Benchmark.objects.filter(slug=SLUG).exists():
                 raise CommandError(f"--http-only needs the benchmark '{SLUG}' of an earlier run with --keep")
@@ -139,12 +151,20 @@ class Command(BaseCommand):
 
         if not o["skip_http"]:
             figures["http"] = self._http(o)
+        if not o["skip_long_trajectory"]:
+            figures["long_trajectory"] = self._long_trajectory(o)
         if o["json"]:
             Path(o["json"]).write_text(json.dumps(figures, indent=2))
         if not o["keep"]:
             Benchmark.objects.filter(slug=SLUG).delete()
         shutil.rmtree(root, ignore_errors=True)  # the generated files (about 300 MB at 1M verdicts); the database keeps what --keep keeps
         self.stdout.write(json.dumps(figures, indent=2))
+
+    def _long_trajectory(self, o) -> dict:
+        """Issue 17, item 2: one attempt of tens of thousands of messages, imported and read (runs.bench_trajectory)."""
+        return bench_trajectory.long_trajectory_figures(
+            messages=o["long_trajectory_messages"], megabytes=o["long_trajectory_mb"], requests=o["requests"],
+            port=o["port"], http=not o["skip_http"], keep=o["keep"], say=self._say)
 
     def _cli_ingest(self, files: sb.StudyFiles) -> dict:
         """The study the way users load it: `manage.py ingest` over the instances file, then once over the
