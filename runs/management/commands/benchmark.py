@@ -42,6 +42,19 @@ class Command(BaseCommand):
         parser.add_argument("--keep", action="store_true", help="keep the generated benchmark in the database")
         parser.add_argument("--http-only", action="store_true",
                             help="only measure the pages and APIs, on a study kept by an earlier --keep run")
+        self._add_scale_arguments(parser)
+
+    @staticmethod
+    def _add_scale_arguments(parser) -> None:
+        """Options of the 10M study (issue 17): batched ingest, a COPY sample, no second ingest through the CLI."""
+        parser.add_argument("--ingest-batch-verdicts", type=int, default=0,
+                            help="ingest the results folder in batches of about this many verdicts (whole model "
+                                 "folders, one transaction each) and print the first and last batch's rate side by "
+                                 "side; 0: one transaction, as `manage.py ingest` does")
+        parser.add_argument("--copy-rows", type=int, default=0,
+                            help="measure the COPY baselines on the first this many verdicts (0: all of them)")
+        parser.add_argument("--skip-cli", action="store_true",
+                            help="do not load the study a second time through `manage.py ingest`")
 
     def handle(self, *args, **o):
         if connection.vendor != "postgresql":
@@ -67,26 +80,36 @@ class Command(BaseCommand):
 
         seconds, _ = sb.timed(lambda: ingest("octobench-instances", [Source.of(files.instances)], Options(benchmark=SLUG)))
         figures["ingest_instances_seconds"] = round(seconds, 2)
-        # in process: the results folder planned as the command plans it, ingested in one transaction
-        start = time.perf_counter()
-        entries, _ = entries_of([files.results], "octobench-scores")
-        ingest_units("octobench-scores", plan_import("octobench-scores", entries, Options(benchmark=SLUG)))
-        ingest_seconds = time.perf_counter() - start
-        stored = Verdict.objects.filter(attempt__run__benchmark__slug=SLUG).count()
-        figures["ingest"] = {"verdicts": stored, "files": len(entries), "seconds": round(ingest_seconds, 2),
-                             "verdicts_per_second": round(stored / ingest_seconds),
-                             "includes": "parse, validate, upsert, rollups; in this process, one transaction"}
-        self._say(f"ingest in process: {stored:,} verdicts from {len(entries)} files in {ingest_seconds:.1f} s "
-                  f"= {stored / ingest_seconds:,.0f} verdicts/s")
+        if o["ingest_batch_verdicts"]:
+            figures["ingest"] = self._ingest_batched(files, size, o["ingest_batch_verdicts"])
+            stored, ingest_seconds = figures["ingest"]["verdicts"], figures["ingest"]["seconds"]
+        else:
+            # in process: the results folder planned as the command plans it, ingested in one transaction
+            start = time.perf_counter()
+            entries, _ = entries_of([files.results], "octobench-scores")
+            ingest_units("octobench-scores", plan_import("octobench-scores", entries, Options(benchmark=SLUG)))
+            ingest_seconds = time.perf_counter() - start
+            stored = Verdict.objects.filter(attempt__run__benchmark__slug=SLUG).count()
+            figures["ingest"] = {"verdicts": stored, "files": len(entries), "seconds": round(ingest_seconds, 2),
+                                 "verdicts_per_second": round(stored / ingest_seconds),
+                                 "includes": "parse, validate, upsert, rollups; in this process, one transaction"}
+            self._say(f"ingest in process: {stored:,} verdicts from {len(entries)} files in {ingest_seconds:.1f} s "
+                      f"= {stored / ingest_seconds:,.0f} verdicts/s")
 
         if connection.vendor == "postgresql":
             # what autovacuum does some time after a bulk load; done now so page figures do not
             # depend on its timing (stale statistics after a million-row load mislead the planner)
             seconds, _ = sb.timed(lambda: connection.cursor().execute("VACUUM ANALYZE"))
             figures["vacuum_analyze_seconds"] = round(seconds, 1)
+            figures["database_size"] = size_figures = sb.database_size(stored)
+            self._say(f"database size: {size_figures['database_mb']:,} MB, {size_figures['database_mb_per_million_verdicts']} MB "
+                      f"per million verdicts (verdicts {size_figures['verdicts_mb_per_million_verdicts']} MB, attempt rollups "
+                      f"{size_figures['attempt_rollups_mb_per_million_verdicts']} MB, group rollups "
+                      f"{size_figures['group_rollups_mb_per_million_verdicts']} MB per million)")
         rows = [(a, i, j, r, t, s, json.dumps(e) if e is not None else None) for a, i, j, r, t, s, e in
                 Verdict.objects.filter(attempt__run__benchmark__slug=SLUG).values_list(
-                    "attempt_id", "item_id", "judge_id", "result", "reasoning", "score", "evidence").iterator(chunk_size=20000)]
+                    "attempt_id", "item_id", "judge_id", "result", "reasoning", "score", "evidence"
+                ).order_by()[:o["copy_rows"] or None].iterator(chunk_size=20000)]
         copy = sb.copy_throughput(rows)
         del rows
         if copy:
@@ -103,8 +126,8 @@ class Command(BaseCommand):
                       f"{copy['verdict_table']:,.0f} rows/s into one with its indexes and foreign keys, that is into the "
                       f"verdict table ({100 * rate / copy['verdict_table']:.1f}%)")
 
-        figures["ingest_cli"] = cli = self._cli_ingest(files)
-        if copy:
+        figures["ingest_cli"] = cli = self._cli_ingest(files) if not o["skip_cli"] else None
+        if copy and cli:
             figures["ingest_cli_share_of_copy_into_verdict_table"] = round(cli["verdicts_per_second"] / copy["verdict_table"], 4)
             self._say(f"the study through the CLI as a user runs it (two commands, start-up included): "
                       f"{cli['verdicts_per_second']:,.0f} verdicts/s = {cli['verdicts_per_second'] / copy['verdict_table']:.2f}x "
@@ -145,6 +168,19 @@ class Command(BaseCommand):
             Benchmark.objects.filter(slug=SLUG).delete()
         shutil.rmtree(root, ignore_errors=True)  # the generated files (about 300 MB at 1M verdicts); the database keeps what --keep keeps
         self.stdout.write(json.dumps(figures, indent=2))
+
+    def _ingest_batched(self, files: sb.StudyFiles, size: sb.StudySize, per_batch: int) -> dict:
+        """The results folder in batches of about `per_batch` verdicts: the first batch's rate (into an empty
+        benchmark) and the last one's (at the study's full size) side by side."""
+        per_model = size.verdicts // size.models
+        self._say(f"ingest in process, in batches of about {per_batch:,} verdicts (whole models of {per_model:,}):")
+        out = sb.ingest_in_batches(files.results, SLUG, per_model=per_model, per_batch=per_batch, say=self._say)
+        first, last = out["first_batch"], out["last_batch"]
+        self._say(f"ingest in process: {out['verdicts']:,} verdicts in {out['seconds']:.1f} s = {out['verdicts_per_second']:,} "
+                  f"verdicts/s; first batch (0 -> {first['verdicts']:,}) {first['verdicts_per_second']:,} verdicts/s, last "
+                  f"batch ({last['verdicts_in_benchmark_before']:,} -> {out['verdicts']:,}) {last['verdicts_per_second']:,} "
+                  f"verdicts/s (target: not lower at the full size)")
+        return out
 
     def _cli_ingest(self, files: sb.StudyFiles) -> dict:
         """The study the way users load it: `manage.py ingest` over the instances file, then once over the
