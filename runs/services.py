@@ -90,6 +90,9 @@ def benchmarks_generation_bump(benchmark_ids: Iterable[int]) -> None:
     ids = sorted({int(i) for i in benchmark_ids})
     if ids:
         Benchmark.objects.filter(id__in=ids).update(data_generation=F("data_generation") + 1)
+        # the writer precomputes what the new generation's leaderboards are derived from, as it rebuilt
+        # the rollups: no request after the change scores the rollups (runs.leaderboard_page)
+        transaction.on_commit(lambda: _leaderboards_precompute(ids))
         touched = _changed_in_job.get()
         if touched is not None:  # inside a job: its leaderboards are warmed once it has finished
             transaction.on_commit(lambda: touched.update(ids))
@@ -97,6 +100,17 @@ def benchmarks_generation_bump(benchmark_ids: Iterable[int]) -> None:
 
 #: benchmarks whose data a running job changed and committed (None outside jobs)
 _changed_in_job: ContextVar[set[int] | None] = ContextVar("changed_in_job", default=None)
+
+
+def _leaderboards_precompute(benchmark_ids: list[int]) -> None:
+    """After a change committed: the leaderboard summary of the new generation. A failure is logged, never raised
+    (the change is committed; the first request computes what is missing)."""
+    try:
+        from .leaderboard_page import leaderboard_data_committed
+
+        leaderboard_data_committed(benchmark_ids)
+    except Exception:
+        log.warning("precomputing the leaderboards of benchmarks %s failed", benchmark_ids, exc_info=True)
 
 
 def _leaderboards_warm(benchmark_ids: set[int]) -> None:

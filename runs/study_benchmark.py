@@ -264,7 +264,7 @@ def free_port() -> int:
 
 
 class WebServer:
-    """gunicorn with N workers on loopback, for as long as the `with` block lasts."""
+    """gunicorn with N workers (and the threads of gunicorn.conf.py) on loopback, for as long as the `with` block lasts."""
 
     def __init__(self, workers: int = 2, port: int | None = None):
         self.port = port or free_port()
@@ -275,6 +275,7 @@ class WebServer:
         env = {**os.environ, "DEBUG": "0"}
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "gunicorn", "ifportal.wsgi:application", "--bind", f"127.0.0.1:{self.port}",
+             "--config", str(Path(settings.BASE_DIR) / "gunicorn.conf.py"),  # threads per worker: see that file
              "--workers", str(self.workers), "--log-level", "warning"],
             cwd=settings.BASE_DIR, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
         )
@@ -368,10 +369,13 @@ def throughput(url: str, cookie: str, *, clients: int = 32, seconds: float = 10.
     stop = time.monotonic() + seconds
     counts = [0] * clients
     errors = [0] * clients
+    took: list[list[float]] = [[] for _ in range(clients)]
 
     def worker(k: int) -> None:
         while time.monotonic() < stop:
+            start = time.perf_counter()
             status, _ = fetch(url, cookie, timeout=seconds + 5)
+            took[k].append(1000 * (time.perf_counter() - start))
             if status == 200:
                 counts[k] += 1
             else:
@@ -384,8 +388,11 @@ def throughput(url: str, cookie: str, *, clients: int = 32, seconds: float = 10.
     for t in threads:
         t.join()
     elapsed = time.perf_counter() - start
+    samples = sorted(ms for per_client in took for ms in per_client)
     return {"client": "python threads", "clients": clients, "seconds": elapsed, "requests": sum(counts),
             "errors": sum(errors), "rps": sum(counts) / elapsed,
+            "latency_p50": round(statistics.median(samples), 1) if samples else None,
+            "latency_p95": round(samples[int(round(0.95 * (len(samples) - 1)))], 1) if samples else None,
             "client_cpu_cores": round((time.process_time() - cpu) / elapsed, 2)}
 
 
@@ -410,7 +417,7 @@ def wrk_throughput(url: str, cookie: str, *, clients: int = 32, seconds: float =
     errors = sum(int(n) for n in re.findall(r"(?:connect|read|write|timeout) (\d+)", out)) + int(number(r"Non-2xx or 3xx responses: (\d+)"))
     return {"client": f"wrk -t{threads} -c{clients}", "clients": clients, "seconds": number(r"requests in ([\d.]+)s"),
             "requests": int(number(r"(\d+) requests in")), "errors": errors, "rps": number(r"Requests/sec:\s+([\d.]+)"),
-            "latency_p50": _wrk_ms(out, "50%"), "latency_p99": _wrk_ms(out, "99%"),
+            "latency_p50": _wrk_ms(out, "50%"), "latency_p90": _wrk_ms(out, "90%"), "latency_p99": _wrk_ms(out, "99%"),
             "client_cpu_cores": round((after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime) / elapsed, 2)}
 
 

@@ -13,8 +13,7 @@ from runs.charts import checklist as charts
 from runs import selectors, trajectory_view
 from runs.exports import checklist as exports
 from runs.filters import LeaderboardFilterForm, form_state, state_query
-from runs.leaderboard_page import filters_html, results_html
-from runs.leaderboard_rows import data_generation
+from runs.leaderboard_page import page_parts, results_html
 from runs.metrics import attempt_diff as metrics_diff
 from runs.metrics import checklist as metrics
 from runs.metrics.checklist import GROUPINGS
@@ -47,14 +46,12 @@ def leaderboard(request, slug):
     The #results fragment and the filter form come rendered from the cache (runs.leaderboard_page);
     the page renders only the shell around them (header, Share form with its CSRF token)."""
     benchmark = benchmark_or_404(slug)
-    generation = data_generation(benchmark.id)  # once, before any data: choices and fragment share it
-    form = LeaderboardFilterForm(request.GET or None, benchmark=benchmark, generation=generation)
+    form = LeaderboardFilterForm(request.GET or None, benchmark=benchmark)
     state = form_state(form) if form.is_bound else form.state()
-    results = results_html(benchmark, state, request=request, generation=generation)
     if request.htmx:
-        return HttpResponse(results)
-    context = {"benchmark": benchmark, "query": state_query(state).urlencode(), "results": results,
-               "filters": filters_html(benchmark, state, request=request, generation=generation)}
+        return HttpResponse(results_html(benchmark, state, request=request))
+    results, filters = page_parts(benchmark, state, request=request)
+    context = {"benchmark": benchmark, "query": state_query(state).urlencode(), "results": results, "filters": filters}
     return render(request, "runs/checklist/leaderboard.html", context)
 
 
