@@ -118,6 +118,14 @@ def generation_of(benchmark_id: int) -> int | None:
     return seen[benchmark_id]
 
 
+def generation_seen(benchmark) -> None:
+    """Record, for the current scope, the data generation of a benchmark row the scope has just read (before
+    any of its data): the scope's cached reads then need no query of their own for it. No-op outside a scope."""
+    seen = _generations.get()
+    if seen is not None:
+        seen.setdefault(benchmark.id, benchmark.data_generation)
+
+
 def cached(benchmark_id: int, part: str, compute: Callable[[], T], *, kind: type) -> T:
     """`compute()`, cached under (code version, benchmark, data generation, `part`) until the generation moves.
 

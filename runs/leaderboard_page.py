@@ -29,7 +29,7 @@ from django.utils.safestring import SafeString
 from runs.exclusions import exclusion_explain_url, exclusion_policy_label, exclusion_sources, excluded_item_ids
 from runs.filters import SORTS, LeaderboardFilterForm, filter_choices, state_of, state_query
 from runs.cache import cache_scope, cached, cached_many
-from runs.leaderboard_rows import leaderboard_base, leaderboard_tables, state_digest
+from runs.leaderboard_rows import leaderboard_tables, state_digest
 from runs.metrics import rank_change
 from runs.metrics.checklist import GROUPINGS, SMALL_CELL, reference_notes
 from runs.models import ReportStatus
@@ -124,9 +124,11 @@ def _exclusion_box(benchmark, state: dict, tables, excluded, params: QueryDict) 
 
 
 def warm_default(benchmark_ids: Iterable[int]) -> None:
-    """Compute and cache the default leaderboard (no filters, by model, best ISR first, every item: the
-    page as first opened): its tables, #results fragment, filter form and choices, for these benchmarks, so the first viewer after a data
-    change does not pay for it. Call it after the change committed; benchmarks without rollups are skipped."""
+    """Compute and cache, for these benchmarks' current generation, the summary every leaderboard state is
+    derived from (runs.leaderboard_rows.leaderboard_base) and the default leaderboard (no filters, by model,
+    best ISR first, every item: the page as first opened): its tables, #results fragment, filter form and
+    choices, so no viewer after a data change pays for them. Writers call it once their change committed
+    (runs.services); benchmarks without rollups are skipped."""
     _warm(sorted(set(benchmark_ids)))
 
 
@@ -140,18 +142,3 @@ def _warm(ids: list[int]) -> None:
             state = state_of({})
             filter_choices(benchmark)
             page_parts(benchmark, state)
-
-
-def leaderboard_data_committed(benchmark_ids: Iterable[int]) -> None:
-    """What a writer does once a change to these benchmarks committed (runs.services), as it rebuilt their
-    rollups before: precompute the new generation's summary every leaderboard state is derived from
-    (runs.leaderboard_rows.leaderboard_base) and the filter choices, for those with rollups."""
-    from runs.models import AttemptRollup, Benchmark, BenchmarkKind
-
-    ids = sorted(set(benchmark_ids))
-    with_rollups = set(AttemptRollup.objects.filter(benchmark_id__in=ids).values_list("benchmark_id", flat=True)
-                       .distinct().order_by())
-    for benchmark in Benchmark.objects.filter(id__in=with_rollups, kind=BenchmarkKind.CHECKLIST).order_by("id"):
-        with cache_scope(None):  # shared by every page: no one's spending
-            leaderboard_base(benchmark.id)
-            filter_choices(benchmark)

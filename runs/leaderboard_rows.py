@@ -7,9 +7,10 @@ Two things are kept per data generation in the cache (`runs.cache.cached`): each
 computed tables, and the benchmark's `ModelBase` (runs.metrics.checklist), a summary of its
 rollups small enough to read whole, from which the tables of any filters grouped by model,
 scaffold, primary category or judge are derived without reading the rollups. Writers
-precompute the base of the generation they commit (runs.leaderboard_page.leaderboard_data_committed,
-called on commit by runs.services.benchmarks_generation_bump), as they rebuild rollups from
-verdicts, so the first request after a change does not read the rollups.
+precompute the base of the generation they commit, and the default page with it
+(runs.leaderboard_page.warm_default, called once the change committed by
+runs.services.benchmarks_generation_bump, or at the end of a job), as they rebuild rollups
+from verdicts, so no request after a change reads the rollups to score them.
 """
 from __future__ import annotations
 

@@ -6,7 +6,8 @@ import shutil
 import threading
 import time
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from contextvars import ContextVar
 from datetime import timedelta
 from pathlib import Path
@@ -90,32 +91,36 @@ def benchmarks_generation_bump(benchmark_ids: Iterable[int]) -> None:
     ids = sorted({int(i) for i in benchmark_ids})
     if ids:
         Benchmark.objects.filter(id__in=ids).update(data_generation=F("data_generation") + 1)
-        # the writer precomputes what the new generation's leaderboards are derived from, as it rebuilt
-        # the rollups: no request after the change scores the rollups (runs.leaderboard_page)
-        transaction.on_commit(lambda: _leaderboards_precompute(ids))
         touched = _changed_in_job.get()
         if touched is not None:  # inside a job: its leaderboards are warmed once it has finished
             transaction.on_commit(lambda: touched.update(ids))
+        else:
+            # any other writer precomputes the new generation's leaderboard summary and default page once
+            # it committed, as it rebuilt the rollups: no request after the change scores the rollups
+            transaction.on_commit(lambda: _leaderboards_warm(set(ids)))
 
 
 #: benchmarks whose data a running job changed and committed (None outside jobs)
 _changed_in_job: ContextVar[set[int] | None] = ContextVar("changed_in_job", default=None)
 
 
-def _leaderboards_precompute(benchmark_ids: list[int]) -> None:
-    """After a change committed: the leaderboard summary of the new generation. A failure is logged, never raised
-    (the change is committed; the first request computes what is missing)."""
+@contextmanager
+def leaderboards_warmed_at_end() -> Iterator[None]:
+    """Writes inside (many commits: an import file by file) leave the leaderboards they change to be
+    precomputed and warmed once, at the end, instead of after every commit (a job does the same)."""
+    changed: set[int] = set()
+    token = _changed_in_job.set(changed)
     try:
-        from .leaderboard_page import leaderboard_data_committed
-
-        leaderboard_data_committed(benchmark_ids)
-    except Exception:
-        log.warning("precomputing the leaderboards of benchmarks %s failed", benchmark_ids, exc_info=True)
+        yield
+    finally:
+        _changed_in_job.reset(token)
+        _leaderboards_warm(changed)
 
 
 def _leaderboards_warm(benchmark_ids: set[int]) -> None:
-    """After a job committed changes: compute the default leaderboard of the benchmarks it touched, so
-    the first viewer does not pay for it. A failure here is logged and never fails the job."""
+    """After a writer committed changes: compute the leaderboard summary and default page of the benchmarks
+    it touched (runs.leaderboard_page.warm_default), so no viewer pays for them. A failure here is logged and
+    never fails the writer (its change is committed; the first request computes what is missing)."""
     if not benchmark_ids:
         return
     try:

@@ -12,7 +12,8 @@ from runs.access import blind_safe
 from runs.charts import checklist as charts
 from runs import selectors, trajectory_view
 from runs.exports import checklist as exports
-from runs.filters import LeaderboardFilterForm, form_state, state_query
+from runs.cache import generation_seen
+from runs.filters import LeaderboardFilterForm, form_state, state_of, state_query
 from runs.leaderboard_page import page_parts, results_html
 from runs.metrics import attempt_diff as metrics_diff
 from runs.metrics import checklist as metrics
@@ -46,8 +47,11 @@ def leaderboard(request, slug):
     The #results fragment and the filter form come rendered from the cache (runs.leaderboard_page);
     the page renders only the shell around them (header, Share form with its CSRF token)."""
     benchmark = benchmark_or_404(slug)
-    form = LeaderboardFilterForm(request.GET or None, benchmark=benchmark)
-    state = form_state(form) if form.is_bound else form.state()
+    generation_seen(benchmark)  # read just now, before any data: the cached parts need no query for it
+    if request.GET:
+        state = form_state(LeaderboardFilterForm(request.GET, benchmark=benchmark))
+    else:  # the page as first opened: the default state, no form (and no choices) to parse
+        state = state_of({})
     if request.htmx:
         return HttpResponse(results_html(benchmark, state, request=request))
     results, filters = page_parts(benchmark, state, request=request)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from django.core.cache import cache
-from django.db import connection
+from django.db import connection, transaction
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
@@ -168,13 +168,24 @@ def test_a_failure_while_warming_never_fails_the_job(monkeypatch, caplog):
 
 
 @pytest.mark.django_db(transaction=True)
-def test_nothing_is_warmed_without_rollups_or_outside_jobs(monkeypatch):
+def test_writers_warm_once_they_committed_jobs_once_they_finished_and_nothing_without_rollups(monkeypatch):
     calls = []
     monkeypatch.setattr(leaderboard_page, "warm_default", lambda ids: calls.append(set(ids)))
-    bench, _ = build_study()  # rollups rebuilt outside a job: no warming
-    assert calls == []
+    bench, attempts = build_study()
+    calls.clear()
+    with transaction.atomic():
+        services.rollups_rebuild_for_attempts([a.id for a in attempts])
+        assert calls == []  # not before the change commits
+    assert calls == [{bench.id}]  # a writer outside jobs: on commit
+    calls.clear()
     job = services.job_create(kind="rollups", params={"benchmark_id": bench.id})
     services.job_execute(job.id)
+    assert calls == [{bench.id}]  # a job: once, when it has finished
+    calls.clear()
+    with services.leaderboards_warmed_at_end():  # many commits (an import file by file): once, at the end
+        services.rollups_rebuild_for_attempts([attempts[0].id])
+        services.rollups_rebuild_for_attempts([attempts[1].id])
+        assert calls == []
     assert calls == [{bench.id}]
     monkeypatch.undo()
     empty = Benchmark.objects.create(slug="empty", name="Empty", kind="checklist")

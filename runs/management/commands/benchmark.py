@@ -286,6 +286,13 @@ class Command(BaseCommand):
         self._say(f"leaderboard, cold cache (after a writer's change): median {cold['median_ms']:.0f} ms, p95 "
                   f"{cold['p95_ms']:.0f} ms (target 150 ms; the writer spent {1000 * statistics.median(precompute):.0f} ms "
                   f"precomputing after its commit)")
+        # a state no one warms (one judge, sorted by CSR) after a writer's change: its tables derived from the
+        # precomputed summary, its fragment and filter form rendered in the request
+        other = f"{path}?judge=judge-0&sort=csr"
+        state = sb.latency(server.url(other), cookie, requests=requests, before=self._data_changed)
+        out["leaderboard (cold cache, a state not warmed)"] = state | {"path": other, "target_p95_ms": 150}
+        self._say(f"leaderboard, cold cache, a state not warmed ({other}): median {state['median_ms']:.0f} ms, p95 "
+                  f"{state['p95_ms']:.0f} ms (target 150 ms)")
         # the same change made by a job: it warms the default page after committing (untimed, as a worker
         # would); needs a cache the web workers share (CACHE_URL)
         warming: list[float] = []
