@@ -10,5 +10,5 @@ connection (DB_CONN_MAX_AGE), so workers x threads connections at most.
 import os
 
 workers = int(os.environ.get("WEB_CONCURRENCY", "2"))
-worker_class = "gthread"
 threads = int(os.environ.get("WEB_THREADS", "8"))
+worker_class = "gthread" if threads > 1 else "sync"

@@ -126,14 +126,17 @@ def generation_seen(benchmark) -> None:
         seen.setdefault(benchmark.id, benchmark.data_generation)
 
 
-def cached(benchmark_id: int, part: str, compute: Callable[[], T], *, kind: type) -> T:
+def cached(benchmark_id: int, part: str, compute: Callable[[], T], *, kind: type, charged: bool = True) -> T:
     """`compute()`, cached under (code version, benchmark, data generation, `part`) until the generation moves.
 
-    A value of another type than `kind` under the key counts as a miss."""
-    return cached_many(benchmark_id, {part: (compute, kind)})[part]
+    A value of another type than `kind` under the key counts as a miss. `charged=False` for a part of
+    which there is one per generation whoever asks (a summary, the filter choices): no one's budget pays
+    for it, so a reader past their budget still leaves it for the next one."""
+    return cached_many(benchmark_id, {part: (compute, kind)}, charged=charged)[part]
 
 
-def cached_many(benchmark_id: int, parts: Mapping[str, tuple[Callable[[], Any], type]]) -> dict[str, Any]:
+def cached_many(benchmark_id: int, parts: Mapping[str, tuple[Callable[[], Any], type]], *,
+                charged: bool = True) -> dict[str, Any]:
     """Several parts of one benchmark's generation in one cache round trip: {part: value}, each computed
     (in the order given) and stored when missing, as `cached` does for one."""
     generation = generation_of(benchmark_id)
@@ -153,15 +156,15 @@ def cached_many(benchmark_id: int, parts: Mapping[str, tuple[Callable[[], Any], 
             value = computed.get(keys[part])
         if not isinstance(value, kind):
             value = compute()
-            _store_on_commit(keys[part], value)
+            _store_on_commit(keys[part], value, charged=charged)
             if computed is not None:
                 computed[keys[part]] = value
         out[part] = value
     return out
 
 
-def _store_on_commit(key: str, value) -> None:
-    if not _budget_allows_store():
+def _store_on_commit(key: str, value, *, charged: bool) -> None:
+    if charged and not _budget_allows_store():
         return
     # inside a transaction the store waits for commit (and is dropped on rollback): keep what
     # was computed now, whatever the caller does to what it gets back meanwhile

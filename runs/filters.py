@@ -78,7 +78,7 @@ def state_query(state: dict) -> QueryDict:
 def filter_choices(benchmark) -> dict[str, list[str]]:
     """The values each filter offers (runs, judges present in the rollups, scaffolds, primary categories),
     cached per data generation like the tables (every write that adds or removes one bumps it)."""
-    return cached(benchmark.id, "choices", lambda: _filter_choices(benchmark), kind=dict)
+    return cached(benchmark.id, "choices", lambda: _filter_choices(benchmark), kind=dict, charged=False)
 
 
 def _filter_choices(benchmark) -> dict[str, list[str]]:

@@ -82,7 +82,7 @@ def leaderboard_tables(benchmark, state: dict, *, excluded_items: Collection[int
 
 def leaderboard_base(benchmark_id: int) -> ModelBase:
     """The benchmark's ModelBase of the current data generation (computed from the rollups when missing)."""
-    return cached(benchmark_id, "base", lambda: metrics.model_base(benchmark_id), kind=ModelBase)
+    return cached(benchmark_id, "base", lambda: metrics.model_base(benchmark_id), kind=ModelBase, charged=False)
 
 
 def _rows(benchmark_id: int, filters, *, by: str, ci: bool, excluded_items) -> list[ScoreRow]:

@@ -107,10 +107,12 @@ def test_one_user_cannot_make_the_cache_hold_more_than_the_budget(django_user_mo
     entries, size = cache_footprint()
     print(f"48 states, budget 12: {(entries, size)}")
 
-    assert entries <= 12 + 2  # the budget, the shared filter choices and the budget's own counter
+    # the budget, the budget's own counter, and what there is one of per data generation whoever asks,
+    # charged to no one: the filter choices and the leaderboard summary (runs.cache, charged=False)
+    assert entries <= 12 + 3
     fragments = [len(v) for k, v in caches["default"]._cache.items() if ":leaderboard:" in k] \
         if not isinstance(caches["default"], RedisCache) else []
-    assert size <= 14 * max(fragments or [size]), size
+    assert size <= 15 * max(fragments or [size]), size
     # past the budget the attacker's pages still answer, and a colleague's pages are still cached
     page = attacker.get(f"{url}?by=judge&sort=csr&ci=on")
     assert page.status_code == 200 and "j1" in page.content.decode()
