@@ -114,3 +114,37 @@ def test_a_writer_precomputes_the_base_and_the_first_request_after_it_reads_no_r
     fresh = leaderboard_base(bench.id)
     assert _same(base_rows(fresh, Filters()), model_rows_counted(bench.id, Filters()))
     assert fresh.models and {r.model for r in base_rows(fresh, Filters())} == {"alpha", "beta", "gamma"}
+
+
+@pytest.mark.django_db
+def test_a_scope_reads_the_generation_once_and_reuses_what_it_computed():
+    from runs.cache import cache_scope, cached
+
+    bench, _ = build_study()
+    calls = []
+    with cache_scope(None), CaptureQueriesContext(connection) as queries:
+        for _ in range(3):  # inside a transaction nothing is stored before commit: the scope keeps it
+            assert cached(bench.id, "part", lambda: calls.append(1) or "value", kind=str) == "value"
+    assert len(queries) == 1 and "data_generation" in queries[0]["sql"] and calls == [1]
+    with CaptureQueriesContext(connection) as queries:  # outside a scope: read every time
+        cached(bench.id, "part", lambda: "value", kind=str)
+        cached(bench.id, "part", lambda: "value", kind=str)
+    assert len(queries) == 2
+
+
+@pytest.mark.django_db
+def test_a_reader_past_their_budget_still_leaves_the_summary_for_the_next(settings, django_capture_on_commit_callbacks):
+    from django.core.cache import cache
+
+    from runs.cache import cache_scope, cached
+
+    settings.IFPORTAL_CACHE_ENTRIES_PER_USER = 1
+    bench, _ = build_study()
+    generation = data_generation(bench.id)
+    with cache_scope("user:1"), django_capture_on_commit_callbacks(execute=True):
+        cached(bench.id, "first", lambda: "kept", kind=str)
+        cached(bench.id, "second", lambda: "over the budget", kind=str)
+        leaderboard_base(bench.id)
+    assert cache.get(cache_key(bench.id, generation, "first")) == "kept"
+    assert cache.get(cache_key(bench.id, generation, "second")) is None
+    assert isinstance(cache.get(cache_key(bench.id, generation, "base")), ModelBase)
