@@ -19,10 +19,10 @@ import json
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
-from runs.cache import (  # noqa: F401 - the names older callers import from here
-    CACHE_SECONDS, CODE_VERSION, _code_version, _database_tag, cache_budget, cache_key, cache_scope, cached,
-    data_generation,
+from runs.cache import (  # noqa: F401 - the middleware and tests import these from here
+    _code_version, _database_tag, cache_budget, cache_key, data_generation,
 )
+from runs.cache import cached
 from runs.charts import checklist as charts
 from runs.metrics import checklist as metrics
 from runs.metrics.checklist import GROUPINGS, ModelBase, ScoreRow
