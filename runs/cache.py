@@ -17,8 +17,10 @@ Values are stored once the reading transaction commits (dropped on rollback), so
 computed from uncommitted rows never reach the cache. What one person can make the cache
 hold is bounded: while a scope has an owner (runs.middleware.CacheBudgetMiddleware: the
 signed-in user, else the address), at most IFPORTAL_CACHE_ENTRIES_PER_USER new entries a day
-are stored for that owner; past it values are computed as usual and not kept. A cache that
-is down makes pages compute (and log a warning), not fail.
+are stored for that owner; past it values are computed as usual and not kept. What there is
+one of per generation whoever asks (the leaderboard summary, the filter choices, the page as
+first opened) is stored with `charged=False`. A cache that is down makes pages compute (and
+log a warning), not fail.
 """
 from __future__ import annotations
 

@@ -29,7 +29,7 @@ from django.utils.safestring import SafeString
 from runs.exclusions import exclusion_explain_url, exclusion_policy_label, exclusion_sources, excluded_item_ids
 from runs.filters import SORTS, LeaderboardFilterForm, filter_choices, state_of, state_query
 from runs.cache import cache_scope, cached, cached_many
-from runs.leaderboard_rows import leaderboard_tables, state_digest
+from runs.leaderboard_rows import is_default, leaderboard_tables, state_digest
 from runs.metrics import rank_change
 from runs.metrics.checklist import GROUPINGS, SMALL_CELL, reference_notes
 from runs.models import ReportStatus
@@ -46,7 +46,7 @@ def results_html(benchmark, state: dict, *, request=None) -> SafeString:
     part, render = _results(benchmark, state, request)
     # kept as the SafeString the template engine made (pickled with its type): anything else in the
     # cache under this key is a miss, so only escaped template output is ever embedded unescaped
-    return cached(benchmark.id, part, render, kind=SafeString)
+    return cached(benchmark.id, part, render, kind=SafeString, charged=not is_default(state))
 
 
 def filters_html(benchmark, state: dict, *, request=None) -> SafeString:
@@ -54,13 +54,16 @@ def filters_html(benchmark, state: dict, *, request=None) -> SafeString:
     generation, the selected values come from the state): half a warm page's rendering otherwise.
     A blind annotator's form has no exclusion policy (runs.access)."""
     part, render = _filters(benchmark, state, request)
-    return cached(benchmark.id, part, render, kind=SafeString)
+    return cached(benchmark.id, part, render, kind=SafeString, charged=not is_default(state))
 
 
 def page_parts(benchmark, state: dict, *, request=None) -> tuple[SafeString, SafeString]:
     """(#results fragment, filter form) of the full page, read from the cache in one round trip."""
     results, filters = _results(benchmark, state, request), _filters(benchmark, state, request)
-    found = cached_many(benchmark.id, {results[0]: (results[1], SafeString), filters[0]: (filters[1], SafeString)})
+    # the page as first opened is one per generation whoever asks (and after a deploy, before any writer
+    # warmed it, someone past their budget must still leave it for the next): charged to no one
+    found = cached_many(benchmark.id, {results[0]: (results[1], SafeString), filters[0]: (filters[1], SafeString)},
+                        charged=not is_default(state))
     return found[results[0]], found[filters[0]]
 
 

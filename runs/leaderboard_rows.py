@@ -77,7 +77,17 @@ def leaderboard_tables(benchmark, state: dict, *, excluded_items: Collection[int
     """The leaderboard of a benchmark for a state (filters, by, sort, ci) exactly as its page lays it out,
     optionally leaving out excluded checklist items (an audit exclusion policy); cached per data generation."""
     return cached(benchmark.id, state_digest(state, excluded_items),
-                  lambda: compute_tables(benchmark.id, state, excluded_items=excluded_items), kind=LeaderboardTables)
+                  lambda: compute_tables(benchmark.id, state, excluded_items=excluded_items), kind=LeaderboardTables,
+                  charged=not is_default(state, excluded_items))
+
+
+def is_default(state: dict, excluded_items: Collection[int] | None = None) -> bool:
+    """Whether this is the page as first opened (no filters, by model, best ISR first, no interval, every
+    item): one per data generation whoever asks, so what it caches is charged to no one's budget."""
+    f = state["filters"]
+    return (not (f.runs or f.judges or f.scaffolds or f.primary_categories or getattr(f, "models", ()))
+            and state["by"] == "model" and state["sort"] == "-isr" and not state["ci"]
+            and (state.get("exclude") or "none") == "none" and not excluded_items)
 
 
 def leaderboard_base(benchmark_id: int) -> ModelBase:

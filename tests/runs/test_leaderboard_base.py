@@ -133,7 +133,7 @@ def test_a_scope_reads_the_generation_once_and_reuses_what_it_computed():
 
 
 @pytest.mark.django_db
-def test_a_reader_past_their_budget_still_leaves_the_summary_for_the_next(settings, django_capture_on_commit_callbacks):
+def test_a_reader_past_their_budget_still_leaves_the_summary_and_default_page_for_the_next(settings, django_capture_on_commit_callbacks):
     from django.core.cache import cache
 
     from runs.cache import cache_scope, cached
@@ -148,3 +148,13 @@ def test_a_reader_past_their_budget_still_leaves_the_summary_for_the_next(settin
     assert cache.get(cache_key(bench.id, generation, "first")) == "kept"
     assert cache.get(cache_key(bench.id, generation, "second")) is None
     assert isinstance(cache.get(cache_key(bench.id, generation, "base")), ModelBase)
+    # the page as first opened is shared too (one per generation); any other state is charged
+    from runs.leaderboard_rows import LeaderboardTables, leaderboard_tables, state_digest
+
+    default = {"filters": Filters(), "by": "model", "sort": "-isr", "ci": False, "exclude": "none"}
+    other = default | {"sort": "csr"}
+    with cache_scope("user:1"), django_capture_on_commit_callbacks(execute=True):
+        leaderboard_tables(bench, default)
+        leaderboard_tables(bench, other)
+    assert isinstance(cache.get(cache_key(bench.id, generation, state_digest(default, None))), LeaderboardTables)
+    assert cache.get(cache_key(bench.id, generation, state_digest(other, None))) is None

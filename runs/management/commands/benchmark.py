@@ -243,7 +243,9 @@ class Command(BaseCommand):
                     self._say(f"{label}: {out[label]}")
                     continue
                 out[label] = sb.latency(server.url(path), cookie, requests=o["requests"]) | {"path": path}
-                self._say(f"{label}: median {out[label]['median_ms']:.0f} ms, p95 {out[label]['p95_ms']:.0f} ms (HTTP {out[label]['status']})")
+                target = {"leaderboard": " (target 20 ms warm)", "drill-down": " (target 150 ms)"}.get(label, "")
+                self._say(f"{label}: median {out[label]['median_ms']:.0f} ms, p95 {out[label]['p95_ms']:.0f} ms{target} "
+                          f"(HTTP {out[label]['status']})")
                 if label == "leaderboard":
                     out.update(self._leaderboard_after_changes(server, path, cookie, o["requests"]))
                 if label == "drill-down":
