@@ -10,7 +10,7 @@ HOST   ?= 127.0.0.1
 PORT   ?= 8000
 PYTEST_ARGS ?=
 
-.PHONY: run test setup setup-test migrate demo-data demo-login clean-venv benchmark
+.PHONY: run test setup setup-test migrate demo-data demo-login clean-venv benchmark benchmark-10m benchmark-100-models
 
 run: setup migrate demo-data demo-login
 	$(PY) manage.py runserver $(HOST):$(PORT)
@@ -63,6 +63,27 @@ BENCH_CACHE  ?= redis://127.0.0.1:6379/5
 BENCH_JSON   ?= benchmark.json
 BENCH_ARGS   ?= --instances 217 --items 33 --models 16 --repetitions 3 --judges 3
 BENCH_ENV     = DATABASE_URL=$(BENCH_SERVER)/$(BENCH_DB) CACHE_URL=$(BENCH_CACHE) IFPORTAL_JOBS=inline
+
+# The 10M-verdict study of issue 17: 217 instances x 33 items x 100 models x 3 repetitions x 5 judges
+# (10,741,500 verdicts; 100 models so the model count of item 5 is measured at 10M too, 5 judges so
+# each model is judged as often as in the 1M study's 16 x 3 x 3 and rollups grow like verdicts). The
+# folder is ingested in batches of whole models (about 1M verdicts each, one transaction each), so the
+# first batch's rate (0 -> 1M) and the last one's (9.7M -> 10.7M) print side by side; COPY baselines on a
+# 1M sample; no second load through the CLI (1M shows that). About 3 GB of files in $TMPDIR; hours on
+# a shared 2-core machine. BENCH_10M_ARGS adds to it (e.g. --keep, then `benchmark --http-only`).
+BENCH_10M_ARGS ?=
+benchmark-10m: BENCH_ARGS = --instances 217 --items 33 --models 100 --repetitions 3 --judges 5 \
+	--ingest-batch-verdicts 1000000 --copy-rows 1000000 --skip-cli --trajectory-mb 50 $(BENCH_10M_ARGS)
+benchmark-10m: BENCH_DB = ifportal_bench_10m
+benchmark-10m: BENCH_JSON = benchmark-10m.json
+benchmark-10m: benchmark
+
+# More models, same speed (issue 17, item 5): 100 models x 3 repetitions x 3 judges on 217 instances of
+# 5 items (976,500 verdicts, 195,300 attempt rollups: what grows with the model count), about 1M verdicts.
+benchmark-100-models: BENCH_ARGS = --instances 217 --items 5 --models 100 --repetitions 3 --judges 3
+benchmark-100-models: BENCH_DB = ifportal_bench_100m
+benchmark-100-models: BENCH_JSON = benchmark-100-models.json
+benchmark-100-models: benchmark
 
 benchmark: setup-test
 	@psql "$(BENCH_SERVER)/postgres" -tAc "select 1 from pg_database where datname = '$(BENCH_DB)'" | grep -q 1 \

@@ -6,7 +6,7 @@ from django.db.models import F, IntegerField, Value
 from django.http import QueryDict
 
 from runs.exclusions import exclusion_policy_choices
-from runs.leaderboard_rows import FRESH, cached
+from runs.cache import cached
 from runs.metrics.checklist import GROUPINGS, Filters
 from runs.models import AttemptRollup, Instance, Judge, Run
 
@@ -38,11 +38,10 @@ class LeaderboardFilterForm(forms.Form):
     cols = forms.ChoiceField(choices=list(COLUMN_SETS.items()), required=False, label="Columns")
     exclude = forms.ChoiceField(required=False, label="Audit exclusion")
 
-    def __init__(self, data, *, benchmark, generation=FRESH, **kwargs):
-        """`generation`: the benchmark's data generation when the caller has read it (see filter_choices)."""
+    def __init__(self, data, *, benchmark, **kwargs):
         super().__init__(data, **kwargs)
         self.fields["exclude"].choices = exclusion_policy_choices()
-        for name, values in filter_choices(benchmark, generation=generation).items():
+        for name, values in filter_choices(benchmark).items():
             self.fields[name].choices = [(v, v) for v in values]
 
     def state(self) -> dict:
@@ -86,10 +85,10 @@ def state_query(state: dict) -> QueryDict:
     return query
 
 
-def filter_choices(benchmark, *, generation=FRESH) -> dict[str, list[str]]:
+def filter_choices(benchmark) -> dict[str, list[str]]:
     """The values each filter offers (runs, judges present in the rollups, scaffolds, primary categories),
     cached per data generation like the tables (every write that adds or removes one bumps it)."""
-    return cached(benchmark.id, "choices", lambda: _filter_choices(benchmark), kind=dict, generation=generation)
+    return cached(benchmark.id, "choices", lambda: _filter_choices(benchmark), kind=dict, charged=False)
 
 
 def _filter_choices(benchmark) -> dict[str, list[str]]:

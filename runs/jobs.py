@@ -26,10 +26,9 @@ from django.utils import timezone
 
 from .ingest import IngestFailed, Options, Problem, Report, ingest_units
 from .ingest.layout import LayoutError, plan_uploads
-from .leaderboard_page import warm_default
 from .models import Attempt, Job, JobState, Run
 from .recheck import RecheckReport, recheck_run
-from .services import benchmarks_changes_collected, rollups_rebuild_for_attempts
+from .services import benchmarks_changes_collected, leaderboards_warm, rollups_rebuild_for_attempts
 
 log = logging.getLogger(__name__)
 
@@ -259,7 +258,7 @@ def job_execute(job_id) -> None:
         progress_total=total,
         finished_at=timezone.now(),
     )
-    _leaderboards_warm(changed)
+    leaderboards_warm(changed)
 
 
 def _fail(job: Job, exc: Exception) -> None:
@@ -296,16 +295,6 @@ def _fail(job: Job, exc: Exception) -> None:
             connection.close()
             time.sleep(wait)
 
-
-def _leaderboards_warm(benchmark_ids: set[int]) -> None:
-    """After a job committed changes: compute the default leaderboard of the benchmarks it touched, so
-    the first viewer does not pay for it. A failure here is logged and never fails the job."""
-    if not benchmark_ids:
-        return
-    try:
-        warm_default(benchmark_ids)
-    except Exception:
-        log.warning("warming the leaderboards of benchmarks %s failed", sorted(benchmark_ids), exc_info=True)
 
 
 def _error_id() -> str:

@@ -8,7 +8,8 @@ own, so unknown parameters, repeats and orderings all land on one entry. Its key
 query, whether it is an htmx swap (which adds the Share form's out-of-band state field), the
 benchmark's slug and the URL prefix (its links), and the state's digest with the excluded item
 ids (an exclusion policy's items come from audits). Entries move with the data generation like
-the tables (`runs.leaderboard_rows.cached`).
+the tables (`runs.cache.cached`); `page_parts` gets the fragment and the filter form in one cache
+round trip.
 
 `warm_default` computes what the first viewer after a data change would otherwise pay for
 (the default state's tables, fragment and filter choices); jobs call it after they commit.
@@ -27,7 +28,8 @@ from django.utils.safestring import SafeString
 
 from runs.exclusions import exclusion_explain_url, exclusion_policy_label, exclusion_sources, excluded_item_ids
 from runs.filters import SORTS, LeaderboardFilterForm, filter_choices, state_of, state_query
-from runs.leaderboard_rows import FRESH, cache_budget, cached, data_generation, leaderboard_tables, state_digest
+from runs.cache import cache_scope, cached, cached_many
+from runs.leaderboard_rows import is_default, leaderboard_tables, state_digest
 from runs.metrics import rank_change
 from runs.metrics.checklist import GROUPINGS, SMALL_CELL, reference_notes
 from runs.models import ReportStatus
@@ -38,21 +40,44 @@ log = logging.getLogger(__name__)
 TEMPLATE = "runs/checklist/leaderboard.html"
 
 
-def results_html(benchmark, state: dict, *, request=None, generation=FRESH) -> SafeString:
+def results_html(benchmark, state: dict, *, request=None) -> SafeString:
     """The #results fragment of the leaderboard for a validated state; `request` tells whether it is an htmx
     swap and whether the user is a blind annotator (no drill-down links). Cached per data generation and state."""
+    part, render = _results(benchmark, state, request)
+    # kept as the SafeString the template engine made (pickled with its type): anything else in the
+    # cache under this key is a miss, so only escaped template output is ever embedded unescaped
+    return cached(benchmark.id, part, render, kind=SafeString, charged=not is_default(state))
+
+
+def filters_html(benchmark, state: dict, *, request=None) -> SafeString:
+    """The page's filter form as rendered for a validated state (its choices move with the data
+    generation, the selected values come from the state): half a warm page's rendering otherwise.
+    A blind annotator's form has no exclusion policy (runs.access)."""
+    part, render = _filters(benchmark, state, request)
+    return cached(benchmark.id, part, render, kind=SafeString, charged=not is_default(state))
+
+
+def page_parts(benchmark, state: dict, *, request=None) -> tuple[SafeString, SafeString]:
+    """(#results fragment, filter form) of the full page, read from the cache in one round trip."""
+    results, filters = _results(benchmark, state, request), _filters(benchmark, state, request)
+    # the page as first opened is one per generation whoever asks (and after a deploy, before any writer
+    # warmed it, someone past their budget must still leave it for the next): charged to no one
+    found = cached_many(benchmark.id, {results[0]: (results[1], SafeString), filters[0]: (filters[1], SafeString)},
+                        charged=not is_default(state))
+    return found[results[0]], found[filters[0]]
+
+
+def _results(benchmark, state: dict, request):
+    """The cache part and the renderer of the #results fragment."""
     params = state_query(state)
-    if generation is FRESH:
-        generation = data_generation(benchmark.id)
     excluded = excluded_item_ids(benchmark, state["exclude"])
     htmx = bool(request is not None and getattr(request, "htmx", False))
     query = params.urlencode()
     part = _part("results", benchmark, query, htmx, _blind(request), state_digest(state, excluded))
 
     def render() -> str:
-        tables = leaderboard_tables(benchmark, state, excluded_items=excluded, generation=generation)
-        exclusion = (_exclusion_box(benchmark, state, tables, excluded, params, generation=generation)
-                     if excluded is not None else None)
+        tables = leaderboard_tables(benchmark, state, excluded_items=excluded)
+        exclusion = _exclusion_box(benchmark, state, tables, excluded, params) if excluded is not None else None
         effects = exclusion["rows"] if exclusion else {}
         context = {"benchmark": benchmark, "state": state, "query": query, "small": SMALL_CELL, "exclusion": exclusion,
                    "lines": [{"row": r, "effect": effects.get(r.model)} for r in tables.overall],
@@ -62,23 +87,18 @@ def results_html(benchmark, state: dict, *, request=None, generation=FRESH) -> S
                    "unscored_reasons": [(ReportStatus(status).label, n) for status, n in sorted(notes.unscored.items())]}
         return render_to_string(f"{TEMPLATE}#results", context, request)
 
-    # kept as the SafeString the template engine made (pickled with its type): anything else in the
-    # cache under this key is a miss, so only escaped template output is ever embedded unescaped
-    return cached(benchmark.id, part, render, kind=SafeString, generation=generation)
+    return part, render
 
 
-def filters_html(benchmark, state: dict, *, request=None, generation=FRESH) -> SafeString:
-    """The page's filter form as rendered for a validated state (its choices move with the data
-    generation, the selected values come from the state): half a warm page's rendering otherwise.
-    A blind annotator's form has no exclusion policy (runs.access)."""
+def _filters(benchmark, state: dict, request):
+    """The cache part and the renderer of the filter form."""
     query = state_query(state)
 
     def render() -> str:
-        form = LeaderboardFilterForm(query or None, benchmark=benchmark, generation=generation)
+        form = LeaderboardFilterForm(query or None, benchmark=benchmark)
         return render_to_string(f"{TEMPLATE}#filters", {"benchmark": benchmark, "form": form}, request)
 
-    return cached(benchmark.id, _part("filters", benchmark, query.urlencode(), _blind(request)), render,
-                  kind=SafeString, generation=generation)
+    return _part("filters", benchmark, query.urlencode(), _blind(request)), render
 
 
 def _blind(request) -> bool:
@@ -92,11 +112,10 @@ def _part(name: str, benchmark, query: str, *more) -> str:
     return f"{name}:" + hashlib.sha256(where.encode()).hexdigest()
 
 
-def _exclusion_box(benchmark, state: dict, tables, excluded, params: QueryDict, *, generation=FRESH) -> dict:
+def _exclusion_box(benchmark, state: dict, tables, excluded, params: QueryDict) -> dict:
     """The page's exclusion box: what the state's exclusion policy did to each model's ISR and rank, Kendall's tau,
     the swaps (the audits' effect page, audits.effect.exclusion_effect, also explains the swaps from verdicts)."""
-    before = leaderboard_tables(benchmark, state | {"exclude": "none", "by": "model", "ci": False},
-                                generation=generation).overall
+    before = leaderboard_tables(benchmark, state | {"exclude": "none", "by": "model", "ci": False}).overall
     rows, tau, swaps = rank_change.compare(before, tables.overall)
     explain = exclusion_explain_url(benchmark, state["exclude"])
     filters = params_with(params, exclude=None, by=None, sort=None, ci=None)
@@ -108,11 +127,12 @@ def _exclusion_box(benchmark, state: dict, tables, excluded, params: QueryDict, 
 
 
 def warm_default(benchmark_ids: Iterable[int]) -> None:
-    """Compute and cache the default leaderboard (no filters, by model, best ISR first, every item: the
-    page as first opened): its tables, #results fragment, filter form and choices, for these benchmarks, so the first viewer after a data
-    change does not pay for it. Call it after the change committed; benchmarks without rollups are skipped."""
-    with cache_budget(None):  # the shared default page is no one's spending
-        _warm(sorted(set(benchmark_ids)))
+    """Compute and cache, for these benchmarks' current generation, the summary every leaderboard state is
+    derived from (runs.leaderboard_rows.leaderboard_base) and the default leaderboard (no filters, by model,
+    best ISR first, every item: the page as first opened): its tables, #results fragment, filter form and
+    choices, so no viewer after a data change pays for them. Writers call it once their change committed
+    (runs.services); benchmarks without rollups are skipped."""
+    _warm(sorted(set(benchmark_ids)))
 
 
 def _warm(ids: list[int]) -> None:
@@ -121,8 +141,7 @@ def _warm(ids: list[int]) -> None:
     with_rollups = set(AttemptRollup.objects.filter(benchmark_id__in=ids).values_list("benchmark_id", flat=True)
                        .distinct().order_by())
     for benchmark in Benchmark.objects.filter(id__in=with_rollups, kind=BenchmarkKind.CHECKLIST).order_by("id"):
-        generation = data_generation(benchmark.id)
-        state = state_of({})
-        filter_choices(benchmark, generation=generation)
-        filters_html(benchmark, state, generation=generation)
-        results_html(benchmark, state, generation=generation)
+        with cache_scope(None):  # the shared default page is no one's spending; one generation for its parts
+            state = state_of({})
+            filter_choices(benchmark)
+            page_parts(benchmark, state)

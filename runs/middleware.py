@@ -15,7 +15,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 
 from runs.forms import request_size_problem, upload_count_problem
-from runs.leaderboard_rows import cache_budget
+from runs.cache import cache_budget
 
 
 class UploadLimitMiddleware:

@@ -4,6 +4,7 @@ Background jobs are `runs.jobs`; re-checks with the portal's checkers `runs.rech
 """
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -12,6 +13,7 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import Count, F, Q
 
+from . import leaderboard_page
 from .bulk import bulk_insert
 from .models import (
     Attempt, AttemptRollup, Benchmark, ChecklistItem, GroupRollup, JudgeReport, ReportStatus, Run, Verdict, VerdictResult,
@@ -25,6 +27,8 @@ ROLLUP_DIMENSIONS = (
     ("group", "item__group"),
     ("turn", "item__turn"),
 )
+
+log = logging.getLogger(__name__)
 
 
 #: first key of the advisory locks this project takes (the second is the benchmark id, or 0)
@@ -84,6 +88,10 @@ def benchmarks_generation_bump(benchmark_ids: Iterable[int]) -> None:
         touched = _changed.get()
         if touched is not None:  # inside a job: its leaderboards are warmed once it has finished
             transaction.on_commit(lambda: touched.update(ids))
+        else:
+            # any other writer precomputes the new generation's leaderboard summary and default page once
+            # it committed, as it rebuilt the rollups: no request after the change scores the rollups
+            transaction.on_commit(lambda: leaderboards_warm(set(ids)))
 
 
 #: the benchmarks whose data a committed transaction changed, while `benchmarks_changes_collected` runs (None outside)
@@ -93,13 +101,36 @@ _changed: ContextVar[set[int] | None] = ContextVar("benchmarks_changed", default
 @contextmanager
 def benchmarks_changes_collected() -> Iterator[set[int]]:
     """Collect, while the block runs, the ids of the benchmarks whose generation a committed transaction
-    bumped (a job warms their leaderboards once it has finished, not after each of its transactions)."""
+    bumped (their leaderboards are warmed once, when the block ends, not after each of its transactions)."""
     changed: set[int] = set()
     token = _changed.set(changed)
     try:
         yield changed
     finally:
         _changed.reset(token)
+
+
+@contextmanager
+def leaderboards_warmed_at_end() -> Iterator[None]:
+    """Writes inside (many commits: an import file by file) leave the leaderboards they change to be
+    precomputed and warmed once, at the end, instead of after every commit (a job does the same)."""
+    with benchmarks_changes_collected() as changed:
+        try:
+            yield
+        finally:
+            leaderboards_warm(changed)
+
+
+def leaderboards_warm(benchmark_ids: set[int]) -> None:
+    """After a writer committed changes: compute the leaderboard summary and default page of the benchmarks
+    it touched (runs.leaderboard_page.warm_default), so no viewer pays for them. A failure here is logged and
+    never fails the writer (its change is committed; the first request computes what is missing)."""
+    if not benchmark_ids:
+        return
+    try:
+        leaderboard_page.warm_default(benchmark_ids)
+    except Exception:
+        log.warning("warming the leaderboards of benchmarks %s failed", sorted(benchmark_ids), exc_info=True)
 
 
 def benchmarks_of_attempts(attempt_ids: Sequence[int]) -> set[int]:

@@ -264,7 +264,7 @@ def free_port() -> int:
 
 
 class WebServer:
-    """gunicorn with N workers on loopback, for as long as the `with` block lasts."""
+    """gunicorn with N workers (and the threads of gunicorn.conf.py) on loopback, for as long as the `with` block lasts."""
 
     def __init__(self, workers: int = 2, port: int | None = None):
         self.port = port or free_port()
@@ -275,6 +275,7 @@ class WebServer:
         env = {**os.environ, "DEBUG": "0"}
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "gunicorn", "ifportal.wsgi:application", "--bind", f"127.0.0.1:{self.port}",
+             "--config", str(Path(settings.BASE_DIR) / "gunicorn.conf.py"),  # threads per worker: see that file
              "--workers", str(self.workers), "--log-level", "warning"],
             cwd=settings.BASE_DIR, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
         )
@@ -368,10 +369,13 @@ def throughput(url: str, cookie: str, *, clients: int = 32, seconds: float = 10.
     stop = time.monotonic() + seconds
     counts = [0] * clients
     errors = [0] * clients
+    took: list[list[float]] = [[] for _ in range(clients)]
 
     def worker(k: int) -> None:
         while time.monotonic() < stop:
+            start = time.perf_counter()
             status, _ = fetch(url, cookie, timeout=seconds + 5)
+            took[k].append(1000 * (time.perf_counter() - start))
             if status == 200:
                 counts[k] += 1
             else:
@@ -384,8 +388,11 @@ def throughput(url: str, cookie: str, *, clients: int = 32, seconds: float = 10.
     for t in threads:
         t.join()
     elapsed = time.perf_counter() - start
+    samples = sorted(ms for per_client in took for ms in per_client)
     return {"client": "python threads", "clients": clients, "seconds": elapsed, "requests": sum(counts),
             "errors": sum(errors), "rps": sum(counts) / elapsed,
+            "latency_p50": round(statistics.median(samples), 1) if samples else None,
+            "latency_p95": round(samples[int(round(0.95 * (len(samples) - 1)))], 1) if samples else None,
             "client_cpu_cores": round((time.process_time() - cpu) / elapsed, 2)}
 
 
@@ -410,7 +417,7 @@ def wrk_throughput(url: str, cookie: str, *, clients: int = 32, seconds: float =
     errors = sum(int(n) for n in re.findall(r"(?:connect|read|write|timeout) (\d+)", out)) + int(number(r"Non-2xx or 3xx responses: (\d+)"))
     return {"client": f"wrk -t{threads} -c{clients}", "clients": clients, "seconds": number(r"requests in ([\d.]+)s"),
             "requests": int(number(r"(\d+) requests in")), "errors": errors, "rps": number(r"Requests/sec:\s+([\d.]+)"),
-            "latency_p50": _wrk_ms(out, "50%"), "latency_p99": _wrk_ms(out, "99%"),
+            "latency_p50": _wrk_ms(out, "50%"), "latency_p90": _wrk_ms(out, "90%"), "latency_p99": _wrk_ms(out, "99%"),
             "client_cpu_cores": round((after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime) / elapsed, 2)}
 
 
@@ -478,3 +485,72 @@ def search_latency(slug: str, *, repeats: int = 20) -> dict:
     out["all_queries"] = {"p95_ms": round(everything[int(round(0.95 * (len(everything) - 1)))], 1),
                           "target_p95_ms_at_1M_verdicts_1GB_text": 300}
     return out
+
+
+# the 10M study: ingest in batches, database size --------------------------------------------
+def ingest_in_batches(results: Path, slug: str, *, per_model: int, per_batch: int,
+                      say: Callable[[str], None] = lambda _: None) -> dict:
+    """The results folder ingested in batches of about `per_batch` verdicts (whole model folders of
+    `per_model` verdicts each, planned as `manage.py ingest octobench-scores results/` plans them), one
+    transaction each, in model order.
+
+    Each batch's verdicts/s is measured with the database as full as the batches before left it: the
+    first batch is the rate into an empty benchmark, the last the rate at the study's full size, which
+    is what "ingest not slower at 10M than at 1M" compares."""
+    from runs.ingest import Options, ingest_units
+    from runs.ingest.layout import entries_of, plan_import
+    from runs.models import Verdict
+
+    entries, _ = entries_of([results], "octobench-scores")
+    by_model: dict[str, list] = {}
+    for entry in entries:
+        by_model.setdefault(entry.relative.parts[0], []).append(entry)
+    models = sorted(by_model, key=lambda m: (len(m), m))  # model-2 before model-10
+    step = max(1, -(-per_batch // per_model))
+    batches, total = [], 0
+    for first in range(0, len(models), step):
+        chosen = models[first:first + step]
+        batch = [entry for model in chosen for entry in by_model[model]]
+        start = time.perf_counter()
+        ingest_units("octobench-scores", plan_import("octobench-scores", batch, Options(benchmark=slug)))
+        seconds = time.perf_counter() - start
+        verdicts = per_model * len(chosen)
+        batches.append({"models": len(chosen), "files": len(batch), "verdicts": verdicts, "seconds": seconds,
+                        "verdicts_in_benchmark_before": total, "load_average": round(os.getloadavg()[0], 2)})
+        total += verdicts
+        say(f"  batch {len(batches)}: {verdicts:,} verdicts in {seconds:.1f} s = {verdicts / seconds:,.0f} verdicts/s "
+            f"(benchmark now {total:,}; load {os.getloadavg()[0]:.1f})")
+    stored = Verdict.objects.filter(attempt__run__benchmark__slug=slug).count()
+    seconds = sum(b["seconds"] for b in batches)
+    return {"verdicts": stored, "files": len(entries), "seconds": round(seconds, 1),
+            "verdicts_per_second": round(stored / seconds),
+            "first_batch": _batch_figures(batches[0]), "last_batch": _batch_figures(batches[-1]),
+            "batches": [_batch_figures(b) for b in batches],
+            "includes": "parse, validate, upsert, rollups; in this process, one transaction per batch"}
+
+
+def _batch_figures(batch: dict) -> dict:
+    return {**batch, "seconds": round(batch["seconds"], 1), "verdicts_per_second": round(batch["verdicts"] / batch["seconds"])}
+
+
+def database_size(verdicts: int) -> dict:
+    """The database's size on disk, and that of the verdict and rollup tables (with their indexes and TOAST),
+    per million verdicts of the study (PostgreSQL only; other benchmarks in the database count in the total)."""
+    from django.db import connection
+
+    from runs.models import AttemptRollup, GroupRollup, Verdict
+
+    if connection.vendor != "postgresql" or not verdicts:
+        return {}
+    tables = {"verdicts": Verdict._meta.db_table, "attempt_rollups": AttemptRollup._meta.db_table,
+              "group_rollups": GroupRollup._meta.db_table}
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_database_size(current_database())")
+        total = cursor.fetchone()[0]
+        sizes = {}
+        for name, table in tables.items():
+            cursor.execute("SELECT pg_total_relation_size(%s::regclass)", [table])
+            sizes[name] = cursor.fetchone()[0]
+    per_million = 1e6 / verdicts
+    return {"database_mb": round(total / 2**20), "database_mb_per_million_verdicts": round(total / 2**20 * per_million, 1),
+            **{f"{name}_mb_per_million_verdicts": round(size / 2**20 * per_million, 1) for name, size in sizes.items()}}

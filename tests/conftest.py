@@ -33,7 +33,7 @@ def _cache_forget() -> None:
     from django.core.cache.backends.redis import RedisCache
 
     from ifportal.security import TokenFailureThrottle
-    from runs.leaderboard_rows import _database_tag
+    from runs.cache import _database_tag
 
     cache = caches["default"]
     if not isinstance(cache, RedisCache):

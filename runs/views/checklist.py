@@ -13,9 +13,9 @@ from runs.access import attempt_for, benchmark_for, blind_safe, instance_for
 from runs.charts import checklist as charts
 from runs import selectors, trajectory_view
 from runs.exports import checklist as exports
-from runs.filters import LeaderboardFilterForm, form_state, state_query
-from runs.leaderboard_page import filters_html, results_html
-from runs.leaderboard_rows import data_generation
+from runs.cache import generation_seen
+from runs.filters import LeaderboardFilterForm, form_state, state_of, state_query
+from runs.leaderboard_page import page_parts, results_html
 from runs.metrics import attempt_diff as metrics_diff
 from runs.metrics import checklist as metrics
 from runs.metrics.checklist import GROUPINGS
@@ -53,20 +53,22 @@ def leaderboard(request, slug):
     the shell around them (header, the frame's toolbar with its CSRF token), and an htmx swap brings
     the toolbar of the new state out of band."""
     benchmark = _benchmark(request, slug)
-    generation = data_generation(benchmark.id)  # once, before any data: choices and fragment share it
-    form = LeaderboardFilterForm(request.GET or None, benchmark=benchmark, generation=generation)
-    state = form_state(form) if form.is_bound else form.state()
+    generation_seen(benchmark)  # read just now, before any data: the cached parts need no query for it
+    if request.GET:
+        state = form_state(LeaderboardFilterForm(request.GET, benchmark=benchmark))
+    else:  # the page as first opened: the default state, no form (and no choices) to parse
+        state = state_of({})
     framed = frame_response(request, {"benchmark": benchmark, "state": state}, page_data=exports.leaderboard_page)
     if framed is not None:
         return framed
     tools = page_tools(request, declared(exports.leaderboard_page), state=state_query(state))  # the state, not the query
-    results = results_html(benchmark, state, request=request, generation=generation)
     if request.htmx:
         toolbar = render_to_string("runs/partials/page_tools.html", {"benchmark": benchmark, "page_tools": tools, "oob": True},
                                    request)
-        return HttpResponse(results + toolbar)
+        return HttpResponse(results_html(benchmark, state, request=request) + toolbar)
+    results, filters = page_parts(benchmark, state, request=request)
     context = {"benchmark": benchmark, "query": state_query(state).urlencode(), "results": results, "page_tools": tools,
-               "filters": filters_html(benchmark, state, request=request, generation=generation)}
+               "filters": filters}
     return render(request, "runs/checklist/leaderboard.html", context)
 
 

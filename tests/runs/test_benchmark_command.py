@@ -61,3 +61,27 @@ def test_benchmark_prints_every_ingest_figure_and_cleans_up(postgres, tmp_path, 
     with connection.cursor() as cursor:
         cursor.execute("SELECT count(*) FROM pg_class WHERE relname LIKE 'bench_copy%%'")
         assert cursor.fetchone()[0] == 0
+
+
+def test_the_10m_options_ingest_in_batches_and_report_size_and_the_first_and_last_batch(postgres, tmp_path, monkeypatch):
+    """`make benchmark-10m`'s options on a tiny study: whole models per batch, the first batch into an empty
+    benchmark and the last at full size side by side, COPY on a sample, no CLI load, size per million verdicts."""
+    monkeypatch.setenv("DATABASE_URL", worker_database_url())
+    monkeypatch.setattr("runs.study_benchmark.tmpdir", lambda: tmp_path / "study")
+    out = tmp_path / "figures.json"
+    call_command("benchmark", instances=4, items=3, models=5, repetitions=1, judges=2, trajectory_mb=1,
+                 skip_http=True, skip_cli=True, ingest_batch_verdicts=50, copy_rows=30, json=str(out),
+                 stdout=open(tmp_path / "stdout", "w"))
+    figures = json.loads(out.read_text())
+    ingest = figures["ingest"]
+    per_model = 4 * 3 * 1 * 2
+    assert ingest["verdicts"] == 5 * per_model == sum(b["verdicts"] for b in ingest["batches"])
+    assert [b["models"] for b in ingest["batches"]] == [3, 2]  # ceil(50 / 24) = 3 whole models a batch
+    assert ingest["first_batch"]["verdicts_in_benchmark_before"] == 0
+    assert ingest["last_batch"]["verdicts_in_benchmark_before"] == 3 * per_model
+    assert ingest["first_batch"]["verdicts_per_second"] > 0 and ingest["last_batch"]["verdicts_per_second"] > 0
+    assert figures["ingest_cli"] is None and figures["copy_rows_per_second"] > 0
+    size = figures["database_size"]
+    assert size["verdicts_mb_per_million_verdicts"] > 0
+    assert size["database_mb_per_million_verdicts"] >= size["verdicts_mb_per_million_verdicts"]
+    assert not Benchmark.objects.filter(slug="benchmark-study").exists()

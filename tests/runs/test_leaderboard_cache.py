@@ -13,6 +13,7 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from ifportal.settings import cache_url_beside
+from runs import cache as runs_cache
 from runs.ingest import Options, Source, ingest
 from runs.leaderboard_rows import compute_tables, leaderboard_tables
 from runs.metrics.checklist import Filters
@@ -209,16 +210,12 @@ def test_the_cache_sits_next_to_the_broker_in_its_own_database(broker, cache):
 
 def test_the_code_version_covers_every_template_and_module_rendered_into_the_cache(tmp_path, monkeypatch):
     """A deploy that changes any template or runs module changes the version, so no older fragment is read."""
-    from pathlib import Path
-
-    import runs.leaderboard_rows as rows
-
-    before = rows._code_version()
-    template = Path(rows.__file__).resolve().parent.parent / "templates" / "runs" / "_rank_change.html"
+    before = runs_cache._code_version()
+    template = Path(runs_cache.__file__).resolve().parent.parent / "templates" / "runs" / "_rank_change.html"
     original = template.read_bytes()
     try:
         template.write_bytes(original + b"\n")
-        assert rows._code_version() != before
+        assert runs_cache._code_version() != before
     finally:
         template.write_bytes(original)
-    assert rows._code_version() == before
+    assert runs_cache._code_version() == before

@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 from django.core.cache import cache
-from django.db import connection
+from django.db import connection, transaction
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from runs import jobs, leaderboard_page
+from runs import jobs, leaderboard_page, services
 from runs.filters import filter_choices
-from runs.leaderboard_rows import cache_key, data_generation
+from runs.cache import cache_key, data_generation
 from runs.models import Benchmark, Run, Verdict
 from runs.services import rollups_rebuild_for_attempts
 
@@ -162,7 +162,7 @@ def test_a_failure_while_warming_never_fails_the_job(monkeypatch, caplog):
     def broken(benchmark_ids):
         raise RuntimeError("cache exploded")
 
-    monkeypatch.setattr(jobs, "warm_default", broken)  # as the job runner calls it
+    monkeypatch.setattr(leaderboard_page, "warm_default", broken)  # as every writer calls it
     job = _ingest_job()
     jobs.job_execute(job.id)
     job.refresh_from_db()
@@ -171,13 +171,24 @@ def test_a_failure_while_warming_never_fails_the_job(monkeypatch, caplog):
 
 
 @pytest.mark.django_db(transaction=True)
-def test_nothing_is_warmed_without_rollups_or_outside_jobs(monkeypatch):
+def test_writers_warm_once_they_committed_jobs_once_they_finished_and_nothing_without_rollups(monkeypatch):
     calls = []
-    monkeypatch.setattr(jobs, "warm_default", lambda ids: calls.append(set(ids)))  # as the job runner calls it
-    bench, _ = build_study()  # rollups rebuilt outside a job: no warming
-    assert calls == []
+    monkeypatch.setattr(leaderboard_page, "warm_default", lambda ids: calls.append(set(ids)))
+    bench, attempts = build_study()
+    calls.clear()
+    with transaction.atomic():
+        services.rollups_rebuild_for_attempts([a.id for a in attempts])
+        assert calls == []  # not before the change commits
+    assert calls == [{bench.id}]  # a writer outside jobs: on commit
+    calls.clear()
     job = jobs.job_create(kind="rollups", params={"benchmark_id": bench.id})
     jobs.job_execute(job.id)
+    assert calls == [{bench.id}]  # a job: once, when it has finished
+    calls.clear()
+    with services.leaderboards_warmed_at_end():  # many commits (an import file by file): once, at the end
+        services.rollups_rebuild_for_attempts([attempts[0].id])
+        services.rollups_rebuild_for_attempts([attempts[1].id])
+        assert calls == []
     assert calls == [{bench.id}]
     monkeypatch.undo()
     empty = Benchmark.objects.create(slug="empty", name="Empty", kind="checklist")

@@ -12,6 +12,7 @@ from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
 from runs.ingest import FORMATS, IngestFailed, Options, Report, ingest_each, ingest_units
+from runs.services import leaderboards_warmed_at_end
 from runs.ingest.layout import LayoutError, entries_of, manifest_read, plan_import
 
 #: how many groups of files the plan lists before "and N more"
@@ -72,7 +73,8 @@ class Command(BaseCommand):
 
         try:
             if opts["per_file"]:
-                outcomes = ingest_each(opts["format"], units, progress=progress)
+                with leaderboards_warmed_at_end():  # one leaderboard precompute for the folder, not one per file
+                    outcomes = ingest_each(opts["format"], units, progress=progress)
             else:
                 report = ingest_units(opts["format"], units, progress=progress)
         except IngestFailed as exc:
