@@ -446,12 +446,13 @@ class Job(models.Model):
 
 
 class ShareScope(models.TextChoices):
-    LEADERBOARD = "leaderboard", "Leaderboard only"
-    ATTEMPTS = "attempts", "Leaderboard and the attempts behind it"
+    # the stored values predate pages other than the leaderboard: "leaderboard" means the frozen page alone
+    LEADERBOARD = "leaderboard", "The page only"
+    ATTEMPTS = "attempts", "The page and the attempts it links to"
 
 
 class ShareLink(models.Model):
-    """A read-only public link to a frozen leaderboard snapshot (`runs.sharing`).
+    """A read-only public link to a frozen page snapshot, of any kind's page (`runs.pages`, `runs.sharing`).
 
     Only the SHA-256 of the token is stored, so a database leak does not leak live
     links. `state` is the leaderboard's filter state, `snapshot` its computed rows and

@@ -4,7 +4,7 @@ from __future__ import annotations
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.http import Http404, HttpResponse
-from django.shortcuts import get_object_or_404, render
+from django.shortcuts import render
 from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils.html import escape
@@ -24,12 +24,6 @@ from runs.pages import declared, frame_response, page_tools, render_page
 from runs.querystring import query_with
 
 ATTEMPTS_PAGE = 50
-
-
-def benchmark_or_404(slug: str) -> Benchmark:
-    """The checklist benchmark with this slug, or 404 (for runs.views.sharing's share forms, whose user is checked
-    there; every page here asks runs.access.benchmark_for)."""
-    return get_object_or_404(Benchmark, slug=slug, kind=BenchmarkKind.CHECKLIST)
 
 
 def _benchmark(request, slug: str) -> Benchmark:

@@ -4,12 +4,12 @@ The re-check pages themselves (agreement of the log with the checker) are pages 
 (`views/dialogue.py`, `views/hierarchy.py`), rendered with one template, `runs/recheck.html`.
 """
 from django.contrib.auth.decorators import login_required
-from django.shortcuts import get_object_or_404, redirect
+from django.shortcuts import redirect
 from django.views.decorators.http import require_POST
 
-from runs.access import blind_safe
+from runs.access import benchmark_for, blind_safe
 from runs.jobs import job_create, job_enqueue
-from runs.models import Benchmark, Run
+from runs.models import Run
 
 
 @blind_safe
@@ -18,7 +18,7 @@ from runs.models import Benchmark, Run
 def start(request, slug, kind):
     """Queue a background re-check of the chosen runs (all runs of the benchmark if none chosen); `kind` comes
     from the route (`<kind>-recheck-start`), so a benchmark of another kind is not found."""
-    benchmark = get_object_or_404(Benchmark, slug=slug, kind=kind)
+    benchmark = benchmark_for(request, slug, kind=kind)
     labels = request.POST.getlist("run")
     runs = Run.objects.filter(benchmark=benchmark, **({"label__in": labels} if labels else {}))
     job = job_create(kind="recheck", params={"run_ids": list(runs.values_list("id", flat=True)),

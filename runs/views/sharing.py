@@ -15,12 +15,12 @@ from django.urls import reverse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 
-from runs.access import blind_safe
+from runs.access import benchmark_for, blind_safe
 from runs import pages, sharing, trajectory_view
 from runs.exports import checklist as exports_checklist
 from runs.filters import LeaderboardFilterForm, form_state
 from runs.metrics import checklist as metrics
-from runs.models import Attempt, Benchmark, ShareLink
+from runs.models import Attempt, Benchmark, BenchmarkKind, ShareLink
 from runs.querystring import query_with
 from runs.views import checklist
 
@@ -67,7 +67,7 @@ def _create(request, benchmark: Benchmark, *, path: str, include_attempts: bool,
 @require_POST
 def share_create(request, slug):
     """The leaderboard of the posted state (a query string) frozen into a new link, as the frame freezes any page."""
-    benchmark = checklist.benchmark_or_404(slug)
+    benchmark = benchmark_for(request, slug, kind=BenchmarkKind.CHECKLIST)
     form = ShareCreateForm(request.POST)
     if not form.is_valid():
         return HttpResponse("Invalid share request.", status=400)
@@ -89,7 +89,7 @@ class PageShareForm(forms.Form):
 @require_POST
 def page_share_create(request, slug):
     """Freeze any page of the benchmark rendered through the frame (runs.pages) into a new link; show its URL once."""
-    benchmark = get_object_or_404(Benchmark, slug=slug)
+    benchmark = benchmark_for(request, slug)
     form = PageShareForm(request.POST)
     if not form.is_valid():
         return HttpResponse("Invalid share request.", status=400)
@@ -123,7 +123,7 @@ def share_revoke(request, pk):
 def leaderboard_export(request, slug):
     """The leaderboard's export address of old (?format=csv|json): the frame's export of the leaderboard page, for the
     state of the rest of the query, as the page's own ?export= gives it."""
-    benchmark = checklist.benchmark_or_404(slug)
+    benchmark = benchmark_for(request, slug, kind=BenchmarkKind.CHECKLIST)
     fmt = request.GET.get("format", "csv")
     if fmt not in EXPORT_FORMATS:
         raise Http404("unknown export format")
