@@ -13,7 +13,7 @@ from django.db import connection
 from runs import bench_search as bs
 from runs import search as s
 from runs.ingest import Options, Source, ingest
-from runs.models import Attempt, Benchmark, SearchSource, SearchText, Verdict
+from runs.models import Attempt, Benchmark, Run, SearchSource, SearchText, Verdict
 
 pytestmark = pytest.mark.django_db
 
@@ -118,3 +118,37 @@ def test_attempts_with_a_trajectory_keep_theirs(tmp_path):
     s.trajectories_index({attempt.id: [{"messages": [{"role": "assistant", "content": "my own trajectory"}]}]})
     bs.corpus_grow("corpus", megabytes=0.05)
     assert list(SearchText.objects.filter(attempt_id=attempt.id).values_list("text", flat=True)) == ["my own trajectory"]
+
+
+def test_walk_behind_a_run_filter_starts_at_the_runs_rows_and_finds_the_same_hits(postgres, tmp_path, monkeypatch):
+    """Common text behind a run or model filter (runs.search._first_ids with a span): when the trigram
+    candidates outlast CANDIDATES_MS the walk in id order is bounded by the filtered runs' first and last
+    rows, and finds the hits the candidates find."""
+    benchmark = _study(tmp_path)
+    bs.corpus_grow("corpus", megabytes=0.6)
+    last = f"m{RUNS - 1}-r1"
+    expected = {}
+    for params in ({"run": last}, {"model": f"model-{RUNS - 1}", "verdict": "fail"}, {"run": "m0-r1"}):
+        expected[str(params)] = [h.id for h in _hits(benchmark, bs.COMMON, source="message", **params)]
+        assert len(expected[str(params)]) > 25  # more than a page: the cursor is walked too
+
+    real_plan = s._plan
+
+    def candidates_always_too_slow(cursor, *, timeout_ms, walk=None):
+        real_plan(cursor, timeout_ms=timeout_ms, walk=walk)
+        if walk is False and timeout_ms == s.CANDIDATES_MS:
+            cursor.execute("SELECT pg_sleep(0.2)")  # canceled at the candidates' timeout, as a slow one is
+
+    monkeypatch.setattr(s, "CANDIDATES_MS", 20)
+    monkeypatch.setattr(s, "_plan", candidates_always_too_slow)
+    spans = []
+    real_first_ids = s._first_ids
+    monkeypatch.setattr(s, "_first_ids", lambda rows, want, *, span=None: spans.append(span) or real_first_ids(
+        rows, want, span=span))
+    for params in ({"run": last}, {"model": f"model-{RUNS - 1}", "verdict": "fail"}, {"run": "m0-r1"}):
+        spans.clear()
+        assert [h.id for h in _hits(benchmark, bs.COMMON, source="message", **params)] == expected[str(params)]
+        assert spans and all(span is not None for span in spans)
+    # a run with no text: nothing to walk
+    Run.objects.create(benchmark=benchmark, label="empty-r1", model=Run.objects.first().model)
+    assert _hits(benchmark, bs.COMMON, source="message", run="empty-r1") == []
