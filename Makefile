@@ -10,7 +10,8 @@ HOST   ?= 127.0.0.1
 PORT   ?= 8000
 PYTEST_ARGS ?=
 
-.PHONY: run test setup setup-test migrate demo-data demo-login clean-venv benchmark benchmark-10m benchmark-100-models
+.PHONY: run test setup setup-test migrate demo-data demo-login clean-venv benchmark benchmark-10m benchmark-100-models \
+	benchmark-search
 
 run: setup migrate demo-data demo-login
 	$(PY) manage.py runserver $(HOST):$(PORT)
@@ -84,6 +85,18 @@ benchmark-100-models: BENCH_ARGS = --instances 217 --items 5 --models 100 --repe
 benchmark-100-models: BENCH_DB = ifportal_bench_100m
 benchmark-100-models: BENCH_JSON = benchmark-100-models.json
 benchmark-100-models: benchmark
+
+# Transcript search at 1 GB (issue 17, item 3): the 1M-verdict study with its search corpus grown by
+# 1,000 MB of generated trajectories (runs.bench_search: COPY, then the trigram index built, minutes
+# rather than the half hour of a 1 GB import); the search selector timed on rare, medium and common
+# text behind filters. Only what search needs: a 1 MB trajectory file, COPY baselines on a sample, no
+# CLI load, no long trajectory. BENCH_SEARCH_ARGS adds to it (e.g. --skip-http, --keep).
+BENCH_SEARCH_ARGS ?=
+benchmark-search: BENCH_ARGS = --instances 217 --items 33 --models 16 --repetitions 3 --judges 3 \
+	--trajectory-mb 1 --copy-rows 20000 --skip-cli --skip-long-trajectory --search-corpus-mb 1000 $(BENCH_SEARCH_ARGS)
+benchmark-search: BENCH_DB = ifportal_bench_search
+benchmark-search: BENCH_JSON = benchmark-search.json
+benchmark-search: benchmark
 
 benchmark: setup-test
 	@psql "$(BENCH_SERVER)/postgres" -tAc "select 1 from pg_database where datname = '$(BENCH_DB)'" | grep -q 1 \

@@ -440,15 +440,15 @@ SEARCH_QUERIES = [
     ("phrase in every assistant message", {"q": "Thinking about the file"}),
     ("reasoning of failed verdicts", {"q": "broken in turn 3", "verdict": "fail"}),
     ("failed attempts whose trajectory contains", {"q": "/app/f3.py", "verdict": "fail", "source": "message"}),
-    ("phrase found nowhere", {"q": "git push --force"}),
+    ("phrase found nowhere", {"q": "git push --mirror"}),
     ("every word, any order", {"q": "rule broken", "mode": "words"}),
     ("one model's reasoning", {"q": "what the rule asks", "model": "model-1"}),
 ]
 
 
-def search_latency(slug: str, *, repeats: int = 20) -> dict:
+def search_latency(slug: str, *, repeats: int = 20, queries: list[tuple[str, dict]] | None = None) -> dict:
     """Median and p95 of the search selector (the page's and the API's database work) per query of
-    SEARCH_QUERIES, after one warm-up each, with the size of what was searched."""
+    `queries` (default SEARCH_QUERIES), after one warm-up each, with the size of what was searched."""
     from django.db import connection
     from django.db.models import Sum
     from django.db.models.functions import Length
@@ -466,7 +466,7 @@ def search_latency(slug: str, *, repeats: int = 20) -> dict:
                            "('runs_searchtext', 'search_text_trgm', 'verdict_reasoning_trgm')")
             out["sizes_mb"] = {name: round(size / 2**20, 1) for name, size in cursor.fetchall()}
     everything = []
-    for label, params in SEARCH_QUERIES:
+    for label, params in SEARCH_QUERIES if queries is None else queries:
         query = search_query_of({k: [v] for k, v in params.items()})
         samples, hits = [], None
         for n in range(repeats + 1):

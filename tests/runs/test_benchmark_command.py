@@ -85,3 +85,27 @@ def test_the_10m_options_ingest_in_batches_and_report_size_and_the_first_and_las
     assert size["verdicts_mb_per_million_verdicts"] > 0
     assert size["database_mb_per_million_verdicts"] >= size["verdicts_mb_per_million_verdicts"]
     assert not Benchmark.objects.filter(slug="benchmark-study").exists()
+
+
+def test_the_search_corpus_option_grows_the_corpus_and_measures_its_searches(postgres, tmp_path, monkeypatch):
+    """`make benchmark-search`'s option on a tiny study: the corpus is generated into the study's attempts,
+    every corpus query is timed next to the study's own, the needles counted, and all of it removed after."""
+    monkeypatch.setenv("DATABASE_URL", worker_database_url())
+    monkeypatch.setattr("runs.study_benchmark.tmpdir", lambda: tmp_path / "study")
+    out = tmp_path / "figures.json"
+    call_command("benchmark", instances=4, items=3, models=2, repetitions=1, judges=2, trajectory_mb=1,
+                 skip_http=True, skip_cli=True, skip_long_trajectory=True, search_corpus_mb=0.2, json=str(out),
+                 stdout=open(tmp_path / "stdout", "w"))
+    figures = json.loads(out.read_text())
+    corpus = figures["search_corpus"]
+    # 8 attempts, 5 with a trajectory already (the large file's 4 of model-0, the 5 MB one of model-1): 3 get one
+    assert corpus["attempts"] == 3 and 0.15 <= corpus["text_mb"] <= 0.25
+    assert corpus["needle_rows"]["git push --force"] == 1 and corpus["needle_rows"]["quokka_ledger_overflow"] == 3
+    assert corpus["index_rebuilt"] == ["search_text_trgm"] and corpus["sizes_mb"]["search_text_trgm"] > 0
+    search = figures["search"]
+    assert search["corpus: git push --force (0.1% of trajectories)"]["hits_on_first_page"] == 1
+    assert search["corpus: rare token in 5 rows"]["hits_on_first_page"] == 3
+    assert search["phrase found nowhere"]["hits_on_first_page"] == 0
+    assert search["corpus: phrase found nowhere"]["hits_on_first_page"] == 0
+    assert search["search_text_mb"] >= corpus["text_mb"]
+    assert not Benchmark.objects.filter(slug="benchmark-study").exists() and SearchText.objects.count() == 0

@@ -12,7 +12,7 @@ from django.db import connection, transaction
 from django.db.models import F
 from django.urls import NoReverseMatch, reverse
 
-from runs import bench_trajectory
+from runs import bench_search, bench_trajectory
 from runs import study_benchmark as sb
 from runs.ingest import Options, Source, ingest, ingest_units
 from runs.ingest.layout import entries_of, plan_import
@@ -62,6 +62,9 @@ class Command(BaseCommand):
                             help="measure the COPY baselines on the first this many verdicts (0: all of them)")
         parser.add_argument("--skip-cli", action="store_true",
                             help="do not load the study a second time through `manage.py ingest`")
+        parser.add_argument("--search-corpus-mb", type=float, default=0,
+                            help="grow the study's search corpus by about this many MB of generated trajectories "
+                                 "(runs.bench_search: COPY, then the trigram index built) and measure its searches too")
 
     def handle(self, *args, **o):
         if connection.vendor != "postgresql":
@@ -166,12 +169,19 @@ class Command(BaseCommand):
         five = root / "trajectory-5mb.jsonl"
         sb.trajectory_write(five, instance_ids=[ids[0]], megabytes=5)
         ingest("octobench-trajectories", [Source.of(five)], Options(benchmark=SLUG, model="model-1", run="model-1-r1"))
+        if o["search_corpus_mb"]:
+            figures["search_corpus"] = self._search_corpus(o["search_corpus_mb"])
         if connection.vendor == "postgresql":
             connection.cursor().execute("ANALYZE runs_searchtext")
-        figures["search"] = sb.search_latency(SLUG, repeats=o["requests"])
+        queries = sb.SEARCH_QUERIES + (bench_search.corpus_queries(SLUG) if o["search_corpus_mb"] else [])
+        figures["search"] = sb.search_latency(SLUG, repeats=o["requests"], queries=queries)
         self._say(f"search: {figures['search']['search_text_mb']} MB of trajectory and response text in "
-                  f"{figures['search']['search_rows']:,} rows; p95 over {len(sb.SEARCH_QUERIES)} queries "
+                  f"{figures['search']['search_rows']:,} rows; p95 over {len(queries)} queries "
                   f"{figures['search']['all_queries']['p95_ms']:.0f} ms (target 300 ms at 1M verdicts and 1 GB)")
+        for label, _ in queries:
+            found = figures["search"][label]
+            self._say(f"  {label}: median {found['median_ms']:.0f} ms, p95 {found['p95_ms']:.0f} ms (target 300 ms), "
+                      f"{found['hits_on_first_page']} hits on the first page")
 
         if not o["skip_http"]:
             figures["http"] = self._http(o)
@@ -183,6 +193,16 @@ class Command(BaseCommand):
             Benchmark.objects.filter(slug=SLUG).delete()
         shutil.rmtree(root, ignore_errors=True)  # the generated files (about 300 MB at 1M verdicts); the database keeps what --keep keeps
         self.stdout.write(json.dumps(figures, indent=2))
+
+    def _search_corpus(self, megabytes: float) -> dict:
+        """Issue 17, item 3: the study's search corpus grown to about 1 GB without a half-hour import."""
+        self._say(f"growing the search corpus by {megabytes:,.0f} MB of generated trajectories (runs.bench_search)")
+        out = bench_search.corpus_grow(SLUG, megabytes=megabytes, say=self._say)
+        self._say(f"search corpus: {out['text_mb']:,} MB of text in {out['rows']:,} rows over {out['attempts']:,} "
+                  f"attempts in {out['seconds']:.0f} s (generate and COPY {out['generate_and_copy_seconds']:.0f} s, "
+                  f"trigram index {out.get('index_build_seconds', 0):.0f} s); sizes {out.get('sizes_mb', {})}; "
+                  f"rows per needle {out['needle_rows']}")
+        return out
 
     def _long_trajectory(self, o) -> dict:
         """Issue 17, item 2: one attempt of tens of thousands of messages, imported and read (runs.bench_trajectory)."""
@@ -252,6 +272,8 @@ class Command(BaseCommand):
             "search page": ("runs:search", {"slug": SLUG}, "?q=%2Fapp%2Ff7.py"),
             "search API": ("api:search", {}, f"?benchmark={SLUG}&q=broken+in+turn+3&verdict=fail"),
         }
+        if o.get("search_corpus_mb"):
+            pages |= bench_search.http_pages(SLUG)
         out: dict = {"load_average_at_start": [round(x, 2) for x in os.getloadavg()]}  # other work on the machine
         with sb.WebServer(workers=2, port=o["port"]) as server:
             for label, (name, kwargs, query) in pages.items():

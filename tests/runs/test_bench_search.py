@@ -1,0 +1,154 @@
+"""The generated search corpus of `benchmark --search-corpus-mb` (runs.bench_search), on a tiny size: rows laid
+out as the ingest's writer lays them, needles found by the search exactly as often as they were planted, text
+varied enough for a realistic trigram index. On PostgreSQL also: the trigram index is there again after the
+load (it is dropped for the COPY and rebuilt) and the search goes through it."""
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from django.db import connection
+
+from runs import bench_search as bs
+from runs import search as s
+from runs.ingest import Options, Source, ingest
+from runs.models import Attempt, Benchmark, Run, SearchSource, SearchText, Verdict
+
+pytestmark = pytest.mark.django_db
+
+INSTANCES, RUNS = 6, 3
+
+
+def _study(tmp_path) -> Benchmark:
+    records = [{"type": "benchmark", "slug": "corpus", "name": "Corpus", "kind": "checklist"}]
+    records += [{"type": "instance", "id": f"task-{i}", "items": [{"key": "a", "description": "A"},
+                                                                 {"key": "b", "description": "B"}]}
+                for i in range(INSTANCES)]
+    records += [{"type": "run", "label": f"m{r}-r1", "model": f"model-{r}"} for r in range(RUNS)]
+    for r in range(RUNS):
+        for i in range(INSTANCES):
+            records.append({"type": "attempt", "run": f"m{r}-r1", "instance": f"task-{i}", "response": ""})
+            for key in ("a", "b"):
+                for judge in ("judge-1", "judge-2"):
+                    failed = (r + i + len(key) + len(judge)) % 3 == 0
+                    records.append({"type": "verdict", "run": f"m{r}-r1", "instance": f"task-{i}", "item": key,
+                                    "judge": judge, "result": "fail" if failed else "pass",
+                                    "reasoning": "Broken." if failed else "Fine."})
+    path = tmp_path / "study.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in records) + "\n", encoding="utf-8")
+    ingest("native", [Source.of(path)], Options())
+    return Benchmark.objects.get(slug="corpus")
+
+
+def _hits(benchmark, text, **params):
+    """Every hit of a search, page after page (the selector the page and the API call)."""
+    hits, after = [], None
+    while True:
+        query = {"q": [text], **{k: [v] for k, v in params.items()}, **({"after": [after]} if after else {})}
+        page = s.search(benchmark, s.search_query_of(query), page_size=25)
+        hits += page.hits
+        if not page.next_after:
+            return hits
+        after = page.next_after
+
+
+def test_corpus_rows_are_the_writers_and_needles_are_found_as_often_as_planted(tmp_path):
+    benchmark = _study(tmp_path)
+    figures = bs.corpus_grow("corpus", megabytes=0.25)
+    rows = SearchText.objects.filter(benchmark=benchmark)
+
+    # about the size asked, over every attempt, each row filed by its attempt's run and model
+    assert 0.2 <= figures["text_mb"] <= 0.3 and figures["attempts"] == INSTANCES * RUNS
+    assert rows.count() == figures["rows"] and set(rows.values_list("source", flat=True)) == {SearchSource.MESSAGE}
+    facets = {a: (b, r, m) for a, b, r, m in Attempt.objects.values_list("id", "run__benchmark_id", "run_id",
+                                                                           "run__model_id")}
+    assert all(facets[a] == (b, r, m) for a, b, r, m in rows.values_list("attempt_id", "benchmark_id", "run_id",
+                                                                          "model_id"))
+    assert {a for a in rows.values_list("attempt_id", flat=True)} == set(facets)
+    assert max(len(t) for t in rows.values_list("text", flat=True)) <= s.PIECE
+    assert rows.filter(piece__gt=0).exists() and rows.filter(thread=1).exists()  # long outputs, sub-agents
+    # varied text: thousands of distinct words, no line repeated throughout
+    texts = list(rows.values_list("text", flat=True))
+    words = {w for t in texts for w in re.findall(r"[A-Za-z_]{3,}", t)}
+    assert len(words) > 2000
+    lines = [line for t in texts for line in t.splitlines() if len(line) > 30]
+    assert len(set(lines)) > 0.8 * len(lines)
+    assert Benchmark.objects.get(id=benchmark.id).searchable
+
+    # planted: git push --force in 0.1% of trajectories (at least one), the rare token in exactly 5 rows
+    needles = figures["needle_rows"]
+    attempts = INSTANCES * RUNS
+    assert needles[bs.FORCE_PUSH] == needles["planted " + bs.FORCE_PUSH] == max(1, round(bs.FORCE_PUSH_SHARE * attempts))
+    assert needles[bs.RARE] == needles["planted " + bs.RARE] == bs.RARE_ROWS
+    assert needles[bs.NOWHERE] == 0 and needles[bs.MEDIUM] > 0 and needles[bs.COMMON] > rows.count() / 5
+    assert figures["reasoning_planted"] == bs.RARE_ROWS
+
+    # the search finds each exactly as often as counted, through the page's selector
+    for needle in (bs.FORCE_PUSH, bs.RARE, bs.MEDIUM, bs.COMMON, bs.NOWHERE):
+        found = _hits(benchmark, needle, source="message")
+        assert len(found) == needles[needle] == rows.filter(text__contains_text=needle).count(), needle
+    assert len(_hits(benchmark, " ".join(bs.WORDS), mode="words", source="message")) == needles[" ".join(bs.WORDS)]
+    assert len(_hits(benchmark, bs.RARE_REASONING, source="reasoning")) == bs.RARE_ROWS
+    assert len(_hits(benchmark, bs.RARE_REASONING, source="reasoning", verdict="fail")) >= 1
+
+    # the issue's example: failed items whose trajectory contains git push --force
+    forced = set(rows.filter(text__contains_text=bs.FORCE_PUSH).values_list("attempt_id", flat=True))
+    failed = set(Verdict.objects.filter(attempt_id__in=forced, result="fail").values_list("attempt_id", flat=True))
+    assert {h.attempt_id for h in _hits(benchmark, bs.FORCE_PUSH, verdict="fail", source="message")} == failed
+
+    # every measured query runs and answers; the filters name the study's last run, model and judge
+    queries = bs.corpus_queries("corpus")
+    assert any(p.get("model") == f"model-{RUNS - 1}" for _, p in queries)
+    for _, params in queries:
+        s.search(benchmark, s.search_query_of({k: [v] for k, v in params.items()}))
+
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT indexname FROM pg_indexes WHERE tablename = 'runs_searchtext'")
+            assert "search_text_trgm" in {name for (name,) in cursor.fetchall()}
+            cursor.execute("EXPLAIN SELECT id FROM runs_searchtext WHERE text ILIKE %s", [f"%{bs.RARE}%"])
+            assert "search_text_trgm" in " ".join(line for (line,) in cursor.fetchall())
+        assert figures["index_rebuilt"] == ["search_text_trgm"] and figures["sizes_mb"]["search_text_trgm"] > 0
+
+
+def test_attempts_with_a_trajectory_keep_theirs(tmp_path):
+    benchmark = _study(tmp_path)
+    attempt = Attempt.objects.filter(run__benchmark=benchmark).order_by("id").first()
+    s.trajectories_index({attempt.id: [{"messages": [{"role": "assistant", "content": "my own trajectory"}]}]})
+    bs.corpus_grow("corpus", megabytes=0.05)
+    assert list(SearchText.objects.filter(attempt_id=attempt.id).values_list("text", flat=True)) == ["my own trajectory"]
+
+
+def test_walk_behind_a_run_filter_starts_at_the_runs_rows_and_finds_the_same_hits(postgres, tmp_path, monkeypatch):
+    """Common text behind a run or model filter (runs.search._first_ids with a span): when the trigram
+    candidates outlast CANDIDATES_MS the walk in id order is bounded by the filtered runs' first and last
+    rows, and finds the hits the candidates find."""
+    benchmark = _study(tmp_path)
+    bs.corpus_grow("corpus", megabytes=0.6)
+    last = f"m{RUNS - 1}-r1"
+    expected = {}
+    for params in ({"run": last}, {"model": f"model-{RUNS - 1}", "verdict": "fail"}, {"run": "m0-r1"}):
+        expected[str(params)] = [h.id for h in _hits(benchmark, bs.COMMON, source="message", **params)]
+        assert len(expected[str(params)]) > 25  # more than a page: the cursor is walked too
+
+    real_plan = s._plan
+
+    def candidates_always_too_slow(cursor, *, timeout_ms, walk=None):
+        real_plan(cursor, timeout_ms=timeout_ms, walk=walk)
+        if walk is False and timeout_ms == s.CANDIDATES_MS:
+            cursor.execute("SELECT pg_sleep(0.2)")  # canceled at the candidates' timeout, as a slow one is
+
+    monkeypatch.setattr(s, "CANDIDATES_MS", 20)
+    monkeypatch.setattr(s, "_plan", candidates_always_too_slow)
+    spans = []
+    real_first_ids = s._first_ids
+    monkeypatch.setattr(s, "_first_ids", lambda rows, want, *, span=None: spans.append(span) or real_first_ids(
+        rows, want, span=span))
+    for params in ({"run": last}, {"model": f"model-{RUNS - 1}", "verdict": "fail"}, {"run": "m0-r1"}):
+        spans.clear()
+        assert [h.id for h in _hits(benchmark, bs.COMMON, source="message", **params)] == expected[str(params)]
+        assert spans and all(span is not None for span in spans)
+    # a run with no text: nothing to walk
+    Run.objects.create(benchmark=benchmark, label="empty-r1", model=Run.objects.first().model)
+    assert _hits(benchmark, bs.COMMON, source="message", run="empty-r1") == []
