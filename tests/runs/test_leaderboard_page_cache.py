@@ -2,12 +2,14 @@
 kept per (benchmark, data generation, validated state), never shared between states, htmx
 swaps or users' pages, retired when the generation moves; jobs warm the default page after they
 commit. Runs on SQLite and PostgreSQL (with Redis when CACHE_URL says so)."""
+import io
 import re
 import runpy
 from pathlib import Path
 
 import pytest
 from django.core.cache import cache
+from django.core.management import CommandError, call_command
 from django.db import connection, transaction
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
@@ -155,6 +157,24 @@ def test_an_ingest_job_warms_the_default_page_after_it_commits(django_user_model
     tables = {t for q in queries for t in re.findall(r'FROM "(\w+)"', q["sql"])}
     # the session, the user, their roles (runs.access: blind or not) and the benchmark; nothing computed
     assert tables == {"django_session", "auth_user", "auth_group", "runs_benchmark"}, "the first viewer computed part of the page"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_after_a_deploy_leaderboards_warm_precomputes_what_the_first_viewer_would(django_user_model):
+    jobs.job_execute(_ingest_job().id)
+    bench = Benchmark.objects.get(slug="acme-agent-if")
+    cache.clear()  # a deploy: the new code version keys nothing that is stored
+    out = io.StringIO()
+    call_command("leaderboards_warm", stdout=out)
+    assert "warmed 1 leaderboard(s)" in out.getvalue() and "acme-agent-if" in out.getvalue()
+    client = client_of(django_user_model, "first-viewer-after-deploy")
+    with CaptureQueriesContext(connection) as queries:
+        page = client.get(reverse("runs:checklist-leaderboard", args=[bench.slug]))
+    assert page.status_code == 200 and "model-x" in results(page.content.decode())
+    read = {t for q in queries for t in re.findall(r'FROM "(\w+)"', q["sql"]) if t.startswith("runs_")}
+    assert read == {"runs_benchmark"}, "the first viewer after the deploy computed part of the page"
+    with pytest.raises(CommandError, match="no-such"):
+        call_command("leaderboards_warm", "--benchmark", "no-such")
 
 
 @pytest.mark.django_db(transaction=True)
