@@ -234,7 +234,8 @@ def export_response(data: PageData, *, fmt: str, table: str | None, filename: st
             names = ", ".join(t.name for t in data.tables) or "none"
             return HttpResponse(f"This page has no table {table!r} (tables: {names}).", status=400, content_type="text/plain")
         response = HttpResponse(table_csv(chosen), content_type="text/csv; charset=utf-8")
-        filename = f"{filename}-{chosen.name}"
+        if not filename.endswith(f"-{chosen.name}"):  # a page's table named after the page: octobench-leaderboard, not -leaderboard-leaderboard
+            filename = f"{filename}-{chosen.name}"
     else:
         response = HttpResponse(json.dumps(export_document(data, state), cls=DjangoJSONEncoder, ensure_ascii=False, indent=1),
                                 content_type="application/json")

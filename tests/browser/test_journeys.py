@@ -146,7 +146,7 @@ def test_a_share_link_holder_sees_the_snapshot_and_nothing_beyond_its_scope(
     # the whole leaderboard: its frozen numbers, no drill-down, downloads of the same rows
     page.goto(f"{url}/s/{token}/")
     assert page.url == f"{url}/s/{token}/"
-    assert page.locator("h1").inner_text() == "Acme agent IF"
+    assert page.locator("h1").inner_text() == "Acme agent IF · Leaderboard"  # which benchmark, which page
     assert "Frozen snapshot of" in page.get_by_role("note").inner_text()
     row = whole.snapshot["overall"][0]
     cells = page.locator("table.grid tbody tr").first.locator("td")
@@ -395,8 +395,8 @@ def test_a_reviewer_compares_judges_and_runs_filters_exports_finds_and_reads_the
              for r in page.locator("#results table.grid tbody tr").all_inner_texts()]
     shot(page, "reviewer-3-filtered")
     with page.expect_download() as download:
-        page.locator(".share-exports").get_by_role("link", name="CSV").click()
-    assert download.value.suggested_filename == "octobench-leaderboard-model.csv"
+        page.locator("#page-tools").get_by_role("link", name="CSV").click()
+    assert download.value.suggested_filename == "octobench-leaderboard.csv"  # the benchmark and the page, once each
     exported = list(csv.DictReader(io.StringIO(Path(download.value.path()).read_text(encoding="utf-8"))))
     assert [r["model"] for r in exported] == shown
 

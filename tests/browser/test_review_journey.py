@@ -89,7 +89,7 @@ def test_it_walks_from_the_leaderboard_to_the_message_and_shares_a_snapshot(
         public.goto(url)
         assert public.url == url  # no login redirect
         assert public.get_by_role("button", name="Log out").count() == 0
-        assert public.locator("h1").inner_text() == "Leaderboard"
+        assert public.locator("h1").inner_text() == "OctoBench · Leaderboard"  # a link holder sees whose leaderboard
         assert public.get_by_text("OctoBench").first.is_visible() and public.get_by_text("shared page").first.is_visible()
         assert public.locator("table.grid tbody tr").count() >= 6
         public.wait_for_selector('[data-plotly="snapshot-figure"] .main-svg')
