@@ -224,6 +224,12 @@ CACHES = {
     if CACHE_URL.startswith(("redis://", "rediss://"))
     else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
 }
+# Sessions live in the database and are read through that cache (a signed-in request makes no session
+# query once its session is cached); a cache that is down makes them read from the database, never fails
+# a request. A cached session is read again from the database at least every IFPORTAL_SESSION_CACHE_SECONDS
+# (the longest a cache that comes back from a snapshot can serve a session signed out while it was down).
+SESSION_ENGINE = "ifportal.sessions"
+IFPORTAL_SESSION_CACHE_SECONDS = env_int("IFPORTAL_SESSION_CACHE_SECONDS", 300)
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},

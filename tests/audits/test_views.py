@@ -93,5 +93,5 @@ def test_it_shows_the_queue_adjudication_form_and_agreement_to_a_lead(campaign, 
 
 def test_it_lists_campaigns_in_a_fixed_number_of_queries(campaign, lead, django_assert_max_num_queries):
     client = client_for(lead)
-    with django_assert_max_num_queries(20):
+    with django_assert_max_num_queries(19):
         assert client.get("/audits/").status_code == 200

@@ -129,7 +129,7 @@ def test_it_keeps_query_counts_flat_as_runs_grow(reviewer_client, world, django_
     url = reverse("runs:dialogue-metrics", args=["evolif"])
     for name in PAGES:
         reviewer_client.get(reverse(name, args=["evolif"]))  # warm caches (session, content types)
-    with django_assert_max_num_queries(12) as one:
+    with django_assert_max_num_queries(11) as one:
         reviewer_client.get(url)
     for i in range(2, 5):
         build_run(label=f"m{i}", model=f"model-{i}")
@@ -137,7 +137,7 @@ def test_it_keeps_query_counts_flat_as_runs_grow(reviewer_client, world, django_
         response = reviewer_client.get(url)
     assert len(response.context["rows"]) == 4
     for name in ["runs:dialogue-survival", "runs:dialogue-groups", "runs:dialogue-recheck"]:
-        with django_assert_max_num_queries(14):
+        with django_assert_max_num_queries(13):
             reviewer_client.get(reverse(name, args=["evolif"]))
 
 

@@ -103,7 +103,7 @@ def test_it_keeps_the_query_count_flat_as_runs_grow(reviewer_client, tmp_path):
         response = reviewer_client.get("/")
     assert len(response.context["overview"].runs) == 5
     assert len(large) == len(small)
-    assert len(large) <= 9  # session + user + their roles (runs.access: blind or not) + six overview queries
+    assert len(large) <= 8  # user + their roles (runs.access: blind or not) + six overview queries
 
 
 def test_it_links_a_benchmark_only_to_a_page_that_exists(reviewer_client, tmp_path):
