@@ -34,8 +34,6 @@ from django.http import HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import render
 from django.urls import Resolver404, resolve
 
-from runs.access import may_open
-
 
 def csv_safe(value):
     """A CSV cell a spreadsheet will not read as a formula: text starting with = + - @ (or tab, CR) gets a leading '."""
@@ -45,6 +43,8 @@ def csv_safe(value):
 
 
 EXPORT_FORMATS = ("csv", "json")
+#: the route the frame's Share form posts to (runs.views.sharing.page_share_create), for every page
+SHARE_ROUTE = "runs:page-share-create"
 #: query parameters that address the frame, not the page's state
 FRAME_PARAMS = ("export", "table", "page", "fragment")
 #: column kinds: how the page shows a number, and so how CSV rounds it
@@ -213,7 +213,9 @@ def page_tools(request: HttpRequest, declaration: Declared, *, state: QueryDict 
         "path": f"{request.path}{'?' + query if query else ''}",
         "query": query,
         "links_attempts": declaration.links_attempts,
-        "can_share": may_open(request, "runs:page-share-create"),  # no control the user would get a 403 from
+        # the Share form's target: the template asks {% reachable %} (runs.access) for this very route before it shows
+        # the form, so no role is shown a control that answers 403
+        "share_route": SHARE_ROUTE,
     }
 
 

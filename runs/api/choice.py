@@ -13,6 +13,7 @@ from runs.access import benchmark_for, blind_safe
 from runs.metrics import choice as metrics
 from runs.models import BenchmarkKind, Run
 from runs.selectors import choice as selectors
+from runs.selectors.state import control_character_errors
 
 
 class ChoiceMetricsQuerySerializer(serializers.Serializer):
@@ -77,6 +78,8 @@ class ChoiceMetricsView(APIView):
         "macro averages over the union of true and predicted labels with zero_division=0.",
     )
     def get(self, request):
+        if refused := control_character_errors(request.query_params):  # before any lookup (PostgreSQL refuses NUL)
+            return Response(refused, status=status.HTTP_400_BAD_REQUEST)
         label = request.query_params.get("run")
         if not label:
             return Response({"run": ["Name a run: ?run=<label>."]}, status=status.HTTP_400_BAD_REQUEST)

@@ -16,6 +16,7 @@ from rest_framework.views import APIView
 from runs.access import benchmark_for, blind_safe
 from runs.models import BenchmarkKind
 from runs.selectors import conflict as selectors
+from runs.selectors.state import control_character_errors
 
 
 class ConflictMetricsQuerySerializer(serializers.Serializer):
@@ -88,6 +89,8 @@ class ConflictMetricsView(APIView):
         "(/b/<slug>/conflict/) for the same query string, including ?exclude=.",
     )
     def get(self, request):
+        if refused := control_character_errors(request.query_params):  # before any lookup (PostgreSQL refuses NUL)
+            return Response(refused, status=status.HTTP_400_BAD_REQUEST)
         slug = request.query_params.get("benchmark")
         if not slug:
             return Response({"benchmark": ["Name a conflict benchmark: ?benchmark=<slug>."]}, status=status.HTTP_400_BAD_REQUEST)

@@ -15,6 +15,7 @@ from runs.access import benchmark_for, blind_safe
 from runs.metrics import dialogue as m
 from runs.models import BenchmarkKind, Run
 from runs.selectors import dialogue as selectors
+from runs.selectors.state import control_character_errors
 
 
 class DialogueMetricsQuerySerializer(serializers.Serializer):
@@ -114,6 +115,8 @@ class DialogueMetricsView(APIView):
         "constraints are satisfied; a turn with none left is not counted.",
     )
     def get(self, request):
+        if refused := control_character_errors(request.query_params):  # before any lookup (PostgreSQL refuses NUL)
+            return Response(refused, status=status.HTTP_400_BAD_REQUEST)
         labels = request.query_params.getlist("run")
         if not labels:
             return Response({"run": ["Name one model's runs: ?run=<label>, repeated to pool several."]},

@@ -21,6 +21,7 @@ from runs.hierarchy import resolve_privileges
 from runs.metrics import hierarchy as m
 from runs.models import BenchmarkKind, ChecklistItem, Instance, Run
 from runs.selectors import hierarchy as selectors
+from runs.selectors.state import control_character_errors
 
 INTERFACES = ("ordinal", "scalar")
 
@@ -221,6 +222,8 @@ class HierarchyMetricsView(APIView):
         "(/b/<slug>/hierarchy/) for the same query string, including ?exclude=.",
     )
     def get(self, request):
+        if refused := control_character_errors(request.query_params):  # before any lookup (PostgreSQL refuses NUL)
+            return Response(refused, status=status.HTTP_400_BAD_REQUEST)
         labels = request.query_params.getlist("run")
         slug = request.query_params.get("benchmark")
         if slug:

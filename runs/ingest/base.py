@@ -57,6 +57,9 @@ _STRICT_JSON = {"parse_constant": _no_constant, "parse_float": _finite_float}
 STRICT_DECODER = json.JSONDecoder(**_STRICT_JSON)
 
 
+INT_MIN, INT_MAX = -(2**31), 2**31 - 1  # what every database stores in an integer column
+
+
 def overflows_float(value) -> bool:
     """Whether a decoded JSON number cannot become a float (an integer of more than 308 digits:
     JSON floats out of range are refused while parsing, integers stay exact until converted)."""

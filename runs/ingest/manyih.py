@@ -35,7 +35,7 @@ from runs.hierarchy import Resolution, active_styles, ordinal_ranks, parse_privi
 from runs.metrics.hierarchy import ERROR, NO_CODE, SCORED
 from runs.models import BenchmarkKind, ChecklistItem, Instance, JudgeKind, Run, VerdictResult
 
-from .base import Context, Source, content_hash, iter_json_document, require, text_limit
+from .base import INT_MAX, INT_MIN, Context, Source, content_hash, iter_json_document, require, text_limit
 from .lookups import (
     InstanceIndex,
     attempts_upsert,
@@ -140,6 +140,10 @@ def _valid_sample(ctx: Context, source: Source, line: int, sample: Any, interfac
                 ok = False
         if isinstance(instruction["privilege"], bool) or not isinstance(instruction["privilege"], int):
             ctx.problem(source, line, f"{where}: instruction {instruction['id']} has a privilege that is not an integer")
+            ok = False
+        elif not INT_MIN <= instruction["privilege"] <= INT_MAX:  # the column is an integer (PostgreSQL refuses more)
+            ctx.problem(source, line, f"{where}: instruction {instruction['id']}: its privilege is out of range "
+                                      f"(an integer from {INT_MIN} to {INT_MAX})")
             ok = False
         conflicts = instruction.get("conflicts_with", [])
         if not isinstance(conflicts, list) or any(not isinstance(c, (str, int)) or isinstance(c, bool) for c in conflicts):

@@ -30,7 +30,7 @@ from runs.models import (
 from runs.services import catalog_lock
 from runs.trajectory_store import trajectories_upsert
 
-from .base import Context, Source, content_hash, iter_jsonl, overflows_float
+from .base import INT_MAX, INT_MIN, Context, Source, content_hash, iter_jsonl, overflows_float
 from .lookups import (
     attempt_ids_for,
     attempts_upsert,
@@ -48,7 +48,6 @@ BATCH_BYTES = 16 << 20
 TYPES = ("benchmark", "instance", "run", "attempt", "verdict")
 RESULTS = (VerdictResult.PASS.value, VerdictResult.FAIL.value, VerdictResult.NOT_APPLICABLE.value)
 _SLUG = re.compile(r"^[-a-zA-Z0-9_]+$")
-INT_MIN, INT_MAX = -(2**31), 2**31 - 1  # what every database stores in an integer column
 
 # field specs: name -> (kind, required, max length for text); kinds: str, int, bool, number,
 # object, list, any. Optional fields may be null (meaning: the default).

@@ -7,7 +7,7 @@ from django.core.paginator import Paginator
 
 from runs.metrics import choice as metrics
 from runs.models import Benchmark, Instance, Run
-from runs.selectors.state import query_errors, query_notes
+from runs.selectors.state import RefusesControlCharacters, query_errors, query_notes
 
 TASKS_PAGE = 50
 VIEWS = {metrics.EXACT: "Exact match (reference scorer)", metrics.NORMALISED: "Normalised (lenient, not the reference)"}
@@ -23,7 +23,7 @@ class KnownChoicesField(forms.MultipleChoiceField):
         return [v for v in self.to_python(value) if self.valid_value(v)]
 
 
-class ChoiceQuery(forms.Form):
+class ChoiceQuery(RefusesControlCharacters):
     """Selected runs, view, sorts and the task filters of the choice pages; an unknown run is dropped, another
     invalid value is left out (its default applies) and its error kept: the API answers 400 with it."""
 

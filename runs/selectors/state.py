@@ -1,8 +1,10 @@
 """What the page state of every kind shares: the query fields for runs, judge, grouping and the audit exclusion
 policy, their defaults, and the errors a page shows beside its defaults and its API answers with (400), in the
-same words."""
+same words. A parameter holding a control character (a NUL byte: PostgreSQL text cannot hold one) is refused here
+for every kind: left out of the page's state with a note, answered 400 by the API before any lookup."""
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 
 from django import forms
@@ -10,9 +12,63 @@ from django import forms
 from runs.exclusions import excluded_item_ids, exclusion_policies, exclusion_policy_choices
 
 BY = [("model", "model (runs pooled)"), ("run", "run")]
+#: characters no query parameter may hold: NUL (PostgreSQL text cannot store it) and the other control characters
+#: but tab and line breaks, which no run label, judge, group or filter value is made of
+CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+CONTROL_MESSAGE = ("'{name}' holds a control character (e.g. a NUL byte): no run, judge, group or filter is named "
+                   "with one, so it was left out.")
 
 
-class KindQuery(forms.Form):
+def _parameters(query):
+    """(name, [values]) of a QueryDict or a plain mapping."""
+    if hasattr(query, "lists"):
+        return query.lists()
+    return ((name, value if isinstance(value, list) else [value]) for name, value in query.items())
+
+
+def _holds_control(name, values) -> bool:
+    return bool(CONTROL.search(str(name))) or any(CONTROL.search(str(v)) for v in values)
+
+
+def control_character_errors(query) -> dict[str, list[str]]:
+    """{parameter: [message]} for every parameter of a query string whose name or a value holds a control
+    character: the API answers 400 with it before any lookup, the page notes it (RefusesControlCharacters)."""
+    refused = {}
+    for name, values in _parameters(query or {}):
+        if _holds_control(name, values):
+            shown = CONTROL.sub("?", str(name))
+            refused.setdefault(shown, [CONTROL_MESSAGE.format(name=shown)])
+    return refused
+
+
+def without_control_characters(query):
+    """(the query without its parameters that hold a control character, their errors): what a page's form is bound
+    to, so no such value reaches a lookup and the parameter's default applies."""
+    refused = control_character_errors(query)
+    if not refused:
+        return query, {}
+    kept = query.copy()
+    for name, values in list(_parameters(query)):
+        if _holds_control(name, values):
+            del kept[name]
+    return kept, refused
+
+
+class RefusesControlCharacters(forms.Form):
+    """A page-state form whose parameters holding a control character are left out (their default applies) and
+    stated as errors (a page note; the API's 400)."""
+
+    def __init__(self, data=None, *args, **kwargs):
+        data, self.refused = without_control_characters(data)
+        super().__init__(data, *args, **kwargs)
+
+    def full_clean(self):
+        super().full_clean()
+        for name, messages in self.refused.items():
+            self._errors.setdefault(name, self.error_class()).extend(messages)
+
+
+class KindQuery(RefusesControlCharacters):
     """Which runs and judge a page of a kind shows, how its rows are grouped and under which exclusion policy.
 
     A field that does not validate is left out (its default applies) and its error is kept: the page shows it,

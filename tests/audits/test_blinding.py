@@ -102,7 +102,7 @@ def test_a_blind_annotator_is_shown_no_control_that_would_refuse_them(campaign, 
 
     reviewer = annotator_a.__class__.objects.create_user("reviewer_r", password="pw-reviewer-r-1")
     reviewer.groups.add(Group.objects.get_or_create(name="reviewer")[0])
-    refused = ("/b/octo-test/judges/", "/b/octo-test/compare/", "/b/octo-test/attempts/?", "/b/octo-test/share/",
+    refused = ("/b/octo-test/judges/", "/b/octo-test/compare/", "/b/octo-test/attempts/?", "/b/octo-test/share-page/",
                'name="exclude"')
     with django_capture_on_commit_callbacks(execute=True):  # the reviewer's fragments are cached first
         seen = client_for(reviewer).get("/b/octo-test/leaderboard/").content.decode()

@@ -226,7 +226,34 @@ def test_an_invalid_choice_view_gets_the_default_on_the_page_and_the_same_words_
     assert answer.status_code == 400 and answer.json()["view"] == page.context["errors"]["view"]
 
 
-# access --------------------------------------------------------------------------------
+# control characters --------------------------------------------------------------------
+KINDS = {  # kind: (its fixture, the page, the API, the API's query naming the benchmark or run)
+    "dialogue": ("dialogue", "dialogue-metrics", DIALOGUE_API, lambda slug: {"run": "acme-r1"}),
+    "hierarchy": ("hierarchy", "hierarchy-metrics", HIERARCHY_API, lambda slug: {"benchmark": slug}),
+    "conflict": ("conflict_study", "conflict-metrics", CONFLICT_API, lambda slug: {"benchmark": slug}),
+    "choice": (None, "choice-metrics", CHOICE_API, lambda slug: {"run": "alpha"}),
+}
+
+
+@pytest.mark.parametrize("kind", list(KINDS))
+@pytest.mark.parametrize("field, value", [("run", "acme\x00-r1"), ("judge", "\x00"), ("group", "a\x1fb"),
+                                          ("benchmark", "x\x00")])
+def test_a_control_character_in_a_parameter_is_noted_on_the_page_and_refused_by_the_api(request, reviewer_client, kind,
+                                                                                         field, value):
+    fixture, page_name, api, api_query = KINDS[kind]
+    if fixture:
+        slug = request.getfixturevalue(fixture)
+    else:
+        make_choice_study()
+        slug = "guidebench"
+    expected = f"'{field}' holds a control character (e.g. a NUL byte): no run, judge, group or filter is named with " \
+               "one, so it was left out."
+    page = _same_error(reviewer_client, page_name, slug, api, api_query(slug), field, value, expected)
+    assert value not in page.content.decode()
+    if kind != "choice":
+        assert page.context["runs"] == page.context["all_runs"]  # the parameter was left out: its default applies
+
+
 def test_page_and_api_refuse_another_kinds_benchmark_alike(reviewer_client, dialogue):
     assert reviewer_client.get(reverse("runs:hierarchy-metrics", kwargs={"slug": dialogue})).status_code == 404
     assert reviewer_client.get(HIERARCHY_API, {"benchmark": dialogue}).status_code == 404

@@ -214,6 +214,20 @@ def test_it_refuses_manyih_ids_that_are_not_ids(db, tmp_path, field, value):
     assert Instance.objects.count() == 0
 
 
+@pytest.mark.parametrize(("n", "value"), [(1, 2**31), (1, 10**30), (4, -(2**31) - 1)])
+def test_it_refuses_a_manyih_privilege_no_integer_column_takes(db, tmp_path, n, value):
+    """Found by the fuzzing: a privilege beyond 32 bits reached the integer column (PostgreSQL: integer out of range).
+    The highest (lowest) privilege of the first sample made higher (lower) keeps the prompt's ordinal tags right."""
+    data = _fixture_json("manyih/coding_small.json")
+    data["data"][0]["instructions"][n]["privilege"] = value
+    path = tmp_path / "coding_small.json"
+    path.write_text(json.dumps(data))
+
+    with pytest.raises(IngestFailed, match=r"coding_small.json:\d+: .*privilege .* out of range"):
+        ingest("manyih-data", [Source.of(path)], Options())
+    assert Instance.objects.count() == 0 and ChecklistItem.objects.count() == 0
+
+
 def test_it_refuses_an_octobench_check_id_that_is_a_list(db, tmp_path):
     """Found by the fuzzing: a list as check_id crashed with TypeError (unhashable)."""
     line = json.loads((FIXTURES / "octobench/instances.jsonl").read_text().splitlines()[0])
