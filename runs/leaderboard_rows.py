@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from runs.cache import cached
 from runs.charts import checklist as charts
 from runs.metrics import checklist as metrics
-from runs.metrics.checklist import GROUPINGS, ModelBase, ScoreRow
+from runs.metrics.checklist import GROUPINGS, ModelBase, ScoreRow, UsageSummary
 
 
 @dataclass
@@ -57,14 +57,17 @@ def matrix_layout(overall: Sequence[ScoreRow], cells: Sequence[ScoreRow], by: st
     return groups, [{"row": o, "cells": [by_key.get((o.model, g)) for g in groups]} for o in overall]
 
 
+def filters_document(f) -> dict:
+    """The filters as a JSON document that does not depend on the order values were given in."""
+    return {"runs": sorted(f.runs), "judges": sorted(f.judges), "scaffolds": sorted(f.scaffolds),
+            "primary_categories": sorted(f.primary_categories), "models": sorted(getattr(f, "models", ()) or ())}
+
+
 def state_digest(state: dict, excluded_items: Collection[int] | None) -> str:
     """A stable hash of everything a table depends on besides the data: filters, grouping, sort,
     interval flag, exclusion policy and the excluded items themselves (order-independent)."""
-    f = state["filters"]
     document = {
-        "runs": sorted(f.runs), "judges": sorted(f.judges), "scaffolds": sorted(f.scaffolds),
-        "primary_categories": sorted(f.primary_categories), "models": sorted(getattr(f, "models", ()) or ()),
-        "by": state["by"], "sort": state["sort"], "ci": bool(state["ci"]), "exclude": state.get("exclude") or "none",
+        **filters_document(state["filters"]), "by": state["by"], "sort": state["sort"], "ci": bool(state["ci"]), "exclude": state.get("exclude") or "none",
         "excluded": sorted(excluded_items) if excluded_items else None,
     }
     return hashlib.sha256(json.dumps(document, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
@@ -92,10 +95,23 @@ def leaderboard_base(benchmark_id: int) -> ModelBase:
     return cached(benchmark_id, "base", lambda: metrics.model_base(benchmark_id), kind=ModelBase, charged=False)
 
 
+def leaderboard_usage(benchmark_id: int, filters) -> dict[str, UsageSummary]:
+    """Per model, the usage of the attempts the filters keep (metrics.usage_by_model, one query), cached per
+    data generation and filters; the unfiltered one, of which there is one per generation, charged to no one."""
+    digest = hashlib.sha256(json.dumps(filters_document(filters), sort_keys=True, separators=(",", ":")).encode())
+    unfiltered = not any(filters_document(filters).values())
+    return cached(benchmark_id, f"usage:{digest.hexdigest()}", lambda: metrics.usage_by_model(benchmark_id, filters),
+                  kind=dict, charged=not unfiltered)
+
+
 def _rows(benchmark_id: int, filters, *, by: str, ci: bool, excluded_items) -> list[ScoreRow]:
-    """Leaderboard rows: from the precomputed base where it answers the state, else from rollups or verdicts."""
+    """Leaderboard rows: from the precomputed base where it answers the state, else from rollups or verdicts.
+    Rows by model carry their attempts' usage whichever way they were computed."""
     if not ci and not excluded_items and by in metrics.BASE_GROUPINGS:
-        return metrics.base_rows(leaderboard_base(benchmark_id), filters, by=by)
+        rows = metrics.base_rows(leaderboard_base(benchmark_id), filters, by=by)
+        if by == "model" and rows:
+            metrics.with_usage(rows, benchmark_id, filters, usage=leaderboard_usage(benchmark_id, filters))
+        return rows
     return metrics.leaderboard_rows(benchmark_id, filters, by=by, bootstrap=ci, excluded_items=excluded_items)
 
 

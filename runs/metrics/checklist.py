@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter, defaultdict
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import combinations
 from statistics import median
@@ -726,9 +726,12 @@ def leaderboard_rows(benchmark_id: int, filters: Filters, *, by: str = "model", 
     return with_usage(rows, benchmark_id, filters) if by == "model" else rows
 
 
-def with_usage(rows: list[ScoreRow], benchmark_id: int, filters: Filters) -> list[ScoreRow]:
-    """The rows (by model) with their attempts' usage (usage_by_model)."""
-    usage = usage_by_model(benchmark_id, filters) if rows else {}
+def with_usage(rows: list[ScoreRow], benchmark_id: int, filters: Filters, *,
+               usage: Mapping[str, UsageSummary] | None = None) -> list[ScoreRow]:
+    """The rows (by model) with their attempts' usage: `usage` when given (usage_by_model of these filters, as
+    cached by runs.leaderboard_rows), else usage_by_model."""
+    if usage is None:
+        usage = usage_by_model(benchmark_id, filters) if rows else {}
     for row in rows:
         row.usage = usage.get(row.model) or usage_summary([])
     return rows
