@@ -95,22 +95,24 @@ def leaderboard_base(benchmark_id: int) -> ModelBase:
     return cached(benchmark_id, "base", lambda: metrics.model_base(benchmark_id), kind=ModelBase, charged=False)
 
 
-def leaderboard_usage(benchmark_id: int, filters) -> dict[str, UsageSummary]:
-    """Per model, the usage of the attempts the filters keep (metrics.usage_by_model, one query), cached per
-    data generation and filters; the unfiltered one, of which there is one per generation, charged to no one."""
-    digest = hashlib.sha256(json.dumps(filters_document(filters), sort_keys=True, separators=(",", ":")).encode())
-    unfiltered = not any(filters_document(filters).values())
-    return cached(benchmark_id, f"usage:{digest.hexdigest()}", lambda: metrics.usage_by_model(benchmark_id, filters),
-                  kind=dict, charged=not unfiltered)
+def leaderboard_usage(benchmark_id: int, filters, base: ModelBase) -> dict[str, UsageSummary]:
+    """Per model, the usage of the attempts the filters keep (metrics.usage_by_model: no rollup read, which
+    attempts a judges filter keeps comes from the generation's base), cached per data generation and filters;
+    the unfiltered one, of which there is one per generation, charged to no one."""
+    document = filters_document(filters)
+    digest = hashlib.sha256(json.dumps(document, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+    return cached(benchmark_id, f"usage:{digest}", lambda: metrics.usage_by_model(benchmark_id, filters, base=base),
+                  kind=dict, charged=any(document.values()))
 
 
 def _rows(benchmark_id: int, filters, *, by: str, ci: bool, excluded_items) -> list[ScoreRow]:
     """Leaderboard rows: from the precomputed base where it answers the state, else from rollups or verdicts.
     Rows by model carry their attempts' usage whichever way they were computed."""
     if not ci and not excluded_items and by in metrics.BASE_GROUPINGS:
-        rows = metrics.base_rows(leaderboard_base(benchmark_id), filters, by=by)
+        base = leaderboard_base(benchmark_id)
+        rows = metrics.base_rows(base, filters, by=by)
         if by == "model" and rows:
-            metrics.with_usage(rows, benchmark_id, filters, usage=leaderboard_usage(benchmark_id, filters))
+            metrics.with_usage(rows, benchmark_id, filters, usage=leaderboard_usage(benchmark_id, filters, base))
         return rows
     return metrics.leaderboard_rows(benchmark_id, filters, by=by, bootstrap=ci, excluded_items=excluded_items)
 
