@@ -3,10 +3,11 @@
 The page, the CSV/JSON exports, GET /api/leaderboards/<slug>/ and share snapshots all
 call `leaderboard_tables`, so they cannot disagree on numbers or order.
 
-Two things are kept per data generation in the cache (`runs.cache.cached`): each state's
-computed tables, and the benchmark's `ModelBase` (runs.metrics.checklist), a summary of its
+Three things are kept per data generation in the cache (`runs.cache.cached`): each state's
+computed tables, the benchmark's `ModelBase` (runs.metrics.checklist), a summary of its
 rollups small enough to read whole, from which the tables of any filters grouped by model,
-scaffold, primary category or judge are derived without reading the rollups. Writers
+scaffold, primary category or judge are derived without reading the rollups, and per filters
+the usage (tokens, time, tool calls) its rows by model carry (one query over the attempts). Writers
 precompute the base of the generation they commit, and the default page with it
 (runs.leaderboard_page.warm_default, called once the change committed by
 runs.services.benchmarks_generation_bump, or at the end of a job), as they rebuild rollups
