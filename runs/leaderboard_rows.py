@@ -3,10 +3,11 @@
 The page, the CSV/JSON exports, GET /api/leaderboards/<slug>/ and share snapshots all
 call `leaderboard_tables`, so they cannot disagree on numbers or order.
 
-Two things are kept per data generation in the cache (`runs.cache.cached`): each state's
-computed tables, and the benchmark's `ModelBase` (runs.metrics.checklist), a summary of its
+Three things are kept per data generation in the cache (`runs.cache.cached`): each state's
+computed tables, the benchmark's `ModelBase` (runs.metrics.checklist), a summary of its
 rollups small enough to read whole, from which the tables of any filters grouped by model,
-scaffold, primary category or judge are derived without reading the rollups. Writers
+scaffold, primary category or judge are derived without reading the rollups, and per filters
+the usage (tokens, time, tool calls) its rows by model carry (one query over the attempts). Writers
 precompute the base of the generation they commit, and the default page with it
 (runs.leaderboard_page.warm_default, called once the change committed by
 runs.services.benchmarks_generation_bump, or at the end of a job), as they rebuild rollups
@@ -22,7 +23,7 @@ from dataclasses import dataclass
 from runs.cache import cached
 from runs.charts import checklist as charts
 from runs.metrics import checklist as metrics
-from runs.metrics.checklist import GROUPINGS, ModelBase, ScoreRow
+from runs.metrics.checklist import GROUPINGS, ModelBase, ScoreRow, UsageSummary
 
 
 @dataclass
@@ -57,14 +58,17 @@ def matrix_layout(overall: Sequence[ScoreRow], cells: Sequence[ScoreRow], by: st
     return groups, [{"row": o, "cells": [by_key.get((o.model, g)) for g in groups]} for o in overall]
 
 
+def filters_document(f) -> dict:
+    """The filters as a JSON document that does not depend on the order values were given in."""
+    return {"runs": sorted(f.runs), "judges": sorted(f.judges), "scaffolds": sorted(f.scaffolds),
+            "primary_categories": sorted(f.primary_categories), "models": sorted(getattr(f, "models", ()) or ())}
+
+
 def state_digest(state: dict, excluded_items: Collection[int] | None) -> str:
     """A stable hash of everything a table depends on besides the data: filters, grouping, sort,
     interval flag, exclusion policy and the excluded items themselves (order-independent)."""
-    f = state["filters"]
     document = {
-        "runs": sorted(f.runs), "judges": sorted(f.judges), "scaffolds": sorted(f.scaffolds),
-        "primary_categories": sorted(f.primary_categories), "models": sorted(getattr(f, "models", ()) or ()),
-        "by": state["by"], "sort": state["sort"], "ci": bool(state["ci"]), "exclude": state.get("exclude") or "none",
+        **filters_document(state["filters"]), "by": state["by"], "sort": state["sort"], "ci": bool(state["ci"]), "exclude": state.get("exclude") or "none",
         "excluded": sorted(excluded_items) if excluded_items else None,
     }
     return hashlib.sha256(json.dumps(document, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
@@ -92,10 +96,25 @@ def leaderboard_base(benchmark_id: int) -> ModelBase:
     return cached(benchmark_id, "base", lambda: metrics.model_base(benchmark_id), kind=ModelBase, charged=False)
 
 
+def leaderboard_usage(benchmark_id: int, filters, base: ModelBase) -> dict[str, UsageSummary]:
+    """Per model, the usage of the attempts the filters keep (metrics.usage_by_model: no rollup read, which
+    attempts a judges filter keeps comes from the generation's base), cached per data generation and filters;
+    the unfiltered one, of which there is one per generation, charged to no one."""
+    document = filters_document(filters)
+    digest = hashlib.sha256(json.dumps(document, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+    return cached(benchmark_id, f"usage:{digest}", lambda: metrics.usage_by_model(benchmark_id, filters, base=base),
+                  kind=dict, charged=any(document.values()))
+
+
 def _rows(benchmark_id: int, filters, *, by: str, ci: bool, excluded_items) -> list[ScoreRow]:
-    """Leaderboard rows: from the precomputed base where it answers the state, else from rollups or verdicts."""
+    """Leaderboard rows: from the precomputed base where it answers the state, else from rollups or verdicts.
+    Rows by model carry their attempts' usage whichever way they were computed."""
     if not ci and not excluded_items and by in metrics.BASE_GROUPINGS:
-        return metrics.base_rows(leaderboard_base(benchmark_id), filters, by=by)
+        base = leaderboard_base(benchmark_id)
+        rows = metrics.base_rows(base, filters, by=by)
+        if by == "model" and rows:
+            metrics.with_usage(rows, benchmark_id, filters, usage=leaderboard_usage(benchmark_id, filters, base))
+        return rows
     return metrics.leaderboard_rows(benchmark_id, filters, by=by, bootstrap=ci, excluded_items=excluded_items)
 
 

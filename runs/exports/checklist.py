@@ -36,7 +36,7 @@ def leaderboard_table(rows: list[dict]) -> Table:
     judges = sorted({j for r in rows for j in r["per_judge"]})
     columns = (Column("model", "model"), Column("group", "group"), *(Column(k, k, "pct") for k in _SCORES),
                *(Column(k, k, "int") for k in _COUNTS),
-               *(Column(k, k, "num") for k in metrics.USAGE_CSV_HEADER),
+               *(Column(k, k, "int" if k.endswith("_n") else "num") for k in metrics.USAGE_CSV_HEADER),  # _n: attempts
                *(Column(f"{j} {m}", f"{j} {m}", "pct") for j in judges for m in _PER_JUDGE))
     out = []
     for r in rows:

@@ -526,9 +526,10 @@ def subagent_threads(events: list[Any], events_data: Any, main_ids: set[str],
         reply = choices[0].get("message") if choices and isinstance(choices[0], dict) else None
         if isinstance(reply, dict) and isinstance(reply.get("id"), str) and reply["id"] in main_ids:
             continue
-        given = event.get("input") if isinstance(event.get("input"), list) else []
+        given = list(event["input"]) if isinstance(event.get("input"), list) else []
+        refs = event.get("input_refs") if isinstance(event.get("input_refs"), list) else []  # damaged: none
         if not given:
-            for pair in event.get("input_refs") or []:
+            for pair in refs:
                 if isinstance(pair, list) and len(pair) == 2 and all(isinstance(n, int) for n in pair):
                     given += pool[max(pair[0], 0):max(pair[1], 0)]
         messages = thread_messages(_resolve([*given, *([reply] if isinstance(reply, dict) else [])], attachments))

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter, defaultdict
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import combinations
 from statistics import median
@@ -196,19 +196,35 @@ def usage_summary(attempts: Sequence[Sequence[float | int | None]]) -> UsageSumm
     return UsageSummary(len(attempts), {name: spread(column) for name, column in zip(USAGE_FIGURES, columns)})
 
 
-def usage_by_model(benchmark_id: int, filters: Filters) -> dict[str, UsageSummary]:
+def usage_by_model(benchmark_id: int, filters: Filters, *, base: ModelBase | None = None) -> dict[str, UsageSummary]:
     """Per model, the usage of its attempts the filters keep: every repetition's attempts at the instances kept
     (with a judges filter, those the judges scored). One query: on PostgreSQL the database counts, averages and
-    takes the medians (a 48-model study's 31,248 attempts are not sent); elsewhere the figures are read."""
+    takes the medians (a 48-model study's 31,248 attempts are not sent); elsewhere the figures are read.
+    With a judges filter and the generation's `base`, which attempts the judges scored is read from the base's
+    bits, not from the rollups (the figures are read, and one query finds the instances' bits)."""
     from django.db import connection
     from django.db.models import Avg, Count, Exists, OuterRef
 
-    from runs.models import Attempt, AttemptRollup
+    from runs.models import Attempt, AttemptRollup, Instance
 
     attempts = _filter(Attempt.objects.filter(run__benchmark_id=benchmark_id),
                        Filters(runs=filters.runs, scaffolds=filters.scaffolds,
                                primary_categories=filters.primary_categories, models=filters.models),
                        model="run__model__name")
+    if filters.judges and base is not None:
+        judges = set(filters.judges)
+        scored: dict[int, int] = defaultdict(int)  # run id -> bits of the instances the judges scored
+        for run_id, judge_id, *_, counted, empty in base.merged:
+            if base.judges[judge_id] in judges:
+                scored[run_id] |= counted | empty
+        bit_of = {pk: n for n, pk in enumerate(Instance.objects.filter(benchmark_id=benchmark_id).order_by("id")
+                                               .values_list("id", flat=True))}
+        kept: dict[str, list[tuple]] = defaultdict(list)
+        for run_id, instance_id, model, *figures in attempts.values_list(
+                "run_id", "instance_id", "run__model__name", *USAGE_FIGURES).order_by():
+            if instance_id in bit_of and scored.get(run_id, 0) >> bit_of[instance_id] & 1:
+                kept[model].append(figures)
+        return {model: usage_summary(rows) for model, rows in kept.items()}
     if filters.judges:
         attempts = attempts.filter(Exists(AttemptRollup.objects.filter(attempt_id=OuterRef("pk"),
                                                                        judge__name__in=list(filters.judges))))
@@ -726,9 +742,12 @@ def leaderboard_rows(benchmark_id: int, filters: Filters, *, by: str = "model", 
     return with_usage(rows, benchmark_id, filters) if by == "model" else rows
 
 
-def with_usage(rows: list[ScoreRow], benchmark_id: int, filters: Filters) -> list[ScoreRow]:
-    """The rows (by model) with their attempts' usage (usage_by_model)."""
-    usage = usage_by_model(benchmark_id, filters) if rows else {}
+def with_usage(rows: list[ScoreRow], benchmark_id: int, filters: Filters, *,
+               usage: Mapping[str, UsageSummary] | None = None) -> list[ScoreRow]:
+    """The rows (by model) with their attempts' usage: `usage` when given (usage_by_model of these filters, as
+    cached by runs.leaderboard_rows), else usage_by_model."""
+    if usage is None:
+        usage = usage_by_model(benchmark_id, filters) if rows else {}
     for row in rows:
         row.usage = usage.get(row.model) or usage_summary([])
     return rows

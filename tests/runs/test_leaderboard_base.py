@@ -16,8 +16,8 @@ from runs import services
 from runs.cache import cache_key, data_generation
 from runs.leaderboard_rows import compute_tables, leaderboard_base
 from runs.metrics.checklist import (BASE_GROUPINGS, Filters, ModelBase, attempt_cells, base_rows, model_base,
-                                    model_rows_counted, score_rows)
-from runs.models import AttemptRollup, Instance, Verdict
+                                    model_rows_counted, score_rows, usage_by_model, with_usage)
+from runs.models import Attempt, AttemptRollup, Instance, Verdict
 
 build_study = runpy.run_path(str(Path(__file__).with_name("test_views_checklist.py")))["build_study"]
 
@@ -75,13 +75,29 @@ def test_the_base_gives_the_rows_of_the_rollups_for_every_filter_and_grouping():
 
 
 @pytest.mark.django_db
+def test_the_usage_a_judges_filter_keeps_is_the_same_read_from_the_base_as_from_the_rollups():
+    bench, attempts = _varied_study()
+    for n, attempt in enumerate(attempts):
+        Attempt.objects.filter(pk=attempt.pk).update(total_tokens=100 * (n + 1), tool_calls=n % 3 or None)
+    gamma = [a for a in attempts if a.run.model.name == "gamma"]
+    AttemptRollup.objects.filter(attempt=gamma[0], judge__name__in=["j1", "j2"]).delete()  # scored by j3 only
+    AttemptRollup.objects.filter(attempt=gamma[1]).delete()  # scored by no judge
+    base = model_base(bench.id)
+    for filters in [*FILTERS, Filters(judges=["j1", "j2"]), Filters(judges=["j3"], models=["gamma"])]:
+        assert usage_by_model(bench.id, filters, base=base) == usage_by_model(bench.id, filters), filters
+    assert usage_by_model(bench.id, Filters(judges=["j1"]), base=base)["gamma"].n_attempts == len(gamma) - 2
+    assert usage_by_model(bench.id, Filters(judges=["j3"]), base=base)["gamma"].n_attempts == len(gamma) - 1
+
+
+@pytest.mark.django_db
 def test_the_tables_of_a_state_the_base_answers_equal_those_scored_without_it():
     bench, _ = _varied_study()
     for by in ("model", "scaffold", "judge"):
         state = {"filters": Filters(judges=["j1", "j3"]), "by": by, "sort": "-csr", "ci": False, "exclude": "none"}
         tables = compute_tables(bench.id, state)
         rows = score_rows(attempt_cells(bench.id, state["filters"], by=by))
-        assert _same(tables.overall, sorted(model_rows_counted(bench.id, state["filters"]), key=lambda r: -r.csr))
+        expected = with_usage(model_rows_counted(bench.id, state["filters"]), bench.id, state["filters"])
+        assert _same(tables.overall, sorted(expected, key=lambda r: -r.csr))  # rows by model carry their usage
         if by != "model":
             assert _same(sorted(tables.rows, key=lambda r: (r.model, r.group)), rows)
 
