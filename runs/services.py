@@ -216,15 +216,17 @@ def rollups_rebuild_for_attempts(attempt_ids: Iterable[int], judge_ids: Iterable
 
 
 def _rollups_rebuild_sql(batch: list[int], judges: list[int] | None) -> int:
-    """The rebuild as set-based SQL on PostgreSQL: two deletes, then one statement that reads the
+    """The rebuild as set-based SQL on PostgreSQL: three deletes, then one statement that reads the
     batch's verdicts once and inserts both rollups (INSERT ... SELECT ... GROUP BY in CTEs).
 
     The verdicts are counted first and the attempt's facets (run, instance, benchmark, model)
     joined to the counted rows, one lookup per attempt instead of one per verdict. Judge reports
     (`JudgeReport`) add their extra counts, and make a rollup of an attempt the judge could not score.
+    The same statement replaces the attempts' JudgeDisagreement rows from all their judges' verdicts
+    (the verdicts it counted when it rebuilds every judge, else a second read of the batch's).
     """
     t = {m: connection.ops.quote_name(m._meta.db_table)
-         for m in (AttemptRollup, GroupRollup, Verdict, Attempt, Run, ChecklistItem, JudgeReport)}
+         for m in (AttemptRollup, GroupRollup, Verdict, Attempt, Run, ChecklistItem, JudgeReport, JudgeDisagreement)}
     counts = ("count(*) FILTER (WHERE v.result <> 'na') AS n_applicable, "
               "count(*) FILTER (WHERE v.result = 'pass') AS n_passed")
     # The batch's attempts drive every statement: the verdicts are picked first, through an
