@@ -245,8 +245,9 @@ def _rollups_rebuild_sql(batch: list[int], judges: list[int] | None) -> int:
         cursor.execute(f"DELETE FROM {t[AttemptRollup]} WHERE attempt_id = ANY(%s){of_judges}", params)
         cursor.execute(f"DELETE FROM {t[GroupRollup]} WHERE attempt_id = ANY(%s){of_judges}", params)
         cursor.execute(f"DELETE FROM {t[JudgeDisagreement]} WHERE attempt_id = ANY(%s)", [batch])
-        every_judge = "SELECT * FROM v" if judges is None else (
-            f"SELECT attempt_id, judge_id, item_id, result FROM {t[Verdict]} WHERE attempt_id = ANY(%s)")
+        # the splits need every judge's verdicts: those counted above when every judge is rebuilt, else the batch's own
+        every_judge = "" if judges is None else (
+            f"dv AS MATERIALIZED (SELECT attempt_id, judge_id, item_id, result FROM {t[Verdict]} WHERE attempt_id = ANY(%s)), ")
         cursor.execute(
             f"WITH v AS MATERIALIZED (SELECT attempt_id, judge_id, item_id, result FROM {t[Verdict]} "
             f"WHERE attempt_id = ANY(%s){of_judges}), "
@@ -283,10 +284,10 @@ def _rollups_rebuild_sql(batch: list[int], judges: list[int] | None) -> int:
             f"SELECT g.attempt_id, g.judge_id, f.benchmark_id, f.model_id, g.dimension, g.value, g.n_applicable, "
             f"g.n_passed FROM (SELECT * FROM g UNION ALL SELECT * FROM gu) g JOIN f ON f.id = g.attempt_id RETURNING 1), "
             # the items some judge passed and another failed, with who passed and who failed each
-            f"s AS (SELECT attempt_id, item_id, "
+            f"{every_judge}s AS (SELECT attempt_id, item_id, "
             f"jsonb_object_agg(judge_id::text, 1) FILTER (WHERE result = '{VerdictResult.PASS}') AS passed_by, "
             f"jsonb_object_agg(judge_id::text, 1) FILTER (WHERE result = '{VerdictResult.FAIL}') AS failed_by "
-            f"FROM ({every_judge}) dv WHERE result IN ('{VerdictResult.PASS}', '{VerdictResult.FAIL}') GROUP BY 1, 2 "
+            f"FROM {'v' if judges is None else 'dv'} WHERE result IN ('{VerdictResult.PASS}', '{VerdictResult.FAIL}') GROUP BY 1, 2 "
             f"HAVING count(*) FILTER (WHERE result = '{VerdictResult.PASS}') > 0 "
             f"AND count(*) FILTER (WHERE result = '{VerdictResult.FAIL}') > 0), "
             f"splits AS (INSERT INTO {t[JudgeDisagreement]} (attempt_id, item_id, benchmark_id, run_id, model_id, "
