@@ -401,6 +401,38 @@ class GroupRollup(models.Model):
         ]
 
 
+class JudgeDisagreement(models.Model):
+    """An attempt's checklist item its judges split on: at least one judge passed it and another failed it.
+
+    Kept by the rollup rebuild from all the attempt's verdicts (whichever judges it rebuilds), so the
+    judge sensitivity page counts splits per item from these rows (a third of the pairs at 10M
+    verdicts) instead of grouping the verdict table. `passed_by` and `failed_by` hold the ids of the
+    judges that passed and failed the item, as the keys of a JSON object (`{"3": 1}`; their sizes are
+    the pass and fail counts), so a judge filter keeps the pairs split among its judges; a pair absent
+    here splits under no choice of judges. Benchmark, run, model and instance are copies of the
+    attempt's, without constraints (see AttemptRollup).
+    """
+
+    attempt = models.ForeignKey(Attempt, on_delete=models.CASCADE, related_name="+", db_index=False)
+    item = models.ForeignKey(ChecklistItem, on_delete=models.CASCADE, related_name="+", db_constraint=False,
+                             db_index=False)
+    benchmark = models.ForeignKey(Benchmark, on_delete=models.CASCADE, related_name="+",
+                                  db_constraint=False, db_index=False)
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="+", db_constraint=False, db_index=False)
+    model = models.ForeignKey(AgentModel, on_delete=models.CASCADE, related_name="+", db_constraint=False,
+                              db_index=False)
+    instance = models.ForeignKey(Instance, on_delete=models.CASCADE, related_name="+", db_constraint=False,
+                                 db_index=False)
+    passed_by = models.JSONField()
+    failed_by = models.JSONField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["attempt", "item"], name="judge_disagreement_unique"),
+        ]
+        indexes = [models.Index(fields=["benchmark", "item"], name="judge_disagreement_by_item")]
+
+
 class JobState(models.TextChoices):
     QUEUED = "queued", "queued"
     RUNNING = "running", "running"

@@ -16,7 +16,8 @@ from django.db.models import Count, F, Q
 from . import leaderboard_page
 from .bulk import bulk_insert
 from .models import (
-    Attempt, AttemptRollup, Benchmark, ChecklistItem, GroupRollup, JudgeReport, ReportStatus, Run, Verdict, VerdictResult,
+    Attempt, AttemptRollup, Benchmark, ChecklistItem, GroupRollup, JudgeDisagreement, JudgeReport, ReportStatus, Run,
+    Verdict, VerdictResult,
 )
 
 ROLLUP_BATCH = 2000
@@ -183,11 +184,14 @@ def statistics_refresh(models_: Iterable[type], *, min_rows: int | None = None) 
 
 
 def rollups_rebuild_for_attempts(attempt_ids: Iterable[int], judge_ids: Iterable[int] | None = None) -> int:
-    """Recompute AttemptRollup and GroupRollup rows of these attempts from their verdicts.
+    """Recompute AttemptRollup and GroupRollup rows of these attempts from their verdicts, and the
+    items their judges split on (JudgeDisagreement).
 
-    With `judge_ids`, only the rows of those judges are recomputed: a writer that changed one
+    With `judge_ids`, only the rollups of those judges are recomputed: a writer that changed one
     judge's verdicts (a scores file, a re-score) leaves the other judges' rollups of the same
     attempts as they are, so loading k judges one file at a time costs k rebuilds, not k(k+1)/2.
+    The splits are recomputed from every judge's verdicts of the attempts either way (one judge's
+    verdicts change which items it splits on with the others).
 
     The whole set is replaced in one transaction under the lock of its benchmarks:
     readers see the previous complete rows until it commits, concurrent rebuilds of the
@@ -212,15 +216,17 @@ def rollups_rebuild_for_attempts(attempt_ids: Iterable[int], judge_ids: Iterable
 
 
 def _rollups_rebuild_sql(batch: list[int], judges: list[int] | None) -> int:
-    """The rebuild as set-based SQL on PostgreSQL: two deletes, then one statement that reads the
+    """The rebuild as set-based SQL on PostgreSQL: three deletes, then one statement that reads the
     batch's verdicts once and inserts both rollups (INSERT ... SELECT ... GROUP BY in CTEs).
 
     The verdicts are counted first and the attempt's facets (run, instance, benchmark, model)
     joined to the counted rows, one lookup per attempt instead of one per verdict. Judge reports
     (`JudgeReport`) add their extra counts, and make a rollup of an attempt the judge could not score.
+    The same statement replaces the attempts' JudgeDisagreement rows from all their judges' verdicts
+    (the verdicts it counted when it rebuilds every judge, else a second read of the batch's).
     """
     t = {m: connection.ops.quote_name(m._meta.db_table)
-         for m in (AttemptRollup, GroupRollup, Verdict, Attempt, Run, ChecklistItem, JudgeReport)}
+         for m in (AttemptRollup, GroupRollup, Verdict, Attempt, Run, ChecklistItem, JudgeReport, JudgeDisagreement)}
     counts = ("count(*) FILTER (WHERE v.result <> 'na') AS n_applicable, "
               "count(*) FILTER (WHERE v.result = 'pass') AS n_passed")
     # The batch's attempts drive every statement: the verdicts are picked first, through an
@@ -238,6 +244,10 @@ def _rollups_rebuild_sql(batch: list[int], judges: list[int] | None) -> int:
     with connection.cursor() as cursor:
         cursor.execute(f"DELETE FROM {t[AttemptRollup]} WHERE attempt_id = ANY(%s){of_judges}", params)
         cursor.execute(f"DELETE FROM {t[GroupRollup]} WHERE attempt_id = ANY(%s){of_judges}", params)
+        cursor.execute(f"DELETE FROM {t[JudgeDisagreement]} WHERE attempt_id = ANY(%s)", [batch])
+        # the splits need every judge's verdicts: those counted above when every judge is rebuilt, else the batch's own
+        every_judge = "" if judges is None else (
+            f"dv AS MATERIALIZED (SELECT attempt_id, judge_id, item_id, result FROM {t[Verdict]} WHERE attempt_id = ANY(%s)), ")
         cursor.execute(
             f"WITH v AS MATERIALIZED (SELECT attempt_id, judge_id, item_id, result FROM {t[Verdict]} "
             f"WHERE attempt_id = ANY(%s){of_judges}), "
@@ -272,9 +282,19 @@ def _rollups_rebuild_sql(batch: list[int], judges: list[int] | None) -> int:
             f"groups AS (INSERT INTO {t[GroupRollup]} (attempt_id, judge_id, benchmark_id, model_id, dimension, value, "
             f"n_applicable, n_passed) "
             f"SELECT g.attempt_id, g.judge_id, f.benchmark_id, f.model_id, g.dimension, g.value, g.n_applicable, "
-            f"g.n_passed FROM (SELECT * FROM g UNION ALL SELECT * FROM gu) g JOIN f ON f.id = g.attempt_id RETURNING 1) "
-            f"SELECT (SELECT count(*) FROM attempts), (SELECT count(*) FROM groups)",
-            [*params, batch, *params],
+            f"g.n_passed FROM (SELECT * FROM g UNION ALL SELECT * FROM gu) g JOIN f ON f.id = g.attempt_id RETURNING 1), "
+            # the items some judge passed and another failed, with who passed and who failed each
+            f"{every_judge}s AS (SELECT attempt_id, item_id, "
+            f"jsonb_object_agg(judge_id::text, 1) FILTER (WHERE result = '{VerdictResult.PASS}') AS passed_by, "
+            f"jsonb_object_agg(judge_id::text, 1) FILTER (WHERE result = '{VerdictResult.FAIL}') AS failed_by "
+            f"FROM {'v' if judges is None else 'dv'} WHERE result IN ('{VerdictResult.PASS}', '{VerdictResult.FAIL}') GROUP BY 1, 2 "
+            f"HAVING count(*) FILTER (WHERE result = '{VerdictResult.PASS}') > 0 "
+            f"AND count(*) FILTER (WHERE result = '{VerdictResult.FAIL}') > 0), "
+            f"splits AS (INSERT INTO {t[JudgeDisagreement]} (attempt_id, item_id, benchmark_id, run_id, model_id, "
+            f"instance_id, passed_by, failed_by) SELECT s.attempt_id, s.item_id, f.benchmark_id, f.run_id, f.model_id, "
+            f"f.instance_id, s.passed_by, s.failed_by FROM s JOIN f ON f.id = s.attempt_id RETURNING 1) "
+            f"SELECT (SELECT count(*) FROM attempts), (SELECT count(*) FROM groups), (SELECT count(*) FROM splits)",
+            [*params, batch, *params, *([] if judges is None else [batch])],
         )
         return cursor.fetchone()[0]
 
@@ -352,7 +372,24 @@ def _rollups_rebuild_batch(batch: list[int], judges: list[int] | None) -> int:
             )
     groups += _unscored_group_rollups(reports, facets)
     bulk_insert(GroupRollup, groups)
+    _disagreements_rebuild_batch(batch, facets)
     return len(rollups)
+
+
+def _disagreements_rebuild_batch(batch: list[int], facets: dict[int, dict]) -> None:
+    """Replace the batch's JudgeDisagreement rows from all its verdicts (whichever judges the rollups rebuilt)."""
+    JudgeDisagreement.objects.filter(attempt_id__in=batch).delete()
+    sides: dict[tuple[int, int], tuple[dict, dict]] = {}
+    for attempt_id, item_id, judge_id, result in Verdict.objects.filter(
+            attempt_id__in=batch, result__in=[VerdictResult.PASS, VerdictResult.FAIL]).values_list(
+            "attempt_id", "item_id", "judge_id", "result").order_by():
+        passed, failed = sides.setdefault((attempt_id, item_id), ({}, {}))
+        (passed if result == VerdictResult.PASS else failed)[str(judge_id)] = 1
+    bulk_insert(JudgeDisagreement, [
+        JudgeDisagreement(attempt_id=a, item_id=i, benchmark_id=facets[a]["run__benchmark_id"], run_id=facets[a]["run_id"],
+                          model_id=facets[a]["run__model_id"], instance_id=facets[a]["instance_id"],
+                          passed_by=passed, failed_by=failed)
+        for (a, i), (passed, failed) in sorted(sides.items()) if passed and failed])
 
 
 def _unscored_group_rollups(reports: dict[tuple, dict], facets: dict[int, dict]) -> list[GroupRollup]:

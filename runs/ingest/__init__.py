@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 
 from django.db import transaction
 
-from runs.models import Attempt, AttemptRollup, ChecklistItem, GroupRollup, Instance, Verdict
+from runs.models import Attempt, AttemptRollup, ChecklistItem, GroupRollup, Instance, JudgeDisagreement, Verdict
 from runs.services import benchmarks_generation_bump, rollups_rebuild_for_attempts, statistics_refresh
 
 from .base import Context, IngestFailed, Options, Problem, Report, Source
@@ -39,7 +39,7 @@ FORMATS: dict[str, str] = {
 }
 
 #: the tables ingests write many rows to at a time, whose planner statistics they keep fresh
-BULK_WRITTEN = (Verdict, GroupRollup, AttemptRollup, Attempt, ChecklistItem, Instance)
+BULK_WRITTEN = (Verdict, GroupRollup, AttemptRollup, JudgeDisagreement, Attempt, ChecklistItem, Instance)
 
 
 def format_function(name: str) -> Callable[[Sequence[Source], Context], None]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from collections import Counter, defaultdict
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import combinations
 from statistics import median
 from typing import NamedTuple
@@ -1159,25 +1159,28 @@ def item_model_matrix(instance_id: int) -> dict:
 
 
 def judge_disagreements(benchmark_id: int, filters: Filters, *, limit: int = 20) -> list[dict]:
-    """Items on which judges split most often: attempts where one judge passed and another failed the item."""
-    from django.db.models import Count, Q
+    """Items on which judges split most often: attempts where one judge passed and another failed the item.
 
-    from runs.models import ChecklistItem, Verdict, VerdictResult
+    The split pairs are read from JudgeDisagreement (kept by the rollup rebuild), counted per item in
+    the database; a judge filter keeps the pairs some chosen judge passed and another failed. Only the
+    `limit` items shown read their verdicts, for the attempts judged on them (the rate's denominator)."""
+    from django.db.models import Count
 
-    qs = _filter(Verdict.objects.filter(attempt__run__benchmark_id=benchmark_id), filters, **VIA_ATTEMPT)
-    qs = qs.exclude(result=VerdictResult.NOT_APPLICABLE)
-    split = qs.values("attempt_id", "item_id").annotate(
-        p=Count("id", filter=Q(result=VerdictResult.PASS)), f=Count("id", filter=Q(result=VerdictResult.FAIL)),
-    ).filter(p__gt=0, f__gt=0).order_by()
-    per_item: dict[int, int] = defaultdict(int)
-    for row in split:
-        per_item[row["item_id"]] += 1
-    top = sorted(per_item.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]
+    from runs.models import ChecklistItem, Judge, JudgeDisagreement, Verdict, VerdictResult
+
+    pairs = _filter(JudgeDisagreement.objects.filter(benchmark_id=benchmark_id), replace(filters, judges=()))
+    if filters.judges:
+        judge_keys = [str(i) for i in Judge.objects.filter(name__in=list(filters.judges)).values_list("id", flat=True)]
+        if not judge_keys:
+            return []
+        pairs = pairs.filter(passed_by__has_any_keys=judge_keys, failed_by__has_any_keys=judge_keys)
+    top = list(pairs.values("item_id").annotate(n=Count("id")).order_by("-n", "item_id").values_list("item_id", "n")[:limit])
     if not top:
         return []
     ids = [i for i, _ in top]
-    judged = dict(qs.filter(item_id__in=ids).values("item_id").annotate(n=Count("attempt_id", distinct=True))
-                  .order_by().values_list("item_id", "n"))
+    qs = _filter(Verdict.objects.filter(attempt__run__benchmark_id=benchmark_id, item_id__in=ids), filters, **VIA_ATTEMPT)
+    judged = dict(qs.exclude(result=VerdictResult.NOT_APPLICABLE).values("item_id")
+                  .annotate(n=Count("attempt_id", distinct=True)).order_by().values_list("item_id", "n"))
     info = {i["id"]: i for i in ChecklistItem.objects.filter(id__in=ids).values(
         "id", "key", "description", "category", "instance_id", "instance__external_id")}
     return [{**info[i], "split": n, "judged": judged.get(i, 0),

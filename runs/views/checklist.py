@@ -13,9 +13,10 @@ from runs.access import attempt_for, benchmark_for, blind_safe, instance_for
 from runs.charts import checklist as charts
 from runs import selectors, trajectory_view
 from runs.exports import checklist as exports
-from runs.cache import generation_seen
+from runs.cache import cached, generation_seen
 from runs.filters import LeaderboardFilterForm, form_state, state_of, state_query
 from runs.leaderboard_page import page_parts, results_html
+from runs.leaderboard_rows import state_digest
 from runs.metrics import attempt_diff as metrics_diff
 from runs.metrics import checklist as metrics
 from runs.metrics.checklist import GROUPINGS
@@ -247,7 +248,9 @@ def length(request, slug):
     benchmark = _benchmark(request, slug)
     form = LeaderboardFilterForm(request.GET or None, benchmark=benchmark)
     state = form_state(form) if form.is_bound else form.state()
-    rows = metrics.isr_by_length(metrics.attempt_cells(benchmark.id, state["filters"]))
+    # cached per data generation and filter state: the rows of every rollup regrouped take 1.6 s at 10M verdicts
+    rows = cached(benchmark.id, f"length:{state_digest(state, None)}",
+                  lambda: metrics.isr_by_length(metrics.attempt_cells(benchmark.id, state["filters"])), kind=list)
     buckets = [b for b in metrics.bucket_order() if any(r.group == b for r in rows)]
     cells = {(r.model, r.group): r for r in rows}
     models = sorted({r.model for r in rows})

@@ -4,6 +4,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
+from runs.metrics import checklist as metrics
 from runs.models import (
     AgentModel, Attempt, Benchmark, ChecklistItem, Instance, Judge, Run, Verdict,
 )
@@ -215,3 +216,25 @@ def test_it_shows_judge_sensitivity_length_and_comparison(reviewer_client):
     compare = reviewer_client.get(reverse("runs:checklist-compare", args=[bench.slug]) + "?a=alpha-r1&b=beta-r1").content.decode()
     assert "gain (B − A)" in compare and "50.00" in compare  # ISR 50 -> 100
     assert "Fixed in B (2)" in compare and "Broken in B (0)" in compare
+
+
+def test_the_length_page_reads_the_rollups_once_per_data_generation_and_filter(reviewer_client, monkeypatch,
+                                                                                django_capture_on_commit_callbacks):
+    bench, attempts = build_study(n_instances=4)
+    reads = []
+    real = metrics.attempt_cells
+    monkeypatch.setattr(metrics, "attempt_cells", lambda *args, **kwargs: reads.append(1) or real(*args, **kwargs))
+    url = reverse("runs:checklist-length", args=[bench.slug])
+
+    def page(query=""):  # the table (the page around it holds a fresh CSRF token each time)
+        with django_capture_on_commit_callbacks(execute=True):
+            body = reviewer_client.get(url + query).content.decode()
+        return body[body.index('<table class="grid">'):body.index("</table>")]
+
+    first = page()
+    assert page() == first and len(reads) == 1  # the same page from the cache
+    page("?judge=j1")
+    assert len(reads) == 2  # another filter state: its own entry
+    Verdict.objects.filter(attempt__in=attempts, result="pass").update(result="fail")
+    rollups_rebuild_for_attempts([a.id for a in attempts])
+    assert page() != first and len(reads) == 3  # a write moved the generation
