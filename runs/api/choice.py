@@ -7,13 +7,12 @@ from __future__ import annotations
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers, status
 from rest_framework.response import Response
-from rest_framework.views import APIView
 
 from runs.access import benchmark_for, blind_safe
+from runs.api.core import PageQueryView
 from runs.metrics import choice as metrics
 from runs.models import BenchmarkKind, Run
 from runs.selectors import choice as selectors
-from runs.selectors.state import control_character_errors
 
 
 class ChoiceMetricsQuerySerializer(serializers.Serializer):
@@ -62,7 +61,7 @@ class ChoiceMetricsSerializer(serializers.Serializer):
 
 
 @blind_safe
-class ChoiceMetricsView(APIView):
+class ChoiceMetricsView(PageQueryView):
     """Per-category accuracy, macro P/R/F1 and unanswered counts of one choice-benchmark run."""
 
     @extend_schema(
@@ -78,8 +77,6 @@ class ChoiceMetricsView(APIView):
         "macro averages over the union of true and predicted labels with zero_division=0.",
     )
     def get(self, request):
-        if refused := control_character_errors(request.query_params):  # before any lookup (PostgreSQL refuses NUL)
-            return Response(refused, status=status.HTTP_400_BAD_REQUEST)
         label = request.query_params.get("run")
         if not label:
             return Response({"run": ["Name a run: ?run=<label>."]}, status=status.HTTP_400_BAD_REQUEST)

@@ -11,12 +11,11 @@ from dataclasses import asdict
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers, status
 from rest_framework.response import Response
-from rest_framework.views import APIView
 
 from runs.access import benchmark_for, blind_safe
+from runs.api.core import PageQueryView
 from runs.models import BenchmarkKind
 from runs.selectors import conflict as selectors
-from runs.selectors.state import control_character_errors
 
 
 class ConflictMetricsQuerySerializer(serializers.Serializer):
@@ -73,7 +72,7 @@ class ConflictMetricsSerializer(serializers.Serializer):
 
 
 @blind_safe
-class ConflictMetricsView(APIView):
+class ConflictMetricsView(PageQueryView):
     """Resolution rate per model (or run) and conflict type, and SP rate per scenario, as the conflict page shows."""
 
     @extend_schema(
@@ -89,8 +88,6 @@ class ConflictMetricsView(APIView):
         "(/b/<slug>/conflict/) for the same query string, including ?exclude=.",
     )
     def get(self, request):
-        if refused := control_character_errors(request.query_params):  # before any lookup (PostgreSQL refuses NUL)
-            return Response(refused, status=status.HTTP_400_BAD_REQUEST)
         slug = request.query_params.get("benchmark")
         if not slug:
             return Response({"benchmark": ["Name a conflict benchmark: ?benchmark=<slug>."]}, status=status.HTTP_400_BAD_REQUEST)

@@ -9,13 +9,12 @@ import math
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers, status
 from rest_framework.response import Response
-from rest_framework.views import APIView
 
 from runs.access import benchmark_for, blind_safe
+from runs.api.core import PageQueryView
 from runs.metrics import dialogue as m
 from runs.models import BenchmarkKind, Run
 from runs.selectors import dialogue as selectors
-from runs.selectors.state import control_character_errors
 
 
 class DialogueMetricsQuerySerializer(serializers.Serializer):
@@ -97,7 +96,7 @@ def _error(message: str, code=status.HTTP_400_BAD_REQUEST) -> Response:
 
 
 @blind_safe
-class DialogueMetricsView(APIView):
+class DialogueMetricsView(PageQueryView):
     """The eight EvolIF metrics, the survival curve and per-constraint pass rates of one model's runs."""
 
     @extend_schema(
@@ -115,8 +114,6 @@ class DialogueMetricsView(APIView):
         "constraints are satisfied; a turn with none left is not counted.",
     )
     def get(self, request):
-        if refused := control_character_errors(request.query_params):  # before any lookup (PostgreSQL refuses NUL)
-            return Response(refused, status=status.HTTP_400_BAD_REQUEST)
         labels = request.query_params.getlist("run")
         if not labels:
             return Response({"run": ["Name one model's runs: ?run=<label>, repeated to pool several."]},

@@ -17,11 +17,11 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from runs.access import benchmark_for, blind_safe, may_open
+from runs.api.core import PageQueryView
 from runs.hierarchy import resolve_privileges
 from runs.metrics import hierarchy as m
 from runs.models import BenchmarkKind, ChecklistItem, Instance, Run
 from runs.selectors import hierarchy as selectors
-from runs.selectors.state import control_character_errors
 
 INTERFACES = ("ordinal", "scalar")
 
@@ -203,7 +203,7 @@ class HierarchyMetricsSerializer(serializers.Serializer):
 
 
 @blind_safe
-class HierarchyMetricsView(APIView):
+class HierarchyMetricsView(PageQueryView):
     """The hierarchy metrics page's tables for the same query; with one ?run=, that run's Acc, style groups and
     evaluator figures."""
 
@@ -222,8 +222,6 @@ class HierarchyMetricsView(APIView):
         "(/b/<slug>/hierarchy/) for the same query string, including ?exclude=.",
     )
     def get(self, request):
-        if refused := control_character_errors(request.query_params):  # before any lookup (PostgreSQL refuses NUL)
-            return Response(refused, status=status.HTTP_400_BAD_REQUEST)
         labels = request.query_params.getlist("run")
         slug = request.query_params.get("benchmark")
         if slug:
