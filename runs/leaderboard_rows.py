@@ -18,7 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from runs.cache import cached
 from runs.charts import checklist as charts
@@ -99,7 +99,11 @@ def leaderboard_base(benchmark_id: int) -> ModelBase:
 def leaderboard_usage(benchmark_id: int, filters, base: ModelBase) -> dict[str, UsageSummary]:
     """Per model, the usage of the attempts the filters keep (metrics.usage_by_model: no rollup read, which
     attempts a judges filter keeps comes from the generation's base), cached per data generation and filters;
-    the unfiltered one, of which there is one per generation, charged to no one."""
+    the unfiltered one, of which there is one per generation, charged to no one. Judges that scored every
+    attempt keep what no judges filter keeps: that entry is read (the writers warm the unfiltered one) instead
+    of every attempt's figures (0.5-0.8 s at 100 models)."""
+    if filters.judges and metrics.judges_score_every_attempt(base, filters.judges):
+        filters = replace(filters, judges=())
     document = filters_document(filters)
     digest = hashlib.sha256(json.dumps(document, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
     return cached(benchmark_id, f"usage:{digest}", lambda: metrics.usage_by_model(benchmark_id, filters, base=base),

@@ -838,6 +838,24 @@ class ModelBase:
     #: the cells of each (run, judge) summed over scaffolds and primary categories (both ""): what a state
     #: without a facet filter or grouping reads, runs x judges cells
     merged: list[tuple] = field(default_factory=list)
+    #: the benchmark's instances and runs, those with rollups or not (`judges_score_every_attempt`)
+    n_instances: int = 0
+    n_runs: int = 0
+
+
+def judges_score_every_attempt(base: ModelBase, judges: Collection[str]) -> bool:
+    """Whether these judges scored every instance of every run of the base's generation: a judges filter
+    then keeps every attempt, as no judges filter does (so usage figures are the same). An instance a run has
+    no attempt at, or a run no judge scored, answers False."""
+    wanted = set(judges)
+    if not wanted or not base.n_instances or len(base.runs) != base.n_runs:
+        return False
+    everything = (1 << base.n_instances) - 1
+    scored: dict[int, int] = dict.fromkeys(base.runs, 0)
+    for run_id, judge_id, *_, counted, empty in base.merged:
+        if base.judges[judge_id] in wanted:
+            scored[run_id] |= counted | empty
+    return all(bits == everything for bits in scored.values())
 
 
 def model_base(benchmark_id: int) -> ModelBase:
@@ -894,7 +912,8 @@ def model_base(benchmark_id: int) -> ModelBase:
     labels, models, judges = _names([(Run, "label", set(model_of)), (AgentModel, "name", set(model_of.values())),
                                      (Judge, "name", {c[1] for c in cells})])
     runs = {pk: (label, model_of[pk]) for pk, label in labels.items()}
-    return ModelBase(runs, models, judges, cells, cells_of(merged))
+    return ModelBase(runs, models, judges, cells, cells_of(merged), n_instances=len(instances),
+                     n_runs=Run.objects.filter(benchmark_id=benchmark_id).count())
 
 
 def base_rows(base: ModelBase, filters: Filters, *, by: str = "model") -> list[ScoreRow]:

@@ -13,10 +13,11 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from runs import services
-from runs.cache import cache_key, data_generation
-from runs.leaderboard_rows import compute_tables, leaderboard_base
+from runs.cache import cache_key, cache_scope, data_generation
+from runs.leaderboard_rows import compute_tables, leaderboard_base, leaderboard_usage
 from runs.metrics.checklist import (BASE_GROUPINGS, Filters, ModelBase, attempt_cells, base_rows, model_base,
-                                    model_rows_counted, score_rows, usage_by_model, with_usage)
+                                    judges_score_every_attempt, model_rows_counted, score_rows, usage_by_model,
+                                    with_usage)
 from runs.models import Attempt, AttemptRollup, Instance, Verdict
 
 build_study = runpy.run_path(str(Path(__file__).with_name("test_views_checklist.py")))["build_study"]
@@ -87,6 +88,33 @@ def test_the_usage_a_judges_filter_keeps_is_the_same_read_from_the_base_as_from_
         assert usage_by_model(bench.id, filters, base=base) == usage_by_model(bench.id, filters), filters
     assert usage_by_model(bench.id, Filters(judges=["j1"]), base=base)["gamma"].n_attempts == len(gamma) - 2
     assert usage_by_model(bench.id, Filters(judges=["j3"]), base=base)["gamma"].n_attempts == len(gamma) - 1
+
+
+@pytest.mark.django_db
+def test_judges_that_scored_every_attempt_read_the_usage_of_no_judges_filter():
+    """A judges filter that keeps every attempt reads the usage entry of no judges filter (warmed by writers)
+    instead of every attempt's figures; one that leaves an attempt out, or a run no judge scored, does not."""
+    bench, attempts = _varied_study()
+    for n, attempt in enumerate(attempts):
+        Attempt.objects.filter(pk=attempt.pk).update(total_tokens=100 * (n + 1))
+    base = model_base(bench.id)
+    assert base.n_instances == 6 and base.n_runs == len(base.runs) == 3
+    assert all(judges_score_every_attempt(base, [j]) for j in ("j1", "j2", "j3"))
+    with cache_scope(None):
+        unfiltered = leaderboard_usage(bench.id, Filters(), base)
+        with CaptureQueriesContext(connection) as queries:
+            assert leaderboard_usage(bench.id, Filters(judges=["j2"]), base) == unfiltered
+        assert not any("runs_attempt" in q["sql"] for q in queries.captured_queries)
+    assert usage_by_model(bench.id, Filters(judges=["j2"])) == unfiltered  # the same figures, computed
+
+    gamma = [a for a in attempts if a.run.model.name == "gamma"]
+    AttemptRollup.objects.filter(attempt=gamma[0], judge__name="j1").delete()
+    base = model_base(bench.id)
+    assert not judges_score_every_attempt(base, ["j1"]) and judges_score_every_attempt(base, ["j1", "j2"])
+    with cache_scope(None):
+        assert leaderboard_usage(bench.id, Filters(judges=["j1"]), base)["gamma"].n_attempts == len(gamma) - 1
+    AttemptRollup.objects.filter(run__model__name="gamma").delete()  # a run no judge scored
+    assert not judges_score_every_attempt(model_base(bench.id), ["j1", "j2", "j3"])
 
 
 @pytest.mark.django_db
