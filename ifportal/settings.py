@@ -220,7 +220,8 @@ CACHE_URL = env_str("CACHE_URL") or cache_url_beside(CELERY_BROKER_URL)
 #: pages are computed and not kept (runs.leaderboard_rows.cache_budget)
 IFPORTAL_CACHE_ENTRIES_PER_USER = env_int("IFPORTAL_CACHE_ENTRIES_PER_USER", 600)
 CACHES = {
-    "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": CACHE_URL}
+    # Django's RedisCache, one redis.Redis client per pool instead of one per call (ifportal/redis_cache.py)
+    "default": {"BACKEND": "ifportal.redis_cache.PooledClientRedisCache", "LOCATION": CACHE_URL}
     if CACHE_URL.startswith(("redis://", "rediss://"))
     else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
 }
