@@ -16,7 +16,7 @@ def _inline_jobs(settings, tmp_path):
 
 @pytest.fixture(autouse=True)
 def _no_cache_between_tests():
-    """Each test starts with no cached leaderboard (benchmark ids and generations repeat across tests)
+    """Each test starts with no cached leaderboard (benchmark ids and generations repeat across tests),
     no cached session user and no count of bad API tokens (every test client comes from 127.0.0.1: one test's deliberate
     failures must not throttle the next one's requests; the lockout tests make theirs within one test).
 
