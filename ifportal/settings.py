@@ -111,6 +111,7 @@ INSTALLED_APPS = [
     "template_partials",
     "runs",
     "audits",
+    "ifportal.apps.PortalConfig",  # the user cache's invalidation signals (ifportal.auth)
 ]
 
 MIDDLEWARE = [
@@ -220,7 +221,8 @@ CACHE_URL = env_str("CACHE_URL") or cache_url_beside(CELERY_BROKER_URL)
 #: pages are computed and not kept (runs.leaderboard_rows.cache_budget)
 IFPORTAL_CACHE_ENTRIES_PER_USER = env_int("IFPORTAL_CACHE_ENTRIES_PER_USER", 600)
 CACHES = {
-    "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": CACHE_URL}
+    # Django's RedisCache, one redis.Redis client per pool instead of one per call (ifportal/redis_cache.py)
+    "default": {"BACKEND": "ifportal.redis_cache.PooledClientRedisCache", "LOCATION": CACHE_URL}
     if CACHE_URL.startswith(("redis://", "rediss://"))
     else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
 }
@@ -241,10 +243,14 @@ AUTH_PASSWORD_VALIDATORS = [
 # refuses further tries for a while once one user name, or one address, has failed AXES_FAILURE_LIMIT
 # times (429 with the page saying so). The login page states the rule. Bad API tokens are throttled
 # per address by ifportal.security.ThrottledTokenAuthentication.
+# The session's user and their roles are read through the cache (ifportal.auth): a change to the user or their
+# groups is seen on the next request, anything done behind Django's back (a bulk update, raw SQL) within
+# IFPORTAL_USER_CACHE_SECONDS; 0 reads them from the database on every request.
 AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",
-    "django.contrib.auth.backends.ModelBackend",
+    "ifportal.auth.CachedModelBackend",
 ]
+IFPORTAL_USER_CACHE_SECONDS = env_int("IFPORTAL_USER_CACHE_SECONDS", 60)
 AXES_FAILURE_LIMIT = env_int("IFPORTAL_LOGIN_FAILURE_LIMIT", 5)
 AXES_COOLOFF_TIME = timedelta(minutes=env_int("IFPORTAL_LOGIN_LOCKOUT_MINUTES", 15))
 AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]  # either one failing too often locks it out

@@ -51,11 +51,22 @@ ALWAYS_DROPPED = ("exclude",)
 
 
 # roles ---------------------------------------------------------------------------------
+#: the user's role group names, read and cached with the user by the sign-in backend (ifportal.auth); absent on a
+#: user loaded otherwise (an API token's, a test's), whose roles are then read here
+ROLE_NAMES_ATTRIBUTE = "_ifportal_role_names"
+
+
+def role_group_names(user) -> frozenset[str]:
+    """The names of the role groups the user is in (one query)."""
+    return frozenset(user.groups.filter(name__in=(LEAD, ANNOTATOR, REVIEWER)).values_list("name", flat=True))
+
+
 def roles_of(user) -> set[str]:
     """The roles of a user (a superuser is a lead)."""
     if not user.is_authenticated:
         return set()
-    roles = set(user.groups.filter(name__in=(LEAD, ANNOTATOR, REVIEWER)).values_list("name", flat=True))
+    names = getattr(user, ROLE_NAMES_ATTRIBUTE, None)
+    roles = set(role_group_names(user) if names is None else names)
     if user.is_superuser:
         roles.add(LEAD)
     return roles

@@ -327,13 +327,15 @@ def _cpu_seconds(pid: int) -> float:
 
 def session_cookie_for(username: str) -> str:
     """A session cookie for `username`, made directly (no login round trip)."""
-    from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY, get_user_model
+    from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY, get_user_model, load_backend
     from django.contrib.sessions.backends.db import SessionStore
 
     user = get_user_model().objects.get(username=username)
     store = SessionStore()
     store[SESSION_KEY] = str(user.pk)
-    store[BACKEND_SESSION_KEY] = "django.contrib.auth.backends.ModelBackend"
+    # the first backend that loads session users, as Django's test client picks it (axes' only checks sign-ins)
+    store[BACKEND_SESSION_KEY] = next(path for path in settings.AUTHENTICATION_BACKENDS
+                                      if hasattr(load_backend(path), "get_user"))
     store[HASH_SESSION_KEY] = user.get_session_auth_hash()
     store.save()
     return f"{settings.SESSION_COOKIE_NAME}={store.session_key}"

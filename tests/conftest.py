@@ -16,8 +16,8 @@ def _inline_jobs(settings, tmp_path):
 
 @pytest.fixture(autouse=True)
 def _no_cache_between_tests():
-    """Each test starts with no cached leaderboard (benchmark ids and generations repeat across tests)
-    and no count of bad API tokens (every test client comes from 127.0.0.1: one test's deliberate
+    """Each test starts with no cached leaderboard (benchmark ids and generations repeat across tests),
+    no cached session user and no count of bad API tokens (every test client comes from 127.0.0.1: one test's deliberate
     failures must not throttle the next one's requests; the lockout tests make theirs within one test).
 
     A process-memory cache is cleared; a Redis cache (shared with other test runs and
@@ -32,6 +32,7 @@ def _cache_forget() -> None:
     from django.core.cache import caches
     from django.core.cache.backends.redis import RedisCache
 
+    from ifportal.auth import user_cache_key
     from ifportal.security import TokenFailureThrottle
     from runs.cache import _database_tag
 
@@ -41,7 +42,7 @@ def _cache_forget() -> None:
         return
     client = cache._cache.get_client(None, write=True)
     patterns = [f"leaderboard:*:{_database_tag()}:*", TokenFailureThrottle.cache_format % {
-        "scope": TokenFailureThrottle.scope, "ident": "*"}]
+        "scope": TokenFailureThrottle.scope, "ident": "*"}, user_cache_key("*")]  # user ids repeat across test databases
     for pattern in patterns:
         for key in client.scan_iter(match=cache.make_key(pattern), count=1000):
             client.delete(key)
@@ -77,6 +78,11 @@ def outsider(django_user_model):
 
 @pytest.fixture
 def reviewer_client(reviewer) -> Client:
+    """Signed in as the reviewer, whose user and roles are already in the cache (ifportal.auth), as for every
+    request of a session after its first: a query count taken on any of its requests is a warm page's."""
+    from django.contrib.auth import BACKEND_SESSION_KEY, load_backend
+
     client = Client()
     client.force_login(reviewer)
+    load_backend(client.session[BACKEND_SESSION_KEY]).get_user(reviewer.pk)
     return client

@@ -175,7 +175,7 @@ def test_it_keeps_a_fixed_number_of_queries_whatever_the_number_of_runs(reviewer
             Attempt.objects.create(run=run, instance_id=attempt.instance_id, outcome=attempt.outcome)
     with CaptureQueriesContext(connection) as large:
         reviewer_client.get(url(name))
-    assert len(large) == len(small) <= 7
+    assert len(large) == len(small) <= 5  # 2 fewer since the session's user and roles are cached (ifportal.auth)
 
 
 def test_it_keeps_a_fixed_number_of_queries_on_the_task_viewer(reviewer_client):
@@ -183,7 +183,7 @@ def test_it_keeps_a_fixed_number_of_queries_on_the_task_viewer(reviewer_client):
     with CaptureQueriesContext(connection) as queries:
         response = reviewer_client.get(url("choice-task", external_id="chat-000000000000"))
     assert len(response.context["answers"]) == 8
-    assert len(queries) <= 7
+    assert len(queries) <= 5  # the user and roles warm too (the reviewer_client fixture)
 
 
 @pytest.mark.shared_data
