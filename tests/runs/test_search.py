@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from django.apps import apps
 from django.contrib.auth.models import Group
-from django.db import connection
+from django.db import connection, transaction
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
@@ -257,6 +257,32 @@ def test_words_mode_finds_every_word_in_any_order(study):
         s.search_query_of({"q": ["a b c"], "mode": ["words"]})
 
 
+JOINS = [
+    {"type": "benchmark", "slug": "joins", "name": "Joins", "kind": "checklist"},
+    {"type": "instance", "id": "task-1", "items": [{"key": "ok", "description": "Answer correctly"}]},
+    {"type": "run", "label": "r1", "model": "model-a"},
+    {"type": "attempt", "run": "r1", "instance": "task-1", "response": "", "threads": [{"messages": [
+        {"role": "assistant", "content": "The rule was broken in turn 3."},
+        {"role": "assistant", "content": "brokenqinqturnq3 is one word"},
+        {"role": "assistant", "content": "broken\tin\nturn 3, across a tab and a line"},
+        {"role": "assistant", "content": "turn 3: nothing was broken in it"},
+        {"role": "assistant", "content": "Broken  in turn 3 (two spaces)"},
+    ]}]},
+]
+
+
+@pytest.mark.parametrize("text, messages", [
+    ("broken in turn 3", [0]), ("BROKEN IN TURN", [0]), ("brokenqin", [1]), ("in\nturn 3", [2]),
+    ("broken in", [0, 3]), ("broken  in", [4]), ("q3 is", [1]), ("n t", [0, 4]),
+])
+def test_phrases_are_found_exactly_across_spaces_tabs_lines_and_the_joining_letter(tmp_path, text, messages):
+    """The transcript index is built on the text with whitespace joined into a letter (runs.search.INDEXED_TEXT):
+    what it finds is still exactly the phrase as written, whatever whitespace or that letter the text holds."""
+    _ingest(tmp_path, JOINS, name="joins.jsonl")
+    hits = _find(Benchmark.objects.get(slug="joins"), text, source="message")
+    assert sorted(h.message for h in hits) == messages
+
+
 # PostgreSQL only -------------------------------------------------------------------------
 def test_a_search_past_the_statement_timeout_asks_to_narrow_it(study, postgres, monkeypatch):
     def slow(*args):
@@ -305,3 +331,16 @@ def test_search_rebuild_and_the_migration_mark_benchmarks_with_text(study, tmp_p
     migration = importlib.import_module("runs.migrations.0009_benchmark_searchable")
     migration.searchable_backfill(apps, None)
     assert dict(Benchmark.objects.values_list("slug", "searchable")) == {"acme": True, "bare": False}
+
+
+def test_transcript_phrases_are_looked_up_through_the_joined_trigram_index(study, postgres):
+    """The migration's index expression and the lookup's are the same: the planner uses the index for a phrase
+    (and for each word of a words search), where a mismatch would leave it to walk every row."""
+    for params in ({"q": ["broken in turn 3"]}, {"q": ["push force"], "mode": ["words"]}):
+        rows = s._text_rows(study, s.search_query_of(params), "message")
+        sql, sql_params = rows.values("id").query.sql_with_params()
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute("SET LOCAL enable_seqscan = off")
+            cursor.execute(f"EXPLAIN {sql}", sql_params)
+            plan = "\n".join(line for (line,) in cursor.fetchall())
+        assert "search_text_trgm" in plan, plan
