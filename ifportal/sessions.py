@@ -32,12 +32,17 @@ import threading
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
+from django.contrib.auth import BACKEND_SESSION_KEY
 from django.contrib.sessions.backends import cached_db
 from django.contrib.sessions.backends.base import UpdateError
 from django.contrib.sessions.backends.db import SessionStore as DatabaseStore
 from django.db import connections, router
 
 log = logging.getLogger(__name__)
+
+#: the sign-in backend sessions named before ifportal.auth's replaced it, and its replacement
+REPLACED_BACKEND = "django.contrib.auth.backends.ModelBackend"
+CACHED_BACKEND = "ifportal.auth.CachedModelBackend"
 
 #: what a deleted session's entry holds (a session's data is always a dict)
 DELETED = "deleted"
@@ -47,6 +52,16 @@ _unwritten: set[str] = set()
 UNWRITTEN_MAX = 10_000
 _lock = threading.Lock()
 _failing = False
+
+
+def _backend_current(data: dict) -> dict:
+    """A session signed in through ModelBackend, before ifportal.auth.CachedModelBackend replaced it, as if
+    signed in through its replacement: Django signs out a session whose backend is no longer configured,
+    and a deploy must not sign out everyone (a form being filled in would be lost at its next post)."""
+    if data.get(BACKEND_SESSION_KEY) == REPLACED_BACKEND and REPLACED_BACKEND not in settings.AUTHENTICATION_BACKENDS \
+            and CACHED_BACKEND in settings.AUTHENTICATION_BACKENDS:
+        return {**data, BACKEND_SESSION_KEY: CACHED_BACKEND}
+    return data
 
 
 class SessionStore(cached_db.SessionStore):
@@ -63,13 +78,13 @@ class SessionStore(cached_db.SessionStore):
             self._session_key = None
             return {}
         if isinstance(data, dict):
-            return data
+            return _backend_current(data)
         row = self._get_session_from_db()
         if not row:
             return {}
         data = self.decode(row.session_data)
         self._cache_call("add", key, data, self._cache_seconds(row.expire_date))
-        return data
+        return _backend_current(data)
 
     def exists(self, session_key: str) -> bool:
         # True for a tombstone too: a key that was deleted is never handed out again

@@ -4,6 +4,8 @@ nothing."""
 import logging
 
 import pytest
+from django.conf import settings as django_settings
+from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY
 from django.contrib.auth.models import Group
 from django.core.cache import cache
 from django.db import connection
@@ -12,6 +14,7 @@ from django.test.utils import CaptureQueriesContext
 
 from ifportal import auth
 from ifportal.auth import user_cache_key
+from ifportal.sessions import SessionStore
 from runs.access import ANNOTATOR, LEAD, REVIEWER, roles_of
 
 pytestmark = pytest.mark.django_db
@@ -221,3 +224,18 @@ def test_two_databases_on_one_cache_do_not_share_users(client, alice):
 def test_an_anonymous_request_caches_nothing(alice):
     assert Client().get("/").wsgi_request.user.is_anonymous
     assert cache.get(user_cache_key(alice.pk)) is None
+
+
+def test_a_session_signed_in_before_the_cached_backend_stays_signed_in(alice):
+    """A session that names ModelBackend (signed in before this backend replaced it) is read as one of this
+    backend: a deploy signs no one out, and a form being filled in is not lost at its next post."""
+    store = SessionStore()
+    store[SESSION_KEY] = str(alice.pk)
+    store[BACKEND_SESSION_KEY] = "django.contrib.auth.backends.ModelBackend"
+    store[HASH_SESSION_KEY] = alice.get_session_auth_hash()
+    store.save()
+    client = Client()
+    client.cookies[django_settings.SESSION_COOKIE_NAME] = store.session_key
+    for _ in range(2):  # from the database, then from the cache
+        response = client.get("/")
+        assert response.status_code == 200 and response.wsgi_request.user.pk == alice.pk
