@@ -13,6 +13,13 @@ round trip.
 
 `warm_default` computes what the first viewer after a data change would otherwise pay for
 (the default state's tables, fragment and filter choices); jobs call it after they commit.
+
+`full_page` keeps the whole page as sent, per state and per viewer (their name, in the header, and
+whether they label blind, which decides the page's controls), with a placeholder where the CSRF
+token goes: a warm page is then one cache read and a string replacement, not the shell's rendering
+(a third of a warm request's CPU at 100 models; docs/performance.md). The placeholder is derived
+from SECRET_KEY, so text in the data cannot plant one; the token itself never enters the cache.
+A request with a message to show (Django's messages, shown once) gets the page rendered, uncached.
 """
 from __future__ import annotations
 
@@ -21,8 +28,11 @@ import json
 import logging
 from collections.abc import Iterable
 
+from django.contrib.messages import get_messages
 from django.http import QueryDict
+from django.middleware.csrf import get_token
 from django.template.loader import render_to_string
+from django.utils.crypto import salted_hmac
 from django.urls import get_script_prefix
 from django.utils.safestring import SafeString
 
@@ -65,6 +75,32 @@ def page_parts(benchmark, state: dict, *, request=None) -> tuple[SafeString, Saf
     found = cached_many(benchmark.id, {results[0]: (results[1], SafeString), filters[0]: (filters[1], SafeString)},
                         charged=not is_default(state))
     return found[results[0]], found[filters[0]]
+
+
+def full_page(request, benchmark, state: dict, context: dict) -> str:
+    """The whole page for a validated state as this request's user gets it: cached per data generation, state
+    and viewer (name, blind or not) with the CSRF token filled in per request; `context` is what the page's
+    template needs besides the fragments, which `page_parts` adds when the page is rendered."""
+    if len(get_messages(request)):  # counted, not read: reading would mark them shown
+        return _page(request, benchmark, state, context, token=None)
+    part = _part("page", benchmark, state_query(state).urlencode(), _blind(request), request.user.get_username(),
+                 request.path, benchmark.name, benchmark.kind, benchmark.searchable)
+    html = cached(benchmark.id, part, lambda: _page(request, benchmark, state, context, token=csrf_placeholder()),
+                  kind=str, charged=not is_default(state))
+    return html.replace(csrf_placeholder(), get_token(request))
+
+
+def csrf_placeholder() -> str:
+    """What a cached page holds where the CSRF token goes: as long as a token, made of its characters, and
+    unknown to anyone without SECRET_KEY."""
+    return "ifp" + salted_hmac("runs.leaderboard_page.csrf_placeholder", "page", algorithm="sha256").hexdigest()[:61]
+
+
+def _page(request, benchmark, state: dict, context: dict, *, token: str | None) -> str:
+    """The page rendered (with `token` for the CSRF token when given: the cached copy's placeholder)."""
+    results, filters = page_parts(benchmark, state, request=request)
+    context = {**context, "results": results, "filters": filters} | ({"csrf_token": token} if token else {})
+    return str(render_to_string(TEMPLATE, context, request))
 
 
 def _results(benchmark, state: dict, request):

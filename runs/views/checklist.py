@@ -15,7 +15,7 @@ from runs import selectors, trajectory_view
 from runs.exports import checklist as exports
 from runs.cache import cached, generation_seen
 from runs.filters import LeaderboardFilterForm, form_state, state_of, state_query
-from runs.leaderboard_page import page_parts, results_html
+from runs.leaderboard_page import full_page, results_html
 from runs.leaderboard_rows import state_digest
 from runs.metrics import attempt_diff as metrics_diff
 from runs.metrics import checklist as metrics
@@ -45,7 +45,8 @@ def leaderboard(request, slug):
 
     Exports and snapshots go through the frame (runs.pages) like every page's. The #results fragment
     and the filter form come rendered from the cache (runs.leaderboard_page); the page renders only
-    the shell around them (header, the frame's toolbar with its CSRF token), and an htmx swap brings
+    the shell around them (header, the frame's toolbar) or reads the whole page from the cache with its CSRF token
+    filled in (runs.leaderboard_page.full_page), and an htmx swap brings
     the toolbar of the new state out of band."""
     benchmark = _benchmark(request, slug)
     generation_seen(benchmark)  # read just now, before any data: the cached parts need no query for it
@@ -61,10 +62,8 @@ def leaderboard(request, slug):
         toolbar = render_to_string("runs/partials/page_tools.html", {"benchmark": benchmark, "page_tools": tools, "oob": True},
                                    request)
         return HttpResponse(results_html(benchmark, state, request=request) + toolbar)
-    results, filters = page_parts(benchmark, state, request=request)
-    context = {"benchmark": benchmark, "query": state_query(state).urlencode(), "results": results, "page_tools": tools,
-               "filters": filters}
-    return render(request, "runs/checklist/leaderboard.html", context)
+    context = {"benchmark": benchmark, "query": state_query(state).urlencode(), "page_tools": tools}
+    return HttpResponse(full_page(request, benchmark, state, context))
 
 
 # drill-down ----------------------------------------------------------------------------

@@ -230,3 +230,79 @@ def test_the_cached_filter_form_follows_its_query_string_and_the_generation(djan
     assert 'value="beta-r9"' not in client.get(url).content.decode()  # generation unchanged: cached form
     rollups_rebuild_for_attempts([a.id for a in attempts])
     assert 'value="beta-r9"' in committed(client, url).content.decode()
+
+
+def _token(body: str) -> str:
+    found = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', body)
+    assert found, body[:2000]
+    return found.group(1)
+
+
+@pytest.mark.django_db
+def test_the_whole_page_is_kept_per_viewer_with_a_fresh_csrf_token_each_time(django_user_model, committed):
+    """A warm page is read whole from the cache (no template rendered) with this request's CSRF token in
+    place of the placeholder; the cache holds no token; a post with the token of a cached page is accepted."""
+    from django.contrib.auth.models import Group
+    from django.template import Template
+
+    from runs.access import REVIEWER
+
+    bench, _ = build_study()
+    user = django_user_model.objects.create_user("page-reader", password="pw-page-reader-1")
+    user.groups.add(Group.objects.get_or_create(name=REVIEWER)[0])
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(user)
+    url = reverse("runs:checklist-leaderboard", args=[bench.slug])
+    first = committed(client, url).content.decode()
+    rendered = []
+    real_render = Template.render
+    try:
+        Template.render = lambda self, *a, **k: rendered.append(self) or real_render(self, *a, **k)
+        second = client.get(url).content.decode()
+    finally:
+        Template.render = real_render
+    assert rendered == []  # read whole, not rendered
+    placeholder = leaderboard_page.csrf_placeholder()
+    assert placeholder not in first and placeholder not in second
+    assert re.sub(r'value="[^"]+"|"X-CSRFToken": "[^"]+"', "", first) == \
+        re.sub(r'value="[^"]+"|"X-CSRFToken": "[^"]+"', "", second)
+    token = _token(second)
+    assert len(token) == len(placeholder) and f'"X-CSRFToken": "{token}"' in second
+    stored = [cache.get(k) for k in cache._cache.keys()] if hasattr(cache, "_cache") else []
+    assert not any(isinstance(v, str) and token in v for v in stored)
+    # the token of the cached page passes the CSRF check (the share form's post: 200 or 400, never 403)
+    share = client.post(reverse("runs:page-share-create", args=[bench.slug]), {"path": url, "csrfmiddlewaretoken": token})
+    assert share.status_code != 403
+
+
+@pytest.mark.django_db
+def test_each_viewer_gets_their_own_page_and_a_message_is_shown_once(django_user_model, committed):
+    from django.contrib import messages
+    from django.contrib.auth.models import Group
+    from django.contrib.messages.storage.base import Message
+    from django.contrib.messages.storage.cookie import CookieStorage
+    from django.test import RequestFactory
+
+    from runs.access import ANNOTATOR, REVIEWER
+
+    bench, _ = build_study()
+    url = reverse("runs:checklist-leaderboard", args=[bench.slug])
+    pages = {}
+    for name, role in (("rita", REVIEWER), ("anna", ANNOTATOR), ("rolf", REVIEWER)):
+        user = django_user_model.objects.create_user(name, password=f"pw-{name}-1")
+        user.groups.add(Group.objects.get_or_create(name=role)[0])
+        client = Client()
+        client.force_login(user)
+        for _ in range(2):  # rendered, then from the cache
+            body = committed(client, url).content.decode()
+            assert f"Signed in as {name}" in body
+            pages[name] = (client, body)
+    assert "Share…" in pages["rita"][1] and "Share…" in pages["rolf"][1]
+    assert "Share…" not in pages["anna"][1]  # a blind annotator's page has no control that answers 403
+
+    client = pages["rita"][0]
+    storage = CookieStorage(RequestFactory().get("/"))
+    client.cookies[storage.cookie_name] = storage._encode([Message(messages.INFO, "Import finished")])
+    assert "Import finished" in committed(client, url).content.decode()  # rendered for it, not cached
+    again = committed(client, url).content.decode()
+    assert "Import finished" not in again and "Signed in as rita" in again

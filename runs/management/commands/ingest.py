@@ -33,8 +33,8 @@ class Command(BaseCommand):
         parser.add_argument("--judge", help="judge name for verdicts (default: scores_<judge>.json names it)")
         parser.add_argument("--scaffold", help="scaffold the run used")
         parser.add_argument("--repetition", type=int, help="repetition number of the run (default 1, or a rep<N> folder)")
-        parser.add_argument("--manifest", help=f"a manifest saying each file's model, run, judge, repetition "
-                                               f"(default: ifportal-import.json in a folder given)")
+        parser.add_argument("--manifest", help="a manifest saying each file's model, run, judge, repetition "
+                                               "(default: ifportal-import.json in a folder given)")
         parser.add_argument("--per-file", action="store_true",
                             help="store each file on its own: a bad file stores nothing of itself, the others are "
                                  "stored (default: all or nothing, one transaction for every file)")
