@@ -27,7 +27,9 @@ import hashlib
 import json
 import logging
 from collections.abc import Iterable
+from functools import lru_cache
 
+from django.conf import settings
 from django.contrib.messages import get_messages
 from django.http import QueryDict
 from django.middleware.csrf import get_token
@@ -92,8 +94,14 @@ def full_page(request, benchmark, state: dict, context: dict) -> str:
 
 def csrf_placeholder() -> str:
     """What a cached page holds where the CSRF token goes: as long as a token, made of its characters, and
-    unknown to anyone without SECRET_KEY."""
-    return "ifp" + salted_hmac("runs.leaderboard_page.csrf_placeholder", "page", algorithm="sha256").hexdigest()[:61]
+    unknown to anyone without SECRET_KEY (computed once per key, not twice per request)."""
+    return _placeholder_of(settings.SECRET_KEY)
+
+
+@lru_cache(maxsize=2)
+def _placeholder_of(secret: str) -> str:
+    return "ifp" + salted_hmac("runs.leaderboard_page.csrf_placeholder", "page", secret=secret,
+                               algorithm="sha256").hexdigest()[:61]
 
 
 def _page(request, benchmark, state: dict, context: dict, *, token: str | None) -> str:
