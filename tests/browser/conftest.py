@@ -8,19 +8,12 @@ from pathlib import Path
 
 import pytest
 
+from runs.bench_browser import CHROMIUM, CHROMIUM_ARGS  # one chromium and one set of flags for tests and benchmark
+
 # Playwright's sync API runs an event loop in this thread; Django would then refuse ORM
 # calls from the test ("you cannot call this from an async context").
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 
-CHROMIUM = Path(os.environ.get("IFPORTAL_CHROMIUM", "/usr/bin/chromium"))
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 
 #: runs before any page script (injected through the devtools protocol, so the CSP does not apply to it):

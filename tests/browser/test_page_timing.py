@@ -11,6 +11,8 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
+from runs.bench_browser import MEASURE
+
 pytestmark = pytest.mark.browser
 
 FIRST_PAINT_MS = 1000
@@ -28,20 +30,6 @@ CHART_PAGES = [
     ("choice", "runs:choice-rules", "guidebench"),
     ("conflict", "runs:conflict-metrics", "octobench-conflict"),
 ]
-
-#: milliseconds from navigation start to the first contentful paint and to the last chart's SVG
-MEASURE = """
-async () => {
-  const charts = Array.from(document.querySelectorAll('[data-plotly]'));
-  const drawn = () => charts.every(c => c.querySelector('.main-svg'));
-  const painted = () => performance.getEntriesByName('first-contentful-paint')[0];
-  const start = Date.now();
-  while (!(drawn() && painted()) && Date.now() - start < 10000) { await new Promise(r => setTimeout(r, 10)); }
-  const paint = painted();
-  return {charts: charts.length, drawn: drawn(), first_paint: paint ? paint.startTime : null, charts_drawn: performance.now()};
-}
-"""
-
 
 @pytest.fixture
 def study(transactional_db, django_user_model):

@@ -1,0 +1,130 @@
+"""What a user sees in a browser, for `manage.py benchmark` (issue 17: "each page is checked in Chromium").
+
+The HTTP figures stop at the last byte of the HTML; a person waits for the page to paint, and on the
+chart pages for Plotly (a few MB of script, fetched and parsed on a cold cache) to draw every chart.
+This opens each page in headless Debian Chromium through Playwright's sync API, a new browser context
+per sample so nothing is cached (as a first visit, or after a deploy changed the static files), signed
+in with the benchmark's session cookie, and records per sample the first contentful paint, the time
+the last chart's SVG appeared (MEASURE, the same script as tests/browser/test_page_timing.py), and the
+console errors and uncaught exceptions. Per page: median and p95 over the samples, next to the target
+(first paint < 1 s). Chromium's and Playwright's absence is a "not measured: ..." string, as the
+benchmark says of wrk.
+"""
+from __future__ import annotations
+
+import os
+import statistics
+from pathlib import Path
+
+#: Debian's chromium (Playwright drives it through `executable_path`; its own browser downloads are not used)
+CHROMIUM = Path(os.environ.get("IFPORTAL_CHROMIUM", "/usr/bin/chromium"))
+#: headless in a container as root, and nothing of Chromium's own talking to the network while pages are timed
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+#: issue 17: a page paints within a second (the long-trajectory attempt page too)
+TARGETS = {"first_paint_ms": 1000}
+
+#: milliseconds from navigation start to the first contentful paint and to the last chart's SVG
+#: (waiting up to 10 s for both); on a page without charts `charts` is 0 and `charts_drawn` is moot
+MEASURE = """
+async () => {
+  const charts = Array.from(document.querySelectorAll('[data-plotly]'));
+  const drawn = () => charts.every(c => c.querySelector('.main-svg'));
+  const painted = () => performance.getEntriesByName('first-contentful-paint')[0];
+  const start = Date.now();
+  while (!(drawn() && painted()) && Date.now() - start < 10000) { await new Promise(r => setTimeout(r, 10)); }
+  const paint = painted();
+  return {charts: charts.length, drawn: drawn(), first_paint: paint ? paint.startTime : null, charts_drawn: performance.now()};
+}
+"""
+#: what a page's figures keep of its error messages (the count is whole)
+ERRORS_KEPT = 5
+
+
+def chromium_figures(base_url: str, cookie: str, pages: dict[str, str], *, samples: int = 5,
+                     executable: Path = CHROMIUM) -> dict | str:
+    """Each page of `pages` ({label: path under `base_url`}) opened `samples` times in headless Chromium,
+    each time in a new context (a cold browser cache) carrying `cookie` ("name=value", as
+    `study_benchmark.session_cookie_for` makes it): {"browser", "samples", "pages": {label: figures}}
+    with first paint and charts drawn (median and p95, ms) and the console errors of every sample;
+    a "not measured: ..." string when Chromium or Playwright is absent or Chromium cannot start.
+    Makes no database query, so it may run while Playwright's event loop holds the thread."""
+    if not executable.exists():
+        return f"not measured: {executable} is absent (Debian: apt-get install chromium)"
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        return "not measured: playwright is not installed (pip install -e '.[test]')"
+    name, _, value = cookie.partition("=")
+    with sync_playwright() as playwright:
+        try:
+            browser = playwright.chromium.launch(executable_path=str(executable), headless=True, args=CHROMIUM_ARGS)
+        except Exception as exc:  # a chromium that cannot start is the machine's problem: said, not raised
+            return f"not measured: {executable} could not be started: {str(exc).splitlines()[0]}"
+        try:
+            out = {"browser": f"chromium {browser.version}", "samples": samples,
+                   "pages": {label: _page_figures(browser, base_url + path, {"name": name, "value": value, "url": base_url},
+                                                  samples) | {"path": path} for label, path in pages.items()}}
+        finally:
+            browser.close()
+    return out
+
+
+def _page_figures(browser, url: str, cookie: dict, samples: int) -> dict:
+    """One page's samples, each in its own context, summed up as median and p95."""
+    measured, errors, statuses = [], [], set()
+    for _ in range(samples):
+        context = browser.new_context(viewport={"width": 1280, "height": 900}, locale="en-US")
+        try:
+            context.set_default_timeout(30_000)
+            context.add_cookies([cookie])
+            page = context.new_page()
+            page.on("console", lambda message: errors.extend([f"console: {message.text}"] if message.type == "error" else []))
+            page.on("pageerror", lambda error: errors.append(f"uncaught: {error}"))
+            response = page.goto(url, wait_until="domcontentloaded")
+            statuses.add(response.status if response else None)
+            measured.append(page.evaluate(MEASURE))
+            page.wait_for_load_state("load")  # errors of what loads after the paint count too (untimed)
+        finally:
+            context.close()
+    charts = max(m["charts"] for m in measured)
+    return {"statuses": sorted(statuses, key=str), "charts": charts,
+           "first_paint": _median_p95([m["first_paint"] for m in measured]),
+           "charts_drawn": _median_p95([m["charts_drawn"] for m in measured if m["drawn"]]) if charts else None,
+           "not_painted": sum(m["first_paint"] is None for m in measured),
+           "charts_not_drawn": sum(not m["drawn"] for m in measured),
+           "console_errors": len(errors), "errors": errors[:ERRORS_KEPT],
+           "target_first_paint_ms": TARGETS["first_paint_ms"]}
+
+
+def _median_p95(values: list[float | None]) -> dict | None:
+    """{"median_ms", "p95_ms"} of the values measured (None: not within MEASURE's 10 s), or None if none was."""
+    got = sorted(v for v in values if v is not None)
+    if not got:
+        return None
+    return {"median_ms": round(statistics.median(got), 1),
+            "p95_ms": round(got[min(len(got) - 1, int(round(0.95 * (len(got) - 1))))], 1)}
+
+
+def chromium_line(label: str, figures: dict) -> str:
+    """One printed line of a page's figures, as `manage.py benchmark` prints its others."""
+    paint, drawn = figures["first_paint"], figures["charts_drawn"]
+    text = (f"{label} in Chromium (cold cache): first paint " +
+            (f"median {paint['median_ms']:.0f} ms, p95 {paint['p95_ms']:.0f} ms" if paint else "never") +
+            f" (target {figures['target_first_paint_ms']} ms)")
+    if figures["charts"]:
+        text += f"; {figures['charts']} charts drawn " + (
+            f"median {drawn['median_ms']:.0f} ms, p95 {drawn['p95_ms']:.0f} ms" if drawn else "never")
+    text += f"; {figures['console_errors']} console errors"
+    for count, what in ((figures["not_painted"], "not painted"), (figures["charts_not_drawn"], "charts not drawn")):
+        if count:
+            text += f"; {count} samples {what} within 10 s"
+    if figures["statuses"] != [200]:
+        text += f" (HTTP {', '.join(map(str, figures['statuses']))})"
+    return text
