@@ -51,7 +51,7 @@ def chromium_figures(base_url: str, cookie: str, pages: dict[str, str], *, sampl
                      executable: Path = CHROMIUM) -> dict | str:
     """Each page of `pages` ({label: path under `base_url`}) opened `samples` times in headless Chromium,
     each time in a new context (a cold browser cache) carrying `cookie` ("name=value", as
-    `study_benchmark.session_cookie_for` makes it): {"browser", "samples", "pages": {label: figures}}
+    `study_benchmark.session_cookie_for` makes it): {"browser", "samples", "pages": {label: figures}, load averages}
     with first paint and charts drawn (median and p95, ms) and the console errors of every sample;
     a "not measured: ..." string when Chromium or Playwright is absent or Chromium cannot start.
     Makes no database query, so it may run while Playwright's event loop holds the thread."""
@@ -67,13 +67,14 @@ def chromium_figures(base_url: str, cookie: str, pages: dict[str, str], *, sampl
             browser = playwright.chromium.launch(executable_path=str(executable), headless=True, args=CHROMIUM_ARGS)
         except Exception as exc:  # a chromium that cannot start is the machine's problem: said, not raised
             return f"not measured: {executable} could not be started: {str(exc).splitlines()[0]}"
+        out = {"browser": f"chromium {browser.version}", "samples": samples,
+               "load_average_at_start": [round(x, 2) for x in os.getloadavg()]}  # Chromium wants the cores too
         try:
-            out = {"browser": f"chromium {browser.version}", "samples": samples,
-                   "pages": {label: _page_figures(browser, base_url + path, {"name": name, "value": value, "url": base_url},
-                                                  samples) | {"path": path} for label, path in pages.items()}}
+            out["pages"] = {label: _page_figures(browser, base_url + path, {"name": name, "value": value, "url": base_url},
+                                                 samples) | {"path": path} for label, path in pages.items()}
         finally:
             browser.close()
-    return out
+    return out | {"load_average_at_end": [round(x, 2) for x in os.getloadavg()]}
 
 
 def _page_figures(browser, url: str, cookie: dict, samples: int) -> dict:
@@ -110,6 +111,13 @@ def _median_p95(values: list[float | None]) -> dict | None:
         return None
     return {"median_ms": round(statistics.median(got), 1),
             "p95_ms": round(got[min(len(got) - 1, int(round(0.95 * (len(got) - 1))))], 1)}
+
+
+def chromium_lines(figures: dict | str) -> list[str]:
+    """What `manage.py benchmark` prints of `chromium_figures`: a line per page, or why nothing was measured."""
+    if isinstance(figures, str):
+        return [figures]
+    return [chromium_line(label, page) for label, page in figures["pages"].items()]
 
 
 def chromium_line(label: str, figures: dict) -> str:

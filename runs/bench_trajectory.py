@@ -28,6 +28,7 @@ from urllib.parse import urlsplit
 from django.db import connection
 from django.urls import reverse
 
+from runs import bench_browser
 from runs import study_benchmark as sb
 from runs.ingest import Options, Source, ingest
 from runs.models import Attempt, Benchmark, Trajectory
@@ -128,9 +129,11 @@ def _worker_pid(master: int) -> int:
 
 
 def long_trajectory_figures(*, messages: int = 30_000, megabytes: int = 100, requests: int = 20, port: int | None = None,
-                            http: bool = True, keep: bool = False, say: Callable[[str], None] = print) -> dict:
+                            http: bool = True, keep: bool = False, say: Callable[[str], None] = print,
+                            chromium_samples: int = 0) -> dict:
     """Import one attempt of `messages` messages (about `megabytes`) and, with `http`, read it over
-    HTTP as a reviewer does; every figure with its target. Removes what it stored unless `keep`."""
+    HTTP as a reviewer does, and open its page `chromium_samples` times in Chromium (0: not); every
+    figure with its target. Removes what it stored unless `keep`."""
     if Benchmark.objects.filter(slug=SLUG).exists():
         raise RuntimeError(f"benchmark '{SLUG}' exists from an earlier run: delete it (or use another database)")
     root = sb.tmpdir()
@@ -163,7 +166,8 @@ def long_trajectory_figures(*, messages: int = 30_000, megabytes: int = 100, req
                                "ON b.id = r.benchmark_id WHERE b.slug = %s", [SLUG])
                 figures["message_rows_mb"] = round((cursor.fetchone()[0] or 0) / 2**20, 1)
         if http:
-            figures["http"] = _http_figures(messages=written["messages"], requests=requests, port=port, say=say)
+            figures["http"] = _http_figures(messages=written["messages"], requests=requests, port=port, say=say,
+                                            chromium_samples=chromium_samples)
     finally:
         if not keep:
             Benchmark.objects.filter(slug=SLUG).delete()
@@ -172,7 +176,8 @@ def long_trajectory_figures(*, messages: int = 30_000, megabytes: int = 100, req
     return figures
 
 
-def _http_figures(*, messages: int, requests: int, port: int | None, say: Callable[[str], None]) -> dict:
+def _http_figures(*, messages: int, requests: int, port: int | None, say: Callable[[str], None],
+                  chromium_samples: int) -> dict:
     from django.contrib.auth import get_user_model
 
     attempt = Attempt.objects.get(run__benchmark__slug=SLUG)
@@ -215,6 +220,11 @@ def _http_figures(*, messages: int, requests: int, port: int | None, say: Callab
             say(f"long trajectory, {label}: median {out[label]['median_ms']:.0f} / p95 {out[label]['p95_ms']:.0f} ms over "
                 f"{len(urls)} jumps (target p95 < {TARGETS['jump_p95_ms']} ms)")
         after = _rss_kb(worker)
+        if chromium_samples:  # after the worker's memory is read: its figures stay those of the HTTP requests
+            out["chromium"] = bench_browser.chromium_figures(server.url(""), cookie, {"long trajectory, attempt page": page},
+                                                             samples=chromium_samples)
+            for line in bench_browser.chromium_lines(out["chromium"]):
+                say(line)
     out["web_worker_memory"] = {"rss_after_first_request_mb": round(before["VmRSS"] / 1024, 1),
                                 "rss_after_mb": round(after["VmRSS"] / 1024, 1),
                                 "growth_mb": round((after["VmRSS"] - before["VmRSS"]) / 1024, 1),

@@ -109,3 +109,38 @@ def test_the_search_corpus_option_grows_the_corpus_and_measures_its_searches(pos
     assert search["corpus: phrase found nowhere"]["hits_on_first_page"] == 0
     assert search["search_text_mb"] >= corpus["text_mb"]
     assert not Benchmark.objects.filter(slug="benchmark-study").exists() and SearchText.objects.count() == 0
+
+
+def test_the_http_figures_include_every_html_page_and_the_long_trajectory_in_chromium(postgres, tmp_path, monkeypatch):
+    """The pages a reader opens (not the JSON APIs) are opened in Chromium while the measured server runs, the
+    long trajectory's attempt page too; each with numeric first paint figures, the leaderboard's chart drawn,
+    and no console error."""
+    from runs.bench_browser import CHROMIUM
+
+    if not CHROMIUM.exists():
+        pytest.skip(f"{CHROMIUM} is absent: install Debian's chromium (apt-get install chromium) to run browser tests")
+    pytest.importorskip("playwright.sync_api")
+    monkeypatch.setenv("DATABASE_URL", worker_database_url())  # the web server's workers read this test database
+    monkeypatch.setattr("runs.study_benchmark.tmpdir", lambda: tmp_path / "study")
+    out = tmp_path / "figures.json"
+    call_command("benchmark", instances=4, items=3, models=2, repetitions=1, judges=2, trajectory_mb=1,
+                 long_trajectory_messages=400, long_trajectory_mb=1, skip_cli=True, requests=2, clients=2,
+                 load_seconds=0.5, chromium_samples=2, json=str(out), stdout=open(tmp_path / "stdout", "w"),
+                 stderr=open(tmp_path / "stderr", "w"))
+    figures = json.loads(out.read_text())
+    chromium = figures["http"]["chromium"]
+
+    assert isinstance(chromium, dict), chromium
+    labels = list(chromium["pages"])  # the pages timed over HTTP, by the same labels, but the JSON APIs
+    assert labels[:2] == ["leaderboard", "drill-down"] and labels[-1] == "search page" and len(labels) == 5
+    assert [label.split(" (")[0] for label in labels[2:4]] == ["attempt", "attempt"]
+    assert all(figures["http"][label]["path"] == chromium["pages"][label]["path"] for label in labels)
+    assert "search API" in figures["http"] and "search API" not in labels
+    long = figures["long_trajectory"]["http"]["chromium"]["pages"]["long trajectory, attempt page"]
+    for page in [*chromium["pages"].values(), long]:
+        assert page["statuses"] == [200] and page["console_errors"] == 0, page["errors"]
+        assert 0 < page["first_paint"]["median_ms"] <= page["first_paint"]["p95_ms"] and page["not_painted"] == 0
+    assert chromium["pages"]["leaderboard"]["charts"] == 1 and chromium["pages"]["leaderboard"]["charts_drawn"]["p95_ms"] > 0
+    printed = (tmp_path / "stderr").read_text()
+    assert "leaderboard in Chromium (cold cache): first paint median " in printed
+    assert "long trajectory, attempt page in Chromium (cold cache): first paint median " in printed

@@ -12,7 +12,7 @@ from django.db import connection, transaction
 from django.db.models import F
 from django.urls import NoReverseMatch, reverse
 
-from runs import bench_search, bench_trajectory
+from runs import bench_browser, bench_search, bench_trajectory
 from runs import study_benchmark as sb
 from runs.ingest import Options, Source, ingest, ingest_units
 from runs.ingest.layout import entries_of, plan_import
@@ -40,6 +40,10 @@ class Command(BaseCommand):
         parser.add_argument("--load-seconds", type=float, default=10.0)
         parser.add_argument("--port", type=int, help="loopback port of the measured web server (default: any free one)")
         parser.add_argument("--skip-http", action="store_true")
+        parser.add_argument("--skip-chromium", action="store_true",
+                            help="do not open the pages in headless Chromium (runs.bench_browser) after timing them over HTTP")
+        parser.add_argument("--chromium-samples", type=int, default=5,
+                            help="times each page is opened in Chromium, each in a new context (a cold browser cache)")
         parser.add_argument("--json", help="also write the figures to this file")
         parser.add_argument("--keep", action="store_true", help="keep the generated benchmark in the database")
         parser.add_argument("--http-only", action="store_true",
@@ -208,7 +212,8 @@ class Command(BaseCommand):
         """Issue 17, item 2: one attempt of tens of thousands of messages, imported and read (runs.bench_trajectory)."""
         return bench_trajectory.long_trajectory_figures(
             messages=o["long_trajectory_messages"], megabytes=o["long_trajectory_mb"], requests=o["requests"],
-            port=o["port"], http=not o["skip_http"], keep=o["keep"], say=self._say)
+            port=o["port"], http=not o["skip_http"], keep=o["keep"], say=self._say,
+            chromium_samples=0 if o["skip_chromium"] else o["chromium_samples"])
 
     def _ingest_batched(self, files: sb.StudyFiles, size: sb.StudySize, per_batch: int) -> dict:
         """The results folder in batches of about `per_batch` verdicts: the first batch's rate (into an empty
@@ -275,6 +280,7 @@ class Command(BaseCommand):
         if o.get("search_corpus_mb"):
             pages |= bench_search.http_pages(SLUG)
         out: dict = {"load_average_at_start": [round(x, 2) for x in os.getloadavg()]}  # other work on the machine
+        html_pages: dict[str, str] = {}  # what a reader opens in a browser: every page but the JSON APIs
         with sb.WebServer(workers=2, port=o["port"]) as server:
             for label, (name, kwargs, query) in pages.items():
                 try:
@@ -286,6 +292,8 @@ class Command(BaseCommand):
                     self._say(f"{label}: {out[label]}")
                     continue
                 out[label] = sb.latency(server.url(path), cookie, requests=o["requests"]) | {"path": path}
+                if not name.startswith("api:"):
+                    html_pages[label] = path
                 target = {"leaderboard": " (target 20 ms warm)", "drill-down": " (target 150 ms)"}.get(label, "")
                 self._say(f"{label}: median {out[label]['median_ms']:.0f} ms, p95 {out[label]['p95_ms']:.0f} ms{target} "
                           f"(HTTP {out[label]['status']})")
@@ -293,6 +301,7 @@ class Command(BaseCommand):
                     out.update(self._leaderboard_after_changes(server, path, cookie, o["requests"]))
                 if label == "drill-down":
                     out.update(self._drilldown_after_changes(server, path, cookie, o["requests"]))
+            out["chromium"] = self._chromium(server, cookie, html_pages, o)
             try:
                 board = server.url(reverse("runs:checklist-leaderboard", kwargs={"slug": SLUG}))
             except NoReverseMatch:
@@ -317,6 +326,16 @@ class Command(BaseCommand):
                           f"load average {os.getloadavg()[0]:.2f}")
         out["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
         return out
+
+    def _chromium(self, server: sb.WebServer, cookie: str, pages: dict[str, str], o) -> dict | str:
+        """What a reader sees of each page (runs.bench_browser): first paint and charts drawn in Chromium on a
+        cold browser cache, the server warm from the series above."""
+        if o["skip_chromium"]:
+            return "not measured: --skip-chromium"
+        figures = bench_browser.chromium_figures(server.url(""), cookie, pages, samples=o["chromium_samples"])
+        for line in bench_browser.chromium_lines(figures):
+            self._say(line)
+        return figures
 
     def _leaderboard_after_changes(self, server, path: str, cookie: str, requests: int) -> dict:
         """The leaderboard after each kind of change: a writer's (cold: the page is not cached, the summary
