@@ -127,7 +127,7 @@ def chromium_line(label: str, figures: dict) -> str:
             (f"median {paint['median_ms']:.0f} ms, p95 {paint['p95_ms']:.0f} ms" if paint else "never") +
             f" (target {figures['target_first_paint_ms']} ms)")
     if figures["charts"]:
-        text += f"; {figures['charts']} charts drawn " + (
+        text += f"; {figures['charts']} chart{'s' if figures['charts'] > 1 else ''} drawn " + (
             f"median {drawn['median_ms']:.0f} ms, p95 {drawn['p95_ms']:.0f} ms" if drawn else "never")
     text += f"; {figures['console_errors']} console errors"
     for count, what in ((figures["not_painted"], "not painted"), (figures["charts_not_drawn"], "charts not drawn")):

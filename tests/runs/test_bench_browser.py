@@ -52,7 +52,7 @@ def test_it_times_first_paint_and_charts_of_each_page_on_a_cold_cache_with_no_co
     assert missing["statuses"] == [404] and missing["console_errors"] >= 2 and missing["errors"]
     line = chromium_line("leaderboard", board)
     assert line.startswith("leaderboard in Chromium (cold cache): first paint median ")
-    assert "(target 1000 ms); 1 charts drawn median " in line and line.endswith("; 0 console errors")
+    assert "(target 1000 ms); 1 chart drawn median " in line and line.endswith("; 0 console errors")
 
 
 def test_it_says_not_measured_when_chromium_is_absent(tmp_path):
