@@ -544,6 +544,12 @@ class SearchText(models.Model):
     text = models.TextField()
 
     class Meta:
-        # by attempt only: rebuilds replace an attempt's rows; an index that held `source` would tempt the
-        # planner to read every message row of the table rather than the trigram index's few candidates
-        indexes = [models.Index(fields=["attempt"], name="search_text_by_attempt")]
+        # by attempt: rebuilds replace an attempt's rows. The two walk indexes give a search the first rows of a
+        # source in id order, by benchmark or by run, without reading their text (runs.search._prefix_ids); the
+        # search reads candidates with plain index scans off (runs.search._plan), so they cannot tempt the
+        # planner to walk every message row instead of the trigram index's few candidates
+        indexes = [
+            models.Index(fields=["attempt"], name="search_text_by_attempt"),
+            models.Index(fields=["benchmark", "source", "id"], name="search_text_walk"),
+            models.Index(fields=["run", "source", "id"], name="search_text_run_walk"),
+        ]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 
 import pytest
 from django.db import connection
@@ -122,35 +123,91 @@ def test_attempts_with_a_trajectory_keep_theirs(tmp_path):
     assert list(SearchText.objects.filter(attempt_id=attempt.id).values_list("text", flat=True)) == ["my own trajectory"]
 
 
-def test_walk_behind_a_run_filter_starts_at_the_runs_rows_and_finds_the_same_hits(postgres, tmp_path, monkeypatch):
-    """Common text behind a run or model filter (runs.search._first_ids with a span): when the trigram
-    candidates outlast CANDIDATES_MS the walk in id order is bounded by the filtered runs' first and last
-    rows, and finds the hits the candidates find."""
+def _python_hits(benchmark, text: str, *, run: str = "", model: str = "", verdict: str = "") -> list[int]:
+    """The message rows holding `text` (ignoring case) that the filters leave, in id order: computed here."""
+    failed = set(Verdict.objects.filter(result=verdict).values_list("attempt_id", flat=True)) if verdict else None
+    rows = SearchText.objects.filter(benchmark=benchmark, source=SearchSource.MESSAGE).order_by("id")
+    if run:
+        rows = rows.filter(run__label=run)
+    if model:
+        rows = rows.filter(model__name=model)
+    return [pk for pk, body, attempt in rows.values_list("id", "text", "attempt_id")
+            if text.lower() in body.lower() and (failed is None or attempt in failed)]
+
+
+CASES = ({}, {"run": f"m{RUNS - 1}-r1"}, {"model": f"model-{RUNS - 1}", "verdict": "fail"}, {"run": "m0-r1"})
+
+
+def test_walks_and_candidates_taking_turns_find_the_hits_computed_in_python(postgres, tmp_path, monkeypatch):
+    """Transcript search (runs.search._transcript_ids) walks the next rows of the source the filters leave, then
+    tries the trigram candidates after them, in turn. Whichever way answers (walks only, with chunks of a few rows
+    so that chunks cross pages, runs and the corpus's rows; candidates only after an empty first walk; the two
+    as they come), the hits are those computed in Python, page after page."""
     benchmark = _study(tmp_path)
     bs.corpus_grow("corpus", megabytes=0.6)
-    last = f"m{RUNS - 1}-r1"
-    expected = {}
-    for params in ({"run": last}, {"model": f"model-{RUNS - 1}", "verdict": "fail"}, {"run": "m0-r1"}):
-        expected[str(params)] = [h.id for h in _hits(benchmark, bs.COMMON, source="message", **params)]
-        assert len(expected[str(params)]) > 25  # more than a page: the cursor is walked too
+    # a run imported apart from its others: its rows after every other run's (a chunk with a gap between them)
+    first = Attempt.objects.filter(run__label="m0-r1").order_by("id").first()
+    s.trajectories_index({first.id: [{"messages": [{"role": "assistant", "content": f"an {bs.COMMON} at the end"}]}]})
+    expected = {str(p): _python_hits(benchmark, bs.COMMON, **p) for p in CASES}
+    assert all(len(hits) > 25 for hits in expected.values())  # more than a page: the cursor is walked too
 
-    real_plan = s._plan
+    def found(params):
+        return [h.id for h in _hits(benchmark, bs.COMMON, source="message", **params)]
 
-    def candidates_always_too_slow(cursor, *, timeout_ms, walk=None):
-        real_plan(cursor, timeout_ms=timeout_ms, walk=walk)
-        if walk is False and timeout_ms == s.CANDIDATES_MS:
-            cursor.execute("SELECT pg_sleep(0.2)")  # canceled at the candidates' timeout, as a slow one is
-
-    monkeypatch.setattr(s, "CANDIDATES_MS", 20)
-    monkeypatch.setattr(s, "_plan", candidates_always_too_slow)
-    spans = []
-    real_first_ids = s._first_ids
-    monkeypatch.setattr(s, "_first_ids", lambda rows, want, *, span=None: spans.append(span) or real_first_ids(
-        rows, want, span=span))
-    for params in ({"run": last}, {"model": f"model-{RUNS - 1}", "verdict": "fail"}, {"run": "m0-r1"}):
-        spans.clear()
-        assert [h.id for h in _hits(benchmark, bs.COMMON, source="message", **params)] == expected[str(params)]
-        assert spans and all(span is not None for span in spans)
+    for params in CASES:  # as they come
+        assert found(params) == expected[str(params)], params
+    real_tried = s._tried
+    monkeypatch.setattr(s, "WALK_ROWS", (3, 7, 11))
+    monkeypatch.setattr(s, "_tried", lambda ordered, budget_ms, *, walk: None if not walk else real_tried(
+        ordered, budget_ms, walk=walk))  # every candidate try outlasts its budget
+    for params in CASES:
+        assert found(params) == expected[str(params)], params
+    monkeypatch.setattr(s, "WALK_ROWS", (1, 1))
+    monkeypatch.setattr(s, "_tried", real_tried)
+    monkeypatch.setattr(s, "TRANSCRIPT_CANDIDATES_MS", (10_000,))  # the candidates always answer
+    for params in CASES:
+        assert found(params) == expected[str(params)], params
     # a run with no text: nothing to walk
     Run.objects.create(benchmark=benchmark, label="empty-r1", model=Run.objects.first().model)
     assert _hits(benchmark, bs.COMMON, source="message", run="empty-r1") == []
+
+
+def test_walk_chunks_are_the_next_rows_by_benchmark_or_by_run_from_the_walk_indexes(postgres, tmp_path):
+    """A walk's rows (`_walk_chunk`) are the next rows of the source in id order, of the benchmark or of the
+    filtered runs, after the walk before. (That the planner reads them from the walk indexes of migration 0014
+    shows at scale, not on a few hundred rows: `make benchmark-search` measures it.)"""
+    benchmark = _study(tmp_path)
+    bs.corpus_grow("corpus", megabytes=0.3)
+    chunk = s._walk_chunk(benchmark, SearchSource.MESSAGE, None, start=0, size=5)
+    with connection.cursor() as cursor:
+        cursor.execute(chunk.sql, chunk.params)
+        assert [pk for (pk,) in cursor.fetchall()] == list(SearchText.objects.filter(
+            benchmark=benchmark, source=SearchSource.MESSAGE).order_by("id").values_list("id", flat=True)[:5])
+        runs = list(Run.objects.filter(benchmark=benchmark).order_by("-id").values_list("id", flat=True)[:2])
+        chunk = s._walk_chunk(benchmark, SearchSource.MESSAGE, runs, start=0, size=7)
+        cursor.execute(chunk.sql, chunk.params)
+        assert [pk for (pk,) in cursor.fetchall()] == list(SearchText.objects.filter(
+            run_id__in=runs, source=SearchSource.MESSAGE).order_by("id").values_list("id", flat=True)[:7])
+
+
+def test_the_whole_search_is_bounded_by_the_timeout_however_many_walks(postgres, tmp_path, monkeypatch, settings):
+    """Walks and tries are each one short statement; the search as a whole still ends at the timeout (the page
+    asks to narrow it) instead of walking on one chunk at a time."""
+    benchmark = _study(tmp_path)
+    bs.corpus_grow("corpus", megabytes=0.1)
+    settings.IFPORTAL_SEARCH_TIMEOUT_MS = 300
+    real_chunk = s._walk_chunk
+    walks = []
+
+    def slow_chunk(*args, **kwargs):
+        walks.append(kwargs["start"])
+        time.sleep(0.05)
+        return real_chunk(*args, **kwargs)
+
+    monkeypatch.setattr(s, "WALK_ROWS", (1,))
+    monkeypatch.setattr(s, "_walk_chunk", slow_chunk)
+    monkeypatch.setattr(s, "_tried", lambda *args, **kwargs: None)  # every candidate try outlasts its budget
+    with pytest.raises(s.SearchTooSlow):
+        s.search(benchmark, s.search_query_of({"q": [bs.NOWHERE], "source": ["message"]}))
+    assert 3 <= len(walks) <= 7 and walks == sorted(set(walks))  # each walk after the last, until the deadline
+    assert Benchmark.objects.filter(slug="corpus").exists()  # the transaction is usable afterwards
