@@ -78,8 +78,12 @@ def chromium_figures(base_url: str, cookie: str, pages: dict[str, str], *, sampl
 
 
 def _page_figures(browser, url: str, cookie: dict, samples: int) -> dict:
-    """One page's samples, each in its own context, summed up as median and p95."""
-    measured, errors, statuses = [], [], set()
+    """One page's samples, each in its own context, summed up as median and p95. A sample whose page does
+    not load within 30 s is counted (`failed_samples`, its error kept), not raised: the other pages and
+    the rest of the benchmark are still measured."""
+    from playwright.sync_api import Error as PlaywrightError
+
+    measured, errors, statuses, failed = [], [], set(), 0
     for _ in range(samples):
         context = browser.new_context(viewport={"width": 1280, "height": 900}, locale="en-US")
         try:
@@ -92,16 +96,19 @@ def _page_figures(browser, url: str, cookie: dict, samples: int) -> dict:
             statuses.add(response.status if response else None)
             measured.append(page.evaluate(MEASURE))
             page.wait_for_load_state("load")  # errors of what loads after the paint count too (untimed)
+        except PlaywrightError as exc:
+            failed += 1
+            errors.append(f"failed: {str(exc).splitlines()[0]}")
         finally:
             context.close()
-    charts = max(m["charts"] for m in measured)
+    charts = max((m["charts"] for m in measured), default=0)
     return {"statuses": sorted(statuses, key=str), "charts": charts,
-           "first_paint": _median_p95([m["first_paint"] for m in measured]),
-           "charts_drawn": _median_p95([m["charts_drawn"] for m in measured if m["drawn"]]) if charts else None,
-           "not_painted": sum(m["first_paint"] is None for m in measured),
-           "charts_not_drawn": sum(not m["drawn"] for m in measured),
-           "console_errors": len(errors), "errors": errors[:ERRORS_KEPT],
-           "target_first_paint_ms": TARGETS["first_paint_ms"]}
+            "first_paint": _median_p95([m["first_paint"] for m in measured]),
+            "charts_drawn": _median_p95([m["charts_drawn"] for m in measured if m["drawn"]]) if charts else None,
+            "failed_samples": failed, "not_painted": sum(m["first_paint"] is None for m in measured),
+            "charts_not_drawn": sum(not m["drawn"] for m in measured),
+            "console_errors": len(errors) - failed, "errors": errors[:ERRORS_KEPT],
+            "target_first_paint_ms": TARGETS["first_paint_ms"]}
 
 
 def _median_p95(values: list[float | None]) -> dict | None:
@@ -130,9 +137,11 @@ def chromium_line(label: str, figures: dict) -> str:
         text += f"; {figures['charts']} chart{'s' if figures['charts'] > 1 else ''} drawn " + (
             f"median {drawn['median_ms']:.0f} ms, p95 {drawn['p95_ms']:.0f} ms" if drawn else "never")
     text += f"; {figures['console_errors']} console errors"
-    for count, what in ((figures["not_painted"], "not painted"), (figures["charts_not_drawn"], "charts not drawn")):
+    for count, what in ((figures["failed_samples"], "not loaded within 30 s"),
+                        (figures["not_painted"], "not painted within 10 s"),
+                        (figures["charts_not_drawn"], "charts not drawn within 10 s")):
         if count:
-            text += f"; {count} samples {what} within 10 s"
-    if figures["statuses"] != [200]:
+            text += f"; {count} samples {what}"
+    if figures["statuses"] not in ([], [200]):
         text += f" (HTTP {', '.join(map(str, figures['statuses']))})"
     return text

@@ -13,6 +13,12 @@ from runs.ingest.layout import entries_of, plan_import
 SLUG = "browser-study"
 
 
+def _chromium_or_skip() -> None:
+    if not CHROMIUM.exists():
+        pytest.skip(f"{CHROMIUM} is absent: install Debian's chromium (apt-get install chromium) to run browser tests")
+    pytest.importorskip("playwright.sync_api")
+
+
 @pytest.fixture
 def study_cookie(transactional_db, tmp_path) -> str:
     """A tiny generated study, ingested as the benchmark ingests its own (committed: the live server reads
@@ -27,9 +33,7 @@ def study_cookie(transactional_db, tmp_path) -> str:
 
 @pytest.mark.browser
 def test_it_times_first_paint_and_charts_of_each_page_on_a_cold_cache_with_no_console_error(study_cookie, live_server):
-    if not CHROMIUM.exists():
-        pytest.skip(f"{CHROMIUM} is absent: install Debian's chromium (apt-get install chromium) to run browser tests")
-    pytest.importorskip("playwright.sync_api")
+    _chromium_or_skip()
     pages = {"leaderboard": reverse("runs:checklist-leaderboard", args=[SLUG]),
              "drill-down": reverse("runs:checklist-attempts", args=[SLUG]) + "?model=model-0",
              "missing page": "/b/no-such-benchmark/leaderboard/"}
@@ -41,7 +45,7 @@ def test_it_times_first_paint_and_charts_of_each_page_on_a_cold_cache_with_no_co
     for page in (board, drill):
         assert page["statuses"] == [200]
         assert 0 < page["first_paint"]["median_ms"] <= page["first_paint"]["p95_ms"]
-        assert page["not_painted"] == 0 and page["target_first_paint_ms"] == 1000
+        assert page["failed_samples"] == page["not_painted"] == 0 and page["target_first_paint_ms"] == 1000
         assert page["console_errors"] == 0, page["errors"]
     # the leaderboard's chart (drawn only for a signed-in reader: the cookie reached the server) after its paint
     assert board["charts"] == 1 and board["charts_not_drawn"] == 0
@@ -58,3 +62,16 @@ def test_it_times_first_paint_and_charts_of_each_page_on_a_cold_cache_with_no_co
 def test_it_says_not_measured_when_chromium_is_absent(tmp_path):
     figures = chromium_figures("http://127.0.0.1:9", "sessionid=x", {"home": "/"}, executable=tmp_path / "chromium")
     assert figures == f"not measured: {tmp_path / 'chromium'} is absent (Debian: apt-get install chromium)"
+
+
+@pytest.mark.browser
+def test_it_counts_a_page_that_does_not_load_and_goes_on_to_the_next():
+    _chromium_or_skip()
+    nowhere = f"http://127.0.0.1:{sb.free_port()}"  # nothing listens: the navigation fails at once
+    figures = chromium_figures(nowhere, "sessionid=x", {"down": "/", "down too": "/b/"}, samples=2)
+    for page in figures["pages"].values():
+        assert page["failed_samples"] == 2 and page["first_paint"] is None and page["console_errors"] == 0
+        assert page["errors"][0].startswith("failed: ") and "ERR_CONNECTION_REFUSED" in page["errors"][0]
+    assert chromium_line("down", figures["pages"]["down"]) == (
+        "down in Chromium (cold cache): first paint never (target 1000 ms); 0 console errors; "
+        "2 samples not loaded within 30 s")

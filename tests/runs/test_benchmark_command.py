@@ -1,5 +1,6 @@
 """`manage.py benchmark` end to end on a tiny study (PostgreSQL): the figures of issue 8 come out, the
 COPY baselines are of the same rows, and nothing of the study is left behind."""
+import io
 import json
 
 import pytest
@@ -126,7 +127,7 @@ def test_the_http_figures_include_every_html_page_and_the_long_trajectory_in_chr
     call_command("benchmark", instances=4, items=3, models=2, repetitions=1, judges=2, trajectory_mb=1,
                  long_trajectory_messages=400, long_trajectory_mb=1, skip_cli=True, requests=2, clients=2,
                  load_seconds=0.5, chromium_samples=2, json=str(out), stdout=open(tmp_path / "stdout", "w"),
-                 stderr=open(tmp_path / "stderr", "w"))
+                 stderr=(said := io.StringIO()))
     figures = json.loads(out.read_text())
     chromium = figures["http"]["chromium"]
 
@@ -141,6 +142,6 @@ def test_the_http_figures_include_every_html_page_and_the_long_trajectory_in_chr
         assert page["statuses"] == [200] and page["console_errors"] == 0, page["errors"]
         assert 0 < page["first_paint"]["median_ms"] <= page["first_paint"]["p95_ms"] and page["not_painted"] == 0
     assert chromium["pages"]["leaderboard"]["charts"] == 1 and chromium["pages"]["leaderboard"]["charts_drawn"]["p95_ms"] > 0
-    printed = (tmp_path / "stderr").read_text()
+    printed = said.getvalue()
     assert "leaderboard in Chromium (cold cache): first paint median " in printed
     assert "long trajectory, attempt page in Chromium (cold cache): first paint median " in printed
