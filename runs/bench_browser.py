@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import statistics
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 #: Debian's chromium (Playwright drives it through `executable_path`; its own browser downloads are not used)
@@ -54,13 +55,22 @@ def chromium_figures(base_url: str, cookie: str, pages: dict[str, str], *, sampl
     `study_benchmark.session_cookie_for` makes it): {"browser", "samples", "pages": {label: figures}, load averages}
     with first paint and charts drawn (median and p95, ms) and the console errors of every sample;
     a "not measured: ..." string when Chromium or Playwright is absent or Chromium cannot start.
-    Makes no database query, so it may run while Playwright's event loop holds the thread."""
+    Playwright runs in a thread of its own, which makes no database query."""
     if not executable.exists():
         return f"not measured: {executable} is absent (Debian: apt-get install chromium)"
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
         return "not measured: playwright is not installed (pip install -e '.[test]')"
+    # in a thread of its own: Playwright's sync API refuses a thread whose asyncio loop runs, as the test
+    # session's does once a browser test has started Playwright there
+    with ThreadPoolExecutor(max_workers=1) as thread:
+        return thread.submit(_figures, sync_playwright, base_url, cookie, pages, samples, executable).result()
+
+
+def _figures(sync_playwright, base_url: str, cookie: str, pages: dict[str, str], samples: int,
+             executable: Path) -> dict | str:
+    """`chromium_figures`' measurement, in the thread it runs in."""
     name, _, value = cookie.partition("=")
     with sync_playwright() as playwright:
         try:
