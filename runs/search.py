@@ -418,11 +418,12 @@ def _of_verdicts(rows: models.QuerySet, query: SearchQuery) -> models.QuerySet:
 
 
 def _of_runs(rows: models.QuerySet, query: SearchQuery, *, run: str) -> models.QuerySet:
-    """Rows narrowed to the query's runs and models (`run`: the path to the row's run)."""
+    """Rows narrowed to the query's runs and models (`run`: the path to the row's run, "" for runs themselves)."""
+    path = f"{run}__" if run else ""
     if query.runs:
-        rows = rows.filter(**{f"{run}__label__in": query.runs})
+        rows = rows.filter(**{f"{path}label__in": query.runs})
     if query.models:
-        rows = rows.filter(**{f"{run}__model__name__in": query.models})
+        rows = rows.filter(**{f"{path}model__name__in": query.models})
     return rows
 
 
@@ -541,7 +542,8 @@ def _tried(ordered: models.QuerySet, budget_ms: float, *, walk: bool) -> list[in
     return None
 
 
-def _transcript_ids(benchmark: Benchmark, query: SearchQuery, source: str, want: int, *, deadline: float) -> list[int]:
+def _transcript_ids(benchmark: Benchmark, query: SearchQuery, source: str, want: int, *, run_ids: list[int] | None,
+                    deadline: float) -> list[int]:
     """The ids of the first `want` rows of a transcript source that the query finds, in id order.
 
     On PostgreSQL two ways take turns, each bounded: a walk of the next WALK_ROWS rows of the source (those the
@@ -553,14 +555,13 @@ def _transcript_ids(benchmark: Benchmark, query: SearchQuery, source: str, want:
     filter for a bound found through the attempts (at 1 GB: `error` 244 -> 109 ms, `error` in the last run 213
     -> 5 ms; docs/performance.md, "Search every transcript"). Elsewhere one query: SQLite scans anyway.
 
-    `deadline` (time.monotonic()): past it the search is too slow (SearchTooSlow), as one statement past the
-    statement timeout is."""
+    `run_ids`: the filtered runs to walk (`_walk_runs`). `deadline` (time.monotonic()): past it the search is
+    too slow (SearchTooSlow), as one statement past the statement timeout is."""
     start = query.after[1] if query.after and query.after[0] == source else 0
     candidates = _text_rows(benchmark, query, source).filter(id__gt=start)
     if connection.vendor != "postgresql":
         return list(candidates.order_by("id").values_list("id", flat=True)[:want])
     walked = _text_rows(benchmark, query, source, walked=True)
-    run_ids = _walk_runs(benchmark, query)
     if run_ids == []:
         return []
     if run_ids:
@@ -597,11 +598,7 @@ def _walk_runs(benchmark: Benchmark, query: SearchQuery) -> list[int] | None:
     when it leaves more than WALK_MAX_RUNS runs (the benchmark's rows are walked, their runs checked)."""
     if not (query.runs or query.models):
         return None
-    runs = Run.objects.filter(benchmark=benchmark)
-    if query.runs:
-        runs = runs.filter(label__in=query.runs)
-    if query.models:
-        runs = runs.filter(model__name__in=query.models)
+    runs = _of_runs(Run.objects.filter(benchmark=benchmark), query, run="")
     run_ids = list(runs.order_by("id").values_list("id", flat=True)[:WALK_MAX_RUNS + 1])
     return None if len(run_ids) > WALK_MAX_RUNS else run_ids
 
@@ -640,6 +637,9 @@ def _search(benchmark: Benchmark, query: SearchQuery, page_size: int) -> SearchP
     page = SearchPage(query=query)
     found: list[tuple[str, int]] = []
     deadline = time.monotonic() + settings.IFPORTAL_SEARCH_TIMEOUT_MS / 1000
+    # the filtered runs the transcript sources walk: looked up once per search, not once per source
+    walks = connection.vendor == "postgresql" and any(s != SearchSource.REASONING for s in query.sources)
+    run_ids = _walk_runs(benchmark, query) if walks else None
     start = SOURCES.index(query.after[0]) if query.after else 0
     for source in SOURCES[start:]:
         if source not in query.sources:
@@ -651,7 +651,7 @@ def _search(benchmark: Benchmark, query: SearchQuery, page_size: int) -> SearchP
                 rows = rows.filter(id__gt=query.after[1])
             ids = _first_ids(rows, want, deadline=deadline)
         else:
-            ids = _transcript_ids(benchmark, query, source, want, deadline=deadline)
+            ids = _transcript_ids(benchmark, query, source, want, run_ids=run_ids, deadline=deadline)
         found += [(source, pk) for pk in ids]
         if len(found) > page_size:
             break
