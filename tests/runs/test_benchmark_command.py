@@ -126,7 +126,7 @@ def test_the_http_figures_include_every_html_page_and_the_long_trajectory_in_chr
     out = tmp_path / "figures.json"
     call_command("benchmark", instances=4, items=3, models=2, repetitions=1, judges=2, trajectory_mb=1,
                  long_trajectory_messages=400, long_trajectory_mb=1, skip_cli=True, requests=2, clients=2,
-                 load_seconds=0.5, chromium_samples=2, json=str(out), stdout=open(tmp_path / "stdout", "w"),
+                 load_seconds=0.5, chromium_samples=2, json=str(out), stdout=io.StringIO(),
                  stderr=(said := io.StringIO()))
     figures = json.loads(out.read_text())
     chromium = figures["http"]["chromium"]
