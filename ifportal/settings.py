@@ -162,20 +162,29 @@ SQLITE_OPTIONS = {
 }
 
 
-def with_sqlite_options(database: dict) -> dict:
-    """The database settings, with SQLITE_OPTIONS under any options a SQLite URL gave itself."""
-    if database.get("ENGINE") != "django.db.backends.sqlite3":
+#: what every PostgreSQL connection gets: no JIT compilation. The planner turns it on by estimated cost,
+#: which grows with the tables, not with the work: at 10M verdicts each rollup rebuild statement (2 s of
+#: work) paid 1.1 s compiling, and a page query crossing the threshold would pay the same. The portal's
+#: queries are short; none gains from compiled expressions (docs/performance.md, "Session 8").
+POSTGRESQL_OPTIONS = {"options": "-c jit=off"}
+
+
+def with_database_options(database: dict) -> dict:
+    """The database settings, with SQLITE_OPTIONS or POSTGRESQL_OPTIONS under any options the URL gave itself."""
+    defaults = {"django.db.backends.sqlite3": SQLITE_OPTIONS,
+                "django.db.backends.postgresql": POSTGRESQL_OPTIONS}.get(database.get("ENGINE"))
+    if defaults is None:
         return database
-    return dict(database, OPTIONS={**SQLITE_OPTIONS, **database.get("OPTIONS", {})})
+    return dict(database, OPTIONS={**defaults, **database.get("OPTIONS", {})})
 
 
 DATABASE_URL = env_str("DATABASE_URL")
 if DATABASE_URL:
-    DATABASES = {"default": with_sqlite_options(
+    DATABASES = {"default": with_database_options(
         dj_database_url.parse(DATABASE_URL, conn_max_age=env_int("DB_CONN_MAX_AGE", 60)))}
 else:
     VAR_DIR.mkdir(parents=True, exist_ok=True)
-    DATABASES = {"default": with_sqlite_options({"ENGINE": "django.db.backends.sqlite3",
+    DATABASES = {"default": with_database_options({"ENGINE": "django.db.backends.sqlite3",
                                                  "NAME": VAR_DIR / "ifportal.sqlite3"})}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 from django.core.exceptions import ImproperlyConfigured
+from django.db import connection
 
-from ifportal.settings import env_bool, env_int, env_list, env_str
+from ifportal.settings import env_bool, env_int, env_list, env_str, with_database_options
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -124,3 +125,22 @@ def test_env_example_documents_every_variable_settings_read():
 
     assert read, "no variables found in settings.py"
     assert read - documented == set()
+
+
+def test_postgresql_connections_get_jit_off_unless_the_url_sets_options():
+    postgresql = {"ENGINE": "django.db.backends.postgresql", "NAME": "x"}
+
+    assert with_database_options(postgresql)["OPTIONS"] == {"options": "-c jit=off"}
+    assert with_database_options({**postgresql, "OPTIONS": {"options": "-c jit=on"}})["OPTIONS"]["options"] == "-c jit=on"
+    assert "OPTIONS" not in with_database_options({"ENGINE": "django.db.backends.mysql"})
+
+
+@pytest.mark.django_db
+def test_the_portal_connection_compiles_no_query():
+    """JIT's compile time follows the planner's cost estimate, which grows with the tables: 1.1 s of each
+    2 s rollup rebuild statement at 10M verdicts (docs/performance.md, "Session 8")."""
+    if connection.vendor != "postgresql":
+        pytest.skip("JIT is PostgreSQL's")
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW jit")
+        assert cursor.fetchone()[0] == "off"
