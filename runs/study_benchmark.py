@@ -513,15 +513,18 @@ def ingest_in_batches(results: Path, slug: str, *, per_model: int, per_batch: in
     for first in range(0, len(models), step):
         chosen = models[first:first + step]
         batch = [entry for model in chosen for entry in by_model[model]]
-        start = time.perf_counter()
+        before, start = _ingest_costs(), time.perf_counter()
         ingest_units("octobench-scores", plan_import("octobench-scores", batch, Options(benchmark=slug)))
         seconds = time.perf_counter() - start
+        costs = {name: round(value - before[name], 1) if value is not None and before[name] is not None else None
+                 for name, value in _ingest_costs().items()}
         verdicts = per_model * len(chosen)
         batches.append({"models": len(chosen), "files": len(batch), "verdicts": verdicts, "seconds": seconds,
-                        "verdicts_in_benchmark_before": total, "load_average": round(os.getloadavg()[0], 2)})
+                        "verdicts_in_benchmark_before": total, "load_average": round(os.getloadavg()[0], 2), **costs})
         total += verdicts
+        spent = ", ".join(f"{label} {costs[name]:,}" for name, label in _COST_LABELS.items() if costs[name] is not None)
         say(f"  batch {len(batches)}: {verdicts:,} verdicts in {seconds:.1f} s = {verdicts / seconds:,.0f} verdicts/s "
-            f"(benchmark now {total:,}; load {os.getloadavg()[0]:.1f})")
+            f"(benchmark now {total:,}; load {os.getloadavg()[0]:.1f}; {spent})")
     stored = Verdict.objects.filter(attempt__run__benchmark__slug=slug).count()
     seconds = sum(b["seconds"] for b in batches)
     return {"verdicts": stored, "files": len(entries), "seconds": round(seconds, 1),
@@ -529,6 +532,34 @@ def ingest_in_batches(results: Path, slug: str, *, per_model: int, per_batch: in
             "first_batch": _batch_figures(batches[0]), "last_batch": _batch_figures(batches[-1]),
             "batches": [_batch_figures(b) for b in batches],
             "includes": "parse, validate, upsert, rollups; in this process, one transaction per batch"}
+
+
+#: where a batch's time went, as `_ingest_costs` names it: the reason a batch is slower than another
+_COST_LABELS = {"python_cpu_seconds": "Python CPU s", "database_cpu_seconds": "database CPU s",
+                "checkpoints": "checkpoints", "wal_mb": "WAL MB"}
+
+
+def _ingest_costs() -> dict[str, float | None]:
+    """Running totals: this process's CPU seconds; on PostgreSQL, its backend's CPU seconds (when the server
+    runs on this machine, read from /proc), the server's checkpoints and the WAL written (MB, by any session). None where
+    not known."""
+    from django.db import connection
+
+    costs: dict[str, float | None] = {"python_cpu_seconds": time.process_time(), "database_cpu_seconds": None,
+                                      "checkpoints": None, "wal_mb": None}
+    if connection.vendor != "postgresql":
+        return costs
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid(), (SELECT checkpoints_timed + checkpoints_req FROM pg_stat_bgwriter), "
+                       "pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')")
+        pid, checkpoints, wal_bytes = cursor.fetchone()
+    costs |= {"checkpoints": checkpoints, "wal_mb": float(wal_bytes) / 2**20}
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        costs["database_cpu_seconds"] = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):  # another machine's server, or another process namespace
+        pass
+    return costs
 
 
 def _batch_figures(batch: dict) -> dict:

@@ -81,6 +81,12 @@ def test_the_10m_options_ingest_in_batches_and_report_size_and_the_first_and_las
     assert ingest["first_batch"]["verdicts_in_benchmark_before"] == 0
     assert ingest["last_batch"]["verdicts_in_benchmark_before"] == 3 * per_model
     assert ingest["first_batch"]["verdicts_per_second"] > 0 and ingest["last_batch"]["verdicts_per_second"] > 0
+    # where each batch's time went: this process's CPU, the server's WAL and checkpoints (the database
+    # backend's CPU where the server runs on this machine, as in CI)
+    for batch in ingest["batches"]:
+        assert 0 < batch["python_cpu_seconds"] <= batch["seconds"] + 0.1 and batch["wal_mb"] > 0
+        assert batch["checkpoints"] >= 0
+        assert batch["database_cpu_seconds"] is None or 0 <= batch["database_cpu_seconds"] <= batch["seconds"] + 0.1
     assert figures["ingest_cli"] is None and figures["copy_rows_per_second"] > 0
     size = figures["database_size"]
     assert size["verdicts_mb_per_million_verdicts"] > 0
