@@ -185,7 +185,7 @@ if DATABASE_URL:
 else:
     VAR_DIR.mkdir(parents=True, exist_ok=True)
     DATABASES = {"default": with_database_options({"ENGINE": "django.db.backends.sqlite3",
-                                                 "NAME": VAR_DIR / "ifportal.sqlite3"})}
+                                                   "NAME": VAR_DIR / "ifportal.sqlite3"})}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # Jobs: "celery" when a broker is configured, otherwise a thread of the web process
