@@ -301,7 +301,7 @@ class WebServer:
         if not self.proc:
             return 0.0
         pids = [self.proc.pid] + [int(p.name) for p in Path("/proc").iterdir() if p.name.isdigit() and _ppid(p) == self.proc.pid]
-        return sum(_cpu_seconds(pid) for pid in pids)
+        return sum(process_cpu_seconds(pid) or 0.0 for pid in pids)
 
 
 def _ppid(proc_dir: Path) -> int | None:
@@ -317,12 +317,14 @@ def _stat_fields(path: Path) -> list[str]:
     return text[text.rindex(")") + 2:].split()
 
 
-def _cpu_seconds(pid: int) -> float:
+def process_cpu_seconds(pid: int) -> float | None:
+    """CPU time (user + system) a process of this machine has used so far; None when it cannot be read
+    (gone, or in another process namespace)."""
     try:
         fields = _stat_fields(Path(f"/proc/{pid}/stat"))
-    except (OSError, ValueError):
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def session_cookie_for(username: str) -> str:
@@ -553,13 +555,9 @@ def _ingest_costs() -> dict[str, float | None]:
         cursor.execute("SELECT pg_backend_pid(), (SELECT checkpoints_timed + checkpoints_req FROM pg_stat_bgwriter), "
                        "pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')")
         pid, checkpoints, wal_bytes = cursor.fetchone()
-    costs |= {"checkpoints": checkpoints, "wal_mb": float(wal_bytes) / 2**20}
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        costs["database_cpu_seconds"] = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    except (OSError, IndexError, ValueError):  # another machine's server, or another process namespace
-        pass
-    return costs
+    # None for another machine's server, or one in another process namespace
+    return costs | {"checkpoints": checkpoints, "wal_mb": float(wal_bytes) / 2**20,
+                    "database_cpu_seconds": process_cpu_seconds(pid)}
 
 
 def _batch_figures(batch: dict) -> dict:

@@ -2,10 +2,13 @@
 COPY baselines are of the same rows, and nothing of the study is left behind."""
 import io
 import json
+import subprocess
+import sys
 
 import pytest
 from django.core.management import call_command
 
+from runs.bench_trajectory import worker_ready_ms
 from runs.models import Benchmark, SearchText, Verdict
 
 from ..threads import worker_database_url
@@ -148,6 +151,23 @@ def test_the_http_figures_include_every_html_page_and_the_long_trajectory_in_chr
         assert page["statuses"] == [200] and page["console_errors"] == 0, page["errors"]
         assert 0 < page["first_paint"]["median_ms"] <= page["first_paint"]["p95_ms"] and page["not_painted"] == 0
     assert chromium["pages"]["leaderboard"]["charts"] == 1 and chromium["pages"]["leaderboard"]["charts_drawn"]["p95_ms"] > 0
+    first = figures["long_trajectory"]["http"]["first_paint"]
+    assert first["worker_boot_ms"] > 0 and first["cold_ms"] > 0  # the first request waited for no boot
     printed = said.getvalue()
     assert "leaderboard in Chromium (cold cache): first paint median " in printed
+    assert "long trajectory, attempt page first paint: the worker booted in " in printed
     assert "long trajectory, attempt page in Chromium (cold cache): first paint median " in printed
+
+
+def test_a_worker_is_ready_once_its_cpu_time_stops_growing():
+    """The long trajectory's first request goes to a worker that has booted (runs.bench_trajectory.worker_ready_ms):
+    a process that computes for about 0.8 s and then waits is ready after about 0.8 s, not before."""
+    busy = subprocess.Popen([sys.executable, "-c",
+                             "import time\nend = time.process_time() + 0.8\nwhile time.process_time() < end: pass\n"
+                             "time.sleep(30)"])
+    try:
+        ready = worker_ready_ms(busy.pid, settle=0.1)
+        assert 700 <= ready < 5000 and busy.poll() is None
+    finally:
+        busy.kill()
+        busy.wait()
