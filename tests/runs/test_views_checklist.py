@@ -238,3 +238,22 @@ def test_the_length_page_reads_the_rollups_once_per_data_generation_and_filter(r
     Verdict.objects.filter(attempt__in=attempts, result="pass").update(result="fail")
     rollups_rebuild_for_attempts([a.id for a in attempts])
     assert page() != first and len(reads) == 3  # a write moved the generation
+
+
+def test_the_drilldown_tags_write_what_the_template_engine_wrote():
+    """runs.templatetags.drilldown renders the failing items and judge badges in Python for speed: the same
+    HTML, escaping included, as the template markup (and format_html) they replaced."""
+    from django.template import Context, Template
+    from django.utils.html import format_html_join
+
+    from runs.templatetags.drilldown import ITEM, failing_items, judge_badges
+
+    judges = {"<i>j</i>": (3, 1), "a&b": (2, 2), "'q\"": (0, 0)}
+    engine = Template('{% for judge, counts in judges.items %}<span class="badge {% if counts.0 and counts.1 < counts.0 %}'
+                      'fail{% elif counts.0 %}pass{% endif %}">{{ judge }}: {{ counts.1 }}/{{ counts.0 }}</span> {% endfor %}')
+    assert judge_badges(judges) == engine.render(Context({"judges": judges}))
+    items = [{"id": 7, "key": "<b>k</b>", "category": "a&b", "short": "d\"'<>", "judges": ["<i>j</i>", "x"]},
+             {"id": 8, "key": "c2", "category": "SP", "short": "plain", "judges": ["x"]}]
+    url = "/attempts/3/?a=1&b=\"2\""
+    assert failing_items(items, url) == format_html_join("", ITEM, ((url, i["id"], i["key"], i["category"], i["short"],
+                                                                   ", ".join(i["judges"])) for i in items))
