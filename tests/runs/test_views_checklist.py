@@ -257,3 +257,19 @@ def test_the_drilldown_tags_write_what_the_template_engine_wrote():
     url = "/attempts/3/?a=1&b=\"2\""
     assert failing_items(items, url) == format_html_join("", ITEM, ((url, i["id"], i["key"], i["category"], i["short"],
                                                                    ", ".join(i["judges"])) for i in items))
+
+
+def test_the_filter_form_writes_the_select_django_writes():
+    """runs.filters.ChoicesSelectMultiple renders the leaderboard's run, judge, scaffold and category lists in
+    Python: the HTML of Django's widget templates, escaping, selection, attributes and option groups included."""
+    from django import forms
+
+    from runs.filters import ChoicesSelectMultiple
+
+    flat = [("a<b", "a<b"), ('q"x', "q'y&"), ("plain", "plain"), ("7", 7)]
+    grouped = [("<g>", [("1", "one"), ("2", "<two>")]), ("3", "three")]
+    for choices, value, attrs in ((flat, ["a<b", "7"], {"id": "id_run", "class": 'c"d', "disabled": True, "hidden": False}),
+                                  (flat, [], None), (grouped, ["2", "3"], {"id": "id_g"}), ([], None, {"id": "x"})):
+        ours = ChoicesSelectMultiple(choices=choices).render("run", value, attrs)
+        django = forms.SelectMultiple(choices=choices).render("run", value, attrs)
+        assert ours == django, (ours, django)
