@@ -1,14 +1,12 @@
 """GET forms that parse leaderboard and drill-down state from the query string."""
 from __future__ import annotations
 
-from html import escape
-
 from django import forms
 from django.db.models import F, IntegerField, Value
 from django.http import QueryDict
-from django.utils.safestring import SafeString
 
 from runs.exclusions import exclusion_policy_choices
+from runs.html import attributes, escaped_join
 from runs.cache import cached
 from runs.metrics.checklist import GROUPINGS, Filters
 from runs.models import AttemptRollup, Instance, Judge, Run
@@ -32,24 +30,17 @@ class ChoicesSelectMultiple(forms.SelectMultiple):
     compares them), without a template include per option. A study of 100 models has 300 runs; rendering the
     filter form for a state nobody had opened took about 35 ms of a 90 ms page through the templates."""
 
-    def render(self, name, value, attrs=None, renderer=None) -> SafeString:
+    def render(self, name, value, attrs=None, renderer=None):
         widget = self.get_context(name, value, attrs)["widget"]
-        out = [f'<select name="{escape(str(widget["name"]))}"{_attributes(widget["attrs"])}>']
+        groups = []
         for group_name, options, _ in widget["optgroups"]:
-            if group_name:
-                out.append(f'\n  <optgroup label="{escape(str(group_name))}">')
-            out.extend(f'\n  <option value="{escape(str(option["value"]))}"{_attributes(option["attrs"])}>'
-                       f'{escape(str(option["label"]))}</option>\n' for option in options)  # the include's own newline
-            if group_name:
-                out.append("\n  </optgroup>")
-        out.append("\n</select>")
-        return SafeString("".join(out))
-
-
-def _attributes(attrs: dict) -> str:
-    """HTML attributes as django/forms/widgets/attrs.html writes them: True bare, False left out."""
-    return "".join(f" {escape(str(key))}" if value is True else f' {escape(str(key))}="{escape(str(value))}"'
-                   for key, value in attrs.items() if value is not False)
+            # each option's include ends with the template file's own newline
+            written = escaped_join('\n  <option value="{}"{}>{}</option>\n',
+                                   ((o["value"], attributes(o["attrs"]), o["label"]) for o in options))
+            groups.append(escaped_join('\n  <optgroup label="{}">{}\n  </optgroup>', [(group_name, written)])
+                          if group_name else written)
+        return escaped_join('<select name="{}"{}>{}\n</select>',
+                            [(widget["name"], attributes(widget["attrs"]), escaped_join("{}", ((g,) for g in groups)))])
 
 
 class LeaderboardFilterForm(forms.Form):
