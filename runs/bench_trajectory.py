@@ -116,14 +116,8 @@ def _worker_pid(master: int) -> int:
     """The (only) gunicorn worker of a master process (waiting up to 10 s for it to be forked)."""
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
-        for proc in Path("/proc").iterdir():
-            if proc.name.isdigit():
-                try:
-                    text = (proc / "stat").read_text()
-                except OSError:
-                    continue
-                if int(text[text.rindex(")") + 2:].split()[1]) == master:
-                    return int(proc.name)
+        if workers := sb.child_pids(master):
+            return workers[0]
         time.sleep(0.1)
     raise RuntimeError("gunicorn has no worker")
 

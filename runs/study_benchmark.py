@@ -300,8 +300,12 @@ class WebServer:
         """CPU time (user + system) used so far by gunicorn's master and its workers."""
         if not self.proc:
             return 0.0
-        pids = [self.proc.pid] + [int(p.name) for p in Path("/proc").iterdir() if p.name.isdigit() and _ppid(p) == self.proc.pid]
-        return sum(process_cpu_seconds(pid) or 0.0 for pid in pids)
+        return sum(process_cpu_seconds(pid) or 0.0 for pid in [self.proc.pid, *child_pids(self.proc.pid)])
+
+
+def child_pids(parent: int) -> list[int]:
+    """The processes of this machine whose parent is `parent` (gunicorn's workers of its master)."""
+    return [int(p.name) for p in Path("/proc").iterdir() if p.name.isdigit() and _ppid(p) == parent]
 
 
 def _ppid(proc_dir: Path) -> int | None:

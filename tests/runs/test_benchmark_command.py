@@ -2,6 +2,7 @@
 COPY baselines are of the same rows, and nothing of the study is left behind."""
 import io
 import json
+import os
 import subprocess
 import sys
 
@@ -9,6 +10,7 @@ import pytest
 from django.core.management import call_command
 
 from runs.bench_trajectory import worker_ready_ms
+from runs.study_benchmark import child_pids
 from runs.models import Benchmark, SearchText, Verdict
 
 from ..threads import worker_database_url
@@ -171,3 +173,15 @@ def test_a_worker_is_ready_once_its_cpu_time_stops_growing():
     finally:
         busy.kill()
         busy.wait()
+
+
+def test_the_benchmark_finds_a_process_s_children_and_only_them():
+    """gunicorn's workers are found by their parent (runs.study_benchmark.child_pids): a child of this
+    test process is listed for it, and not for the child itself."""
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        assert child.pid in child_pids(os.getpid())
+        assert child_pids(child.pid) == []
+    finally:
+        child.kill()
+        child.wait()
