@@ -6,7 +6,7 @@ from django.db.models import F, IntegerField, Value
 from django.http import QueryDict
 
 from runs.exclusions import exclusion_policy_choices
-from runs.html import attributes, escaped_join
+from runs.html import attributes, escaped_join, joined
 from runs.cache import cached
 from runs.metrics.checklist import GROUPINGS, Filters
 from runs.models import AttemptRollup, Instance, Judge, Run
@@ -40,7 +40,7 @@ class ChoicesSelectMultiple(forms.SelectMultiple):
             groups.append(escaped_join('\n  <optgroup label="{}">{}\n  </optgroup>', [(group_name, written)])
                           if group_name else written)
         return escaped_join('<select name="{}"{}>{}\n</select>',
-                            [(widget["name"], attributes(widget["attrs"]), escaped_join("{}", ((g,) for g in groups)))])
+                            [(widget["name"], attributes(widget["attrs"]), joined(groups))])
 
 
 class LeaderboardFilterForm(forms.Form):

@@ -22,6 +22,11 @@ def escaped_join(template: str, rows: Iterable[Iterable]) -> SafeString:
     return SafeString("".join(template.format(*map(escaped, row)) for row in rows))
 
 
+def joined(parts: Iterable) -> SafeString:
+    """Pieces of HTML joined into one; a piece that is not already safe is escaped."""
+    return SafeString("".join(map(escaped, parts)))
+
+
 def attributes(attrs: Mapping) -> SafeString:
     """HTML attributes as django/forms/widgets/attrs.html writes them: True bare, False left out."""
     return SafeString("".join(f" {escaped(key)}" if value is True else f' {escaped(key)}="{escaped(value)}"'
