@@ -183,6 +183,15 @@ def statistics_refresh(models_: Iterable[type], *, min_rows: int | None = None) 
     return stale
 
 
+def statistics_count_at_commit() -> None:
+    """Have this transaction's row counts reach the shared statistics as soon as it commits (PostgreSQL 15's
+    pg_stat_force_next_flush), so a `statistics_refresh` right after the commit sees them: otherwise a backend
+    reports its counts at most once a second, and the refresh saw none of the ingest that just ended."""
+    if connection.vendor == "postgresql" and connection.pg_version >= 150000:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_stat_force_next_flush()")
+
+
 def rollups_rebuild_for_attempts(attempt_ids: Iterable[int], judge_ids: Iterable[int] | None = None) -> int:
     """Recompute AttemptRollup and GroupRollup rows of these attempts from their verdicts, and the
     items their judges split on (JudgeDisagreement).

@@ -13,8 +13,10 @@ from collections.abc import Callable, Sequence
 
 from django.db import transaction
 
-from runs.models import Attempt, AttemptRollup, ChecklistItem, GroupRollup, Instance, JudgeDisagreement, Verdict
-from runs.services import benchmarks_generation_bump, rollups_rebuild_for_attempts, statistics_refresh
+from runs.models import (Attempt, AttemptRollup, ChecklistItem, GroupRollup, Instance, JudgeDisagreement, SearchText,
+                         TrajectoryMessage, Verdict)
+from runs.services import (benchmarks_generation_bump, rollups_rebuild_for_attempts, statistics_count_at_commit,
+                           statistics_refresh)
 
 from .base import Context, IngestFailed, Options, Problem, Report, Source
 from .layout import Unit
@@ -38,8 +40,10 @@ FORMATS: dict[str, str] = {
     "lm-eval": "lm_eval:ingest_lm_eval",
 }
 
-#: the tables ingests write many rows to at a time, whose planner statistics they keep fresh
-BULK_WRITTEN = (Verdict, GroupRollup, AttemptRollup, JudgeDisagreement, Attempt, ChecklistItem, Instance)
+#: the tables ingests write many rows to at a time, whose planner statistics they keep fresh (a trajectory's
+#: messages and search rows too: the search planned a new benchmark's 90,000 rows as 1 and walked them all)
+BULK_WRITTEN = (Verdict, GroupRollup, AttemptRollup, JudgeDisagreement, Attempt, ChecklistItem, Instance, SearchText,
+                TrajectoryMessage)
 
 
 def format_function(name: str) -> Callable[[Sequence[Source], Context], None]:
@@ -96,6 +100,9 @@ def ingest_units(
         if any(ctx.report.total(outcome) for outcome in ("created", "updated", "removed")):
             # instances, items or runs may have changed what a leaderboard shows without a rollup rebuild
             benchmarks_generation_bump(ctx.benchmarks)
+        statistics_count_at_commit()
+    # and after it, so the pages and searches that follow plan with the rows it wrote, not only the next ingest
+    statistics_refresh(BULK_WRITTEN)
     return ctx.report
 
 

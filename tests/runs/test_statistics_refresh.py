@@ -10,7 +10,8 @@ from django.test import override_settings
 from runs.bulk import bulk_insert_rows
 from runs.ingest import BULK_WRITTEN, Options, Source, ingest
 from runs.ingest.verdicts import _all_new
-from runs.models import AgentModel, Attempt, Benchmark, ChecklistItem, GroupRollup, Instance, Judge, Run, Verdict
+from runs.models import (AgentModel, Attempt, Benchmark, ChecklistItem, GroupRollup, Instance, Judge, Run, SearchText,
+                         TrajectoryMessage, Verdict)
 from runs.services import statistics_refresh
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "octobench"
@@ -58,6 +59,23 @@ def test_it_analyses_a_table_that_outgrew_its_statistics_and_only_that(postgres)
         ingest("octobench-scores", [Source.of(FIXTURES / "scores.json")], Options(model="m", judge="j3"))
     assert analysed(verdicts) == before + 1
     assert Verdict in BULK_WRITTEN and GroupRollup in BULK_WRITTEN
+
+
+def test_an_import_leaves_the_statistics_of_what_it_wrote_for_the_pages_after_it(postgres):
+    """A search right after a long trajectory's import planned with the statistics of the table before it (a new
+    benchmark's 90,000 rows estimated as 1), walked every row and gave up after 2 s. An ingest analyses the tables
+    it outgrew once it has committed, not only when the next ingest starts."""
+    ingest("octobench-instances", [Source.of(FIXTURES / "instances.jsonl")], Options())
+    settle()
+    table = SearchText._meta.db_table
+    before = analysed(table)
+    with override_settings(IFPORTAL_ANALYZE_MIN_ROWS=5):
+        ingest("octobench-trajectories", [Source.of(FIXTURES / "trajectory_merged.jsonl")], Options())
+    assert analysed(table) == before + 1
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT reltuples FROM pg_class WHERE oid = %s::regclass", [table])
+        assert cursor.fetchone()[0] == SearchText.objects.count() > 0
+    assert SearchText in BULK_WRITTEN and TrajectoryMessage in BULK_WRITTEN
 
 
 def test_it_does_nothing_on_sqlite():
