@@ -123,7 +123,7 @@ def _results(benchmark, state: dict, request):
         tables = leaderboard_tables(benchmark, state, excluded_items=excluded)
         exclusion = _exclusion_box(benchmark, state, tables, excluded, params) if excluded is not None else None
         effects = exclusion["rows"] if exclusion else {}
-        context = {"benchmark": benchmark, "state": state, "query": query, "small": SMALL_CELL, "exclusion": exclusion,
+        context = {"benchmark": benchmark, "state": state, "query": query, "params": params, "small": SMALL_CELL, "exclusion": exclusion,
                    "lines": [{"row": r, "effect": effects.get(r.model)} for r in tables.overall],
                    "overall": tables.overall, "sorts": SORTS, "groupings": GROUPINGS,
                    "groups": tables.groups, "matrix": tables.matrix, "figure": tables.figure,

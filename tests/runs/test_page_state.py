@@ -2,10 +2,13 @@
 numbers on both, and an invalid parameter gets the page's default with an error there and a 400 with the same words
 from the API."""
 import json
+import re
 from dataclasses import asdict
+from html import unescape
 from pathlib import Path
 
 import pytest
+from django.http import QueryDict
 from django.urls import reverse
 from django.utils.html import escape
 
@@ -263,3 +266,26 @@ def test_page_and_api_refuse_another_kinds_benchmark_alike(reviewer_client, dial
 
 def test_the_removed_json_twin_of_the_hierarchy_page_is_gone(reviewer_client, hierarchy):
     assert reviewer_client.get(f"/b/{hierarchy}/hierarchy/api/").status_code == 404
+
+
+def _sort_links(html: str) -> list[str]:
+    """The query strings of a page's column-header links that set a sort."""
+    return [unescape(q) for q in re.findall(r'<th[^>]*><a href="\?([^"]*\bsort=[^"]*)"', html)]
+
+
+def test_a_column_header_replaces_the_sort_and_keeps_the_rest(reviewer_client, dialogue):
+    """Found by walking the pages in Chromium: each click on a dialogue or leaderboard column header added one more
+    `sort` to the URL (`?sort=label&sort=label&...`), so a permalink grew with every click. A header link now
+    replaces the sort of the current state and keeps its other parameters."""
+    ingest("octobench-instances", [Source.of(ROOT / "octobench" / "instances.jsonl")], Options())
+    ingest("octobench-scores", [Source.of(ROOT / "octobench" / "scores.json")], Options(model="m", judge="j"))
+    checklist = Benchmark.objects.get(kind=BenchmarkKind.CHECKLIST).slug
+    for name, slug, query in (("dialogue-metrics", dialogue, {"sort": "label", "patience": "1"}),
+                              ("checklist-leaderboard", checklist, {"sort": "model", "ci": "on"})):
+        links = _sort_links(_page(reviewer_client, name, slug, query).content.decode())
+        assert len(links) >= 2, name
+        for link in links:
+            params = QueryDict(link)
+            assert len(params.getlist("sort")) == 1, (name, link)
+            assert {k: v for k, v in params.items() if k != "sort"} == {k: v for k, v in query.items() if k != "sort"}
+        assert {QueryDict(link)["sort"] for link in links} > {query["sort"]}, name
