@@ -32,6 +32,13 @@ def test_no_template_points_at_a_file_the_user_cannot_open():
     assert offenders == []
 
 
+def test_the_help_page_points_at_no_file_of_the_developers_machine():
+    """Found reading the help page as an annotator: it cited a sample file by its path beside the repository
+    (`../shared/data/...`), which no user of the portal can open."""
+    html = metrics_help().html
+    assert not re.search(r"\.\./|/work/|shared/data", html)
+
+
 def test_it_links_to_the_section():
     html = Template('{% load help %}{% how_computed "dialogue-rec" %}').render(Context())
     assert html == '<a class="how-computed" href="/help/metrics/#dialogue-rec">How is this computed</a>'
