@@ -9,7 +9,7 @@ from django.utils import timezone
 from audits import selectors, services
 from audits.models import Assignment, AuditUnit, Label, Skip, UnitState
 
-from .conftest import BAD, OK, _user, client_for, label_next
+from .conftest import BAD, OK, _user, client_for, label_all, label_next
 
 pytestmark = pytest.mark.django_db
 
@@ -60,6 +60,19 @@ def test_an_annotator_sees_x_of_y_done(campaign, annotator_a, annotator_b, annot
     # b filled the three units a labelled and six others: c may still take the six a has not labelled
     assert selectors.queue_progress(campaign, annotator_c) == {"done": 0, "total": 6}
     assert "Your queue: 0 of 6 done" in client_for(annotator_c).get(f"/audits/{campaign.pk}/").content.decode()
+
+
+def test_the_campaign_page_offers_labelling_only_while_the_queue_has_units(campaign, annotator_a):
+    """Found walking the demo as an annotator: "Start labelling" beside "Your queue: 60 of 60 done" led to a page
+    with nothing to label. It reads "Go on labelling" once started, and "Your labels" once the queue is done."""
+    detail = f"/audits/{campaign.pk}/"
+    assert "Start labelling" in client_for(annotator_a).get(detail).content.decode()
+    label_next(campaign, annotator_a, OK)
+    assert "Go on labelling" in client_for(annotator_a).get(detail).content.decode()
+    label_all(campaign, [annotator_a], lambda user, unit: OK)
+    page = client_for(annotator_a).get(detail).content.decode()
+    assert "Your queue: 9 of 9 done" in page
+    assert "labelling</a>" not in page and 'href="/audits/mine/">Your labels</a>' in page
 
 
 def test_skip_puts_the_unit_back_and_it_comes_last(campaign, annotator_a, annotator_b):
