@@ -381,6 +381,22 @@ def test_a_blind_annotator_sees_exports_but_no_share_form_and_cannot_share(porta
     assert annotator.post(reverse("runs:page-share-create", args=["evolif"]), {"path": url}).status_code == 403
 
 
+def test_a_page_asks_a_blind_annotator_to_click_only_what_is_a_link(portal, django_user_model):
+    """Found walking the demo as an annotator: the confusion matrices and the conflict rates said "Click a count" and
+    "Click a rate" where, for a blind annotator, the counts and rates are no links; the matrices lost their green and
+    red too (the colour was the link's). The reviewer's pages keep both."""
+    annotator = _client(django_user_model, "annotator-b", ["annotator"])
+    reviewer = _client(django_user_model, "reviewer-b", ["reviewer"])
+    for name, slug, words in (("runs:choice-confusion", DATA["choice"][1], "Click a count"),
+                              ("runs:conflict-metrics", DATA["conflict"][1], "Click a rate")):
+        url = reverse(name, args=[slug])
+        assert words in reviewer.get(url).content.decode()
+        assert words not in annotator.get(url).content.decode(), name
+    body = annotator.get(reverse("runs:choice-confusion", args=[DATA["choice"][1]])).content.decode()
+    assert re.search(r'<span class="badge badge-pass"[^>]*>\d+</span>', body)
+    assert re.search(r'<span class="badge badge-fail"[^>]*>\d+</span>', body)
+
+
 @pytest.mark.parametrize("path", ["https://example.com/b/evolif/dialogue/", "//example.com/b/evolif/dialogue/",
                                   "/b/octobench/leaderboard/", "/b/evolif/dialogue/123/", "/admin/"])
 def test_it_refuses_to_freeze_what_is_not_a_page_of_this_benchmark(path, portal, django_user_model):
