@@ -266,7 +266,10 @@ def compare(request, slug):
     runs = list(benchmark.runs.select_related("model").order_by("label"))
     labels = [r.label for r in runs]
     a, b = request.GET.get("a"), request.GET.get("b")
-    context = {"benchmark": benchmark, "labels": labels, "models": sorted({r.model.name for r in runs}), "a": a, "b": b}
+    # before a choice, the form offers two different runs (both selects showed the first one)
+    offered = (a or (labels[0] if labels else ""), b or (labels[1] if len(labels) > 1 else ""))
+    context = {"benchmark": benchmark, "labels": labels, "models": sorted({r.model.name for r in runs}), "a": a, "b": b,
+               "offered": offered}
     if a and b:
         context.update(metrics.compare_sides(benchmark.id, a, b))
     return render_page(request, "runs/checklist/compare.html", context, page_data=exports.compare_page, fragment=None)

@@ -218,6 +218,15 @@ def test_it_shows_judge_sensitivity_length_and_comparison(reviewer_client):
     assert "Fixed in B (2)" in compare and "Broken in B (0)" in compare
 
 
+def test_the_compare_page_opens_with_two_different_runs_offered_and_says_what_to_do(reviewer_client):
+    """Found walking the demo: before a choice both selects showed the first run and the page below was blank."""
+    bench, _ = build_study(n_instances=2)
+    body = reviewer_client.get(reverse("runs:checklist-compare", args=[bench.slug])).content.decode()
+    assert '<option value="alpha-r1" selected>' in body.split('id="side-b"')[0]
+    assert '<option value="beta-r1" selected>' in body.split('id="side-b"')[1]
+    assert "Choose two runs" in body and "gain (B − A)" not in body
+
+
 def test_the_length_page_reads_the_rollups_once_per_data_generation_and_filter(reviewer_client, monkeypatch,
                                                                                 django_capture_on_commit_callbacks):
     bench, attempts = build_study(n_instances=4)
