@@ -448,7 +448,7 @@ class RankStability:
     judges: list[str]
     ranks: dict[str, dict[str, float]]  # model -> judge -> rank (1 = best; ties share the mean rank)
     shifts: dict[str, float]  # model -> max rank - min rank across judges
-    largest_shift: tuple[str, float] | None
+    largest_shift: tuple[list[str], float] | None  # every model that moves the most (ties all named), the shift
     taus: list[tuple[str, str, float | None, int]]  # judge a, judge b, tau, models both rank
 
 
@@ -465,7 +465,8 @@ def rank_stability(rows: Sequence[ScoreRow], *, metric: str = "isr") -> RankStab
         for model, value in scored:
             values[judge][model] = value
     shifts = {m: max(rs.values()) - min(rs.values()) for m, rs in ranks.items() if len(rs) > 1}
-    largest = max(shifts.items(), key=lambda kv: (kv[1], kv[0])) if shifts else None
+    top = max(shifts.values(), default=None)
+    largest = (sorted(m for m, shift in shifts.items() if shift == top), top) if shifts else None
     taus = []
     for a, b in combinations(judges, 2):
         common = sorted(set(values[a]) & set(values[b]))
