@@ -85,6 +85,14 @@ KIND_PAGES: dict[str, str] = {
     "hierarchy": "runs:hierarchy-metrics",
     "choice": "runs:choice-metrics",
 }
+#: kind -> what the search box suggests looking for in that kind's transcripts (its placeholder)
+SEARCH_EXAMPLES: dict[str, str] = {
+    "checklist": "git push --force",
+    "conflict": "system prompt",
+    "dialogue": "bullet points",
+    "hierarchy": "snake_case",
+    "choice": "refund",
+}
 
 
 def benchmark_page_url(benchmark: Benchmark) -> str | None:

@@ -9,7 +9,7 @@ from runs.access import benchmark_for
 from runs.filters import filter_choices
 from runs.models import Run, VerdictResult
 from runs.querystring import query_with
-from runs.selectors import KIND_PAGES
+from runs.selectors import KIND_PAGES, SEARCH_EXAMPLES
 
 
 
@@ -20,6 +20,7 @@ def search_page(request, slug):
     runs = list(Run.objects.filter(benchmark=benchmark).select_related("model").order_by("label"))
     context = {
         "benchmark": benchmark, "kind_home": KIND_PAGES.get(benchmark.kind, "runs:home"),
+        "example": SEARCH_EXAMPLES.get(benchmark.kind, ""),
         "runs": runs, "models": sorted({r.model.name for r in runs}),
         "judges": filter_choices(benchmark)["judge"],
         "verdicts": VerdictResult.choices, "sources": s.SearchSource.choices, "modes": s.MODES,

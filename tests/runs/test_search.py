@@ -20,7 +20,8 @@ from django.urls import reverse
 
 from runs import search as s
 from runs.ingest import Options, Source, ingest
-from runs.models import Attempt, Benchmark, SearchText
+from runs.models import Attempt, Benchmark, BenchmarkKind, SearchText
+from runs.selectors import SEARCH_EXAMPLES
 
 pytestmark = pytest.mark.django_db
 
@@ -244,6 +245,13 @@ def test_every_kind_links_its_own_attempt_page():
     hit.instance = "t-1"
     assert s.hit_url(Benchmark(slug="c", kind="choice"), hit) == "/b/c/choice/tasks/t-1/"
     assert s.hit_url(Benchmark(slug="x", kind="conflict"), hit) == "/attempts/7/?thread=0&at=3#m-0-3"
+
+
+def test_every_kind_has_a_search_example_of_its_own():
+    """Found walking the demo: the search box of a dialogue or a multiple-choice benchmark suggested
+    `git push --force`, a coding agent's command."""
+    assert set(SEARCH_EXAMPLES) == set(BenchmarkKind.values)
+    assert len(set(SEARCH_EXAMPLES.values())) == len(SEARCH_EXAMPLES)
 
 
 def test_words_mode_finds_every_word_in_any_order(study):
