@@ -5,6 +5,7 @@ import pytest
 from django.test import Client
 
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
 
 @pytest.fixture(autouse=True)
@@ -86,3 +87,17 @@ def reviewer_client(reviewer) -> Client:
     client.force_login(reviewer)
     load_backend(client.session[BACKEND_SESSION_KEY]).get_user(reviewer.pk)
     return client
+
+
+@pytest.fixture
+def evolif_logged(db) -> str:
+    """EvolIF's fixture logs (two dialogues recorded at patience 2) imported as run acme-r1 of model acme; returns
+    the dialogue benchmark's slug."""
+    from runs.ingest import Options, Source, ingest
+    from runs.models import Benchmark, BenchmarkKind
+
+    logs = FIXTURES / "evolif"
+    ingest("evolif-dialogs", [Source.of(logs / "dialog_1.jsonl"), Source.of(logs / "dialog_2.jsonl")], Options())
+    ingest("evolif-eval", [Source.of(logs / "eval_1.jsonl"), Source.of(logs / "eval_2.jsonl")],
+           Options(model="acme", run="acme-r1"))
+    return Benchmark.objects.get(kind=BenchmarkKind.DIALOGUE).slug

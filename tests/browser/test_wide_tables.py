@@ -1,30 +1,16 @@
 """A table wider than its card says that it scrolls (static/js/portal.js): found walking the demo at 1366 px, where
 the dialogue metrics' last column and the conflict page's later scenarios were cut off with nothing to show it."""
-from pathlib import Path
-
 import pytest
 
-from runs.ingest import Options, Source, ingest
-from runs.models import Benchmark, BenchmarkKind
-
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "evolif"
 NOTE = "window.getComputedStyle(document.querySelector('#results .table-scroll'), '::before').content"
 
 
-@pytest.fixture
-def dialogue_slug():
-    ingest("evolif-dialogs", [Source.of(FIXTURES / "dialog_1.jsonl"), Source.of(FIXTURES / "dialog_2.jsonl")], Options())
-    ingest("evolif-eval", [Source.of(FIXTURES / "eval_1.jsonl"), Source.of(FIXTURES / "eval_2.jsonl")],
-           Options(model="acme", run="acme-r1"))
-    return Benchmark.objects.get(kind=BenchmarkKind.DIALOGUE).slug
-
-
 def test_a_table_wider_than_the_page_says_it_scrolls_and_a_fitting_one_does_not(page, live_server, console, reviewer,
-                                                                                   log_in, artifacts, dialogue_slug):
+                                                                                   log_in, artifacts, evolif_logged):
     log_in("reviewer", "pw-reviewer-1")
     page.set_viewport_size({"width": 900, "height": 900})
-    page.goto(f"{live_server.url}/b/{dialogue_slug}/dialogue/")
+    page.goto(f"{live_server.url}/b/{evolif_logged}/dialogue/")
     box = page.locator("#results .table-scroll").first
     assert "is-wider" in box.get_attribute("class")
     assert "scroll sideways" in page.evaluate(NOTE)

@@ -14,14 +14,7 @@ FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "evolif"
 URL = "/api/dialogue-metrics/"
 
 
-@pytest.fixture
-def logged_run():
-    ingest("evolif-dialogs", [Source.of(FIXTURES / "dialog_1.jsonl"), Source.of(FIXTURES / "dialog_2.jsonl")], Options())
-    ingest("evolif-eval", [Source.of(FIXTURES / "eval_1.jsonl"), Source.of(FIXTURES / "eval_2.jsonl")],
-           Options(model="acme", run="acme-r1"))
-
-
-def test_it_answers_the_eight_metrics_survival_and_constraints(reviewer_client, logged_run):
+def test_it_answers_the_eight_metrics_survival_and_constraints(reviewer_client, evolif_logged):
     body = reviewer_client.get(URL, {"run": "acme-r1"}).json()
     assert body["run"] == ["acme-r1"] and body["patience"] == 2 and body["dialogues"] == 2
     assert body["csr"] == pytest.approx(100 * 3.5 / 6)
@@ -33,20 +26,20 @@ def test_it_answers_the_eight_metrics_survival_and_constraints(reviewer_client, 
     assert body["constraints"] == pytest.approx({"format": 200 / 3, "countableItems": 50.0, "existence": 100.0, "endwith": 50.0})
 
 
-def test_it_resimulates_a_lower_patience(reviewer_client, logged_run):
+def test_it_resimulates_a_lower_patience(reviewer_client, evolif_logged):
     body = reviewer_client.get(URL, {"run": "acme-r1", "patience": 1}).json()
     assert body["patience"] == 1 and body["recorded_patience"] == 2
     assert body["isr"] == pytest.approx(100 / 3)
     assert body["survival"] == pytest.approx([100.0, 50.0])
 
 
-def test_it_refuses_a_patience_above_the_recorded_one_and_says_why(reviewer_client, logged_run):
+def test_it_refuses_a_patience_above_the_recorded_one_and_says_why(reviewer_client, evolif_logged):
     response = reviewer_client.get(URL, {"run": "acme-r1", "patience": 3})
     assert response.status_code == 400
     assert "higher than the patience 2" in response.json()["patience"][0]
 
 
-def test_it_pools_repeated_runs_of_one_model_and_refuses_two_models(reviewer_client, logged_run):
+def test_it_pools_repeated_runs_of_one_model_and_refuses_two_models(reviewer_client, evolif_logged):
     ingest("evolif-eval", [Source.of(FIXTURES / "eval_1.jsonl")], Options(model="acme", run="acme-r2"))
     pooled = reviewer_client.get(URL, {"run": ["acme-r1", "acme-r2"]}).json()
     assert pooled["dialogues"] == 3
@@ -55,7 +48,7 @@ def test_it_pools_repeated_runs_of_one_model_and_refuses_two_models(reviewer_cli
     assert mixed.status_code == 400 and "different models" in mixed.json()["detail"]
 
 
-def test_it_404s_an_unknown_run_and_needs_a_login(client, reviewer_client, logged_run):
+def test_it_404s_an_unknown_run_and_needs_a_login(client, reviewer_client, evolif_logged):
     assert reviewer_client.get(URL, {"run": "nope"}).status_code == 404
     assert client.get(URL, {"run": "acme-r1"}).status_code in (401, 403)
 
@@ -64,7 +57,7 @@ def test_it_is_in_the_openapi_schema(reviewer_client):
     assert "/api/dialogue-metrics/" in reviewer_client.get("/api/schema/").content.decode()
 
 
-def test_it_gives_score_py_figures_beside_its_own(reviewer_client, logged_run):
+def test_it_gives_score_py_figures_beside_its_own(reviewer_client, evolif_logged):
     body = reviewer_client.get(URL, {"run": "acme-r1"}).json()
     reference = body["reference"]
     # score.py's Recovery: dialog_1 1 / (4 - 3 - 1) = inf (it ended by its script), dialog_2 0 / (2 - 0 - 1) = 0
