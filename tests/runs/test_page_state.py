@@ -289,3 +289,20 @@ def test_a_column_header_replaces_the_sort_and_keeps_the_rest(reviewer_client, d
             assert len(params.getlist("sort")) == 1, (name, link)
             assert {k: v for k, v in params.items() if k != "sort"} == {k: v for k, v in query.items() if k != "sort"}
         assert {QueryDict(link)["sort"] for link in links} > {query["sort"]}, name
+
+
+def test_a_number_column_sorts_high_first_then_reverses_and_the_sorted_one_shows_its_arrow(reviewer_client):
+    """One rule (runs.templatetags.sorting) for the leaderboard's and the choice pages' headers: the leaderboard
+    wrote it out seven times and showed no arrow on the column it was sorted by."""
+    ingest("octobench-instances", [Source.of(ROOT / "octobench" / "instances.jsonl")], Options())
+    ingest("octobench-scores", [Source.of(ROOT / "octobench" / "scores.json")], Options(model="m", judge="j"))
+    checklist = Benchmark.objects.get(kind=BenchmarkKind.CHECKLIST).slug
+    html = _page(reviewer_client, "checklist-leaderboard", checklist, {"sort": "-isr"}).content.decode()
+    heads = {unescape(label): QueryDict(unescape(query))["sort"]
+             for query, label in re.findall(r'<th[^>]*><a href="\?([^"]*)"[^>]*>([^<]+)</a>', html)}
+    assert heads["ISR % ↓"] == "isr"  # sorted high first: the next click reverses
+    assert heads["CSR %"] == "-csr"  # another number: high first
+    assert heads["Model"] == "model" and heads["Instances"] == "-n"  # one order each
+    assert 'aria-current="true">ISR % ↓</a>' in html
+    html = _page(reviewer_client, "checklist-leaderboard", checklist, {"sort": "isr"}).content.decode()
+    assert re.search(r'<a href="\?[^"]*sort=-isr[^"]*" aria-current="true">ISR % ↑</a>', html)
