@@ -465,8 +465,10 @@ def rank_stability(rows: Sequence[ScoreRow], *, metric: str = "isr") -> RankStab
         for model, value in scored:
             values[judge][model] = value
     shifts = {m: max(rs.values()) - min(rs.values()) for m, rs in ranks.items() if len(rs) > 1}
-    top = max(shifts.values(), default=None)
-    largest = (sorted(m for m, shift in shifts.items() if shift == top), top) if shifts else None
+    largest = None
+    if shifts:
+        top = max(shifts.values())
+        largest = (sorted(m for m, shift in shifts.items() if shift == top), top)
     taus = []
     for a, b in combinations(judges, 2):
         common = sorted(set(values[a]) & set(values[b]))
