@@ -127,6 +127,9 @@ def compute_tables(benchmark_id: int, state: dict, *, excluded_items: Collection
     excluded), without caching the tables themselves."""
     filters, by, ci = state["filters"], state["by"], state["ci"]
     overall = sort_rows(_rows(benchmark_id, filters, by="model", ci=ci, excluded_items=excluded_items), state["sort"])
+    pooled = metrics.runs_by_model(leaderboard_base(benchmark_id), filters)
+    for row in overall:
+        row.runs = pooled.get(row.model, ())
     if by == "model":
         return LeaderboardTables(overall, overall, [], [], charts.leaderboard_figure(overall))
     cells = _rows(benchmark_id, filters, by=by, ci=ci, excluded_items=excluded_items)

@@ -38,7 +38,7 @@ _KEY_SEP = "\x1f"
 def score_row_dict(row: ScoreRow) -> dict:
     """A leaderboard row as plain JSON (rates in percent): the shape of snapshots, exports and the API."""
     return {
-        "model": row.model, "group": row.group,
+        "model": row.model, "group": row.group, "runs": list(row.runs),
         "isr": row.isr, "isr_std": row.isr_std, "csr": row.csr, "csr_std": row.csr_std,
         "macro_csr": row.macro_csr, "macro_csr_std": row.macro_csr_std,
         "isr_ci": list(row.isr_ci) if row.isr_ci else None, "csr_ci": list(row.csr_ci) if row.csr_ci else None,

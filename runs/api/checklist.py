@@ -82,6 +82,8 @@ class LeaderboardRowSerializer(serializers.Serializer):
 
     model = serializers.CharField()
     group = serializers.CharField(allow_null=True, help_text="null when by=model.")
+    runs = serializers.ListField(child=serializers.CharField(), help_text="The labels of the runs a by-model row "
+                                 "pools (a model run twice has both); empty in model x group cells.")
     isr = serializers.FloatField(allow_null=True)
     isr_std = serializers.FloatField(allow_null=True)
     csr = serializers.FloatField(allow_null=True)

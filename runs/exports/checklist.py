@@ -37,12 +37,14 @@ def leaderboard_table(rows: list[dict]) -> Table:
     columns = (Column("model", "model"), Column("group", "group"), *(Column(k, k, "pct") for k in _SCORES),
                *(Column(k, k, "int") for k in _COUNTS),
                *(Column(k, k, "int" if k.endswith("_n") else "num") for k in metrics.USAGE_CSV_HEADER),  # _n: attempts
-               *(Column(f"{j} {m}", f"{j} {m}", "pct") for j in judges for m in _PER_JUDGE))
+               *(Column(f"{j} {m}", f"{j} {m}", "pct") for j in judges for m in _PER_JUDGE),
+               Column("runs", "runs"))  # last: a column added after scripts learnt the others' places
     out = []
     for r in rows:
         isr_ci, csr_ci = r["isr_ci"] or [None, None], r["csr_ci"] or [None, None]
         usage = dict(zip(metrics.USAGE_CSV_HEADER, metrics.usage_csv_cells(r.get("usage"))))
-        out.append({**r, **usage, "isr_ci_low": isr_ci[0], "isr_ci_high": isr_ci[1], "csr_ci_low": csr_ci[0], "csr_ci_high": csr_ci[1],
+        out.append({**r, **usage, "runs": "; ".join(r.get("runs") or ()),
+                    "isr_ci_low": isr_ci[0], "isr_ci_high": isr_ci[1], "csr_ci_low": csr_ci[0], "csr_ci_high": csr_ci[1],
                     **{f"{j} {m}": (r["per_judge"].get(j) or {}).get(m) for j in judges for m in _PER_JUDGE}})
     return Table("leaderboard", "Leaderboard", columns, out)
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter, defaultdict
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from itertools import combinations
 from statistics import median
@@ -114,6 +114,8 @@ class ScoreRow:
     macro_csr_std: float | None = None
     #: where the tokens and the time went, per attempt of the row (by model only; None in matrix cells)
     usage: UsageSummary | None = None
+    #: the labels of the runs the row pools (the leaderboard's by-model rows: runs_by_model; empty elsewhere)
+    runs: tuple[str, ...] = ()
 
     @property
     def tokens(self) -> float | None:
@@ -925,19 +927,11 @@ def base_rows(base: ModelBase, filters: Filters, *, by: str = "model") -> list[S
     macro CSR's sum of rates is added in another order, so it may differ in the last bits)."""
     if by not in BASE_GROUPINGS:
         raise ValueError(f"the base does not answer grouping {by!r}")
-    runs, judges, scaffolds, primaries, models = (set(v) for v in (filters.runs, filters.judges, filters.scaffolds,
-                                                                   filters.primary_categories, filters.models))
     statuses: dict[tuple, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     per_judge: dict[tuple, list] = {}  # (model, group, judge) -> sums, counted bits, empty count
     per_run: dict[tuple, list] = {}  # (model, group, run) -> counted bits, empty bits (across judges)
-    facets = bool(scaffolds or primaries or by in ("scaffold", "primary_category"))
-    for (run_id, judge_id, scaffold, primary, n_attempts, success, applicable, passed, rate_sum, unrecognised,
-         unscored, counted, none) in (base.cells if facets else base.merged):
-        label, model_id = base.runs[run_id]
-        model, judge = base.models[model_id], base.judges[judge_id]
-        if ((runs and label not in runs) or (judges and judge not in judges) or (scaffolds and scaffold not in scaffolds)
-                or (primaries and primary not in primaries) or (models and model not in models)):
-            continue
+    for model, judge, (run_id, _, scaffold, primary, n_attempts, success, applicable, passed, rate_sum, unrecognised,
+                       unscored, counted, none) in _base_cells_kept(base, filters, by=by):
         group = (None if by == "model" else judge if by == "judge"
                  else (scaffold if by == "scaffold" else primary) or "(none)")
         a = per_judge.get((model, group, judge))
@@ -975,6 +969,30 @@ def base_rows(base: ModelBase, filters: Filters, *, by: str = "model") -> list[S
                          n_instances=instances[(model, group)].bit_count(), n_attempts=attempts[(model, group)],
                          n_empty=empty[(model, group)])
             for model, group in sorted(scores, key=lambda k: (k[0], order.get(k[1], len(order)), k[1] or ""))]
+
+
+def _base_cells_kept(base: ModelBase, filters: Filters, *, by: str = "model") -> Iterator[tuple[str, str, tuple]]:
+    """(model, judge, cell) of each cell of the base the filters keep: the cells per (run, judge) summed over
+    scaffolds and primary categories, unless a filter or the grouping needs those facets apart."""
+    runs, judges, scaffolds, primaries, models = (set(v) for v in (filters.runs, filters.judges, filters.scaffolds,
+                                                                   filters.primary_categories, filters.models))
+    facets = bool(scaffolds or primaries or by in ("scaffold", "primary_category"))
+    for cell in base.cells if facets else base.merged:
+        label, model_id = base.runs[cell[0]]
+        model, judge = base.models[model_id], base.judges[cell[1]]
+        if ((runs and label not in runs) or (judges and judge not in judges) or (scaffolds and cell[2] not in scaffolds)
+                or (primaries and cell[3] not in primaries) or (models and model not in models)):
+            continue
+        yield model, judge, cell
+
+
+def runs_by_model(base: ModelBase, filters: Filters) -> dict[str, tuple[str, ...]]:
+    """Per model, the labels of the runs (in name order) whose attempts its by-model leaderboard row pools under
+    these filters: a row of a model run twice (another scaffold, a "+ feedback" run) says so."""
+    pooled: dict[str, set[str]] = defaultdict(set)
+    for model, _, cell in _base_cells_kept(base, filters):
+        pooled[model].add(base.runs[cell[0]][0])
+    return {model: tuple(sorted(labels)) for model, labels in pooled.items()}
 
 
 # drill-down, attempt checklist, instance matrix, judge disagreement, comparison --------

@@ -42,6 +42,8 @@ def test_it_returns_the_same_rows_as_the_page(reviewer_client, query, by, filter
     bench, _ = build_study()
     body = reviewer_client.get(url() + query).json()
     expected = metrics.leaderboard_rows(bench.id, filters, by=by)
+    for row in expected if by == "model" else ():
+        row.runs = (f"{row.model}-r1",)  # the page names the runs a by-model row pools: one each here
     key = lambda r: (r["model"], r["group"] or "")  # noqa: E731
     assert sorted(body["rows"], key=key) == sorted((sharing.score_row_dict(r) for r in expected), key=key)
     page = reviewer_client.get(reverse("runs:checklist-leaderboard-export", args=[bench.slug]) + query.replace("?", "?format=json&")

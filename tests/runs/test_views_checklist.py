@@ -1,4 +1,8 @@
 """Checklist pages: leaderboard, drill-down, attempt viewer, instance, analyses."""
+import csv
+import io
+import re
+
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
@@ -282,3 +286,28 @@ def test_the_filter_form_writes_the_select_django_writes():
         ours = ChoicesSelectMultiple(choices=choices).render("run", value, attrs)
         django = forms.SelectMultiple(choices=choices).render("run", value, attrs)
         assert ours == django, (ours, django)
+
+
+def test_a_model_row_that_pools_two_runs_says_so_on_the_page_in_the_csv_and_the_api(reviewer_client):
+    """A model run twice (another scaffold, a "+ feedback" run) had one leaderboard row that pooled both runs'
+    attempts without a word: the row now names the runs it pools, and the run filter shows one alone."""
+    bench, attempts = build_study(n_instances=2, models=("alpha", "beta"), judges=("j1",))
+    alpha = [a for a in attempts if a.run.model.name == "alpha"]
+    feedback = Run.objects.create(benchmark=bench, label="alpha + feedback", model=alpha[0].run.model)
+    for source in alpha:
+        attempt = Attempt.objects.create(run=feedback, instance=source.instance, assistant_turns=2)
+        Verdict.objects.bulk_create(Verdict(attempt=attempt, item=v.item, judge=v.judge, result="pass")
+                                    for v in source.verdicts.all())
+        rollups_rebuild_for_attempts([attempt.id])
+    page = reverse("runs:checklist-leaderboard", args=[bench.slug])
+    body = reviewer_client.get(page).content.decode()
+    flag = re.findall(r'<span class="flag" title="([^"]*)">2 runs</span>', body)
+    assert flag == ["This row pools the attempts of 2 runs of this model: alpha + feedback, alpha-r1. "
+                    "Choose runs in the filters to see one alone."]
+    assert "runs</span>" not in body.replace("2 runs</span>", "")  # beta has one run: no flag
+    assert "2 runs</span>" not in reviewer_client.get(page + "?run=alpha-r1&run=beta-r1").content.decode()
+    export = reviewer_client.get(reverse("runs:checklist-leaderboard-export", args=[bench.slug]) + "?format=csv")
+    lines = {line["model"]: line["runs"] for line in csv.DictReader(io.StringIO(export.content.decode()))}
+    assert lines == {"alpha": "alpha + feedback; alpha-r1", "beta": "beta-r1"}
+    rows = reviewer_client.get(reverse("api:leaderboard", args=[bench.slug])).json()["rows"]
+    assert {r["model"]: r["runs"] for r in rows} == {"alpha": ["alpha + feedback", "alpha-r1"], "beta": ["beta-r1"]}
