@@ -301,7 +301,7 @@ def test_a_model_row_that_pools_two_runs_says_so_on_the_page_in_the_csv_and_the_
         rollups_rebuild_for_attempts([attempt.id])
     page = reverse("runs:checklist-leaderboard", args=[bench.slug])
     body = reviewer_client.get(page).content.decode()
-    flag = re.findall(r'<span class="flag" title="([^"]*)">2 runs</span>', body)
+    flag = re.findall(r'<span class="ci" title="([^"]*)">2 runs</span>', body)
     assert flag == ["This row pools the attempts of 2 runs of this model: alpha + feedback, alpha-r1. "
                     "Choose runs in the filters to see one alone."]
     assert "runs</span>" not in body.replace("2 runs</span>", "")  # beta has one run: no flag
