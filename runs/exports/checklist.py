@@ -49,6 +49,31 @@ def leaderboard_table(rows: list[dict]) -> Table:
     return Table("leaderboard", "Leaderboard", columns, out)
 
 
+@page_builder(("attempts", "Attempts behind the cell"), links_attempts=True)
+def attempts_page(context: dict) -> PageData:
+    """The attempts behind one leaderboard cell, failing first, as the drill-down lists them: every attempt, not one
+    page of them, with each judge's passed / applicable counts and the failing items with the judges that failed them."""
+    rows, state = context["rows"], context["state"]
+    metrics.attach_failing_items(rows, by=state["by"], group=context["group"], judges=state["filters"].judges)
+    judges = sorted({j for r in rows for j in r.judges})
+    table = Table("attempts", "Attempts behind the cell", (
+        Column("instance", "Instance", link="attempt_id"), Column("run", "Run"), Column("turns", "Assistant turns", "int"),
+        Column("total_tokens", "Total tokens", "int"), Column("wall_seconds", "Wall time, s", "num"),
+        Column("tool_calls", "Tool calls", "int"),
+        *(Column(f"{j} {n}", f"{j} {n}", "int") for j in judges for n in ("passed", "applicable")),
+        Column("n_failing", "Failing items", "int"), Column("failing_items", "Failing items (judges that failed them)"),
+        Column("not_scored", "Not scored by")),
+        [{"attempt_id": r.attempt_id, "instance": r.external_id, "run": r.run, "turns": r.assistant_turns,
+          "total_tokens": r.total_tokens, "wall_seconds": r.wall_seconds, "tool_calls": r.tool_calls,
+          **{f"{j} {n}": counts[i] for j, counts in r.judges.items() for i, n in ((1, "passed"), (0, "applicable"))},
+          "n_failing": len(r.failing_items),
+          "failing_items": "; ".join(f"{i['key']} ({', '.join(i['judges'])})" for i in r.failing_items),
+          "not_scored": "; ".join(f"{j}: {why}" for j, why in r.unscored.items())} for r in rows])
+    facts = {"model": context["model"], **({"group": context["group"], "by": state["by"]} if context["group"] else {})}
+    return PageData(f"Attempts of {context['model']}", [table], help_anchor="checklist", facts=facts,
+                    judges=list(state["filters"].judges) or None)
+
+
 @page_builder(("ranks", "Ranks under each judge"), ("kendall-tau", "Kendall's tau between judges"),
               ("disagreements", "Items judges disagree on"))
 def judges_page(context: dict) -> PageData:

@@ -1,5 +1,7 @@
 """Share links: tokens, hashing, revocation, expiry, frozen snapshots, scope, the owner's list."""
+import csv
 import hashlib
+import io
 import re
 from datetime import timedelta
 
@@ -351,3 +353,26 @@ def test_a_shared_attempts_full_reasoning_keeps_to_the_links_judges(reviewer_cli
     text = share_url(token, "runs:share-attempt-text", attempts[0].id)
     assert client.get(f"{text}?verdict={inside.id}").status_code == 200
     assert client.get(f"{text}?verdict={outside.id}").status_code == 404
+
+
+def test_the_drill_down_exports_every_attempt_behind_its_cell_and_shares_through_the_frame(reviewer_client, client):
+    """The drill-down was the one checklist page without the frame: no CSV or JSON of the attempts behind a cell
+    and no share link. Its export holds every attempt (not one page), each judge's counts and the failing items."""
+    bench, attempts = build_study(n_instances=3)
+    url = reverse("runs:checklist-attempts", args=[bench.slug])
+    page = reviewer_client.get(url + "?model=alpha").content.decode()
+    toolbar = page.split('id="page-tools"')[1].split('<section id="rows">')[0]
+    assert f"{url}?model=alpha&amp;export=csv&amp;table=attempts" in toolbar and 'name="include_attempts"' in toolbar
+    lines = list(csv.DictReader(io.StringIO(reviewer_client.get(url + "?model=alpha&export=csv").content.decode())))
+    alpha = [a for a in attempts if a.run.model.name == "alpha"]
+    assert len(lines) == len(alpha) == 3
+    assert [line["Failing items (judges that failed them)"] for line in lines] == ["c1 (j1, j2)", "", ""]  # failing first
+    assert lines[0]["j1 passed"] == "1" and lines[0]["j1 applicable"] == "2" and lines[1]["j2 passed"] == "2"
+    document = reviewer_client.get(url + "?model=alpha&export=json").json()
+    assert document["facts"] == {"model": "alpha"} and len(document["tables"][0]["rows"]) == 3
+    response = reviewer_client.post(reverse("runs:page-share-create", args=[bench.slug]),
+                                    {"path": f"{url}?model=alpha", "include_attempts": "on"})
+    token = re.search(r"/s/([A-Za-z0-9_-]+)/", response.content.decode()).group(1)
+    link = ShareLink.objects.get()
+    assert sorted(link.attempt_ids) == sorted(a.id for a in alpha)
+    assert "c1 (j1, j2)" in client.get(share_url(token)).content.decode()
