@@ -32,6 +32,7 @@ from urllib.parse import urlsplit
 from django.core.serializers.json import DjangoJSONEncoder
 from django.http import HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import render
+from django.template.loader import render_to_string
 from django.urls import Resolver404, resolve
 
 
@@ -45,6 +46,9 @@ def csv_safe(value):
 EXPORT_FORMATS = ("csv", "json")
 #: the route the frame's Share form posts to (runs.views.sharing.page_share_create), for every page
 SHARE_ROUTE = "runs:page-share-create"
+#: the frame's toolbar (exports and the Share form) and the id it carries on every page
+TOOLBAR_TEMPLATE = "runs/partials/page_tools.html"
+TOOLBAR_ID = b'id="page-tools"'
 #: query parameters that address the frame, not the page's state
 FRAME_PARAMS = ("export", "table", "page", "fragment")
 #: column kinds: how the page shows a number, and so how CSV rounds it
@@ -168,7 +172,13 @@ def render_page(request: HttpRequest, template: str, context: dict, *, page_data
         return response
     context["page_tools"] = page_tools(request, declared(page_data))
     if request.htmx and fragment and request.htmx.target in (None, fragment):  # the page's own fragment, not a nested one
-        template = f"{template}#{fragment}"
+        response = render(request, f"{template}#{fragment}", context)
+        if TOOLBAR_ID not in response.content:
+            # a page whose toolbar sits outside the swapped fragment (the choice pages' head, the drill-down's pager)
+            # gets the new state's toolbar out of band, so Export and Share never keep the state before the swap
+            toolbar = render_to_string(TOOLBAR_TEMPLATE, {**context, "oob": True}, request)
+            response.content = response.content + toolbar.encode()
+        return response
     return render(request, template, context)
 
 

@@ -21,7 +21,7 @@ from runs.metrics import attempt_diff as metrics_diff
 from runs.metrics import checklist as metrics
 from runs.metrics.checklist import GROUPINGS
 from runs.models import Attempt, Benchmark, BenchmarkKind, Verdict
-from runs.pages import declared, frame_response, page_tools, render_page
+from runs.pages import TOOLBAR_TEMPLATE, declared, frame_response, page_tools, render_page
 from runs.querystring import query_with
 
 ATTEMPTS_PAGE = 50
@@ -59,7 +59,7 @@ def leaderboard(request, slug):
         return framed
     tools = page_tools(request, declared(exports.leaderboard_page), state=state_query(state))  # the state, not the query
     if request.htmx:
-        toolbar = render_to_string("runs/partials/page_tools.html", {"benchmark": benchmark, "page_tools": tools, "oob": True},
+        toolbar = render_to_string(TOOLBAR_TEMPLATE, {"benchmark": benchmark, "page_tools": tools, "oob": True},
                                    request)
         return HttpResponse(results_html(benchmark, state, request=request) + toolbar)
     context = {"benchmark": benchmark, "query": state_query(state).urlencode(), "page_tools": tools}

@@ -85,6 +85,10 @@ def test_it_sorts_in_the_url_and_serves_the_tables_fragment_to_htmx(reviewer_cli
     overall = html[:html.index("Per category")]
     assert overall.index(">alpha</a>") < overall.index(">beta</a>")  # by name, where accuracy puts beta first
     assert 'aria-current="true">Run ↑</a>' in overall and 'href="?sort=-run&amp;dsort=f1"' in overall
+    # the toolbar sits in the page head, outside the swapped tables: it comes out of band with the new state, so
+    # Export and Share do not keep the sort from before the click
+    toolbar = html.split('id="page-tools" hx-swap-oob="true"')[1]
+    assert "?sort=run&amp;dsort=f1&amp;export=csv&amp;table=" in toolbar and 'value="/b/guidebench/choice/?sort=run&amp;dsort=f1"' in toolbar
 
 
 def test_it_limits_the_page_to_the_runs_in_the_url(reviewer_client):
