@@ -243,3 +243,26 @@ def test_it_renders_every_view_on_the_sample_tasks_with_generated_predictions(re
     assert {category: items[0].n for category, items in response.context["tables"]} == {c: 30 for c in expected}
     first = Instance.objects.filter(benchmark__slug="guidebench").first()
     assert reviewer_client.get(url("choice-task", external_id=first.external_id)).status_code == 200
+
+
+def test_an_empty_benchmark_offers_the_import_page_only_to_those_who_may_import(reviewer_client, django_user_model):
+    """The choice and dialogue pages of a benchmark with no results linked to the import page, which answers a blind
+    annotator 403 (a page they may open otherwise)."""
+    from django.contrib.auth.models import Group
+    from django.test import Client
+
+    Benchmark.objects.create(slug="empty-choice", name="Empty", kind="choice")
+    Benchmark.objects.create(slug="empty-dialogue", name="Empty dialogues", kind="dialogue")
+    annotator = django_user_model.objects.create_user("ann", password="pw-ann-123456")
+    annotator.groups.add(Group.objects.get_or_create(name="annotator")[0])
+    blind = Client()
+    blind.force_login(annotator)
+    pages = [reverse("runs:choice-metrics", args=["empty-choice"]), reverse("runs:dialogue-metrics", args=["empty-dialogue"])]
+    import_link = f'href="{reverse("runs:import")}"'
+    assert blind.get(reverse("runs:import")).status_code == 403
+    for page in pages:
+        seen = blind.get(page)
+        assert seen.status_code == 200 and import_link not in seen.content.decode(), page
+    assert reviewer_client.get(reverse("runs:import")).status_code == 200  # the empty states' own links, not the menu's
+    assert f'{import_link}>Import files</a>' in reviewer_client.get(pages[0]).content.decode()
+    assert f"{import_link}>Import</a> EvolIF" in reviewer_client.get(pages[1]).content.decode()
