@@ -362,7 +362,8 @@ def agreement(request, pk):
     if not access.can_see_all(request.user):
         raise PermissionDenied("Agreement figures are for leads and reviewers.")
     return render(request, "audits/agreement.html", {
-        "campaign": campaign, "figures": campaign_agreement(campaign), "progress": selectors.annotator_progress(campaign)})
+        "campaign": campaign, "figures": campaign_agreement(campaign), "progress": selectors.annotator_progress(campaign),
+        "is_lead": access.is_lead(request.user)})
 
 
 @blind_safe

@@ -1,3 +1,5 @@
+from django.contrib.auth.models import Group
+
 from audits.models import Assignment, Campaign, Label
 
 from .conftest import BAD, OK, client_for, label_next
@@ -89,6 +91,20 @@ def test_it_shows_the_queue_adjudication_form_and_agreement_to_a_lead(campaign, 
     assert "Cohen" in agreement and "Wilson" in agreement and 'href="/help/metrics/#audits"' in agreement
     mine = client_for(annotator_a).get("/audits/mine/").content.decode()
     assert "overruled" in mine
+
+
+def test_the_audit_tabs_are_the_ones_each_role_may_open(campaign, lead, django_user_model):
+    """A reviewer was shown the Adjudication tab, which answers 403 to anyone but a lead, and a lead on the agreement
+    page was not shown it."""
+    reviewer = django_user_model.objects.create_user("audit-reviewer", password="pw-audit-reviewer-1")
+    reviewer.groups.add(Group.objects.get_or_create(name="reviewer")[0])
+    adjudication, agreement = f"/audits/{campaign.pk}/adjudicate/", f"/audits/{campaign.pk}/agreement/"
+    for page in (f"/audits/{campaign.pk}/", agreement):
+        html = client_for(reviewer).get(page).content.decode()
+        assert f'href="{agreement}"' in html and f'href="{adjudication}"' not in html, page
+        html = client_for(lead).get(page).content.decode()
+        assert f'href="{agreement}"' in html and f'href="{adjudication}"' in html, page
+    assert client_for(reviewer).get(adjudication).status_code == 403
 
 
 def test_it_lists_campaigns_in_a_fixed_number_of_queries(campaign, lead, django_assert_max_num_queries):
