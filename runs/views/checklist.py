@@ -77,7 +77,9 @@ def attempts(request, slug):
     rows = metrics.drilldown_rows(benchmark.id, state["filters"], model=model, by=state["by"], group=group)
     page = Paginator(rows, ATTEMPTS_PAGE).get_page(request.GET.get("page"))
     metrics.attach_failing_items(page.object_list, by=state["by"], group=group, judges=state["filters"].judges)
-    context = {"benchmark": benchmark, "model": model, "group": group, "state": state, "page": page, "rows": rows,
+    cell = [("model", model), *((("by", state["by"]), ("group", group)) if group is not None else ())]
+    context = {"benchmark": benchmark, "form": form, "model": model, "group": group, "state": state, "page": page,
+               "rows": rows, "cell": cell, "heading": f"{model} · {GROUPINGS[state['by']]}: {group}" if group else model,
                "by_label": GROUPINGS[state["by"]], "n_failing": sum(r.failing for r in rows),
                "query": query_with(request, page=None), "back": query_with(request, model=None, group=None, page=None)}
     return render_page(request, "runs/checklist/attempts.html", context, page_data=exports.attempts_page, fragment="rows")

@@ -42,7 +42,6 @@ DATA = {
 }
 #: routes named <kind>-<x> that take only the benchmark and are not pages, with the reason
 NOT_PAGES = {
-    "checklist-attempts": "the attempts behind one leaderboard cell: the leaderboard's share freezes them per cell",
     "checklist-leaderboard-export": "the leaderboard's export address of old, answered by the frame's export",
     "dialogue-recheck-start": "POST: queues a re-check job",
     "hierarchy-recheck-start": "POST: queues a re-check job",
@@ -107,6 +106,8 @@ def _json(client, url: str) -> dict:
 def _drill_query(name: str, document: dict) -> str:
     """A query that opens the page's drill-down (the rows that link to attempts), read from its default export."""
     rows = {t["name"]: t["rows"] for t in document["tables"]}
+    if name == "runs:checklist-attempts":
+        return "model=aurora-large"  # a leaderboard row of the demo
     if name == "runs:checklist-compare":
         return "a=model:aurora-large&b=model:borealis-pro"
     if name == "runs:dialogue-groups":
