@@ -82,6 +82,7 @@ def test_it_shows_the_queue_adjudication_form_and_agreement_to_a_lead(campaign, 
     client = client_for(lead)
     queue = client.get(f"/audits/{campaign.pk}/adjudicate/").content.decode()
     assert "Adjudicate" in queue and "50.00" in queue  # 2 of 4 criteria agreed
+    assert 'href="/help/metrics/#audits"' in queue  # what agreement means
     form = client.get(f"/audits/units/{a.unit_id}/adjudicate/").content.decode()
     assert "Annotator 1" in form and "Annotator 2" in form and "annotator_a" not in form
     response = client.post(f"/audits/units/{a.unit_id}/adjudicate/", {"final_status": "invalid", "reason": "ambiguous",

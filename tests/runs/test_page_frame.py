@@ -418,3 +418,18 @@ def test_the_leaderboard_shows_its_share_form_only_to_those_who_may_share(portal
     assert "Share…" in _client(django_user_model, "reviewer", ["reviewer"]).get(url).content.decode()
     body = _client(django_user_model, "annotator", ["annotator"]).get(url).content.decode()
     assert "Share…" not in body and "Leaderboard (CSV)" in body
+
+
+def test_the_pages_of_one_instance_dialogue_or_sample_link_to_how_their_numbers_are_computed(portal, django_user_model):
+    """The instance page, the dialogue viewer and the hierarchy sample show rates, patience and verdicts with only
+    plain-text notes: each now links to its section of the metrics help, which exists."""
+    reviewer = _client(django_user_model, "reviewer", ["reviewer"])
+    instance = Attempt.objects.filter(run__benchmark__slug="octobench").first().instance_id
+    dialogue = Attempt.objects.filter(run__benchmark__slug="evolif").first().pk
+    sample = Attempt.objects.filter(run__benchmark__slug="manyih-coding").first().pk
+    for url, anchors in ((reverse("runs:instance", args=[instance]), {"checklist-groups"}),
+                         (reverse("runs:dialogue-viewer", args=["evolif", dialogue]), {"dialogue", "dialogue-patience"}),
+                         (reverse("runs:hierarchy-sample", args=["manyih-coding", sample]), {"hierarchy", "hierarchy-recheck"})):
+        body = reviewer.get(url).content.decode()
+        assert anchors <= set(re.findall(r'href="/help/metrics/#([a-z-]+)"', body)), url
+        assert not _metrics_link_gaps(body), url
