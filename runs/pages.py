@@ -154,11 +154,13 @@ def declared(builder: PageDataBuilder) -> Declared:
 
 
 class PageDataResponse(HttpResponse):
-    """What a page view returns while a snapshot is taken: its PageData, not HTML."""
+    """What a page view returns while a snapshot is taken: its PageData, not HTML, and the slug of the benchmark the
+    page showed (a page whose address names no benchmark, as an instance's, is frozen only for its own)."""
 
-    def __init__(self, data: PageData):
+    def __init__(self, data: PageData, *, benchmark_slug: str | None = None):
         super().__init__(status=200)
         self.page_data = data
+        self.benchmark_slug = benchmark_slug
 
 
 # rendering --------------------------------------------------------------------------------
@@ -166,7 +168,7 @@ def render_page(request: HttpRequest, template: str, context: dict, *, page_data
                 fragment: str | None = "results") -> HttpResponse:
     """Render a page (or its `fragment` partial for htmx), or its export, or its snapshot data."""
     if getattr(request, "page_snapshot", False):
-        return PageDataResponse(page_data(context))
+        return PageDataResponse(page_data(context), benchmark_slug=_slug_of(context))
     response = frame_response(request, context, page_data=page_data)
     if response is not None:
         return response
@@ -190,12 +192,17 @@ def frame_response(request: HttpRequest, context: dict, *, page_data: PageDataBu
         lists = declared(page_data).attempt_lists
         if getattr(request, "page_snapshot_attempts", False) and lists is not None:
             data = replace(data, layout={**data.layout, "drilldown": lists(context)})
-        return PageDataResponse(data)
+        return PageDataResponse(data, benchmark_slug=_slug_of(context))
     fmt = request.GET.get("export")
     if fmt:
         return export_response(page_data(context), fmt=fmt, table=request.GET.get("table"),
                                filename=export_filename(request), state=page_state(request.GET))
     return None
+
+
+def _slug_of(context: dict) -> str | None:
+    benchmark = context.get("benchmark")
+    return getattr(benchmark, "slug", None)
 
 
 def page_state(query: QueryDict) -> dict[str, list[str]]:
@@ -298,7 +305,7 @@ def page_snapshot(request: HttpRequest, *, path: str, benchmark_slug: str, inclu
         match = resolve(parts.path)
     except Resolver404 as exc:
         raise NotShareable("no such page") from exc
-    if match.kwargs.get("slug") != benchmark_slug:
+    if match.kwargs.get("slug", benchmark_slug) != benchmark_slug:
         raise NotShareable("not a page of this benchmark")
     sub = HttpRequest()
     sub.method, sub.path, sub.path_info = "GET", parts.path, parts.path
@@ -309,6 +316,8 @@ def page_snapshot(request: HttpRequest, *, path: str, benchmark_slug: str, inclu
     response = match.func(sub, *match.args, **match.kwargs)
     if not isinstance(response, PageDataResponse):
         raise NotShareable("this page cannot be shared")
+    if response.benchmark_slug != benchmark_slug:  # an address without the benchmark: the page's own must match
+        raise NotShareable("not a page of this benchmark")
     data, params = response.page_data, page_state(sub.GET)
     snapshot = {**export_document(data, params), "kind": "page", "path": parts.path, "query": sub.GET.urlencode(),
                 "state": {"page": data.title, "params": params}, "help_anchor": data.help_anchor, "figures": data.figures,

@@ -74,6 +74,40 @@ def attempts_page(context: dict) -> PageData:
                     judges=list(state["filters"].judges) or None)
 
 
+@page_builder(("items", "Checklist × model pass rates"), ("attempts", "Attempts at this instance"), links_attempts=True)
+def instance_page(context: dict) -> PageData:
+    """One instance's checklist items (source category order) with each model's pass rate, passed, applicable and
+    not-applicable verdicts, pooled over judges and repetitions; and the attempts at it."""
+    matrix = context["matrix"]
+    models = matrix["models"]
+    counts = (("rate", "pass rate %", "pct"), ("passed", "passed", "int"), ("n", "applicable", "int"), ("na", "n/a", "int"))
+    items = Table("items", "Checklist × model pass rates", (
+        Column("category", "Source category"), Column("key", "Item"), Column("check_type", "Check type"),
+        Column("description", "Description"), Column("version", "Version"),
+        *(Column(f"{m} {key}", f"{m} {label}", kind) for m in models for key, label, kind in counts)),
+        [{"category": g["category"], "key": i["key"], "check_type": i["check_type"], "description": i["description"],
+          "version": _version_note(i.get("versions")),
+          **{f"{m} {key}": (cell or {}).get(key) for m, cell in zip(models, i["cells"]) for key, _, _ in counts}}
+         for g in matrix["groups"] for i in g["items"]])
+    attempts = Table("attempts", "Attempts at this instance", (
+        Column("run", "Run", link="attempt_id"), Column("model", "Model"), Column("turns", "Assistant turns", "int")),
+        [{"attempt_id": a.id, "run": a.run.label, "model": a.run.model.name, "turns": a.assistant_turns}
+         for a in context["attempts"]])
+    instance = context["instance"]
+    return PageData(f"Instance {instance.external_id}", [items, attempts], help_anchor="checklist-groups",
+                    facts={"instance": instance.external_id, "scaffold": instance.scaffold,
+                           "primary_category": instance.primary_category})
+
+
+def _version_note(versions: dict | None) -> str:
+    """An audit's rewrite of an item, as the instance page's badges say it: "v2, rewrites v1", "v1, superseded by v2"."""
+    if not versions:
+        return ""
+    older, newer = versions.get("supersedes"), versions.get("superseded_by")
+    return ", ".join([f"v{versions['version']}", *([f"rewrites v{older['version']}"] if older else []),
+                      *([f"superseded by v{newer['version']}"] if newer else [])])
+
+
 @page_builder(("ranks", "Ranks under each judge"), ("kendall-tau", "Kendall's tau between judges"),
               ("disagreements", "Items judges disagree on"))
 def judges_page(context: dict) -> PageData:

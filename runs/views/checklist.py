@@ -175,7 +175,7 @@ def instance(request, pk):
                "system_prompt": spec.get("system_prompt") or "",
                "user_queries": [queries] if isinstance(queries, str) else [str(q) for q in queries],
                "attempts": Attempt.objects.filter(instance=instance).select_related("run__model").order_by("run__label")}
-    return render(request, "runs/checklist/instance.html", context)
+    return render_page(request, "runs/checklist/instance.html", context, page_data=exports.instance_page, fragment=None)
 
 
 # side by side --------------------------------------------------------------------------

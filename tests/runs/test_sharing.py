@@ -376,3 +376,27 @@ def test_the_drill_down_exports_every_attempt_behind_its_cell_and_shares_through
     link = ShareLink.objects.get()
     assert sorted(link.attempt_ids) == sorted(a.id for a in alpha)
     assert "c1 (j1, j2)" in client.get(share_url(token)).content.decode()
+
+
+def test_an_instance_page_exports_its_pass_rates_and_shares_for_its_own_benchmark_only(reviewer_client, client):
+    """The instance page (item x model pass rates) had neither exports nor a share link; its address names no
+    benchmark, so a share is accepted only from the instance's own."""
+    bench, attempts = build_study(n_instances=2)
+    instance = attempts[2].instance  # task-1: alpha fails c1 under both judges
+    url = reverse("runs:instance", args=[instance.id])
+    body = reviewer_client.get(url).content.decode()
+    assert f"{url}?export=csv&amp;table=items" in body and "Share…" in body
+    lines = list(csv.DictReader(io.StringIO(reviewer_client.get(url + "?export=csv&table=items").content.decode())))
+    assert [(line["Item"], line["alpha pass rate %"], line["alpha passed"], line["alpha applicable"]) for line in lines] \
+        == [("c0", "100.00", "2", "2"), ("c1", "0.00", "0", "2")]
+    assert lines[1]["beta pass rate %"] == "100.00"
+    other = Benchmark.objects.create(slug="other", name="Other", kind="checklist")
+    refused = reviewer_client.post(reverse("runs:page-share-create", args=[other.slug]), {"path": url})
+    assert not ShareLink.objects.exists() and "/s/" not in refused.content.decode()
+    response = reviewer_client.post(reverse("runs:page-share-create", args=[bench.slug]),
+                                    {"path": url, "include_attempts": "on"})
+    token = re.search(r"/s/([A-Za-z0-9_-]+)/", response.content.decode()).group(1)
+    link = ShareLink.objects.get()
+    assert sorted(link.attempt_ids) == sorted(a.id for a in attempts if a.instance_id == instance.id)
+    shared = client.get(share_url(token)).content.decode()
+    assert "Checklist × model pass rates" in shared and "0.00" in shared
