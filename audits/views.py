@@ -17,8 +17,9 @@ from django.views.decorators.http import require_POST
 from runs.access import blind_safe
 from runs.filters import LeaderboardFilterForm, form_state
 from runs.models import Benchmark, BenchmarkKind, VerdictResult
+from runs.pages import render_page
 
-from . import access, sampling, selectors, services
+from . import access, exports, sampling, selectors, services
 from .agreement import campaign_agreement
 from .forms import AdjudicationForm, CampaignAnnotatorsForm, CampaignForm, EffectForm, ItemRewriteForm, label_form_class
 from .models import Campaign, CampaignState, Subject, UnitState
@@ -388,8 +389,8 @@ def effect_page(request, slug):
     filtered = any((filters.runs, filters.judges, filters.scaffolds, filters.primary_categories))
     keep = request.GET.copy()
     keep.pop("exclude", None)
-    return render(request, "audits/effect.html", {
+    return render_page(request, "audits/effect.html", {
         "benchmark": benchmark, "form": form, "policy": policy, "policies": selectors.POLICIES, "effect": result,
         "policy_label": selectors.POLICIES.get(policy, policy), "items": items, "filters": filters if filtered else None, "keep": keep.urlencode(),
         "sources": selectors.policy_sources(benchmark, policy, campaigns),
-        "benchmarks": Benchmark.objects.filter(kind=BenchmarkKind.CHECKLIST)})
+        "benchmarks": Benchmark.objects.filter(kind=BenchmarkKind.CHECKLIST)}, page_data=exports.effect_page, fragment=None)

@@ -1,6 +1,12 @@
+import csv
+import io
+
+from django.urls import reverse
+
 from audits import effect, selectors, services
 from audits.models import AuditUnit
 from runs.metrics import checklist
+from runs.models import ShareLink
 
 from .conftest import client_for, label_all, values_for
 
@@ -54,6 +60,23 @@ def test_it_shows_the_rank_change_on_the_effect_page(bench, campaign, lead, anno
     assert page.status_code == 200
     assert "alpha gained on beta" in html and "▲ 1" in html and "-1.000" in html
     assert "Check the output is nice" in html
+
+
+def test_the_effect_page_exports_its_tables_and_shares_through_the_frame(bench, campaign, lead, annotator_a, annotator_b):
+    """The effect page, a leaderboard before and after a policy, had no export and no share link."""
+    _label_all(campaign, [annotator_a, annotator_b], {"annotator_a": ("x",), "annotator_b": ("x",)})
+    client, url = client_for(lead), "/audits/effect/octo-test/?exclude=adjudicated_invalid"
+    html = client.get(url).content.decode()
+    assert f"{url}&amp;export=csv&amp;table=effect" in html and "Share…" in html
+    lines = list(csv.DictReader(io.StringIO(client.get(url + "&export=csv&table=effect").content.decode())))
+    assert [(line["Model"], line["Rank before"], line["Rank after"], line["ISR % after"]) for line in lines] \
+        == [("alpha", "2.0", "1.0", "100.00"), ("beta", "1.0", "2.0", "33.33")]
+    document = client.get(url + "&export=json").json()
+    assert document["facts"]["kendall_tau"] == -1.0 and document["facts"]["items_excluded"] == 3
+    swaps = next(t for t in document["tables"] if t["name"] == "swaps")["rows"]
+    assert {(r["gained"], r["on"], r["item"]) for r in swaps} == {("alpha", "beta", "x")}
+    response = client.post(reverse("runs:page-share-create", args=["octo-test"]), {"path": url})
+    assert "/s/" in response.content.decode() and ShareLink.objects.get().snapshot["tables"][0]["name"] == "effect"
 
 
 def test_it_answers_the_excluded_items_by_api(bench, campaign, lead, annotator_a, annotator_b):
