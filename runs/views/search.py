@@ -2,15 +2,15 @@
 from __future__ import annotations
 
 from django.contrib.auth.decorators import login_required
-from django.shortcuts import render
 
 from runs import search as s
 from runs.access import benchmark_for
+from runs.exports import search as exports
 from runs.filters import filter_choices
 from runs.models import Run, VerdictResult
+from runs.pages import render_page
 from runs.querystring import query_with
 from runs.selectors import KIND_PAGES, SEARCH_EXAMPLES
-
 
 
 @login_required  # not blind_safe: it returns trajectory, response and reasoning text (runs.access)
@@ -40,4 +40,4 @@ def search_page(request, slug):
                 context["first_url"] = "?" + query_with(request, after=None)
         except (s.SearchRefused, s.SearchTooSlow) as exc:
             context["error"] = str(exc)
-    return render(request, "runs/search.html", context)
+    return render_page(request, "runs/search.html", context, page_data=exports.search_page, fragment=None)

@@ -196,6 +196,30 @@ def test_the_page_highlights_hits_and_escapes_model_output(study, reviewer_clien
     assert html.count("<mark>") == 1
 
 
+def test_the_page_exports_its_hits_and_shares_them_through_the_frame(study, reviewer_client):
+    """"Where else did the agent do this?" had an answer on screen only: the page's hits now export as CSV and JSON,
+    with where each was found and the text around it, and a share link freezes them."""
+    import csv
+    import io
+    import re
+
+    from runs.models import ShareLink
+
+    url = reverse("runs:search", args=["acme"])
+    page = reviewer_client.get(url, {"q": "git push --force"}).content.decode()
+    assert "export=csv&amp;table=hits" in page and "Share…" in page
+    assert "export=csv" not in reviewer_client.get(url).content.decode()  # no query, no hits to export
+    lines = list(csv.DictReader(io.StringIO(reviewer_client.get(url, {"q": "git push --force", "export": "csv"})
+                                            .content.decode())))
+    assert len(lines) == len(_expected("git push --force"))
+    assert all("git push --force" in line["Text around the match"].lower() for line in lines)  # any case, as found
+    assert {line["Found in"] for line in lines} == {"message", "response", "reasoning"}
+    response = reviewer_client.post(reverse("runs:page-share-create", args=["acme"]),
+                                    {"path": f"{url}?q=git+push+--force", "include_attempts": "on"})
+    assert re.search(r"/s/[A-Za-z0-9_-]+/", response.content.decode())
+    assert len(ShareLink.objects.get().snapshot["tables"][0]["rows"]) == len(lines)
+
+
 def test_the_page_makes_the_same_few_queries_however_many_hits(study, reviewer_client):
     url = reverse("runs:search", args=["acme"])
     reviewer_client.get(url)  # session, cached filter choices
