@@ -38,6 +38,8 @@ def test_it_renders_every_page(reviewer_client, world, name):
     response = reviewer_client.get(reverse(name, args=["evolif"]))
     assert response.status_code == 200
     assert b'href="/help/metrics/#dialogue' in response.content  # the page's own section
+    if name == "runs:dialogue-metrics":
+        assert b'href="/help/metrics/#dialogue-rec"' in response.content  # and why its two REC differ
 
 
 def test_it_shows_the_metrics_of_the_logged_judge(reviewer_client, world):
