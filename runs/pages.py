@@ -167,8 +167,6 @@ class PageDataResponse(HttpResponse):
 def render_page(request: HttpRequest, template: str, context: dict, *, page_data: PageDataBuilder,
                 fragment: str | None = "results") -> HttpResponse:
     """Render a page (or its `fragment` partial for htmx), or its export, or its snapshot data."""
-    if getattr(request, "page_snapshot", False):
-        return PageDataResponse(page_data(context), benchmark_slug=_slug_of(context))
     response = frame_response(request, context, page_data=page_data)
     if response is not None:
         return response
