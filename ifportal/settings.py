@@ -229,6 +229,10 @@ CACHE_URL = env_str("CACHE_URL") or cache_url_beside(CELERY_BROKER_URL)
 #: new leaderboard cache entries one signed-in user (or one address) may have stored per day; past it
 #: pages are computed and not kept (runs.leaderboard_rows.cache_budget)
 IFPORTAL_CACHE_ENTRIES_PER_USER = env_int("IFPORTAL_CACHE_ENTRIES_PER_USER", 600)
+#: share links one user may make in 24 hours, and the megabytes the snapshots of their live (unrevoked) links may
+#: take in the database: past either the Share form says why and makes none (runs.sharing.share_budget_check)
+IFPORTAL_SHARE_LINKS_PER_DAY = env_int("IFPORTAL_SHARE_LINKS_PER_DAY", 100)
+IFPORTAL_SHARE_MB_PER_USER = env_int("IFPORTAL_SHARE_MB_PER_USER", 256)
 CACHES = {
     # Django's RedisCache, one redis.Redis client per pool instead of one per call (ifportal/redis_cache.py)
     "default": {"BACKEND": "ifportal.redis_cache.PooledClientRedisCache", "LOCATION": CACHE_URL}

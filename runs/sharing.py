@@ -11,10 +11,13 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import json
 import secrets
 from datetime import timedelta
 
-from django.db.models import Count, Max
+from django.conf import settings
+from django.core.serializers.json import DjangoJSONEncoder
+from django.db.models import Count, Func, IntegerField, Max, Sum
 from django.http import HttpRequest
 from django.urls import reverse
 from django.utils import timezone
@@ -155,11 +158,53 @@ def share_link_create(*, user, benchmark: Benchmark, state: dict, include_attemp
     return page_share_link_create(user=user, benchmark=benchmark, snapshot=snapshot, expires_in_days=expires_in_days)
 
 
+class ShareRefused(Exception):
+    """Why a user may not make another share link now (`share_budget_check`), and the HTTP status that says so."""
+
+    def __init__(self, message: str, *, status: int):
+        super().__init__(message)
+        self.status = status
+
+
+class StoredSize(Func):
+    """Bytes a JSON column takes where it is stored: PostgreSQL's own (compressed) size, elsewhere its text's."""
+
+    function = "length"
+    output_field = IntegerField()
+
+    def as_postgresql(self, compiler, connection, **extra):
+        return super().as_sql(compiler, connection, function="pg_column_size", **extra)
+
+
+def share_budget_check(user, snapshot: dict) -> None:
+    """ShareRefused when `user` has made IFPORTAL_SHARE_LINKS_PER_DAY links in the last 24 hours, or when this
+    snapshot would take their live links' snapshots past IFPORTAL_SHARE_MB_PER_USER: what one signed-in user's
+    share links may cost the database, however many they make (a revoked link's snapshot is dropped)."""
+    since = timezone.now() - timedelta(days=1)
+    mine = ShareLink.objects.filter(created_by=user)
+    recent = list(mine.filter(created_at__gte=since).order_by("created_at").values_list("created_at", flat=True)
+                  [:settings.IFPORTAL_SHARE_LINKS_PER_DAY])
+    if len(recent) >= settings.IFPORTAL_SHARE_LINKS_PER_DAY:
+        again = recent[0] + timedelta(days=1)
+        raise ShareRefused(f"You have made {len(recent)} share links in the last 24 hours, the most one user may make; "
+                           f"you can make another after {again:%Y-%m-%d %H:%M} UTC.", status=429)
+    budget = settings.IFPORTAL_SHARE_MB_PER_USER * 2**20
+    size = len(json.dumps(snapshot, cls=DjangoJSONEncoder))  # as the JSON column writes it; no smaller stored
+    stored = mine.filter(revoked_at__isnull=True).aggregate(n=Sum(StoredSize("snapshot")))["n"] or 0
+    if stored + size > budget:
+        raise ShareRefused(f"This page's snapshot takes {size / 2**20:.1f} MB and your live share links already "
+                           f"take {stored / 2**20:.1f} MB of the {settings.IFPORTAL_SHARE_MB_PER_USER} MB one user's "
+                           "links may take: revoke links you no longer need (their snapshots are then dropped), "
+                           "or share a narrower page, or this page without its attempts.", status=413)
+
+
 def page_share_link_create(*, user, benchmark: Benchmark, snapshot: dict,
                            expires_in_days: int | None = None) -> tuple[ShareLink, str]:
     """A new link to a frozen page snapshot (`runs.pages.page_snapshot`); returns the link and its token (shown once).
 
-    A snapshot made with its attempts gives the link the attempts scope: it opens those attempts and no others."""
+    A snapshot made with its attempts gives the link the attempts scope: it opens those attempts and no others.
+    ShareRefused past the user's share budget (`share_budget_check`)."""
+    share_budget_check(user, snapshot)
     token = secrets.token_urlsafe(TOKEN_BYTES)
     attempt_ids = sorted(int(i) for i in snapshot.get("attempts") or ())
     link = ShareLink.objects.create(
@@ -172,11 +217,12 @@ def page_share_link_create(*, user, benchmark: Benchmark, snapshot: dict,
 
 
 def share_link_revoke(*, user, link_id: int) -> ShareLink | None:
-    """Revoke one of the user's links (idempotent); None when the user has no such link."""
+    """Revoke one of the user's links (idempotent); None when the user has no such link. Its snapshot is dropped:
+    nobody can open it again, and its space returns to the user's share budget."""
     link = ShareLink.objects.filter(pk=link_id, created_by=user).first()
     if link is not None and link.revoked_at is None:
-        link.revoked_at = timezone.now()
-        link.save(update_fields=["revoked_at"])
+        link.revoked_at, link.snapshot = timezone.now(), {}
+        link.save(update_fields=["revoked_at", "snapshot"])
     return link
 
 

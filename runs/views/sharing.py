@@ -13,6 +13,7 @@ from django.http import Http404, HttpResponse, QueryDict
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.cache import never_cache
+from django.utils.html import format_html
 from django.views.decorators.http import require_GET, require_POST
 
 from runs.access import benchmark_for, blind_safe
@@ -53,13 +54,24 @@ def _create(request, benchmark: Benchmark, *, path: str, include_attempts: bool,
     try:
         snapshot = pages.page_snapshot(request, path=path, benchmark_slug=benchmark.slug, include_attempts=include_attempts)
     except pages.NotShareable as exc:
-        return HttpResponse(f"This page cannot be shared: {exc}.", status=400)
-    link, token = sharing.page_share_link_create(user=request.user, benchmark=benchmark, snapshot=snapshot,
-                                                 expires_in_days=int(expires_in) if expires_in else None)
+        return _refused(request, f"This page cannot be shared: {exc}.", status=400)
+    try:
+        link, token = sharing.page_share_link_create(user=request.user, benchmark=benchmark, snapshot=snapshot,
+                                                     expires_in_days=int(expires_in) if expires_in else None)
+    except sharing.ShareRefused as exc:
+        return _refused(request, str(exc), status=exc.status)
     context = {"link": link, "url": request.build_absolute_uri(reverse("runs:share", args=[token])),
                "benchmark": benchmark, "back_url": path, "back_label": snapshot["title"]}
     template = "runs/sharing/created.html#result" if request.htmx else "runs/sharing/created.html"
     return render(request, template, context)
+
+
+def _refused(request, message: str, *, status: int) -> HttpResponse:
+    """Why no link was made: in the Share form's result box for htmx (which swaps only a 2xx answer into it, so the
+    refusal comes as 200 with the reason), else as a plain answer with its status."""
+    if request.htmx:
+        return HttpResponse(format_html('<p class="notice error" role="alert">{}</p>', message))
+    return HttpResponse(message, status=status, content_type="text/plain; charset=utf-8")
 
 
 # private: create, list, revoke, export --------------------------------------------------

@@ -28,6 +28,7 @@ from django.core.exceptions import ValidationError
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import call_command
 from django.db import OperationalError
+from django.db.models import Sum
 from django.test import Client, RequestFactory
 from django.urls import reverse
 from django.utils import timezone
@@ -39,6 +40,7 @@ from runs.ingest import IngestFailed, Options, Source, ingest
 from runs.cache import _database_tag
 from runs.middleware import UploadLimitMiddleware
 from runs.models import Job, ShareLink, Verdict
+from runs.sharing import StoredSize
 from runs.templatetags.figures import figure_json
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -65,6 +67,58 @@ def signed_in(django_user_model, name: str) -> Client:
     client = Client()
     client.force_login(django_user_model.objects.create_user(name, password=f"pw-{name}-long-1"))
     return client
+
+
+# fill the database with share links ---------------------------------------------------------------------
+@pytest.mark.django_db
+def test_one_user_cannot_fill_the_database_with_share_links(django_user_model, settings):
+    """Each share link stores a frozen snapshot of its page. One user may make IFPORTAL_SHARE_LINKS_PER_DAY links a
+    day, and their live links' snapshots may take IFPORTAL_SHARE_MB_PER_USER; past either the Share form says why
+    (in its result box for htmx) and nothing is stored. Revoking a link drops its snapshot and frees its space."""
+    from django.contrib.auth.models import Group
+
+    bench, _ = build_study()
+    attacker = signed_in(django_user_model, "sharer")
+    django_user_model.objects.get(username="sharer").groups.add(Group.objects.get_or_create(name="reviewer")[0])
+    colleague = signed_in(django_user_model, "colleague")
+    django_user_model.objects.get(username="colleague").groups.add(Group.objects.get_or_create(name="reviewer")[0])
+    url = reverse("runs:page-share-create", args=[bench.slug])
+    path = reverse("runs:checklist-leaderboard", args=[bench.slug])
+    settings.IFPORTAL_SHARE_LINKS_PER_DAY = 3
+    for _ in range(3):
+        assert "/s/" in attacker.post(url, {"path": path}).content.decode()
+    refused = attacker.post(url, {"path": path})
+    assert refused.status_code == 429 and "3 share links in the last 24 hours" in refused.content.decode()
+    shown = attacker.post(url, {"path": path}, HTTP_HX_REQUEST="true")  # the form's result box: htmx swaps only 2xx
+    assert shown.status_code == 200 and 'role="alert"' in shown.content.decode() and "/s/" not in shown.content.decode()
+    assert ShareLink.objects.count() == 3
+    ShareLink.objects.update(created_at=timezone.now() - timedelta(days=1, minutes=1))  # a day later
+    assert "/s/" in attacker.post(url, {"path": path}).content.decode()
+
+    settings.IFPORTAL_SHARE_LINKS_PER_DAY = 100
+    settings.IFPORTAL_SHARE_MB_PER_USER = 0  # no room for any snapshot
+    refused = attacker.post(url, {"path": path})
+    assert refused.status_code == 413 and "revoke links you no longer need" in refused.content.decode()
+    assert ShareLink.objects.count() == 4
+    for link in ShareLink.objects.all():  # revoked: their snapshots dropped, their space free again
+        attacker.post(reverse("runs:share-revoke", args=[link.pk]))
+    assert all(link.snapshot == {} for link in ShareLink.objects.all())
+    settings.IFPORTAL_SHARE_MB_PER_USER = 0.05  # about 52 KB: a few links' snapshots
+    made = ShareLink.objects.count()
+    for _ in range(200):
+        if attacker.post(url, {"path": path}).status_code != 200:
+            break
+    else:
+        pytest.fail("the budget never ended the links")
+    stored = ShareLink.objects.filter(created_by__username="sharer").aggregate(n=Sum(StoredSize("snapshot")))["n"]
+    assert stored <= 0.05 * 2**20 and ShareLink.objects.count() > made
+    # a colleague's budget is their own; revoking frees the attacker's
+    assert "/s/" in colleague.post(url, {"path": path}).content.decode()
+    assert attacker.post(url, {"path": path}).status_code == 413
+    live = ShareLink.objects.filter(created_by__username="sharer", revoked_at__isnull=True).order_by("id")
+    for link in live[:2]:
+        attacker.post(reverse("runs:share-revoke", args=[link.pk]))
+    assert "/s/" in attacker.post(url, {"path": path}).content.decode()
 
 
 # fill the cache ---------------------------------------------------------------------------------------
