@@ -157,7 +157,7 @@ class ShareLinkAdmin(admin.ModelAdmin):
 
     @admin.action(description="Revoke the selected share links")
     def revoke(self, request, queryset):
-        n = queryset.filter(revoked_at__isnull=True).update(revoked_at=timezone.now())
+        n = queryset.filter(revoked_at__isnull=True).update(revoked_at=timezone.now(), snapshot={})
         self.message_user(request, f"Revoked {n} share link(s); their URLs now answer 404.")
 
     def has_add_permission(self, request) -> bool:
