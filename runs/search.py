@@ -30,14 +30,14 @@ stored, a page at a time after a cursor; every query is bounded by a LIMIT and, 
 PostgreSQL, by a statement timeout (`IFPORTAL_SEARCH_TIMEOUT_MS`), the whole search by as much.
 Common text is found by walking rows in id order, rare text through the trigram index's
 candidates; which one a query is cannot be told before, so the two take turns, each bounded
-(`_transcript_ids`, `_first_ids`).
+(`_walked_or_tried`).
 """
 from __future__ import annotations
 
 import itertools
 import re
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from django.conf import settings
@@ -68,15 +68,12 @@ CONTEXT = 120
 SOURCES = (SearchSource.MESSAGE, SearchSource.RESPONSE, SearchSource.REASONING)
 MODES = ("text", "words")
 _WRITE_BATCH = 2000
-#: how long (ms) the trigram index's candidates of one source are tried before the rows are walked instead: the
-#: reasoning's one try (`_first_ids`, after a walk of at most REASONING_WALK_MS), and the transcripts' tries
-#: between their walks (`_transcript_ids`)
-CANDIDATES_MS = 150
-REASONING_WALK_MS = 40
-TRANSCRIPT_CANDIDATES_MS = (50, 150)
-#: rows of a transcript source walked in id order in turn with those tries (`_transcript_ids`): the first walk
-#: answers text in more than about 1.3% of the rows, and every source of fewer rows, in 8-17 ms (4-8 us a row
-#: for ILIKE on pieces of 680-1,500 characters); the last size repeats to the source's end
+#: how long (ms) the trigram index's candidates of a source are tried between the walks (`_walked_or_tried`)
+#: before the rows are walked on instead
+CANDIDATE_TRIES_MS = (50, 150)
+#: rows of a source walked in id order in turn with those tries (`_walked_or_tried`): the first walk answers
+#: text in more than about 1.3% of the rows, and every source of fewer rows, in 8-17 ms for transcripts (4-8 us
+#: a row for ILIKE on pieces of 680-1,500 characters); the last size repeats to the source's end
 WALK_ROWS = (2_000, 8_000, 32_000)
 #: a run or model filter naming more runs than this walks the benchmark's rows (checking the run) instead of
 #: one index probe per run
@@ -504,27 +501,25 @@ def _plan(cursor, *, timeout_ms: int, walk: bool | None = None) -> None:
                    [str(int(timeout_ms)), "off" if walk else "on", "off" if walk is False else "on"])
 
 
-def _first_ids(rows: models.QuerySet, want: int, *, deadline: float) -> list[int]:
-    """The ids of the first `want` rows in id order, of judge reasoning (verdicts have no walk index).
+def _reasoning_ids(benchmark: Benchmark, query: SearchQuery, want: int, *, deadline: float) -> list[int]:
+    """The ids of the first `want` verdicts, in id order, whose judge reasoning the query finds.
 
-    Two ways to get them: walk the rows in id order until `want` match (fast when the text is common; a rare one
-    reads everything), or collect every candidate of the trigram index, check each, sort (fast when it is rare;
-    the cost grows with the candidates). PostgreSQL estimates how many rows match a pattern poorly (20 matches
-    estimated 1,310), so the search decides by trying: on PostgreSQL a walk for at most REASONING_WALK_MS, then
-    the candidates for at most CANDIDATES_MS, then the walk to the end (`broken in turn 3` in failed verdicts'
-    reasoning of the 1M study: 164 ms of candidates and a 27 ms walk before, the walk alone now)."""
-    ordered = rows.order_by("id").values_list("id", flat=True)[:want]
+    On PostgreSQL, as for transcripts (`_walked_or_tried`): walks of the next WALK_ROWS verdicts in id order
+    (of every benchmark: verdicts have no benchmark column; the primary key's range, checked against the
+    query, the benchmark and the filters) in turn with tries of the trigram index's candidates. A walk bounded
+    by rows read decides the same way on a fast machine and a slow one; the walk bounded by 40 ms it replaces
+    put `broken in turn 3` in failed verdicts' reasoning (a 36-41 ms walk at 10M) on a cliff between 85 and
+    300 ms (docs/performance.md, "Session 12")."""
+    rows = _reasoning_rows(benchmark, query)
+    start = query.after[1] if query.after and query.after[0] == SearchSource.REASONING else 0
     if connection.vendor != "postgresql":
-        return list(ordered)
-    ids = _tried(ordered, min(REASONING_WALK_MS, _ms_left(deadline)), walk=True)
-    if ids is None:
-        ids = _tried(ordered, min(CANDIDATES_MS, _ms_left(deadline)), walk=False)
-    if ids is None:
-        with connection.cursor() as cursor:
-            _plan(cursor, timeout_ms=_ms_left(deadline), walk=True)
-            ids = list(ordered)
-            _plan(cursor, timeout_ms=settings.IFPORTAL_SEARCH_TIMEOUT_MS)  # the settings of the transaction again
-    return ids
+        return list(rows.filter(id__gt=start).order_by("id").values_list("id", flat=True)[:want])
+    table = Verdict._meta.db_table
+
+    def chunk(after: int, size: int) -> _Chunk:
+        return _Chunk(f"SELECT id FROM {table} WHERE id > %s ORDER BY id LIMIT %s", [after, size])
+
+    return _walked_or_tried(rows, rows, chunk, start=start, want=want, deadline=deadline)
 
 
 def _tried(ordered: models.QuerySet, budget_ms: float, *, walk: bool) -> list[int] | None:
@@ -546,30 +541,44 @@ def _transcript_ids(benchmark: Benchmark, query: SearchQuery, source: str, want:
                     deadline: float) -> list[int]:
     """The ids of the first `want` rows of a transcript source that the query finds, in id order.
 
-    On PostgreSQL two ways take turns, each bounded: a walk of the next WALK_ROWS rows of the source (those the
-    benchmark, run and model filters leave, found through the walk indexes without reading their text, then
-    checked against it) and a try of the trigram index's candidates after the rows walked, for at most
-    TRANSCRIPT_CANDIDATES_MS. A walk answers text common enough to fill a page within its rows, and a source
-    with fewer rows; candidates answer rare text whatever its place; each walk starts where the last stopped,
-    in the filtered runs' rows. So common text no longer waits for 150 ms of candidates first, nor behind a run
-    filter for a bound found through the attempts (at 1 GB: `error` 244 -> 109 ms, `error` in the last run 213
-    -> 5 ms; docs/performance.md, "Search every transcript"). Elsewhere one query: SQLite scans anyway.
+    On PostgreSQL (`_walked_or_tried`) the walks read the next WALK_ROWS rows of the source that the
+    benchmark, run and model filters leave, found through the walk indexes without reading their text
+    (`_walk_chunk`); so common text no longer waits for 150 ms of candidates first, nor behind a run filter for
+    a bound found through the attempts (at 1 GB: `error` 244 -> 109 ms, `error` in the last run 213 -> 5 ms;
+    docs/performance.md, "Search every transcript"). Elsewhere one query: SQLite scans anyway.
 
-    `run_ids`: the filtered runs to walk (`_walk_runs`). `deadline` (time.monotonic()): past it the search is
-    too slow (SearchTooSlow), as one statement past the statement timeout is."""
+    `run_ids`: the filtered runs to walk (`_walk_runs`)."""
     start = query.after[1] if query.after and query.after[0] == source else 0
-    candidates = _text_rows(benchmark, query, source).filter(id__gt=start)
+    candidates = _text_rows(benchmark, query, source)
     if connection.vendor != "postgresql":
-        return list(candidates.order_by("id").values_list("id", flat=True)[:want])
-    walked = _text_rows(benchmark, query, source, walked=True)
+        return list(candidates.filter(id__gt=start).order_by("id").values_list("id", flat=True)[:want])
     if run_ids == []:
         return []
+    walked = _text_rows(benchmark, query, source, walked=True)
     if run_ids:
         walked = walked.filter(run_id__in=run_ids)  # the run walk index's condition, so the planner can use it
+
+    def chunk(after: int, size: int) -> _Chunk:
+        return _walk_chunk(benchmark, source, run_ids, start=after, size=size)
+
+    return _walked_or_tried(walked, candidates, chunk, start=start, want=want, deadline=deadline)
+
+
+def _walked_or_tried(walked: models.QuerySet, candidates: models.QuerySet, chunk_of: Callable[[int, int], _Chunk],
+                     *, start: int, want: int, deadline: float) -> list[int]:
+    """The ids of the first `want` rows after id `start` that the query finds, in id order (PostgreSQL).
+
+    Two ways to find them take turns, each bounded: a walk of the next WALK_ROWS rows (`chunk_of(after, size)`,
+    their ids; `walked`, the query checked against each of them) and a try of the trigram index's candidates
+    after the rows walked (`candidates`) for at most CANDIDATE_TRIES_MS. A walk answers text common enough to
+    fill a page within its rows, and a source with fewer rows; candidates answer rare text whatever its place
+    (PostgreSQL estimates how many rows match a pattern poorly, so which one a query is cannot be told before);
+    each walk starts where the last stopped. `deadline` (time.monotonic()): past it the search is too slow
+    (SearchTooSlow), as one statement past the statement timeout is."""
     found: list[int] = []
-    tries = iter(TRANSCRIPT_CANDIDATES_MS)
+    tries = iter(CANDIDATE_TRIES_MS)
     for size in itertools.chain(WALK_ROWS, itertools.repeat(WALK_ROWS[-1])):
-        chunk = _walk_chunk(benchmark, source, run_ids, start=start, size=size)
+        chunk = chunk_of(start, size)
         with connection.cursor() as cursor:
             _plan(cursor, timeout_ms=_ms_left(deadline))
             cursor.execute(f"SELECT min(id), max(id), count(*) FROM ({chunk.sql}) AS chunk", chunk.params)
@@ -646,10 +655,7 @@ def _search(benchmark: Benchmark, query: SearchQuery, page_size: int) -> SearchP
             continue
         want = page_size + 1 - len(found)
         if source == SearchSource.REASONING:
-            rows = _reasoning_rows(benchmark, query)
-            if query.after and query.after[0] == source:
-                rows = rows.filter(id__gt=query.after[1])
-            ids = _first_ids(rows, want, deadline=deadline)
+            ids = _reasoning_ids(benchmark, query, want, deadline=deadline)
         else:
             ids = _transcript_ids(benchmark, query, source, want, run_ids=run_ids, deadline=deadline)
         found += [(source, pk) for pk in ids]

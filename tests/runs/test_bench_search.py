@@ -21,13 +21,13 @@ pytestmark = pytest.mark.django_db
 INSTANCES, RUNS = 6, 3
 
 
-def _study(tmp_path) -> Benchmark:
-    records = [{"type": "benchmark", "slug": "corpus", "name": "Corpus", "kind": "checklist"}]
+def _study(tmp_path, slug: str = "corpus", runs=range(RUNS)) -> Benchmark:
+    records = [{"type": "benchmark", "slug": slug, "name": slug.title(), "kind": "checklist"}]
     records += [{"type": "instance", "id": f"task-{i}", "items": [{"key": "a", "description": "A"},
                                                                  {"key": "b", "description": "B"}]}
                 for i in range(INSTANCES)]
-    records += [{"type": "run", "label": f"m{r}-r1", "model": f"model-{r}"} for r in range(RUNS)]
-    for r in range(RUNS):
+    records += [{"type": "run", "label": f"m{r}-r1", "model": f"model-{r}"} for r in runs]
+    for r in runs:
         for i in range(INSTANCES):
             records.append({"type": "attempt", "run": f"m{r}-r1", "instance": f"task-{i}", "response": ""})
             for key in ("a", "b"):
@@ -36,10 +36,10 @@ def _study(tmp_path) -> Benchmark:
                     records.append({"type": "verdict", "run": f"m{r}-r1", "instance": f"task-{i}", "item": key,
                                     "judge": judge, "result": "fail" if failed else "pass",
                                     "reasoning": "Broken." if failed else "Fine."})
-    path = tmp_path / "study.jsonl"
+    path = tmp_path / f"{slug}-{min(runs)}.jsonl"
     path.write_text("\n".join(json.dumps(r) for r in records) + "\n", encoding="utf-8")
     ingest("native", [Source.of(path)], Options())
-    return Benchmark.objects.get(slug="corpus")
+    return Benchmark.objects.get(slug=slug)
 
 
 def _hits(benchmark, text, **params):
@@ -164,12 +164,53 @@ def test_walks_and_candidates_taking_turns_find_the_hits_computed_in_python(post
         assert found(params) == expected[str(params)], params
     monkeypatch.setattr(s, "WALK_ROWS", (1, 1))
     monkeypatch.setattr(s, "_tried", real_tried)
-    monkeypatch.setattr(s, "TRANSCRIPT_CANDIDATES_MS", (10_000,))  # the candidates always answer
+    monkeypatch.setattr(s, "CANDIDATE_TRIES_MS", (10_000,))  # the candidates always answer
     for params in CASES:
         assert found(params) == expected[str(params)], params
     # a run with no text: nothing to walk
     Run.objects.create(benchmark=benchmark, label="empty-r1", model=Run.objects.first().model)
     assert _hits(benchmark, bs.COMMON, source="message", run="empty-r1") == []
+
+
+def _python_reasoning_hits(benchmark, text: str, *, run: str = "", model: str = "", verdict: str = "") -> list[int]:
+    """The verdicts of `benchmark` whose reasoning holds `text` (ignoring case), filtered, in id order."""
+    rows = Verdict.objects.filter(attempt__run__benchmark=benchmark).order_by("id")
+    for lookup, value in (("attempt__run__label", run), ("attempt__run__model__name", model), ("result", verdict)):
+        rows = rows.filter(**{lookup: value}) if value else rows
+    return [pk for pk, reasoning in rows.values_list("id", "reasoning") if text.lower() in reasoning.lower()]
+
+
+def test_reasoning_walks_and_candidates_taking_turns_find_the_hits_computed_in_python(postgres, tmp_path,
+                                                                                     monkeypatch):
+    """Judge reasoning (runs.search._reasoning_ids) is walked along the verdicts' primary key, every benchmark's
+    verdicts in turn (they have no benchmark column), with tries of the trigram candidates between, as
+    transcripts are. Whichever way answers (walks only, in chunks of a few rows crossing another benchmark's
+    verdicts; candidates only; the two as they come), the hits are those computed in Python, page after page,
+    and never another benchmark's."""
+    benchmark = _study(tmp_path)
+    _study(tmp_path, slug="other")  # its verdicts lie between the study's runs in id order
+    _study(tmp_path, runs=range(RUNS, RUNS + 2))
+    cases = ({}, {"verdict": "fail"}, {"model": "model-1"}, {"run": f"m{RUNS + 1}-r1"}, {"verdict": "pass"})
+    for text in ("broken", "FINE"):
+        expected = {str(p): _python_reasoning_hits(benchmark, text, **p) for p in cases}
+        assert len(expected["{}"]) > 25  # more than a page: the cursor is walked too
+
+        def found(params):
+            return [h.id for h in _hits(benchmark, text, source="reasoning", **params)]
+
+        for params in cases:  # as they come
+            assert found(params) == expected[str(params)], (text, params)
+        real_tried = s._tried
+        monkeypatch.setattr(s, "WALK_ROWS", (3, 7, 11))
+        monkeypatch.setattr(s, "_tried", lambda ordered, budget_ms, *, walk: None)  # every try outlasts its budget
+        for params in cases:
+            assert found(params) == expected[str(params)], (text, params)
+        monkeypatch.setattr(s, "WALK_ROWS", (1, 1))
+        monkeypatch.setattr(s, "_tried", real_tried)
+        monkeypatch.setattr(s, "CANDIDATE_TRIES_MS", (10_000,))  # the candidates always answer
+        for params in cases:
+            assert found(params) == expected[str(params)], (text, params)
+        monkeypatch.undo()
 
 
 def test_walk_chunks_are_the_next_rows_by_benchmark_or_by_run_from_the_walk_indexes(postgres, tmp_path):
