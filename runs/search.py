@@ -26,7 +26,7 @@ from 31,800 to 26,200 verdicts/s (docs/performance.md, "Search every transcript"
 index answers exact phrases, which stemming cannot, and every-word searches as well.
 
 Hits are listed source by source (messages, responses, reasoning), each in the order it was
-stored, a page at a time after a cursor; every query is bounded by a LIMIT and, on
+stored (reasoning by attempt, then as stored), a page at a time after a cursor; every query is bounded by a LIMIT and, on
 PostgreSQL, by a statement timeout (`IFPORTAL_SEARCH_TIMEOUT_MS`), the whole search by as much.
 Common text is found by walking rows in id order, rare text through the trigram index's
 candidates; which one a query is cannot be told before, so the two take turns, each bounded
@@ -75,6 +75,9 @@ CANDIDATE_TRIES_MS = (50, 150)
 #: text in more than about 1.3% of the rows, and every source of fewer rows, in 8-17 ms for transcripts (4-8 us
 #: a row for ILIKE on pieces of 680-1,500 characters); the last size repeats to the source's end
 WALK_ROWS = (2_000, 8_000, 32_000)
+#: attempts whose judge reasoning is walked in turn with those tries (`_reasoning_ids`): an OctoBench attempt has
+#: 33 items x its judges' verdicts, so about as many verdicts as WALK_ROWS rows at three judges
+REASONING_WALK_ATTEMPTS = (20, 80, 320)
 #: a run or model filter naming more runs than this walks the benchmark's rows (checking the run) instead of
 #: one index probe per run
 WALK_MAX_RUNS = 16
@@ -501,25 +504,41 @@ def _plan(cursor, *, timeout_ms: int, walk: bool | None = None) -> None:
                    [str(int(timeout_ms)), "off" if walk else "on", "off" if walk is False else "on"])
 
 
-def _reasoning_ids(benchmark: Benchmark, query: SearchQuery, want: int, *, deadline: float) -> list[int]:
-    """The ids of the first `want` verdicts, in id order, whose judge reasoning the query finds.
+def _reasoning_ids(benchmark: Benchmark, query: SearchQuery, want: int, *, run_ids: list[int] | None,
+                   deadline: float) -> list[int]:
+    """The ids of the first `want` verdicts whose judge reasoning the query finds, in attempt order (and in id order
+    within an attempt): verdicts have no benchmark column, so the benchmark's rows are walked by its attempts.
 
-    On PostgreSQL, as for transcripts (`_walked_or_tried`): walks of the next WALK_ROWS verdicts in id order
-    (of every benchmark: verdicts have no benchmark column; the primary key's range, checked against the
-    query, the benchmark and the filters) in turn with tries of the trigram index's candidates. A walk bounded
-    by rows read decides the same way on a fast machine and a slow one; the walk bounded by 40 ms it replaces
-    put `broken in turn 3` in failed verdicts' reasoning (a 36-41 ms walk at 10M) on a cliff between 85 and
-    300 ms (docs/performance.md, "Session 12")."""
+    On PostgreSQL, as for transcripts (`_walked_or_tried`): walks of the verdicts of the benchmark's next
+    REASONING_WALK_ATTEMPTS attempts (of the filtered runs, `run_ids`, when a run or model filter names few) in
+    turn with tries of the trigram index's candidates. A walk bounded by attempts read decides the same way on a
+    fast machine and a slow one, and never reads another benchmark's verdicts; the walk along the primary key it
+    replaces read every verdict stored before the benchmark's and, bounded by 40 ms, put `broken in turn 3` in
+    failed verdicts' reasoning on a cliff between 85 and 300 ms (docs/performance.md, "Session 12")."""
     rows = _reasoning_rows(benchmark, query)
-    start = query.after[1] if query.after and query.after[0] == SearchSource.REASONING else 0
+    after_attempt = after_id = 0
+    if query.after and query.after[0] == SearchSource.REASONING:
+        after_id = query.after[1]
+        after_attempt = Verdict.objects.filter(id=after_id).values_list("attempt_id", flat=True).first()
+        if after_attempt is None:
+            raise SearchRefused("The hit this page went on from is gone (its verdicts were deleted): search again.")
+    ordered = rows.order_by("attempt_id", "id").values_list("id", flat=True)
+    rest_of_attempt = list(ordered.filter(attempt_id=after_attempt, id__gt=after_id)[:want]) if after_id else []
     if connection.vendor != "postgresql":
-        return list(rows.filter(id__gt=start).order_by("id").values_list("id", flat=True)[:want])
-    table = Verdict._meta.db_table
+        return rest_of_attempt + list(ordered.filter(attempt_id__gt=after_attempt)[:want - len(rest_of_attempt)])
+    if len(rest_of_attempt) >= want or run_ids == []:
+        return rest_of_attempt
+    table, runs = Attempt._meta.db_table, Run._meta.db_table
 
     def chunk(after: int, size: int) -> _Chunk:
-        return _Chunk(f"SELECT id FROM {table} WHERE id > %s ORDER BY id LIMIT %s", [after, size])
+        if run_ids is None:
+            return _Chunk(f"SELECT a.id FROM {table} a JOIN {runs} r ON r.id = a.run_id WHERE r.benchmark_id = %s "
+                          "AND a.id > %s ORDER BY a.id LIMIT %s", [benchmark.id, after, size])
+        return _Chunk(f"SELECT id FROM {table} WHERE run_id = ANY(%s) AND id > %s ORDER BY id LIMIT %s",
+                      [run_ids, after, size])
 
-    return _walked_or_tried(rows, rows, chunk, start=start, want=want, deadline=deadline)
+    return rest_of_attempt + _walked_or_tried(rows, rows, chunk, start=after_attempt, want=want - len(rest_of_attempt),
+                                              deadline=deadline, key="attempt_id", sizes=REASONING_WALK_ATTEMPTS)
 
 
 def _tried(ordered: models.QuerySet, budget_ms: float, *, walk: bool) -> list[int] | None:
@@ -565,19 +584,23 @@ def _transcript_ids(benchmark: Benchmark, query: SearchQuery, source: str, want:
 
 
 def _walked_or_tried(walked: models.QuerySet, candidates: models.QuerySet, chunk_of: Callable[[int, int], _Chunk],
-                     *, start: int, want: int, deadline: float) -> list[int]:
-    """The ids of the first `want` rows after id `start` that the query finds, in id order (PostgreSQL).
+                     *, start: int, want: int, deadline: float, key: str = "id",
+                     sizes: Sequence[int] | None = None) -> list[int]:
+    """The ids of the first `want` rows after `start` that the query finds, in `key` order, then id order (PostgreSQL).
 
-    Two ways to find them take turns, each bounded: a walk of the next WALK_ROWS rows (`chunk_of(after, size)`,
-    their ids; `walked`, the query checked against each of them) and a try of the trigram index's candidates
-    after the rows walked (`candidates`) for at most CANDIDATE_TRIES_MS. A walk answers text common enough to
+    Two ways to find them take turns, each bounded: a walk of the rows of the next `sizes` values of `key` (their
+    ids or their attempts: `chunk_of(after, size)`, those values; `walked`, the query checked against each row)
+    and a try of the trigram index's candidates after the rows walked (`candidates`) for at most
+    CANDIDATE_TRIES_MS. A walk answers text common enough to
     fill a page within its rows, and a source with fewer rows; candidates answer rare text whatever its place
     (PostgreSQL estimates how many rows match a pattern poorly, so which one a query is cannot be told before);
     each walk starts where the last stopped. `deadline` (time.monotonic()): past it the search is too slow
     (SearchTooSlow), as one statement past the statement timeout is."""
     found: list[int] = []
     tries = iter(CANDIDATE_TRIES_MS)
-    for size in itertools.chain(WALK_ROWS, itertools.repeat(WALK_ROWS[-1])):
+    order = list(dict.fromkeys((key, "id")))
+    sizes = sizes or WALK_ROWS
+    for size in itertools.chain(sizes, itertools.repeat(sizes[-1])):
         chunk = chunk_of(start, size)
         with connection.cursor() as cursor:
             _plan(cursor, timeout_ms=_ms_left(deadline))
@@ -587,16 +610,16 @@ def _walked_or_tried(walked: models.QuerySet, candidates: models.QuerySet, chunk
                 _plan(cursor, timeout_ms=_ms_left(deadline), walk=True)
                 # the chunk's rows by their id range where they lie together (the table is in import order), else
                 # by their ids: a range with gaps (runs imported apart) would walk every row between them
-                in_chunk = (dict(id__gte=first, id__lte=last) if last - first < 2 * rows
-                            else dict(id__in=RawSQL(chunk.sql, chunk.params)))
-                found += walked.filter(**in_chunk).order_by("id").values_list("id", flat=True)[:want - len(found)]
+                in_chunk = ({f"{key}__gte": first, f"{key}__lte": last} if last - first < 2 * rows
+                            else {f"{key}__in": RawSQL(chunk.sql, chunk.params)})
+                found += walked.filter(**in_chunk).order_by(*order).values_list("id", flat=True)[:want - len(found)]
             _plan(cursor, timeout_ms=settings.IFPORTAL_SEARCH_TIMEOUT_MS)
         if len(found) >= want or rows < size:  # a page, or the source's last row walked
             return found
         start = last
         budget = next(tries, None)
         if budget is not None:
-            rest = candidates.filter(id__gt=start).order_by("id").values_list("id", flat=True)[:want - len(found)]
+            rest = candidates.filter(**{f"{key}__gt": start}).order_by(*order).values_list("id", flat=True)[:want - len(found)]
             if (ids := _tried(rest, min(budget, _ms_left(deadline)), walk=False)) is not None:
                 return found + ids
     return found
@@ -646,16 +669,15 @@ def _search(benchmark: Benchmark, query: SearchQuery, page_size: int) -> SearchP
     page = SearchPage(query=query)
     found: list[tuple[str, int]] = []
     deadline = time.monotonic() + settings.IFPORTAL_SEARCH_TIMEOUT_MS / 1000
-    # the filtered runs the transcript sources walk: looked up once per search, not once per source
-    walks = connection.vendor == "postgresql" and any(s != SearchSource.REASONING for s in query.sources)
-    run_ids = _walk_runs(benchmark, query) if walks else None
+    # the filtered runs every source walks: looked up once per search, not once per source
+    run_ids = _walk_runs(benchmark, query) if connection.vendor == "postgresql" else None
     start = SOURCES.index(query.after[0]) if query.after else 0
     for source in SOURCES[start:]:
         if source not in query.sources:
             continue
         want = page_size + 1 - len(found)
         if source == SearchSource.REASONING:
-            ids = _reasoning_ids(benchmark, query, want, deadline=deadline)
+            ids = _reasoning_ids(benchmark, query, want, run_ids=run_ids, deadline=deadline)
         else:
             ids = _transcript_ids(benchmark, query, source, want, run_ids=run_ids, deadline=deadline)
         found += [(source, pk) for pk in ids]

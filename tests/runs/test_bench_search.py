@@ -173,8 +173,8 @@ def test_walks_and_candidates_taking_turns_find_the_hits_computed_in_python(post
 
 
 def _python_reasoning_hits(benchmark, text: str, *, run: str = "", model: str = "", verdict: str = "") -> list[int]:
-    """The verdicts of `benchmark` whose reasoning holds `text` (ignoring case), filtered, in id order."""
-    rows = Verdict.objects.filter(attempt__run__benchmark=benchmark).order_by("id")
+    """The verdicts of `benchmark` whose reasoning holds `text` (ignoring case), filtered, by attempt then id."""
+    rows = Verdict.objects.filter(attempt__run__benchmark=benchmark).order_by("attempt_id", "id")
     for lookup, value in (("attempt__run__label", run), ("attempt__run__model__name", model), ("result", verdict)):
         rows = rows.filter(**{lookup: value}) if value else rows
     return [pk for pk, reasoning in rows.values_list("id", "reasoning") if text.lower() in reasoning.lower()]
@@ -182,11 +182,11 @@ def _python_reasoning_hits(benchmark, text: str, *, run: str = "", model: str = 
 
 def test_reasoning_walks_and_candidates_taking_turns_find_the_hits_computed_in_python(postgres, tmp_path,
                                                                                      monkeypatch):
-    """Judge reasoning (runs.search._reasoning_ids) is walked along the verdicts' primary key, every benchmark's
-    verdicts in turn (they have no benchmark column), with tries of the trigram candidates between, as
-    transcripts are. Whichever way answers (walks only, in chunks of a few rows crossing another benchmark's
-    verdicts; candidates only; the two as they come), the hits are those computed in Python, page after page,
-    and never another benchmark's."""
+    """Judge reasoning (runs.search._reasoning_ids) is walked by the benchmark's attempts (verdicts have no
+    benchmark column), or the filtered runs' attempts, with tries of the trigram candidates between, as transcripts
+    are. Whichever way answers (walks only, in chunks of a few attempts, with another benchmark's attempts between
+    them; candidates only; the two as they come), the hits are those computed in Python, page after page (a page
+    may end inside an attempt), and never another benchmark's."""
     benchmark = _study(tmp_path)
     _study(tmp_path, slug="other")  # its verdicts lie between the study's runs in id order
     _study(tmp_path, runs=range(RUNS, RUNS + 2))
@@ -201,11 +201,11 @@ def test_reasoning_walks_and_candidates_taking_turns_find_the_hits_computed_in_p
         for params in cases:  # as they come
             assert found(params) == expected[str(params)], (text, params)
         real_tried = s._tried
-        monkeypatch.setattr(s, "WALK_ROWS", (3, 7, 11))
+        monkeypatch.setattr(s, "REASONING_WALK_ATTEMPTS", (1, 2, 3))
         monkeypatch.setattr(s, "_tried", lambda ordered, budget_ms, *, walk: None)  # every try outlasts its budget
         for params in cases:
             assert found(params) == expected[str(params)], (text, params)
-        monkeypatch.setattr(s, "WALK_ROWS", (1, 1))
+        monkeypatch.setattr(s, "REASONING_WALK_ATTEMPTS", (1, 1))
         monkeypatch.setattr(s, "_tried", real_tried)
         monkeypatch.setattr(s, "CANDIDATE_TRIES_MS", (10_000,))  # the candidates always answer
         for params in cases:
