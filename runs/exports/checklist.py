@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from runs import sharing
 from runs.metrics import checklist as metrics
+from runs.models import ReportStatus
 from runs.pages import Column, PageData, Table, page_builder
 
 #: the leaderboard CSV's columns: the names its header has always had (scripts read them), rates in percent
@@ -72,6 +73,46 @@ def attempts_page(context: dict) -> PageData:
     facts = {"model": context["model"], **({"group": context["group"], "by": state["by"]} if context["group"] else {})}
     return PageData(f"Attempts of {context['model']}", [table], help_anchor="checklist", facts=facts,
                     judges=list(state["filters"].judges) or None)
+
+
+def cited(evidence) -> str:
+    """A verdict's evidence as the attempt pages say it: "#12", "#3 (thread 1)"; "" when it cites no message."""
+    if not evidence:
+        return ""
+    thread, message = evidence
+    return f"#{message}" + (f" (thread {thread})" if thread else "")
+
+
+@page_builder(("verdicts", "Verdicts on the checklist"), ("judges", "What each judge's file said of the attempt"),
+              links_attempts=True)
+def attempt_page(context: dict) -> PageData:
+    """One attempt's checklist as the page lists it (items any judge failed first), one row per item and judge, the
+    reasoning cut as the page cuts it with its full length beside it; and each judge's report on the attempt as a
+    whole (its reward, or why it scored nothing)."""
+    attempt, cut = context["attempt"], context["cut"]
+    verdicts = Table("verdicts", "Verdicts on the checklist", (
+        Column("item", "Item", link="attempt_id"), Column("category", "Source category"), Column("check_type", "Check type"),
+        Column("description", "Description"), Column("judge", "Judge"), Column("result", "Verdict"),
+        Column("written", "Written by the judge as"), Column("reasoning", f"Reasoning (first {cut:,} characters)"),
+        Column("reasoning_chars", "Reasoning characters", "int"), Column("cites", "Cites message")),
+        [{"attempt_id": attempt.id, "item": i["key"], "category": i["category"], "check_type": i["check_type"] or "",
+          "description": i["description"], "judge": v.get("judge", ""), "result": v.get("result", "no verdict"),
+          "written": v.get("written") or "", "reasoning": v.get("reasoning") or "", "reasoning_chars": v.get("reasoning_size"),
+          "cites": cited(v.get("evidence"))}
+         for i in context["items"] for v in i["verdicts"] or [{}]])
+    judges = Table("judges", "What each judge's file said of the attempt", (
+        Column("judge", "Judge"), Column("status", "Status"), Column("reward", "Reward", "num", places=4),
+        Column("binary_reward", "Binary reward", "num", places=0), Column("reason", "Why it scored nothing"),
+        Column("error", "Error")),
+        [{"judge": r["judge"], "status": ReportStatus(r["status"]).label, "reward": r["reward"],
+          "binary_reward": r["binary_reward"], "reason": r["reason"], "error": r["error"] or ""}
+         for r in context["reports"]])
+    usage = ("input_tokens", "output_tokens", "total_tokens", "model_seconds", "wall_seconds", "model_calls", "tool_calls")
+    return PageData(f"Attempt at {attempt.instance.external_id} by {attempt.run.label}", [verdicts, judges],
+                    help_anchor="checklist",
+                    facts={"attempt": attempt.id, "instance": attempt.instance.external_id, "run": attempt.run.label,
+                           "model": attempt.run.model.name, "assistant_turns": attempt.assistant_turns,
+                           **{key: getattr(attempt, key) for key in usage}})
 
 
 @page_builder(("items", "Checklist × model pass rates"), ("attempts", "Attempts at this instance"), links_attempts=True)

@@ -78,3 +78,25 @@ def rules_page(context: dict) -> PageData:
 def tasks_page(context: dict) -> PageData:
     """Every answer matching the page's filters (all pages of the list), each linking to its attempt."""
     return PageData("Tasks", [_answers("tasks", "Tasks", context.get("rows", []))], help_anchor="choice")
+
+
+@page_builder(("answers", "Answers"), links_attempts=True)
+def task_page(context: dict) -> PageData:
+    """One task's answer by each selected run, as the task page lists them, with the ground truth; each answer links
+    to the attempt that gave it."""
+    task, instance = context["task"], context["instance"]
+    yes_no = {True: "yes", False: "no", None: ""}
+    answers = Table("answers", "Answers", (
+        Column("run", "Run", link="attempt_id"), Column("model", "Model"), Column("answer", "Answer"),
+        Column("correct", "Correct"), Column("unanswered", "No answer"), Column("unanswered_reason", "Why no answer"),
+        Column("normalised_answer", "Normalised answer"), Column("normalised_correct", "Correct when normalised"),
+        Column("analysis", "The model's analysis"), Column("raw", "Raw response")),
+        [{"attempt_id": a.attempt_id, "run": a.run, "model": a.model, "answer": a.answer_key, "correct": yes_no[a.correct],
+          "unanswered": yes_no[a.unanswered], "unanswered_reason": a.unanswered_reason,
+          "normalised_answer": "" if a.normalised_answer is None else str(a.normalised_answer),
+          "normalised_correct": yes_no[a.normalised_correct],
+          "analysis": "" if a.analysis is None else str(a.analysis), "raw": a.raw_text}
+         for a in context["answers"]])
+    return PageData(f"Task {instance.external_id}", [answers], help_anchor="choice",
+                    facts={"task": instance.external_id, "category": instance.primary_category,
+                           "ground_truth": task.ground_truth_key})

@@ -115,3 +115,35 @@ def recheck_page(context: dict) -> PageData:
     return PageData("Re-check against the portal's checkers",
                     [agreement_table(context.get("agreement", []), group_label="Constraint group"), disagreements],
                     help_anchor="dialogue-recheck", judges=[j.name for j in (logged, checker) if j] or None)
+
+
+@page_builder(("turns", "Turns"), ("constraints", "Constraints and verdicts"), links_attempts=True)
+def viewer_page(context: dict) -> PageData:
+    """One dialogue turn by turn (user message, response, whether every constraint held, patience left), and every
+    constraint of every turn with its change against the topic's previous turn and each judge's verdict."""
+    attempt, judges = context["attempt"], context["judges"]
+    yes_no = {True: "yes", False: "no", None: ""}
+    turns = Table("turns", "Turns", (
+        Column("turn", "Turn", "int", link="attempt_id"), Column("topic", "Topic"), Column("topic_event", "Topic event"),
+        Column("user", "User"), Column("response", "Response"), Column("evaluated", "Evaluated"),
+        Column("overall_ok", "All satisfied"), Column("remaining_patience", "Patience left", "int"),
+        Column("is_end", "Dialogue ended here")),
+        [{"attempt_id": attempt.id, "turn": t.turn, "topic": t.topic, "topic_event": t.topic_event, "user": t.user,
+          "response": t.response or "", "evaluated": yes_no[t.evaluated], "overall_ok": yes_no[t.overall_ok],
+          "remaining_patience": t.remaining_patience, "is_end": yes_no[t.is_end]} for t in context["turns"]])
+    constraints = Table("constraints", "Constraints and verdicts", (
+        Column("turn", "Turn", "int", link="attempt_id"), Column("key", "Constraint"), Column("group", "Group"),
+        Column("description", "Description"), Column("change", "Change"), Column("args", "Arguments"),
+        Column("previous_args", "Arguments before"), *(Column(f"judge:{j}", j) for j in judges)),
+        [{"attempt_id": attempt.id, "turn": t.turn, "key": c.key, "group": c.group, "description": c.description,
+          "change": c.change, "args": c.args_text, "previous_args": c.previous_args_text if c.change == "changed" else "",
+          **{f"judge:{j}": (c.verdicts.get(j) or {}).get("result", "") for j in judges}}
+         for t in context["turns"] for c in t.constraints]
+        + [{"attempt_id": attempt.id, "turn": t.turn, "group": r["group"], "change": "removed", "args": r["args"]}
+           for t in context["turns"] for r in t.removed])
+    outcome = attempt.outcome or {}
+    return PageData(f"Dialogue {attempt.instance.external_id} · {attempt.run.label}", [turns, constraints],
+                    help_anchor="dialogue", judges=judges or None,
+                    facts={"attempt": attempt.id, "dialogue": attempt.instance.external_id, "run": attempt.run.label,
+                           "model": attempt.run.model.name, "patience": context.get("patience"),
+                           "ended_turn": outcome.get("ended_turn"), "ended_by": outcome.get("ended_by")})

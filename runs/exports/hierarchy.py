@@ -98,3 +98,43 @@ def recheck_page(context: dict) -> PageData:
           "checker": d["checker"], "reason": d["checker_reason"]} for d in context.get("disagreements", [])])
     return PageData("Style re-check", [agreement_table(context.get("agreement", []), group_label="Style group"), disagreements],
                     help_anchor="hierarchy-recheck", judges=[j.name for j in (logged, checker) if j] or None)
+
+
+@page_builder(("instructions", "Instructions and verdicts"), ("conflict-groups", "Conflict groups"),
+              ("other-runs", "Other runs on this sample"), links_attempts=True)
+def sample_page(context: dict) -> PageData:
+    """One attempt at one sample: each tagged instruction in prompt order with why it is active or suppressed and each
+    judge's verdict (and score), each conflict group with the member the code follows, and the other runs' attempts
+    at the sample."""
+    attempt, judges = context["attempt"], context["judges"]
+    yes_no = {True: "yes", False: "no", None: ""}
+    instructions = Table("instructions", "Instructions and verdicts", (
+        Column("position", "Place in the prompt", "int", link="attempt_id"), Column("key", "Instruction"),
+        Column("privilege", "Privilege"), Column("group", "Style group"), Column("description", "Description"),
+        Column("check_type", "Check type"), Column("active", "Active"), Column("why", "Why"),
+        *(c for j in judges for c in (Column(f"judge:{j}", j), Column(f"score:{j}", f"{j} score", "num")))),
+        [{"attempt_id": attempt.id, "position": i["position"], "key": i["key"], "privilege": i["privilege"],
+          "group": i["group"], "description": i["description"], "check_type": i["check_type"] or "",
+          "active": yes_no[i.get("active")], "why": i["why"],
+          **{k: v for j, verdict in i["verdict_list"] for k, v in
+             ((f"judge:{j}", (verdict or {}).get("result", "")), (f"score:{j}", (verdict or {}).get("score")))}}
+         for i in context["items"]])
+    follows = {"winner": "the winner", "suppressed": "a suppressed instruction", "none": "none"}
+    groups = Table("conflict-groups", "Conflict groups", (
+        Column("number", "Group", "int", link="attempt_id"), Column("style_group", "Style group"),
+        Column("members", "Members, strongest first"), Column("follows", "The code follows"),
+        Column("rank", "Its privilege rank", "int"), Column("place", "Its place in the group", "int")),
+        [{"attempt_id": attempt.id, "number": g["number"], "style_group": g["style_group"],
+          "members": ", ".join(member["key"] for member in g["members"]),
+          "follows": follows[g["outcome"][0]] if g["outcome"] else "not re-checked",
+          "rank": g["outcome"][1] if g["outcome"] else None, "place": g["outcome"][2] if g["outcome"] else None}
+         for g in context["groups"]])
+    others = Table("other-runs", "Other runs on this sample", (
+        Column("run", "Run", link="attempt_id"), Column("model", "Model")),
+        [{"attempt_id": o.id, "run": o.run.label, "model": o.run.model.name} for o in context["others"]])
+    outcome = context.get("outcome") or {}
+    return PageData(f"Sample {attempt.instance.external_id} · {attempt.run.label}", [instructions, groups, others],
+                    help_anchor="hierarchy", judges=judges or None,
+                    facts={"attempt": attempt.id, "sample": attempt.instance.external_id, "run": attempt.run.label,
+                           "model": attempt.run.model.name, "tiers": context.get("tiers"),
+                           **{k: outcome.get(k) for k in ("test_passed", "style_passed", "overall_passed", "status")}})

@@ -541,6 +541,8 @@ class TaskAnswer:
     normalised_answer: Any
     normalised_correct: bool | None
     cleaned_response: Any
+    #: the attempt that gave the answer (a share link of the task page may open it)
+    attempt_id: int | None = None
 
     @property
     def answer_key(self) -> str:
@@ -558,10 +560,10 @@ def choice_task_answers(instance_id: int, run_labels: Sequence[str]) -> list[Tas
 
     order = {label: i for i, label in enumerate(run_labels)}
     attempts = Attempt.objects.filter(instance_id=instance_id, run__label__in=list(run_labels)).values_list(
-        "run__label", "run__model__name", "run__model__display_name", "outcome"
+        "id", "run__label", "run__model__name", "run__model__display_name", "outcome"
     )
     answers = []
-    for label, model, display, outcome in attempts:
+    for attempt_id, label, model, display, outcome in attempts:
         outcome = outcome if isinstance(outcome, dict) else {}
         normalised = outcome.get("normalised") or {}
         answers.append(
@@ -577,6 +579,7 @@ def choice_task_answers(instance_id: int, run_labels: Sequence[str]) -> list[Tas
                 normalised_answer=normalised.get("answer"),
                 normalised_correct=normalised.get("correct"),
                 cleaned_response=outcome.get("cleaned_response"),
+                attempt_id=attempt_id,
             )
         )
     return sorted(answers, key=lambda a: order[a.run])

@@ -100,7 +100,8 @@ def attempt(request, pk):
     context["harness"] = metrics.harness_log(attempt.outcome)
     context["others"] = (Attempt.objects.filter(instance_id=attempt.instance_id).exclude(pk=attempt.pk)
                          .select_related("run__model").order_by("run__label", "pk"))
-    return render(request, "runs/checklist/attempt.html", context)
+    context["benchmark"] = attempt.run.benchmark
+    return render_page(request, "runs/checklist/attempt.html", context, page_data=exports.attempt_page, fragment=None)
 
 
 @login_required

@@ -99,4 +99,4 @@ def task(request, slug, external_id):
     instance = instance_for(request, benchmark=benchmark, external_id=external_id)
     context = _state(request, benchmark)
     context.update(selectors.choice_task(instance=instance, state=context["state"]), instance=instance)
-    return _page(request, benchmark, "runs/choice/task.html", context)
+    return _page(request, benchmark, "runs/choice/task.html", context, page_data=exports.task_page)

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 from django.contrib.auth.decorators import login_required
-from django.shortcuts import render
 
 from runs.access import attempt_for, benchmark_for, blind_safe
 from runs.charts import dialogue as dialogue_charts
@@ -84,7 +83,7 @@ def viewer(request, slug, pk):
     judges = sorted({v["judge"] for v in verdicts})
     context = {"benchmark": attempt.run.benchmark, "attempt": attempt, "turns": turns, "judges": judges,
                "patience": attempt.outcome.get("patience"), "active": "dialogues"}
-    return render(request, "runs/dialogue/viewer.html", context)
+    return render_page(request, "runs/dialogue/viewer.html", context, page_data=exports.viewer_page, fragment=None)
 
 
 @login_required

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 from django.contrib.auth.decorators import login_required
-from django.shortcuts import render
 
 from runs.access import attempt_for, benchmark_for, blind_safe
 from runs.charts import hierarchy as charts
@@ -90,7 +89,7 @@ def sample(request, slug, pk):
     groups = _conflict_groups(items)
     segments = [dict(s, item=_item_at(items, s["position"])) if "tag" in s else s
                 for s in m.prompt_segments(str(attempt.instance.spec.get("prompt") or ""))]
-    others = Attempt.objects.filter(instance=attempt.instance).exclude(pk=pk).select_related("run").order_by("run__label")
+    others = Attempt.objects.filter(instance=attempt.instance).exclude(pk=pk).select_related("run__model").order_by("run__label")
     outcome = attempt.outcome or {}
     logged_code = outcome.get("extracted_code")
     code_logged = isinstance(logged_code, str)
@@ -98,7 +97,7 @@ def sample(request, slug, pk):
                "segments": segments, "code": logged_code if code_logged else extract_code(attempt.response),
                "code_logged": code_logged, "others": others, "active": "samples",
                "tiers": m.tiers_of(i["privilege"] for i in items), "outcome": outcome}
-    return render(request, "runs/hierarchy/sample.html", context)
+    return render_page(request, "runs/hierarchy/sample.html", context, page_data=exports.sample_page, fragment=None)
 
 
 def _item_at(items: list[dict], position: int) -> dict | None:

@@ -433,3 +433,56 @@ def test_the_pages_of_one_instance_dialogue_or_sample_link_to_how_their_numbers_
         body = reviewer.get(url).content.decode()
         assert anchors <= set(re.findall(r'href="/help/metrics/#([a-z-]+)"', body)), url
         assert not _metrics_link_gaps(body), url
+
+
+def _object_page(kind: str) -> tuple[str, str]:
+    """The page of one object of the kind (an attempt, a dialogue, a sample, a task) and its route name."""
+    slug = DATA[kind][1]
+    attempt = Attempt.objects.filter(run__benchmark__slug=slug, verdicts__isnull=False).order_by("pk").first() \
+        or Attempt.objects.filter(run__benchmark__slug=slug).order_by("pk").first()
+    if kind in ("checklist", "conflict"):
+        return reverse("runs:attempt", args=[attempt.pk]), "runs:attempt"
+    if kind == "dialogue":
+        return reverse("runs:dialogue-viewer", args=[slug, attempt.pk]), "runs:dialogue-viewer"
+    if kind == "hierarchy":
+        return reverse("runs:hierarchy-sample", args=[slug, attempt.pk]), "runs:hierarchy-sample"
+    return reverse("runs:choice-task", args=[slug, attempt.instance.external_id]), "runs:choice-task"
+
+
+@pytest.mark.parametrize("kind", sorted(DATA))
+def test_the_page_of_one_attempt_dialogue_sample_or_task_has_every_capability(kind, portal, django_user_model,
+                                                                               monkeypatch):
+    """The pages of one object (the attempt page of checklist and conflict benchmarks, the dialogue viewer, the
+    hierarchy sample, the choice task) had neither exports nor a share link. Each now renders through the frame:
+    CSV and JSON of what it shows, a share link freezing it (with its attempt, opened frozen), how its numbers are
+    computed, and no control that answers 403 for any role."""
+    slug = DATA[kind][1]
+    url, name = _object_page(kind)
+    reviewer = _client(django_user_model, "reviewer", ["reviewer"])
+    real = pages.frame_response
+
+    def spy(request, context, *, page_data):
+        _BUILDERS[name] = page_data
+        return real(request, context, page_data=page_data)
+
+    monkeypatch.setattr(pages, "frame_response", spy)
+    _BUILDERS.pop(name, None)
+    page = reviewer.get(url)
+    assert page.status_code == 200, f"{url}: {page.status_code}"
+    body = page.content.decode()
+    gaps = _metrics_link_gaps(body)
+    if name not in _BUILDERS:
+        gaps.append("rendering through the frame (runs.pages)")
+    if 'class="toolbar page-tools"' not in body or "Share…" not in body:
+        gaps.append("toolbar with exports and Share")
+    export_gaps, document = _export_gaps(reviewer, url, name)
+    gaps += export_gaps + _share_gaps(reviewer, slug, url, document)
+    gaps += _frozen_attempt_gaps(reviewer, slug, url, body,
+                                 declared=name in _BUILDERS and pages.declared(_BUILDERS[name]).links_attempts)
+    for role, groups in ROLES.items():
+        client = reviewer if role == "reviewer" else _client(django_user_model, role.replace(" ", "-"), groups)
+        seen = client.get(url)
+        if seen.status_code == 403:
+            continue
+        gaps += _control_gaps(client, role, seen.content.decode())
+    assert not gaps, f"{url} lacks: " + "; ".join(gaps)
