@@ -186,7 +186,8 @@ def share_budget_check(user, snapshot: dict) -> None:
                   [:settings.IFPORTAL_SHARE_LINKS_PER_DAY])
     if len(recent) >= settings.IFPORTAL_SHARE_LINKS_PER_DAY:
         again = recent[0] + timedelta(days=1)
-        raise ShareRefused(f"You have made {len(recent)} share links in the last 24 hours, the most one user may make; "
+        raise ShareRefused(f"You have made {len(recent)} share link{'s' if len(recent) != 1 else ''} in the last 24 "
+                           "hours, the most one user may make; "
                            f"you can make another after {again:%Y-%m-%d %H:%M} UTC.", status=429)
     budget = settings.IFPORTAL_SHARE_MB_PER_USER * 2**20
     size = len(json.dumps(snapshot, cls=DjangoJSONEncoder))  # as the JSON column writes it; no smaller stored
