@@ -292,6 +292,28 @@ def test_every_kind_has_pages_and_data():
     assert set(NOT_PAGES) <= names, f"NOT_PAGES names routes that are gone: {set(NOT_PAGES) - names}"
 
 
+def _capability_gaps(reviewer, django_user_model, slug: str, url: str, name: str, body: str) -> list[str]:
+    """What the page at `url` (route `name`, shown to the reviewer as `body`) lacks of the frame's capabilities:
+    rendering through the frame, the toolbar, exports, a share link, frozen attempt pages, controls every role may
+    use."""
+    gaps = []
+    if name not in _BUILDERS:
+        gaps.append("rendering through the frame (runs.pages)")
+    if 'class="toolbar page-tools"' not in body or "Share…" not in body:
+        gaps.append("toolbar with exports and Share")
+    export_gaps, document = _export_gaps(reviewer, url, name)
+    gaps += export_gaps + _share_gaps(reviewer, slug, url, document)
+    gaps += _frozen_attempt_gaps(reviewer, slug, url, body,
+                                 declared=name in _BUILDERS and pages.declared(_BUILDERS[name]).links_attempts)
+    for role, groups in ROLES.items():
+        client = reviewer if role == "reviewer" else _client(django_user_model, role.replace(" ", "-"), groups)
+        seen = client.get(url)
+        if seen.status_code == 403:
+            continue  # the page itself is closed to the role: other pages must not link to it (checked there)
+        gaps += _control_gaps(client, role, seen.content.decode())
+    return gaps
+
+
 @pytest.mark.parametrize(("kind", "name"), CASES, ids=[name for _, name in CASES])
 def test_every_page_of_every_kind_has_every_capability(kind, name, portal, django_user_model, monkeypatch):
     slug = DATA[kind][1]
@@ -311,21 +333,7 @@ def test_every_page_of_every_kind_has_every_capability(kind, name, portal, djang
     assert page.status_code == 200, f"{name}: {page.status_code}"
     body = page.content.decode()
     gaps = _frame_gaps(body, kind) + _metrics_link_gaps(body)
-    if name not in _BUILDERS:
-        gaps.append("rendering through the frame (runs.pages)")
-    if 'class="toolbar page-tools"' not in body or "Share…" not in body:
-        gaps.append("toolbar with exports and Share")
-    export_gaps, document = _export_gaps(reviewer, url, name)
-    gaps += export_gaps
-    gaps += _share_gaps(reviewer, slug, url, document)
-    gaps += _frozen_attempt_gaps(reviewer, slug, url, body,
-                                 declared=name in _BUILDERS and pages.declared(_BUILDERS[name]).links_attempts)
-    for role, groups in ROLES.items():
-        client = reviewer if role == "reviewer" else _client(django_user_model, role.replace(" ", "-"), groups)
-        seen = client.get(url)
-        if seen.status_code == 403:
-            continue  # the page itself is closed to the role: other pages must not link to it (checked there)
-        gaps += _control_gaps(client, role, seen.content.decode())
+    gaps += _capability_gaps(reviewer, django_user_model, slug, url, name, body)
     assert not gaps, f"{name} lacks: " + "; ".join(gaps)
 
 
@@ -470,19 +478,5 @@ def test_the_page_of_one_attempt_dialogue_sample_or_task_has_every_capability(ki
     page = reviewer.get(url)
     assert page.status_code == 200, f"{url}: {page.status_code}"
     body = page.content.decode()
-    gaps = _metrics_link_gaps(body)
-    if name not in _BUILDERS:
-        gaps.append("rendering through the frame (runs.pages)")
-    if 'class="toolbar page-tools"' not in body or "Share…" not in body:
-        gaps.append("toolbar with exports and Share")
-    export_gaps, document = _export_gaps(reviewer, url, name)
-    gaps += export_gaps + _share_gaps(reviewer, slug, url, document)
-    gaps += _frozen_attempt_gaps(reviewer, slug, url, body,
-                                 declared=name in _BUILDERS and pages.declared(_BUILDERS[name]).links_attempts)
-    for role, groups in ROLES.items():
-        client = reviewer if role == "reviewer" else _client(django_user_model, role.replace(" ", "-"), groups)
-        seen = client.get(url)
-        if seen.status_code == 403:
-            continue
-        gaps += _control_gaps(client, role, seen.content.decode())
+    gaps = _metrics_link_gaps(body) + _capability_gaps(reviewer, django_user_model, slug, url, name, body)
     assert not gaps, f"{url} lacks: " + "; ".join(gaps)
