@@ -8,7 +8,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from .models import AgentModel, Attempt, Benchmark, ChecklistItem, Instance, Job, Judge, Run, ShareLink, Verdict
-from .sharing import share_link_status
+from .sharing import REVOKED_DROPS, share_link_status
 from .services import leaderboard_data_changed
 
 
@@ -157,7 +157,7 @@ class ShareLinkAdmin(admin.ModelAdmin):
 
     @admin.action(description="Revoke the selected share links")
     def revoke(self, request, queryset):
-        n = queryset.filter(revoked_at__isnull=True).update(revoked_at=timezone.now(), snapshot={})
+        n = queryset.filter(revoked_at__isnull=True).update(revoked_at=timezone.now(), **REVOKED_DROPS)
         self.message_user(request, f"Revoked {n} share link(s); their URLs now answer 404.")
 
     def has_add_permission(self, request) -> bool:

@@ -16,7 +16,9 @@ import secrets
 from datetime import timedelta
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.core.serializers.json import DjangoJSONEncoder
+from django.db import transaction
 from django.db.models import Count, Func, IntegerField, Max, Sum
 from django.http import HttpRequest
 from django.urls import reverse
@@ -176,27 +178,38 @@ class StoredSize(Func):
         return super().as_sql(compiler, connection, function="pg_column_size", **extra)
 
 
-def share_budget_check(user, snapshot: dict) -> None:
-    """ShareRefused when `user` has made IFPORTAL_SHARE_LINKS_PER_DAY links in the last 24 hours, or when this
-    snapshot would take their live links' snapshots past IFPORTAL_SHARE_MB_PER_USER: what one signed-in user's
-    share links may cost the database, however many they make (a revoked link's snapshot is dropped)."""
+def share_count_check(user) -> None:
+    """ShareRefused when `user` may make no share link now: IFPORTAL_SHARE_LINKS_PER_DAY made in the last 24 hours
+    (0: sharing is off). Cheap, so the Share form asks it before the page is frozen."""
+    limit = settings.IFPORTAL_SHARE_LINKS_PER_DAY
+    if limit <= 0:
+        raise ShareRefused("Sharing is turned off on this portal (IFPORTAL_SHARE_LINKS_PER_DAY is 0).", status=403)
     since = timezone.now() - timedelta(days=1)
-    mine = ShareLink.objects.filter(created_by=user)
-    recent = list(mine.filter(created_at__gte=since).order_by("created_at").values_list("created_at", flat=True)
-                  [:settings.IFPORTAL_SHARE_LINKS_PER_DAY])
-    if len(recent) >= settings.IFPORTAL_SHARE_LINKS_PER_DAY:
+    recent = list(ShareLink.objects.filter(created_by=user, created_at__gte=since).order_by("created_at")
+                  .values_list("created_at", flat=True)[:limit])
+    if len(recent) >= limit:
         again = recent[0] + timedelta(days=1)
         raise ShareRefused(f"You have made {len(recent)} share link{'s' if len(recent) != 1 else ''} in the last 24 "
                            "hours, the most one user may make; "
                            f"you can make another after {again:%Y-%m-%d %H:%M} UTC.", status=429)
+
+
+def share_budget_check(user, snapshot: dict) -> None:
+    """ShareRefused when `user` may make no more links today (`share_count_check`), or when this snapshot would take
+    the frozen data of their unrevoked links (expired ones included) past IFPORTAL_SHARE_MB_PER_USER: what one
+    signed-in user's share links may cost the database, however many they make (revoking drops a link's data)."""
+    share_count_check(user)
     budget = settings.IFPORTAL_SHARE_MB_PER_USER * 2**20
-    size = len(json.dumps(snapshot, cls=DjangoJSONEncoder))  # as the JSON column writes it; no smaller stored
-    stored = mine.filter(revoked_at__isnull=True).aggregate(n=Sum(StoredSize("snapshot")))["n"] or 0
+    # the new snapshot as the JSON column writes it, twice over with its attempt list: never less than it stores
+    size = len(json.dumps(snapshot, cls=DjangoJSONEncoder)) + len(json.dumps(snapshot.get("attempts") or []))
+    stored = ShareLink.objects.filter(created_by=user, revoked_at__isnull=True).aggregate(
+        n=Sum(StoredSize("snapshot") + StoredSize("attempt_ids") + StoredSize("state")))["n"] or 0
     if stored + size > budget:
-        raise ShareRefused(f"This page's snapshot takes {size / 2**20:.1f} MB and your live share links already "
-                           f"take {stored / 2**20:.1f} MB of the {settings.IFPORTAL_SHARE_MB_PER_USER} MB one user's "
-                           "links may take: revoke links you no longer need (their snapshots are then dropped), "
-                           "or share a narrower page, or this page without its attempts.", status=413)
+        raise ShareRefused(f"This page's snapshot takes up to {size / 2**20:.1f} MB and your unrevoked share links "
+                           f"(expired ones included) take {stored / 2**20:.1f} MB of the "
+                           f"{settings.IFPORTAL_SHARE_MB_PER_USER} MB one user's links may take: revoke links you no "
+                           "longer need (their frozen data is then dropped), or share a narrower page, or this page "
+                           "without its attempts.", status=413)
 
 
 def page_share_link_create(*, user, benchmark: Benchmark, snapshot: dict,
@@ -204,26 +217,36 @@ def page_share_link_create(*, user, benchmark: Benchmark, snapshot: dict,
     """A new link to a frozen page snapshot (`runs.pages.page_snapshot`); returns the link and its token (shown once).
 
     A snapshot made with its attempts gives the link the attempts scope: it opens those attempts and no others.
-    ShareRefused past the user's share budget (`share_budget_check`)."""
-    share_budget_check(user, snapshot)
-    token = secrets.token_urlsafe(TOKEN_BYTES)
-    attempt_ids = sorted(int(i) for i in snapshot.get("attempts") or ())
-    link = ShareLink.objects.create(
-        token_hash=token_hash(token), benchmark=benchmark, state=snapshot["state"], snapshot=snapshot,
-        scope=ShareScope.ATTEMPTS if attempt_ids else ShareScope.LEADERBOARD, attempt_ids=attempt_ids,
-        data_version=data_version(benchmark.id), created_by=user,
-        expires_at=timezone.now() + timedelta(days=expires_in_days) if expires_in_days else None,
-    )
+    ShareRefused past the user's share budget (`share_budget_check`), checked and spent under a lock on the user,
+    so requests sent at once cannot each find room for one more."""
+    with transaction.atomic():
+        get_user_model().objects.select_for_update().filter(pk=user.pk).values_list("pk", flat=True).first()
+        share_budget_check(user, snapshot)
+        token = secrets.token_urlsafe(TOKEN_BYTES)
+        attempt_ids = sorted(int(i) for i in snapshot.get("attempts") or ())
+        link = ShareLink.objects.create(
+            token_hash=token_hash(token), benchmark=benchmark, state=snapshot["state"], snapshot=snapshot,
+            scope=ShareScope.ATTEMPTS if attempt_ids else ShareScope.LEADERBOARD, attempt_ids=attempt_ids,
+            data_version=data_version(benchmark.id), created_by=user,
+            expires_at=timezone.now() + timedelta(days=expires_in_days) if expires_in_days else None,
+        )
     return link, token
 
 
+#: what revoking a link keeps of it: its row, state (what it showed, for the owner's list) and scope; its frozen data
+#: (the snapshot and the attempt list) is dropped, as nobody can open it again
+REVOKED_DROPS = {"snapshot": {}, "attempt_ids": []}
+
+
 def share_link_revoke(*, user, link_id: int) -> ShareLink | None:
-    """Revoke one of the user's links (idempotent); None when the user has no such link. Its snapshot is dropped:
-    nobody can open it again, and its space returns to the user's share budget."""
+    """Revoke one of the user's links (idempotent); None when the user has no such link. Its frozen data is dropped
+    (REVOKED_DROPS) and its space returns to the user's share budget."""
     link = ShareLink.objects.filter(pk=link_id, created_by=user).first()
     if link is not None and link.revoked_at is None:
-        link.revoked_at, link.snapshot = timezone.now(), {}
-        link.save(update_fields=["revoked_at", "snapshot"])
+        link.revoked_at = timezone.now()
+        for name, empty in REVOKED_DROPS.items():
+            setattr(link, name, empty)
+        link.save(update_fields=["revoked_at", *REVOKED_DROPS])
     return link
 
 

@@ -50,7 +50,12 @@ def _link(token: str) -> ShareLink:
 
 
 def _create(request, benchmark: Benchmark, *, path: str, include_attempts: bool, expires_in: str) -> HttpResponse:
-    """Freeze the page at `path` through the frame (runs.pages.page_snapshot) into a new link; show its URL once."""
+    """Freeze the page at `path` through the frame (runs.pages.page_snapshot) into a new link; show its URL once. A
+    user who may make no link today is told so before the page is frozen."""
+    try:
+        sharing.share_count_check(request.user)
+    except sharing.ShareRefused as exc:
+        return _refused(request, str(exc), status=exc.status)
     try:
         snapshot = pages.page_snapshot(request, path=path, benchmark_slug=benchmark.slug, include_attempts=include_attempts)
     except pages.NotShareable as exc:

@@ -93,16 +93,17 @@ def test_one_user_cannot_fill_the_database_with_share_links(django_user_model, s
     assert shown.status_code == 200 and 'role="alert"' in shown.content.decode() and "/s/" not in shown.content.decode()
     assert ShareLink.objects.count() == 3
     ShareLink.objects.update(created_at=timezone.now() - timedelta(days=1, minutes=1))  # a day later
-    assert "/s/" in attacker.post(url, {"path": path}).content.decode()
+    assert "/s/" in attacker.post(url, {"path": path, "include_attempts": "on"}).content.decode()
+    assert ShareLink.objects.order_by("-id").first().attempt_ids  # with its attempts: their list is dropped on revoke
 
     settings.IFPORTAL_SHARE_LINKS_PER_DAY = 100
     settings.IFPORTAL_SHARE_MB_PER_USER = 0  # no room for any snapshot
     refused = attacker.post(url, {"path": path})
     assert refused.status_code == 413 and "revoke links you no longer need" in refused.content.decode()
     assert ShareLink.objects.count() == 4
-    for link in ShareLink.objects.all():  # revoked: their snapshots dropped, their space free again
+    for link in ShareLink.objects.all():  # revoked: their frozen data dropped, their space free again
         attacker.post(reverse("runs:share-revoke", args=[link.pk]))
-    assert all(link.snapshot == {} for link in ShareLink.objects.all())
+    assert all(link.snapshot == {} and link.attempt_ids == [] for link in ShareLink.objects.all())
     settings.IFPORTAL_SHARE_MB_PER_USER = 0.05  # about 52 KB: a few links' snapshots
     made = ShareLink.objects.count()
     for _ in range(200):
@@ -110,7 +111,8 @@ def test_one_user_cannot_fill_the_database_with_share_links(django_user_model, s
             break
     else:
         pytest.fail("the budget never ended the links")
-    stored = ShareLink.objects.filter(created_by__username="sharer").aggregate(n=Sum(StoredSize("snapshot")))["n"]
+    stored = ShareLink.objects.filter(created_by__username="sharer").aggregate(
+        n=Sum(StoredSize("snapshot") + StoredSize("attempt_ids") + StoredSize("state")))["n"]
     assert stored <= 0.05 * 2**20 and ShareLink.objects.count() > made
     # a colleague's budget is their own; revoking frees the attacker's
     assert "/s/" in colleague.post(url, {"path": path}).content.decode()
@@ -119,6 +121,9 @@ def test_one_user_cannot_fill_the_database_with_share_links(django_user_model, s
     for link in live[:2]:
         attacker.post(reverse("runs:share-revoke", args=[link.pk]))
     assert "/s/" in attacker.post(url, {"path": path}).content.decode()
+    settings.IFPORTAL_SHARE_LINKS_PER_DAY = 0  # sharing turned off: said, not a server error
+    off = colleague.post(url, {"path": path})
+    assert off.status_code == 403 and "Sharing is turned off" in off.content.decode()
 
 
 # fill the cache ---------------------------------------------------------------------------------------
