@@ -26,10 +26,10 @@ from 31,800 to 26,200 verdicts/s (docs/performance.md, "Search every transcript"
 index answers exact phrases, which stemming cannot, and every-word searches as well.
 
 Hits are listed source by source (messages, responses, reasoning), each in the order it was
-stored (reasoning by attempt, then as stored), a page at a time after a cursor; every query is bounded by a LIMIT and, on
-PostgreSQL, by a statement timeout (`IFPORTAL_SEARCH_TIMEOUT_MS`), the whole search by as much.
-Common text is found by walking rows in id order, rare text through the trigram index's
-candidates; which one a query is cannot be told before, so the two take turns, each bounded
+stored (reasoning by attempt, then as stored), a page at a time after a cursor; every query is
+bounded by a LIMIT and, on PostgreSQL, by a statement timeout (`IFPORTAL_SEARCH_TIMEOUT_MS`), the
+whole search by as much. Common text is found by walking rows in id order (reasoning by attempt),
+rare text through the trigram index's candidates; which one a query is cannot be told before, so the two take turns, each bounded
 (`_walked_or_tried`).
 """
 from __future__ import annotations
@@ -325,6 +325,8 @@ class SearchQuery:
     item: str = ""
     #: where the previous page stopped: (source, id of its last hit)
     after: tuple[str, int] | None = None
+    #: the attempt of that hit, for reasoning (listed by attempt): "reasoning:<attempt>.<id>"
+    after_attempt: int | None = None
 
     @property
     def needles(self) -> list[str]:
@@ -359,14 +361,16 @@ def search_query_of(params) -> SearchQuery:
     verdict = one("verdict")
     if verdict and verdict not in VerdictResult.values:
         raise SearchRefused(f"verdict is one of {', '.join(VerdictResult.values)}.")
-    after = None
+    after = after_attempt = None
     if cursor := one("after"):
         source, _, last = cursor.partition(":")
-        if source not in SOURCES or not last.isdigit():
+        attempt, dot, last = last.rpartition(".") if source == SearchSource.REASONING else ("", "", last)
+        if source not in SOURCES or not last.isdigit() or (dot and not attempt.isdigit()):
             raise SearchRefused("after is a cursor given by the previous page (source:id).")
-        after = (source, int(last))
+        after, after_attempt = (source, int(last)), int(attempt) if dot else None
     return SearchQuery(text=text, mode=mode, sources=tuple(s for s in SOURCES if s in sources), runs=many("run"),
-                       models=many("model"), judge=one("judge"), verdict=verdict, item=one("item"), after=after)
+                       models=many("model"), judge=one("judge"), verdict=verdict, item=one("item"), after=after,
+                       after_attempt=after_attempt)
 
 
 @dataclass
@@ -511,15 +515,20 @@ def _reasoning_ids(benchmark: Benchmark, query: SearchQuery, want: int, *, run_i
 
     On PostgreSQL, as for transcripts (`_walked_or_tried`): walks of the verdicts of the benchmark's next
     REASONING_WALK_ATTEMPTS attempts (of the filtered runs, `run_ids`, when a run or model filter names few) in
-    turn with tries of the trigram index's candidates. A walk bounded by attempts read decides the same way on a
-    fast machine and a slow one, and never reads another benchmark's verdicts; the walk along the primary key it
-    replaces read every verdict stored before the benchmark's and, bounded by 40 ms, put `broken in turn 3` in
-    failed verdicts' reasoning on a cliff between 85 and 300 ms (docs/performance.md, "Session 12")."""
+    turn with tries of the trigram index's candidates. A walk is bounded by attempts read, not by milliseconds,
+    and starts at the benchmark's attempts; the walk along the primary key it replaces read every verdict stored
+    before the benchmark's and, bounded by 40 ms, put `broken in turn 3` in failed verdicts' reasoning on a cliff
+    between 85 and 300 ms (docs/performance.md, "Session 12"). A verdict stored while someone pages, of an
+    attempt their pages have passed, is not listed to them (in id order it came last).
+
+    The cursor names the last hit's attempt ("reasoning:<attempt>.<id>"), so a page goes on after it even when a
+    re-check has deleted that verdict meanwhile."""
     rows = _reasoning_rows(benchmark, query)
     after_attempt = after_id = 0
     if query.after and query.after[0] == SearchSource.REASONING:
         after_id = query.after[1]
-        after_attempt = Verdict.objects.filter(id=after_id).values_list("attempt_id", flat=True).first()
+        after_attempt = query.after_attempt or Verdict.objects.filter(id=after_id).values_list(
+            "attempt_id", flat=True).first()  # a cursor of old names no attempt
         if after_attempt is None:
             raise SearchRefused("The hit this page went on from is gone (its verdicts were deleted): search again.")
     ordered = rows.order_by("attempt_id", "id").values_list("id", flat=True)
@@ -702,6 +711,9 @@ def _search(benchmark: Benchmark, query: SearchQuery, page_size: int) -> SearchP
             details[(SearchSource.REASONING, row["id"])] = row
     attempts = {a["id"]: a for a in Attempt.objects.filter(id__in={d["attempt_id"] for d in details.values()}).values(
         "id", "run__label", "run__model__name", "instance__external_id")}
+    last = details.get(found[-1]) if page.next_after else None
+    if last is not None and found[-1][0] == SearchSource.REASONING:  # reasoning goes on by attempt: the cursor names it
+        page.next_after = f"{SearchSource.REASONING}:{last['attempt_id']}.{found[-1][1]}"
     for source, pk in found:
         row = details.get((source, pk))
         if row is None:  # deleted between the two queries

@@ -7,6 +7,7 @@ the context its view renders and only reshapes it: numbers come from `runs.metri
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from runs.metrics.agreement import AgreementRow
 from runs.pages import Column, Table, rows_of
@@ -21,3 +22,10 @@ def agreement_table(rows: Sequence[AgreementRow], *, group_label: str) -> Table:
         rows_of(rows, group=lambda a: a.group, pairs=lambda a: a.pairs, agree=lambda a: a.agree, percent=lambda a: a.percent,
                 logged_pass_checker_fail=lambda a: a.logged_pass_checker_fail,
                 logged_fail_checker_pass=lambda a: a.logged_fail_checker_pass))
+
+
+def yes_no(value: Any) -> str:
+    """A flag as the pages say it: "yes", "no", "" when unknown; anything else an import stored, as written."""
+    if value is None:
+        return ""
+    return ("yes" if value else "no") if isinstance(value, bool) else str(value)

@@ -1,6 +1,7 @@
 """Choice pages (GuideBench) as data: accuracy and macro P/R/F1, confusion matrices, rule types, tasks."""
 from __future__ import annotations
 
+from runs.exports import yes_no
 from runs.pages import Column, PageData, Table, page_builder
 
 _CI = (Column("accuracy", "Accuracy %", "pct"), Column("ci_low", "95% CI low", "pct"), Column("ci_high", "95% CI high", "pct"))
@@ -85,16 +86,16 @@ def task_page(context: dict) -> PageData:
     """One task's answer by each selected run, as the task page lists them, with the ground truth; each answer links
     to the attempt that gave it."""
     task, instance = context["task"], context["instance"]
-    yes_no = {True: "yes", False: "no", None: ""}
     answers = Table("answers", "Answers", (
         Column("run", "Run", link="attempt_id"), Column("model", "Model"), Column("answer", "Answer"),
         Column("correct", "Correct"), Column("unanswered", "No answer"), Column("unanswered_reason", "Why no answer"),
         Column("normalised_answer", "Normalised answer"), Column("normalised_correct", "Correct when normalised"),
         Column("analysis", "The model's analysis"), Column("raw", "Raw response")),
-        [{"attempt_id": a.attempt_id, "run": a.run, "model": a.model, "answer": a.answer_key, "correct": yes_no[a.correct],
-          "unanswered": yes_no[a.unanswered], "unanswered_reason": a.unanswered_reason,
+        [{"attempt_id": a.attempt_id, "run": a.run, "model": a.model, "answer": a.answer_key,
+          "correct": yes_no(a.correct),
+          "unanswered": yes_no(a.unanswered), "unanswered_reason": a.unanswered_reason,
           "normalised_answer": "" if a.normalised_answer is None else str(a.normalised_answer),
-          "normalised_correct": yes_no[a.normalised_correct],
+          "normalised_correct": yes_no(a.normalised_correct),
           "analysis": "" if a.analysis is None else str(a.analysis), "raw": a.raw_text}
          for a in context["answers"]])
     return PageData(f"Task {instance.external_id}", [answers], help_anchor="choice",

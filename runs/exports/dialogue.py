@@ -1,7 +1,7 @@
 """Dialogue pages (EvolIF) as data: metrics, survival curves, constraint groups, dialogues, re-check."""
 from __future__ import annotations
 
-from runs.exports import agreement_table
+from runs.exports import agreement_table, yes_no
 from runs.metrics.dialogue import REFERENCE_FIELDS
 from runs.pages import Column, PageData, Table, page_builder, rows_of
 
@@ -122,15 +122,14 @@ def viewer_page(context: dict) -> PageData:
     """One dialogue turn by turn (user message, response, whether every constraint held, patience left), and every
     constraint of every turn with its change against the topic's previous turn and each judge's verdict."""
     attempt, judges = context["attempt"], context["judges"]
-    yes_no = {True: "yes", False: "no", None: ""}
     turns = Table("turns", "Turns", (
         Column("turn", "Turn", "int", link="attempt_id"), Column("topic", "Topic"), Column("topic_event", "Topic event"),
         Column("user", "User"), Column("response", "Response"), Column("evaluated", "Evaluated"),
         Column("overall_ok", "All satisfied"), Column("remaining_patience", "Patience left", "int"),
         Column("is_end", "Dialogue ended here")),
         [{"attempt_id": attempt.id, "turn": t.turn, "topic": t.topic, "topic_event": t.topic_event, "user": t.user,
-          "response": t.response or "", "evaluated": yes_no[t.evaluated], "overall_ok": yes_no[t.overall_ok],
-          "remaining_patience": t.remaining_patience, "is_end": yes_no[t.is_end]} for t in context["turns"]])
+          "response": t.response or "", "evaluated": yes_no(t.evaluated), "overall_ok": yes_no(t.overall_ok),
+          "remaining_patience": t.remaining_patience, "is_end": yes_no(t.is_end)} for t in context["turns"]])
     constraints = Table("constraints", "Constraints and verdicts", (
         Column("turn", "Turn", "int", link="attempt_id"), Column("key", "Constraint"), Column("group", "Group"),
         Column("description", "Description"), Column("change", "Change"), Column("args", "Arguments"),

@@ -1,7 +1,7 @@
 """Hierarchy pages (ManyIH) as data: Acc metrics, style groups, tiers, run comparison, conflict resolution, re-check."""
 from __future__ import annotations
 
-from runs.exports import agreement_table
+from runs.exports import agreement_table, yes_no
 from runs.pages import Column, PageData, Table, page_builder
 
 
@@ -107,7 +107,6 @@ def sample_page(context: dict) -> PageData:
     judge's verdict (and score), each conflict group with the member the code follows, and the other runs' attempts
     at the sample."""
     attempt, judges = context["attempt"], context["judges"]
-    yes_no = {True: "yes", False: "no", None: ""}
     instructions = Table("instructions", "Instructions and verdicts", (
         Column("position", "Place in the prompt", "int", link="attempt_id"), Column("key", "Instruction"),
         Column("privilege", "Privilege"), Column("group", "Style group"), Column("description", "Description"),
@@ -115,7 +114,7 @@ def sample_page(context: dict) -> PageData:
         *(c for j in judges for c in (Column(f"judge:{j}", j), Column(f"score:{j}", f"{j} score", "num")))),
         [{"attempt_id": attempt.id, "position": i["position"], "key": i["key"], "privilege": i["privilege"],
           "group": i["group"], "description": i["description"], "check_type": i["check_type"] or "",
-          "active": yes_no[i.get("active")], "why": i["why"],
+          "active": yes_no(i.get("active")), "why": i["why"],
           **{k: v for j, verdict in i["verdict_list"] for k, v in
              ((f"judge:{j}", (verdict or {}).get("result", "")), (f"score:{j}", (verdict or {}).get("score")))}}
          for i in context["items"]])

@@ -14,7 +14,7 @@ from django.db import connection
 from runs import bench_search as bs
 from runs import search as s
 from runs.ingest import Options, Source, ingest
-from runs.models import Attempt, Benchmark, Run, SearchSource, SearchText, Verdict
+from runs.models import Attempt, Benchmark, Judge, Run, SearchSource, SearchText, Verdict
 
 pytestmark = pytest.mark.django_db
 
@@ -42,12 +42,12 @@ def _study(tmp_path, slug: str = "corpus", runs=range(RUNS)) -> Benchmark:
     return Benchmark.objects.get(slug=slug)
 
 
-def _hits(benchmark, text, **params):
+def _hits(benchmark, text, page_size=25, **params):
     """Every hit of a search, page after page (the selector the page and the API call)."""
     hits, after = [], None
     while True:
         query = {"q": [text], **{k: [v] for k, v in params.items()}, **({"after": [after]} if after else {})}
-        page = s.search(benchmark, s.search_query_of(query), page_size=25)
+        page = s.search(benchmark, s.search_query_of(query), page_size=page_size)
         hits += page.hits
         if not page.next_after:
             return hits
@@ -190,10 +190,23 @@ def test_reasoning_walks_and_candidates_taking_turns_find_the_hits_computed_in_p
     benchmark = _study(tmp_path)
     _study(tmp_path, slug="other")  # its verdicts lie between the study's runs in id order
     _study(tmp_path, runs=range(RUNS, RUNS + 2))
+    late = Judge.objects.create(name="judge-late")  # a judge imported last, on the first attempts: ids out of order
+    for attempt in Attempt.objects.filter(run__benchmark=benchmark).order_by("id")[:3]:
+        for item in attempt.instance.items.all():
+            Verdict.objects.create(attempt=attempt, item=item, judge=late, result="fail", reasoning="Broken late.")
     cases = ({}, {"verdict": "fail"}, {"model": "model-1"}, {"run": f"m{RUNS + 1}-r1"}, {"verdict": "pass"})
     for text in ("broken", "FINE"):
         expected = {str(p): _python_reasoning_hits(benchmark, text, **p) for p in cases}
         assert len(expected["{}"]) > 25  # more than a page: the cursor is walked too
+        # pages of 2 end inside attempts (up to 6 hits each)
+        assert [h.id for h in _hits(benchmark, text, page_size=2, source="reasoning")] == expected["{}"]
+        if text == "broken":  # a page goes on from a cursor whose verdict a re-check has deleted meanwhile
+            first = s.search(benchmark, s.search_query_of({"q": [text], "source": ["reasoning"]}), page_size=2)
+            Verdict.objects.filter(id=first.hits[-1].id).delete()
+            rest = s.search(benchmark, s.search_query_of({"q": [text], "source": ["reasoning"],
+                                                           "after": [first.next_after]}), page_size=2)
+            assert [h.id for h in rest.hits] == expected["{}"][2:4]
+            expected = {str(p): _python_reasoning_hits(benchmark, text, **p) for p in cases}
 
         def found(params):
             return [h.id for h in _hits(benchmark, text, source="reasoning", **params)]
