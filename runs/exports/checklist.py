@@ -6,6 +6,7 @@ behind each cell (runs.sharing.leaderboard_attempt_lists)."""
 from __future__ import annotations
 
 from runs import sharing
+from runs.ingest.usage import USAGE_FIELDS
 from runs.metrics import checklist as metrics
 from runs.models import ReportStatus
 from runs.pages import Column, PageData, Table, page_builder
@@ -107,12 +108,11 @@ def attempt_page(context: dict) -> PageData:
         [{"judge": r["judge"], "status": ReportStatus(r["status"]).label, "reward": r["reward"],
           "binary_reward": r["binary_reward"], "reason": r["reason"], "error": r["error"] or ""}
          for r in context["reports"]])
-    usage = ("input_tokens", "output_tokens", "total_tokens", "model_seconds", "wall_seconds", "model_calls", "tool_calls")
     return PageData(f"Attempt at {attempt.instance.external_id} by {attempt.run.label}", [verdicts, judges],
                     help_anchor="checklist",
                     facts={"attempt": attempt.id, "instance": attempt.instance.external_id, "run": attempt.run.label,
                            "model": attempt.run.model.name, "assistant_turns": attempt.assistant_turns,
-                           **{key: getattr(attempt, key) for key in usage}})
+                           **{key: getattr(attempt, key) for key in USAGE_FIELDS}})
 
 
 @page_builder(("items", "Checklist × model pass rates"), ("attempts", "Attempts at this instance"), links_attempts=True)
