@@ -315,6 +315,37 @@ def test_phrases_are_found_exactly_across_spaces_tabs_lines_and_the_joining_lett
     assert sorted(h.message for h in hits) == messages
 
 
+FOLDS = [
+    {"type": "benchmark", "slug": "folds", "name": "Folds", "kind": "checklist"},
+    {"type": "instance", "id": "task-1", "items": [{"key": "ok", "description": "Answer correctly"}]},
+    {"type": "run", "label": "r1", "model": "model-a"},
+    {"type": "attempt", "run": "r1", "instance": "task-1", "response": "", "threads": [{"messages": [
+        {"role": "assistant", "content": "\u212aelvin, written with a sign for degrees"},
+        {"role": "assistant", "content": "KELVIN in capitals"},
+        {"role": "assistant", "content": "\u212aelvin first," + " far" * 100 + " then kelvin"},
+        {"role": "assistant", "content": "ÉCHEC in capitals"},
+        {"role": "assistant", "content": "échec in small letters"},
+    ]}]},
+    {"type": "verdict", "run": "r1", "instance": "task-1", "item": "ok", "judge": "judge-1", "result": "fail",
+     "reasoning": "\u212aelvin again"},
+]
+
+
+@pytest.mark.parametrize("mode", ["text", "words"])
+def test_an_ascii_query_folds_ascii_letters_alone_on_both_databases(tmp_path, mode):
+    """SQLite's lower() folds ASCII letters alone; PostgreSQL folds an ASCII query's the same way (`_ilike`), so
+    the two return the same hits for it whatever the text holds, and the snippet and highlight show the hit
+    itself, not a letter folded otherwise 300 characters before it. Other queries fold every letter on
+    PostgreSQL, ASCII letters alone on SQLite (the page's help says "ignore case")."""
+    _ingest(tmp_path, FOLDS, name="folds.jsonl")
+    folds = Benchmark.objects.get(slug="folds")
+    hits = _find(folds, "kelvin", mode=mode)
+    assert [(h.source, h.message) for h in hits] == [("message", 1), ("message", 2)]
+    assert [[part for part, is_match in h.segments if is_match] for h in hits] == [["KELVIN"], ["kelvin"]]
+    small = [h.message for h in _find(folds, "échec", mode=mode)]
+    assert small == ([3, 4] if connection.vendor == "postgresql" else [4])
+
+
 # PostgreSQL only -------------------------------------------------------------------------
 def test_a_search_past_the_statement_timeout_asks_to_narrow_it(study, postgres, monkeypatch):
     def slow(*args):
