@@ -30,8 +30,8 @@ Hits are listed source by source (messages, responses, reasoning), each in the o
 stored (reasoning by attempt, then as stored), a page at a time after a cursor; every query is
 bounded by a LIMIT and, on PostgreSQL, by a statement timeout (`IFPORTAL_SEARCH_TIMEOUT_MS`), the
 whole search by as much. Common text is found by walking rows in id order (reasoning by attempt),
-rare text through the trigram index's candidates; which one a query is cannot be told before, so the two take turns, each bounded
-(`_walked_or_tried`).
+rare text through the trigram index's candidates; which one a query is cannot be told before, so the
+two take turns, each bounded (`_walked_or_tried`).
 """
 from __future__ import annotations
 
@@ -70,12 +70,16 @@ SOURCES = (SearchSource.MESSAGE, SearchSource.RESPONSE, SearchSource.REASONING)
 MODES = ("text", "words")
 _WRITE_BATCH = 2000
 #: how long (ms) the trigram index's candidates of a source are tried between the walks (`_walked_or_tried`)
-#: before the rows are walked on instead
-CANDIDATE_TRIES_MS = (50, 150)
+#: before the rows are walked on instead: the first try long enough for the index to intersect the trigrams of a
+#: phrase of common words (57 ms for `broken in turn 3` over 1.5M rows, measured in session 13), as rarer text
+#: takes less (2-25 ms)
+CANDIDATE_TRIES_MS = (60, 150)
 #: rows of a source walked in id order in turn with those tries (`_walked_or_tried`): the first walk answers
-#: text in more than about 1.3% of the rows, and every source of fewer rows, in 8-17 ms for transcripts (4-8 us
-#: a row for ILIKE on pieces of 680-1,500 characters); the last size repeats to the source's end
-WALK_ROWS = (2_000, 8_000, 32_000)
+#: text in more than about 0.5% of the rows, and every source of fewer rows, in 15-45 ms for transcripts (1-5 us
+#: a row for the ASCII-folding ILIKE of `_ilike` on pieces of 680-1,500 characters; three times the rows of the
+#: walks through the database's collation, at 4-9 us a row, in the same time); the last size repeats to the
+#: source's end
+WALK_ROWS = (6_000, 24_000, 96_000)
 #: attempts whose judge reasoning is walked in turn with those tries (`_reasoning_ids`): an OctoBench attempt has
 #: 33 items x its judges' verdicts, so about as many verdicts as WALK_ROWS rows at three judges
 REASONING_WALK_ATTEMPTS = (20, 80, 320)
@@ -622,11 +626,14 @@ def _walked_or_tried(walked: models.QuerySet, candidates: models.QuerySet, chunk
     Two ways to find them take turns, each bounded: a walk of the rows of the next `sizes` values of `key` (their
     ids or their attempts: `chunk_of(after, size)`, those values; `walked`, the query checked against each row)
     and a try of the trigram index's candidates after the rows walked (`candidates`) for at most
-    CANDIDATE_TRIES_MS. A walk answers text common enough to
-    fill a page within its rows, and a source with fewer rows; candidates answer rare text whatever its place
-    (PostgreSQL estimates how many rows match a pattern poorly, so which one a query is cannot be told before);
-    each walk starts where the last stopped. `deadline` (time.monotonic()): past it the search is too slow
-    (SearchTooSlow), as one statement past the statement timeout is."""
+    CANDIDATE_TRIES_MS. A walk answers text common enough to fill a page within its rows, and a source with
+    fewer rows; candidates answer rare text whatever its place (PostgreSQL estimates how many rows match a
+    pattern poorly, so which one a query is cannot be told before); each walk starts where the last stopped.
+
+    A try cannot be bounded by the candidates it reads rather than by time: the index hands over every candidate
+    at once (a bitmap), and each must be checked against the text, which is the try's cost. `deadline`
+    (time.monotonic()): past it the search is too slow (SearchTooSlow), as one statement past the statement
+    timeout is."""
     found: list[int] = []
     tries = iter(CANDIDATE_TRIES_MS)
     order = list(dict.fromkeys((key, "id")))
