@@ -289,18 +289,29 @@ def test_words_mode_finds_every_word_in_any_order(study):
         s.search_query_of({"q": ["a b c"], "mode": ["words"]})
 
 
-JOINS = [
-    {"type": "benchmark", "slug": "joins", "name": "Joins", "kind": "checklist"},
-    {"type": "instance", "id": "task-1", "items": [{"key": "ok", "description": "Answer correctly"}]},
-    {"type": "run", "label": "r1", "model": "model-a"},
-    {"type": "attempt", "run": "r1", "instance": "task-1", "response": "", "threads": [{"messages": [
-        {"role": "assistant", "content": "The rule was broken in turn 3."},
-        {"role": "assistant", "content": "brokenqinqturnq3 is one word"},
-        {"role": "assistant", "content": "broken\tin\nturn 3, across a tab and a line"},
-        {"role": "assistant", "content": "turn 3: nothing was broken in it"},
-        {"role": "assistant", "content": "Broken  in turn 3 (two spaces)"},
-    ]}]},
-]
+def _one_attempt(slug: str, said: list[str], *, reasoning: str | None = None) -> list[dict]:
+    """A benchmark of one attempt whose one thread holds `said`, one assistant message each, and with `reasoning`
+    one failed verdict that reasons so."""
+    records = [
+        {"type": "benchmark", "slug": slug, "name": slug.title(), "kind": "checklist"},
+        {"type": "instance", "id": "task-1", "items": [{"key": "ok", "description": "Answer correctly"}]},
+        {"type": "run", "label": "r1", "model": "model-a"},
+        {"type": "attempt", "run": "r1", "instance": "task-1", "response": "",
+         "threads": [{"messages": [{"role": "assistant", "content": text} for text in said]}]},
+    ]
+    if reasoning is not None:
+        records.append({"type": "verdict", "run": "r1", "instance": "task-1", "item": "ok", "judge": "judge-1",
+                        "result": "fail", "reasoning": reasoning})
+    return records
+
+
+JOINS = _one_attempt("joins", [
+    "The rule was broken in turn 3.",
+    "brokenqinqturnq3 is one word",
+    "broken\tin\nturn 3, across a tab and a line",
+    "turn 3: nothing was broken in it",
+    "Broken  in turn 3 (two spaces)",
+])
 
 
 @pytest.mark.parametrize("text, messages", [
@@ -315,20 +326,13 @@ def test_phrases_are_found_exactly_across_spaces_tabs_lines_and_the_joining_lett
     assert sorted(h.message for h in hits) == messages
 
 
-FOLDS = [
-    {"type": "benchmark", "slug": "folds", "name": "Folds", "kind": "checklist"},
-    {"type": "instance", "id": "task-1", "items": [{"key": "ok", "description": "Answer correctly"}]},
-    {"type": "run", "label": "r1", "model": "model-a"},
-    {"type": "attempt", "run": "r1", "instance": "task-1", "response": "", "threads": [{"messages": [
-        {"role": "assistant", "content": "\u212aelvin, written with a sign for degrees"},
-        {"role": "assistant", "content": "KELVIN in capitals"},
-        {"role": "assistant", "content": "\u212aelvin first," + " far" * 100 + " then kelvin"},
-        {"role": "assistant", "content": "ÉCHEC in capitals"},
-        {"role": "assistant", "content": "échec in small letters"},
-    ]}]},
-    {"type": "verdict", "run": "r1", "instance": "task-1", "item": "ok", "judge": "judge-1", "result": "fail",
-     "reasoning": "\u212aelvin again"},
-]
+FOLDS = _one_attempt("folds", [
+    "\u212aelvin, written with a sign for degrees",
+    "KELVIN in capitals",
+    "\u212aelvin first," + " far" * 100 + " then kelvin",
+    "ÉCHEC in capitals",
+    "échec in small letters",
+], reasoning="\u212aelvin again")
 
 
 @pytest.mark.parametrize("mode", ["text", "words"])
