@@ -71,9 +71,9 @@ MODES = ("text", "words")
 _WRITE_BATCH = 2000
 #: how long (ms) the trigram index's candidates of a source are tried between the walks (`_walked_or_tried`)
 #: before the rows are walked on instead: the first try long enough for the index to intersect the trigrams of a
-#: phrase of common words (57 ms for `broken in turn 3` over 1.5M rows, measured in session 13), as rarer text
-#: takes less (2-25 ms)
-CANDIDATE_TRIES_MS = (60, 150)
+#: phrase of common words (39-59 ms for `broken in turn 3` over 1.5M rows, measured in session 13, more under
+#: load: at 60 ms that search's p95 was 305-310 ms, at 80 ms 136-144), as rarer text takes less (2-25 ms)
+CANDIDATE_TRIES_MS = (80, 150)
 #: rows of a source walked in id order in turn with those tries (`_walked_or_tried`): the first walk answers
 #: text in more than about 0.5% of the rows, and every source of fewer rows, in 15-45 ms for transcripts (1-5 us
 #: a row for the ASCII-folding ILIKE of `_ilike` on pieces of 680-1,500 characters; three times the rows of the
@@ -81,7 +81,8 @@ CANDIDATE_TRIES_MS = (60, 150)
 #: source's end
 WALK_ROWS = (6_000, 24_000, 96_000)
 #: attempts whose judge reasoning is walked in turn with those tries (`_reasoning_ids`): an OctoBench attempt has
-#: 33 items x its judges' verdicts, so about as many verdicts as WALK_ROWS rows at three judges
+#: 33 items x its judges' verdicts, so a third as many verdicts as WALK_ROWS rows at three judges (three times
+#: the attempts measured the same in session 13: the reasoning searches' median and p95 within 15 ms)
 REASONING_WALK_ATTEMPTS = (20, 80, 320)
 #: a run or model filter naming more runs than this walks the benchmark's rows (checking the run) instead of
 #: one index probe per run
@@ -134,7 +135,7 @@ class _TextLookup(models.Lookup):
             if self.joined:
                 clauses.append(f"{INDEXED_TEXT.format(column=lhs)} ILIKE %s")
                 params += [*lhs_params, _like(needle.translate(_JOIN))]
-            clauses.append(_ilike(lhs, needle))  # first: evaluated in this order, it spares the others most rows
+            clauses.append(_ilike(lhs, needle))  # before the plain ILIKE: evaluated in order, it spares it most rows
             params += [*lhs_params, _like(needle)]
             if self.indexed and needle.isascii():
                 clauses.append(f"{lhs} ILIKE %s")
@@ -148,7 +149,11 @@ def _ilike(column: str, needle: str) -> str:
     same hits for it, whatever the text holds, and PostgreSQL compares a row 2-3 times faster than through the
     database's collation (9 against 3.3-4 us a row of 1,100 characters, measured here; folding every letter
     Unicode knows was the cost of the walks, docs/performance.md "Session 13"). Other needles fold through the
-    database's collation ("ÉCHEC" finds "échec" on PostgreSQL; SQLite folds neither)."""
+    database's collation ("ÉCHEC" finds "échec" on PostgreSQL; SQLite folds neither).
+
+    The trigram indexes' clauses fold through the database's collation, which must fold ASCII letters as ASCII
+    (any but a Turkish, Azeri or Lithuanian one): under those, "ID" lowers to "ıd", and a row the walks find for
+    "id" would not be a candidate."""
     return f'{column} COLLATE "C" ILIKE %s' if needle.isascii() else f"{column} ILIKE %s"
 
 
