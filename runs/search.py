@@ -487,14 +487,15 @@ def _snippet(qs: models.QuerySet, column: str, needle: str, size: int) -> models
                        full_length=models.functions.Length(column))
 
 
-def segments(text: str, needles: Sequence[str]) -> list[tuple[str, bool]]:
+def segments(text: str, needles: Sequence[str], *, unicode_fold: bool = True) -> list[tuple[str, bool]]:
     """`text` cut into (part, is_match) around every case-insensitive occurrence of a needle, folding letters as
-    the search does (`_ilike`: an ASCII needle ASCII letters alone)."""
+    the search does: an ASCII needle ASCII letters alone (`_ilike`), and so every needle where the database folds
+    no others (`unicode_fold` False: SQLite's lower())."""
     needles = sorted({n for n in needles if n}, key=len, reverse=True)
     if not needles:
         return [(text, False)] if text else []
     out, at = [], 0
-    pattern = "|".join(f"(?a:{re.escape(n)})" if n.isascii() else re.escape(n) for n in needles)
+    pattern = "|".join(re.escape(n) if unicode_fold and not n.isascii() else f"(?a:{re.escape(n)})" for n in needles)
     for found in re.finditer(pattern, text, re.IGNORECASE):
         if found.start() > at:
             out.append((text[at:found.start()], False))
@@ -757,7 +758,7 @@ def _search(benchmark: Benchmark, query: SearchQuery, page_size: int) -> SearchP
         hit = SearchHit(
             source=source, id=pk, attempt_id=row["attempt_id"], run=attempt["run__label"],
             model=attempt["run__model__name"], instance=attempt["instance__external_id"],
-            segments=segments(snippet, query.needles), url="",
+            segments=segments(snippet, query.needles, unicode_fold=connection.vendor == "postgresql"), url="",
             thread=row.get("thread"), message=row.get("message"),
             turn=row.get("turn") if source != SearchSource.REASONING else row.get("item__turn"),
             item=row.get("item__key") or "", judge=row.get("judge__name") or "", result=row.get("result") or "",
