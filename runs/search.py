@@ -137,10 +137,16 @@ class _TextLookup(models.Lookup):
                 params += [*lhs_params, _like(needle.translate(_JOIN))]
             clauses.append(_ilike(lhs, needle))  # before the plain ILIKE: evaluated in order, it spares it most rows
             params += [*lhs_params, _like(needle)]
-            if self.indexed and needle.isascii():
+            if self.indexed and _folds_ascii_alone(needle):  # the index answers only the plain ILIKE
                 clauses.append(f"{lhs} ILIKE %s")
                 params += [*lhs_params, _like(needle)]
         return " AND ".join(clauses), params
+
+
+def _folds_ascii_alone(needle: str) -> bool:
+    """Whether the search folds ASCII letters alone for `needle`: every needle on SQLite (its lower()), a needle
+    of ASCII characters on PostgreSQL (`_ilike`). The check, the snippet and the highlight all ask this."""
+    return needle.isascii() or connection.vendor != "postgresql"
 
 
 def _ilike(column: str, needle: str) -> str:
@@ -154,7 +160,7 @@ def _ilike(column: str, needle: str) -> str:
     The trigram indexes' clauses fold through the database's collation, which must fold ASCII letters as ASCII
     (any but a Turkish, Azeri or Lithuanian one): under those, "ID" lowers to "ıd", and a row the walks find for
     "id" would not be a candidate."""
-    return f'{column} COLLATE "C" ILIKE %s' if needle.isascii() else f"{column} ILIKE %s"
+    return f'{column} COLLATE "C" ILIKE %s' if _folds_ascii_alone(needle) else f"{column} ILIKE %s"
 
 
 class ContainsText(_TextLookup):
@@ -480,22 +486,22 @@ def _reasoning_rows(benchmark: Benchmark, query: SearchQuery) -> models.QuerySet
 
 def _snippet(qs: models.QuerySet, column: str, needle: str, size: int) -> models.QuerySet:
     """Annotate `snippet` (the text around the first occurrence of `needle`) and `snippet_start`."""
-    folded = Collate(F(column), "C") if connection.vendor == "postgresql" and needle.isascii() else F(column)
+    # SQLite's lower() folds ASCII letters alone already
+    folded = Collate(F(column), "C") if connection.vendor == "postgresql" and _folds_ascii_alone(needle) else F(column)
     qs = qs.annotate(found=StrIndex(Lower(folded), Lower(Value(needle))))  # the first hit as `_ilike` finds it
     qs = qs.annotate(snippet_start=Greatest(F("found") - CONTEXT, 1))
     return qs.annotate(snippet=Substr(column, F("snippet_start"), 2 * CONTEXT + size),
                        full_length=models.functions.Length(column))
 
 
-def segments(text: str, needles: Sequence[str], *, unicode_fold: bool = True) -> list[tuple[str, bool]]:
+def segments(text: str, needles: Sequence[str]) -> list[tuple[str, bool]]:
     """`text` cut into (part, is_match) around every case-insensitive occurrence of a needle, folding letters as
-    the search does: an ASCII needle ASCII letters alone (`_ilike`), and so every needle where the database folds
-    no others (`unicode_fold` False: SQLite's lower())."""
+    the search does (`_folds_ascii_alone`)."""
     needles = sorted({n for n in needles if n}, key=len, reverse=True)
     if not needles:
         return [(text, False)] if text else []
     out, at = [], 0
-    pattern = "|".join(re.escape(n) if unicode_fold and not n.isascii() else f"(?a:{re.escape(n)})" for n in needles)
+    pattern = "|".join(f"(?a:{re.escape(n)})" if _folds_ascii_alone(n) else re.escape(n) for n in needles)
     for found in re.finditer(pattern, text, re.IGNORECASE):
         if found.start() > at:
             out.append((text[at:found.start()], False))
@@ -758,7 +764,7 @@ def _search(benchmark: Benchmark, query: SearchQuery, page_size: int) -> SearchP
         hit = SearchHit(
             source=source, id=pk, attempt_id=row["attempt_id"], run=attempt["run__label"],
             model=attempt["run__model__name"], instance=attempt["instance__external_id"],
-            segments=segments(snippet, query.needles, unicode_fold=connection.vendor == "postgresql"), url="",
+            segments=segments(snippet, query.needles), url="",
             thread=row.get("thread"), message=row.get("message"),
             turn=row.get("turn") if source != SearchSource.REASONING else row.get("item__turn"),
             item=row.get("item__key") or "", judge=row.get("judge__name") or "", result=row.get("result") or "",
