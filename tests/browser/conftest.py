@@ -59,9 +59,9 @@ class Console:
         self.errors: list[str] = []
 
     def on_console(self, message) -> None:
-        # Chromium asks for /favicon.ico on its own (once per session, so order-dependent);
-        # that is not the page's doing. base.html should declare an icon to end the 404.
-        if message.type == "error" and not message.location.get("url", "").endswith("/favicon.ico"):
+        # Chromium asks for /favicon.ico on its own, whatever base.html declares: the portal answers it
+        # (ifportal.urls.FaviconView), so a 404 there is an error like any other
+        if message.type == "error":
             self.errors.append(f"console: {message.text} ({message.location.get('url', '')})")
 
     def on_page_error(self, error) -> None:
