@@ -53,8 +53,8 @@ def _answers(name: str, title: str, rows) -> Table:
         Column("truth", "Ground truth"), Column("predicted", "Answer"), Column("unanswered", "No answer"),
         Column("correct", "Correct")),
         [{"task": r.external_id, "attempt_id": r.attempt_id, "category": r.category, "run": r.run, "model": r.model,
-          "truth": r.truth_key, "predicted": r.predicted_key, "unanswered": "yes" if r.unanswered else "",
-          "correct": "yes" if r.correct else "no"} for r in rows])
+          "truth": r.truth_key, "predicted": r.predicted_key, "unanswered": yes_no(r.unanswered),
+          "correct": yes_no(r.correct)} for r in rows])
 
 
 @page_builder(("rule-types", "Rule types"))

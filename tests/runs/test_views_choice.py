@@ -1,4 +1,7 @@
 """Choice-benchmark pages: metrics, confusion, rule types, tasks, task viewer."""
+import csv
+import io
+
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
@@ -151,6 +154,15 @@ def test_it_lists_wrong_answers_and_serves_the_list_fragment(reviewer_client):
                                    HTTP_HX_REQUEST="true", HTTP_HX_TARGET="task-list")
     assert fragment.content.decode().lstrip().startswith('<div id="task-list">')
     assert "4 answers." in fragment.content.decode()
+
+
+def test_the_task_list_export_says_yes_and_no_as_the_task_page_does(reviewer_client):
+    make_study()
+    rows = list(csv.DictReader(io.StringIO(reviewer_client.get(url("choice-tasks") + "?run=alpha&export=csv")
+                                           .content.decode())))
+    assert [(r["Task"], r["No answer"], r["Correct"]) for r in rows] == [
+        ("chat-000000000000", "no", "yes"), ("chat-000000000001", "no", "yes"), ("chat-000000000002", "yes", "no"),
+        ("price-000000000003", "no", "yes"), ("price-000000000004", "no", "no")]
 
 
 def test_it_shows_a_task_with_every_answer_escaped_and_wrong_ones_marked(reviewer_client):
