@@ -113,32 +113,6 @@ def _rss_kb(pid: int) -> dict:
     return out
 
 
-def _worker_pid(master: int) -> int:
-    """The (only) gunicorn worker of a master process (waiting up to 10 s for it to be forked)."""
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        if workers := sb.child_pids(master):
-            return workers[0]
-        time.sleep(0.1)
-    raise RuntimeError("gunicorn has no worker")
-
-
-def worker_ready_ms(pid: int, *, settle: float = 0.25, timeout: float = 60) -> float:
-    """Milliseconds until a freshly forked worker is idle (its CPU time unchanged over two `settle` periods):
-    it has imported and warmed the application and waits for requests. No request is sent, so the first
-    one measured afterwards is still the worker's first."""
-    start = time.monotonic()
-    last, still = -1.0, 0
-    while time.monotonic() - start < timeout:
-        cpu = sb.process_cpu_seconds(pid)
-        still = still + 1 if cpu == last else 0
-        if still == 2:
-            return 1000 * (time.monotonic() - start - 2 * settle)
-        last = cpu
-        time.sleep(settle)
-    raise RuntimeError(f"the gunicorn worker {pid} did not settle within {timeout:.0f} s")
-
-
 def long_trajectory_figures(*, messages: int = 30_000, megabytes: int = 100, requests: int = 20, port: int | None = None,
                             http: bool = True, keep: bool = False, say: Callable[[str], None] = print,
                             chromium_samples: int = 0) -> dict:
@@ -198,8 +172,7 @@ def _http_figures(*, messages: int, requests: int, port: int | None, say: Callab
     rng = random.Random(13)
     out: dict = {"attempt_messages": trajectory.message_count, "trajectory_mb": round(trajectory.size_bytes / 2**20, 1)}
     with sb.WebServer(workers=1, port=port) as server:
-        worker = _worker_pid(server.proc.pid)
-        boot_ms = worker_ready_ms(worker)
+        worker, boot_ms = server.worker_pids[0], server.boot_ms[0]
         first = [_timed_get(server.url(page), cookie)]
         before = _rss_kb(worker)  # after the first request: the application, its templates and connection loaded
         first += [_timed_get(server.url(page), cookie) for _ in range(requests)]

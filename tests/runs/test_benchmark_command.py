@@ -9,8 +9,7 @@ import sys
 import pytest
 from django.core.management import call_command
 
-from runs.bench_trajectory import worker_ready_ms
-from runs.study_benchmark import child_pids
+from runs.study_benchmark import child_pids, workers_ready_ms
 from runs.models import Benchmark, SearchText, Verdict
 
 from ..threads import worker_database_url
@@ -162,13 +161,13 @@ def test_the_http_figures_include_every_html_page_and_the_long_trajectory_in_chr
 
 
 def test_a_worker_is_ready_once_its_cpu_time_stops_growing():
-    """The long trajectory's first request goes to a worker that has booted (runs.bench_trajectory.worker_ready_ms):
-    a process that computes for about 0.8 s and then waits is ready after about 0.8 s, not before."""
+    """Timed requests go to workers that have booted (runs.study_benchmark.workers_ready_ms, which WebServer waits
+    for): a process that computes for about 0.8 s and then waits is ready after about 0.8 s, not before."""
     busy = subprocess.Popen([sys.executable, "-c",
                              "import time\nend = time.process_time() + 0.8\nwhile time.process_time() < end: pass\n"
                              "time.sleep(30)"])
     try:
-        ready = worker_ready_ms(busy.pid, settle=0.1)
+        [ready] = workers_ready_ms([busy.pid], settle=0.1)
         assert 700 <= ready < 5000 and busy.poll() is None
     finally:
         busy.kill()
