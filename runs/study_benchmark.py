@@ -25,11 +25,15 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import psycopg
 from django.conf import settings
+from django.db import connection
+from psycopg import sql
 
 CATEGORIES = ["SP", "System reminder", "User query", "Agents.md", "Skill.md", "Memory", "Tool schema"]
 CHECK_TYPES = ["compliance", "implementation", "understanding", "testing", "configuration", "modification"]
@@ -157,7 +161,7 @@ def copy_throughput(rows: list[tuple]) -> dict[str, float] | None:
     makes them), committed: what storing these rows in the verdict table costs, the fastest any
     ingest of them can be.
     """
-    from django.db import connection, transaction
+    from django.db import transaction
 
     if connection.vendor != "postgresql":
         return None
@@ -493,7 +497,6 @@ SEARCH_QUERIES = [
 def search_latency(slug: str, *, repeats: int = 20, queries: list[tuple[str, dict]] | None = None) -> dict:
     """Median and p95 of the search selector (the page's and the API's database work) per query of
     `queries` (default SEARCH_QUERIES), after one warm-up each, with the size of what was searched."""
-    from django.db import connection
     from django.db.models import Sum
     from django.db.models.functions import Length
 
@@ -533,7 +536,8 @@ def search_latency(slug: str, *, repeats: int = 20, queries: list[tuple[str, dic
 
 # the 10M study: ingest in batches, database size --------------------------------------------
 def ingest_in_batches(results: Path, slug: str, *, per_model: int, per_batch: int,
-                      say: Callable[[str], None] = lambda _: None) -> dict:
+                      say: Callable[[str], None] = lambda _: None,
+                      after_first: Callable[[], object] | None = None) -> dict:
     """The results folder ingested in batches of about `per_batch` verdicts (whole model folders of
     `per_model` verdicts each, planned as `manage.py ingest octobench-scores results/` plans them), one
     transaction each, in model order.
@@ -567,6 +571,8 @@ def ingest_in_batches(results: Path, slug: str, *, per_model: int, per_batch: in
         spent = ", ".join(f"{label} {costs[name]:,}" for name, label in _COST_LABELS.items() if costs[name] is not None)
         say(f"  batch {len(batches)}: {verdicts:,} verdicts in {seconds:.1f} s = {verdicts / seconds:,.0f} verdicts/s "
             f"(benchmark now {total:,}; load {os.getloadavg()[0]:.1f}; {spent})")
+        if after_first and len(batches) == 1:
+            after_first()
     stored = Verdict.objects.filter(attempt__run__benchmark__slug=slug).count()
     seconds = sum(b["seconds"] for b in batches)
     return {"verdicts": stored, "files": len(entries), "seconds": round(seconds, 1),
@@ -574,6 +580,96 @@ def ingest_in_batches(results: Path, slug: str, *, per_model: int, per_batch: in
             "first_batch": _batch_figures(batches[0]), "last_batch": _batch_figures(batches[-1]),
             "batches": [_batch_figures(b) for b in batches],
             "includes": "parse, validate, upsert, rollups; in this process, one transaction per batch"}
+
+
+# the same batch into the study at two sizes, back to back ------------------------------------------
+def batch_write(size: StudySize, root: Path, *, first_model: int, models: int = 10, seed: int = 11) -> Path:
+    """The score files of `models` new models for the study of `size` (its instances and checklists), as
+    results/model-<first_model>... : the batch `ingest_pairs` ingests. Returns the results folder."""
+    files = study_write(StudySize(size.instances, size.items_per_instance, models, size.repetitions, size.judges),
+                        root / "generated", seed=seed)
+    results = root / "results"
+    results.mkdir(parents=True, exist_ok=True)
+    for m in range(models):
+        shutil.move(str(files.results / f"model-{m}"), str(results / f"model-{first_model + m}"))
+    shutil.rmtree(root / "generated")
+    return results
+
+
+def _maintenance(statement: sql.Composable) -> None:
+    """One statement on the server's `postgres` database, outside a transaction (CREATE and DROP DATABASE)."""
+    db = connection.settings_dict
+    with psycopg.connect(dbname="postgres", host=db["HOST"] or None, port=db["PORT"] or None, user=db["USER"] or None,
+                         password=db["PASSWORD"] or None, autocommit=True) as conn:
+        conn.execute(statement)
+
+
+def database_copy(source: str, target: str) -> float:
+    """`target` made anew as a copy of `source` (CREATE DATABASE ... TEMPLATE, which needs nobody connected to
+    `source`: this process's own connection is closed first); the seconds it took."""
+    connection.close()
+    start = time.perf_counter()
+    _maintenance(sql.SQL("DROP DATABASE IF EXISTS {}").format(sql.Identifier(target)))
+    _maintenance(sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(sql.Identifier(target), sql.Identifier(source)))
+    return time.perf_counter() - start
+
+
+def database_drop(name: str) -> None:
+    connection.close()
+    _maintenance(sql.SQL("DROP DATABASE IF EXISTS {}").format(sql.Identifier(name)))
+
+
+@contextmanager
+def database_used(name: str) -> Iterator[None]:
+    """This process's default connection pointed at database `name` for the block, then back."""
+    connection.close()
+    before = connection.settings_dict["NAME"]
+    connection.settings_dict["NAME"] = name
+    try:
+        yield
+    finally:
+        connection.close()
+        connection.settings_dict["NAME"] = before
+
+
+def ingest_pairs(batch: Path, slug: str, *, small: str, big: str, pairs: int, per_model: int,
+                 say: Callable[[str], None] = lambda _: None) -> dict:
+    """The same batch ingested into fresh copies of database `small` (the study after its first batch) and `big`
+    (the whole study), each copy after a CHECKPOINT, pair after pair in the order small, big, big, small, ...:
+    a machine that speeds up or slows down during the series favours neither size. "not slower at 10M than
+    at 1M" read on identical work, each pair's big rate against its small one."""
+    copy_name = f"{big}_pair"
+    measured: list[dict] = []
+    try:
+        for k in range(pairs):
+            pair = {}
+            for which in (("small", "big") if k % 2 == 0 else ("big", "small")):
+                copy_seconds = database_copy(small if which == "small" else big, copy_name)
+                with database_used(copy_name):
+                    with connection.cursor() as cursor:
+                        cursor.execute("CHECKPOINT")
+                    verdicts_before = _verdicts_of(slug)
+                    out = ingest_in_batches(batch, slug, per_model=per_model, per_batch=1 << 62)
+                pair[which] = {**out["batches"][0], "verdicts_in_benchmark_before": verdicts_before,
+                               "copy_seconds": round(copy_seconds, 1)}
+                database_drop(copy_name)
+            pair["big_against_small"] = round(pair["big"]["verdicts_per_second"] / pair["small"]["verdicts_per_second"] - 1, 4)
+            measured.append(pair)
+            say(f"  pair {k + 1}: the same {pair['small']['verdicts']:,} verdicts into the study at "
+                f"{pair['small']['verdicts_in_benchmark_before']:,} verdicts {pair['small']['verdicts_per_second']:,} "
+                f"verdicts/s (load {pair['small']['load_average']:.1f}), at {pair['big']['verdicts_in_benchmark_before']:,} "
+                f"{pair['big']['verdicts_per_second']:,} verdicts/s (load {pair['big']['load_average']:.1f}): "
+                f"{100 * pair['big_against_small']:+.1f}%")
+    finally:
+        database_drop(copy_name)
+    return {"pairs": measured, "order": "small, big, then big, small, ...",
+            "big_against_small": [p["big_against_small"] for p in measured]}
+
+
+def _verdicts_of(slug: str) -> int:
+    from runs.models import Verdict
+
+    return Verdict.objects.filter(attempt__run__benchmark__slug=slug).count()
 
 
 #: where a batch's time went, as `_ingest_costs` names it: the reason a batch is slower than another
@@ -585,7 +681,6 @@ def _ingest_costs() -> dict[str, float | None]:
     """Running totals: this process's CPU seconds; on PostgreSQL, its backend's CPU seconds (when the server
     runs on this machine, read from /proc), the server's checkpoints and the WAL written (MB, by any session). None where
     not known."""
-    from django.db import connection
 
     costs: dict[str, float | None] = {"python_cpu_seconds": time.process_time(), "database_cpu_seconds": None,
                                       "checkpoints": None, "wal_mb": None}
@@ -607,7 +702,6 @@ def _batch_figures(batch: dict) -> dict:
 def database_size(verdicts: int) -> dict:
     """The database's size on disk, and that of the verdict and rollup tables (with their indexes and TOAST),
     per million verdicts of the study (PostgreSQL only; other benchmarks in the database count in the total)."""
-    from django.db import connection
 
     from runs.models import AttemptRollup, GroupRollup, Verdict
 

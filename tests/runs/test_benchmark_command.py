@@ -8,6 +8,7 @@ import sys
 
 import pytest
 from django.core.management import call_command
+from django.db import connection
 
 from runs.study_benchmark import child_pids, workers_ready_ms
 from runs.models import Benchmark, SearchText, Verdict
@@ -61,8 +62,6 @@ def test_benchmark_prints_every_ingest_figure_and_cleans_up(postgres, tmp_path, 
     assert not study.exists()
     assert not Benchmark.objects.filter(slug__in=["benchmark-study", "benchmark-study-cli"]).exists()
     assert Verdict.objects.count() == 0 and SearchText.objects.count() == 0
-    from django.db import connection
-
     with connection.cursor() as cursor:
         cursor.execute("SELECT count(*) FROM pg_class WHERE relname LIKE 'bench_copy%%'")
         assert cursor.fetchone()[0] == 0
@@ -75,7 +74,7 @@ def test_the_10m_options_ingest_in_batches_and_report_size_and_the_first_and_las
     monkeypatch.setattr("runs.study_benchmark.tmpdir", lambda: tmp_path / "study")
     out = tmp_path / "figures.json"
     call_command("benchmark", instances=4, items=3, models=5, repetitions=1, judges=2, trajectory_mb=1,
-                 skip_http=True, skip_cli=True, ingest_batch_verdicts=50, copy_rows=30, json=str(out),
+                 skip_http=True, skip_cli=True, ingest_batch_verdicts=50, copy_rows=30, ingest_pairs=2, json=str(out),
                  stdout=open(tmp_path / "stdout", "w"))
     figures = json.loads(out.read_text())
     ingest = figures["ingest"]
@@ -96,6 +95,20 @@ def test_the_10m_options_ingest_in_batches_and_report_size_and_the_first_and_las
     assert size["verdicts_mb_per_million_verdicts"] > 0
     assert size["database_mb_per_million_verdicts"] >= size["verdicts_mb_per_million_verdicts"]
     assert not Benchmark.objects.filter(slug="benchmark-study").exists()
+    # the same batch of ten new models into copies of the study after its first batch (3 models) and whole (5),
+    # alternating: small then big, big then small; the copies and the first batch's database are gone
+    pairs = figures["ingest_pairs"]["pairs"]
+    assert len(pairs) == 2
+    for pair in pairs:
+        assert (pair["small"]["verdicts_in_benchmark_before"], pair["big"]["verdicts_in_benchmark_before"]) == (
+            3 * per_model, 5 * per_model)
+        assert pair["small"]["verdicts"] == pair["big"]["verdicts"] == 10 * per_model
+        assert pair["big_against_small"] == pytest.approx(
+            pair["big"]["verdicts_per_second"] / pair["small"]["verdicts_per_second"] - 1, abs=1e-4)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM pg_database WHERE datname LIKE %s", [connection.settings_dict["NAME"] + "_%"])
+        assert cursor.fetchone()[0] == 0
+    assert Verdict.objects.count() == 0
 
 
 def test_the_search_corpus_option_grows_the_corpus_and_measures_its_searches(postgres, tmp_path, monkeypatch):

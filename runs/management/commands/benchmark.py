@@ -7,6 +7,7 @@ import sys
 import time
 from pathlib import Path
 
+from django.core.cache import cache
 from django.core.management.base import BaseCommand, CommandError
 from django.db import connection, transaction
 from django.db.models import F
@@ -62,6 +63,11 @@ class Command(BaseCommand):
                             help="ingest the results folder in batches of about this many verdicts (whole model "
                                  "folders, one transaction each) and print the first and last batch's rate side by "
                                  "side; 0: one transaction, as `manage.py ingest` does")
+        parser.add_argument("--ingest-pairs", type=int, default=0,
+                            help="with --ingest-batch-verdicts, on PostgreSQL: at the end, ingest one batch of ten new "
+                                 "models into copies of the study after its first batch and of the whole study, this many "
+                                 "pairs, alternating the order (runs.study_benchmark.ingest_pairs); the database is "
+                                 "copied (CREATE DATABASE ... TEMPLATE), and the cache cleared afterwards")
         parser.add_argument("--copy-rows", type=int, default=0,
                             help="measure the COPY baselines on the first this many verdicts (0: all of them)")
         parser.add_argument("--skip-cli", action="store_true",
@@ -88,6 +94,8 @@ class Command(BaseCommand):
                 Path(o["json"]).write_text(json.dumps(figures, indent=2))
             self.stdout.write(json.dumps(figures, indent=2))
             return
+        if o["ingest_pairs"] and (connection.vendor != "postgresql" or not o["ingest_batch_verdicts"]):
+            raise CommandError("--ingest-pairs needs PostgreSQL and --ingest-batch-verdicts")
         for slug in (SLUG, SLUG_CLI):
             if Benchmark.objects.filter(slug=slug).exists():
                 raise CommandError(f"benchmark '{slug}' exists from an earlier run: delete it (or use another database)")
@@ -101,7 +109,7 @@ class Command(BaseCommand):
         seconds, _ = sb.timed(lambda: ingest("octobench-instances", [Source.of(files.instances)], Options(benchmark=SLUG)))
         figures["ingest_instances_seconds"] = round(seconds, 2)
         if o["ingest_batch_verdicts"]:
-            figures["ingest"] = self._ingest_batched(files, size, o["ingest_batch_verdicts"])
+            figures["ingest"] = self._ingest_batched(files, size, o["ingest_batch_verdicts"], snapshot=bool(o["ingest_pairs"]))
             stored, ingest_seconds = figures["ingest"]["verdicts"], figures["ingest"]["seconds"]
         else:
             # in process: the results folder planned as the command plans it, ingested in one transaction
@@ -191,6 +199,8 @@ class Command(BaseCommand):
             figures["http"] = self._http(o)
         if not o["skip_long_trajectory"]:
             figures["long_trajectory"] = self._long_trajectory(o)
+        if o["ingest_pairs"]:
+            figures["ingest_pairs"] = self._ingest_pairs(size, root, o["ingest_pairs"])
         if o["json"]:
             Path(o["json"]).write_text(json.dumps(figures, indent=2))
         if not o["keep"]:
@@ -215,17 +225,49 @@ class Command(BaseCommand):
             port=o["port"], http=not o["skip_http"], keep=o["keep"], say=self._say,
             chromium_samples=0 if o["skip_chromium"] else o["chromium_samples"])
 
-    def _ingest_batched(self, files: sb.StudyFiles, size: sb.StudySize, per_batch: int) -> dict:
+    def _ingest_batched(self, files: sb.StudyFiles, size: sb.StudySize, per_batch: int, *, snapshot: bool = False) -> dict:
         """The results folder in batches of about `per_batch` verdicts: the first batch's rate (into an empty
-        benchmark) and the last one's (at the study's full size) side by side."""
+        benchmark) and the last one's (at the study's full size) side by side. With `snapshot`, the database
+        is copied after the first batch (`_first_batch_database`) for `_ingest_pairs`."""
         per_model = size.verdicts // size.models
         self._say(f"ingest in process, in batches of about {per_batch:,} verdicts (whole models of {per_model:,}):")
-        out = sb.ingest_in_batches(files.results, SLUG, per_model=per_model, per_batch=per_batch, say=self._say)
+        out = sb.ingest_in_batches(files.results, SLUG, per_model=per_model, per_batch=per_batch, say=self._say,
+                                   after_first=self._first_batch_snapshot if snapshot else None)
         first, last = out["first_batch"], out["last_batch"]
         self._say(f"ingest in process: {out['verdicts']:,} verdicts in {out['seconds']:.1f} s = {out['verdicts_per_second']:,} "
                   f"verdicts/s; first batch (0 -> {first['verdicts']:,}) {first['verdicts_per_second']:,} verdicts/s, last "
                   f"batch ({last['verdicts_in_benchmark_before']:,} -> {out['verdicts']:,}) {last['verdicts_per_second']:,} "
                   f"verdicts/s (target: not lower at the full size)")
+        return out
+
+    @staticmethod
+    def _first_batch_database() -> str:
+        return f"{connection.settings_dict['NAME']}_first_batch"
+
+    def _first_batch_snapshot(self) -> None:
+        """The study as its first batch left it, kept as a database of its own (vacuumed and analysed, as the whole
+        study is after its ingest) until `_ingest_pairs` has used it."""
+        name = self._first_batch_database()
+        seconds = sb.database_copy(connection.settings_dict["NAME"], name)
+        with sb.database_used(name):
+            connection.cursor().execute("VACUUM ANALYZE")
+        self._say(f"  the study after its first batch copied to database {name} in {seconds:.1f} s")
+
+    def _ingest_pairs(self, size: sb.StudySize, root: Path, pairs: int) -> dict:
+        """Issue 17's "ingest not slower at 10M than at 1M" on identical work: ten new models ingested into copies of
+        the study after its first batch and of the whole study, back to back, the order alternating."""
+        small = self._first_batch_database()
+        try:
+            batch = sb.batch_write(size, root / "pairs", first_model=size.models)
+            self._say(f"the same batch into the study at two sizes, back to back, {pairs} pair(s):")
+            out = sb.ingest_pairs(batch, SLUG, small=small, big=connection.settings_dict["NAME"], pairs=pairs,
+                                  per_model=size.verdicts // size.models, say=self._say)
+        finally:
+            sb.database_drop(small)
+            # the copies share this database's ids and the cache: what they cached must not answer for this one
+            cache.clear()
+        self._say(f"ingest of the same batch, at the full size against after the first batch: "
+                  f"{', '.join(f'{100 * r:+.1f}%' for r in out['big_against_small'])} (target: not lower at the full size)")
         return out
 
     def _cli_ingest(self, files: sb.StudyFiles) -> dict:
