@@ -72,8 +72,8 @@ BENCH_ENV     = DATABASE_URL=$(BENCH_SERVER)/$(BENCH_DB) CACHE_URL=$(BENCH_CACHE
 # first batch's rate (0 -> 1M) and the last one's (9.7M -> 10.7M) print side by side; at the end the same
 # batch of ten new models goes into copies of the study at 1M and at 10M, two pairs in alternating order
 # (identical work, so the machine's drift tilts neither; about 8 minutes and a second copy of the database
-# on disk while it runs); COPY baselines on a 1M sample; no second load through the CLI (1M shows that). About 3 GB of files in $TMPDIR; hours on
-# a shared 2-core machine. BENCH_10M_ARGS adds to it (e.g. --keep, then `benchmark --http-only`).
+# on disk while it runs); COPY baselines on a 1M sample; no second load through the CLI (1M shows that).
+# About 3 GB of files in $TMPDIR; hours on a shared 2-core machine. BENCH_10M_ARGS adds to it (e.g. --keep, then `benchmark --http-only`).
 BENCH_10M_ARGS ?=
 benchmark-10m: BENCH_ARGS = --instances 217 --items 33 --models 100 --repetitions 3 --judges 5 \
 	--ingest-batch-verdicts 1000000 --ingest-pairs 2 --copy-rows 1000000 --skip-cli --trajectory-mb 50 $(BENCH_10M_ARGS)

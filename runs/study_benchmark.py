@@ -607,9 +607,8 @@ def _maintenance(statement: sql.Composable) -> None:
 def database_copy(source: str, target: str) -> float:
     """`target` made anew as a copy of `source` (CREATE DATABASE ... TEMPLATE, which needs nobody connected to
     `source`: this process's own connection is closed first); the seconds it took."""
-    connection.close()
     start = time.perf_counter()
-    _maintenance(sql.SQL("DROP DATABASE IF EXISTS {}").format(sql.Identifier(target)))
+    database_drop(target)  # closes this process's connection too
     _maintenance(sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(sql.Identifier(target), sql.Identifier(source)))
     return time.perf_counter() - start
 
@@ -648,9 +647,9 @@ def ingest_pairs(batch: Path, slug: str, *, small: str, big: str, pairs: int, pe
                 with database_used(copy_name):
                     with connection.cursor() as cursor:
                         cursor.execute("CHECKPOINT")
-                    verdicts_before = _verdicts_of(slug)
-                    out = ingest_in_batches(batch, slug, per_model=per_model, per_batch=1 << 62)
-                pair[which] = {**out["batches"][0], "verdicts_in_benchmark_before": verdicts_before,
+                    out = ingest_in_batches(batch, slug, per_model=per_model, per_batch=sys.maxsize)  # one transaction
+                [measured_batch] = out["batches"]
+                pair[which] = {**measured_batch, "verdicts_in_benchmark_before": out["verdicts"] - measured_batch["verdicts"],
                                "copy_seconds": round(copy_seconds, 1)}
                 database_drop(copy_name)
             pair["big_against_small"] = round(pair["big"]["verdicts_per_second"] / pair["small"]["verdicts_per_second"] - 1, 4)
@@ -666,12 +665,6 @@ def ingest_pairs(batch: Path, slug: str, *, small: str, big: str, pairs: int, pe
             "big_against_small": [p["big_against_small"] for p in measured]}
 
 
-def _verdicts_of(slug: str) -> int:
-    from runs.models import Verdict
-
-    return Verdict.objects.filter(attempt__run__benchmark__slug=slug).count()
-
-
 #: where a batch's time went, as `_ingest_costs` names it: the reason a batch is slower than another
 _COST_LABELS = {"python_cpu_seconds": "Python CPU s", "database_cpu_seconds": "database CPU s",
                 "checkpoints": "checkpoints", "wal_mb": "WAL MB"}
@@ -681,7 +674,6 @@ def _ingest_costs() -> dict[str, float | None]:
     """Running totals: this process's CPU seconds; on PostgreSQL, its backend's CPU seconds (when the server
     runs on this machine, read from /proc), the server's checkpoints and the WAL written (MB, by any session). None where
     not known."""
-
     costs: dict[str, float | None] = {"python_cpu_seconds": time.process_time(), "database_cpu_seconds": None,
                                       "checkpoints": None, "wal_mb": None}
     if connection.vendor != "postgresql":
@@ -702,7 +694,6 @@ def _batch_figures(batch: dict) -> dict:
 def database_size(verdicts: int) -> dict:
     """The database's size on disk, and that of the verdict and rollup tables (with their indexes and TOAST),
     per million verdicts of the study (PostgreSQL only; other benchmarks in the database count in the total)."""
-
     from runs.models import AttemptRollup, GroupRollup, Verdict
 
     if connection.vendor != "postgresql" or not verdicts:
