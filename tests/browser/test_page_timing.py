@@ -1,11 +1,13 @@
-"""Every chart page of every kind, on a cold browser cache: it paints and draws every chart, with no
-console error. The times (targets: first paint under 1 s, charts drawn within 1.5 s on loopback) are
+"""Every chart page of every kind, on a cold browser cache: it paints, becomes usable and draws every chart, with
+no console error. The times (targets: first paint and usable under 1 s, charts drawn within 1.5 s on loopback) are
 printed and written to test-artifacts/page-timing.json, not asserted: speed is measured by the
 benchmark command on a quiet machine, and a timed assertion on a shared CI machine fails with the
 machine (session 6's, twice as slow per core as session 5's, painted some pages in 1.1-1.2 s and
 drew charts in 1.5-2.9 s while the suite ran, the pages' server time unchanged)."""
 import json
+import os
 import re
+import time
 
 import pytest
 from django.test import Client
@@ -16,7 +18,10 @@ from runs.bench_browser import MEASURE
 pytestmark = pytest.mark.browser
 
 FIRST_PAINT_MS = 1000
+USABLE_MS = 1000
 CHARTS_DRAWN_MS = 1500
+#: how long the chart library is held back in the test that the page does not wait for it
+HELD_BACK_MS = 3000
 
 #: (kind, url name, benchmark slug) of every page that draws a chart
 CHART_PAGES = [
@@ -68,10 +73,39 @@ def test_every_chart_page_paints_and_draws_its_charts_on_a_cold_browser_cache(
         figures.append({"kind": kind, "path": path, **measured})
     (artifacts / "page-timing.json").write_text(json.dumps(figures, indent=1))
     for f in figures:
-        print(f"{f['kind']:>22} {f['path']:<44} first paint {f['first_paint']:7.0f} ms, charts ({f['charts']}) {f['charts_drawn']:7.0f} ms")
+        print(f"{f['kind']:>22} {f['path']:<44} first paint {f['first_paint']:7.0f} ms, usable {f['usable']:7.0f} ms, "
+              f"charts ({f['charts']}) {f['charts_drawn']:7.0f} ms")
     assert all(f["charts"] and f["drawn"] for f in figures), [f["path"] for f in figures if not (f["charts"] and f["drawn"])]
     assert [f["path"] for f in figures if f["first_paint"] is None] == []  # painted, within MEASURE's 10 s
-    slow = [(f["path"], round(f["first_paint"]), round(f["charts_drawn"])) for f in figures
-            if f["first_paint"] >= FIRST_PAINT_MS or f["charts_drawn"] >= CHARTS_DRAWN_MS]
-    print(f"past the targets ({FIRST_PAINT_MS} ms paint, {CHARTS_DRAWN_MS} ms charts) on this machine now: {slow or 'none'}")
+    slow = [(f["path"], round(f["first_paint"]), round(f["usable"]), round(f["charts_drawn"])) for f in figures
+            if f["first_paint"] >= FIRST_PAINT_MS or f["usable"] >= USABLE_MS or f["charts_drawn"] >= CHARTS_DRAWN_MS]
+    print(f"past the targets ({FIRST_PAINT_MS} ms paint, {USABLE_MS} ms usable, {CHARTS_DRAWN_MS} ms charts) "
+          f"on this machine now (load {os.getloadavg()[0]:.2f}): {slow or 'none'}")
+    assert console.errors == []
+
+
+def test_a_chart_page_is_usable_before_the_chart_library_arrives_and_draws_its_charts_when_it_does(
+        study, browser, session, live_server, console):
+    """The 1.5 MB chart library must not hold the page: with the library held back by HELD_BACK_MS, each kind's
+    first chart page still finishes DOMContentLoaded (its links, forms and htmx controls work) well before the
+    library arrives, and its charts are drawn once it does."""
+    signed_in = session("reviewer", "pw-reviewer-1").context.storage_state()
+    firsts = {}
+    for kind, name, slug in CHART_PAGES:
+        firsts.setdefault(kind, reverse(name, args=[slug]))
+    for kind, path in firsts.items():
+        context = browser.new_context(viewport={"width": 1280, "height": 900}, storage_state=signed_in)
+        page = context.new_page()
+        page.on("pageerror", console.on_page_error)
+
+        def hold_back(route):
+            time.sleep(HELD_BACK_MS / 1000)
+            route.continue_()
+
+        page.route("**/plotly-cartesian*.js", hold_back)
+        page.goto(f"{live_server.url}{path}", wait_until="domcontentloaded")
+        measured = page.evaluate(MEASURE)
+        context.close()
+        assert measured["usable"] < HELD_BACK_MS, (kind, path, measured)
+        assert measured["charts"] and measured["drawn"] and measured["charts_drawn"] >= HELD_BACK_MS, (kind, path, measured)
     assert console.errors == []

@@ -45,6 +45,7 @@ def test_it_times_first_paint_and_charts_of_each_page_on_a_cold_cache_with_no_co
     for page in (board, drill):
         assert page["statuses"] == [200]
         assert 0 < page["first_paint"]["median_ms"] <= page["first_paint"]["p95_ms"]
+        assert 0 < page["usable"]["median_ms"] <= page["usable"]["p95_ms"] and page["target_usable_ms"] == 1000
         assert page["failed_samples"] == page["not_painted"] == 0 and page["target_first_paint_ms"] == 1000
         assert page["console_errors"] == 0, page["errors"]
     # the leaderboard's chart (drawn only for a signed-in reader: the cookie reached the server) after its paint
@@ -56,7 +57,7 @@ def test_it_times_first_paint_and_charts_of_each_page_on_a_cold_cache_with_no_co
     assert missing["statuses"] == [404] and missing["console_errors"] >= 2 and missing["errors"]
     line = chromium_line("leaderboard", board)
     assert line.startswith("leaderboard in Chromium (cold cache): first paint median ")
-    assert "(target 1000 ms); 1 chart drawn median " in line and line.endswith("; 0 console errors")
+    assert "(target 1000 ms); usable median " in line and "(target 1000 ms); 1 chart drawn median " in line and line.endswith("; 0 console errors")
 
 
 def test_it_says_not_measured_when_chromium_is_absent(tmp_path):
@@ -73,5 +74,6 @@ def test_it_counts_a_page_that_does_not_load_and_goes_on_to_the_next():
         assert page["failed_samples"] == 2 and page["first_paint"] is None and page["console_errors"] == 0
         assert page["errors"][0].startswith("failed: ") and "ERR_CONNECTION_REFUSED" in page["errors"][0]
     assert chromium_line("down", figures["pages"]["down"]) == (
-        "down in Chromium (cold cache): first paint never (target 1000 ms); 0 console errors; "
+        "down in Chromium (cold cache): first paint never (target 1000 ms); usable never (target 1000 ms); "
+        "0 console errors; "
         "2 samples not loaded within 30 s")
