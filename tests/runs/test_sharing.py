@@ -400,3 +400,13 @@ def test_an_instance_page_exports_its_pass_rates_and_shares_for_its_own_benchmar
     assert sorted(link.attempt_ids) == sorted(a.id for a in attempts if a.instance_id == instance.id)
     shared = client.get(share_url(token)).content.decode()
     assert "Checklist × model pass rates" in shared and "0.00" in shared
+
+
+def test_the_logo_on_a_shared_page_leads_to_the_links_first_page_not_to_a_sign_in_form(reviewer_client, client):
+    bench, attempts = build_study()
+    _, token = create(reviewer_client, bench, "by=category", attempts=True)
+    for path in (share_url(token), share_url(token, "runs:share-attempts") + "?model=alpha",
+                 share_url(token, "runs:share-attempt", attempts[0].id)):
+        brand = re.search(r'<a class="brand" href="([^"]*)"', client.get(path).content.decode()).group(1)
+        assert brand == share_url(token), path
+    assert re.search(r'<a class="brand" href="([^"]*)"', client.get(reverse("login")).content.decode()).group(1) == "/login/"
