@@ -1,12 +1,18 @@
 """Audit journey in Chromium: a lead creates and starts a campaign for three assigned annotators, they
 label with the keyboard alone in separate sessions (taking units, skipping one, saving), a fourth
 annotator who is not assigned gets nothing, the lead adjudicates with the keyboard from one disputed
-unit to the next, and the leaderboard under the exclusion policy shows the rank change."""
+unit to the next, and the leaderboard under the exclusion policy shows the rank change. An annotator typing at 80 ms per key the moment
+a unit shows (or before it shows) loses no key."""
 import re
+import time
 
 import pytest
 from django.contrib.auth.models import Group
+from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
+from audits import services as audit_services
+from audits.models import Label
+from audits.rubrics import CHECKLIST
 from runs.models import AgentModel, Attempt, Benchmark, BenchmarkKind, ChecklistItem, Instance, Judge, Run, Verdict
 from runs.services import rollups_rebuild_for_attempts
 
@@ -158,4 +164,79 @@ def test_it_runs_an_audit_from_campaign_to_leaderboard_change(browser, live_serv
     assert "▲ 1" in rows.nth(0).inner_text()
     assert lead.get_by_text("alpha gained on beta").is_visible()
     lead_ctx.close()
+    assert console.errors == []
+
+
+#: a unit answered from the keyboard: 1 1 1 3 is yes, yes, neither, and the third "overall" answer
+KEYS = "1113"
+ANSWERS = {c.name: c.values[int(k) - 1] for c, k in zip(CHECKLIST.criteria, KEYS, strict=True)}
+
+
+@pytest.fixture
+def labelling(audit_world, monkeypatch):
+    """A started campaign of 6 units for ann_a, on a server that takes 0.3 s to reserve a unit and to save a label
+    (so keys typed at 80 ms arrive while the next unit is on its way)."""
+    lead, ann = audit_world["users"]["lead"], audit_world["users"]["ann_a"]
+    campaign = audit_services.campaign_create(
+        name="keys", subject="checklist_items", benchmarks=[audit_world["benchmark"]], strata=["category"],
+        allocation="proportional", size=6, seed=3, user=lead, annotators=[ann])
+    audit_services.campaign_start(campaign)
+    for name in ("assignment_next", "label_submit"):
+        original = getattr(audit_services, name)
+
+        def slow(*args, _original=original, **kwargs):
+            time.sleep(0.3)
+            return _original(*args, **kwargs)
+        monkeypatch.setattr(audit_services, name, slow)
+    return {"campaign": campaign, "annotator": ann}
+
+
+def _wait_for_done_or_error(page, done: int) -> None:
+    """Until the queue line says `done` labels are saved, or the save status shows an error (or 15 s passed: the
+    page is stuck, and the caller's assertions on the saved labels say what was lost)."""
+    try:
+        page.wait_for_function(
+            "n => new RegExp('\\\\b' + n + ' of \\\\d+ done').test(document.getElementById('queue-progress').innerText)"
+            " || document.querySelector('#save-status.is-error')", arg=done, timeout=15_000)
+    except PlaywrightTimeoutError:
+        pass
+
+
+def test_it_keeps_every_key_typed_while_the_next_unit_is_on_its_way(session, live_server, labelling, console):
+    page = session("ann_a", "pw-ann_a-1")
+    page.goto(f"{live_server.url}/audits/{labelling['campaign'].pk}/label/")
+    page.wait_for_load_state("load")
+    page.keyboard.press("Enter")  # take the first unit, then answer four units without waiting for any
+    for _ in range(4):
+        page.keyboard.type(KEYS, delay=80)
+        page.keyboard.press("Enter")
+    _wait_for_done_or_error(page, 4)
+    assert "Answer every question" not in page.locator("#save-status").inner_text()
+    labels = Label.objects.filter(assignment__annotator=labelling["annotator"])
+    assert [label.values for label in labels] == [ANSWERS] * 4
+    assert console.errors == []
+
+
+def test_it_shows_no_unit_before_its_keys_are_listened_to(session, live_server, labelling, console):
+    """A unit visible before the labelling script runs would drop what is typed at it: hold the script back
+    and type at whatever shows; then let it run and type at the unit."""
+    ann = labelling["annotator"]
+    audit_services.assignment_next(labelling["campaign"], ann)  # a held unit: the page shows it on GET
+    page = session("ann_a", "pw-ann_a-1")
+    held = []
+    page.route("**/js/labelling.js*", lambda route: held.append(route))
+    page.goto(f"{live_server.url}/audits/{labelling['campaign'].pk}/label/", wait_until="commit")
+    while not held:
+        page.wait_for_timeout(20)
+    page.wait_for_timeout(500)  # time for the page to show what it can without the script
+    if page.locator("article.unit").is_visible():
+        page.keyboard.type(KEYS, delay=80)  # a person types at the unit on the screen
+        held[0].continue_()
+    else:
+        held[0].continue_()
+        page.locator("article.unit").wait_for()
+        page.keyboard.type(KEYS, delay=80)
+    page.keyboard.press("Enter")
+    _wait_for_done_or_error(page, 1)
+    assert [label.values for label in Label.objects.filter(assignment__annotator=ann)] == [ANSWERS]
     assert console.errors == []
