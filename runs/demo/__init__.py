@@ -28,6 +28,7 @@ from runs.demo.octobench import octobench_plan
 from runs.demo.plan import SCALES, Plan, Scale
 from runs.ingest import FORMATS, Source, ingest
 from runs.models import Attempt, Benchmark, ChecklistItem, Instance, Run, Verdict
+from runs.recheck import recheck_run
 
 __all__ = ["PLANNERS", "SCALES", "BenchmarkResult", "benchmark_counts", "conflict_plan", "demo_database_empty",
            "demo_load", "evolif_plan", "format_available", "guidebench_plan", "manyih_plan", "octobench_plan",
@@ -83,6 +84,9 @@ def demo_load(*, seed: int = 1, scale: str = "default", log: Callable[[str], Non
                 ingest(step.format, sources, step.options)
                 if step.run_settings:
                     _record_run_settings(plan.slug, step.run_settings)
+            if plan.recheck:
+                for run in Run.objects.filter(benchmark__slug=plan.slug).order_by("id"):
+                    recheck_run(run=run)
             result = BenchmarkResult(plan.benchmark, plan.slug, counts=benchmark_counts(plan.slug),
                                      seconds=time.perf_counter() - started)
             log(f"{plan.benchmark}: " + ", ".join(f"{v} {k}" for k, v in result.counts.items()) + f" ({result.seconds:.1f} s)")

@@ -85,7 +85,7 @@ MANYIH_RUNS = {
 def manyih_plan(seed: int, scale: Scale, directory: Path) -> Plan:
     """A dataset of samples with 6, 8 and 12 tiers and results for four models (one under both interfaces)."""
     rng = seeded_rng(seed, "manyih")
-    plan = Plan("ManyIH coding", "manyih-coding", ("manyih-data", "manyih-results"))
+    plan = Plan("ManyIH coding", "manyih-coding", ("manyih-data", "manyih-results"), recheck=True)
     samples = []
     for n in range(scale.manyih_samples):
         tiers = (6, 8, 12)[n % 3]

@@ -51,6 +51,9 @@ class Plan:
     slug: str
     formats: tuple[str, ...]
     steps: list[Step] = field(default_factory=list)
+    #: re-check every run with the portal's checkers after the ingest, as a team does before reading the pages
+    #: built on the portal's verdicts (ManyIH's conflict resolution needs the suppressed instructions checked)
+    recheck: bool = False
 
 
 def seeded_rng(seed: int, name: str) -> random.Random:

@@ -4,6 +4,7 @@ from io import StringIO
 
 import pytest
 from django.core.management import CommandError, call_command
+from django.urls import reverse
 
 from runs.demo import PLANNERS, SCALES, demo_load, format_available, verdict_fingerprint
 from runs.models import AttemptRollup, Benchmark, BenchmarkKind, JudgeReport, ReportStatus, Run, Verdict, VerdictResult
@@ -107,3 +108,10 @@ def test_it_prints_counts_and_time_per_benchmark():
     text = out.getvalue()
     assert "OctoBench:" in text and "verdicts" in text
     assert "Demo loaded:" in text and " s" in text
+
+
+def test_the_manyih_conflict_resolution_table_is_filled_on_the_demo(small_study, client, django_user_model):
+    client.force_login(django_user_model.objects.create_user("reviewer-demo"))
+    body = client.get(reverse("runs:hierarchy-conflicts", args=["manyih-coding"])).content.decode()
+    assert "No style re-check yet" not in body and "No conflict group" not in body
+    assert "Conflict groups</th>" in body and "Winner %" in body
