@@ -35,6 +35,8 @@ from django.shortcuts import render
 from django.template.loader import render_to_string
 from django.urls import Resolver404, resolve
 
+from runs.rounding import shown_number
+
 
 def csv_safe(value):
     """A CSV cell a spreadsheet will not read as a formula: text starting with = + - @ (or tab, CR) gets a leading '."""
@@ -68,11 +70,12 @@ class Column:
     link: str = ""
 
     def shown(self, value: Any) -> Any:
-        """The value as the page shows it: rates and numbers with `places` decimals, counts whole, text as is."""
+        """The value as the page shows it: rates and numbers with `places` decimals, rounded as templates round them
+        (runs.rounding), counts whole, text as is."""
         if value is None:
             return ""
         if self.kind in ("pct", "num") and isinstance(value, (int, float)) and not isinstance(value, bool):
-            return f"{value:.{self.places}f}"
+            return shown_number(value, self.places)
         return value
 
     def csv_cell(self, value: Any) -> Any:

@@ -33,6 +33,7 @@ from .metrics.hierarchy import CHECKER_JUDGE as MANYIH_CHECKER
 from .metrics.hierarchy import LOGGED_JUDGE as MANYIH_LOG
 from .metrics.hierarchy import UNCHECKED
 from .models import Attempt, BenchmarkKind, ChecklistItem, Judge, JudgeKind, Run, Verdict, VerdictResult
+from .rounding import shown_number
 from .services import benchmarks_lock, rollups_rebuild_for_attempts
 from .trajectory_view import stored_threads_of
 
@@ -80,7 +81,7 @@ class RecheckReport:
 
     def summary(self) -> str:
         pairs = self.agree + self.disagree
-        share = f"{100.0 * self.agree / pairs:.2f}%" if pairs else "n/a"
+        share = f"{shown_number(100.0 * self.agree / pairs, 2)}%" if pairs else "n/a"
         kept = f", {self.kept} LLM-judged kept from the log" if self.kept else ""
         return (
             f"{self.run}: {self.checked} {self.noun} checked on {self.attempts} attempt(s){kept}; "

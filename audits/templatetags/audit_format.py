@@ -1,5 +1,8 @@
-"""Formatting of audit figures: fractions as percentages with two decimals, kappa with three."""
+"""Formatting of audit figures: fractions as percentages with two decimals, kappa with three, rounded as every page
+rounds (runs.rounding)."""
 from django import template
+
+from runs.rounding import shown_number
 
 register = template.Library()
 
@@ -9,7 +12,7 @@ def pct(value) -> str:
     """A fraction in [0, 1] as a percentage with two decimals; an em dash when missing."""
     if value is None:
         return "—"
-    return f"{100 * value:.2f}"
+    return shown_number(100 * value, 2)
 
 
 @register.filter
@@ -17,7 +20,7 @@ def coef(value) -> str:
     """A coefficient (kappa, alpha, tau) with three decimals; an em dash when undefined."""
     if value is None:
         return "—"
-    return f"{value:.3f}"
+    return shown_number(value, 3)
 
 
 @register.filter

@@ -4,6 +4,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from runs.metrics.checklist import ScoreRow
+from runs.rounding import rounded
 
 ISR_COLOUR = "#2f5bd3"
 CSR_COLOUR = "#7aa0f0"
@@ -25,19 +26,15 @@ def _error(rows: Sequence[ScoreRow], metric: str, use_ci: bool) -> dict:
     return {"type": "data", "array": [getattr(r, f"{metric}_std") or 0 for r in rows], "visible": True}
 
 
-def _round(v: float | None) -> float | None:
-    return None if v is None else round(v, 2)
-
-
 def leaderboard_figure(rows: Sequence[ScoreRow]) -> dict:
     """ISR and CSR per model as grouped bars, with judge std (or bootstrap interval) as error bars."""
     use_ci = bool(rows) and all(r.isr_ci is not None for r in rows)
     models = [r.model for r in rows]
     bar = "bootstrap 95% interval" if use_ci else "std across judges"
     data = [
-        {"type": "bar", "name": "ISR", "x": models, "y": [_round(r.isr) for r in rows],
+        {"type": "bar", "name": "ISR", "x": models, "y": [rounded(r.isr, 2) for r in rows],
          "marker": {"color": ISR_COLOUR}, "error_y": _error(rows, "isr", use_ci)},
-        {"type": "bar", "name": "CSR", "x": models, "y": [_round(r.csr) for r in rows],
+        {"type": "bar", "name": "CSR", "x": models, "y": [rounded(r.csr, 2) for r in rows],
          "marker": {"color": CSR_COLOUR}, "error_y": _error(rows, "csr", use_ci)},
     ]
     layout = dict(_LAYOUT, title={"text": f"ISR and CSR per model (error bars: {bar})", "font": {"size": 13}, "x": 0.01, "xanchor": "left", "y": 0.97})
@@ -56,7 +53,7 @@ def matrix_figure(rows: Sequence[ScoreRow], *, metric: str = "isr", group_label:
         series = [by_group.get(g) for g in groups]
         present = [(g, r) for g, r in zip(groups, series) if r is not None]
         data.append({
-            "type": "bar", "name": model, "x": [g for g, _ in present], "y": [_round(getattr(r, metric)) for _, r in present],
+            "type": "bar", "name": model, "x": [g for g, _ in present], "y": [rounded(getattr(r, metric), 2) for _, r in present],
             "marker": {"color": PALETTE[n % len(PALETTE)]}, "error_y": _error([r for _, r in present], metric, use_ci),
         })
     layout = dict(_LAYOUT, title={"text": f"{metric.upper()} by {group_label}", "font": {"size": 13}, "x": 0.01, "xanchor": "left", "y": 0.97},
@@ -72,7 +69,7 @@ def length_figure(rows: Sequence[ScoreRow], *, buckets: Sequence[str]) -> dict:
         by_bucket = {r.group: r for r in rows if r.model == model}
         xs = [b for b in buckets if b in by_bucket]
         data.append({"type": "scatter", "mode": "lines+markers", "name": model, "x": xs,
-                     "y": [_round(by_bucket[b].isr) for b in xs],
+                     "y": [rounded(by_bucket[b].isr, 2) for b in xs],
                      "text": [f"n={by_bucket[b].n_attempts}" for b in xs],
                      "line": {"color": PALETTE[n % len(PALETTE)]}})
     layout = dict(_LAYOUT, title={"text": "ISR by number of assistant turns", "font": {"size": 13}, "x": 0.01, "xanchor": "left", "y": 0.97},

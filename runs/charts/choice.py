@@ -4,13 +4,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from runs.metrics.choice import RuleTypeRow, RunMetrics
+from runs.rounding import rounded, shown_number
 
 PALETTE = ["#2f5bd3", "#d9822b", "#1f8a4c", "#c23b32", "#7b4fc9", "#0f8b8d", "#a8326e", "#6b7280", "#b59b00", "#3d7ea6"]
 OVERALL = "overall (weighted)"
-
-
-def _r(value: float | None) -> float | None:
-    return None if value is None else round(value, 2)
 
 
 def accuracy_figure(runs: Sequence[RunMetrics]) -> dict:
@@ -28,14 +25,14 @@ def accuracy_figure(runs: Sequence[RunMetrics]) -> dict:
             "type": "bar",
             "name": f"{m.run} ({m.model})" if m.model != m.run else m.run,
             "x": xs,
-            "y": [_r(v) for v in values],
-            "customdata": [[_r(lo), _r(hi), k] for lo, hi, k in zip(lows, highs, counts)],
+            "y": [rounded(v, 2) for v in values],
+            "customdata": [[rounded(lo, 2), rounded(hi, 2), k] for lo, hi, k in zip(lows, highs, counts)],
             "hovertemplate": "%{x}: %{y:.2f}% [%{customdata[0]:.2f}, %{customdata[1]:.2f}], n=%{customdata[2]}"
                              "<extra>%{fullData.name}</extra>",
             "marker": {"color": PALETTE[n % len(PALETTE)]},
             "error_y": {"type": "data", "symmetric": False,
-                        "array": [_r(hi - v) for v, hi in zip(values, highs)],
-                        "arrayminus": [_r(v - lo) for v, lo in zip(values, lows)]},
+                        "array": [rounded(hi - v, 2) for v, hi in zip(values, highs)],
+                        "arrayminus": [rounded(v - lo, 2) for v, lo in zip(values, lows)]},
         })
     layout = {
         "title": {"text": "Accuracy by category (error bars: bootstrap 95% interval, 1,000 resamples)", "font": {"size": 13}},
@@ -50,8 +47,8 @@ def accuracy_figure(runs: Sequence[RunMetrics]) -> dict:
 def rule_type_figure(rows: Sequence[RuleTypeRow], runs: Sequence[str]) -> dict:
     """Heatmap of accuracy: guideline rule types (grouped by category) down, runs across."""
     labels = [f"{r.category} · {r.rule_type}" for r in rows]
-    z = [[_r(cell[3]) for cell in r.cells] for r in rows]
-    text = [[("—" if cell[3] is None else f"{cell[3]:.2f}% (n={cell[1]})") for cell in r.cells] for r in rows]
+    z = [[rounded(cell[3], 2) for cell in r.cells] for r in rows]
+    text = [[("—" if cell[3] is None else f"{shown_number(cell[3], 2)}% (n={cell[1]})") for cell in r.cells] for r in rows]
     data = [{
         "type": "heatmap", "x": list(runs), "y": labels, "z": z, "text": text,
         "texttemplate": "%{z:.1f}", "hovertemplate": "%{y}<br>%{x}: %{text}<extra></extra>",

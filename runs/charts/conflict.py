@@ -4,6 +4,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from runs.metrics.conflict import NEITHER, ResolutionRate, type_order
+from runs.rounding import rounded
 
 #: one colour per instruction source, grey for neither
 SOURCE_COLOURS = {"SP": "#2f5bd3", "UQ": "#d9822b", "MD": "#1f8a4c", NEITHER: "#9aa3af"}
@@ -18,7 +19,7 @@ def resolution_figure(rates: Sequence[ResolutionRate]) -> dict:
     x = [[r.type for r in ordered], [r.label for r in ordered]]
     data = []
     for source in ("UQ", "SP", "MD", NEITHER):
-        values = [None if source != NEITHER and source not in r.sources else round(r.percent(source) or 0.0, 2)
+        values = [None if source != NEITHER and source not in r.sources else rounded(r.percent(source) or 0.0, 2)
                   for r in ordered]
         if all(v is None for v in values):
             continue

@@ -4,6 +4,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from runs.metrics.dialogue import GroupRate, ModelDialogueRow
+from runs.rounding import rounded
 
 _FONT = {"family": "system-ui, sans-serif", "size": 12}
 
@@ -19,7 +20,7 @@ def survival_figure(rows: Sequence[ModelDialogueRow], *, patience: int | None) -
             "marker": {"size": 5},
             "name": row.label,
             "x": [p.turn for p in row.survival],
-            "y": [round(p.percent, 2) for p in row.survival],
+            "y": [rounded(p.percent, 2) for p in row.survival],
             "customdata": [[p.alive, p.total] for p in row.survival],
             "hovertemplate": "%{fullData.name}<br>turn %{x}: %{y:.2f}% alive (%{customdata[0]} of %{customdata[1]})<extra></extra>",
         })
@@ -48,7 +49,7 @@ def groups_figure(rows: Sequence[tuple[str, Sequence[GroupRate]]], groups: Seque
             "type": "bar",
             "name": label,
             "x": present,
-            "y": [round(by_group[g].percent, 2) for g in present],
+            "y": [rounded(by_group[g].percent, 2) for g in present],
             "customdata": [[by_group[g].passed, by_group[g].applicable] for g in present],
             "hovertemplate": "%{fullData.name}<br>%{x}: %{y:.2f}% (%{customdata[0]} of %{customdata[1]} active turns)<extra></extra>",
         })

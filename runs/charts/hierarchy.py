@@ -5,14 +5,11 @@ from collections.abc import Sequence
 
 from runs.charts.checklist import PALETTE
 from runs.metrics.hierarchy import AccRow, ResolutionRate
+from runs.rounding import rounded
 
 _LEGEND = {"orientation": "h", "x": 1, "xanchor": "right", "y": 1.02, "yanchor": "bottom"}
 _METRICS = (("acc", "Acc", "#2f5bd3"), ("acc_test", "Acc_test", "#7aa0f0"), ("acc_style", "Acc_style", "#d9822b"))
 OUTCOME_COLOURS = {"winner": "#1f8a4c", "suppressed": "#d9822b", "none": "#9aa3af"}
-
-
-def _round(v: float | None) -> float | None:
-    return None if v is None else round(v, 2)
 
 
 def _error(values: Sequence[float | None], cis: Sequence[tuple[float, float] | None]) -> dict:
@@ -32,7 +29,7 @@ def accuracy_figure(rows: Sequence[AccRow]) -> dict:
     data = []
     for key, name, colour in _METRICS:
         values = [getattr(r, key) for r in rows]
-        data.append({"type": "bar", "name": name, "x": labels, "y": [_round(v) for v in values],
+        data.append({"type": "bar", "name": name, "x": labels, "y": [rounded(v, 2) for v in values],
                      "marker": {"color": colour}, "error_y": _error(values, [getattr(r, f"{key}_ci") for r in rows]),
                      "hovertemplate": f"%{{x}}<br>{name} %{{y:.2f}}%<extra></extra>"})
     layout = {"barmode": "group", "height": 360, "margin": {"l": 50, "r": 10, "t": 60, "b": 90}, "legend": _LEGEND,
@@ -50,7 +47,7 @@ def tiers_figure(rows: Sequence[AccRow]) -> dict:
         mine = sorted((r for r in rows if r.label == label), key=lambda r: r.tiers or 0)
         values = [r.acc for r in mine]
         data.append({"type": "scatter", "mode": "lines+markers", "name": label, "x": [r.tiers for r in mine],
-                     "y": [_round(v) for v in values], "line": {"color": PALETTE[n % len(PALETTE)]},
+                     "y": [rounded(v, 2) for v in values], "line": {"color": PALETTE[n % len(PALETTE)]},
                      "error_y": _error(values, [r.acc_ci for r in mine]),
                      "hovertemplate": "%{fullData.name}<br>%{x} tiers: Acc %{y:.2f}%<extra></extra>"})
     layout = {"height": 340, "margin": {"l": 50, "r": 10, "t": 60, "b": 50}, "legend": _LEGEND, "font": {"size": 12},
@@ -63,7 +60,7 @@ def resolution_figure(rates: Sequence[ResolutionRate]) -> dict:
     """Share of conflict groups resolved to the winner, a suppressed instruction or none: stacked bars per model and tiers."""
     labels = [r.label if r.tiers is None else f"{r.label} · {r.tiers} tiers" for r in rates]
     data = [
-        {"type": "bar", "name": outcome, "x": labels, "y": [_round(r.rate(outcome)) for r in rates],
+        {"type": "bar", "name": outcome, "x": labels, "y": [rounded(r.rate(outcome), 2) for r in rates],
          "marker": {"color": OUTCOME_COLOURS[outcome]},
          "hovertemplate": f"%{{x}}<br>{outcome} %{{y:.2f}}%<extra></extra>"}
         for outcome in ("winner", "suppressed", "none")
