@@ -1,4 +1,4 @@
-"""Content-Security-Policy for every response; API pagination and token guessing kept bounded.
+"""Content-Security-Policy for every response; API pagination and token guessing kept bounded; the client's address.
 
 Django 5.2 has no CSP support of its own (6.0 adds it). The policy here is fixed and
 nonce-free because no page has inline script: scripts come from static files, data from
@@ -7,6 +7,7 @@ would add a dependency, a dozen settings and a per-request nonce we do not need;
 middleware is the whole feature. Styles keep 'unsafe-inline' because Plotly and htmx
 set element styles at run time; scripts never get it.
 """
+import ipaddress
 from collections.abc import Callable
 
 from django.conf import settings
@@ -61,28 +62,66 @@ class BoundedLimitOffsetPagination(LimitOffsetPagination):
         return min(super().get_offset(request), self.max_offset)
 
 
+def client_address(request) -> str:
+    """The address a request came from: the peer the server sees (REMOTE_ADDR), or, with
+    IFPORTAL_TRUSTED_PROXIES = n > 0 proxies in front, the address the outermost of them saw.
+
+    Each proxy appends the address it received the request from to X-Forwarded-For, so only the
+    last n entries were written by our proxies; anything before them is whatever the client sent,
+    and is never read. An entry that is not an IP address (a proxy that was not configured to
+    append) falls back to the peer address. Every count kept per address (bad API tokens, failed
+    sign-ins, cache budgets) asks this function.
+    """
+    peer = request.META.get("REMOTE_ADDR", "")
+    proxies = settings.IFPORTAL_TRUSTED_PROXIES
+    forwarded = request.META.get("HTTP_X_FORWARDED_FOR")
+    if proxies <= 0 or not forwarded:
+        return peer
+    entries = [entry.strip() for entry in forwarded.split(",")]
+    candidate = entries[-min(proxies, len(entries))]
+    try:
+        return str(ipaddress.ip_address(candidate))
+    except ValueError:
+        return peer
+
+
 class TokenFailureThrottle(SimpleRateThrottle):
-    """Counts the bad API tokens one address sent (IFPORTAL_TOKEN_FAILURE_RATE, e.g. "10/hour")."""
+    """Counts the bad API tokens one address sent (IFPORTAL_TOKEN_FAILURE_RATE, e.g. "10/hour"), in the
+    default cache: Redis whenever workers or several web processes run, so every worker adds to one count.
+
+    A fixed window per address, counted with the cache's atomic `incr`: concurrent failures from several
+    workers each add one (a read-modify-write of a list, as DRF's own throttles keep, would lose some).
+    """
 
     scope = "token-failures"
 
     def get_rate(self) -> str:
         return settings.IFPORTAL_TOKEN_FAILURE_RATE
 
+    def get_ident(self, request) -> str:
+        return client_address(request)
+
     def get_cache_key(self, request, view) -> str:
-        return self.cache_format % {"scope": self.scope, "ident": self.get_ident(request)}
+        self.now = self.timer()
+        self.window_start = int(self.now // self.duration) * self.duration
+        ident = self.cache_format % {"scope": self.scope, "ident": self.get_ident(request)}
+        return f"{ident}:{self.window_start}"
 
     def blocked_for(self, request) -> float | None:
         """Seconds until this address may try a token again, or None when it may now."""
         self.key = self.get_cache_key(request, None)
-        self.history = self.cache.get(self.key, [])
-        self.now = self.timer()
-        while self.history and self.history[-1] <= self.now - self.duration:
-            self.history.pop()
-        return self.wait() if len(self.history) >= self.num_requests else None
+        if (self.cache.get(self.key) or 0) < self.num_requests:
+            return None
+        return max(self.window_start + self.duration - self.now, 1)
 
     def record_failure(self, request) -> None:
-        self.allow_request(request, None)  # appends now to the address's history
+        """Adds one bad token to this address's count in the current window."""
+        key = self.get_cache_key(request, None)
+        self.cache.add(key, 0, self.duration)
+        try:
+            self.cache.incr(key)
+        except ValueError:  # expired between add and incr: this failure opens the next count
+            self.cache.add(key, 1, self.duration)
 
 
 class ThrottledTokenAuthentication(TokenAuthentication):

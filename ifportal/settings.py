@@ -273,6 +273,13 @@ AXES_VERBOSE = False
 #: bad API tokens one address may send before it gets 429 (DRF rate syntax: n/second|minute|hour|day)
 IFPORTAL_TOKEN_FAILURE_RATE = env_str("IFPORTAL_TOKEN_FAILURE_RATE", "10/hour")
 LOGIN_URL = "login"
+#: reverse proxies in front of the portal that append to X-Forwarded-For; 0 (the default) trusts no such header:
+#: every count per address (bad tokens, failed sign-ins, cache budgets) uses the peer address
+#: (ifportal.security.client_address)
+IFPORTAL_TRUSTED_PROXIES = env_int("IFPORTAL_TRUSTED_PROXIES", 0)
+if IFPORTAL_TRUSTED_PROXIES < 0:
+    raise ImproperlyConfigured(f"IFPORTAL_TRUSTED_PROXIES={IFPORTAL_TRUSTED_PROXIES} must be 0 or more")
+AXES_CLIENT_IP_CALLABLE = "ifportal.security.client_address"
 LOGIN_REDIRECT_URL = "runs:home"
 LOGOUT_REDIRECT_URL = "login"
 
@@ -333,6 +340,8 @@ SPECTACULAR_SETTINGS = {
     "TITLE": "ifportal API",
     "DESCRIPTION": "Instruction-following benchmark results: ingest, runs, attempts, metrics.",
     "VERSION": "1",
+    # any DRF throttle's get_ident reads the address as ifportal.security.client_address does
+    "NUM_PROXIES": IFPORTAL_TRUSTED_PROXIES,
     "SERVE_INCLUDE_SCHEMA": False,
     # the schema lists every endpoint: for signed-in users and tokens only, like the API itself
     "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],

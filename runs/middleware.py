@@ -14,6 +14,7 @@ from django.core.exceptions import TooManyFilesSent
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 
+from ifportal.security import client_address
 from runs.forms import request_size_problem, upload_count_problem
 from runs.cache import cache_budget
 
@@ -54,6 +55,6 @@ class CacheBudgetMiddleware:
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
         user = getattr(request, "user", None)
-        owner = f"user:{user.pk}" if user is not None and user.is_authenticated else f"addr:{request.META.get('REMOTE_ADDR', '')}"
+        owner = f"user:{user.pk}" if user is not None and user.is_authenticated else f"addr:{client_address(request)}"
         with cache_budget(owner):
             return self.get_response(request)
