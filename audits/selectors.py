@@ -215,6 +215,19 @@ def queue_progress(campaign: Campaign, user) -> dict:
     return {"done": done, "total": done + open_to_me}
 
 
+def annotator_queue(user) -> list[dict]:
+    """The started campaigns whose units go to the user (they are one of its assigned annotators, or it assigns
+    none), those with units left for them first, then newest first, each as {"campaign", "progress"
+    (`queue_progress`), "left" (units they may still take)}. Two queries per campaign and one more."""
+    campaigns = (Campaign.objects.filter(state=CampaignState.STARTED)
+                 .filter(Q(annotators=None) | Q(annotators=user)).distinct())
+    rows = []
+    for campaign in campaigns:
+        progress = queue_progress(campaign, user)
+        rows.append({"campaign": campaign, "progress": progress, "left": progress["total"] - progress["done"]})
+    return sorted(rows, key=lambda row: row["left"] == 0)
+
+
 def last_correctable(campaign: Campaign, user) -> Label | None:
     """The user's most recent label in the campaign while its unit is still open (they may still correct it)."""
     return (Label.objects.filter(assignment__unit__campaign=campaign, assignment__annotator=user,

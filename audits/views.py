@@ -12,6 +12,7 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from runs.access import blind_safe
@@ -370,8 +371,19 @@ def agreement(request, pk):
 @blind_safe
 @login_required
 def mine(request):
-    """The user's own labels; for closed units the final status and whether it overruled them."""
-    return render(request, "audits/mine.html", {"rows": selectors.my_labels(request.user)})
+    """The user's queue (the campaigns that give them units, with what is left) and their own labels; for closed
+    units the final status and whether it overruled them."""
+    queue = selectors.annotator_queue(request.user) if access.roles_of(request.user) & {access.LEAD, access.ANNOTATOR} else []
+    return render(request, "audits/mine.html", {"rows": selectors.my_labels(request.user), "queue": queue})
+
+
+def queue_url(user) -> str:
+    """Where an annotator starts: the labelling screen of the one campaign with units left for them, else their
+    queue (several campaigns to choose from, or none)."""
+    waiting = [row["campaign"] for row in selectors.annotator_queue(user) if row["left"]]
+    if len(waiting) == 1:
+        return reverse("audits:label", kwargs={"pk": waiting[0].pk})
+    return reverse("audits:mine")
 
 
 @login_required

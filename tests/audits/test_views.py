@@ -1,5 +1,6 @@
 from django.contrib.auth.models import Group
 
+from audits import services
 from audits.models import Assignment, Campaign, Label
 
 from .conftest import BAD, OK, client_for, label_next
@@ -112,3 +113,40 @@ def test_it_lists_campaigns_in_a_fixed_number_of_queries(campaign, lead, django_
     client = client_for(lead)
     with django_assert_max_num_queries(19):
         assert client.get("/audits/").status_code == 200
+
+
+def _sign_in(client, user, **query):
+    return client.post("/login/" + (f"?next={query['next']}" if query else ""),
+                       {"username": user.username, "password": f"pw-{user.username}-1"})
+
+
+def test_it_lands_a_blind_annotator_on_the_labelling_screen_of_their_one_campaign(campaign, annotator_a, client):
+    response = _sign_in(client, annotator_a)
+    assert response.status_code == 302 and response["Location"] == f"/audits/{campaign.pk}/label/"
+    assert "Take the next unit" in client.get(response["Location"]).content.decode()
+
+
+def test_it_lands_a_blind_annotator_with_several_campaigns_on_their_queue(campaign, bench, lead, annotator_a, client):
+    second = services.campaign_start(services.campaign_create(
+        name="second round", subject="checklist_items", benchmarks=[bench["benchmark"]], strata=["category"],
+        allocation="proportional", size=3, seed=2, user=lead))
+    finished = services.campaign_start(services.campaign_create(
+        name="not for her", subject="checklist_items", benchmarks=[bench["benchmark"]], strata=["category"],
+        allocation="proportional", size=3, seed=2, user=lead, annotators=[lead]))
+    response = _sign_in(client, annotator_a)
+    assert response.status_code == 302 and response["Location"] == "/audits/mine/"
+    html = client.get("/audits/mine/").content.decode()
+    assert f'href="/audits/{campaign.pk}/label/"' in html and f'href="/audits/{second.pk}/label/"' in html
+    assert "0 of 9" in html and "0 of 3" in html and finished.name not in html
+
+
+def test_it_sends_an_annotator_where_the_sign_in_link_said(campaign, annotator_a, client):
+    response = _sign_in(client, annotator_a, next="/audits/")
+    assert response["Location"] == "/audits/"
+
+
+def test_it_lands_leads_and_reviewing_annotators_on_the_results(campaign, lead, annotator_b, client):
+    annotator_b.groups.add(Group.objects.get_or_create(name="reviewer")[0])
+    for user in (lead, annotator_b):
+        client.logout()
+        assert _sign_in(client, user)["Location"] == "/"
