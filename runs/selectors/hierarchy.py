@@ -41,19 +41,32 @@ def _default_pair(runs: list[Run]) -> tuple[Run | None, Run | None]:
     return None, None
 
 
+def _pools_conditions(runs: list[Run]) -> bool:
+    """Whether rows per model would pool one model's runs under different privilege interfaces (ordinal and scalar
+    prompts are two experimental conditions, not repetitions of one)."""
+    formats: dict[int, set] = {}
+    for run in runs:
+        formats.setdefault(run.model_id, set()).add(run.settings.get("hierarchy_format"))
+    return any(len(found) > 1 for found in formats.values())
+
+
 def hierarchy_state(*, benchmark: Benchmark, query) -> dict:
-    """The query validated with its defaults: chosen runs, judge (the logged one unless chosen), grouping, the
-    compared runs (one model's ordinal and scalar runs unless chosen), the drill-down, the exclusion policy."""
+    """The query validated with its defaults: chosen runs, judge (the logged one unless chosen), grouping (per run
+    when rows per model would pool a model's ordinal and scalar runs, else per model), the compared runs (one
+    model's ordinal and scalar runs unless chosen), the drill-down, the exclusion policy."""
     runs = list(Run.objects.filter(benchmark=benchmark).select_related("model").order_by("label"))
     judges = m.hierarchy_judges(benchmark)
     data = query.copy()
+    default_by = "run" if _pools_conditions(runs) else "model"
+    if "by" not in data and default_by != "model":  # the filter bar shows the default it applies
+        data["by"] = default_by
     if "a" not in data and "b" not in data:  # preselect one model's ordinal and scalar runs
         a, b = _default_pair(runs)
         if a and b:
             data.update({"a": a.label, "b": b.label})
     form = HierarchyQuery(data, runs=runs, judges=judges)
     logged = next((j for j in judges if j.kind == JudgeKind.LOGGED), None)
-    state = kind_state(form, benchmark=benchmark, runs=runs, judges=judges, default_judge=logged)
+    state = kind_state(form, benchmark=benchmark, runs=runs, judges=judges, default_judge=logged, default_by=default_by)
     clean = form.cleaned_data
     by_label = {r.label: r for r in runs}
     state.update(a=by_label.get(clean.get("a") or ""), b=by_label.get(clean.get("b") or ""),

@@ -91,9 +91,10 @@ class KindQuery(RefusesControlCharacters):
 
 
 def kind_state(form: KindQuery, *, benchmark, runs: Sequence, judges: Sequence, default_judge=None,
-               exclusion: bool = True) -> dict:
+               default_by: str = "model", exclusion: bool = True) -> dict:
     """The state every kind's page shares: chosen runs (every run when none is chosen), judge (the default one when
-    none is chosen), grouping, exclusion policy and (with `exclusion`) the items it excludes, and the query's errors."""
+    none is chosen), grouping (`default_by` when none valid is chosen), exclusion policy and (with `exclusion`) the
+    items it excludes, and the query's errors."""
     form.is_valid()  # an invalid field is left out of cleaned_data: its default applies
     clean = form.cleaned_data
     chosen = [r for r in runs if r.label in clean.get("run", [])] or list(runs)
@@ -101,7 +102,7 @@ def kind_state(form: KindQuery, *, benchmark, runs: Sequence, judges: Sequence, 
     judge = next((j for j in judges if j.name == clean.get("judge")), default)
     exclude = clean.get("exclude") or "none"
     return {"benchmark": benchmark, "form": form, "all_runs": list(runs), "runs": chosen, "run_ids": [r.id for r in chosen],
-            "judge": judge, "judges": list(judges), "by": clean.get("by") or "model", "exclude": exclude,
+            "judge": judge, "judges": list(judges), "by": clean.get("by") or default_by, "exclude": exclude,
             "excluded": excluded_item_ids(benchmark, exclude) if exclusion else None, "errors": query_errors(form),
             "query_notes": query_notes(form, shown_beside=("exclude",))}
 

@@ -56,9 +56,14 @@ def test_it_shows_accuracy_with_intervals_and_compares_the_two_interfaces(review
     page = response.content.decode()
     assert response.status_code == 200
     assert "acme/coder-1" in page and "Acc_style" in page and "How is this computed" in page
-    # two runs x three samples: only sample 0 of the ordinal run passes
+    # two runs x three samples: only sample 0 of the ordinal run passes. The model's ordinal and scalar runs are two
+    # conditions: rows are per run unless pooling per model is asked for
     rows = response.context["rows"]
-    assert [(r.label, r.n, r.acc) for r in rows] == [("acme/coder-1", 6, pytest.approx(100 / 6))]
+    assert response.context["by"] == "run"
+    assert [(r.label, r.n, r.acc) for r in rows] == [("coder · ordinal", 3, pytest.approx(100 / 3)), ("coder · scalar", 3, 0.0)]
+    pooled = reviewer_client.get(url("hierarchy-metrics"), {"by": "model"}).context["rows"]
+    assert [(r.label, r.n, r.acc) for r in pooled] == [("acme/coder-1", 6, pytest.approx(100 / 6))]
+    assert reviewer_client.get(API, {"benchmark": SLUG}).json()["rows"][0]["label"] == "coder · ordinal"
     comparison = response.context["comparison"]
     assert (comparison.a, comparison.b) == ("coder · ordinal", "coder · scalar")
     assert comparison.delta == pytest.approx(-100 / 3) and comparison.flip_rate == pytest.approx(100 / 3)
@@ -86,7 +91,7 @@ def test_it_switches_to_the_checker_judge(reviewer_client, study):
 
 
 def test_it_tabulates_how_conflict_groups_were_resolved_and_drills_down(reviewer_client, study):
-    response = reviewer_client.get(url("hierarchy-conflicts"), {"outcome": "winner", "label": "acme/coder-1"})
+    response = reviewer_client.get(url("hierarchy-conflicts"), {"outcome": "winner", "label": "acme/coder-1", "by": "model"})
     assert response.status_code == 200
     overall = response.context["rates"][0]
     # four conflict groups per run (quotes, license, indent, function_doc), two runs
