@@ -87,7 +87,12 @@ def _job_ingest(job: Job) -> dict[str, Any]:
                                                     for f in job.files], options)
     except LayoutError as exc:
         raise IngestFailed([Problem(exc.where, None, exc.reason)], 1, Report()) from None
-    report = ingest_units(job.params["format"], units, progress=ProgressReporter(job.id))
+    report = ingest_units(job.params["format"], units, progress=ProgressReporter(job.id),
+                          before_commit=lambda report: job_record(job, _ingest_result(report), final=True))
+    return _ingest_result(report)
+
+
+def _ingest_result(report: Report) -> dict[str, Any]:
     return {"counts": report.as_dict(), "message": report.summary()}
 
 
@@ -99,22 +104,42 @@ def _job_rollups(job: Job) -> dict[str, Any]:
         if job.params.get("benchmark_id"):
             qs = qs.filter(run__benchmark_id=job.params["benchmark_id"])
         ids = list(qs.values_list("id", flat=True))
-    n = rollups_rebuild_for_attempts(ids)
-    return {"counts": {"rollups": n}, "message": f"rebuilt {n} rollups"}
+    with transaction.atomic():  # the rebuild and the job's final state commit together
+        n = rollups_rebuild_for_attempts(ids)
+        return job_record(job, {"counts": {"rollups": n}, "message": f"rebuilt {n} rollups"}, final=True)
 
 
 def _job_recheck(job: Job) -> dict[str, Any]:
-    """Re-check the runs in params["run_ids"] with the portal's checkers of their benchmark's kind."""
+    """Re-check the runs in params["run_ids"] with the portal's checkers of their benchmark's kind.
+
+    Each run is re-checked in its own transaction, which also records in the job what the runs so
+    far stored: a job that stops half-way says which runs it re-checked. Progress is in attempts
+    checked, over all the runs."""
     runs = list(Run.objects.filter(id__in=job.params.get("run_ids", [])).select_related("benchmark").order_by("label"))
+    total = Attempt.objects.filter(run__in=runs).count()
     progress = ProgressReporter(job.id)
-    reports: list[RecheckReport] = [recheck_run(run=run, progress=progress) for run in runs]
-    totals: dict[str, int] = {}
+    progress(0, total)
+    reports: list[RecheckReport] = []
+    for n, run in enumerate(runs, 1):
+        done = sum(r.attempts for r in reports)
+        with transaction.atomic():
+            reports.append(recheck_run(run=run, progress=lambda d, _t, done=done: progress(done + d, total)))
+            result = job_record(job, _recheck_result(reports, runs[n:]), final=n == len(runs))
+    return result if runs else {"counts": {}, "message": "no run to re-check"}
+
+
+def _recheck_result(reports: list[RecheckReport], remaining: list[Run]) -> dict[str, Any]:
+    """What the re-checks of `reports` stored, as a job's counts and message (with the runs still to do)."""
+    totals: dict[str, int] = {"runs": len(reports)}
     for report in reports:
         for key, value in report.as_dict().items():
             totals[key] = totals.get(key, 0) + value
     changes = verdict_changes(**{key: sum(getattr(r, key) for r in reports)
                                  for key in ("created", "updated", "unchanged", "removed")})
-    return {"counts": {**totals, **changes}, "message": " ".join(r.summary() for r in reports) or "no run to re-check"}
+    message = " ".join(r.summary() for r in reports)
+    if remaining:
+        message += " Not re-checked yet: " + ", ".join(run.label for run in remaining) + "."
+    return {"counts": {**totals, **changes}, "message": message}
 
 
 #: job kind -> the function that runs it (called with the Job; returns {"counts": ..., "message": ...})
@@ -213,9 +238,10 @@ class _Heartbeat:
 def job_check_alive(job: Job) -> Job:
     """Mark a running job failed if its worker stopped beating (killed, machine lost); returns the job as now stored.
 
-    The job's own transaction died with its database connection, so nothing it wrote is
-    stored; the job can be retried. The job pages and the job API call this before showing
-    a running job, so a job whose worker is gone shows as failed instead of running for ever.
+    The job's open transaction died with its database connection; what its committed transactions
+    stored they recorded in the job (`job_record`), so the message says either that nothing was
+    stored or what was. The job pages and the job API call this before showing a running job, so a
+    job whose worker is gone shows as failed instead of running for ever.
     """
     if job.state != JobState.RUNNING or job.started_at is None:
         return job
@@ -224,7 +250,7 @@ def job_check_alive(job: Job) -> Job:
     if time.time() - last > HEARTBEAT_STALE_SECONDS:
         updated = Job.objects.filter(pk=job.pk, state=JobState.RUNNING).update(
             state=JobState.FAILED,
-            message="The worker running this job stopped before it finished; nothing was stored. Retry it.",
+            message="The worker running this job stopped before it finished; " + _stored_words(job) + " Retry it.",
             errors=["worker lost: no heartbeat for more than a minute"],
             error_count=1,
             finished_at=timezone.now(),
@@ -232,6 +258,33 @@ def job_check_alive(job: Job) -> Job:
         if updated:  # only the fields it changed: the job's prefetched creator stays loaded for the list page
             job.refresh_from_db(fields=["state", "message", "errors", "error_count", "finished_at"])
     return job
+
+
+def job_record(job: Job, result: dict[str, Any], *, final: bool) -> dict[str, Any]:
+    """Record in the job what it stored (`result`: counts and message), and with `final` that it succeeded;
+    returns `result`.
+
+    Called inside the transaction that stores the job's data, so the record commits with the data or
+    not at all: a job whose data committed never shows as having stored nothing, whatever happens to
+    it afterwards (a lock on the database, a lost worker). A running job's counts are therefore what
+    it has stored so far (empty: nothing yet).
+    """
+    fields: dict[str, Any] = {"counts": result.get("counts", {}), "message": result.get("message", "")}
+    if final:
+        done, total = job_progress(job)
+        fields.update(state=JobState.SUCCEEDED, progress_done=total or done, progress_total=total,
+                      finished_at=timezone.now())
+    Job.objects.filter(pk=job.pk).update(**fields)
+    # the runner's copy follows what committed: a job that succeeded is not written again, nor failed
+    transaction.on_commit(lambda: job.__dict__.update(fields))
+    return result
+
+
+def _stored_words(job: Job) -> str:
+    """What a job that stopped had stored, in words, from what its committed transactions recorded."""
+    if not job.counts:
+        return "nothing was stored."
+    return f"what it stored before is kept ({job.message.strip()})."
 
 
 def job_execute(job_id) -> None:
@@ -246,55 +299,85 @@ def job_execute(job_id) -> None:
     try:
         with benchmarks_changes_collected() as changed, _Heartbeat(job.id):
             result = JOB_KINDS[job.kind](job) or {}
+            if job.state != JobState.SUCCEEDED:  # a kind that did not record its end with its data
+                done, total = job_progress(job)
+                _job_update(job.id, state=JobState.SUCCEEDED, counts=result.get("counts", {}),
+                            message=result.get("message", ""), progress_done=total or done, progress_total=total,
+                            finished_at=timezone.now())
     except Exception as exc:  # the job records why it failed; the worker stays up
         _fail(job, exc)
         return
-    done, total = job_progress(job)
-    Job.objects.filter(pk=job.pk).update(
-        state=JobState.SUCCEEDED,
-        counts=result.get("counts", {}),
-        message=result.get("message", ""),
-        progress_done=total or done,
-        progress_total=total,
-        finished_at=timezone.now(),
-    )
     leaderboards_warm(changed)
 
 
+#: waits, in seconds, between the tries of writing a job's state that the database refused for the moment;
+#: about half a minute in all, on top of the database's own wait for a lock (SQLite's timeout)
+STATE_WRITE_WAITS = (0.5, 1, 2, 4, 8, 15)
+
+
+def _job_update(job_id, *, was: str = JobState.RUNNING, **fields) -> int:
+    """Write fields of a job still in state `was`, trying again while the database refuses the statement for
+    the moment (`_transient`); returns the rows written (0: the job was no longer `was`).
+
+    Outside any transaction only: a statement refused inside one has ended it."""
+    for wait in (*STATE_WRITE_WAITS, None):
+        try:
+            return Job.objects.filter(pk=job_id, state=was).update(**fields)
+        except (InterfaceError, OperationalError) as exc:
+            if wait is None or connection.in_atomic_block or not _transient(exc):
+                raise
+            log.warning("job %s: writing its state failed (%s); trying again in %s s", job_id, exc, wait)
+            if _connection_lost(exc):
+                connection.close()
+            time.sleep(wait)
+    return 0
+
+
+def _transient(exc: Exception) -> bool:
+    """Whether the database refused a statement for the moment: a lock another writer holds (SQLite's
+    "database is locked"; PostgreSQL's serialization failure 40001, deadlock 40P01, lock not available
+    55P03, a statement cancelled after a lock or statement timeout 57014) or a lost connection."""
+    if _connection_lost(exc):
+        return True
+    if not isinstance(exc, OperationalError):
+        return False
+    if connection.vendor == "sqlite":
+        return "locked" in str(exc) or "busy" in str(exc)
+    return getattr(exc.__cause__, "sqlstate", None) in ("40001", "40P01", "55P03", "57014")
+
+
 def _fail(job: Job, exc: Exception) -> None:
-    """Record why a job failed: an ingest's problems, a lost database session, or an internal error (by id)."""
-    lost = False
+    """Record why a job failed: an ingest's problems, a lost database session, or an internal error (by id).
+
+    A job that recorded its end with its data (`job_record`) has succeeded whatever fails after that
+    commit: the error goes to the log only."""
+    if job.state == JobState.SUCCEEDED:
+        log.error("job %s failed after its data and its end were stored", job.id, exc_info=exc)
+        return
+    stored = _stored_words(job)
     if isinstance(exc, IngestFailed):
         errors = [str(p) for p in exc.problems]
+        count = exc.total
         # what was read is not what was stored: no "created" counts beside "nothing was stored"
-        counts, count = {}, exc.total
         message = f"{exc.total} problem(s); nothing was stored."
-    elif lost := _connection_lost(exc):
+    elif _connection_lost(exc):
         log.warning("job %s lost its database connection: %s", job.id, exc)
         errors = ["database connection lost: " + (str(exc).strip().splitlines() or [type(exc).__name__])[0]]
-        counts, count = {}, 1
+        count = 1
         message = ("The job lost its database connection (the database restarted or ended the session); "
-                   "nothing was stored. Retry it.")
+                   f"{stored} Retry it.")
     else:
         error_id = _error_id()
         # the traceback (paths, code, values) goes to the log only; the job shows the kind of error and its id
         log.error("job %s failed (error id %s)", job.id, error_id, exc_info=exc)
         errors = [f"internal error {type(exc).__name__} (error id {error_id})"]
-        counts, count = {}, 1
-        message = (f"The job stopped with an internal error (error id {error_id}); nothing was stored. "
+        count = 1
+        message = (f"The job stopped with an internal error (error id {error_id}); {stored} "
                    "Retry it; if it fails again, give the error id to an administrator (it is in the server log).")
-    fields = dict(state=JobState.FAILED, errors=errors, error_count=count, counts=counts, message=message,
-                  finished_at=timezone.now())
-    for wait in (1, 2, 4, 8, 15, 0) if lost else (0,):
-        try:  # a restarting database refuses connections for a few seconds
-            Job.objects.filter(pk=job.pk).update(**fields)
-            return
-        except (InterfaceError, OperationalError):
-            if not wait:
-                raise
-            connection.close()
-            time.sleep(wait)
-
+    fields = dict(state=JobState.FAILED, errors=errors, error_count=count, message=message, finished_at=timezone.now())
+    if not job.counts:
+        fields["counts"] = {}
+    _job_update(job.id, **fields)
 
 
 def _error_id() -> str:
@@ -304,24 +387,18 @@ def _error_id() -> str:
 
 def _fail_unstarted(job_id, exc: Exception) -> None:
     """Mark a queued job failed because it could not start (its claim met a database error), so that no
-    job waits for ever in `queued`: the user sees why and can retry it. Tries a few times, the database
-    being busy is why it is here."""
+    job waits for ever in `queued`: the user sees why and can retry it. Tries a few times (`_job_update`),
+    the database being busy is why it is here."""
     error_id = _error_id()
     log.warning("job %s could not start (error id %s)", job_id, error_id, exc_info=exc)
     fields = dict(state=JobState.FAILED, error_count=1, counts={}, finished_at=timezone.now(),
                   errors=[f"could not start: the database was busy or unavailable (error id {error_id})"],
                   message=(f"The job could not start: the database was busy or unavailable (error id {error_id}); "
                            "nothing was stored. Retry it."))
-    for wait in (0.5, 1, 2, 4, 0):
-        try:
-            Job.objects.filter(pk=job_id, state=JobState.QUEUED).update(**fields)
-            return
-        except (InterfaceError, OperationalError):
-            if not wait:
-                log.error("job %s stays queued: marking it failed met the database error again", job_id)
-                return
-            connection.close()
-            time.sleep(wait)
+    try:
+        _job_update(job_id, was=JobState.QUEUED, **fields)
+    except (InterfaceError, OperationalError):
+        log.error("job %s stays queued: marking it failed met the database error again", job_id)
 
 
 def _connection_lost(exc: Exception) -> bool:

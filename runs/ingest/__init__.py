@@ -68,11 +68,14 @@ def ingest_units(
     units: Sequence[Unit],
     *,
     progress: Callable[[int, int], None] | None = None,
+    before_commit: Callable[[Report], None] | None = None,
 ) -> Report:
     """Ingest every unit (files with their options) in one transaction, all or nothing.
 
     Every file is read and checked even after a problem, so the failure lists the first
     problems of all of them; rollups are rebuilt once, at the end, for everything changed.
+    `before_commit(report)` runs last inside the transaction of a successful ingest, so what it
+    writes (a job's record of what it stored) commits with the data or not at all.
     """
     if format_name not in FORMATS:
         raise ValueError(f"unknown format {format_name!r}; one of: {', '.join(FORMATS)}")
@@ -101,6 +104,8 @@ def ingest_units(
             # instances, items or runs may have changed what a leaderboard shows without a rollup rebuild
             benchmarks_generation_bump(ctx.benchmarks)
         statistics_count_at_commit()
+        if before_commit is not None:
+            before_commit(ctx.report)
     # and after it, so the pages and searches that follow plan with the rows it wrote, not only the next ingest
     statistics_refresh(BULK_WRITTEN)
     return ctx.report
