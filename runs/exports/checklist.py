@@ -51,7 +51,7 @@ def leaderboard_table(rows: list[dict]) -> Table:
     return Table("leaderboard", "Leaderboard", columns, out)
 
 
-@page_builder(("attempts", "Attempts behind the cell"), links_attempts=True)
+@page_builder(("attempts", "Attempts behind the cell"), links_attempts=True, per_item=("attempts",))
 def attempts_page(context: dict) -> PageData:
     """The attempts behind one leaderboard cell, failing first, as the drill-down lists them: every attempt, not one
     page of them, with each judge's passed / applicable counts and the failing items with the judges that failed them."""
@@ -85,7 +85,7 @@ def cited(evidence) -> str:
 
 
 @page_builder(("verdicts", "Verdicts on the checklist"), ("judges", "What each judge's file said of the attempt"),
-              links_attempts=True)
+              links_attempts=True, per_item=("verdicts", "judges"))
 def attempt_page(context: dict) -> PageData:
     """One attempt's checklist as the page lists it (items any judge failed first), one row per item and judge, the
     reasoning cut as the page cuts it with its full length beside it; and each judge's report on the attempt as a
@@ -115,7 +115,8 @@ def attempt_page(context: dict) -> PageData:
                            **{key: getattr(attempt, key) for key in USAGE_FIELDS}})
 
 
-@page_builder(("items", "Checklist × model pass rates"), ("attempts", "Attempts at this instance"), links_attempts=True)
+@page_builder(("items", "Checklist × model pass rates"), ("attempts", "Attempts at this instance"), links_attempts=True,
+              per_item=("items", "attempts"))  # one instance: a model's rate on an item is its verdicts on it
 def instance_page(context: dict) -> PageData:
     """One instance's checklist items (source category order) with each model's pass rate, passed, applicable and
     not-applicable verdicts, pooled over judges and repetitions; and the attempts at it."""
@@ -150,7 +151,7 @@ def _version_note(versions: dict | None) -> str:
 
 
 @page_builder(("ranks", "Ranks under each judge"), ("kendall-tau", "Kendall's tau between judges"),
-              ("disagreements", "Items judges disagree on"))
+              ("disagreements", "Items judges disagree on"), per_item=("disagreements",))
 def judges_page(context: dict) -> PageData:
     """Per-judge ranks with each model's largest shift, Kendall's tau per pair of judges, items judges split on."""
     stability = context["stability"]
@@ -183,7 +184,7 @@ def length_page(context: dict) -> PageData:
     return PageData("ISR by interaction length", [table], figures, help_anchor="checklist-length")
 
 
-@page_builder(("sides", "Paired comparison"), ("flipped-items", "Items fixed or broken in B"))
+@page_builder(("sides", "Paired comparison"), ("flipped-items", "Items fixed or broken in B"), per_item=("flipped-items",))
 def compare_page(context: dict) -> PageData:
     """Both sides' ISR and CSR on the common instances, the gain, and the items fixed and broken in B."""
     paired = context.get("paired")
@@ -203,3 +204,30 @@ def compare_page(context: dict) -> PageData:
           "description": e.get("description"), "judges": ", ".join(e["judges"])}
          for e in [*context.get("fixed", []), *context.get("broken", [])]])
     return PageData("Compare two runs", [sides, flips], help_anchor="checklist-compare")
+
+
+@page_builder(("judges", "Passed / applicable per judge"), ("items", "Verdicts side by side"), links_attempts=True)
+def attempt_compare_page(context: dict) -> PageData:
+    """Two attempts of one instance side by side: each judge's passed / applicable items of both and the items it
+    judged differently; then one row per item and judge with both verdicts (items judged differently first)."""
+    sides = context.get("sides") or []
+    a, b = (side["attempt"] for side in sides) if sides else (None, None)
+    totals = Table("judges", "Passed / applicable per judge", (
+        Column("judge", "Judge"), Column("a_passed", "A passed", "int"), Column("a_applicable", "A applicable", "int"),
+        Column("b_passed", "B passed", "int"), Column("b_applicable", "B applicable", "int"),
+        Column("n_differ", "Items judged differently", "int")),
+        [{"judge": t.judge, "a_passed": t.a[1], "a_applicable": t.a[0], "b_passed": t.b[1], "b_applicable": t.b[0],
+          "n_differ": t.n_differ} for t in context.get("totals", [])] if sides else [])
+    items = Table("items", "Verdicts side by side", (
+        Column("key", "Item"), Column("category", "Source category"), Column("description", "Description"),
+        Column("judge", "Judge"), Column("a", "A", link="a_attempt"), Column("b", "B", link="b_attempt"),
+        Column("differs", "Differs")),
+        [{"key": d.item["key"], "category": d.item["category"], "description": d.item["description"], "judge": p.judge,
+          "a": p.a.result if p.a else "no verdict", "b": p.b.result if p.b else "no verdict",
+          "a_attempt": a.id, "b_attempt": b.id, "differs": "yes" if p.differs else "no"}
+         for d in [*context.get("differing", []), *context.get("alike", [])] for p in d.pairs] if sides else [])
+    instance = context["instance"]
+    facts = {"instance": instance.external_id,
+             **({"A": f"{a.run.model} · run {a.run.label}", "B": f"{b.run.model} · run {b.run.label}"} if sides else {})}
+    return PageData(f"{instance.external_id}: two attempts side by side", [totals, items], help_anchor="checklist",
+                    facts=facts)

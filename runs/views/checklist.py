@@ -21,7 +21,7 @@ from runs.metrics import attempt_diff as metrics_diff
 from runs.metrics import checklist as metrics
 from runs.metrics.checklist import GROUPINGS
 from runs.models import Attempt, Benchmark, BenchmarkKind, Verdict
-from runs.pages import TOOLBAR_TEMPLATE, declared, frame_response, page_tools, render_page
+from runs.pages import TOOLBAR_TEMPLATE, frame_response, page_tools, render_page
 from runs.querystring import query_with
 
 ATTEMPTS_PAGE = 50
@@ -57,7 +57,7 @@ def leaderboard(request, slug):
     framed = frame_response(request, {"benchmark": benchmark, "state": state}, page_data=exports.leaderboard_page)
     if framed is not None:
         return framed
-    tools = page_tools(request, declared(exports.leaderboard_page), state=state_query(state))  # the state, not the query
+    tools = page_tools(request, exports.leaderboard_page, state=state_query(state))  # the state, not the query
     if request.htmx:
         toolbar = render_to_string(TOOLBAR_TEMPLATE, {"benchmark": benchmark, "page_tools": tools, "oob": True},
                                    request)
@@ -200,7 +200,8 @@ def attempt_compare(request, pk):
         context.update(metrics_diff.attempt_verdict_diff(instance.id, chosen["a"].id, chosen["b"].id))
         context["differing"] = [d for d in context["items"] if d.n_differ]
         context["alike"] = [d for d in context["items"] if not d.n_differ]
-    return render(request, "runs/checklist/compare_attempts.html", context)
+    return render_page(request, "runs/checklist/compare_attempts.html", context, page_data=exports.attempt_compare_page,
+                       fragment=None)
 
 
 def _attempt_of(attempts: list[Attempt], value: str | None) -> Attempt | None:

@@ -1,4 +1,7 @@
 """Side by side: two attempts on one instance, verdict differences per judge first, both trajectories paged."""
+import csv
+import io
+
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
@@ -161,3 +164,20 @@ def test_it_sends_anonymous_visitors_to_the_login_page(client):
     inst, at = _world()
     response = client.get(_url(inst, at["alpha-r1"], at["beta-r1"]))
     assert response.status_code == 302 and "/login/" in response["Location"]
+
+
+@pytest.mark.django_db
+def test_it_has_the_frame_crumbs_kind_badge_exports_and_share(reviewer_client):
+    inst, at = _world()
+    url = _url(inst, at["alpha-r1"], at["beta-r1"])
+    body = reviewer_client.get(url).content.decode()
+    assert 'class="crumbs"' in body and f'href="{reverse("runs:instance", args=[inst.id])}"' in body
+    assert 'badge-kind-checklist' in body and 'id="page-tools"' in body
+    assert 'class="btn btn-primary btn-small" type="submit">Compare side by side' in body
+    rows = list(csv.DictReader(io.StringIO(reviewer_client.get(url + "&export=csv&table=items").content.decode())))
+    assert [(r["Item"], r["Judge"], r["A"], r["B"], r["Differs"]) for r in rows] == [
+        ("c1", "j1", "fail", "pass", "yes"), ("c1", "j2", "pass", "pass", "no"), ("c2", "j1", "pass", "pass", "no"),
+        ("c2", "j2", "na", "pass", "yes"), ("c0", "j1", "pass", "pass", "no"), ("c0", "j2", "pass", "pass", "no")]
+    totals = reviewer_client.get(url + "&export=json&table=judges").json()
+    assert [(r["judge"], r["a_passed"], r["a_applicable"], r["n_differ"]) for r in totals["tables"][0]["rows"]] == [
+        ("j1", 2, 3, 1), ("j2", 2, 2, 1)]
