@@ -66,6 +66,33 @@ def test_it_finds_near_duplicates_within_an_instance_only():
     assert dups[0].jaccard == 1.0
 
 
+def test_it_measures_the_full_ratio_only_of_pairs_that_may_reach_it(monkeypatch):
+    """The draft page's near-duplicates took seconds on the demo's 12,648 item pairs: difflib's ratio() of every
+    pair, where its cheap upper bound rules out all but a few. The answer is the same as pair by pair."""
+    texts = ["Check the assistant reads the file before editing it.",
+             "check the assistant reads the file before editing it",
+             "Check the reply is written in British English, with British spelling throughout.",
+             "Check the reply is written in British English with British spelling throughout!",
+             "Never use emoji.", "Use tabs for indentation in every Python file.",
+             "Run the tests after each change and report their results.",
+             "Keep the summary under one hundred words.", "Do not touch files outside src/.",
+             "Answer in Markdown with one heading per section."]
+    cands = [Candidate(f"i1/{n:02d}", 1, n, None, text=text) for n, text in enumerate(texts)]
+    by_pair = sorted(((a.key, b.key) + sampling.similarity(a.text, b.text)
+                      for n, a in enumerate(cands) for b in cands[n + 1:]), key=lambda p: (-max(p[2], p[3]), p[0], p[1]))
+    expected = [p for p in by_pair if p[2] >= sampling.JACCARD_THRESHOLD or p[3] >= sampling.RATIO_THRESHOLD]
+    ratio = sampling.difflib.SequenceMatcher.ratio
+    measured = []
+
+    def counted(matcher):
+        measured.append(matcher)
+        return ratio(matcher)
+    monkeypatch.setattr(sampling.difflib.SequenceMatcher, "ratio", counted)
+    dups = near_duplicates(cands)
+    assert [(d.a, d.b, d.jaccard, d.ratio) for d in dups] == expected and len(expected) == 2
+    assert len(measured) <= 2 * len(expected)  # of 45 pairs
+
+
 def test_it_labels_strata_by_their_facets():
     c = Candidate("k", 1, 1, None, facets={"category": "Memory", "conditional": "conditional"})
     assert sampling.stratum_of(c, ["category", "conditional"]) == "Memory / conditional"
