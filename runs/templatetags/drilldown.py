@@ -8,10 +8,15 @@ the template a dir() call (docs/performance.md, session 9). Every value is escap
 runs.html.escaped_join, as format_html_join would.
 """
 from django import template
+from django.utils.safestring import SafeString
 
-from runs.html import escaped_join
+from runs.html import escaped_join, joined
 
 register = template.Library()
+
+#: failing items an attempt row lists before the rest folds into "N more" (a page of 50 attempts with every failing
+#: item spelled out ran to tens of thousands of pixels)
+SHOWN_FAILING = 3
 
 ITEM = ('<li><a href="{}#item-{}"><code>{}</code></a> <span class="badge">{}</span> {} '
         '<span class="fail">✗ {}</span></li>')
@@ -24,6 +29,22 @@ def failing_items(items, attempt_url):
     start of its description and the judges that failed it."""
     return escaped_join(ITEM, ((attempt_url, item["id"], item["key"], item["category"], item["short"],
                                 ", ".join(map(str, item["judges"]))) for item in items))
+
+
+@register.simple_tag
+def failing_items_summary(items, attempt_url):
+    """An attempt row's failing items: how many, the first SHOWN_FAILING as a list, the rest in a <details> that
+    opens on demand."""
+    head = escaped_join(ITEM, ((attempt_url, item["id"], item["key"], item["category"], item["short"],
+                                ", ".join(map(str, item["judges"]))) for item in items[:SHOWN_FAILING]))
+    parts = [SafeString('<ul class="failing-items">'), head, SafeString("</ul>")]
+    rest = items[SHOWN_FAILING:]
+    if rest:
+        parts += [SafeString('<details class="failing-more"><summary>'),
+                  f"{len(rest)} more failing item{'s' if len(rest) != 1 else ''} ({len(items)} in all)",
+                  SafeString('</summary><ul class="failing-items">'), failing_items(rest, attempt_url),
+                  SafeString("</ul></details>")]
+    return joined(parts)
 
 
 @register.simple_tag

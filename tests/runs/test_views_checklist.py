@@ -272,6 +272,18 @@ def test_the_drilldown_tags_write_what_the_template_engine_wrote():
                                                                    ", ".join(i["judges"])) for i in items))
 
 
+def test_a_drilldown_row_lists_its_first_failing_items_and_folds_the_rest_into_a_details():
+    from runs.templatetags.drilldown import SHOWN_FAILING, failing_items, failing_items_summary
+
+    items = [{"id": n, "key": f"k{n}<", "category": "SP", "short": "d", "judges": ["j"]} for n in range(SHOWN_FAILING + 4)]
+    html = failing_items_summary(items, "/attempts/3/")
+    shown, folded = html.split("<details", 1)
+    assert shown == f'<ul class="failing-items">{failing_items(items[:SHOWN_FAILING], "/attempts/3/")}</ul>'
+    assert f"<summary>4 more failing items ({SHOWN_FAILING + 4} in all)</summary>" in folded
+    assert failing_items(items[SHOWN_FAILING:], "/attempts/3/") in folded and "k0&lt;" not in folded
+    assert "<details" not in failing_items_summary(items[:SHOWN_FAILING], "/attempts/3/")
+
+
 def test_the_filter_form_writes_the_select_django_writes():
     """runs.filters.ChoicesSelectMultiple renders the leaderboard's run, judge, scaffold and category lists in
     Python: the HTML of Django's widget templates, escaping, selection, attributes and option groups included."""
