@@ -148,6 +148,8 @@ JOB_KINDS: dict[str, Callable[[Job], dict[str, Any]]] = {
     "rollups": _job_rollups,
     "recheck": _job_recheck,
 }
+#: job kind -> what its progress counts (an import reads bytes; a re-check checks attempts); none: no progress
+JOB_PROGRESS_UNITS: dict[str, str] = {"ingest": "bytes", "recheck": "attempts checked"}
 
 
 # create, enqueue, retry ---------------------------------------------------------------

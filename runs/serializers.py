@@ -91,9 +91,11 @@ class JobCreatedSerializer(serializers.Serializer):
 
 
 class ProgressSerializer(serializers.Serializer):
-    done = serializers.IntegerField(help_text="Bytes read so far.")
-    total = serializers.IntegerField(help_text="Bytes to read in all files.")
+    done = serializers.IntegerField(help_text="How much is done, in `unit`: an import's bytes read, a re-check's attempts checked.")
+    total = serializers.IntegerField(help_text="How much there is to do, in `unit`.")
     percent = serializers.FloatField(help_text="done / total in percent, two decimals; 100 once succeeded.")
+    unit = serializers.CharField(allow_null=True, help_text='What done and total count: "bytes" (ingest), '
+                                 '"attempts checked" (recheck), or null for a job that reports no progress.')
 
 
 class JobSerializer(serializers.ModelSerializer):
@@ -133,7 +135,7 @@ class JobSerializer(serializers.ModelSerializer):
     @extend_schema_field(ProgressSerializer)
     def get_progress(self, job: Job) -> dict:
         status = job_status(job)
-        return {"done": status.done, "total": status.total, "percent": status.percent}
+        return {"done": status.done, "total": status.total, "percent": status.percent, "unit": status.unit}
 
 
 class BenchmarkSerializer(serializers.ModelSerializer):

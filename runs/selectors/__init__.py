@@ -9,12 +9,13 @@ from __future__ import annotations
 import datetime
 from collections import defaultdict
 from dataclasses import dataclass, field
+from urllib.parse import urlencode
 
 from django.db.models import Count, F, OuterRef, Prefetch, Q, QuerySet, Subquery, Sum
 from django.db.models.functions import Coalesce
-from django.urls import reverse
+from django.urls import NoReverseMatch, reverse
 
-from runs.jobs import job_progress
+from runs.jobs import JOB_PROGRESS_UNITS, job_progress
 from runs.models import Attempt, AttemptRollup, Benchmark, ChecklistItem, Instance, Job, JobState, JudgeReport, Run
 
 RECENT_JOBS = 100
@@ -227,10 +228,42 @@ class JobStatus:
     errors: list[str]
     more_errors: int
     seconds: float | None
+    #: what `done` and `total` count ("bytes": an import's files), or None for a job without progress
+    unit: str | None = None
+
+
+@dataclass
+class RecheckedRuns:
+    """The runs a re-check job checked, each with its re-check page, and the page of them all."""
+
+    benchmark: Benchmark
+    url_name: str
+    url: str
+    runs: list[tuple[str, str]]
+
+
+def job_rechecked(job: Job) -> RecheckedRuns | None:
+    """The benchmark and runs of a re-check job, with the pages that show what it wrote (runs deleted since are
+    left out); None for other jobs. Two queries: the job page calls it, not the job lists."""
+    if job.kind != "recheck":
+        return None
+    runs = list(Run.objects.filter(id__in=job.params.get("run_ids") or []).select_related("benchmark").order_by("label"))
+    benchmark = runs[0].benchmark if runs else Benchmark.objects.filter(slug=job.params.get("benchmark") or "").first()
+    url_name = f"runs:{benchmark.kind}-recheck" if benchmark is not None else ""
+    try:
+        page = reverse(url_name, args=[benchmark.slug]) if benchmark is not None else None
+    except NoReverseMatch:  # a kind without re-checks (the job was started by hand)
+        page = None
+    if page is None:
+        return None
+    return RecheckedRuns(benchmark=benchmark, url_name=url_name,
+                         url=page + ("?" + urlencode([("run", r.label) for r in runs]) if runs else ""),
+                         runs=[(r.label, f"{page}?{urlencode({'run': r.label})}") for r in runs])
 
 
 def job_status(job: Job) -> JobStatus:
-    """The job with its live progress (from the cache while it runs) and its counts laid out as a table."""
+    """The job with its live progress (from the cache while it runs) in its kind's unit and its counts laid out
+    as a table."""
     done, total = job_progress(job)
     if job.state == JobState.SUCCEEDED:
         percent = 100.0
@@ -245,6 +278,7 @@ def job_status(job: Job) -> JobStatus:
         job=job, done=done, total=total, percent=percent, outcomes=outcomes, by_kind=rows,
         errors=errors, more_errors=max(0, job.error_count - len(errors)),
         seconds=(job.finished_at - job.started_at).total_seconds() if job.finished_at and job.started_at else None,
+        unit=JOB_PROGRESS_UNITS.get(job.kind),
     )
 
 

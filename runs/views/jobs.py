@@ -26,10 +26,11 @@ def job_list(request):
 @blind_safe
 @login_required
 def job_detail(request, job_id):
-    """One job; the htmx fragment polls every second until the job has finished."""
+    """One job; the htmx fragment polls every second until the job has finished. A re-check links to the runs
+    it checked."""
     job = job_check_alive(job_for(request, job_id))
     context = {"status": selectors.job_status(job), "job": job, "can_retry": selectors.job_can_retry(request.user, job),
-               "files_removed": selectors.job_files_removed(job)}
+               "files_removed": selectors.job_files_removed(job), "rechecked": selectors.job_rechecked(job)}
     template = "runs/job.html#job-status" if request.htmx else "runs/job.html"
     return render(request, template, context)
 
