@@ -27,6 +27,7 @@ from .models import Campaign, CampaignState, Subject, UnitState
 from .rubrics import rubric_for
 
 SPEC_CUT = 20_000  # characters of one spec field shown on the labelling screen
+CAMPAIGN_POLL_SECONDS = 10  # how often a started campaign's page refreshes its counts
 #: spec fields an annotator reads first (the instruction sources), the rest follow by name
 SPEC_FIRST = ("system_prompt", "user_query", "prompt", "instructions", "turns", "interface", "task", "guidelines")
 
@@ -60,12 +61,16 @@ def campaign_create(request):
 @blind_safe
 @login_required
 def campaign_detail(request, pk):
-    """A draft's population, allocation and near-duplicates; a started campaign's progress and links."""
+    """A draft's population, allocation and near-duplicates; a started campaign's progress and links, whose counts
+    (the htmx fragment `live`) poll while labels are still to come or units wait for a decision."""
     campaign = access.campaign_for_user(request.user, pk)
     counts = access.campaign_counts_for(request.user, selectors.campaign_counts(campaign))
     context = {"campaign": campaign, "counts": counts, "is_lead": access.is_lead(request.user),
                "sees_all": access.can_see_all(request.user), "strata_labels": sampling.STRATA,
-               "may_label": services.may_receive(campaign, request.user)}
+               "may_label": services.may_receive(campaign, request.user), "poll_seconds": CAMPAIGN_POLL_SECONDS,
+               # from the counts the user may see, so whether the page polls tells an annotator nothing more
+               "changing": campaign.state == CampaignState.STARTED and (
+                   counts["labels_saved"] < counts["labels_needed"] or bool(counts.get("states", {}).get(UnitState.DISPUTED)))}
     if campaign.state == CampaignState.DRAFT:
         context.update(_draft_preview(campaign))
     else:
@@ -73,6 +78,8 @@ def campaign_detail(request, pk):
             context["queue"] = selectors.queue_progress(campaign, request.user)
         if context["sees_all"]:
             context.update(progress=selectors.annotator_progress(campaign), provenance=selectors.provenance_totals(campaign))
+    if request.htmx and campaign.state != CampaignState.DRAFT:
+        return render(request, "audits/campaign_detail.html#live", context)
     if context["is_lead"]:
         context["annotators_form"] = CampaignAnnotatorsForm(initial={"annotators": campaign.annotators.all()})
     return render(request, "audits/campaign_detail.html", context)

@@ -3,7 +3,7 @@ from django.contrib.auth.models import Group
 from audits import services
 from audits.models import Assignment, Campaign, Label
 
-from .conftest import BAD, OK, client_for, label_next
+from .conftest import BAD, OK, client_for, label_all, label_next
 
 
 def test_it_sends_anonymous_visitors_to_the_login_page(campaign, client):
@@ -150,3 +150,16 @@ def test_it_lands_leads_and_reviewing_annotators_on_the_results(campaign, lead, 
     for user in (lead, annotator_b):
         client.logout()
         assert _sign_in(client, user)["Location"] == "/"
+
+
+def test_it_polls_a_campaigns_counts_until_every_unit_is_decided(campaign, lead, annotator_a, annotator_b):
+    client = client_for(lead)
+    url = f"/audits/{campaign.pk}/"
+    assert 'hx-trigger="every ' in client.get(url).content.decode()
+    label_next(campaign, annotator_a, OK)
+    fragment = client.get(url, HTTP_HX_REQUEST="true").content.decode()
+    assert fragment.lstrip().startswith('<div id="campaign-live"') and "<html" not in fragment
+    assert "1 / 18" in fragment and 'hx-trigger="every ' in fragment
+    label_all(campaign, [annotator_a, annotator_b], lambda user, unit: OK)  # unanimous: every unit closes
+    fragment = client.get(url, HTTP_HX_REQUEST="true").content.decode()
+    assert "18 / 18" in fragment and "hx-trigger" not in fragment

@@ -240,3 +240,54 @@ def test_it_shows_no_unit_before_its_keys_are_listened_to(session, live_server, 
     _wait_for_done_or_error(page, 1)
     assert [label.values for label in Label.objects.filter(assignment__annotator=ann)] == [ANSWERS]
     assert console.errors == []
+
+
+def test_it_lands_an_annotator_on_their_queue_when_they_sign_in(session, live_server, labelling, console):
+    page = session("ann_a", "pw-ann_a-1")
+    assert page.url == f"{live_server.url}/audits/{labelling['campaign'].pk}/label/"
+    assert page.get_by_role("button", name="Take the next unit").is_visible()
+    page.keyboard.press("Enter")  # the button has the focus: one key to the first unit
+    page.locator("article.unit").wait_for()
+    assert console.errors == []
+
+
+def test_it_shows_that_the_draft_is_being_created_until_it_is(session, live_server, audit_world, monkeypatch, console):
+    create = audit_services.campaign_create
+
+    def slow_create(**kwargs):
+        time.sleep(1.5)
+        return create(**kwargs)
+    monkeypatch.setattr(audit_services, "campaign_create", slow_create)
+    lead = session("lead", "pw-lead-1")
+    lead.goto(f"{live_server.url}/audits/new/")
+    lead.fill("#id_name", "Slow draft")
+    lead.check(f"input[name=benchmarks][value='{audit_world['benchmark'].pk}']")
+    lead.fill("#id_size", "4")
+    seen = []  # what the button says half a second after the click, while the server still works
+    lead.on("console", lambda message: seen.append(message.text) if message.text.startswith("button:") else None)
+    lead.evaluate("""() => document.addEventListener('submit', e => setTimeout(() => console.log(
+        'button: ' + e.submitter.textContent + (e.submitter.disabled ? ' (disabled)' : '')), 500))""")
+    lead.get_by_role("button", name="Create draft").click()
+    lead.get_by_text("Sample preview").wait_for()
+    assert seen == ["button: Creating draft… (disabled)"]
+    assert lead.locator("#campaign-live").count() == 0  # a draft has nothing to poll
+    assert console.errors == [] and lead.evaluate("window.__csp") == []
+
+
+def test_it_updates_the_campaign_counts_while_people_label(session, live_server, audit_world, monkeypatch, console):
+    monkeypatch.setattr("audits.views.CAMPAIGN_POLL_SECONDS", 1)
+    users = audit_world["users"]
+    campaign = audit_services.campaign_start(audit_services.campaign_create(
+        name="live", subject="checklist_items", benchmarks=[audit_world["benchmark"]], strata=["category"],
+        allocation="proportional", size=2, seed=3, user=users["lead"], annotators=[users["ann_a"], users["ann_b"]]))
+    lead = session("lead", "pw-lead-1")
+    lead.goto(f"{live_server.url}/audits/{campaign.pk}/")
+    saved = lead.locator(".stat", has_text="labels saved").locator(".stat-value")
+    assert saved.inner_text() == "0 / 4"
+    for name in ("ann_a", "ann_b"):
+        assignment = audit_services.assignment_next(campaign, users[name])
+        audit_services.label_submit(assignment, ANSWERS)
+    lead.wait_for_function("() => document.querySelector('#campaign-live .stat-value + .stat-label') &&"
+                           " /2 \\/ 4/.test(document.getElementById('campaign-live').innerText)", timeout=5000)
+    assert "0 still being labelled" not in lead.locator("#campaign-live").inner_text()  # one unit is left
+    assert console.errors == [] and lead.evaluate("window.__csp") == []
