@@ -262,6 +262,11 @@ class Context:
     def failed(self) -> bool:
         return self.problem_count > 0
 
+    @property
+    def last_problem_at(self) -> tuple[str, int | None] | None:
+        """(file name, line) of the latest problem reported, if any."""
+        return self._last_bad
+
     def raise_if_failed(self) -> None:
         if self.failed:
             raise IngestFailed(self._problems, self.problem_count, self.report)

@@ -177,9 +177,9 @@ class _Defined:
     stored_runs: dict[str, Run | None] = field(default_factory=dict)
     attempts: dict[tuple[str, str], str] = field(default_factory=dict)
     verdicts: dict[tuple[str, str, str, str], str] = field(default_factory=dict)
-    #: ids of instances and runs whose record was refused: records referring to them are not
-    #: stored either, but are not reported again as unknown references
-    rejected: set[tuple[str, str]] = field(default_factory=set)
+    #: ids of instances and runs whose record was refused, with where (file name, line): records referring
+    #: to them are not stored either, and are summarised once instead of each reported as unknown
+    rejected: dict[tuple[str, str], tuple[str, int | None]] = field(default_factory=dict)
     _items_loaded: bool = False
 
     def item_keys(self, instance: str) -> frozenset[str] | None:
@@ -228,6 +228,17 @@ class _Defined:
 
 
 @dataclass
+class _FollowOn:
+    """The lines of one file that refer to a run or instance that was refused or that no line defines,
+    reported as one problem at the end of the file (`_NativeIngest.summarise`), not each."""
+
+    source: Source
+    #: why the run or instance is missing, after its name ("refused at line 4")
+    cause: str
+    count: int = 0
+
+
+@dataclass
 class _Batch:
     instances: list[tuple[Source, int, dict]] = field(default_factory=list)
     attempts: list[tuple[Run | None, dict]] = field(default_factory=list)
@@ -245,6 +256,11 @@ class _NativeIngest:
         self.judge_kinds: dict[str, str] = {}
         self.judges: dict[str, Judge] = {}
         self.batch = _Batch()
+        #: (kind, id) -> the file's lines that refer to it, while a file is read
+        self.follow: dict[tuple[str, str], _FollowOn] = {}
+        #: the latest line of the file that was refused without saying what it defines (not JSON, no known
+        #: type, an id that is not a string): a run or instance nothing defines may have been on it
+        self.unplaced: tuple[str, int] | None = None
 
     # reading ------------------------------------------------------------------------
     def read(self, source: Source) -> None:
@@ -259,10 +275,17 @@ class _NativeIngest:
             current = self._stored_benchmark(ctx.options.benchmark)
         first = True
         told_no_benchmark = False
+        self.follow, self.unplaced = {}, None
+        previous = 0
         for source, line, record in stream:
+            refused = ctx.last_problem_at
+            if line and refused and refused[0] == source.name and refused[1] and refused[1] > previous:
+                self.unplaced = refused  # the reader refused a line since the last record
+            previous = line or previous
             kind = record.get("type")
             if kind not in TYPES:
                 ctx.problem(source, line, _type_problem(record))
+                self.unplaced = (source.name, line)
                 first = False
                 continue
             if kind == "benchmark":
@@ -288,6 +311,43 @@ class _NativeIngest:
                 self.flush(current)
         if current is not None:
             self.flush(current)
+        self.summarise()
+
+    def summarise(self) -> None:
+        """One problem per run or instance that lines of the file referred to in vain, with why it is missing
+        (the lines themselves are counted as rejected where they are read, `_unknown`)."""
+        ctx = self.ctx
+        for (kind, name), follow in self.follow.items():
+            if follow.count:
+                rejected = ctx.report.rejected
+                lines = "1 more line refers" if follow.count == 1 else f"{follow.count:,} more lines refer"
+                ctx.problem(follow.source, None, f"{lines} to {kind} '{name}', {follow.cause}")
+                ctx.report.rejected = rejected
+        self.follow = {}
+
+    def _where(self, source: Source, where: tuple[str, int | None]) -> str:
+        """A line in words: "line 4" in the file being read, "other.jsonl:4" in another."""
+        name, line = where
+        return f"line {line}" if name == source.name else f"{name}:{line}"
+
+    def _unknown(self, source: Source, key: tuple[str, str], defined: _Defined, reason: str) -> str | None:
+        """The problem of a line's reference to a run or instance it cannot find (`reason`), or None when the
+        line is counted in the file's summary of that reference instead (`summarise`): a refused record's
+        followers, every reference after the first to one that no line defines, and all of them when a line
+        refused earlier in the file may have been its record."""
+        follow = self.follow.get(key)
+        if follow is None:
+            if key in defined.rejected:
+                cause = f"refused at {self._where(source, defined.rejected[key])}"
+            elif self.unplaced is not None:
+                cause = (f"which no earlier line defines ({self._where(source, self.unplaced)}, refused above, "
+                         "may have been its record)")
+            else:
+                self.follow[key] = _FollowOn(source, "which no earlier line defines")
+                return reason
+            follow = self.follow[key] = _FollowOn(source, cause)
+        follow.count += 1
+        return None
 
     def _stored_benchmark(self, slug: str) -> _Defined | None:
         if slug in self.benchmarks:
@@ -365,7 +425,9 @@ class _NativeIngest:
             ctx.problem(source, line, reason)
         if reasons:
             if isinstance(record.get("id"), str):
-                defined.rejected.add(("instance", record["id"]))
+                defined.rejected[("instance", record["id"])] = (source.name, line)
+            else:
+                self.unplaced = (source.name, line)
             return
         defined.instances[record["id"]] = (f"{source.name}:{line}", frozenset(keys))
         self.batch.instances.append((source, line, record))
@@ -385,7 +447,9 @@ class _NativeIngest:
             ctx.problem(source, line, reason)
         if reasons:
             if isinstance(record.get("label"), str):
-                defined.rejected.add(("run", record["label"]))
+                defined.rejected[("run", record["label"])] = (source.name, line)
+            else:
+                self.unplaced = (source.name, line)
             return
         defined.runs[record["label"]] = (f"{source.name}:{line}", self._write_run(defined, record))
 
@@ -412,21 +476,22 @@ class _NativeIngest:
         ctx.touched_runs[run.id] = run
         return run
 
-    def _references(self, record: dict, defined: _Defined) -> tuple[list[str], bool, Run | None]:
-        """(problems, whether it refers to a refused record, the run) of an attempt or verdict."""
+    def _references(self, source: Source, record: dict, defined: _Defined) -> tuple[list[str], bool, Run | None]:
+        """(problems, whether it refers to a run or instance summarised at the end of the file, the run) of an
+        attempt or verdict."""
         reasons, refused = [], False
         known, run = defined.run(record["run"])
         if not known:
-            if ("run", record["run"]) in defined.rejected:
-                refused = True
-            else:
-                reasons.append(f"unknown run '{record['run']}': define it with a run record on an earlier line")
+            reason = self._unknown(source, ("run", record["run"]), defined,
+                                   f"unknown run '{record['run']}': define it with a run record on an earlier line")
+            refused = reason is None
+            reasons += [reason] if reason else []
         if defined.item_keys(record["instance"]) is None:
-            if ("instance", record["instance"]) in defined.rejected:
-                refused = True
-            else:
-                reasons.append(f"unknown instance '{record['instance']}' of benchmark '{defined.benchmark.slug}': "
-                               "define it with an instance record on an earlier line")
+            reason = self._unknown(source, ("instance", record["instance"]), defined,
+                                   f"unknown instance '{record['instance']}' of benchmark '{defined.benchmark.slug}': "
+                                   "define it with an instance record on an earlier line")
+            refused = refused or reason is None
+            reasons += [reason] if reason else []
         return reasons, refused, run
 
     def _attempt(self, source: Source, line: int, record: dict, defined: _Defined) -> None:
@@ -434,7 +499,7 @@ class _NativeIngest:
         reasons = check_fields(record, ATTEMPT)
         run, refused = None, False
         if not reasons:
-            more, refused, run = self._references(record, defined)
+            more, refused, run = self._references(source, record, defined)
             reasons += more
         if not reasons and record.get("assistant_turns") is not None and record["assistant_turns"] < 0:
             reasons.append("field 'assistant_turns' should be 0 or more")
@@ -449,6 +514,8 @@ class _NativeIngest:
             defined.attempts[key] = f"{source.name}:{line}"
         for reason in reasons[:20]:
             ctx.problem(source, line, reason)
+        if refused and not reasons:
+            ctx.report.rejected += 1  # its problem is its reference's, said once in the file's summary
         if not reasons and not refused:
             self.batch.attempts.append((run, record))
 
@@ -469,7 +536,7 @@ class _NativeIngest:
             kind, more = self._judge_kind(judge, kind)
             reasons += more
         if not reasons:
-            more, refused, run = self._references(record, defined)
+            more, refused, run = self._references(source, record, defined)
             reasons += more
         if not reasons and not refused:
             keys = defined.item_keys(record["instance"]) or frozenset()
@@ -485,6 +552,8 @@ class _NativeIngest:
             defined.verdicts[key] = f"{source.name}:{line}"
         for reason in reasons:
             ctx.problem(source, line, reason)
+        if refused and not reasons:
+            ctx.report.rejected += 1  # its problem is its reference's, said once in the file's summary
         if not reasons and not refused:
             self.batch.verdicts.append((run, {**record, "judge": judge, "judge_kind": kind}))
 

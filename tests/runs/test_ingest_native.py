@@ -300,6 +300,59 @@ def test_it_rejects_a_reference_to_a_later_line(tmp_path):
         _write(tmp_path, records))
 
 
+def _failure(source: Source) -> IngestFailed:
+    with pytest.raises(IngestFailed) as excinfo:
+        ingest("native", [source], Options())
+    return excinfo.value
+
+
+@pytest.mark.parametrize(
+    ("bad_run", "cause"),
+    [
+        ({"model": 5}, "refused at line 4"),  # refused, its label known
+        ({"label": 7}, "which no earlier line defines (line 4, refused above, may have been its record)"),
+        ({"type": "rn"}, "which no earlier line defines (line 4, refused above, may have been its record)"),
+        ('{"type": "run", "label": "model-x-r1", "model": ', "which no earlier line defines (line 4, refused above, "
+                                                             "may have been its record)"),  # not JSON
+    ],
+)
+def test_it_reports_a_refused_run_once_and_summarises_the_lines_that_refer_to_it(tmp_path, bad_run, cause):
+    records = _records()
+    records[3] = bad_run if isinstance(bad_run, str) else {**records[3], **bad_run}
+    followers = len(records) - 4  # the run's attempts and verdicts
+
+    failed = _failure(_write(tmp_path, records))
+
+    listed = [str(p) for p in failed.problems]
+    assert len(listed) == 2 and listed[0].startswith("study.jsonl:4: ")
+    assert listed[1] == f"study.jsonl: {followers} more lines refer to run 'model-x-r1', {cause}"
+    assert failed.total == 2 and failed.report.rejected == 1 + followers
+    assert _nothing_stored()
+
+
+def test_it_lists_the_first_reference_to_a_run_no_line_defines_and_counts_the_others(tmp_path):
+    records = _records()
+    del records[3]
+
+    listed = [str(p) for p in _failure(_write(tmp_path, records)).problems]
+
+    assert listed == ["study.jsonl:4: unknown run 'model-x-r1': define it with a run record on an earlier line",
+                      f"study.jsonl: {len(records) - 4} more lines refer to run 'model-x-r1', which no earlier line defines"]
+
+
+def test_it_names_the_file_of_a_run_refused_in_another_file(tmp_path):
+    records = _records()
+    records[3]["model"] = 5
+    first = _write(tmp_path, records[:4], name="runs.jsonl")
+    second = _write(tmp_path, [records[0], *records[4:]], name="results.jsonl")
+
+    with pytest.raises(IngestFailed) as excinfo:
+        ingest("native", [first, second], Options())
+
+    assert f"results.jsonl: {len(records) - 4} more lines refer to run 'model-x-r1', refused at runs.jsonl:4" in [
+        str(p) for p in excinfo.value.problems]
+
+
 def test_it_rejects_duplicates_within_a_command(tmp_path):
     records = _records()
     records.insert(3, records[1])
