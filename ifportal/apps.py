@@ -1,4 +1,4 @@
-"""The portal's own app: wiring that needs the models loaded (signals), in one place."""
+"""The portal's own app: wiring that needs the models loaded (signals), and the sign-in delay table (ifportal.signin)."""
 from django.apps import AppConfig
 
 
@@ -7,6 +7,7 @@ class PortalConfig(AppConfig):
     verbose_name = "Portal wiring"
 
     def ready(self) -> None:
-        from ifportal import auth  # imports the user and group models: only once the registry is ready
+        from ifportal import auth, signin  # import the user, group and axes models: only once the registry is ready
 
         auth.connect_signals()
+        signin.connect_signals()

@@ -253,23 +253,39 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
 # Guessing passwords: django-axes counts failed sign-ins (the /login/ form and /admin/login/ alike) and
-# refuses further tries for a while once one user name, or one address, has failed AXES_FAILURE_LIMIT
-# times (429 with the page saying so). The login page states the rule. Bad API tokens are throttled
-# per address by ifportal.security.ThrottledTokenAuthentication.
+# refuses further tries for a while from an address that failed AXES_FAILURE_LIMIT times, for one name or for
+# any; ifportal.signin slows guessing one name from many addresses without locking its user out (429 with the
+# page saying so). The login page states the rule. Bad API tokens are throttled per address by
+# ifportal.security.ThrottledTokenAuthentication.
 # The session's user and their roles are read through the cache (ifportal.auth): a change to the user or their
 # groups is seen on the next request, anything done behind Django's back (a bulk update, raw SQL) within
 # IFPORTAL_USER_CACHE_SECONDS; 0 reads them from the database on every request.
 AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",
     "ifportal.auth.CachedModelBackend",
+    "ifportal.signin.SignInDelayBackend",  # checks no password: refuses a try inside a user name's wait
 ]
 IFPORTAL_USER_CACHE_SECONDS = env_int("IFPORTAL_USER_CACHE_SECONDS", 60)
 AXES_FAILURE_LIMIT = env_int("IFPORTAL_LOGIN_FAILURE_LIMIT", 5)
 AXES_COOLOFF_TIME = timedelta(minutes=env_int("IFPORTAL_LOGIN_LOCKOUT_MINUTES", 15))
-AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]  # either one failing too often locks it out
+# an address failing too often for one name, or for any names, is locked out; a name alone never is: failures
+# for one name from many addresses meet the growing per-name delay of ifportal.signin instead
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"], "ip_address"]
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
+AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False  # a refused try is not a failure: nothing was checked
 AXES_VERBOSE = False
+AXES_LOCKOUT_CALLABLE = "ifportal.signin.signin_refused"
+#: after AXES_FAILURE_LIMIT failures for one name from addresses it never signed in from, each further try from
+#: such an address waits this many seconds, doubling with each failure up to the maximum (ifportal.signin)
+IFPORTAL_LOGIN_DELAY_SECONDS = env_int("IFPORTAL_LOGIN_DELAY_SECONDS", 2)
+IFPORTAL_LOGIN_DELAY_MAX_SECONDS = env_int("IFPORTAL_LOGIN_DELAY_MAX_SECONDS", 900)
+#: a name's failures are forgotten after this many hours without one
+IFPORTAL_LOGIN_DELAY_FORGET_HOURS = env_int("IFPORTAL_LOGIN_DELAY_FORGET_HOURS", 24)
+#: an address the user signed in from in this many days is not slowed by failures made elsewhere
+IFPORTAL_LOGIN_KNOWN_ADDRESS_DAYS = env_int("IFPORTAL_LOGIN_KNOWN_ADDRESS_DAYS", 90)
+if not 0 < IFPORTAL_LOGIN_DELAY_SECONDS <= IFPORTAL_LOGIN_DELAY_MAX_SECONDS:
+    raise ImproperlyConfigured("IFPORTAL_LOGIN_DELAY_SECONDS must be more than 0 and at most IFPORTAL_LOGIN_DELAY_MAX_SECONDS")
 #: bad API tokens one address may send before it gets 429 (DRF rate syntax: n/second|minute|hour|day)
 IFPORTAL_TOKEN_FAILURE_RATE = env_str("IFPORTAL_TOKEN_FAILURE_RATE", "10/hour")
 LOGIN_URL = "login"

@@ -3,19 +3,33 @@ from django.conf import settings
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.templatetags.static import static
-from django.urls import include, path
+from django.urls import include, path, reverse_lazy
 from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView
 
+from ifportal.signin import signin_forget, signin_rule
 from runs.access import blind_safe
 
 
 class LoginView(auth_views.LoginView):
-    """The sign-in form, stating the lockout rule django-axes enforces (settings.AXES_*)."""
+    """The sign-in form, stating the rules that slow guessing (ifportal.signin)."""
 
     def get_context_data(self, **kwargs):
-        return super().get_context_data(**kwargs) | {"lockout": {
-            "limit": settings.AXES_FAILURE_LIMIT, "minutes": int(settings.AXES_COOLOFF_TIME.total_seconds() // 60)}}
+        return super().get_context_data(**kwargs) | {"lockout": signin_rule()}
+
+
+class SignInLinkView(auth_views.PasswordResetConfirmView):
+    """The one-time link an administrator makes (`manage.py signin_link`): a new password, then signed in, with
+    every count against the name cleared."""
+
+    template_name = "registration/signin_link.html"
+    post_reset_login = True
+    post_reset_login_backend = "ifportal.auth.CachedModelBackend"
+    success_url = reverse_lazy(settings.LOGIN_REDIRECT_URL)
+
+    def form_valid(self, form):
+        signin_forget(form.user.get_username())
+        return super().form_valid(form)
 
 
 class FaviconView(RedirectView):
@@ -31,6 +45,7 @@ urlpatterns = [
     path("favicon.ico", blind_safe(FaviconView.as_view()), name="favicon"),
     path("login/", blind_safe(LoginView.as_view()), name="login"),
     path("logout/", blind_safe(auth_views.LogoutView.as_view()), name="logout"),
+    path("login/link/<uidb64>/<token>/", blind_safe(SignInLinkView.as_view()), name="signin-link"),
     path("admin/", admin.site.urls),
     path("api/schema/", blind_safe(SpectacularAPIView.as_view()), name="api-schema"),
     path("api/audits/", include("audits.api_urls")),

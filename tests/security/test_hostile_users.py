@@ -221,36 +221,7 @@ def test_judge_names_in_export_headers_cannot_run_as_formulas(django_user_model)
     assert "'=HYPERLINK" in header and ',=HYPERLINK' not in header and not header.startswith("=")
 
 
-# guess passwords ----------------------------------------------------------------------------------------
-@pytest.mark.django_db
-@pytest.mark.parametrize("path", ["/login/", "/admin/login/"])
-def test_wrong_passwords_lock_the_user_and_the_address_out(django_user_model, settings, path):
-    django_user_model.objects.create_superuser("target", password="right-horse-battery-1")
-    django_user_model.objects.create_user("bystander", password="bystander-pass-77", is_staff=True)  # admin may sign in
-    limit = settings.AXES_FAILURE_LIMIT
-    client = Client()
-
-    statuses = [client.post(path, {"username": "target", "password": f"guess-{n}"}).status_code for n in range(limit)]
-    right = client.post(path, {"username": "target", "password": "right-horse-battery-1"})
-
-    assert statuses[:-1] == [200] * (limit - 1)  # the form again, with its error
-    assert right.status_code == 429 and "_auth_user_id" not in client.session
-    assert "Too many failed sign-ins" in right.content.decode()
-    # the address is locked for every user name, and the user name from every address
-    assert client.post(path, {"username": "bystander", "password": "bystander-pass-77"}).status_code == 429
-    elsewhere = Client(REMOTE_ADDR="10.9.8.7")
-    assert elsewhere.post(path, {"username": "target", "password": "right-horse-battery-1"}).status_code == 429
-    assert Client(REMOTE_ADDR="10.9.8.6").post(path, {"username": "bystander", "password": "bystander-pass-77"}).status_code == 302
-
-
-@pytest.mark.django_db
-def test_the_login_page_states_the_lockout_rule(client, settings):
-    page = client.get("/login/").content.decode()
-
-    assert (f"After {settings.AXES_FAILURE_LIMIT} failed sign-ins for one user name, or from one address, "
-            f"signing in is refused for {int(settings.AXES_COOLOFF_TIME.total_seconds() // 60)} minutes") in page
-
-
+# guess passwords: tests/security/test_signin.py; guess API tokens --------------------------------------------
 @pytest.mark.django_db
 def test_bad_api_tokens_are_throttled_per_address(reviewer, settings):
     settings.IFPORTAL_TOKEN_FAILURE_RATE = "5/hour"

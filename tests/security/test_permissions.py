@@ -166,6 +166,7 @@ def fill(route, s: SimpleNamespace, whose: str, token_ok: bool) -> tuple[dict, s
         "runs:attempt-compare": ({"pk": s.instance.pk}, ""),
         "runs:share-revoke": ({"pk": s.links[whose].pk}, ""),
         "runs:share": ({"token": token}, ""),
+        "signin-link": ({"uidb64": "MQ", "token": "not-a-live-token"}, ""),  # answers that the link does not work
         "runs:share-export": ({"token": token}, "format=csv"),
         "runs:share-attempts": ({"token": token}, urlencode({"model": s.in_scope.run.model.name})),
         "runs:share-attempt": ({"token": token, "pk": s.in_scope.pk}, ""),

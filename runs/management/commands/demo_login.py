@@ -2,10 +2,11 @@
 import secrets
 from pathlib import Path
 
-from axes.utils import reset as axes_reset
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
+
+from ifportal.signin import signin_forget
 
 
 def demo_password(path: Path) -> str:
@@ -35,5 +36,5 @@ class Command(BaseCommand):
         if created or not user.check_password(password):
             user.set_password(password)
         user.save()
-        axes_reset(username=username)  # a lockout from earlier wrong guesses would refuse the printed password
+        signin_forget(username)  # a lockout or delay from earlier wrong guesses would refuse the printed password
         self.stdout.write(f"Log in at {url} as {username} / {password}")
