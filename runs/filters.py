@@ -6,10 +6,10 @@ from django.db.models import F, IntegerField, Value
 from django.http import QueryDict
 
 from runs.exclusions import exclusion_policy_choices
-from runs.html import attributes, escaped_join, joined
 from runs.cache import cached
 from runs.metrics.checklist import GROUPINGS, Filters
 from runs.models import AttemptRollup, Instance, Judge, Run
+from runs.widgets import CheckboxDropdown
 
 SORTS = {
     "-isr": "ISR, high first", "isr": "ISR, low first", "-csr": "CSR, high first", "csr": "CSR, low first",
@@ -25,32 +25,15 @@ SORTS = {
 COLUMN_SETS = {"scores": "scores", "usage": "tokens, time and tool calls"}
 
 
-class ChoicesSelectMultiple(forms.SelectMultiple):
-    """A <select multiple> written in Python: the HTML Django's widget templates write, byte for byte (a test
-    compares them), without a template include per option. A study of 100 models has 300 runs; rendering the
-    filter form for a state nobody had opened took about 35 ms of a 90 ms page through the templates."""
-
-    def render(self, name, value, attrs=None, renderer=None):
-        widget = self.get_context(name, value, attrs)["widget"]
-        groups = []
-        for group_name, options, _ in widget["optgroups"]:
-            # each option's include ends with the template file's own newline
-            written = escaped_join('\n  <option value="{}"{}>{}</option>\n',
-                                   ((o["value"], attributes(o["attrs"]), o["label"]) for o in options))
-            groups.append(escaped_join('\n  <optgroup label="{}">{}\n  </optgroup>', [(group_name, written)])
-                          if group_name else written)
-        return escaped_join('<select name="{}"{}>{}\n</select>',
-                            [(widget["name"], attributes(widget["attrs"]), joined(groups))])
-
-
 class LeaderboardFilterForm(forms.Form):
     """Filters, grouping, sort, the bootstrap flag and the audit exclusion policy of a checklist leaderboard;
     choices come from the benchmark (and the policies from runs.exclusions)."""
 
-    run = forms.MultipleChoiceField(required=False, label="Runs", widget=ChoicesSelectMultiple)
-    judge = forms.MultipleChoiceField(required=False, label="Judges", widget=ChoicesSelectMultiple)
-    scaffold = forms.MultipleChoiceField(required=False, label="Scaffolds", widget=ChoicesSelectMultiple)
-    primary_category = forms.MultipleChoiceField(required=False, label="Primary categories", widget=ChoicesSelectMultiple)
+    run = forms.MultipleChoiceField(required=False, label="Runs", widget=CheckboxDropdown(summary_noun="runs"))
+    judge = forms.MultipleChoiceField(required=False, label="Judges", widget=CheckboxDropdown(summary_noun="judges"))
+    scaffold = forms.MultipleChoiceField(required=False, label="Scaffolds", widget=CheckboxDropdown(summary_noun="scaffolds"))
+    primary_category = forms.MultipleChoiceField(required=False, label="Primary categories",
+                                                 widget=CheckboxDropdown(summary_noun="categories"))
     by = forms.ChoiceField(choices=list(GROUPINGS.items()), required=False, label="Group by")
     sort = forms.ChoiceField(choices=list(SORTS.items()), required=False, label="Sort")
     ci = forms.BooleanField(required=False, label="Bootstrap 95% interval")

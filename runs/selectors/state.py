@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from django import forms
 
 from runs.exclusions import excluded_item_ids, exclusion_policies, exclusion_policy_choices
+from runs.widgets import CheckboxDropdown
 
 BY = [("model", "model (runs pooled)"), ("run", "run")]
 #: characters no query parameter may hold: NUL (PostgreSQL text cannot store it) and the other control characters
@@ -74,7 +75,7 @@ class KindQuery(RefusesControlCharacters):
     A field that does not validate is left out (its default applies) and its error is kept: the page shows it,
     the API answers 400 with it."""
 
-    run = forms.MultipleChoiceField(required=False, label="Runs",
+    run = forms.MultipleChoiceField(required=False, label="Runs", widget=CheckboxDropdown(summary_noun="runs"),
                                     error_messages={"invalid_choice": "No run of this benchmark is labelled '%(value)s'."})
     judge = forms.ChoiceField(required=False, label="Judge",
                               error_messages={"invalid_choice": "No judge named '%(value)s' scored this benchmark."})

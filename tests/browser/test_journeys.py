@@ -386,8 +386,12 @@ def test_a_reviewer_compares_judges_and_runs_filters_exports_finds_and_reads_the
     # a filter narrows the leaderboard in place; the export carries the same rows
     page.get_by_role("link", name="Leaderboard").click()
     page.wait_for_url(f"{url}/b/octobench/leaderboard/")
-    judge = page.locator("#id_judge option").first.get_attribute("value")
-    page.select_option("#id_judge", [judge])  # htmx swaps the results and pushes the state into the address
+    judges = page.locator("#id_judge")
+    assert judges.locator("summary").inner_text().startswith("all ")  # nothing ticked: every judge
+    judges.locator("summary").click()  # the dropdown of checkboxes opens: no Ctrl to pick several
+    judge = judges.locator("input[type=checkbox]").first.get_attribute("value")
+    judges.locator("input[type=checkbox]").first.check()  # htmx swaps the results and pushes the state into the address
+    assert judges.locator("summary").inner_text().startswith("1 of ") and judge in judges.locator("summary").inner_text()
     page.wait_for_url(re.compile(rf"/leaderboard/\?(.*&)?judge={judge}"))
     badges = page.locator("#results table.grid tbody tr td .badge").all_inner_texts()
     assert badges and all(b.startswith(f"{judge}:") for b in badges)

@@ -284,20 +284,29 @@ def test_a_drilldown_row_lists_its_first_failing_items_and_folds_the_rest_into_a
     assert "<details" not in failing_items_summary(items[:SHOWN_FAILING], "/attempts/3/")
 
 
-def test_the_filter_form_writes_the_select_django_writes():
-    """runs.filters.ChoicesSelectMultiple renders the leaderboard's run, judge, scaffold and category lists in
-    Python: the HTML of Django's widget templates, escaping, selection, attributes and option groups included."""
+def test_the_filter_bars_dropdown_ticks_the_chosen_values_names_them_when_closed_and_escapes_everything():
+    """runs.widgets.CheckboxDropdown: every value a checkbox (no Ctrl to pick several), the closed summary naming the
+    choice ("all N" when none), and every label and value escaped; a bound form reads the ticked boxes back."""
     from django import forms
 
-    from runs.filters import ChoicesSelectMultiple
+    from runs.widgets import CheckboxDropdown
 
-    flat = [("a<b", "a<b"), ('q"x', "q'y&"), ("plain", "plain"), ("7", 7)]
-    grouped = [("<g>", [("1", "one"), ("2", "<two>")]), ("3", "three")]
-    for choices, value, attrs in ((flat, ["a<b", "7"], {"id": "id_run", "class": 'c"d', "disabled": True, "hidden": False}),
-                                  (flat, [], None), (grouped, ["2", "3"], {"id": "id_g"}), ([], None, {"id": "x"})):
-        ours = ChoicesSelectMultiple(choices=choices).render("run", value, attrs)
-        django = forms.SelectMultiple(choices=choices).render("run", value, attrs)
-        assert ours == django, (ours, django)
+    choices = [("a<b", "a<b"), ('q"x', "q'y&"), ("plain", "plain"), ("7", 7)]
+    html = CheckboxDropdown(choices=choices, summary_noun="runs").render("run", ["a<b", "7"], {"id": "id_run"})
+    assert html.startswith('<details class="multi" id="id_run" data-noun="runs"><summary class="multi-summary">2 of 4: a&lt;b, 7'
+                           '</summary>')
+    assert html.count('type="checkbox" name="run"') == 4 and html.count(" checked>") == 2
+    assert 'value="q&quot;x" id="id_run_1"> <span>q&#x27;y&amp;</span>' in html and "<b" not in html
+    assert ">all 4 runs</summary>" in CheckboxDropdown(choices=choices, summary_noun="runs").render("run", [], None)
+    many = CheckboxDropdown(choices=choices, summary_noun="runs").render("run", ["a<b", "plain", "7"], None)
+    assert ">3 of 4: a&lt;b, plain and 1 more</summary>" in many
+
+    class Form(forms.Form):
+        run = forms.MultipleChoiceField(choices=choices, required=False, widget=CheckboxDropdown(summary_noun="runs"))
+
+    from django.http import QueryDict
+    form = Form(QueryDict("run=plain&run=7"))
+    assert form.is_valid() and form.cleaned_data["run"] == ["plain", "7"]
 
 
 def test_a_model_row_that_pools_two_runs_says_so_on_the_page_in_the_csv_and_the_api(reviewer_client):
