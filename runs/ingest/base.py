@@ -26,6 +26,10 @@ from runs import search
 from runs.bulk import bulk_insert_rows
 from runs.models import Attempt, ChecklistItem
 
+from .decode import (BATCH_HELD_BYTES, MAX_DEPTH, MAX_HELD_BYTES, MAX_RECORD_BYTES, MAX_VALUES, VALUE_BYTES, Refused,
+                     check, digits_reason, may_be_deep, raw_size, size_reason, structure, too_deep, too_deep_reason,
+                     value_end)
+
 MAX_LISTED_PROBLEMS = 50
 #: problems after which the rest of a file is not read: the import has failed by then, and a file of
 #: junk lines costs no more time or memory than its first problems (the message says it stopped)
@@ -222,6 +226,8 @@ class Context:
         self._progress = progress
         self.total_bytes = 0
         self.done_bytes = 0
+        #: weight (runs.ingest.decode) of the records read since the format last wrote what it holds
+        self.held = 0
         self.source_hashes: dict[str, str] = {}
         self._bad_records: set[tuple[str, int | None]] = set()
         self._last_bad: tuple[str, int | None] | None = None
@@ -282,6 +288,25 @@ class Context:
                     # the last key part is the file's own name for the row
                     self.problem(self.source or kind, None, f"{kind} '{str(k[-1])[:100]}': {name} is {len(value):,} "
                                                             f"characters long; at most {limit} fit: {value[:60]!r}...")
+
+    # memory -------------------------------------------------------------------------
+    def hold(self, weight: int) -> None:
+        """Count a record about to be decoded as held until the format writes (`release`); refuses it
+        (Refused) when that would pass MAX_HELD_BYTES, unless it is the only one held."""
+        if self.held and self.held + weight > MAX_HELD_BYTES:
+            raise Refused(f"the records read and not yet stored would take more than {MAX_HELD_BYTES >> 20} MiB "
+                          "with this one (a format keeps a dialog, a log's header or a batch together until it "
+                          "writes it): split the file")
+        self.held += weight
+
+    def release(self) -> None:
+        """The format wrote (or dropped) the records it held."""
+        self.held = 0
+
+    @property
+    def batch_full(self) -> bool:
+        """Whether a format that writes in batches should write the one it holds now."""
+        return self.held >= BATCH_HELD_BYTES
 
     # progress -------------------------------------------------------------------------
     def plan(self, sources: Iterable[Source]) -> None:
@@ -383,13 +408,16 @@ def _hashing_chunks(source: Source, ctx: Context) -> Iterator[bytes]:
 
 
 def iter_jsonl(source: Source, ctx: Context, *,
-               salvage: Callable[[str, bool], list[dict[str, Any]] | None] | None = None
-               ) -> Iterator[tuple[int, dict[str, Any]]]:
+               salvage: Callable[[str, bool], list[dict[str, Any]] | None] | None = None,
+               limit: int = MAX_RECORD_BYTES) -> Iterator[tuple[int, dict[str, Any]]]:
     """Yield (line number, object) for each non-blank line; bad lines become problems.
 
+    Each line is checked against the bounds of runs.ingest.decode (`limit`: its text as held) before it is
+    decoded; a line past one is a problem, and a line longer than `limit` is never read whole.
     `salvage(text, is_last_unterminated_line)` may read a line that is not JSON the way its harness does:
     the records it returns are yielded in order (none: the line is skipped); None leaves it a problem."""
     ctx.source = source
+    ctx.release()
     if not source.path.exists() or source.path.stat().st_size == 0:
         ctx.problem(source, None, "the file is empty")
         list(_hashing_chunks(source, ctx)) if source.path.exists() else None
@@ -400,7 +428,7 @@ def iter_jsonl(source: Source, ctx: Context, *,
     size = source.path.stat().st_size
     with open(source.path, "rb") as handle:
         lineno = 0
-        for raw in handle:
+        while raw := handle.readline(limit + 1):
             lineno += 1
             digest.update(raw)
             ctx.advance(len(raw))
@@ -409,17 +437,35 @@ def iter_jsonl(source: Source, ctx: Context, *,
             if ctx.too_many_problems(source, since, lineno):
                 ctx.advance(size - handle.tell())
                 return
+            if len(raw) > limit and not raw.endswith(b"\n"):
+                del raw
+                while (rest := handle.readline(CHUNK_BYTES)) and rest[-1:] != b"\n":  # the rest of the line, unread
+                    digest.update(rest)
+                    ctx.advance(len(rest))
+                digest.update(rest)
+                ctx.advance(len(rest))
+                ctx.problem(source, lineno, f"the line is longer than {limit >> 20} MiB; at most {limit >> 20} MiB "
+                                            "are read per record")
+                continue
             last = not raw.endswith(b"\n")
             try:
+                held = raw_size(raw, limit)
+                if held > limit:
+                    ctx.problem(source, lineno, size_reason(held, limit))
+                    continue
                 text = raw.decode("utf-8")
             except UnicodeDecodeError as exc:
                 ctx.problem(source, lineno, f"not valid UTF-8 (byte {exc.start + 1} of the line)")
                 continue
             del raw  # a line can be 100 MB: from here on only its text, then its record, is held
             try:
+                ctx.hold(check(text, limit=limit))
                 obj = json.loads(text, **_STRICT_JSON)
+            except Refused as exc:
+                ctx.problem(source, lineno, exc.reason)
+                continue
             except RecursionError:
-                ctx.problem(source, lineno, f"the JSON is nested too deeply (more than {MAX_DEPTH} levels)")
+                ctx.problem(source, lineno, too_deep_reason())
                 continue
             except json.JSONDecodeError as exc:
                 if not seen_record and not last and text.rstrip()[-1:] in ("{", "[") and exc.pos >= len(text.rstrip()):
@@ -439,11 +485,14 @@ def iter_jsonl(source: Source, ctx: Context, *,
                 hint = " (the last line looks truncated)" if last else ""
                 ctx.problem(source, lineno, f"not valid JSON: {exc.msg.removesuffix(' at')} at column {exc.colno}{hint}")
                 continue
+            except ValueError:  # an integer of more digits than Python converts
+                ctx.problem(source, lineno, digits_reason())
+                continue
             if not isinstance(obj, dict):
                 ctx.problem(source, lineno, f"expected a JSON object, found {_json_type(obj)}")
                 continue
-            if _may_be_deep(text, 0, len(text)) and _too_deep(obj):
-                ctx.problem(source, lineno, f"the JSON is nested too deeply (more than {MAX_DEPTH} levels)")
+            if may_be_deep(text, 0, len(text)) and too_deep(obj):
+                ctx.problem(source, lineno, too_deep_reason())
                 continue
             seen_record = True
             record = clean(obj) if _BAD_ESCAPES.search(text) else obj
@@ -452,34 +501,6 @@ def iter_jsonl(source: Source, ctx: Context, *,
     ctx.source_hashes[source.name] = digest.hexdigest()
     if not seen_record and not ctx.failed:
         ctx.problem(source, None, "the file holds no records")
-
-
-#: the deepest nesting of arrays and objects a record may have: deeper than any harness writes, and
-#: shallow enough for every recursive step after parsing (cleaning, hashing, jsonb) to stay far from
-#: Python's recursion limit
-MAX_DEPTH = 200
-
-
-def _may_be_deep(text: str, start: int, end: int) -> bool:
-    """Whether a value's text has enough brackets to nest more than MAX_DEPTH deep (a quick necessary test)."""
-    return text.count("{", start, end) + text.count("[", start, end) > MAX_DEPTH
-
-
-def _too_deep(value: Any) -> bool:
-    """Whether arrays and objects nest more than MAX_DEPTH levels deep in `value` (iteratively)."""
-    stack = [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        if isinstance(item, dict):
-            children = item.values()
-        elif isinstance(item, list):
-            children = item
-        else:
-            continue
-        if depth > MAX_DEPTH:
-            return True
-        stack.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))
-    return False
 
 
 def _json_type(value: Any) -> str:
@@ -492,21 +513,27 @@ _WS = " \t\r\n"
 
 
 class _DocReader:
-    """Incremental reader of one JSON document that keeps line numbers."""
+    """Incremental reader of one JSON document that keeps line numbers, checking each value against the
+    bounds of runs.ingest.decode (`limit`: a value's text as held) before decoding it."""
 
-    def __init__(self, source: Source, ctx: Context, *, allow_constants: bool = False):
+    def __init__(self, source: Source, ctx: Context, *, allow_constants: bool = False, limit: int = MAX_RECORD_BYTES):
         self.source = source
         self.ctx = ctx
+        self.limit = limit
         self.chunks = _hashing_chunks(source, ctx)
         self.decoder = codecs.getincrementaldecoder("utf-8")()
         self.buf = ""
         self.pos = 0
         self.line = 1  # line number at self.pos
+        #: commas, colons and opening brackets in the buffer after self.pos (decode.structure)
+        self.structure = 0
         self.eof = False
         # NaN and Infinity only where a format's writer puts them (the reader of the format maps them)
         self.json = json.JSONDecoder() if allow_constants else json.JSONDecoder(**_STRICT_JSON)
         #: whether the last value's text has an escape that `clean` must look at
         self.escaped = False
+        #: the last value's weight (decode.check)
+        self.weight = 0
         #: the ingest's problem count when the file was opened
         self.since = ctx.problem_count
 
@@ -521,16 +548,24 @@ class _DocReader:
         while got < want:
             chunk = next(self.chunks, None)
             if chunk is None:
-                self.buf += self.decoder.decode(b"", final=True)
+                part = self.decoder.decode(b"", final=True)
                 self.eof = True
+            else:
+                self.ctx.advance(len(chunk))
+                got += len(chunk)
+                part = self.decoder.decode(chunk)
+            self.structure += structure(part)
+            self.buf += part
+            if chunk is None:
                 break
-            self.ctx.advance(len(chunk))
-            got += len(chunk)
-            self.buf += self.decoder.decode(chunk)
         return True
 
     def _move(self, new_pos: int) -> None:
         self.line += self.buf.count("\n", self.pos, new_pos)
+        if new_pos == self.pos + 1:
+            self.structure -= self.buf[self.pos] in ",:[{"
+        else:
+            self.structure -= structure(self.buf, self.pos, new_pos)
         self.pos = new_pos
 
     def peek(self) -> str:
@@ -551,15 +586,26 @@ class _DocReader:
         self._move(self.pos + 1)
         return ch
 
+    def _check(self, line: int) -> None:
+        """Refuse the value at self.pos, as far as it is buffered, if it passes a bound (decode.check). Only
+        where the buffer after it could: the value's own extent is found then, so the cost stays its own."""
+        if self.structure < MAX_VALUES and (len(self.buf) - self.pos) * 4 <= self.limit:
+            return
+        try:
+            check(self.buf, self.pos, value_end(self.buf, self.pos), limit=self.limit)
+        except Refused as exc:
+            raise _DocError(line, exc.reason) from None
+
     def value(self) -> tuple[int, Any]:
         """Decode the next JSON value; returns (line where it starts, value)."""
         self.peek()
         start_line = self.line
         while True:
+            self._check(start_line)
             try:
                 obj, end = self.json.raw_decode(self.buf, self.pos)
             except RecursionError:
-                raise _DocError(start_line, f"the JSON is nested too deeply (more than {MAX_DEPTH} levels)") from None
+                raise _DocError(start_line, too_deep_reason()) from None
             except json.JSONDecodeError as exc:
                 near_end = exc.pos >= len(self.buf) - 64 or exc.msg.startswith("Unterminated string")
                 if near_end and self._more():
@@ -567,12 +613,25 @@ class _DocReader:
                 line = start_line + self.buf.count("\n", self.pos, exc.pos)
                 truncated = " (the file looks truncated)" if self.eof and (exc.pos >= len(self.buf) - 64 or exc.msg.startswith("Unterminated string")) else ""
                 raise _DocError(line, f"not valid JSON: {exc.msg.removesuffix(' at')}{truncated}") from None
+            except ValueError:  # an integer of more digits than Python converts
+                raise _DocError(start_line, digits_reason()) from None
             self.escaped = _BAD_ESCAPES.search(self.buf, self.pos, end) is not None
-            deep = _may_be_deep(self.buf, self.pos, end) and _too_deep(obj)
+            deep = may_be_deep(self.buf, self.pos, end) and too_deep(obj)
+            before, length = self.structure, end - self.pos
             self._move(end)
+            self.weight = length + VALUE_BYTES * (before - self.structure + 1)
             if deep:
-                raise _DocError(start_line, f"the JSON is nested too deeply (more than {MAX_DEPTH} levels)")
+                raise _DocError(start_line, too_deep_reason())
             return start_line, obj
+
+    def held_value(self) -> tuple[int, Any]:
+        """The next value, counted as held by the ingest (Context.hold) until its format writes it."""
+        line, obj = self.value()
+        try:
+            self.ctx.hold(self.weight)
+        except Refused as exc:
+            raise _DocError(line, exc.reason) from None
+        return line, obj
 
 
 class _Stopped(Exception):
@@ -587,9 +646,10 @@ class _DocError(Exception):
 
 def iter_json_document(
     source: Source, ctx: Context, *, list_keys: tuple[str, ...] = (), extra_hint: str = "is this a JSONL file?",
-    allow_constants: bool = False,
+    allow_constants: bool = False, limit: int = MAX_RECORD_BYTES,
 ) -> Iterator[tuple[str | None, int, Any]]:
-    """Stream a JSON document, yielding (key, line, value) without loading it whole.
+    """Stream a JSON document, yielding (key, line, value) without loading it whole; each value is
+    checked against the bounds of runs.ingest.decode (`limit`: its text as held) before it is decoded.
 
     A top-level list yields (None, line, element) per element. A top-level object yields
     (key, line, element) for each element of the lists under `list_keys`, and
@@ -597,10 +657,11 @@ def iter_json_document(
     when more data follows the document (what the format's writer is known to do).
     """
     ctx.source = source
+    ctx.release()
     if not source.path.exists() or source.path.stat().st_size == 0:
         ctx.problem(source, None, "the file is empty")
         return
-    reader = _DocReader(source, ctx, allow_constants=allow_constants)
+    reader = _DocReader(source, ctx, allow_constants=allow_constants, limit=limit)
     try:
         first = reader.peek()
         if first == "[":
@@ -618,7 +679,7 @@ def iter_json_document(
                     if key in list_keys and reader.peek() == "[":
                         yield from _iter_list(reader, key)
                     else:
-                        line, value = reader.value()
+                        line, value = reader.held_value()
                         yield key, line, clean(value) if reader.escaped else value
                     if reader.expect(",}") == "}":
                         break
@@ -648,7 +709,7 @@ def _iter_list(reader: _DocReader, key: str | None) -> Iterator[tuple[str | None
     while True:
         if reader.ctx.too_many_problems(reader.source, reader.since, reader.line):
             raise _Stopped
-        line, value = reader.value()
+        line, value = reader.held_value()
         yield key, line, clean(value) if reader.escaped else value
         if reader.expect(",]") == "]":
             return

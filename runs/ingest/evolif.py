@@ -382,7 +382,7 @@ def _records_after_cut(text: str) -> list[dict]:
             continue  # inside the record just read
         try:
             record, end_at = STRICT_DECODER.raw_decode(text, match.start())
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, an integer of too many digits, or nested too deeply
             records, end = [], None  # a cut-off record: what came before it does not count
             continue
         if not isinstance(record, dict) or (end is not None and match.start() != end):

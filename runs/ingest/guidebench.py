@@ -153,7 +153,7 @@ def ingest_tasks(sources: Sequence[Source], ctx: Context) -> None:
             seen[external_id] = f"{source.name}:{line}"
             in_files.setdefault(tasks.category, set()).add(external_id)
             batch.append((external_id, task))
-            if len(batch) >= BATCH:
+            if len(batch) >= BATCH or ctx.batch_full:
                 _write_tasks(ctx, benchmark, tasks.category, batch)
                 batch = []
         _write_tasks(ctx, benchmark, tasks.category, batch)
@@ -170,6 +170,7 @@ def _is_choice(ctx: Context, benchmark, sources: Sequence[Source]) -> bool:
 
 
 def _write_tasks(ctx: Context, benchmark, category: str, batch: list[tuple[str, dict]]) -> None:
+    ctx.release()
     if not batch:
         return
     rows = []
@@ -263,7 +264,7 @@ def ingest_predictions(sources: Sequence[Source], ctx: Context) -> None:
                 continue
             seen[external_id] = f"{source.name}:{line}"
             batch.append((instance_id, items[instance_id], _scored_task(tasks.category, task)))
-            if len(batch) >= BATCH:
+            if len(batch) >= BATCH or ctx.batch_full:
                 _write_predictions(ctx, run, judge, batch)
                 batch = []
         _write_predictions(ctx, run, judge, batch)
@@ -323,6 +324,7 @@ def _scored_task(category: str, task: dict) -> dict[str, Any]:
 
 
 def _write_predictions(ctx: Context, run, judge, batch: list[tuple[int, int, dict]]) -> None:
+    ctx.release()
     if not batch:
         return
     ids = attempts_upsert(

@@ -25,6 +25,7 @@ from typing import Any
 from runs.models import BenchmarkKind, Judge, JudgeKind
 
 from .base import Context, Source, clean, content_hash, iter_json_document
+from .decode import MAX_RECORD_BYTES, Refused, loads, raw_size, size_reason
 from .lookups import benchmark_name_for, category_of, slug_for
 from .native import _NativeIngest
 from .usage import inspect_figures
@@ -35,9 +36,9 @@ ACCEPTED_VERSIONS = (2,)
 SOURCE_LABEL = "Inspect AI log"
 #: the item a scalar score (C/I/P/N, a number, a boolean) is a verdict on: every scorer's whole-answer verdict
 ANSWER_ITEM = "answer"
-#: the most one sample entry of a `.eval` may hold uncompressed: a sample is read whole (bounded memory)
-MAX_SAMPLE_BYTES = 256 << 20
-MAX_HEADER_BYTES = 64 << 20
+#: the most one sample entry (or the header) of a `.eval` may hold uncompressed: it is read whole, then
+#: checked against the bounds of every record (runs.ingest.decode) before it is decoded
+MAX_SAMPLE_BYTES = MAX_HEADER_BYTES = MAX_RECORD_BYTES
 #: a tool result or argument longer than this is cut in the event list (the trajectory keeps it whole)
 EVENT_TEXT = 300
 ZSTD = 93  # the zip compression method of zstandard, which inspect_ai writes .eval entries with
@@ -71,12 +72,23 @@ def _check_version(header: dict[str, Any]) -> None:
         raise LogError("the log has no 'eval' section (task, model, configuration): is this an Inspect AI log?")
 
 
-def _loads(data: bytes, what: str) -> Any:
-    """JSON as inspect_ai writes it: NaN and Infinity are allowed (an unscored sample's value is NaN)."""
+def _loads(entry: list[bytes], what: str, ctx: Context) -> Any:
+    """JSON as inspect_ai writes it: NaN and Infinity are allowed (an unscored sample's value is NaN).
+    `entry` holds the entry's bytes, taken out of it once decoded to text; its record is checked against
+    the bounds of runs.ingest.decode first, and counted as held until written (Context.hold)."""
     try:
-        return json.loads(data.decode("utf-8"))
+        size = raw_size(entry[0], MAX_RECORD_BYTES)
+        if size > MAX_RECORD_BYTES:
+            raise LogError(f"{what}: {size_reason(size, MAX_RECORD_BYTES)}")
+        text = entry.pop().decode("utf-8")
     except UnicodeDecodeError as exc:
         raise LogError(f"{what}: not valid UTF-8 (byte {exc.start + 1})") from None
+    try:
+        value, weight = loads(text)
+        ctx.hold(weight)
+        return value
+    except Refused as exc:
+        raise LogError(f"{what}: {exc.reason}") from None
     except json.JSONDecodeError as exc:
         raise LogError(f"{what}: not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
 
@@ -146,7 +158,7 @@ def read_eval(source: Source, ctx: Context) -> Log:
         archive.close()
         raise LogError("the archive has neither header.json nor _journal/start.json: is this an Inspect AI .eval log?")
     try:
-        header = _loads(_entry_bytes(archive, info, MAX_HEADER_BYTES), "the entry")
+        header = _loads([_entry_bytes(archive, info, MAX_HEADER_BYTES)], "the entry", ctx)
     except LogError as exc:
         archive.close()
         raise LogError(f"{info.filename}: {exc}") from None
@@ -162,7 +174,7 @@ def read_eval(source: Source, ctx: Context) -> Log:
                 ctx.advance(entry.compress_size)
                 here = Source(source.path, f"{source.name}:{entry.filename}")
                 try:
-                    sample = _loads(_entry_bytes(archive, entry, MAX_SAMPLE_BYTES), "the entry")
+                    sample = _loads([_entry_bytes(archive, entry, MAX_SAMPLE_BYTES)], "the entry", ctx)
                 except LogError as exc:
                     ctx.problem(here, None, str(exc))
                     continue

@@ -183,7 +183,7 @@ def manifest_read(path: Path, *, name: str | None = None, folder: Path | None | 
         raise LayoutError(f"{label}: a manifest is at most {MANIFEST_MAX_BYTES // 1024} KB")
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:  # ValueError: an integer of too many digits
         where = f":{exc.lineno}" if isinstance(exc, json.JSONDecodeError) else ""
         raise LayoutError(f"{label}{where}: not a valid JSON manifest") from None
     if not isinstance(data, dict) or not isinstance(data.get("files"), list):
@@ -331,7 +331,7 @@ def _eval_config_model(path: Path) -> str | None:
         start += 1
     try:
         config, _ = decoder.raw_decode(head, start)
-    except (json.JSONDecodeError, RecursionError):
+    except (ValueError, RecursionError):
         return None
     model = config.get("model") if isinstance(config, dict) else None
     return model if isinstance(model, str) and 0 < len(model) <= 200 else None

@@ -72,7 +72,7 @@ def ingest_data(sources: Sequence[Source], ctx: Context) -> None:
                 parsed = _valid_sample(ctx, source, line, value, interface, seen)
                 if parsed is not None:
                     batch.append((source, line, value, parsed))
-                if len(batch) >= BATCH:
+                if len(batch) >= BATCH or ctx.batch_full:
                     _write_samples(ctx, benchmark, batch)
                     batch = []
         if not saw_data and not ctx.failed:
@@ -231,6 +231,7 @@ def _tag_matches(tag, instruction: dict) -> bool:
 
 
 def _write_samples(ctx: Context, benchmark, batch: list[tuple[Source, int, dict, dict]]) -> None:
+    ctx.release()
     if not batch:
         return
     rows = []
@@ -334,7 +335,7 @@ def ingest_results(sources: Sequence[Source], ctx: Context) -> None:
                 parsed = _valid_result(ctx, source, line, value, index, seen)
                 if parsed is not None:
                     pending.append(parsed)
-                if len(pending) >= BATCH:
+                if len(pending) >= BATCH or ctx.batch_full:
                     _write_results(ctx, run, judge, pending)
                     pending = []
         if not saw_results and not ctx.failed:
@@ -471,6 +472,7 @@ def _logged_fields(ctx: Context, source: Source, line: int, sample_id: str, eval
 
 
 def _write_results(ctx: Context, run: Run, judge, pending: list[dict]) -> None:
+    ctx.release()
     if not pending:
         return
     items = _items_of([p["instance_id"] for p in pending])

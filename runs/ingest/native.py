@@ -307,7 +307,7 @@ class _NativeIngest:
             getattr(self, f"_{kind}")(source, line, record, current)
             self.batch.records += 1
             batch_bytes = ctx.done_bytes - self.batch.start_bytes + self.batch.unpacked_bytes
-            if self.batch.records >= BATCH or batch_bytes >= BATCH_BYTES:
+            if self.batch.records >= BATCH or batch_bytes >= BATCH_BYTES or ctx.batch_full:
                 self.flush(current)
         if current is not None:
             self.flush(current)
@@ -570,6 +570,7 @@ class _NativeIngest:
     # writing ------------------------------------------------------------------------
     def flush(self, defined: _Defined) -> None:
         batch, self.batch = self.batch, _Batch(start_bytes=self.ctx.done_bytes)
+        self.ctx.release()
         if self.ctx.failed:
             return
         self._write_instances(defined, batch.instances)

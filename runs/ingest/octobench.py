@@ -12,6 +12,7 @@ from runs.models import (
 from runs.trajectory_store import trajectories_upsert
 
 from .base import Context, Source, content_hash, iter_json_document, iter_jsonl, overflows_float, require, text_limit
+from .decode import LARGE_RECORD_BYTES, MAX_VALUES, Refused, count_values, loads
 from .lookups import (
     InstanceIndex,
     attempt_ids_for,
@@ -40,7 +41,7 @@ def ingest_instances(sources: Sequence[Source], ctx: Context) -> None:
             if not _valid_instance(ctx, source, line, record, seen):
                 continue
             batch.append((source, line, record))
-            if len(batch) >= BATCH:
+            if len(batch) >= BATCH or ctx.batch_full:
                 _write_instances(ctx, benchmark, batch)
                 batch = []
     _write_instances(ctx, benchmark, batch)
@@ -114,6 +115,7 @@ def _scaffold(record: dict) -> tuple[str, str]:
 
 
 def _write_instances(ctx: Context, benchmark, batch: list[tuple[Source, int, dict]]) -> None:
+    ctx.release()
     if not batch:
         return
     rows = []
@@ -210,7 +212,8 @@ def ingest_trajectories(sources: Sequence[Source], ctx: Context) -> None:
     done_sessions: dict[str, str] = {}
     for source in sources:
         current: _Session | None = None
-        for line, record in iter_jsonl(source, ctx):
+        for line, record in iter_jsonl(source, ctx, limit=LARGE_RECORD_BYTES):
+            ctx.release()  # a session keeps one record of a thread at a time (the longest call), not each
             parsed = _trajectory_record(ctx, source, line, record)
             if parsed is None:
                 continue
@@ -360,6 +363,7 @@ def _normalise_merged(record: dict) -> dict:
     """A merged thread record, with tool results paired to their calls by order."""
     messages = []
     pending: list[dict] = []
+    decoded = 0
     for n, message in enumerate(record["messages"]):
         if not isinstance(message, dict):
             continue
@@ -374,10 +378,13 @@ def _normalise_merged(record: dict) -> dict:
                 call = call if isinstance(call, dict) else {"name": str(call)}
                 function = call.get("function") if isinstance(call.get("function"), dict) else call
                 arguments = function.get("arguments")
-                if isinstance(arguments, str):
+                # the arguments of a thread's calls decode to MAX_VALUES values in all, as one record's
+                # would (runs.ingest.decode); beyond, an argument string is kept as text
+                if isinstance(arguments, str) and decoded + (values := count_values(arguments)) <= MAX_VALUES:
                     try:
-                        arguments = json.loads(arguments)
-                    except ValueError:
+                        arguments, _ = loads(arguments)
+                        decoded += values
+                    except (ValueError, Refused):
                         pass
                 calls.append({"id": str(call.get("id") or f"call_{n}_{k}"), "name": str(function.get("name") or ""), "arguments": arguments})
             out["tool_calls"] = calls
@@ -489,7 +496,7 @@ def ingest_scores(sources: Sequence[Source], ctx: Context) -> None:
             rows = _score_rows(ctx, source, line, value, index, seen)
             if rows is not None:
                 pending.append(rows)
-            if len(pending) >= BATCH:
+            if len(pending) >= BATCH or ctx.batch_full:
                 _write_scores(ctx, run, judge, pending)
                 pending = []
         if not saw_results and not ctx.failed:
@@ -669,6 +676,7 @@ def _evidence(check: dict) -> tuple[dict | None, str]:
 
 
 def _write_scores(ctx: Context, run, judge, pending: list[tuple[int, list[dict], dict]]) -> None:
+    ctx.release()
     if not pending:
         return
     attempts = attempt_ids_for(ctx, run, [instance_id for instance_id, _, _ in pending])
