@@ -5,7 +5,8 @@ from __future__ import annotations
 from runs.pages import Column, PageData, Table, page_builder
 
 
-@page_builder(("effect", "Leaderboard before and after the exclusion"), ("swaps", "Items behind each swap"))
+@page_builder(("effect", "Leaderboard before and after the exclusion"), ("swaps", "Items behind each swap"),
+              per_item=("swaps",))
 def effect_page(context: dict) -> PageData:
     """ISR and CSR before and after, both ranks and the change per model; per swap, the excluded items the model that
     lost passed more often (pass rates in percent, as the page shows them)."""

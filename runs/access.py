@@ -211,6 +211,13 @@ class BlindnessMiddleware:
         return None
 
 
+def request_is_blind(request) -> bool:
+    """Whether the request's user is a blind annotator (read once by the middleware; a request it did not see, as a
+    snapshot's, is asked here). The page frame gives such a user a page's aggregate tables only (runs.pages)."""
+    blind = getattr(request, "blind_annotator", None)
+    return is_blind_annotator(request.user) if blind is None else blind
+
+
 @lru_cache(maxsize=4)
 def _views_by_name(root: URLResolver) -> dict[str, object]:
     """Every named route of a URLconf ("namespace:name") -> its view."""
@@ -231,10 +238,7 @@ def _views_by_name(root: URLResolver) -> dict[str, object]:
 def may_open(request, url_name: str, *params: str) -> bool:
     """Whether the route `url_name` serves this request's user, and honours the query parameters `params`
     (the links of a page show only controls that work: `{% reachable %}` in runs/templatetags/access.py)."""
-    blind = getattr(request, "blind_annotator", None)
-    if blind is None:
-        blind = is_blind_annotator(request.user)
-    if not blind:
+    if not request_is_blind(request):
         return True
     declared = blind_access_of(_views_by_name(get_resolver())[url_name])
     return declared is not None and not set(params) & set(ALWAYS_DROPPED + declared.drop)

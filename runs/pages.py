@@ -17,6 +17,12 @@ A page view renders through `render_page`, naming a function that turns its cont
 - frozen attempt pages: a column may link each row to an attempt (`Column.link`); a snapshot
   made with its attempts lists those attempts, and the share link opens each of them
   read-only with the verdicts the page read (its `judges`) as they were when it was made.
+- tables per viewer: a builder marks the tables whose rows are single items (`per_item`: an
+  attempt, a sample, a turn, a task each). A viewer who reads aggregates only (a blind
+  annotator, `runs.access.request_is_blind`) gets the page's declaration without them
+  (`viewer_declaration`), and the frame takes the tables it gives out from that declaration
+  alone: the toolbar does not offer them, the page's exports and snapshots do not hold them,
+  and `?export=csv&table=` answers such a table as one the page does not have.
 """
 from __future__ import annotations
 
@@ -35,6 +41,7 @@ from django.shortcuts import render
 from django.template.loader import render_to_string
 from django.urls import Resolver404, resolve
 
+from runs.access import request_is_blind
 from runs.rounding import shown_number
 
 
@@ -129,20 +136,36 @@ AttemptLists = Callable[[dict], dict]
 @dataclass(frozen=True)
 class Declared:
     """What a PageData builder declares without running: its tables (name, title), whether rows link to attempts,
-    and for a page whose cells lead to lists of attempts, the function that freezes those lists."""
+    for a page whose cells lead to lists of attempts, the function that freezes those lists, and which tables hold
+    single items."""
 
     tables: tuple[tuple[str, str], ...]
     links_attempts: bool = False
     attempt_lists: AttemptLists | None = None
+    #: the tables whose rows are single items (an attempt, a sample, a turn, a task) with what was found of each
+    per_item: frozenset[str] = frozenset()
+
+    def for_viewer(self, *, reads_items: bool) -> Declared:
+        """The declaration as a viewer gets it: whole, or for a viewer who reads aggregates only, without the per-item
+        tables and without the attempts the page leads to (each is a single item too)."""
+        if reads_items:
+            return self
+        return replace(self, tables=tuple(t for t in self.tables if t[0] not in self.per_item), links_attempts=False,
+                       attempt_lists=None)
 
 
-def page_builder(*tables: tuple[str, str], links_attempts: bool = False,
-                 attempt_lists: AttemptLists | None = None) -> Callable[[PageDataBuilder], PageDataBuilder]:
-    """Declare the tables a PageData builder returns, in order (name, title), and whether its rows link to attempts
-    (or, with `attempt_lists`, to lists of attempts): the toolbar lists them from the declaration, so a plain render
-    never runs the builder."""
+def page_builder(*tables: tuple[str, str], links_attempts: bool = False, attempt_lists: AttemptLists | None = None,
+                 per_item: Collection[str] = ()) -> Callable[[PageDataBuilder], PageDataBuilder]:
+    """Declare the tables a PageData builder returns, in order (name, title), whether its rows link to attempts
+    (or, with `attempt_lists`, to lists of attempts), and the names of its `per_item` tables (a row per attempt,
+    sample, turn or task): the toolbar lists them from the declaration, so a plain render never runs the builder."""
+    unknown = set(per_item) - {name for name, _ in tables}
+    if unknown:
+        raise TypeError(f"per_item names tables the builder does not declare: {sorted(unknown)}")
+
     def mark(builder: PageDataBuilder) -> PageDataBuilder:
-        builder.declared = Declared(tuple(tables), links_attempts or attempt_lists is not None, attempt_lists)
+        builder.declared = Declared(tuple(tables), links_attempts or attempt_lists is not None, attempt_lists,
+                                    frozenset(per_item))
         return builder
 
     return mark
@@ -154,6 +177,19 @@ def declared(builder: PageDataBuilder) -> Declared:
     if found is None:
         raise TypeError(f"{builder.__module__}.{builder.__qualname__} declares no tables: decorate it with @page_builder")
     return found
+
+
+def viewer_declaration(request: HttpRequest, builder: PageDataBuilder) -> Declared:
+    """A builder's declaration for the request's user: without its per-item tables for a blind annotator."""
+    return declared(builder).for_viewer(reads_items=not request_is_blind(request))
+
+
+def viewer_page_data(request: HttpRequest, builder: PageDataBuilder, context: dict) -> PageData:
+    """What the page gives the request's user to export or freeze: the builder's data with only the tables their
+    declaration names (`viewer_declaration`), whatever else the builder returned."""
+    data = builder(context)
+    names = {name for name, _ in viewer_declaration(request, builder).tables}
+    return replace(data, tables=[t for t in data.tables if t.name in names])
 
 
 class PageDataResponse(HttpResponse):
@@ -173,7 +209,7 @@ def render_page(request: HttpRequest, template: str, context: dict, *, page_data
     response = frame_response(request, context, page_data=page_data)
     if response is not None:
         return response
-    context["page_tools"] = page_tools(request, declared(page_data))
+    context["page_tools"] = page_tools(request, page_data)
     if request.htmx and fragment and request.htmx.target in (None, fragment):  # the page's own fragment, not a nested one
         response = render(request, f"{template}#{fragment}", context)
         if TOOLBAR_ID not in response.content:
@@ -189,14 +225,14 @@ def frame_response(request: HttpRequest, context: dict, *, page_data: PageDataBu
     """The frame's answer when the request asks for the page's data (a snapshot being taken, `?export=`), else None:
     the only place a page's builder runs."""
     if getattr(request, "page_snapshot", False):
-        data = page_data(context)
-        lists = declared(page_data).attempt_lists
+        data = viewer_page_data(request, page_data, context)
+        lists = viewer_declaration(request, page_data).attempt_lists
         if getattr(request, "page_snapshot_attempts", False) and lists is not None:
             data = replace(data, layout={**data.layout, "drilldown": lists(context)})
         return PageDataResponse(data, benchmark_slug=_slug_of(context))
     fmt = request.GET.get("export")
     if fmt:
-        return export_response(page_data(context), fmt=fmt, table=request.GET.get("table"),
+        return export_response(viewer_page_data(request, page_data, context), fmt=fmt, table=request.GET.get("table"),
                                filename=export_filename(request), state=page_state(request.GET))
     return None
 
@@ -219,14 +255,17 @@ def page_query(query: QueryDict) -> str:
     return kept.urlencode()
 
 
-def page_tools(request: HttpRequest, declaration: Declared, *, state: QueryDict | None = None) -> dict:
-    """The toolbar's facts: export links per declared table, the page's path for the Share form, who may share,
-    whether the form offers to include the attempts the page links to. Links carry `state` (a page's canonical
-    query) when given, else the request's query."""
+def page_tools(request: HttpRequest, builder: PageDataBuilder, *, state: QueryDict | None = None) -> dict:
+    """The toolbar's facts: export links per table the builder declares for this user (`viewer_declaration`), the
+    names of those tables (`shown`: a template shows a per-item table only when it is there), the page's path for
+    the Share form, who may share, whether the form offers to include the attempts the page links to. Links carry
+    `state` (a page's canonical query) when given, else the request's query."""
+    declaration = viewer_declaration(request, builder)
     query = page_query(request.GET if state is None else state)
     base = f"{request.path}?{query + '&' if query else ''}"
     return {
         "tables": [{"name": name, "title": title, "csv": f"{base}export=csv&table={name}"} for name, title in declaration.tables],
+        "shown": [name for name, _ in declaration.tables],
         "json": f"{base}export=json",
         "path": f"{request.path}{'?' + query if query else ''}",
         "query": query,

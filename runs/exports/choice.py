@@ -30,7 +30,8 @@ def metrics_page(context: dict) -> PageData:
     return PageData("Answer accuracy and macro P/R/F1", [overall, per_category], figures, help_anchor="choice")
 
 
-@page_builder(("confusion", "Confusion matrices"), ("cell-tasks", "Tasks of the chosen cell"), links_attempts=True)
+@page_builder(("confusion", "Confusion matrices"), ("cell-tasks", "Tasks of the chosen cell"), links_attempts=True,
+              per_item=("cell-tasks",))
 def confusion_page(context: dict) -> PageData:
     """Every cell of the category's confusion matrices: run, true label, predicted label, count and share of its row;
     with a cell chosen, its tasks, each linking to the run's attempt."""
@@ -75,13 +76,13 @@ def rules_page(context: dict) -> PageData:
                     help_anchor="choice")
 
 
-@page_builder(("tasks", "Tasks"), links_attempts=True)
+@page_builder(("tasks", "Tasks"), links_attempts=True, per_item=("tasks",))
 def tasks_page(context: dict) -> PageData:
     """Every answer matching the page's filters (all pages of the list), each linking to its attempt."""
     return PageData("Tasks", [_answers("tasks", "Tasks", context.get("rows", []))], help_anchor="choice")
 
 
-@page_builder(("answers", "Answers"), links_attempts=True)
+@page_builder(("answers", "Answers"), links_attempts=True, per_item=("answers",))
 def task_page(context: dict) -> PageData:
     """One task's answer by each selected run, as the task page lists them, with the ground truth; each answer links
     to the attempt that gave it."""

@@ -6,7 +6,7 @@ from runs.pages import Column, PageData, Table, page_builder
 
 
 @page_builder(("resolution", "Resolution rate per conflict type"), ("sp-rate", "System-prompt rate per scenario"),
-              ("attempts", "Attempts behind the chosen cell"), links_attempts=True)
+              ("attempts", "Attempts behind the chosen cell"), links_attempts=True, per_item=("attempts",))
 def metrics_page(context: dict) -> PageData:
     """Per model (or run) and conflict type the share that followed each side or neither; per scenario the SP rate,
     with ranks before and after an exclusion policy; with a cell chosen, the attempts behind it."""

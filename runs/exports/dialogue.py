@@ -70,7 +70,8 @@ def survival_page(context: dict) -> PageData:
     return PageData("Dialogue survival curves", [curve, drops], figures, help_anchor="dialogue-survival", judges=_judges(context))
 
 
-@page_builder(("groups", "Constraint groups"), ("failing-turns", "Turns where the group failed"), links_attempts=True)
+@page_builder(("groups", "Constraint groups"), ("failing-turns", "Turns where the group failed"), links_attempts=True,
+              per_item=("failing-turns",))
 def groups_page(context: dict) -> PageData:
     """Pass rate of each constraint group per model (or run): percent, passed and active turns; with a group
     chosen, the turns where it failed, each linking to its dialogue."""
@@ -91,7 +92,7 @@ def groups_page(context: dict) -> PageData:
                     judges=_judges(context))
 
 
-@page_builder(("dialogues", "Dialogues"), links_attempts=True)
+@page_builder(("dialogues", "Dialogues"), links_attempts=True, per_item=("dialogues",))
 def dialogues_page(context: dict) -> PageData:
     """Every selected dialogue with its length at the patience shown and how it ended, each linking to its attempt."""
     table = Table("dialogues", "Dialogues", (
@@ -102,7 +103,8 @@ def dialogues_page(context: dict) -> PageData:
     return PageData("Dialogues", [table], help_anchor="dialogue", judges=_judges(context))
 
 
-@page_builder(("agreement", "Agreement per constraint group"), ("disagreements", "Disagreeing turns"), links_attempts=True)
+@page_builder(("agreement", "Agreement per constraint group"), ("disagreements", "Disagreeing turns"), links_attempts=True,
+              per_item=("disagreements",))
 def recheck_page(context: dict) -> PageData:
     """Agreement of the logged verdicts with the portal's checkers, per constraint group, and the turns they disagree on."""
     logged, checker = context.get("logged"), context.get("checker")
@@ -117,7 +119,8 @@ def recheck_page(context: dict) -> PageData:
                     help_anchor="dialogue-recheck", judges=[j.name for j in (logged, checker) if j] or None)
 
 
-@page_builder(("turns", "Turns"), ("constraints", "Constraints and verdicts"), links_attempts=True)
+@page_builder(("turns", "Turns"), ("constraints", "Constraints and verdicts"), links_attempts=True,
+              per_item=("turns", "constraints"))
 def viewer_page(context: dict) -> PageData:
     """One dialogue turn by turn (user message, response, whether every constraint held, patience left), and every
     constraint of every turn with its change against the topic's previous turn and each judge's verdict."""

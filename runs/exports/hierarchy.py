@@ -29,7 +29,7 @@ def _judge(context: dict, key: str = "judge") -> list[str] | None:
 
 
 @page_builder(("accuracy", "Acc"), ("style-groups", "Pass rate per style group"), ("tiers", "Acc by number of tiers"),
-              ("flips", "Samples that flip between the compared runs"), links_attempts=True)
+              ("flips", "Samples that flip between the compared runs"), links_attempts=True, per_item=("flips",))
 def metrics_page(context: dict) -> PageData:
     """Acc per model (or run) with intervals and exclusion ranks, per style group, by tiers, and the run comparison."""
     effect = {line["row"].label: line["effect"] for line in context.get("lines", [])}
@@ -64,7 +64,8 @@ def metrics_page(context: dict) -> PageData:
     return PageData("Privilege hierarchy metrics", tables, figures, help_anchor="hierarchy", judges=_judge(context))
 
 
-@page_builder(("resolution", "Conflict resolution"), ("examples", "Conflict groups with the chosen outcome"), links_attempts=True)
+@page_builder(("resolution", "Conflict resolution"), ("examples", "Conflict groups with the chosen outcome"), links_attempts=True,
+              per_item=("examples",))
 def conflicts_page(context: dict) -> PageData:
     """How conflict groups were resolved per model (or run) and number of tiers; with an outcome chosen, the groups
     resolved to it, each linking to its sample."""
@@ -85,7 +86,8 @@ def conflicts_page(context: dict) -> PageData:
                     help_anchor="hierarchy-conflicts", judges=_judge(context, "checker"))
 
 
-@page_builder(("agreement", "Agreement per style group"), ("disagreements", "Disagreeing verdicts"), links_attempts=True)
+@page_builder(("agreement", "Agreement per style group"), ("disagreements", "Disagreeing verdicts"), links_attempts=True,
+              per_item=("disagreements",))
 def recheck_page(context: dict) -> PageData:
     """Agreement of the logged per-group verdicts with the portal's style checkers, and the verdicts they disagree on."""
     logged, checker = context.get("logged"), context.get("checker")
@@ -101,7 +103,8 @@ def recheck_page(context: dict) -> PageData:
 
 
 @page_builder(("instructions", "Instructions and verdicts"), ("conflict-groups", "Conflict groups"),
-              ("other-runs", "Other runs on this sample"), links_attempts=True)
+              ("other-runs", "Other runs on this sample"), links_attempts=True,
+              per_item=("instructions", "conflict-groups", "other-runs"))
 def sample_page(context: dict) -> PageData:
     """One attempt at one sample: each tagged instruction in prompt order with why it is active or suppressed and each
     judge's verdict (and score), each conflict group with the member the code follows, and the other runs' attempts

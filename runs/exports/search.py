@@ -5,7 +5,7 @@ from __future__ import annotations
 from runs.pages import Column, PageData, Table, page_builder
 
 
-@page_builder(("hits", "Search hits"), links_attempts=True)
+@page_builder(("hits", "Search hits"), links_attempts=True, per_item=("hits",))
 def search_page(context: dict) -> PageData:
     """Each hit of the page: where it was found (run, model, instance, message or reasoning), the verdict it belongs
     to, and the text around the match as the page shows it ("…" where the text goes on)."""

@@ -147,7 +147,7 @@ def leaderboard_export(request, slug):
     params = request.GET.copy()
     params.pop("format", None)
     state = _state(benchmark, params)
-    data = exports_checklist.leaderboard_page({"benchmark": benchmark, "state": state})
+    data = pages.viewer_page_data(request, exports_checklist.leaderboard_page, {"benchmark": benchmark, "state": state})
     return pages.export_response(data, fmt=fmt, table="leaderboard", filename=f"{benchmark.slug}-leaderboard-{state['by']}",
                                  state=pages.page_state(params))
 
