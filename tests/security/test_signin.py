@@ -2,11 +2,13 @@
 too often is refused, a user name failed from many addresses meets a growing wait for tries from addresses it
 never signed in from, and the user signs in at once from an address they used, or through an admin's link."""
 import re
+import threading
 from datetime import timedelta
 
 import pytest
 from django.contrib.auth.models import User
 from django.core.management import call_command
+from django.db import connection
 from django.test import Client
 from django.utils import timezone
 
@@ -196,3 +198,28 @@ def test_the_login_page_states_both_rules(client, settings):
             f"that address is refused for {int(settings.AXES_COOLOFF_TIME.total_seconds() // 60)} minutes") in page
     assert (f"waits {settings.IFPORTAL_LOGIN_DELAY_SECONDS} s, doubling up to {settings.IFPORTAL_LOGIN_DELAY_MAX_SECONDS} s"
             in page)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_tries_sent_at_once_cannot_share_one_slot(postgres, settings):
+    """When the wait is over, one try gets the slot, however many arrive together from as many addresses."""
+    SignInDelay.objects.create(username="lead", failures=settings.AXES_FAILURE_LIMIT,
+                               last_failure=timezone.now(), retry_at=timezone.now())
+    start = threading.Barrier(8)
+    outcomes = []
+
+    def attempt() -> None:
+        try:
+            start.wait()
+            outcomes.append(signin.signin_charge("lead")[0] is None)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=attempt) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+    assert sorted(outcomes) == [False] * 7 + [True]
+    assert SignInDelay.objects.get(username="lead").failures == settings.AXES_FAILURE_LIMIT + 1
