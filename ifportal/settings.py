@@ -336,9 +336,14 @@ IFPORTAL_UPLOAD_RETENTION_DAYS = env_int("IFPORTAL_UPLOAD_RETENTION_DAYS", 7)
 #: an ingest first refreshes the planner statistics of a table it bulk-writes once more rows changed
 #: since the last analysis than the table had then, and at least this many (runs.services.statistics_refresh)
 IFPORTAL_ANALYZE_MIN_ROWS = env_int("IFPORTAL_ANALYZE_MIN_ROWS", 10_000)
-#: PostgreSQL's statement timeout for a transcript search (runs.search): a broad query is stopped and the
-#: user asked to narrow it, instead of keeping a database core busy
+#: the time limit of a transcript search (runs.search; PostgreSQL's statement timeout, SQLite's interrupt): a broad
+#: query is stopped with the hits found by then and the user asked to narrow it, instead of keeping a core busy
 IFPORTAL_SEARCH_TIMEOUT_MS = env_int("IFPORTAL_SEARCH_TIMEOUT_MS", 2000)
+#: on SQLite, the searches one process runs at once; more are answered "busy" (429), so scans cannot hold every
+#: core and thread the embedded server's other pages need (PostgreSQL bounds each search by its timeout alone)
+IFPORTAL_SEARCH_CONCURRENCY = env_int("IFPORTAL_SEARCH_CONCURRENCY", 2)
+#: how long (ms) a search counts its hits beyond its page; past it the page says "at least N"
+IFPORTAL_SEARCH_COUNT_MS = env_int("IFPORTAL_SEARCH_COUNT_MS", 300)
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [

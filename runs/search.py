@@ -28,8 +28,14 @@ index answers exact phrases, which stemming cannot, and every-word searches as w
 
 Hits are listed source by source (messages, responses, reasoning), each in the order it was
 stored (reasoning by attempt, then as stored), a page at a time after a cursor; every query is
-bounded by a LIMIT and, on PostgreSQL, by a statement timeout (`IFPORTAL_SEARCH_TIMEOUT_MS`), the
-whole search by as much. Common text is found by walking rows in id order (reasoning by attempt),
+bounded by a LIMIT and by the search's time limit (`IFPORTAL_SEARCH_TIMEOUT_MS`), the whole search by
+as much: on PostgreSQL a statement timeout, on SQLite a progress handler that interrupts the statement
+running at the limit (`_bounded`). A search the limit cuts short lists the hits found by then
+(`SearchPage.partial`, the page asks to narrow it) or, with none, is refused (SearchTooSlow). On SQLite
+at most `IFPORTAL_SEARCH_CONCURRENCY` searches run at once in a process, the rest are answered "busy"
+(SearchBusy): a scan holds a core, and the embedded server's other pages need theirs. A page also
+says how many hits there are (`SearchPage.total`), counted for at most `IFPORTAL_SEARCH_COUNT_MS` (a
+lower bound when that is cut short). Common text is found by walking rows in id order (reasoning by attempt),
 rare text through the trigram index's candidates; which one a query is cannot be told before, so the
 two take turns, each bounded (`_walked_or_tried`).
 """
@@ -37,8 +43,11 @@ from __future__ import annotations
 
 import itertools
 import re
+import sqlite3
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 
 from django.conf import settings
@@ -84,6 +93,19 @@ WALK_ROWS = (6_000, 24_000, 96_000)
 #: 33 items x its judges' verdicts, so a third as many verdicts as WALK_ROWS rows at three judges (three times
 #: the attempts measured the same in session 13: the reasoning searches' median and p95 within 15 ms)
 REASONING_WALK_ATTEMPTS = (20, 80, 320)
+#: virtual-machine instructions of a SQLite statement between two checks of the search's time limit (`_bounded`):
+#: a scan takes about 6 a row, one of them the check of the row's text, so a check comes every 170 rows or so of
+#: 1,500 characters, about 2 ms of the scan (measured on 40,000 rows; 17 ms at 10,000 instructions); a check is one
+#: Python call, and the scan was no slower with them
+PROGRESS_STEPS = 1_000
+#: rows' ids a SQLite search reads in one statement (`_spans`): a scan of 6,000 rows takes 20-60 ms, what a search
+#: cut at its time limit may lose
+SPAN = 6_000
+#: attempts whose judge reasoning a SQLite search reads in one statement: about SPAN verdicts at OctoBench's 33
+#: items and three judges
+REASONING_SPAN = SPAN // 100
+#: ids read at a time by the count of hits (`_counted`)
+COUNT_CHUNK = 500
 #: a run or model filter naming more runs than this walks the benchmark's rows (checking the run) instead of
 #: one index probe per run
 WALK_MAX_RUNS = 16
@@ -342,7 +364,21 @@ class SearchRefused(ValueError):
 
 
 class SearchTooSlow(Exception):
-    """The database gave up at the statement timeout: the query should be narrowed."""
+    """The search reached its time limit: the query should be narrowed. `found`: the ids of the source being
+    searched found by then (the caller lists them as a partial page)."""
+
+    def __init__(self, message: str = "", found: Sequence[int] = ()):
+        super().__init__(message or _TOO_SLOW.format(seconds=settings.IFPORTAL_SEARCH_TIMEOUT_MS / 1000))
+        self.found = list(found)
+
+
+class SearchBusy(Exception):
+    """As many searches as the process allows are running (SQLite): the user should try again shortly."""
+
+    @property
+    def retry_after(self) -> int:
+        """Seconds after which a running search has ended: its time limit and its count's, rounded up."""
+        return -(-(settings.IFPORTAL_SEARCH_TIMEOUT_MS + settings.IFPORTAL_SEARCH_COUNT_MS) // 1000)
 
 
 @dataclass(frozen=True)
@@ -445,6 +481,11 @@ class SearchPage:
     hits: list[SearchHit] = field(default_factory=list)
     #: the cursor of the next page ("source:id"), None on the last page
     next_after: str | None = None
+    #: the time limit cut the search short: the hits are those found by then
+    partial: bool = False
+    #: how many hits the search has in all (every page), or at least that many when `total_exact` is False
+    total: int = 0
+    total_exact: bool = True
 
 
 def _of_verdicts(rows: models.QuerySet, query: SearchQuery) -> models.QuerySet:
@@ -513,28 +554,79 @@ def segments(text: str, needles: Sequence[str]) -> list[tuple[str, bool]]:
 
 
 def search(benchmark: Benchmark, query: SearchQuery, *, page_size: int | None = None) -> SearchPage:
-    """A page of hits of `query` in `benchmark` (see the module's docstring); SearchTooSlow past the timeout.
+    """A page of hits of `query` in `benchmark` with their count (see the module's docstring); a partial page when
+    the time limit cuts the search short, SearchTooSlow when it does so before any hit, SearchBusy when the process
+    runs as many searches as it may (SQLite).
 
-    At most one query per source for the hits, one per source for their snippets and one for their
-    attempts, whatever the number of hits.
+    At most one query per source for the hits, one per source for their snippets, one for their attempts and one
+    per source for the count, whatever the number of hits.
     """
-    try:
-        with transaction.atomic():
-            if connection.vendor == "postgresql":
-                with connection.cursor() as cursor:
+    with _search_slot():
+        try:
+            with transaction.atomic():
+                if connection.vendor == "postgresql":
+                    with connection.cursor() as cursor:
+                        _plan(cursor, timeout_ms=settings.IFPORTAL_SEARCH_TIMEOUT_MS)
+                page = _search(benchmark, query, page_size or PAGE_SIZE)
+                _total(benchmark, query, page)
+                return page
+        except OperationalError as exc:
+            if _canceled(exc):
+                raise SearchTooSlow() from None
+            raise
+
+
+def _total(benchmark: Benchmark, query: SearchQuery, page: SearchPage) -> None:
+    """Set the page's `total`: the hits on it when they are every hit; else the rows the query finds, counted for at
+    most IFPORTAL_SEARCH_COUNT_MS, or at least the hits known when that count is cut short (or the search was)."""
+    known = len(page.hits) + (1 if page.next_after and not page.partial else 0)
+    if not (page.next_after or query.after):
+        page.total, page.total_exact = len(page.hits), True
+        return
+    if page.partial:  # the search's time is up: nothing is left to count with
+        page.total, page.total_exact = known, False
+        return
+    counted, exact = _counted(benchmark, query, time.monotonic() + settings.IFPORTAL_SEARCH_COUNT_MS / 1000)
+    page.total, page.total_exact = (counted, True) if exact else (max(counted, known), False)
+
+
+def _counted(benchmark: Benchmark, query: SearchQuery, deadline: float) -> tuple[int, bool]:
+    """(how many rows of the query's sources the query finds, True), or (the rows counted by `deadline`, False):
+    their ids are read as a stream, so a count cut short still says how many it had read."""
+    counted = 0
+    for source in query.sources:
+        rows = (_reasoning_rows(benchmark, query) if source == SearchSource.REASONING
+                else _text_rows(benchmark, query, source))
+        try:
+            with _savepoint(), _bounded(deadline), connection.cursor() as cursor:
+                if connection.vendor == "postgresql":
+                    _plan(cursor, timeout_ms=_ms_left(deadline))
+                for _ in rows.values_list("id", flat=True).iterator(chunk_size=COUNT_CHUNK):
+                    counted += 1
+                    if time.monotonic() > deadline:
+                        return counted, False
+                if connection.vendor == "postgresql":
                     _plan(cursor, timeout_ms=settings.IFPORTAL_SEARCH_TIMEOUT_MS)
-            return _search(benchmark, query, page_size or PAGE_SIZE)
-    except OperationalError as exc:
-        if _canceled(exc):
-            raise SearchTooSlow(_TOO_SLOW.format(seconds=settings.IFPORTAL_SEARCH_TIMEOUT_MS / 1000)) from None
-        raise
+        except SearchTooSlow:
+            return counted, False
+        except OperationalError as exc:
+            if not _canceled(exc):
+                raise
+            return counted, False
+    return counted, True
 
 
 _TOO_SLOW = "The search took longer than {seconds:g} s; narrow it (a longer phrase, a run, a model or a verdict)."
+_BUSY = "Other searches are running; search again in a few seconds."
 
 
 def _canceled(exc: OperationalError) -> bool:
-    return getattr(exc.__cause__, "sqlstate", None) == "57014"  # query_canceled: the statement timeout
+    """Whether the statement was stopped at the search's time limit: PostgreSQL's statement timeout
+    (query_canceled) or SQLite's interrupt by the progress handler (`_bounded`)."""
+    cause = exc.__cause__
+    if isinstance(cause, sqlite3.OperationalError):
+        return str(cause) == "interrupted"
+    return getattr(cause, "sqlstate", None) == "57014"
 
 
 def _plan(cursor, *, timeout_ms: int, walk: bool | None = None) -> None:
@@ -572,7 +664,12 @@ def _reasoning_ids(benchmark: Benchmark, query: SearchQuery, want: int, *, run_i
     ordered = rows.order_by("attempt_id", "id").values_list("id", flat=True)
     rest_of_attempt = list(ordered.filter(attempt_id=after_attempt, id__gt=after_id)[:want]) if after_id else []
     if connection.vendor != "postgresql":
-        return rest_of_attempt + list(ordered.filter(attempt_id__gt=after_attempt)[:want - len(rest_of_attempt)])
+        last = Attempt.objects.filter(run__benchmark=benchmark).aggregate(last=models.Max("id"))["last"]
+        try:
+            return rest_of_attempt + _spans(rows, key="attempt_id", span=REASONING_SPAN, start=after_attempt, last=last,
+                                            want=want - len(rest_of_attempt), deadline=deadline)
+        except SearchTooSlow as cut:
+            raise SearchTooSlow(found=rest_of_attempt + cut.found) from None
     if len(rest_of_attempt) >= want or run_ids == []:
         return rest_of_attempt
     table, runs = Attempt._meta.db_table, Run._meta.db_table
@@ -584,8 +681,11 @@ def _reasoning_ids(benchmark: Benchmark, query: SearchQuery, want: int, *, run_i
         return _Chunk(f"SELECT id FROM {table} WHERE run_id = ANY(%s) AND id > %s ORDER BY id LIMIT %s",
                       [run_ids, after, size])
 
-    return rest_of_attempt + _walked_or_tried(rows, rows, chunk, start=after_attempt, want=want - len(rest_of_attempt),
-                                              deadline=deadline, key="attempt_id", sizes=REASONING_WALK_ATTEMPTS)
+    try:
+        return rest_of_attempt + _walked_or_tried(rows, rows, chunk, start=after_attempt, want=want - len(rest_of_attempt),
+                                                  deadline=deadline, key="attempt_id", sizes=REASONING_WALK_ATTEMPTS)
+    except SearchTooSlow as cut:
+        raise SearchTooSlow(found=rest_of_attempt + cut.found) from None
 
 
 def _tried(ordered: models.QuerySet, budget_ms: float, *, walk: bool) -> list[int] | None:
@@ -617,7 +717,8 @@ def _transcript_ids(benchmark: Benchmark, query: SearchQuery, source: str, want:
     start = query.after[1] if query.after and query.after[0] == source else 0
     candidates = _text_rows(benchmark, query, source)
     if connection.vendor != "postgresql":
-        return list(candidates.filter(id__gt=start).order_by("id").values_list("id", flat=True)[:want])
+        last = SearchText.objects.filter(benchmark=benchmark, source=source).aggregate(last=models.Max("id"))["last"]
+        return _spans(candidates, key="id", span=SPAN, start=start, last=last, want=want, deadline=deadline)
     if run_ids == []:
         return []
     walked = _text_rows(benchmark, query, source, walked=True)
@@ -645,8 +746,23 @@ def _walked_or_tried(walked: models.QuerySet, candidates: models.QuerySet, chunk
     A try cannot be bounded by the candidates it reads rather than by time: the index hands over every candidate
     at once (a bitmap), and each must be checked against the text, which is the try's cost. `deadline`
     (time.monotonic()): past it the search is too slow (SearchTooSlow), as one statement past the statement
-    timeout is."""
+    timeout is, with the ids found by then (`found`); so is a walk the statement timeout cancels."""
     found: list[int] = []
+    try:
+        return _walks_and_tries(walked, candidates, chunk_of, found, start=start, want=want, deadline=deadline,
+                                key=key, sizes=sizes)
+    except SearchTooSlow:
+        raise SearchTooSlow(found=found) from None
+    except OperationalError as exc:
+        if not _canceled(exc):
+            raise
+        raise SearchTooSlow(found=found) from None
+
+
+def _walks_and_tries(walked: models.QuerySet, candidates: models.QuerySet, chunk_of: Callable[[int, int], _Chunk],
+                     found: list[int], *, start: int, want: int, deadline: float, key: str,
+                     sizes: Sequence[int] | None) -> list[int]:
+    """`_walked_or_tried`'s turns, adding the ids they find to `found` as they go."""
     tries = iter(CANDIDATE_TRIES_MS)
     order = list(dict.fromkeys((key, "id")))
     sizes = sizes or WALK_ROWS
@@ -671,7 +787,8 @@ def _walked_or_tried(walked: models.QuerySet, candidates: models.QuerySet, chunk
         if budget is not None:
             rest = candidates.filter(**{f"{key}__gt": start}).order_by(*order).values_list("id", flat=True)[:want - len(found)]
             if (ids := _tried(rest, min(budget, _ms_left(deadline)), walk=False)) is not None:
-                return found + ids
+                found += ids
+                return found
     return found
 
 
@@ -711,8 +828,78 @@ def _ms_left(deadline: float) -> int:
     """Milliseconds until `deadline`; SearchTooSlow when none are left."""
     left = int(1000 * (deadline - time.monotonic()))
     if left <= 0:
-        raise SearchTooSlow(_TOO_SLOW.format(seconds=settings.IFPORTAL_SEARCH_TIMEOUT_MS / 1000))
+        raise SearchTooSlow()
     return left
+
+
+@contextmanager
+def _bounded(deadline: float) -> Iterator[None]:
+    """On SQLite, the statements run inside are interrupted once `deadline` (time.monotonic()) has passed, as
+    PostgreSQL's statement timeout cancels them (`_canceled` tells both apart from other errors). SQLite calls the
+    handler every PROGRESS_STEPS virtual-machine instructions of a statement, every few milliseconds of a scan."""
+    if connection.vendor != "sqlite":
+        yield
+        return
+    connection.ensure_connection()
+    raw = connection.connection
+    raw.set_progress_handler(lambda: time.monotonic() > deadline, PROGRESS_STEPS)
+    try:
+        yield
+    finally:
+        raw.set_progress_handler(None, PROGRESS_STEPS)
+
+
+def _spans(rows: models.QuerySet, *, key: str, span: int, start: int, last: int | None, want: int,
+           deadline: float) -> list[int]:
+    """The ids of the first `want` of `rows` after `start` in `key` order, then id order (SQLite): read `span` values of
+    `key` at a time, one statement each, up to `last` (the source's last), until `deadline` (`_bounded`). Past it,
+    SearchTooSlow with the ids the spans before found: Python's sqlite3 reads a row ahead of the one it returns, so
+    an interrupted statement loses the rows it had found, and a span bounds what is lost."""
+    found: list[int] = []
+    order = list(dict.fromkeys((key, "id")))
+    try:
+        with _bounded(deadline):
+            while last is not None and start < last and len(found) < want:
+                _ms_left(deadline)
+                within = {f"{key}__gt": start, f"{key}__lte": start + span}
+                found += rows.filter(**within).order_by(*order).values_list("id", flat=True)[:want - len(found)]
+                start += span
+    except SearchTooSlow:
+        raise SearchTooSlow(found=found) from None
+    except OperationalError as exc:
+        if not _canceled(exc):
+            raise
+        raise SearchTooSlow(found=found) from None
+    return found
+
+
+def _savepoint():
+    """A savepoint on PostgreSQL, where a statement cancelled at the time limit aborts the transaction back to it
+    (left by SearchTooSlow); SQLite's interrupt stops the statement alone, and needs none."""
+    return transaction.atomic() if connection.vendor == "postgresql" else nullcontext()
+
+
+@contextmanager
+def _search_slot() -> Iterator[None]:
+    """One of the `IFPORTAL_SEARCH_CONCURRENCY` searches a process runs at once on SQLite (SearchBusy when none is
+    free); PostgreSQL bounds each search by its statement timeout on its own cores, and takes no slot."""
+    if connection.vendor == "postgresql":
+        yield
+        return
+    with _SLOTS_LOCK:
+        if _SLOTS_TAKEN[0] >= settings.IFPORTAL_SEARCH_CONCURRENCY:
+            raise SearchBusy(_BUSY)
+        _SLOTS_TAKEN[0] += 1
+    try:
+        yield
+    finally:
+        with _SLOTS_LOCK:
+            _SLOTS_TAKEN[0] -= 1
+
+
+_SLOTS_LOCK = threading.Lock()
+#: searches running in this process (`_search_slot`)
+_SLOTS_TAKEN = [0]
 
 
 def _search(benchmark: Benchmark, query: SearchQuery, page_size: int) -> SearchPage:
@@ -722,18 +909,28 @@ def _search(benchmark: Benchmark, query: SearchQuery, page_size: int) -> SearchP
     # the filtered runs every source walks: looked up once per search, not once per source
     run_ids = _walk_runs(benchmark, query) if connection.vendor == "postgresql" else None
     start = SOURCES.index(query.after[0]) if query.after else 0
-    for source in SOURCES[start:]:
-        if source not in query.sources:
-            continue
-        want = page_size + 1 - len(found)
-        if source == SearchSource.REASONING:
-            ids = _reasoning_ids(benchmark, query, want, run_ids=run_ids, deadline=deadline)
-        else:
-            ids = _transcript_ids(benchmark, query, source, want, run_ids=run_ids, deadline=deadline)
-        found += [(source, pk) for pk in ids]
-        if len(found) > page_size:
-            break
-    if len(found) > page_size:
+    try:
+        with _savepoint():
+            for source in SOURCES[start:]:
+                if source not in query.sources:
+                    continue
+                want = page_size + 1 - len(found)
+                try:
+                    if source == SearchSource.REASONING:
+                        ids = _reasoning_ids(benchmark, query, want, run_ids=run_ids, deadline=deadline)
+                    else:
+                        ids = _transcript_ids(benchmark, query, source, want, run_ids=run_ids, deadline=deadline)
+                except SearchTooSlow as cut:
+                    found += [(source, pk) for pk in cut.found]
+                    raise
+                found += [(source, pk) for pk in ids]
+                if len(found) > page_size:
+                    break
+    except SearchTooSlow:  # the hits found by then are a partial page
+        page.partial = True
+    if page.partial and not found:
+        raise SearchTooSlow()
+    if len(found) > page_size or page.partial:  # hits after this page, or rows the limit left unsearched
         found = found[:page_size]
         page.next_after = f"{found[-1][0]}:{found[-1][1]}"
     needle = query.needles[0] if query.needles else query.text

@@ -65,6 +65,11 @@ class SearchHitSerializer(serializers.Serializer):
 class SearchPageSerializer(serializers.Serializer):
     results = SearchHitSerializer(many=True)
     next = serializers.CharField(allow_null=True, help_text="The URL of the next page; null on the last.")
+    partial = serializers.BooleanField(help_text="The time limit cut the search short: `results` are the hits found "
+                                                 "by then, `next` goes on after them; narrow the search to get all.")
+    total = serializers.IntegerField(help_text="How many hits the search has on every page (at least this many "
+                                               "when `total_exact` is false: counting was cut short).")
+    total_exact = serializers.BooleanField()
 
 
 class SearchView(APIView):
@@ -82,6 +87,8 @@ class SearchView(APIView):
             401: OpenApiResponse(description="No valid token or session."),
             403: OpenApiResponse(description="Blind annotators may not read verdicts, reasoning or trajectories."),
             404: OpenApiResponse(description="No benchmark with this slug."),
+            429: OpenApiResponse(description="As many searches as the server runs at once are running (the embedded "
+                                             "SQLite); try again after `Retry-After` seconds."),
         },
         description=f"Up to {s.PAGE_SIZE} hits per page, messages first, then responses, then reasoning, each "
         "with the text around it, the match offsets and the page of the attempt at the hit. "
@@ -96,7 +103,11 @@ class SearchView(APIView):
             page = s.search(benchmark, s.search_query_of(request.query_params))
         except (s.SearchRefused, s.SearchTooSlow) as exc:
             return Response({"detail": str(exc)}, status=status.HTTP_400_BAD_REQUEST)
+        except s.SearchBusy as exc:
+            return Response({"detail": str(exc)}, status=status.HTTP_429_TOO_MANY_REQUESTS,
+                            headers={"Retry-After": str(exc.retry_after)})
         next_url = None
         if page.next_after:
             next_url = request.build_absolute_uri("?" + params_with(request.query_params, after=page.next_after))
-        return Response(SearchPageSerializer({"results": page.hits, "next": next_url}).data)
+        return Response(SearchPageSerializer({"results": page.hits, "next": next_url, "partial": page.partial,
+                                              "total": page.total, "total_exact": page.total_exact}).data)

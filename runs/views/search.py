@@ -30,6 +30,7 @@ def search_page(request, slug):
                    "item": request.GET.get("item", ""), "mode": request.GET.get("mode", "text"),
                    "source": request.GET.getlist("source")},
     }
+    busy = None
     if request.GET.get("q", "").strip():
         try:
             query = s.search_query_of(request.GET)
@@ -40,4 +41,9 @@ def search_page(request, slug):
                 context["first_url"] = "?" + query_with(request, after=None)
         except (s.SearchRefused, s.SearchTooSlow) as exc:
             context["error"] = str(exc)
-    return render_page(request, "runs/search.html", context, page_data=exports.search_page, fragment=None)
+        except s.SearchBusy as exc:
+            context["error"], busy = str(exc), exc
+    response = render_page(request, "runs/search.html", context, page_data=exports.search_page, fragment=None)
+    if busy is not None:
+        response.status_code, response["Retry-After"] = 429, str(busy.retry_after)
+    return response
