@@ -7,7 +7,7 @@ from collections.abc import Iterable
 
 from django.db.models import Count, Exists, OuterRef, Q
 
-from runs.models import Attempt, Benchmark, ChecklistItem, Instance, Verdict, VerdictResult
+from runs.models import Attempt, Benchmark, BenchmarkKind, ChecklistItem, Instance, Verdict, VerdictResult
 
 from .models import (
     Adjudication,
@@ -306,6 +306,11 @@ def item_version_chain(item: ChecklistItem) -> list[dict]:
 
 
 # exclusion policies -----------------------------------------------------------------------
+#: units of a campaign still being labelled or awaiting adjudication; a campaign with none (or closed) is settled
+_PENDING = Count("units", filter=Q(units__state__in=(UnitState.OPEN, UnitState.DISPUTED)))
+_SETTLED = Q(state=CampaignState.CLOSED) | Q(pending=0)
+
+
 def policy_campaigns(benchmark: Benchmark, campaigns: Iterable[int] | None = None) -> list[Campaign]:
     """The campaigns an exclusion policy draws on for a benchmark, oldest first.
 
@@ -321,9 +326,37 @@ def policy_campaigns(benchmark: Benchmark, campaigns: Iterable[int] | None = Non
         if missing:
             raise ValueError(f"not a started audit campaign of {benchmark.slug}: {', '.join(map(str, sorted(missing)))}")
         return chosen
-    pending = Count("units", filter=Q(units__state__in=(UnitState.OPEN, UnitState.DISPUTED)))
-    return list(qs.filter(pilot=False).annotate(pending=pending)
-                .filter(Q(state=CampaignState.CLOSED) | Q(pending=0)).order_by("created_at", "id"))
+    return list(qs.filter(pilot=False).annotate(pending=_PENDING).filter(_SETTLED).order_by("created_at", "id"))
+
+
+def campaigns_not_read(benchmark: Benchmark, policy: str, campaigns: Iterable[int] | None = None) -> list[dict]:
+    """The started campaigns of a benchmark whose decisions a label-based policy leaves out (`policy_campaigns` reads
+    the others), oldest first, each as {"campaign", "pending" (units still being labelled or awaiting
+    adjudication), "why" (in words)}; none for "superseded", which reads no label."""
+    if policy == "superseded":
+        return []
+    read = [c.pk for c in policy_campaigns(benchmark, campaigns)]
+    rows = []
+    for c in (Campaign.objects.filter(benchmarks=benchmark).exclude(state=CampaignState.DRAFT).exclude(pk__in=read)
+              .annotate(pending=_PENDING).order_by("created_at", "id")):
+        if campaigns is not None:
+            why = "not ticked"
+        elif c.pilot:
+            why = "a pilot"
+        else:
+            why = f"{c.pending} unit{'s' if c.pending != 1 else ''} still being labelled or awaiting adjudication"
+        rows.append({"campaign": c, "pending": c.pending, "why": why})
+    return rows
+
+
+def campaign_policy_reading(campaign: Campaign) -> dict:
+    """Whether exclusion policies read a campaign's decisions by default: {"campaign", "settled" (they do), "pilot",
+    "pending" (units still being labelled or awaiting adjudication), "benchmarks" (its checklist benchmarks, whose
+    effect page reads it when it is ticked there)}."""
+    one = Campaign.objects.filter(pk=campaign.pk).annotate(pending=_PENDING)
+    return {"campaign": campaign, "settled": one.filter(_SETTLED, pilot=False).exists(), "pilot": campaign.pilot,
+            "pending": one.values_list("pending", flat=True).get(),
+            "benchmarks": list(campaign.benchmarks.filter(kind=BenchmarkKind.CHECKLIST).order_by("slug"))}
 
 
 def flagged_units(benchmark: Benchmark, policy: str, campaigns: Iterable[int] | None = None) -> list[AuditUnit]:

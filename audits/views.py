@@ -262,7 +262,8 @@ def adjudication_queue(request, pk):
     campaign = access.campaign_for_user(request.user, pk)
     return render(request, "audits/adjudication_queue.html", {
         "campaign": campaign, "units": selectors.adjudication_queue(campaign),
-        "taken": selectors.units_taken_by(request.user, campaign)})
+        "taken": selectors.units_taken_by(request.user, campaign),
+        "reading": selectors.campaign_policy_reading(campaign)})
 
 
 @login_required
@@ -294,6 +295,7 @@ def adjudicate(request, pk):
         "taken": unit.pk in selectors.units_taken_by(request.user, unit.campaign),
         "next_unit": following if following is not None and following.pk != unit.pk else None,
         **_evidence_context(unit), "verdicts": _verdict_counts(unit),
+        "reading": selectors.campaign_policy_reading(unit.campaign),
         **_rewrite_context(request.user, unit, back="adjudicate")})
 
 
@@ -412,4 +414,5 @@ def effect_page(request, slug):
         "benchmark": benchmark, "form": form, "policy": policy, "policies": selectors.POLICIES, "effect": result,
         "policy_label": selectors.POLICIES.get(policy, policy), "items": items, "filters": filters if filtered else None, "keep": keep.urlencode(),
         "sources": selectors.policy_sources(benchmark, policy, campaigns),
+        "not_read": selectors.campaigns_not_read(benchmark, policy, campaigns),
         "benchmarks": Benchmark.objects.filter(kind=BenchmarkKind.CHECKLIST)}, page_data=exports.effect_page, fragment=None)

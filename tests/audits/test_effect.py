@@ -158,3 +158,26 @@ def test_only_items_the_gaining_model_failed_more_often_are_behind_a_swap():
                 "down": {1: {"pass": 2, "fail": 0}, 2: {"pass": 0, "fail": 2}, 3: {"pass": 1, "fail": 0}}}
     behind = effect._items_behind("up", "down", verdicts, limit=10)
     assert behind == [{"item_id": 1, "pass_rate_up": 0.5, "pass_rate_down": 1.0, "difference": 0.5}]
+
+
+def test_it_says_where_the_lead_decides_that_decisions_count_only_once_the_campaign_settles(
+        bench, campaign, lead, annotator_a, annotator_b):
+    label_all(campaign, [annotator_a], lambda user, unit: values_for(unit))
+    label_all(campaign, [annotator_b], lambda user, unit: values_for(unit, bad_keys=()))  # they disagree on every x
+    disputed = list(AuditUnit.objects.filter(campaign=campaign, state="disputed"))
+    services.unit_adjudicate(disputed[0], lead=lead, final_status="invalid")
+    client = client_for(lead)
+    effect_url = reverse("audits:effect", args=[bench["benchmark"].slug])
+    queue = client.get(reverse("audits:adjudication", args=[campaign.pk])).content.decode()
+    assert "not counted by the leaderboard's exclusion policies yet" in queue
+    assert f"{len(disputed) - 1} units of this one are still being labelled or awaiting adjudication" in queue
+    assert f'href="{effect_url}?exclude=adjudicated_invalid&amp;campaigns={campaign.pk}"' in queue
+    page = client.get(effect_url).content.decode()
+    assert f"Not counted:</strong> pilot ({len(disputed) - 1} units still being labelled or awaiting adjudication)" in page
+    assert "neither settled nor ticked below are not counted" in page
+    assert 'id="not-counted"' not in client.get(f"{effect_url}?campaigns={campaign.pk}").content.decode()
+    for unit in disputed[1:]:
+        services.unit_adjudicate(unit, lead=lead, final_status="invalid")
+    queue = client.get(reverse("audits:adjudication", args=[campaign.pk])).content.decode()
+    assert "the leaderboard's exclusion policies count its decisions" in queue
+    assert 'id="not-counted"' not in client.get(effect_url).content.decode()

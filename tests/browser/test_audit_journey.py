@@ -291,3 +291,33 @@ def test_it_updates_the_campaign_counts_while_people_label(session, live_server,
                            " /2 \\/ 4/.test(document.getElementById('campaign-live').innerText)", timeout=5000)
     assert "0 still being labelled" not in lead.locator("#campaign-live").inner_text()  # one unit is left
     assert console.errors == [] and lead.evaluate("window.__csp") == []
+
+
+def test_it_tells_the_lead_that_fresh_decisions_count_only_where_the_campaign_is_ticked(
+        session, live_server, audit_world, console):
+    users = audit_world["users"]
+    campaign = audit_services.campaign_start(audit_services.campaign_create(
+        name="Fresh audit", subject="checklist_items", benchmarks=[audit_world["benchmark"]], strata=["category"],
+        allocation="proportional", size=4, seed=3, user=users["lead"], annotators=[users["ann_a"], users["ann_b"]]))
+    flagged = {**ANSWERS, "overall": "ambiguous"}
+    for name, answers in (("ann_a", ANSWERS), ("ann_b", flagged)):
+        assignment = audit_services.assignment_next(campaign, users[name])
+        audit_services.label_submit(assignment, answers)  # one unit disputed, three still open
+    lead = session("lead", "pw-lead-1")
+    lead.goto(f"{live_server.url}/audits/{campaign.pk}/adjudicate/")
+    lead.get_by_role("link", name="Adjudicate").click()
+    lead.wait_for_load_state("load")  # the adjudication keys are listened to once its deferred script ran
+    lead.keyboard.press("i")
+    with lead.expect_navigation():
+        lead.keyboard.press("Enter")
+    reading = lead.locator("#policy-reading")
+    assert "not counted by the leaderboard's exclusion policies yet" in reading.inner_text()
+    assert "3 units of this one are still being labelled" in reading.inner_text()
+    reading.get_by_role("link", name=audit_world["benchmark"].slug).click()
+    lead.wait_for_url(re.compile(rf".*/audits/effect/.*campaigns={campaign.pk}.*"))
+    assert "Drawn from 1 chosen campaign: Fresh audit" in lead.locator("main").inner_text()
+    assert lead.locator("#not-counted").count() == 0
+    lead.goto(f"{live_server.url}/audits/effect/{audit_world['benchmark'].slug}/")
+    assert "Not counted: Fresh audit (3 units still being labelled or awaiting adjudication)" in \
+        lead.locator("#not-counted").inner_text()
+    assert console.errors == [] and lead.evaluate("window.__csp") == []
