@@ -126,6 +126,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "runs.middleware.CacheBudgetMiddleware",
     "runs.access.BlindnessMiddleware",  # every route: blind annotators reach only views declared blind_safe
+    "runs.access.WriteAccessMiddleware",  # every route: writes (imports, re-checks, share links) for editors and leads
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",

@@ -1,10 +1,20 @@
-"""Who may see what: the roles every app shares and the blindness guarantee, for every route.
+"""Who may see and change what: the roles every app shares, the blindness guarantee and the write rule, for every route.
 
-Roles are Django groups: "lead", "annotator", "reviewer" (a superuser counts as a lead; a
-signed-in user in no group reads results like a reviewer). An annotator who is neither
+Roles are Django groups: "lead", "annotator", "reviewer", "editor" (a superuser counts as a
+lead; a signed-in user in no group reads results like a reviewer). An annotator who is neither
 reviewer nor lead, staff nor superuser is *blind*: before their own label settles they must
 learn nothing about any judge's verdict on the items they may be asked to label, nor about
 another annotator's label (issue 16).
+
+Reading is every team member's; changing what everyone sees is not. Imports, re-checks, share
+links (made and revoked) and job retries are *writes*, for editors and leads (`can_write`); a
+reviewer, and a user in no group, read everything and change nothing. `WriteAccessMiddleware`
+enforces it once: a view declared `writes` is refused (403, `WRITE_REFUSAL`) to everyone else
+on every method, and so is any POST, PUT, PATCH or DELETE to a route of the results app
+(`WRITE_GUARDED_NAMESPACES`), declared or not, so a new write route is closed to readers even
+if its author forgot the declaration. (The audit routes keep their own rules, `audits.access`:
+annotators label, leads run campaigns.) `{% reachable %}` reads the same declaration, so pages
+show no control that would answer 403.
 
 The rule is enforced once, for every page, fragment, export and API endpoint, by
 `BlindnessMiddleware`: a blind annotator reaches only the views declared `blind_safe`, and
@@ -38,7 +48,8 @@ from rest_framework.exceptions import AuthenticationFailed
 
 from runs.models import Attempt, Benchmark, Instance, Job
 
-LEAD, ANNOTATOR, REVIEWER = "lead", "annotator", "reviewer"
+LEAD, ANNOTATOR, REVIEWER, EDITOR = "lead", "annotator", "reviewer", "editor"
+ROLES = (LEAD, ANNOTATOR, REVIEWER, EDITOR)
 BLIND_REFUSAL = ("Annotators label blind: judges' verdicts, their reasoning, the trajectories behind them and other "
                  "annotators' labels are for reviewers and leads. Your closed audit units show the verdicts on their "
                  "items; ask a lead for the reviewer role to browse results.")
@@ -48,6 +59,12 @@ SELF_GUARDED_NAMESPACES = ("admin",)
 #: query parameters no view may honour for a blind annotator: an audit exclusion policy leaves out the items
 #: annotators flagged, so a page under it tells which items the other annotator flagged
 ALWAYS_DROPPED = ("exclude",)
+WRITE_REFUSAL = ("Your role reads results and changes nothing: imports, re-checks, share links and job retries are "
+                 "for editors and leads. Ask a lead for the editor role.")
+#: URL namespaces whose every unsafe-method request is a write, declared `writes` or not (the results app's pages
+#: and API; the audit namespaces check their own roles in audits.access)
+WRITE_GUARDED_NAMESPACES = ("runs", "api")
+SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
 
 
 # roles ---------------------------------------------------------------------------------
@@ -58,7 +75,7 @@ ROLE_NAMES_ATTRIBUTE = "_ifportal_role_names"
 
 def role_group_names(user) -> frozenset[str]:
     """The names of the role groups the user is in (one query)."""
-    return frozenset(user.groups.filter(name__in=(LEAD, ANNOTATOR, REVIEWER)).values_list("name", flat=True))
+    return frozenset(user.groups.filter(name__in=ROLES).values_list("name", flat=True))
 
 
 def roles_of(user) -> set[str]:
@@ -82,10 +99,16 @@ def can_see_all(user) -> bool:
 
 
 def is_blind_annotator(user) -> bool:
-    """An annotator who is not also a reviewer, a lead, staff or a superuser."""
+    """An annotator who is not also a reviewer, a lead, staff or a superuser (being an editor too unblinds no one)."""
     if not user.is_authenticated or user.is_superuser or user.is_staff:
         return False
-    return roles_of(user) == {ANNOTATOR}
+    roles = roles_of(user)
+    return ANNOTATOR in roles and not roles & {LEAD, REVIEWER}
+
+
+def can_write(user) -> bool:
+    """Editors and leads (a superuser is a lead) may change what everyone sees; everyone else only reads."""
+    return bool(roles_of(user) & {EDITOR, LEAD})
 
 
 # one access helper per model ---------------------------------------------------------------
@@ -169,7 +192,15 @@ def blind_access_of(view_func) -> BlindSafe | None:
 
 
 def _request_user(request):
-    """The session user, or the user of an API token (DRF authenticates tokens only inside the view)."""
+    """The session user, or the user of an API token (DRF authenticates tokens only inside the view), with their
+    role names read once for the request (the blindness and the write rule both ask)."""
+    found = getattr(request, "_access_user", None)
+    if found is None:
+        found = request._access_user = _with_role_names(_authenticated_user(request))
+    return found
+
+
+def _authenticated_user(request):
     user = request.user
     if user.is_authenticated or "HTTP_AUTHORIZATION" not in request.META:
         return user
@@ -178,6 +209,13 @@ def _request_user(request):
     except AuthenticationFailed:
         return user  # DRF answers 401 for it inside the view
     return found[0] if found else user
+
+
+def _with_role_names(user):
+    """The user, carrying their role names as the sign-in backend's cached users do (ROLE_NAMES_ATTRIBUTE)."""
+    if user.is_authenticated and getattr(user, ROLE_NAMES_ATTRIBUTE, None) is None:
+        setattr(user, ROLE_NAMES_ATTRIBUTE, role_group_names(user))
+    return user
 
 
 class BlindnessMiddleware:
@@ -211,6 +249,52 @@ class BlindnessMiddleware:
         return None
 
 
+# the write rule ---------------------------------------------------------------------------
+def writes(view):
+    """Declare a view (function or class) a write: only users who `can_write` reach it, on every method (a page
+    that exists to write, like the import form, is refused on GET too)."""
+    view.write_access = True
+    return view
+
+
+def writes_of(view_func) -> bool:
+    """Whether a resolved view (a function, or the `as_view()` of a class) is declared `writes`."""
+    return bool(getattr(view_func, "write_access", False)
+                or getattr(getattr(view_func, "view_class", None), "write_access", False))
+
+
+def request_can_write(request) -> bool:
+    """`can_write` for the request's user (session or API token), read once per request."""
+    found = getattr(request, "can_write", None)
+    if found is None:
+        found = request.can_write = can_write(_request_user(request))
+    return found
+
+
+class WriteAccessMiddleware:
+    """Refuse writes to signed-in users who may not write: views declared `writes`, and every unsafe method on a
+    route of `WRITE_GUARDED_NAMESPACES`. Anonymous requests pass on to the view, whose login rule answers them."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        return self.get_response(request)
+
+    def process_view(self, request, view_func, view_args, view_kwargs):
+        match = request.resolver_match
+        namespace = match.namespaces[0] if match is not None and match.namespaces else ""
+        if namespace in SELF_GUARDED_NAMESPACES:
+            return None
+        if not (writes_of(view_func) or (request.method not in SAFE_METHODS and namespace in WRITE_GUARDED_NAMESPACES)):
+            return None
+        if not _request_user(request).is_authenticated or request_can_write(request):
+            return None
+        if hasattr(view_func, "cls"):  # a DRF view: answer as the API does
+            return JsonResponse({"detail": WRITE_REFUSAL}, status=403)
+        raise PermissionDenied(WRITE_REFUSAL)
+
+
 def request_is_blind(request) -> bool:
     """Whether the request's user is a blind annotator (read once by the middleware; a request it did not see, as a
     snapshot's, is asked here). The page frame gives such a user a page's aggregate tables only (runs.pages)."""
@@ -237,10 +321,14 @@ def _views_by_name(root: URLResolver) -> dict[str, object]:
 
 def may_open(request, url_name: str, *params: str) -> bool:
     """Whether the route `url_name` serves this request's user, and honours the query parameters `params`
-    (the links of a page show only controls that work: `{% reachable %}` in runs/templatetags/access.py)."""
+    (the links of a page show only controls that work: `{% reachable %}` in runs/templatetags/access.py).
+    A write route (`writes`) serves only users who may write; every route must be declared so for this to hold."""
+    view = _views_by_name(get_resolver())[url_name]
+    if writes_of(view) and not request_can_write(request):
+        return False
     if not request_is_blind(request):
         return True
-    declared = blind_access_of(_views_by_name(get_resolver())[url_name])
+    declared = blind_access_of(view)
     return declared is not None and not set(params) & set(ALWAYS_DROPPED + declared.drop)
 
 

@@ -15,7 +15,7 @@ round trip.
 (the default state's tables, fragment and filter choices); jobs call it after they commit.
 
 `full_page` keeps the whole page as sent, per state and per viewer (their name, in the header, and
-whether they label blind, which decides the page's controls), with a placeholder where the CSRF
+whether they label blind and whether they may write, which decide the page's controls), with a placeholder where the CSRF
 token goes: a warm page is then one cache read and a string replacement, not the shell's rendering
 (a third of a warm request's CPU at 100 models; docs/performance.md). The placeholder is derived
 from SECRET_KEY, so text in the data cannot plant one; the token itself never enters the cache.
@@ -38,6 +38,7 @@ from django.utils.crypto import salted_hmac
 from django.urls import get_script_prefix
 from django.utils.safestring import SafeString
 
+from runs.access import request_can_write
 from runs.exclusions import exclusion_explain_url, exclusion_policy_label, exclusion_sources, excluded_item_ids
 from runs.filters import SORTS, LeaderboardFilterForm, filter_choices, state_of, state_query
 from runs.cache import cache_scope, cached, cached_many
@@ -81,12 +82,12 @@ def page_parts(benchmark, state: dict, *, request=None) -> tuple[SafeString, Saf
 
 def full_page(request, benchmark, state: dict, context: dict) -> str:
     """The whole page for a validated state as this request's user gets it: cached per data generation, state
-    and viewer (name, blind or not) with the CSRF token filled in per request; `context` is what the page's
+    and viewer (name, blind or not, may write or not: the Share form) with the CSRF token filled in per request; `context` is what the page's
     template needs besides the fragments, which `page_parts` adds when the page is rendered."""
     if len(get_messages(request)):  # counted, not read: reading would mark them shown
         return _page(request, benchmark, state, context, token=None)
-    part = _part("page", benchmark, state_query(state).urlencode(), _blind(request), request.user.get_username(),
-                 request.path, benchmark.name, benchmark.kind, benchmark.searchable)
+    part = _part("page", benchmark, state_query(state).urlencode(), _blind(request), request_can_write(request),
+                 request.user.get_username(), request.path, benchmark.name, benchmark.kind, benchmark.searchable)
     html = cached(benchmark.id, part, lambda: _page(request, benchmark, state, context, token=csrf_placeholder()),
                   kind=str, charged=not is_default(state))
     return html.replace(csrf_placeholder(), get_token(request))

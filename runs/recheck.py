@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.db import transaction
+from django.db.models import Q
 
 from .checkers.evolif import LLM_JUDGED, check_constraint
 from .checkers.manyih_style import STYLE_CHECKERS, Code, check_style, extract_code
@@ -39,6 +40,8 @@ from .trajectory_view import stored_threads_of
 
 EVOLIF_CHECKER = "evolif-checker"
 BATCH = 200
+#: the constraints a dialogue re-check judges: those active at a turn
+DIALOGUE_ITEMS = Q(turn__isnull=False)
 #: the verdict fields a re-check writes (and compares with what its judge already has)
 FIELDS = ("result", "score", "reasoning", "evidence")
 
@@ -98,6 +101,8 @@ class Checker:
     #: the judge a harness of this kind logs under, preferred when a run has several logged judges
     log_judge: str
     noun: str
+    #: the checklist items a re-check may give a verdict (each attempt's instance's items matching it)
+    items: Q
     #: (attempt ids, logged judge, report) -> the checker's verdicts on those attempts; counts what it checked
     verdicts: Callable[[list[int], Judge | None, RecheckReport], Rows]
 
@@ -178,7 +183,7 @@ def _dialogue_verdicts(attempt_ids: list[int], logged: Judge | None, report: Rec
     threads_of = stored_threads_of(attempt_ids)
     items: dict[int, dict[int, list[tuple[int, str, Any]]]] = {}
     for item_id, instance_id, turn, group, details in ChecklistItem.objects.filter(
-        instance_id__in={a.instance_id for a in attempts}, turn__isnull=False
+        DIALOGUE_ITEMS, instance_id__in={a.instance_id for a in attempts}
     ).values_list("id", "instance_id", "turn", "group", "details"):
         items.setdefault(instance_id, {}).setdefault(turn, []).append((item_id, group, (details or {}).get("args")))
     logged_results: dict[tuple[int, int], str] = {}
@@ -280,7 +285,7 @@ def _style_verdict(code: Code, details: dict) -> dict[str, Any] | None:
 #: benchmark kind -> how its runs are re-checked (the kinds without an entry have no portal checkers)
 CHECKERS: dict[str, Checker] = {
     BenchmarkKind.DIALOGUE: Checker(judge=EVOLIF_CHECKER, log_judge=EVOLIF_LOG, noun="constraint verdicts",
-                                    verdicts=_dialogue_verdicts),
+                                    items=DIALOGUE_ITEMS, verdicts=_dialogue_verdicts),
     BenchmarkKind.HIERARCHY: Checker(judge=MANYIH_CHECKER, log_judge=MANYIH_LOG, noun="instructions",
-                                     verdicts=_hierarchy_verdicts),
+                                     items=Q(details__style_id__in=list(STYLE_CHECKERS)), verdicts=_hierarchy_verdicts),
 }

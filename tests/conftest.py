@@ -73,6 +73,24 @@ def reviewer(django_user_model):
 
 
 @pytest.fixture
+def editor(django_user_model):
+    """A team member who may change what everyone sees (imports, re-checks, share links): group "editor"."""
+    from django.contrib.auth.models import Group
+
+    from runs.access import EDITOR
+
+    user = django_user_model.objects.create_user("editor", password="pw-editor-1")
+    user.groups.add(Group.objects.get_or_create(name=EDITOR)[0])
+    return user
+
+
+@pytest.fixture
+def editor_client(editor) -> Client:
+    """Signed in as the editor, with the user and roles cached as on every request after a session's first."""
+    return _warm_client(editor)
+
+
+@pytest.fixture
 def outsider(django_user_model):
     return django_user_model.objects.create_user("outsider", password="pw-outsider-1")
 
@@ -81,11 +99,15 @@ def outsider(django_user_model):
 def reviewer_client(reviewer) -> Client:
     """Signed in as the reviewer, whose user and roles are already in the cache (ifportal.auth), as for every
     request of a session after its first: a query count taken on any of its requests is a warm page's."""
+    return _warm_client(reviewer)
+
+
+def _warm_client(user) -> Client:
     from django.contrib.auth import BACKEND_SESSION_KEY, load_backend
 
     client = Client()
-    client.force_login(reviewer)
-    load_backend(client.session[BACKEND_SESSION_KEY]).get_user(reviewer.pk)
+    client.force_login(user)
+    load_backend(client.session[BACKEND_SESSION_KEY]).get_user(user.pk)
     return client
 
 

@@ -8,7 +8,7 @@ from rest_framework.response import Response
 from rest_framework.exceptions import ValidationError
 from rest_framework.views import APIView
 
-from runs.access import blind_safe, job_for
+from runs.access import blind_safe, job_for, writes
 from runs import selectors
 from runs.forms import ingest_job_start, request_size_problem, upload_type_problem
 from runs.jobs import job_check_alive
@@ -36,11 +36,12 @@ class PageQueryView(APIView):
             raise ValidationError(refused)
 
 
-class IngestView(APIView):  # not blind_safe: importing is for reviewers and leads (runs.access)
-    """Start an ingest job from uploaded files (not for blind annotators)."""
+@writes
+class IngestView(APIView):  # not blind_safe: a blind annotator is refused too (runs.access)
+    """Start an ingest job from uploaded files (editors and leads: runs.access.writes)."""
 
     parser_classes = [MultiPartParser, FormParser]
-    permission_classes = [IsAuthenticated]  # blind annotators are refused by runs.access (not blind_safe)
+    permission_classes = [IsAuthenticated]
 
     @extend_schema(
         operation_id="ingest_create",
@@ -49,6 +50,7 @@ class IngestView(APIView):  # not blind_safe: importing is for reviewers and lea
             202: JobCreatedSerializer,
             400: OpenApiResponse(description="Invalid format, options or files (only .json/.jsonl/.ndjson text; "
                                              "no compressed files or archives)."),
+            403: OpenApiResponse(description="The user may not write (only editors and leads import)."),
             413: OpenApiResponse(description="The upload is larger than IFPORTAL_MAX_UPLOAD_BYTES."),
         },
         description="Upload files of one format; answers 202 with the job to poll (GET its url).",

@@ -15,6 +15,7 @@ from django.db.models import Count, F, OuterRef, Prefetch, Q, QuerySet, Subquery
 from django.db.models.functions import Coalesce
 from django.urls import NoReverseMatch, reverse
 
+from runs.access import can_write
 from runs.jobs import JOB_PROGRESS_UNITS, job_progress
 from runs.models import Attempt, AttemptRollup, Benchmark, ChecklistItem, Instance, Job, JobState, JudgeReport, Run
 
@@ -162,9 +163,9 @@ def jobs_recent(*, state: str | None = None, limit: int = RECENT_JOBS) -> QueryS
 
 
 def job_can_retry(user, job: Job) -> bool:
-    """Only the person who started a failed job (or staff) queues it again, while its uploads are kept
-    (runs.jobs.uploads_clean deletes them after the retention period)."""
-    return (job.state == JobState.FAILED and (user.is_staff or job.created_by_id == user.id)
+    """Only the person who started a failed job (or staff), while they may write (runs.access.can_write), queues it
+    again, while its uploads are kept (runs.jobs.uploads_clean deletes them after the retention period)."""
+    return (job.state == JobState.FAILED and (user.is_staff or job.created_by_id == user.id) and can_write(user)
             and not job_files_removed(job))
 
 

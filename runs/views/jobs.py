@@ -5,7 +5,7 @@ from django.http import HttpResponseForbidden
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
-from runs.access import blind_safe, job_for
+from runs.access import blind_safe, job_for, writes
 from .. import selectors
 from ..forms import JobFilterForm
 from ..jobs import job_check_alive, job_retry
@@ -35,6 +35,7 @@ def job_detail(request, job_id):
     return render(request, template, context)
 
 
+@writes
 @blind_safe
 @login_required
 @require_POST

@@ -16,7 +16,7 @@ from django.views.decorators.cache import never_cache
 from django.utils.html import format_html
 from django.views.decorators.http import require_GET, require_POST
 
-from runs.access import benchmark_for, blind_safe
+from runs.access import benchmark_for, blind_safe, writes
 from runs import pages, sharing, trajectory_view
 from runs.exports import checklist as exports_checklist
 from runs.filters import LeaderboardFilterForm, form_state
@@ -80,6 +80,7 @@ def _refused(request, message: str, *, status: int) -> HttpResponse:
 
 
 # private: create, list, revoke, export --------------------------------------------------
+@writes
 @login_required  # blind annotators are refused (runs.access): a link with the attempts scope shows verdicts
 @require_POST
 def share_create(request, slug):
@@ -102,6 +103,7 @@ class PageShareForm(forms.Form):
     expires_in = forms.ChoiceField(choices=list(sharing.EXPIRY_DAYS.items()), required=False)
 
 
+@writes
 @login_required  # blind annotators are refused by runs.access (not blind_safe): only those who may share
 @require_POST
 def page_share_create(request, slug):
@@ -124,14 +126,34 @@ def share_list(request):
     return render(request, "runs/sharing/list.html", {"links": links})
 
 
+@writes
 @blind_safe
 @login_required
 @require_POST
 def share_revoke(request, pk):
-    """Revoke one of the user's links; someone else's link is a 404."""
-    if sharing.share_link_revoke(user=request.user, link_id=pk) is None:
+    """Revoke one of the user's links; someone else's link is a 404. Whoever holds a live link loses it, so a POST
+    without `confirm=1` only shows what would change."""
+    link = sharing.share_links_of_user(request.user).filter(pk=pk).first()
+    if link is None:
         raise Http404("no such share link")
+    if request.POST.get("confirm") != "1" and sharing.share_link_status(link) == "active":
+        return render(request, "runs/confirm.html", {
+            "heading": f"Revoke this share link of {link.benchmark.name}?", "consequences": revoke_consequences(link),
+            "action": request.path, "fields": [], "confirm_label": "Confirm: revoke the link",
+            "cancel_url": reverse("runs:share-list")})
+    sharing.share_link_revoke(user=request.user, link_id=pk)
     return redirect("runs:share-list")
+
+
+def revoke_consequences(link: ShareLink) -> list[str]:
+    """What revoking a live link changes for the people who hold it, in sentences."""
+    shows = link.state.get("page") or "the leaderboard"
+    scope = f" and the {len(link.attempt_ids):,} attempts it opens" if link.scope == "attempts" else ""
+    expiry = f"it would expire on {link.expires_at:%Y-%m-%d %H:%M} UTC" if link.expires_at else "it never expires"
+    return [f"Anyone holding this link will get a 404 (“not found”) from now on: its page{scope}, "
+            f"and its downloads. This cannot be undone; to share again, create a new link (a new address).",
+            f"It shows {shows} of {link.benchmark.name} as it was on {link.created_at:%Y-%m-%d %H:%M} UTC; {expiry}.",
+            "The portal does not record when a link is opened, so it cannot tell whether anyone still uses it."]
 
 
 @blind_safe

@@ -37,16 +37,16 @@ def _trajectory_jsonl(instance_id: str, model: str) -> bytes:
 
 
 @pytest.fixture
-def token_client(reviewer) -> APIClient:
+def token_client(editor) -> APIClient:
     client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=reviewer).key}")
+    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=editor).key}")
     return client
 
 
 @pytest.fixture
-def session_client(reviewer) -> APIClient:
+def session_client(editor) -> APIClient:
     client = APIClient()
-    client.force_login(reviewer)
+    client.force_login(editor)
     return client
 
 
@@ -72,7 +72,7 @@ def test_it_ingests_as_a_job_and_reports_it(request, client_fixture, django_capt
     assert status["progress"]["percent"] == 100.0 and status["progress"]["done"] == status["progress"]["total"] > 0
     assert status["counts"]["by_kind"]["instances"] == {"created": 3}
     assert status["errors"] == [] and status["error_count"] == 0 and status["finished_at"]
-    assert status["created_by"] == "reviewer"
+    assert status["created_by"] == "editor"
     assert Instance.objects.count() == 3
 
 

@@ -81,11 +81,11 @@ def test_it_refuses_anonymous_and_unknown_formats(client, reviewer_client):
     assert export(reviewer_client, bench, "", "xml").status_code == 404
 
 
-def test_a_share_link_exports_its_frozen_rows(reviewer_client, client):
+def test_a_share_link_exports_its_frozen_rows(editor_client, client):
     bench, _ = build_study()
-    response = reviewer_client.post(reverse("runs:share-create", args=[bench.slug]), {"query": "by=judge"})
+    response = editor_client.post(reverse("runs:share-create", args=[bench.slug]), {"query": "by=judge"})
     token = re.search(r"/s/([A-Za-z0-9_-]+)/", response.content.decode()).group(1)
-    before = json.loads(export(reviewer_client, bench, "by=judge", "json").content)
+    before = json.loads(export(editor_client, bench, "by=judge", "json").content)
     Verdict.objects.update(result="fail")
     from runs.services import rollups_rebuild_for_attempts
 
@@ -93,7 +93,7 @@ def test_a_share_link_exports_its_frozen_rows(reviewer_client, client):
     url = reverse("runs:share-export", args=[token])
     frozen = json.loads(client.get(url + "?format=json").content)
     assert frozen["rows"] == before["rows"] and frozen["state"]["by"] == "judge"
-    assert json.loads(export(reviewer_client, bench, "by=judge", "json").content)["rows"] != before["rows"]
+    assert json.loads(export(editor_client, bench, "by=judge", "json").content)["rows"] != before["rows"]
     lines = list(csv.DictReader(io.StringIO(client.get(url + "?format=csv").content.decode())))
     assert [(r["model"], r["group"]) for r in lines] == [(r["model"], r["group"]) for r in before["rows"]]
     assert client.get(url + "?format=xml").status_code == 404

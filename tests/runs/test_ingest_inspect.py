@@ -195,9 +195,9 @@ def test_the_cli_takes_a_pass_threshold(capsys):
         call_command("ingest", "inspect", str(LOGS["json"]), "--benchmark", "other", "--no-progress")
 
 
-def test_the_upload_api_takes_an_eval_log(reviewer, django_capture_on_commit_callbacks):
+def test_the_upload_api_takes_an_eval_log(editor, django_capture_on_commit_callbacks):
     client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=reviewer).key}")
+    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=editor).key}")
     upload = SimpleUploadedFile("tiny_if.eval", LOGS["eval"].read_bytes())
     with django_capture_on_commit_callbacks(execute=True):
         response = client.post("/api/ingest/", {"format": "inspect", "files": [upload], "pass_threshold": "0.5"},
@@ -208,9 +208,9 @@ def test_the_upload_api_takes_an_eval_log(reviewer, django_capture_on_commit_cal
     assert Verdict.objects.count() == 30
 
 
-def test_a_zip_named_json_is_still_refused_as_an_upload(reviewer_client):
+def test_a_zip_named_json_is_still_refused_as_an_upload(editor_client):
     upload = SimpleUploadedFile("tiny_if.json", LOGS["eval"].read_bytes())
-    response = reviewer_client.post(reverse("runs:import"), {"format": "inspect", "files": [upload]})
+    response = editor_client.post(reverse("runs:import"), {"format": "inspect", "files": [upload]})
     assert response.status_code == 400 and "zip file" in response.content.decode()
 
 

@@ -257,11 +257,11 @@ def test_the_whole_page_is_kept_per_viewer_with_a_fresh_csrf_token_each_time(dja
     from django.contrib.auth.models import Group
     from django.template import Template
 
-    from runs.access import REVIEWER
+    from runs.access import EDITOR
 
     bench, _ = build_study()
     user = django_user_model.objects.create_user("page-reader", password="pw-page-reader-1")
-    user.groups.add(Group.objects.get_or_create(name=REVIEWER)[0])
+    user.groups.add(Group.objects.get_or_create(name=EDITOR)[0])  # may share
     client = Client(enforce_csrf_checks=True)
     client.force_login(user)
     url = reverse("runs:checklist-leaderboard", args=[bench.slug])
@@ -294,12 +294,12 @@ def test_each_viewer_gets_their_own_page_and_a_message_is_shown_once(django_user
     from django.contrib.messages.storage.cookie import CookieStorage
     from django.test import RequestFactory
 
-    from runs.access import ANNOTATOR, REVIEWER
+    from runs.access import ANNOTATOR, EDITOR, REVIEWER
 
     bench, _ = build_study()
     url = reverse("runs:checklist-leaderboard", args=[bench.slug])
     pages = {}
-    for name, role in (("rita", REVIEWER), ("anna", ANNOTATOR), ("rolf", REVIEWER)):
+    for name, role in (("rita", EDITOR), ("anna", ANNOTATOR), ("rolf", REVIEWER)):
         user = django_user_model.objects.create_user(name, password=f"pw-{name}-1")
         user.groups.add(Group.objects.get_or_create(name=role)[0])
         client = Client()
@@ -308,8 +308,9 @@ def test_each_viewer_gets_their_own_page_and_a_message_is_shown_once(django_user
             body = committed(client, url).content.decode()
             assert f"Signed in as {name}" in body
             pages[name] = (client, body)
-    assert "Share…" in pages["rita"][1] and "Share…" in pages["rolf"][1]
+    assert "Share…" in pages["rita"][1]
     assert "Share…" not in pages["anna"][1]  # a blind annotator's page has no control that answers 403
+    assert "Share…" not in pages["rolf"][1]  # nor a reviewer's, who reads only
 
     client = pages["rita"][0]
     storage = CookieStorage(RequestFactory().get("/"))

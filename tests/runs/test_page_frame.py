@@ -47,8 +47,10 @@ NOT_PAGES = {
     "hierarchy-recheck-start": "POST: queues a re-check job",
 }
 #: roles whose controls are checked: name -> groups
-ROLES = {"reviewer": ["reviewer"], "lead": ["lead"], "annotator who reviews": ["annotator", "reviewer"],
-         "blind annotator": ["annotator"]}
+ROLES = {"reviewer": ["reviewer"], "editor": ["editor"], "lead": ["lead"],
+         "annotator who reviews": ["annotator", "reviewer"], "blind annotator": ["annotator"]}
+#: the groups of the user who walks every capability of a page, sharing included: a reviewer who may also write
+WRITER = ["reviewer", "editor"]
 #: a live page's links to attempt pages (the attempt page of each kind)
 ATTEMPT_LINK = re.compile(r'href="(?:/attempts/(\d+)/|/b/[^/"]+/dialogue/dialogues/(\d+)/|/b/[^/"]+/hierarchy/attempts/(\d+)/'
                           r'|/b/[^/"]+/choice/tasks/[^/"?]+/)')
@@ -306,7 +308,7 @@ def _capability_gaps(reviewer, django_user_model, slug: str, url: str, name: str
     gaps += _frozen_attempt_gaps(reviewer, slug, url, body,
                                  declared=name in _BUILDERS and pages.declared(_BUILDERS[name]).links_attempts)
     for role, groups in ROLES.items():
-        client = reviewer if role == "reviewer" else _client(django_user_model, role.replace(" ", "-"), groups)
+        client = _client(django_user_model, role.replace(" ", "-"), groups)
         seen = client.get(url)
         if seen.status_code == 403:
             continue  # the page itself is closed to the role: other pages must not link to it (checked there)
@@ -317,7 +319,7 @@ def _capability_gaps(reviewer, django_user_model, slug: str, url: str, name: str
 @pytest.mark.parametrize(("kind", "name"), CASES, ids=[name for _, name in CASES])
 def test_every_page_of_every_kind_has_every_capability(kind, name, portal, django_user_model, monkeypatch):
     slug = DATA[kind][1]
-    reviewer = _client(django_user_model, "reviewer", ["reviewer"])
+    reviewer = _client(django_user_model, "writer", WRITER)
     real = pages.frame_response
 
     def spy(request, context, *, page_data):  # which builder the page renders with
@@ -359,7 +361,7 @@ def test_a_plain_render_does_not_build_the_pages_tables(portal, django_user_mode
 
 def test_a_page_snapshot_stays_as_it_was_when_the_data_changes(portal, django_user_model):
     slug = "evolif"
-    reviewer = _client(django_user_model, "reviewer", ["reviewer"])
+    reviewer = _client(django_user_model, "writer", WRITER)
     url = reverse("runs:dialogue-metrics", args=[slug])
     token = _share(reviewer, slug, url, attempts=False)
     export = reverse("runs:share-export", args=[token]) + "?format=csv"
@@ -372,7 +374,7 @@ def test_a_page_snapshot_stays_as_it_was_when_the_data_changes(portal, django_us
 
 
 def test_a_share_without_its_attempts_opens_none(portal, django_user_model):
-    reviewer = _client(django_user_model, "reviewer", ["reviewer"])
+    reviewer = _client(django_user_model, "writer", WRITER)
     url = reverse("runs:dialogue-list", args=["evolif"])
     token = _share(reviewer, "evolif", url, attempts=False)
     link = ShareLink.objects.get()
@@ -409,7 +411,7 @@ def test_a_page_asks_a_blind_annotator_to_click_only_what_is_a_link(portal, djan
 @pytest.mark.parametrize("path", ["https://example.com/b/evolif/dialogue/", "//example.com/b/evolif/dialogue/",
                                   "/b/octobench/leaderboard/", "/b/evolif/dialogue/123/", "/admin/"])
 def test_it_refuses_to_freeze_what_is_not_a_page_of_this_benchmark(path, portal, django_user_model):
-    reviewer = _client(django_user_model, "reviewer", ["reviewer"])
+    reviewer = _client(django_user_model, "writer", WRITER)
     response = reviewer.post(reverse("runs:page-share-create", args=["evolif"]), {"path": path})
     assert response.status_code == 400
 
@@ -423,9 +425,10 @@ def test_csv_keeps_negative_numbers_numeric_and_neutralises_formula_text():
 
 def test_the_leaderboard_shows_its_share_form_only_to_those_who_may_share(portal, django_user_model):
     url = reverse("runs:checklist-leaderboard", args=["octobench"])
-    assert "Share…" in _client(django_user_model, "reviewer", ["reviewer"]).get(url).content.decode()
-    body = _client(django_user_model, "annotator", ["annotator"]).get(url).content.decode()
-    assert "Share…" not in body and "Leaderboard (CSV)" in body
+    assert "Share…" in _client(django_user_model, "editor", ["editor"]).get(url).content.decode()
+    for name, groups in (("reviewer", ["reviewer"]), ("nobody", []), ("annotator", ["annotator"])):
+        body = _client(django_user_model, name, groups).get(url).content.decode()  # read only: no Share form
+        assert "Share…" not in body and "Leaderboard (CSV)" in body, name
 
 
 def test_the_pages_of_one_instance_dialogue_or_sample_link_to_how_their_numbers_are_computed(portal, django_user_model):

@@ -102,15 +102,15 @@ def test_it_404s_for_another_kind_of_benchmark(reviewer_client, world):
     assert reviewer_client.get(reverse("runs:dialogue-viewer", args=["octo", world[1].id])).status_code == 404
 
 
-def test_it_starts_a_rescore_job_and_shows_the_agreement(reviewer_client, world):
+def test_it_starts_a_rescore_job_and_shows_the_agreement(editor_client, world):
     run, _ = world
-    response = reviewer_client.post(reverse("runs:dialogue-recheck-start", args=["evolif"]), {"run": [run.label]})
+    response = editor_client.post(reverse("runs:dialogue-recheck-start", args=["evolif"]), {"run": [run.label], "confirm": "1"})
     job = Job.objects.get()
     assert response.status_code == 302 and str(job.id) in response["Location"]
     if job.state == JobState.QUEUED:  # on_commit does not fire inside the test transaction
         job_execute(job.id)
     assert Verdict.objects.filter(judge__name=CHECKER_JUDGE).count() == 4
-    page = reviewer_client.get(reverse("runs:dialogue-recheck", args=["evolif"]))
+    page = editor_client.get(reverse("runs:dialogue-recheck", args=["evolif"]))
     groups = {a.group: a for a in page.context["agreement"]}
     assert groups["startwith"].agree == 1 and groups["startwith"].pairs == 2
     assert [d["item__turn"] for d in page.context["disagreements"]] == [2]
@@ -121,8 +121,8 @@ def test_it_starts_a_rescore_job_and_shows_the_agreement(reviewer_client, world)
     assert "Checker's reason" not in html and "manage.py recheck --benchmark evolif" in html
 
 
-def test_it_refuses_get_on_the_rescore_start(reviewer_client, world):
-    assert reviewer_client.get(reverse("runs:dialogue-recheck-start", args=["evolif"])).status_code == 405
+def test_it_refuses_get_on_the_rescore_start(editor_client, world):
+    assert editor_client.get(reverse("runs:dialogue-recheck-start", args=["evolif"])).status_code == 405
 
 
 def test_it_keeps_query_counts_flat_as_runs_grow(reviewer_client, world, django_assert_max_num_queries):

@@ -101,8 +101,8 @@ def test_it_tabulates_how_conflict_groups_were_resolved_and_drills_down(reviewer
     assert reverse("runs:hierarchy-sample", kwargs={"slug": SLUG, "pk": examples[0].attempt_id}) in response.content.decode()
 
 
-def test_it_lists_disagreements_between_log_and_checker(reviewer_client, study):
-    response = reviewer_client.get(url("hierarchy-recheck"), {"run": "coder · ordinal"})
+def test_it_lists_disagreements_between_log_and_checker(editor_client, study):
+    response = editor_client.get(url("hierarchy-recheck"), {"run": "coder · ordinal"})
     rows = {a.group: a for a in response.context["agreement"]}
     # sample 2 is an evaluator error (no response): its logged fail judges no style and is left out
     assert (rows["all groups"].pairs, rows["all groups"].agree) == (6, 4)
@@ -114,14 +114,14 @@ def test_it_lists_disagreements_between_log_and_checker(reviewer_client, study):
     assert url("hierarchy-sample", pk=response.context["disagreements"][0]["attempt_id"]) in html
 
 
-def test_it_starts_the_re_check_job_and_redirects_to_it(reviewer_client, study, django_capture_on_commit_callbacks):
+def test_it_starts_the_re_check_job_and_redirects_to_it(editor_client, study, django_capture_on_commit_callbacks):
     with django_capture_on_commit_callbacks(execute=True):
-        response = reviewer_client.post(url("hierarchy-recheck-start"), {"run": ["coder · scalar"]})
+        response = editor_client.post(url("hierarchy-recheck-start"), {"run": ["coder · scalar"], "confirm": "1"})
     job = Job.objects.get(kind="recheck")
     assert response.status_code == 302 and response["Location"] == reverse("runs:job", kwargs={"job_id": job.id})
     job.refresh_from_db()
     assert job.state == "succeeded" and job.params["run_ids"] == [study[1].id]
-    assert reviewer_client.get(url("hierarchy-recheck-start")).status_code == 405
+    assert editor_client.get(url("hierarchy-recheck-start")).status_code == 405
 
 
 def test_it_shows_a_sample_with_badges_winners_and_escaped_model_text(reviewer_client, study):
@@ -217,7 +217,7 @@ def test_it_escapes_the_evaluators_error_and_extracted_code(reviewer_client, tmp
         assert EVIL not in page and "&lt;script&gt;alert(" in page
 
 
-def test_one_start_view_serves_both_kinds_and_refuses_a_benchmark_of_the_other_kind(reviewer_client, study):
+def test_one_start_view_serves_both_kinds_and_refuses_a_benchmark_of_the_other_kind(editor_client, study):
     # the dialogue route with a hierarchy benchmark: not found, and no job made
-    assert reviewer_client.post(reverse("runs:dialogue-recheck-start", args=[SLUG])).status_code == 404
+    assert editor_client.post(reverse("runs:dialogue-recheck-start", args=[SLUG])).status_code == 404
     assert not Job.objects.exists()

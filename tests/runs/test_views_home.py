@@ -55,8 +55,8 @@ def test_it_logs_in_and_lands_on_home(client, reviewer):
     assert client.get("/").status_code == 200
 
 
-def test_it_shows_an_empty_state_that_links_to_import_and_demo(reviewer_client):
-    response = reviewer_client.get("/")
+def test_it_shows_an_empty_state_that_links_to_import_and_demo(editor_client):
+    response = editor_client.get("/")
     content = response.content.decode()
     assert "Nothing imported yet" in content
     assert 'href="/import/"' in content

@@ -46,8 +46,8 @@ def _upload(client, django_capture_on_commit_callbacks, fmt: str, *files: tuple[
         return client.post("/import/", data)
 
 
-def test_it_offers_every_format_with_a_description(reviewer_client):
-    content = reviewer_client.get("/import/").content.decode()
+def test_it_offers_every_format_with_a_description(editor_client):
+    content = editor_client.get("/import/").content.decode()
     assert set(FORMAT_DESCRIPTIONS) == set(FORMATS)
     for name in FORMATS:
         assert f'value="{name}"' in content
@@ -61,12 +61,12 @@ def test_it_sends_anonymous_visitors_to_login(client):
         assert response.status_code == 302 and response["Location"].startswith("/login/"), url
 
 
-def test_it_imports_a_valid_instances_file(reviewer_client, reviewer, django_capture_on_commit_callbacks):
-    response = _upload(reviewer_client, django_capture_on_commit_callbacks, "octobench-instances",
+def test_it_imports_a_valid_instances_file(editor_client, editor, django_capture_on_commit_callbacks):
+    response = _upload(editor_client, django_capture_on_commit_callbacks, "octobench-instances",
                        ("instances.jsonl", _instances_jsonl("task-1", "task-2")))
     job = Job.objects.get()
     assert response.status_code == 302 and response["Location"] == f"/jobs/{job.id}/"
-    assert job.state == JobState.SUCCEEDED and job.created_by == reviewer
+    assert job.state == JobState.SUCCEEDED and job.created_by == editor
     assert job.params == {"format": "octobench-instances", "options": {}}
     assert job.counts["by_kind"]["instances"] == {"created": 2}
     assert job.counts["by_kind"]["checklist items"] == {"created": 4}
@@ -74,15 +74,15 @@ def test_it_imports_a_valid_instances_file(reviewer_client, reviewer, django_cap
     [stored] = job.files
     assert stored["name"] == "instances.jsonl"
     assert Path(stored["path"]).read_bytes() == _instances_jsonl("task-1", "task-2")
-    page = reviewer_client.get(response["Location"]).content.decode()
+    page = editor_client.get(response["Location"]).content.decode()
     assert "badge-succeeded" in page and "100.00%" in page and "checklist items" in page
     assert 'hx-trigger="every 1s"' not in page
 
 
-def test_it_passes_the_options_to_the_ingest(reviewer_client, django_capture_on_commit_callbacks):
-    _upload(reviewer_client, django_capture_on_commit_callbacks, "octobench-instances",
+def test_it_passes_the_options_to_the_ingest(editor_client, django_capture_on_commit_callbacks):
+    _upload(editor_client, django_capture_on_commit_callbacks, "octobench-instances",
             ("instances.jsonl", _instances_jsonl("task-1")))
-    _upload(reviewer_client, django_capture_on_commit_callbacks, "octobench-scores",
+    _upload(editor_client, django_capture_on_commit_callbacks, "octobench-scores",
             ("scores.json", _scores_json("task-1")), model="model-a", judge="judge-x", run="a-rep2", repetition="2")
     job = Job.objects.order_by("-created_at").first()
     assert job.state == JobState.SUCCEEDED, job.errors
@@ -90,35 +90,35 @@ def test_it_passes_the_options_to_the_ingest(reviewer_client, django_capture_on_
     assert Verdict.objects.filter(attempt__run__label="a-rep2", attempt__run__repetition=2, judge__name="judge-x").count() == 2
 
 
-def test_it_fails_a_bad_file_with_file_line_errors_and_stores_nothing(reviewer_client, django_capture_on_commit_callbacks):
+def test_it_fails_a_bad_file_with_file_line_errors_and_stores_nothing(editor_client, django_capture_on_commit_callbacks):
     bad = _instances_jsonl("task-1") + b'{"instance_id": "task-2", "checklist": \n' + b'{"checklist": {}}\n'
-    response = _upload(reviewer_client, django_capture_on_commit_callbacks, "octobench-instances", ("bad.jsonl", bad))
+    response = _upload(editor_client, django_capture_on_commit_callbacks, "octobench-instances", ("bad.jsonl", bad))
     job = Job.objects.get()
     assert job.state == JobState.FAILED
     assert job.error_count == 2
     assert job.errors[0].startswith("bad.jsonl:2: not valid JSON")
     assert job.errors[1] == "bad.jsonl:3: missing required field 'instance_id'"
     assert Benchmark.objects.count() == 0 and Instance.objects.count() == 0
-    page = reviewer_client.get(response["Location"]).content.decode()
+    page = editor_client.get(response["Location"]).content.decode()
     assert "badge-failed" in page and "bad.jsonl:2: not valid JSON" in page and "nothing was stored" in page
     # the valid first line was read, but nothing of it was stored: no "created" beside the failure
     assert job.counts == {}
     assert "created" not in page.split('id="job-status"')[1]
-    api = reviewer_client.get(f"/api/jobs/{job.id}/").json()
+    api = editor_client.get(f"/api/jobs/{job.id}/").json()
     assert api["counts"] == {} and "nothing was stored" in api["message"]
 
 
-def test_it_rejects_files_over_the_size_limit(reviewer_client, settings, django_capture_on_commit_callbacks):
+def test_it_rejects_files_over_the_size_limit(editor_client, settings, django_capture_on_commit_callbacks):
     settings.IFPORTAL_MAX_UPLOAD_BYTES = 100
-    response = _upload(reviewer_client, django_capture_on_commit_callbacks, "octobench-instances",
+    response = _upload(editor_client, django_capture_on_commit_callbacks, "octobench-instances",
                        ("a.jsonl", b"x" * 60), ("b.jsonl", b"y" * 60))
     assert response.status_code == 400
     assert "one import takes at most 100" in response.content.decode()
     assert Job.objects.count() == 0
 
 
-def test_it_asks_for_a_format_and_files(reviewer_client):
-    response = reviewer_client.post("/import/", {"format": "no-such-format"})
+def test_it_asks_for_a_format_and_files(editor_client):
+    response = editor_client.post("/import/", {"format": "no-such-format"})
     assert response.status_code == 400
     errors = response.context["form"].errors
     assert "format" in errors and errors["files"] == ["This field is required."]
@@ -132,54 +132,54 @@ def _job(state: str, **fields) -> Job:
     return job
 
 
-def test_it_polls_a_running_job_every_second_with_live_progress(reviewer_client):
+def test_it_polls_a_running_job_every_second_with_live_progress(editor_client):
     job = _job(JobState.RUNNING, progress_total=400)
     ProgressReporter(job.id)(100, 400)
-    response = reviewer_client.get(f"/jobs/{job.id}/", HTTP_HX_REQUEST="true")
+    response = editor_client.get(f"/jobs/{job.id}/", HTTP_HX_REQUEST="true")
     content = response.content.decode()
     assert "<html" not in content and 'id="job-status"' in content
     assert f'hx-get="/jobs/{job.id}/"' in content and 'hx-trigger="every 1s"' in content
     assert "25.00%" in content and "100\xa0bytes of 400\xa0bytes" in content
 
 
-def test_it_stops_polling_once_the_job_has_finished(reviewer_client):
+def test_it_stops_polling_once_the_job_has_finished(editor_client):
     job = _job(JobState.SUCCEEDED, progress_done=400, progress_total=400, counts={"created": 3, "by_kind": {"instances": {"created": 3}}})
-    content = reviewer_client.get(f"/jobs/{job.id}/", HTTP_HX_REQUEST="true").content.decode()
+    content = editor_client.get(f"/jobs/{job.id}/", HTTP_HX_REQUEST="true").content.decode()
     assert "<html" not in content and 'id="job-status"' in content
     assert "hx-trigger" not in content and "hx-get" not in content
     assert "100.00%" in content
 
 
-def test_it_serves_the_whole_page_without_htmx(reviewer_client):
+def test_it_serves_the_whole_page_without_htmx(editor_client):
     job = _job(JobState.QUEUED)
-    content = reviewer_client.get(f"/jobs/{job.id}/").content.decode()
+    content = editor_client.get(f"/jobs/{job.id}/").content.decode()
     assert "<html" in content and 'hx-trigger="every 1s"' in content and "waiting for a worker" in content
 
 
-def test_it_answers_404_for_an_unknown_job(reviewer_client):
-    assert reviewer_client.get(f"/jobs/{Job().id}/").status_code == 404
+def test_it_answers_404_for_an_unknown_job(editor_client):
+    assert editor_client.get(f"/jobs/{Job().id}/").status_code == 404
 
 
-def test_it_retries_a_failed_job(reviewer_client, django_capture_on_commit_callbacks):
+def test_it_retries_a_failed_job(editor_client, django_capture_on_commit_callbacks):
     # scores before their instances: the job fails, then succeeds once the instances are in
-    _upload(reviewer_client, django_capture_on_commit_callbacks, "octobench-scores",
+    _upload(editor_client, django_capture_on_commit_callbacks, "octobench-scores",
             ("scores.json", _scores_json("task-1")), model="model-a", judge="judge-x")
     job = Job.objects.get()
     assert job.state == JobState.FAILED and "does not exist" in job.errors[0]
-    page = reviewer_client.get(f"/jobs/{job.id}/").content.decode()
+    page = editor_client.get(f"/jobs/{job.id}/").content.decode()
     assert f'action="/jobs/{job.id}/retry/"' in page
-    _upload(reviewer_client, django_capture_on_commit_callbacks, "octobench-instances",
+    _upload(editor_client, django_capture_on_commit_callbacks, "octobench-instances",
             ("instances.jsonl", _instances_jsonl("task-1")))
     with django_capture_on_commit_callbacks(execute=True):
-        response = reviewer_client.post(f"/jobs/{job.id}/retry/")
+        response = editor_client.post(f"/jobs/{job.id}/retry/")
     assert response.status_code == 302 and response["Location"] == f"/jobs/{job.id}/"
     job.refresh_from_db()
     assert job.state == JobState.SUCCEEDED and job.attempts_made == 2 and job.errors == []
     assert Verdict.objects.count() == 2
 
 
-def test_it_lets_only_the_starter_retry(reviewer_client, outsider, django_capture_on_commit_callbacks):
-    _upload(reviewer_client, django_capture_on_commit_callbacks, "octobench-scores",
+def test_it_lets_only_the_starter_retry(editor_client, outsider, django_capture_on_commit_callbacks):
+    _upload(editor_client, django_capture_on_commit_callbacks, "octobench-scores",
             ("scores.json", _scores_json("task-1")), model="model-a", judge="judge-x")
     job = Job.objects.get()
     other = Client()
@@ -190,35 +190,35 @@ def test_it_lets_only_the_starter_retry(reviewer_client, outsider, django_captur
     assert job.state == JobState.FAILED and job.attempts_made == 1
 
 
-def test_it_does_not_retry_a_succeeded_job(reviewer_client, reviewer):
-    job = _job(JobState.SUCCEEDED, created_by=reviewer)
-    assert reviewer_client.post(f"/jobs/{job.id}/retry/").status_code == 403
-    assert reviewer_client.get(f"/jobs/{job.id}/retry/").status_code == 405
+def test_it_does_not_retry_a_succeeded_job(editor_client, editor):
+    job = _job(JobState.SUCCEEDED, created_by=editor)
+    assert editor_client.post(f"/jobs/{job.id}/retry/").status_code == 403
+    assert editor_client.get(f"/jobs/{job.id}/retry/").status_code == 405
 
 
-def test_it_lists_recent_jobs_with_state_and_who(reviewer_client, reviewer):
-    done = _job(JobState.SUCCEEDED, created_by=reviewer, counts={"created": 7, "updated": 0, "unchanged": 1, "rejected": 0})
+def test_it_lists_recent_jobs_with_state_and_who(editor_client, editor):
+    done = _job(JobState.SUCCEEDED, created_by=editor, counts={"created": 7, "updated": 0, "unchanged": 1, "rejected": 0})
     _job(JobState.FAILED, error_count=3)
-    response = reviewer_client.get("/jobs/")
+    response = editor_client.get("/jobs/")
     content = response.content.decode()
     assert f"/jobs/{done.id}/" in content and "badge-succeeded" in content and "badge-failed" in content
-    assert "reviewer" in content
+    assert "editor" in content
     assert 'hx-trigger="every 2s"' not in content  # nothing is running
-    failed_only = reviewer_client.get("/jobs/?state=failed").context["jobs"]
+    failed_only = editor_client.get("/jobs/?state=failed").context["jobs"]
     assert [j.state for j in failed_only] == ["failed"]
 
 
-def test_it_refreshes_the_jobs_table_while_a_job_runs(reviewer_client):
+def test_it_refreshes_the_jobs_table_while_a_job_runs(editor_client):
     _job(JobState.RUNNING)
-    response = reviewer_client.get("/jobs/", HTTP_HX_REQUEST="true")
+    response = editor_client.get("/jobs/", HTTP_HX_REQUEST="true")
     content = response.content.decode()
     assert "<html" not in content and 'id="jobs-table"' in content and 'hx-trigger="every 2s"' in content
 
 
-def test_it_lists_jobs_in_a_constant_number_of_queries(reviewer_client, django_user_model):
+def test_it_lists_jobs_in_a_constant_number_of_queries(editor_client, django_user_model):
     def count() -> int:
         with CaptureQueriesContext(connection) as queries:
-            reviewer_client.get("/jobs/")
+            editor_client.get("/jobs/")
         return len(queries)
 
     users = [django_user_model.objects.create_user(f"user{n}") for n in range(4)]
@@ -229,20 +229,20 @@ def test_it_lists_jobs_in_a_constant_number_of_queries(reviewer_client, django_u
     assert count() == small
 
 
-def test_it_links_the_import_page_to_the_jobs(reviewer_client, reviewer):
-    job = _job(JobState.SUCCEEDED, created_by=reviewer)
-    content = reviewer_client.get("/import/").content.decode()
+def test_it_links_the_import_page_to_the_jobs(editor_client, editor):
+    job = _job(JobState.SUCCEEDED, created_by=editor)
+    content = editor_client.get("/import/").content.decode()
     assert 'href="/jobs/"' in content and f'href="/jobs/{job.id}/"' in content
 
 
-def test_the_page_takes_a_benchmark_name_and_a_manifest_among_the_files(reviewer_client, django_capture_on_commit_callbacks):
+def test_the_page_takes_a_benchmark_name_and_a_manifest_among_the_files(editor_client, django_capture_on_commit_callbacks):
     from runs.models import Run
 
-    _upload(reviewer_client, django_capture_on_commit_callbacks, "octobench-instances",
+    _upload(editor_client, django_capture_on_commit_callbacks, "octobench-instances",
             ("instances.jsonl", _instances_jsonl("task-1")), benchmark="octo-team", name="OctoBench, team run")
     manifest = json.dumps({"files": [{"path": "s1.json", "model": "model-a", "judge": "judge-x"},
                                      {"path": "s2.json", "model": "model-b", "judge": "judge-x", "repetition": 2}]})
-    _upload(reviewer_client, django_capture_on_commit_callbacks, "octobench-scores", ("s1.json", _scores_json("task-1")),
+    _upload(editor_client, django_capture_on_commit_callbacks, "octobench-scores", ("s1.json", _scores_json("task-1")),
             ("s2.json", _scores_json("task-1")), ("ifportal-import.json", manifest.encode()), benchmark="octo-team")
 
     job = Job.objects.order_by("-created_at").first()
@@ -251,28 +251,28 @@ def test_the_page_takes_a_benchmark_name_and_a_manifest_among_the_files(reviewer
     assert sorted(Run.objects.values_list("label", "repetition")) == [("model-a", 1), ("model-b-r2", 2)]
 
 
-def test_a_recheck_job_page_shows_what_it_created_not_nothing_changed(reviewer_client):
+def test_a_recheck_job_page_shows_what_it_created_not_nothing_changed(editor_client):
     job = job_create(kind="recheck", params={"run_ids": []})
     Job.objects.filter(pk=job.pk).update(state=JobState.SUCCEEDED, message="m1: 3 constraint verdicts checked",
                                          counts={"checked": 3, "created": 4, "updated": 0, "unchanged": 0, "removed": 0,
                                                  "by_kind": {"verdicts": {"created": 4}}})
-    page = reviewer_client.get(f"/jobs/{job.id}/").content.decode()
+    page = editor_client.get(f"/jobs/{job.id}/").content.decode()
     assert "Nothing changed" not in page and "m1: 3 constraint verdicts checked" in page
     assert '<span class="stat-value num">4</span><span class="stat-label">created</span>' in page
     Job.objects.filter(pk=job.pk).update(counts={"checked": 3, "created": 0, "updated": 0, "unchanged": 4, "removed": 0})
-    page = reviewer_client.get(f"/jobs/{job.id}/").content.decode()
+    page = editor_client.get(f"/jobs/{job.id}/").content.decode()
     assert "Nothing changed: every verdict it wrote was already stored." in page
 
 
-def test_a_running_job_whose_worker_stopped_beating_shows_as_failed_and_can_be_retried(reviewer_client, reviewer):
+def test_a_running_job_whose_worker_stopped_beating_shows_as_failed_and_can_be_retried(editor_client, editor):
     started = timezone.now() - timedelta(seconds=HEARTBEAT_STALE_SECONDS + 30)
-    lost = _job(JobState.RUNNING, started_at=started, created_by=reviewer)
-    alive = _job(JobState.RUNNING, started_at=started, created_by=reviewer)
+    lost = _job(JobState.RUNNING, started_at=started, created_by=editor)
+    alive = _job(JobState.RUNNING, started_at=started, created_by=editor)
     cache.set(f"ifportal:job:{alive.id}:heartbeat", time.time(), timeout=60)  # its worker beat just now
 
-    listed = reviewer_client.get("/jobs/").content.decode()
-    page = reviewer_client.get(f"/jobs/{lost.id}/").content.decode()
-    api = reviewer_client.get(f"/api/jobs/{lost.id}/").json()
+    listed = editor_client.get("/jobs/").content.decode()
+    page = editor_client.get(f"/jobs/{lost.id}/").content.decode()
+    api = editor_client.get(f"/api/jobs/{lost.id}/").json()
 
     lost.refresh_from_db()
     alive.refresh_from_db()
@@ -283,8 +283,8 @@ def test_a_running_job_whose_worker_stopped_beating_shows_as_failed_and_can_be_r
     assert listed.count("badge-failed") == 1 and listed.count("badge-running") == 1
 
 
-def test_a_running_job_with_a_recent_heartbeat_is_left_running(reviewer_client):
+def test_a_running_job_with_a_recent_heartbeat_is_left_running(editor_client):
     job = _job(JobState.RUNNING, started_at=timezone.now())  # started now: no beat yet is not a lost worker
-    assert reviewer_client.get(f"/api/jobs/{job.id}/").json()["state"] == "running"
+    assert editor_client.get(f"/api/jobs/{job.id}/").json()["state"] == "running"
     job.refresh_from_db()
     assert job.state == JobState.RUNNING

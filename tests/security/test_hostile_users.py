@@ -79,9 +79,9 @@ def test_one_user_cannot_fill_the_database_with_share_links(django_user_model, s
 
     bench, _ = build_study()
     attacker = signed_in(django_user_model, "sharer")
-    django_user_model.objects.get(username="sharer").groups.add(Group.objects.get_or_create(name="reviewer")[0])
+    django_user_model.objects.get(username="sharer").groups.add(Group.objects.get_or_create(name="editor")[0])
     colleague = signed_in(django_user_model, "colleague")
-    django_user_model.objects.get(username="colleague").groups.add(Group.objects.get_or_create(name="reviewer")[0])
+    django_user_model.objects.get(username="colleague").groups.add(Group.objects.get_or_create(name="editor")[0])
     url = reverse("runs:page-share-create", args=[bench.slug])
     path = reverse("runs:checklist-leaderboard", args=[bench.slug])
     settings.IFPORTAL_SHARE_LINKS_PER_DAY = 3
@@ -102,7 +102,7 @@ def test_one_user_cannot_fill_the_database_with_share_links(django_user_model, s
     assert refused.status_code == 413 and "revoke links you no longer need" in refused.content.decode()
     assert ShareLink.objects.count() == 4
     for link in ShareLink.objects.all():  # revoked: their frozen data dropped, their space free again
-        attacker.post(reverse("runs:share-revoke", args=[link.pk]))
+        attacker.post(reverse("runs:share-revoke", args=[link.pk]), {"confirm": "1"})
     assert all(link.snapshot == {} and link.attempt_ids == [] for link in ShareLink.objects.all())
     settings.IFPORTAL_SHARE_MB_PER_USER = 0.05  # about 52 KB: a few links' snapshots
     made = ShareLink.objects.count()
@@ -119,7 +119,7 @@ def test_one_user_cannot_fill_the_database_with_share_links(django_user_model, s
     assert attacker.post(url, {"path": path}).status_code == 413
     live = ShareLink.objects.filter(created_by__username="sharer", revoked_at__isnull=True).order_by("id")
     for link in live[:2]:
-        attacker.post(reverse("runs:share-revoke", args=[link.pk]))
+        attacker.post(reverse("runs:share-revoke", args=[link.pk]), {"confirm": "1"})
     assert "/s/" in attacker.post(url, {"path": path}).content.decode()
     settings.IFPORTAL_SHARE_LINKS_PER_DAY = 0  # sharing turned off: said, not a server error
     off = colleague.post(url, {"path": path})
@@ -296,8 +296,9 @@ def test_eight_concurrent_uploads_on_a_sqlite_database_url_all_finish(tmp_path):
     manage = [sys.executable, "manage.py"]
     subprocess.run([*manage, "migrate", "-v", "0"], cwd=ROOT, env=env, check=True, timeout=300)
     made = subprocess.run([*manage, "shell", "-v", "0", "-c",
-                           "from django.contrib.auth.models import User; from rest_framework.authtoken.models import Token; "
-                           "print(Token.objects.create(user=User.objects.create_user('uploader', password='pw-up-123456')).key)"],
+                           "from django.contrib.auth.models import Group, User; from rest_framework.authtoken.models import Token; "
+                           "u = User.objects.create_user('uploader', password='pw-up-123456'); "
+                           "u.groups.add(Group.objects.get(name='editor')); print(Token.objects.create(user=u).key)"],
                           cwd=ROOT, env=env, check=True, timeout=120, capture_output=True, text=True)
     token, port = made.stdout.strip(), _free_port()
     server = subprocess.Popen([sys.executable, "-m", "gunicorn", "ifportal.wsgi", "-b", f"127.0.0.1:{port}",
@@ -375,9 +376,9 @@ def test_a_score_too_large_for_a_float_is_a_file_line_problem(tmp_path):
 
 
 @pytest.mark.django_db
-def test_a_repetition_beyond_the_column_is_a_clear_400(reviewer):
+def test_a_repetition_beyond_the_column_is_a_clear_400(editor):
     client = APIClient()
-    client.force_authenticate(reviewer)
+    client.force_authenticate(editor)
 
     response = client.post("/api/ingest/", {"format": "native", "repetition": str(10**30),
                                             "files": [SimpleUploadedFile("a.jsonl", NATIVE.read_bytes())]},
@@ -413,9 +414,9 @@ def test_an_internal_error_shows_a_reason_and_an_id_never_a_path_or_traceback(re
 
 # fill the disk and the memory --------------------------------------------------------------------------------
 @pytest.mark.django_db
-def test_uploads_are_deleted_after_the_retention_period(reviewer, reviewer_client, settings):
+def test_uploads_are_deleted_after_the_retention_period(editor, editor_client, settings):
     settings.IFPORTAL_UPLOAD_RETENTION_DAYS = 7
-    old, recent = (jobs.job_create(kind="ingest", params={"format": "native", "options": {}}, user=reviewer)
+    old, recent = (jobs.job_create(kind="ingest", params={"format": "native", "options": {}}, user=editor)
                    for _ in range(2))
     for job in (old, recent):
         folder = jobs.upload_dir(job.id)
@@ -433,9 +434,9 @@ def test_uploads_are_deleted_after_the_retention_period(reviewer, reviewer_clien
     assert jobs.upload_dir(recent.id).joinpath("01-a.jsonl").exists()
     old.refresh_from_db()
     assert old.files == [{"name": "a.jsonl", "removed": True}]
-    page = reviewer_client.get(f"/jobs/{old.id}/").content.decode()
+    page = editor_client.get(f"/jobs/{old.id}/").content.decode()
     assert "deleted after the retention period" in page and "a.jsonl" in page
-    assert reviewer_client.post(f"/jobs/{old.id}/retry/").status_code == 403
+    assert editor_client.post(f"/jobs/{old.id}/retry/").status_code == 403
 
 
 def test_a_session_upload_over_the_limit_is_refused_before_its_body_is_read(settings):
@@ -457,10 +458,10 @@ def test_a_session_upload_over_the_limit_is_refused_before_its_body_is_read(sett
 
 
 @pytest.mark.django_db
-def test_a_signed_in_browser_upload_over_the_limit_gets_413_and_stores_nothing(reviewer_client, settings):
+def test_a_signed_in_browser_upload_over_the_limit_gets_413_and_stores_nothing(editor_client, settings):
     settings.IFPORTAL_MAX_UPLOAD_BYTES = 1000
 
-    response = reviewer_client.post("/import/", {"format": "native",
+    response = editor_client.post("/import/", {"format": "native",
                                                  "files": [SimpleUploadedFile("a.jsonl", b"{}\n" * 200_000)]})
 
     assert response.status_code == 413 and "Nothing was read or stored" in response.content.decode()
@@ -469,12 +470,12 @@ def test_a_signed_in_browser_upload_over_the_limit_gets_413_and_stores_nothing(r
 
 @pytest.mark.django_db
 @pytest.mark.parametrize("path", ["/import/", "/api/ingest/"])
-def test_too_many_files_get_the_apps_own_error(reviewer, reviewer_client, settings, path):
+def test_too_many_files_get_the_apps_own_error(editor, editor_client, settings, path):
     assert settings.DATA_UPLOAD_MAX_NUMBER_FILES == settings.IFPORTAL_MAX_UPLOAD_FILES == 1000  # one limit
     settings.IFPORTAL_MAX_UPLOAD_FILES = settings.DATA_UPLOAD_MAX_NUMBER_FILES = 5
     files = [SimpleUploadedFile(f"part{n}.jsonl", b"{}\n") for n in range(6)]
 
-    response = reviewer_client.post(path, {"format": "native", "files": files})
+    response = editor_client.post(path, {"format": "native", "files": files})
 
     assert response.status_code == 400
     assert "More than 5 files; one import takes at most 5. Split them into several imports." in response.content.decode()
@@ -482,24 +483,24 @@ def test_too_many_files_get_the_apps_own_error(reviewer, reviewer_client, settin
 
 
 @pytest.mark.django_db
-def test_a_huge_reasoning_is_cut_like_trajectory_text_on_the_attempt_and_share_pages(django_user_model, reviewer,
-                                                                                     reviewer_client):
+def test_a_huge_reasoning_is_cut_like_trajectory_text_on_the_attempt_and_share_pages(django_user_model, editor,
+                                                                                   editor_client):
     bench, attempts = build_study()
     huge = "<script>window.__pwned=1</script>" + "R" * (5 * 1024 * 1024)
     verdict = Verdict.objects.filter(attempt=attempts[0]).first()
     Verdict.objects.filter(pk=verdict.pk).update(reasoning=huge)
-    token = _share(reviewer_client, bench, include_attempts="on")
+    token = _share(editor_client, bench, include_attempts="on")
     other = Verdict.objects.exclude(attempt=attempts[0]).first()
 
     for page, text in ((f"/attempts/{attempts[0].id}/", f"/attempts/{attempts[0].id}/text/"),
                        (f"/s/{token}/attempts/{attempts[0].id}/", f"/s/{token}/attempts/{attempts[0].id}/text/")):
-        body = reviewer_client.get(page).content.decode()
+        body = editor_client.get(page).content.decode()
         assert len(body) < 300_000, (page, len(body))
         assert f"show all {len(huge)} characters" in body and f'{text}?verdict={verdict.id}' in body
-        full = reviewer_client.get(f"{text}?verdict={verdict.id}").content.decode()
+        full = editor_client.get(f"{text}?verdict={verdict.id}").content.decode()
         assert len(full) > len(huge) and "&lt;script&gt;" in full and "<script>" not in full
     # the share link's text endpoint reads only verdicts of the attempts in its scope
-    assert reviewer_client.get(f"/s/{token}/attempts/{attempts[0].id}/text/?verdict={other.id}").status_code == 404
+    assert editor_client.get(f"/s/{token}/attempts/{attempts[0].id}/text/?verdict={other.id}").status_code == 404
 
 
 def _share(client, bench, **fields) -> str:
@@ -524,10 +525,10 @@ def test_an_all_digit_password_is_refused():
 
 
 @pytest.mark.django_db
-def test_an_admin_revokes_anyone_s_leaked_share_link(django_user_model, reviewer):
+def test_an_admin_revokes_anyone_s_leaked_share_link(django_user_model, editor):
     bench, _ = build_study()
     owner = Client()
-    owner.force_login(reviewer)
+    owner.force_login(editor)
     token = _share(owner, bench)
     link = ShareLink.objects.get()
     admin = Client()
@@ -537,7 +538,7 @@ def test_an_admin_revokes_anyone_s_leaked_share_link(django_user_model, reviewer
     listing = admin.get("/admin/runs/sharelink/").content.decode()
     response = admin.post("/admin/runs/sharelink/", {"action": "revoke", "_selected_action": [link.pk]})
 
-    assert "reviewer" in listing and "active" in listing
+    assert "editor" in listing and "active" in listing
     assert response.status_code == 302
     link.refresh_from_db()
     assert link.revoked_at is not None and Client().get(f"/s/{token}/").status_code == 404

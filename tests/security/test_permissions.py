@@ -19,7 +19,7 @@ from django.test import Client
 from django.urls import reverse
 
 ROOT = Path(__file__).resolve().parents[2]
-ROLES = ["anonymous", "share-link holder", "annotator", "reviewer", "lead", "admin"]
+ROLES = ["anonymous", "share-link holder", "annotator", "reviewer", "editor", "lead", "admin"]
 CELLS = {"yes", "no", "own", "assigned", "token"}
 ADMIN_WILDCARD = "admin:*"
 
@@ -81,6 +81,7 @@ def study(db, django_user_model, tmp_path, hostile, django_capture_on_commit_cal
     users = {
         "annotator": _user(django_user_model, "p-annotator", "annotator"),
         "reviewer": _user(django_user_model, "p-reviewer", "reviewer"),
+        "editor": _user(django_user_model, "p-editor", "editor"),
         "lead": _user(django_user_model, "p-lead", "lead"),
         "admin": _user(django_user_model, "p-admin", is_staff=True, is_superuser=True),
     }
@@ -90,7 +91,7 @@ def study(db, django_user_model, tmp_path, hostile, django_capture_on_commit_cal
         name="permissions", subject="checklist_items", benchmarks=[checklist], strata=["category"],
         allocation="proportional", size=3, seed=1, user=users["lead"]))
     assignments = {who: audit.assignment_next(campaign, user) for who, user in [*users.items(), ("other", other)]
-                   if who != "reviewer"}
+                   if who not in ("reviewer", "editor")}
     assert all(assignments.values()), "every labeller needs an assignment"
     unassigned = campaign.units.exclude(assignments__annotator=users["annotator"]).first()
     assert unassigned is not None
@@ -165,8 +166,8 @@ def fill(route, s: SimpleNamespace, whose: str, token_ok: bool) -> tuple[dict, s
         "runs:instance": ({"pk": s.instance.pk}, ""),
         "runs:attempt-compare": ({"pk": s.instance.pk}, ""),
         "runs:share-revoke": ({"pk": s.links[whose].pk}, ""),
-        "runs:share": ({"token": token}, ""),
         "signin-link": ({"uidb64": "MQ", "token": "not-a-live-token"}, ""),  # answers that the link does not work
+        "runs:share": ({"token": token}, ""),
         "runs:share-export": ({"token": token}, "format=csv"),
         "runs:share-attempts": ({"token": token}, urlencode({"model": s.in_scope.run.model.name})),
         "runs:share-attempt": ({"token": token, "pk": s.in_scope.pk}, ""),
@@ -237,7 +238,7 @@ def _outcome(response) -> str:
 
 
 def _denied_as_expected(route, url: str, role: str, response) -> bool:
-    outcome, signed_in = _outcome(response), role in ("annotator", "reviewer", "lead", "admin")
+    outcome, signed_in = _outcome(response), role in ("annotator", "reviewer", "editor", "lead", "admin")
     if route.admin:
         return outcome == "login" and response["Location"].startswith("/admin/login/")
     if url.startswith("/s/"):  # a blind annotator is refused before the token is read (runs.access)

@@ -49,8 +49,8 @@ REFUSED = [
 
 
 @pytest.mark.parametrize(("name", "content", "message"), REFUSED, ids=[f"{n}-{m.split()[-2]}" for n, _, m in REFUSED])
-def test_it_refuses_the_upload_on_the_import_page(reviewer_client, name, content, message):
-    response = reviewer_client.post("/import/", {"format": "native", "files": [SimpleUploadedFile(name, content)]})
+def test_it_refuses_the_upload_on_the_import_page(editor_client, name, content, message):
+    response = editor_client.post("/import/", {"format": "native", "files": [SimpleUploadedFile(name, content)]})
 
     assert response.status_code == 400  # the form again, with the reason
     assert message in response.content.decode()
@@ -58,9 +58,9 @@ def test_it_refuses_the_upload_on_the_import_page(reviewer_client, name, content
 
 
 @pytest.mark.parametrize(("name", "content", "message"), REFUSED, ids=[f"{n}-{m.split()[-2]}" for n, _, m in REFUSED])
-def test_it_refuses_the_upload_on_the_api(reviewer, name, content, message):
+def test_it_refuses_the_upload_on_the_api(editor, name, content, message):
     client = APIClient()
-    client.force_authenticate(reviewer)
+    client.force_authenticate(editor)
 
     response = client.post("/api/ingest/", {"format": "native", "files": [SimpleUploadedFile(name, content)]},
                            format="multipart")
@@ -71,9 +71,9 @@ def test_it_refuses_the_upload_on_the_api(reviewer, name, content, message):
 
 
 @pytest.mark.parametrize("name", ["study.jsonl", "study.json", "STUDY.JSONL", "study.ndjson"])
-def test_it_accepts_json_text_files(reviewer, name, django_capture_on_commit_callbacks):
+def test_it_accepts_json_text_files(editor, name, django_capture_on_commit_callbacks):
     client = APIClient()
-    client.force_authenticate(reviewer)
+    client.force_authenticate(editor)
 
     with django_capture_on_commit_callbacks(execute=True):
         response = client.post("/api/ingest/", {"format": "native", "files": [SimpleUploadedFile(name, GOOD)]},
@@ -83,10 +83,10 @@ def test_it_accepts_json_text_files(reviewer, name, django_capture_on_commit_cal
     assert Job.objects.get().state == "succeeded"
 
 
-def test_it_refuses_an_upload_over_the_size_limit_before_reading_it(reviewer, settings):
+def test_it_refuses_an_upload_over_the_size_limit_before_reading_it(editor, settings):
     settings.IFPORTAL_MAX_UPLOAD_BYTES = 1000
     client = APIClient()
-    client.force_authenticate(reviewer)
+    client.force_authenticate(editor)
 
     response = client.post("/api/ingest/", {"format": "native", "files": [SimpleUploadedFile("a.jsonl", b"{}\n" * 30_000)]},
                            format="multipart")
@@ -95,10 +95,10 @@ def test_it_refuses_an_upload_over_the_size_limit_before_reading_it(reviewer, se
     assert Job.objects.count() == 0
 
 
-def test_it_refuses_too_many_files(reviewer, settings):
+def test_it_refuses_too_many_files(editor, settings):
     settings.IFPORTAL_MAX_UPLOAD_FILES = settings.DATA_UPLOAD_MAX_NUMBER_FILES = 3
     client = APIClient()
-    client.force_authenticate(reviewer)
+    client.force_authenticate(editor)
     files = [SimpleUploadedFile(f"part{n}.jsonl", GOOD) for n in range(4)]
 
     response = client.post("/api/ingest/", {"format": "native", "files": files}, format="multipart")
@@ -107,7 +107,7 @@ def test_it_refuses_too_many_files(reviewer, settings):
     assert "at most 3" in response.json()["files"][0]
 
 
-def test_it_tells_the_browser_which_files_to_offer(reviewer_client):
-    page = reviewer_client.get("/import/").content.decode()
+def test_it_tells_the_browser_which_files_to_offer(editor_client):
+    page = editor_client.get("/import/").content.decode()
 
     assert 'accept=".json,.jsonl,.ndjson,.eval"' in page
