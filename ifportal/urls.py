@@ -7,8 +7,9 @@ from django.urls import include, path, reverse_lazy
 from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView
 
+from audits.views import queue_url
 from ifportal.signin import signin_forget, signin_rule
-from runs.access import blind_safe
+from runs.access import blind_safe, is_blind_annotator
 
 
 class LoginView(auth_views.LoginView):
@@ -16,6 +17,13 @@ class LoginView(auth_views.LoginView):
 
     def get_context_data(self, **kwargs):
         return super().get_context_data(**kwargs) | {"lockout": signin_rule()}
+
+    def get_default_redirect_url(self):
+        """Without a `next`, a blind annotator lands on their labelling queue (labelling is their work); everyone
+        else on LOGIN_REDIRECT_URL."""
+        if is_blind_annotator(self.request.user):
+            return queue_url(self.request.user)
+        return super().get_default_redirect_url()
 
 
 class SignInLinkView(auth_views.PasswordResetConfirmView):
