@@ -10,9 +10,11 @@ import re
 import time
 
 import pytest
+from django.contrib.auth.models import Group
 from django.test import Client
 from django.urls import reverse
 
+from runs.access import EDITOR
 from runs.bench_browser import MEASURE
 
 pytestmark = pytest.mark.browser
@@ -36,6 +38,16 @@ CHART_PAGES = [
     ("conflict", "runs:conflict-metrics", "octobench-conflict"),
 ]
 
+#: the charts whose drawing reaches past the box that holds it (the chart's card), by data-plotly name
+CHARTS_OVERFLOWING = """
+() => Array.from(document.querySelectorAll('[data-plotly]')).filter(chart => {
+  const svg = chart.querySelector('.main-svg');
+  const box = (chart.closest('.card') || chart).getBoundingClientRect();
+  return svg && svg.getBoundingClientRect().right > box.right + 0.5;
+}).map(chart => chart.dataset.plotly)
+"""
+
+
 @pytest.fixture
 def study(transactional_db, django_user_model):
     from runs.demo import demo_load
@@ -46,13 +58,15 @@ def study(transactional_db, django_user_model):
     for run in Run.objects.filter(benchmark__slug="manyih-coding"):  # the conflict-resolution chart needs it
         recheck_run(run=run)
     django_user_model.objects.create_user("reviewer", password="pw-reviewer-1")
+    editor = django_user_model.objects.create_user("editor", password="pw-editor-1")  # share links are an editor's
+    editor.groups.add(Group.objects.get_or_create(name=EDITOR)[0])
 
 
 def _share_link(slug: str) -> str:
     from django.contrib.auth import get_user_model
 
     client = Client()
-    client.force_login(get_user_model().objects.get(username="reviewer"))
+    client.force_login(get_user_model().objects.get(username="editor"))
     response = client.post(reverse("runs:share-create", args=[slug]), {"query": "", "expires_in": ""})
     return re.search(r"/s/[A-Za-z0-9_-]+/", response.content.decode()).group(0)
 
@@ -69,13 +83,15 @@ def test_every_chart_page_paints_and_draws_its_charts_on_a_cold_browser_cache(
         page.on("pageerror", console.on_page_error)
         page.goto(f"{live_server.url}{path}", wait_until="domcontentloaded")
         measured = page.evaluate(MEASURE)
+        overflowing = page.evaluate(CHARTS_OVERFLOWING)
         context.close()
-        figures.append({"kind": kind, "path": path, **measured})
+        figures.append({"kind": kind, "path": path, "overflowing": overflowing, **measured})
     (artifacts / "page-timing.json").write_text(json.dumps(figures, indent=1))
     for f in figures:
         print(f"{f['kind']:>22} {f['path']:<44} first paint {f['first_paint']:7.0f} ms, usable {f['usable']:7.0f} ms, "
               f"charts ({f['charts']}) {f['charts_drawn']:7.0f} ms")
     assert all(f["charts"] and f["drawn"] for f in figures), [f["path"] for f in figures if not (f["charts"] and f["drawn"])]
+    assert [(f["path"], f["overflowing"]) for f in figures if f["overflowing"]] == []  # every chart inside its card
     assert [f["path"] for f in figures if f["first_paint"] is None] == []  # painted, within MEASURE's 10 s
     slow = [(f["path"], round(f["first_paint"]), round(f["usable"]), round(f["charts_drawn"])) for f in figures
             if f["first_paint"] >= FIRST_PAINT_MS or f["usable"] >= USABLE_MS or f["charts_drawn"] >= CHARTS_DRAWN_MS]
