@@ -1,6 +1,7 @@
 """Forms of the runs pages, and starting an ingest job from uploaded files (page and API share it)."""
 from __future__ import annotations
 
+import shutil
 from collections.abc import Sequence
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -12,7 +13,8 @@ from django.db import transaction
 from django.template.defaultfilters import filesizeformat
 from django.utils.text import get_valid_filename
 
-from .ingest import FORMATS
+from .ingest import FORMATS, Options
+from .ingest.options import OPTION_WORDS, upload_problems
 from .jobs import job_create, job_enqueue, upload_dir
 from .models import Job, JobState
 
@@ -136,28 +138,50 @@ def upload_paths_problem(files: Sequence[UploadedFile], paths: Sequence[str] | N
     return None
 
 
+class ImportRefused(Exception):
+    """Uploads that cannot be imported with the options sent (a manifest that does not fit them, an option
+    that no file says): field -> messages, found before any job exists."""
+
+    def __init__(self, errors: dict[str, list[str]]):
+        super().__init__(errors)
+        self.errors = errors
+
+
 def ingest_job_start(*, format_name: str, files: Sequence[UploadedFile], options: dict[str, Any], user,
-                     paths: Sequence[str] | None = None) -> Job:
+                     paths: Sequence[str] | None = None, surface: str = "api") -> Job:
     """Store the uploads under the job's folder (streamed in chunks) and queue an ingest job for them.
 
     `paths`, one per file, are the files' places in the results folder they came from (the layout
-    says model, repetition and judge by them); without, a file is known by its name.
+    says model, repetition and judge by them); without, a file is known by its name. The files are
+    planned as the job will plan them first: if that fails, or a file lacks an option its format
+    needs, ImportRefused says why (in the words of `surface`, "form" or "api") and no job is left
+    behind, so no job fails in a way its Retry would repeat.
     """
     options = {k: v for k, v in options.items() if k in OPTION_NAMES and v not in (None, "")}
-    with transaction.atomic():
-        job = job_create(kind="ingest", params={"format": format_name, "options": options}, user=user)
-        directory = upload_dir(job.id)
-        stored = []
-        for n, upload in enumerate(files, 1):
-            name = paths[n - 1] if paths else Path(upload.name or "upload").name
-            path = directory / f"{n:02d}-{get_valid_filename(PurePosixPath(name).name) or 'upload'}"
-            with open(path, "wb") as out:
-                for chunk in upload.chunks():
-                    out.write(chunk)
-            stored.append({"path": str(path), "name": name})
-        job.files = stored
-        job.save(update_fields=["files"])
-        job_enqueue(job)
+    directory = None
+    try:
+        with transaction.atomic():
+            job = job_create(kind="ingest", params={"format": format_name, "options": options, "surface": surface},
+                             user=user)
+            directory = upload_dir(job.id)
+            stored = []
+            for n, upload in enumerate(files, 1):
+                name = paths[n - 1] if paths else Path(upload.name or "upload").name
+                path = directory / f"{n:02d}-{get_valid_filename(PurePosixPath(name).name) or 'upload'}"
+                with open(path, "wb") as out:
+                    for chunk in upload.chunks():
+                        out.write(chunk)
+                stored.append({"path": str(path), "name": name})
+            refused = upload_problems(format_name, [(Path(f["path"]), f["name"]) for f in stored],
+                                      Options(**options, surface=surface))
+            if refused:
+                raise ImportRefused(refused)
+            job.files = stored
+            job.save(update_fields=["files"])
+            job_enqueue(job)
+    except ImportRefused:
+        shutil.rmtree(directory, ignore_errors=True)
+        raise
     return job
 
 
@@ -188,18 +212,26 @@ class ImportForm(forms.Form):
         widget=MultipleFileInput(attrs={"accept": ",".join(UPLOAD_SUFFIXES)}),
         help_text="One or more .json/.jsonl files (not compressed), read together in one all-or-nothing import. "
                   "Add an ifportal-import.json manifest to say each file's model, run, judge and repetition.")
-    benchmark = forms.SlugField(required=False, help_text="Benchmark slug; default: the format's own (e.g. octobench).")
-    name = forms.CharField(required=False, max_length=200, label="Benchmark name",
+    # labels from runs.ingest.options.OPTION_WORDS: the import's problems name a field by its label
+    benchmark = forms.SlugField(required=False, label=OPTION_WORDS["benchmark"][0],
+                                help_text="Benchmark slug; default: the format's own (e.g. octobench).")
+    name = forms.CharField(required=False, max_length=200, label=OPTION_WORDS["name"][0],
                            help_text="Display name of a benchmark this import creates; default: from the slug.")
-    model = forms.CharField(required=False, max_length=200, help_text="Model name, where the files do not say.")
-    run = forms.CharField(required=False, max_length=200, help_text="Run label; default: the model name.")
-    judge = forms.CharField(required=False, max_length=200, help_text="Judge name, for verdicts (scores files).")
-    scaffold = forms.CharField(required=False, max_length=100, help_text="Scaffold the run used.")
-    repetition = forms.IntegerField(required=False, min_value=1, max_value=MAX_REPETITION,
+    model = forms.CharField(required=False, max_length=200, label=OPTION_WORDS["model"][0],
+                            help_text="Model name, where the files do not say.")
+    run = forms.CharField(required=False, max_length=200, label=OPTION_WORDS["run"][0],
+                          help_text="Run label; default: the model name.")
+    judge = forms.CharField(required=False, max_length=200, label=OPTION_WORDS["judge"][0],
+                            help_text="Judge name, for verdicts (scores files).")
+    scaffold = forms.CharField(required=False, max_length=100, label=OPTION_WORDS["scaffold"][0],
+                               help_text="Scaffold the run used.")
+    repetition = forms.IntegerField(required=False, min_value=1, max_value=MAX_REPETITION, label=OPTION_WORDS["repetition"][0],
                                     help_text="Repetition number of the run (default 1).")
-    pass_threshold = forms.FloatField(required=False, help_text="Least score that passes, where scores are numbers "
+    pass_threshold = forms.FloatField(required=False, label=OPTION_WORDS["pass_threshold"][0],
+                                      help_text="Least score that passes, where scores are numbers "
                                       "other than 0 and 1 (inspect, lm-eval); stated on the run's pages.")
-    category_field = forms.CharField(required=False, max_length=100, help_text="Sample metadata field whose value "
+    category_field = forms.CharField(required=False, max_length=100, label=OPTION_WORDS["category_field"][0],
+                                     help_text="Sample metadata field whose value "
                                      "groups the instances (inspect, lm-eval); default: the task.")
 
     def format_options(self) -> list[tuple[str, str, bool]]:
@@ -217,13 +249,20 @@ class ImportForm(forms.Form):
             raise forms.ValidationError(problem, code="wrong_type")
         return files
 
-    def save(self, *, user) -> Job:
-        """Start the ingest job of this valid form."""
+    def save(self, *, user) -> Job | None:
+        """Start the ingest job of this valid form; None, with the form's errors added, when its files cannot be
+        imported with its options (`ImportRefused`: no job is created)."""
         data = self.cleaned_data
-        return ingest_job_start(
-            format_name=data["format"], files=data["files"],
-            options={k: data.get(k) for k in OPTION_NAMES}, user=user,
-        )
+        try:
+            return ingest_job_start(
+                format_name=data["format"], files=data["files"],
+                options={k: data.get(k) for k in OPTION_NAMES}, user=user, surface="form",
+            )
+        except ImportRefused as refused:
+            for name, messages in refused.errors.items():
+                for message in messages:
+                    self.add_error(name, message)
+            return None
 
 
 class JobFilterForm(forms.Form):

@@ -80,8 +80,10 @@ def verdict_changes(*, created: int, updated: int, unchanged: int, removed: int 
 
 # the kinds of job ---------------------------------------------------------------------
 def _job_ingest(job: Job) -> dict[str, Any]:
-    """An upload's files, planned as `manage.py ingest` plans a folder (their paths, an uploaded manifest)."""
-    options = Options(**{k: v for k, v in job.params.get("options", {}).items() if v not in (None, "")})
+    """An upload's files, planned as `manage.py ingest` plans a folder (their paths, an uploaded manifest); its
+    problems name options as the page or the API that started it does (`params["surface"]`)."""
+    options = Options(**{k: v for k, v in job.params.get("options", {}).items() if v not in (None, "")},
+                      surface=job.params.get("surface", "form"))
     try:
         units = plan_uploads(job.params["format"], [(Path(f["path"]), f.get("name") or Path(f["path"]).name)
                                                     for f in job.files], options)

@@ -10,7 +10,7 @@ from rest_framework.views import APIView
 
 from runs.access import blind_safe, job_for, writes
 from runs import selectors
-from runs.forms import ingest_job_start, request_size_problem, upload_type_problem
+from runs.forms import ImportRefused, ingest_job_start, request_size_problem, upload_type_problem
 from runs.jobs import job_check_alive
 from runs.selectors.state import control_character_errors
 from runs.serializers import (
@@ -65,10 +65,13 @@ class IngestView(APIView):  # not blind_safe: a blind annotator is refused too (
         wrong_type = upload_type_problem(values["files"])
         if wrong_type:
             return Response({"files": [wrong_type]}, status=status.HTTP_400_BAD_REQUEST)
-        job = ingest_job_start(
-            format_name=values.pop("format"), files=values.pop("files"), paths=values.pop("paths", None),
-            options=values, user=request.user,
-        )
+        try:
+            job = ingest_job_start(
+                format_name=values.pop("format"), files=values.pop("files"), paths=values.pop("paths", None),
+                options=values, user=request.user, surface="api",
+            )
+        except ImportRefused as refused:  # a manifest that does not fit, an option no file says: no job
+            return Response(refused.errors, status=status.HTTP_400_BAD_REQUEST)
         url = request.build_absolute_uri(reverse("api:job-detail", kwargs={"pk": job.pk}))
         job.refresh_from_db(fields=["state"])
         body = JobCreatedSerializer({"id": job.id, "url": url, "state": job.state}).data

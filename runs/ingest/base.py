@@ -112,6 +112,9 @@ class Options:
     pass_threshold: float | None = None
     #: a field of each sample's metadata (lm-eval: of its doc) whose value is the instance's primary category
     category_field: str | None = None
+    #: where the options were given ("cli", "form", "api"): problems name an option as that place does
+    #: (runs.ingest.options)
+    surface: str = "cli"
 
 
 class IngestFailed(Exception):

@@ -66,6 +66,7 @@ from .lookups import (
     judge_get_or_create,
     run_get_or_create,
 )
+from .options import model_missing, option_name, run_missing
 from .verdicts import verdicts_upsert
 
 DEFAULT_SLUG = "evolif"
@@ -210,7 +211,7 @@ def ingest_eval(sources: Sequence[Source], ctx: Context) -> None:
             continue
         if patience_seen is not None and patience != patience_seen[0]:
             ctx.problem(source, log["first_line"], f"this log was recorded with {_patience_words(patience)}, "
-                        f"but {patience_seen[1]} has {_patience_words(patience_seen[0])}; use another --run")
+                        f"but {patience_seen[1]} has {_patience_words(patience_seen[0])}; use another run label ({option_name(ctx.options, 'run')})")
             continue
         patience_seen = patience_seen or (patience, source.name)
         _write_log(ctx, run, judge, log)
@@ -231,11 +232,11 @@ def _run_for_logs(ctx: Context, benchmark, source: Source) -> tuple[Run | None, 
     if ctx.options.run and not ctx.options.model:
         run = Run.objects.filter(benchmark=benchmark, label=ctx.options.run).first()
         if run is None:
-            ctx.problem(source, None, f"run '{ctx.options.run}' does not exist yet: pass --model to create it")
+            ctx.problem(source, None, run_missing(ctx.options))
             return None, False
         is_new = False
     elif not ctx.options.model:
-        ctx.problem(source, None, "evaluation logs do not name the model: pass --model NAME (and --run LABEL)")
+        ctx.problem(source, None, model_missing(ctx.options, "evaluation logs"))
         return None, False
     else:
         label = ctx.options.run or ctx.options.model

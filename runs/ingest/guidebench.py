@@ -31,6 +31,7 @@ from .lookups import (
     judge_get_or_create,
     run_get_or_create,
 )
+from .options import model_missing, option_name, run_missing
 from .verdicts import verdicts_upsert
 
 DEFAULT_SLUG = "guidebench"
@@ -163,7 +164,7 @@ def ingest_tasks(sources: Sequence[Source], ctx: Context) -> None:
 
 def _is_choice(ctx: Context, benchmark, sources: Sequence[Source]) -> bool:
     if benchmark.kind != BenchmarkKind.CHOICE:
-        ctx.problem(sources[0] if sources else "--benchmark", None,
+        ctx.problem(sources[0] if sources else option_name(ctx.options, "benchmark"), None,
                     f"benchmark '{benchmark.slug}' is a {benchmark.kind} benchmark, not a choice benchmark")
         return False
     return True
@@ -276,12 +277,12 @@ def _run(ctx: Context, benchmark, source: Source):
     if ctx.options.run and not ctx.options.model:
         run = Run.objects.filter(benchmark=benchmark, label=ctx.options.run).first()
         if run is None:
-            ctx.problem(source, None, f"run '{ctx.options.run}' does not exist yet: pass --model to create it")
+            ctx.problem(source, None, run_missing(ctx.options))
         else:
             ctx.touched_runs[run.id] = run
         return run
     if not ctx.options.model:
-        ctx.problem(source, None, "predictions do not name the model: pass --model NAME (and --run LABEL)")
+        ctx.problem(source, None, model_missing(ctx.options, "predictions"))
         return None
     run = run_get_or_create(ctx, benchmark=benchmark, model_name=ctx.options.model)
     ctx.touched_runs[run.id] = run

@@ -28,6 +28,7 @@ from .base import Context, Source, clean, content_hash, iter_json_document
 from .decode import MAX_RECORD_BYTES, Refused, loads, raw_size, size_reason
 from .lookups import benchmark_name_for, category_of, slug_for
 from .native import _NativeIngest
+from .options import option_ask, option_name
 from .usage import inspect_figures
 from .verdicts import score_verdict
 
@@ -357,7 +358,7 @@ class InspectIngest:
         }
         model = ctx.options.model or str(spec.get("model") or "")
         if not model:
-            ctx.problem(source, None, "the log names no model (eval.model): give one with --model")
+            ctx.problem(source, None, f"the log names no model (eval.model): {option_ask(ctx.options, 'model')}")
             return
         config = spec.get("config") if isinstance(spec.get("config"), dict) else {}
         epochs = config.get("epochs") if isinstance(config.get("epochs"), int) else 1
@@ -480,7 +481,8 @@ class InspectIngest:
         if known is not None:
             if known[1] != digest:
                 problem(f"another input, target or metadata than the sample '{instance}' of an earlier log in this "
-                        "import: logs of different tasks need a benchmark each (leave out --benchmark)")
+                        "import: logs of different tasks need a benchmark each (leave out "
+                        f"{option_name(self.ctx.options, 'benchmark')})")
             elif not items <= known[0]:
                 problem(f"score keys {', '.join(sorted(items - known[0]))} that an earlier sample of '{instance}' in "
                         "these logs did not have: import the logs one at a time")

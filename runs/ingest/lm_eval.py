@@ -25,6 +25,7 @@ from runs.models import BenchmarkKind, JudgeKind, VerdictResult
 from .base import Context, Source, clean, iter_json_document, iter_jsonl
 from .lookups import benchmark_name_for, category_of, slug_for
 from .native import _NativeIngest
+from .options import option_ask
 from .verdicts import score_verdict
 
 SOURCE_LABEL = "lm-evaluation-harness samples"
@@ -146,7 +147,7 @@ class LmEvalIngest:
         model = ctx.options.model or model_of(results)
         if not model:
             ctx.problem(source, None, "no model: give the results file beside the samples (its model_name or "
-                                      "model_args name the model), or --model")
+                                      f"model_args name the model), or {option_ask(ctx.options, 'model')}")
             return
         label = ctx.options.run or model
         numbers = reported(results, task)

@@ -11,6 +11,7 @@ from runs.models import AgentModel, Attempt, Benchmark, ChecklistItem, Instance,
 from runs.services import benchmarks_lock, catalog_lock
 
 from .base import Context, Source
+from .options import option_ask, option_name
 
 
 _SLUG_BAD = re.compile(r"[^-a-zA-Z0-9_]+")
@@ -38,7 +39,7 @@ def benchmark_get_or_create(ctx: Context, *, default_slug: str, kind: str, name:
     if benchmark is None:
         catalog_lock(slug)
         name = benchmark_name_for(slug, default_slug=default_slug, format_name=name, given=ctx.options.name)
-        benchmark_name_check(ctx, slug, name, ctx.source or "--name", None)
+        benchmark_name_check(ctx, slug, name, ctx.source or option_name(ctx.options, "name"), None)
         benchmark, created = Benchmark.objects.get_or_create(slug=slug, defaults={"kind": kind, "name": name})
         if created:
             ctx.report.add("benchmarks", "created")
@@ -53,7 +54,7 @@ def benchmark_name_check(ctx: Context, slug: str, name: str, source: Source | st
     if taken is None:
         return True
     ctx.problem(source, line, f"benchmark '{taken[0]}' is already named '{taken[1]}': give the benchmark '{slug}' "
-                              "another name (the import form's Benchmark name field, --name on the command line)")
+                              f"another name ({option_name(ctx.options, 'name')})")
     return False
 
 
@@ -72,7 +73,7 @@ def benchmark_existing(ctx: Context, source: Source, *, default_slug: str) -> Be
     benchmark = Benchmark.objects.filter(slug=slug).first()
     if benchmark is None:
         ctx.problem(source, None, f"benchmark '{slug}' does not exist: ingest its instances first (or name the benchmark they "
-                                   "are in: the import form's Benchmark field, --benchmark on the command line)")
+                                   f"are in: {option_ask(ctx.options, 'benchmark')})")
         return None
     benchmark_lock_for_ingest(benchmark, ctx)
     return benchmark
@@ -128,7 +129,7 @@ def run_get_or_create(
         ctx.report.add("runs", "created")
         return run
     if run.model_id != model.id:
-        ctx.problem("--run", None, f"run '{label}' belongs to model '{run.model.name}', not '{model_name}'")
+        ctx.problem(option_name(ctx.options, "run"), None, f"run '{label}' belongs to model '{run.model.name}', not '{model_name}'")
         return run
     changed = False
     if settings:

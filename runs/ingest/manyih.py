@@ -45,6 +45,7 @@ from .lookups import (
     judge_get_or_create,
     run_get_or_create,
 )
+from .options import model_missing, run_missing
 from .verdicts import parse_result, verdicts_upsert
 
 DEFAULT_SLUG = "manyih-coding"
@@ -349,12 +350,12 @@ def _run_for_results(ctx: Context, benchmark, source: Source) -> tuple[Run | Non
     if ctx.options.run and not ctx.options.model:
         run = Run.objects.filter(benchmark=benchmark, label=ctx.options.run).first()
         if run is None:
-            ctx.problem(source, None, f"run '{ctx.options.run}' does not exist yet: pass --model to create it")
+            ctx.problem(source, None, run_missing(ctx.options))
         else:
             ctx.touched_runs[run.id] = run
         return run, False
     if not ctx.options.model:
-        ctx.problem(source, None, "results do not name the model: pass --model NAME (and --run LABEL)")
+        ctx.problem(source, None, model_missing(ctx.options, "results"))
         return None, False
     label = ctx.options.run or ctx.options.model
     existed = Run.objects.filter(benchmark=benchmark, label=label).exists()

@@ -40,6 +40,7 @@ from .lookups import (
     judge_get_or_create,
     model_get_or_create,
 )
+from .options import option_ask
 from .usage import USAGE_FIELDS, tool_calls_in
 from .verdicts import verdicts_upsert
 
@@ -300,8 +301,8 @@ class _NativeIngest:
                 if not told_no_benchmark:
                     missing = f"benchmark '{ctx.options.benchmark}' does not exist" if ctx.options.benchmark else "no benchmark"
                     ctx.problem(source, line, f"{missing}: start the file with a benchmark record "
-                                "(or name a stored benchmark: the import form's Benchmark field, --benchmark on the "
-                                "command line); the records after it are not checked")
+                                f"(or name a stored benchmark: {option_ask(ctx.options, 'benchmark')}); the records "
+                                "after it are not checked")
                     told_no_benchmark = True
                 continue
             getattr(self, f"_{kind}")(source, line, record, current)
@@ -526,7 +527,7 @@ class _NativeIngest:
         judge = record.get("judge") if isinstance(record.get("judge"), str) else None
         judge = judge or ctx.options.judge
         if not reasons and not judge:
-            reasons.append("missing required field 'judge' (or pass --judge)")
+            reasons.append(f"missing required field 'judge' (or {option_ask(ctx.options, 'judge')})")
         if not reasons and record["result"] not in RESULTS:
             reasons.append(f"field 'result' should be pass, fail or na, found {record['result']!r}")
         kind = record.get("judge_kind")

@@ -23,6 +23,7 @@ from .lookups import (
     judge_get_or_create,
     run_get_or_create,
 )
+from .options import model_missing, option_ask, run_missing
 from .usage import USAGE_FIELDS, CallTally, tool_calls_in
 from .verdicts import verdicts_upsert
 
@@ -312,7 +313,7 @@ def _write_session(ctx: Context, benchmark, index: InstanceIndex, runs: dict, se
         return
     model_name = ctx.options.model or session.model
     if not model_name:
-        ctx.problem(session.source, session.first_line, "no model: the records do not name one; pass --model")
+        ctx.problem(session.source, session.first_line, f"no model: the records do not name one; {option_ask(ctx.options, 'model')}")
         return
     run = runs.get(model_name)
     if run is None:
@@ -478,7 +479,7 @@ def ingest_scores(sources: Sequence[Source], ctx: Context) -> None:
     if benchmark is None:
         return
     if not ctx.options.judge:
-        ctx.problem(sources[0], None, "scores need a judge: pass --judge NAME")
+        ctx.problem(sources[0], None, f"scores need a judge: {option_ask(ctx.options, 'judge')}")
         return
     run = _run_for_results(ctx, benchmark, sources[0])
     if run is None:
@@ -510,10 +511,10 @@ def _run_for_results(ctx: Context, benchmark, source: Source):
     if ctx.options.run and not ctx.options.model:
         run = Run.objects.filter(benchmark=benchmark, label=ctx.options.run).first()
         if run is None:
-            ctx.problem(source, None, f"run '{ctx.options.run}' does not exist yet: pass --model to create it")
+            ctx.problem(source, None, run_missing(ctx.options))
         return run
     if not ctx.options.model:
-        ctx.problem(source, None, "scores do not name the model: pass --model NAME (and --run LABEL)")
+        ctx.problem(source, None, model_missing(ctx.options, "scores"))
         return None
     run = run_get_or_create(ctx, benchmark=benchmark, model_name=ctx.options.model)
     ctx.touched_runs[run.id] = run

@@ -128,7 +128,7 @@ def test_it_shows_live_progress_of_a_running_job(token_client):
     Job.objects.filter(pk=job.pk).update(state=JobState.RUNNING)
     ProgressReporter(job.id)(1, 3)
     body = token_client.get(f"/api/jobs/{job.id}/").json()
-    assert body["state"] == "running" and body["progress"] == {"done": 1, "total": 3, "percent": 33.33}
+    assert body["state"] == "running" and body["progress"] == {"done": 1, "total": 3, "percent": 33.33, "unit": "bytes"}
 
 
 @pytest.fixture
@@ -282,10 +282,10 @@ def test_it_reads_an_uploaded_manifest_and_refuses_paths_that_do_not_fit(token_c
 
     bad = _post(token_client, django_capture_on_commit_callbacks, "octobench-scores",
                 ("a.json", _scores_json("t-1")), ("ifportal-import.json", b'{"files": [{"path": "a.json", "x": 1}]}'))
-    status = token_client.get(bad.json()["url"]).json()
-    assert status["state"] == "failed" and status["counts"] == {}
-    assert status["errors"] == ["ifportal-import.json: files[1] has unknown field(s) x; a file may set model, run, judge, "
-                                "repetition, scaffold"]
+    # refused before a job exists: a retry of such a job would fail the same way
+    assert bad.status_code == 400 and Job.objects.count() == 2
+    assert bad.json() == {"files": ["ifportal-import.json: files[1] has unknown field(s) x; a file may set model, run, "
+                                    "judge, repetition, scaffold"]}
     for paths in (["a.json", "b.json"], ["../a.json"], ["/etc/a.json"]):
         response = token_client.post("/api/ingest/", {"format": "octobench-scores", "paths": paths,
                                                       "files": [SimpleUploadedFile("a.json", b"{}")]}, format="multipart")

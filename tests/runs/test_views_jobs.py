@@ -67,7 +67,7 @@ def test_it_imports_a_valid_instances_file(editor_client, editor, django_capture
     job = Job.objects.get()
     assert response.status_code == 302 and response["Location"] == f"/jobs/{job.id}/"
     assert job.state == JobState.SUCCEEDED and job.created_by == editor
-    assert job.params == {"format": "octobench-instances", "options": {}}
+    assert job.params == {"format": "octobench-instances", "options": {}, "surface": "form"}
     assert job.counts["by_kind"]["instances"] == {"created": 2}
     assert job.counts["by_kind"]["checklist items"] == {"created": 4}
     assert Instance.objects.count() == 2 and ChecklistItem.objects.count() == 4
