@@ -20,10 +20,10 @@ LINK = '<a href="https://example.org/pwned">plotly link</a>'
 HUGE = '<span style="font-size:200px">HUGE</span>'
 
 
-def test_model_names_with_plotly_markup_draw_as_text(session, live_server, console, reviewer, artifacts):
+def test_model_names_with_plotly_markup_draw_as_text(session, live_server, console, reviewer, editor, artifacts):
     bench, _ = build_study(models=(LINK, HUGE))
     owner = Client()
-    owner.force_login(reviewer)
+    owner.force_login(editor)  # share links are an editor's; the reviewer reads them
     created = owner.post(reverse("runs:page-share-create", args=[bench.slug]), {"path": f"/b/{bench.slug}/leaderboard/"})
     token = re.search(r"/s/([A-Za-z0-9_-]+)/", created.content.decode()).group(1)
     page = session("reviewer", "pw-reviewer-1")

@@ -68,7 +68,7 @@ def _study():
 # anonymous ---------------------------------------------------------------------------------
 def test_anonymous_is_sent_to_the_login_form_signs_in_after_a_typo_and_logs_out(
         session, live_server, console, django_user_model, shot):
-    _user(django_user_model, "rita", "reviewer")
+    _user(django_user_model, "rita", "editor")  # the import page she was going to is an editor's
     url = live_server.url
     page = session()
 

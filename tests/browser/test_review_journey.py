@@ -3,7 +3,9 @@ item -> the message it concerns (highlighted) -> the side-by-side comparison -> 
 import re
 
 import pytest
+from django.contrib.auth.models import Group
 
+from runs.access import EDITOR
 from runs.demo import SCALES, octobench_plan
 from runs.ingest import Source, ingest
 
@@ -12,7 +14,9 @@ pytestmark = pytest.mark.browser
 
 @pytest.fixture
 def octobench_demo(transactional_db, reviewer, tmp_path):
-    """The demo's OctoBench part (small scale: instances, every run's trajectories and judges' scores)."""
+    """The demo's OctoBench part (small scale: instances, every run's trajectories and judges' scores); the reviewer
+    may also write (the journey ends with a share link, an editor's)."""
+    reviewer.groups.add(Group.objects.get_or_create(name=EDITOR)[0])
     for step in octobench_plan(1, SCALES["small"], tmp_path).steps:
         ingest(step.format, [Source.of(p) for p in step.paths], step.options)
 
