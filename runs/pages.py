@@ -8,8 +8,9 @@ A page view renders through `render_page`, naming a function that turns its cont
   through the page's own view (so its access rules hold for the export too). CSV rounds as
   the page shows numbers; JSON keeps full precision and the page's state.
 - a share snapshot: `page_snapshot` runs the page's view for a path and query, as the user
-  who shares it, and keeps its PageData; the public share page renders that frozen data and
-  exports it, whatever happens to the data afterwards.
+  who shares it, and keeps its PageData and the page as it was shown (`runs.frozen_html`):
+  the public share page shows that markup, with every note, spread and heading of the page,
+  and exports the frozen data, whatever happens to the data afterwards.
 - the toolbar (`templates/runs/partials/page_tools.html`) with the export links and the
   Share form, shown only to users who may share. The builder declares its tables
   (`page_builder`), so a page's plain render lists them without building them: the builder
@@ -42,6 +43,7 @@ from django.template.loader import render_to_string
 from django.urls import Resolver404, resolve
 
 from runs.access import request_is_blind
+from runs.frozen_html import frozen_page
 from runs.rounding import shown_number
 
 
@@ -347,11 +349,7 @@ def page_snapshot(request: HttpRequest, *, path: str, benchmark_slug: str, inclu
         raise NotShareable("no such page") from exc
     if match.kwargs.get("slug", benchmark_slug) != benchmark_slug:
         raise NotShareable("not a page of this benchmark")
-    sub = HttpRequest()
-    sub.method, sub.path, sub.path_info = "GET", parts.path, parts.path
-    sub.GET = QueryDict(page_query(QueryDict(parts.query)))
-    sub.user, sub.META, sub.htmx = request.user, {**request.META, "QUERY_STRING": sub.GET.urlencode()}, False
-    sub.session = getattr(request, "session", None)
+    sub = _page_request(request, parts)
     sub.page_snapshot, sub.page_snapshot_attempts = True, include_attempts
     response = match.func(sub, *match.args, **match.kwargs)
     if not isinstance(response, PageDataResponse):
@@ -365,7 +363,22 @@ def page_snapshot(request: HttpRequest, *, path: str, benchmark_slug: str, inclu
     if include_attempts:
         listed = (data.layout.get("drilldown") or {}).get("attempts") or {}
         snapshot["attempts"] = sorted(set(data.attempt_ids()) | {int(i) for i in listed})
+    # the page itself, as the user saw it (first page of a paged list): the public page shows this markup, so it
+    # says everything the page said, in the page's words and layout; the tables above are its downloads
+    shown = match.func(_page_request(request, parts), *match.args, **match.kwargs)
+    if shown.status_code == 200 and shown.get("Content-Type", "").startswith("text/html"):
+        snapshot["shown"] = frozen_page(shown.content.decode(shown.charset or "utf-8"))
     return snapshot
+
+
+def _page_request(request: HttpRequest, parts) -> HttpRequest:
+    """A plain GET of the page at `parts` (path and query, frame parameters dropped) as the user of `request`."""
+    sub = HttpRequest()
+    sub.method, sub.path, sub.path_info = "GET", parts.path, parts.path
+    sub.GET = QueryDict(page_query(QueryDict(parts.query)))
+    sub.user, sub.META, sub.htmx = request.user, {**request.META, "QUERY_STRING": sub.GET.urlencode()}, False
+    sub.session = getattr(request, "session", None)
+    return sub
 
 
 def snapshot_page_data(snapshot: dict) -> PageData:

@@ -11,25 +11,30 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import html
 import json
+import re
 import secrets
 from datetime import timedelta
+from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db import transaction
 from django.db.models import Count, Func, IntegerField, Max, Sum
-from django.http import HttpRequest
-from django.urls import reverse
+from django.http import HttpRequest, QueryDict
+from django.urls import Resolver404, resolve, reverse
 from django.utils import timezone
+from django.utils.safestring import SafeString
 
 from runs.exclusions import excluded_item_ids, exclusion_policy_label
 from runs.filters import state_query
+from runs.frozen_html import rebuilt
 from runs.leaderboard_rows import LeaderboardTables, leaderboard_tables  # the API reads the tables from here too
 from runs.metrics import checklist as metrics
 from runs.metrics.checklist import GROUPINGS, AttemptRow, Filters, ScoreRow
-from runs.models import Benchmark, Instance, ShareLink, ShareScope, Verdict
+from runs.models import Attempt, Benchmark, Instance, ShareLink, ShareScope, Verdict
 from runs.pages import page_snapshot
 
 TOKEN_BYTES = 32  # secrets.token_urlsafe(32): 43 characters, 256 bits
@@ -140,6 +145,60 @@ def snapshot_attempt_rows(link: ShareLink, *, model: str, group: str | None) -> 
         per_judge = {j: tuple(c) for j, c in zip(judges, counts) if c is not None}
         rows.append(AttemptRow(attempt_id, instance_id, run, turns, per_judge, external_id))
     return rows
+
+
+#: pages of one attempt, by route: a frozen page's link to one of them opens the attempt's frozen page, in scope
+ATTEMPT_ROUTES = ("runs:attempt", "runs:dialogue-viewer", "runs:hierarchy-sample")
+_HREF = re.compile(r'href="([^"]*)"')
+
+
+def snapshot_markup(link: ShareLink, token: str) -> SafeString:
+    """The page a link froze, as its public page shows it (runs.frozen_html): a link to an attempt the link opens
+    leads to its frozen page, a leaderboard cell's to its frozen attempt list, the help page and in-page anchors
+    stay, and every other link (to pages an outsider cannot open) is its text alone."""
+    body = link.snapshot["shown"]["html"]
+    allowed = set(link.attempt_ids) if link.scope == ShareScope.ATTEMPTS else set()
+    cells = ((link.snapshot.get("drilldown") or {}).get("cells") or {}) if allowed else {}
+    routes = {target: _route(target) for target in {html.unescape(h) for h in _HREF.findall(body)}}
+    tasks = {external_id: attempt for external_id, attempt in Attempt.objects.filter(
+        id__in=allowed, run__benchmark_id=link.benchmark_id,
+        instance__external_id__in={kw.get("external_id") for name, kw, _ in routes.values() if name == "runs:choice-task"},
+    ).order_by("-id").values_list("instance__external_id", "id")} if allowed else {}  # a task's first attempt wins
+
+    def href(target: str) -> str | None:
+        if target.startswith("#"):
+            return target
+        name, kwargs, query = routes.get(target) or _route(target)
+        if name == "runs:help-metrics":
+            return target
+        if name == "runs:checklist-attempts":
+            model, group = query.get("model", ""), query.get("group") or None
+            if cell_key(model, group) not in cells:
+                return None
+            cell = QueryDict(mutable=True)
+            cell["model"] = model
+            if group is not None:
+                cell["group"] = group
+            return reverse("runs:share-attempts", args=[token]) + "?" + cell.urlencode()
+        attempt = kwargs.get("pk") if name in ATTEMPT_ROUTES else tasks.get(kwargs.get("external_id"))
+        if attempt not in allowed:
+            return None
+        fragment = urlsplit(target).fragment
+        return reverse("runs:share-attempt", args=[token, attempt]) + (f"#{fragment}" if fragment else "")
+
+    return SafeString(rebuilt(body, href=href))
+
+
+def _route(target: str) -> tuple[str, dict, QueryDict]:
+    """(route name, its arguments, the query) of a link on a frozen page; ("", {}, empty) for none of the portal's."""
+    parts = urlsplit(target)
+    if parts.scheme or parts.netloc or not parts.path.startswith("/"):
+        return "", {}, QueryDict()
+    try:
+        match = resolve(parts.path)
+    except Resolver404:
+        return "", {}, QueryDict()
+    return match.view_name, match.kwargs, QueryDict(parts.query)
 
 
 # share links -----------------------------------------------------------------------------

@@ -1054,9 +1054,10 @@ FAILING_DESCRIPTION_CHARS = 140
 
 
 def attach_failing_items(rows: Sequence[AttemptRow], *, by: str = "model", group: str | None = None,
-                         judges: Collection[str] = ()) -> None:
+                         judges: Collection[str] | None = (), newest_verdict_id: int | None = None) -> None:
     """Fill external ids, usage (tokens, wall time, tool calls) and failing items (with the judges that failed
-    them) of a page of rows; two queries."""
+    them) of a page of rows; two queries. `newest_verdict_id` keeps only verdicts stored up to it (a share link's
+    attempts, as they were when it was made)."""
     from runs.models import Attempt, Verdict, VerdictResult
 
     if not rows:
@@ -1066,6 +1067,8 @@ def attach_failing_items(rows: Sequence[AttemptRow], *, by: str = "model", group
     qs = Verdict.objects.filter(attempt_id__in=[r.attempt_id for r in rows], result=VerdictResult.FAIL)
     if judges:
         qs = qs.filter(judge__name__in=list(judges))
+    if newest_verdict_id is not None:
+        qs = qs.filter(id__lte=newest_verdict_id)
     if by == "category":
         qs = qs.filter(item__category=group)
     elif by == "check_type":

@@ -178,11 +178,16 @@ def leaderboard_export(request, slug):
 @never_cache
 @require_GET
 def shared_leaderboard(request, token):
-    """The frozen page of a live link, and nothing else: the leaderboard's own layout, or any page's tables."""
+    """The frozen page of a live link, and nothing else: the page as its creator saw it, with its tables to download
+    (a link made before pages were kept as shown: the leaderboard's own layout, or any page's tables)."""
     link = _link(token)
     snap = link.snapshot
     data = _frozen(link)
-    if "overall" in snap:  # the checklist leaderboard (runs.sharing.leaderboard_layout)
+    if "shown" in snap:  # the page as it was shown (runs.frozen_html), its tables as downloads
+        context = {"link": link, "token": token, "snap": snap, "data": data, "shown": snap["shown"],
+                   "body": sharing.snapshot_markup(link, token), "tables": [{"table": t} for t in data.tables]}
+        return render(request, "runs/sharing/page_snapshot.html", context)
+    if "overall" in snap:  # a leaderboard frozen before pages were kept as shown (runs.sharing.leaderboard_layout)
         cells = {(r["model"], r["group"]): r for r in snap["rows"]}
         matrix = [{"row": o, "cells": [cells.get((o["model"], g)) for g in snap["groups"]]} for o in snap["overall"]]
         context = {"link": link, "token": token, "snap": snap, "matrix": matrix, "data": data,
@@ -227,7 +232,7 @@ def shared_attempts(request, token):
         raise Http404("not in this link's scope")
     by = link.state["by"] if group else "model"
     page = Paginator(rows, checklist.ATTEMPTS_PAGE).get_page(request.GET.get("page"))
-    metrics.attach_failing_items(page.object_list, by=by, group=group, judges=link.state["judge"])
+    metrics.attach_failing_items(page.object_list, by=by, group=group, **sharing.snapshot_verdict_scope(link))
     context = {"link": link, "token": token, "snap": link.snapshot, "model": model, "group": group, "page": page,
                "n_failing": sum(r.failing for r in rows), "query": query_with(request, page=None)}
     template = "runs/sharing/attempts.html#rows" if request.htmx else "runs/sharing/attempts.html"

@@ -1,0 +1,134 @@
+"""A page as its viewer saw it, frozen for a share link: the `<main>` of the rendered page, with its words, numbers,
+notes and layout, and none of its controls.
+
+A snapshot keeps the page's tables as data (its exports) and this markup (what the public page shows), so an
+outsider reads the same caveats, spreads and headings as the person who shared it. The markup is rebuilt from
+the page's HTML through an allow-list: only the elements and attributes below survive, every text and attribute
+value is escaped again, and scripts, forms, navigation and the frame's toolbar are dropped with what they hold.
+Each link goes through a function the caller gives (`href`): the public page keeps the help page and in-page
+anchors, points the attempts a link opens at their frozen pages, and shows every other link as plain text.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from html import escape
+from html.parser import HTMLParser
+
+#: elements kept as they are (attributes filtered by ATTRIBUTES); any other element is unwrapped: its content stays
+KEPT = frozenset({
+    "a", "abbr", "article", "aside", "b", "blockquote", "br", "caption", "code", "col", "colgroup", "dd", "del",
+    "details", "div", "dl", "dt", "em", "figcaption", "figure", "footer", "h1", "h2", "h3", "h4", "h5", "h6", "header",
+    "hr", "i", "ins", "kbd", "li", "mark", "meter", "ol", "p", "pre", "progress", "q", "s", "samp", "section", "small",
+    "span", "strong", "sub", "summary", "sup", "table", "tbody", "td", "tfoot", "th", "thead", "time", "tr", "ul", "var",
+})
+VOID = frozenset({"br", "col", "hr"})
+#: elements dropped with everything they hold: code, and the controls of a live page (filters, Share and re-check
+#: forms, page tabs), which act on the portal, not on the frozen data
+DROPPED = frozenset({"script", "style", "template", "noscript", "form", "button", "input", "select", "textarea",
+                     "option", "datalist", "nav", "iframe", "object", "embed", "svg", "math", "head", "title", "link",
+                     "meta"})
+#: classes and ids of kept elements dropped all the same: the way back to pages an outsider cannot open, the frame's
+#: toolbar (the snapshot has its own downloads), messages meant for the viewer
+DROPPED_CLASSES = frozenset({"crumbs", "messages", "page-tools"})
+DROPPED_IDS = frozenset({"page-tools", "page-share-result"})
+ATTRIBUTES = frozenset({"class", "id", "title", "colspan", "rowspan", "scope", "headers", "role", "aria-label",
+                        "aria-hidden", "aria-describedby", "data-plotly", "data-figure", "open", "datetime", "lang",
+                        "value", "min", "max", "low", "high", "optimum", "abbr"})
+#: an attribute value is kept only when it is this plain (ids and classes name CSS, never code)
+_TOKEN = re.compile(r"^[\w\- :.,%#/()+]*$")
+_STRUCTURED = frozenset({"title", "aria-label", "data-figure", "abbr"})  # free text: escaped, not pattern-checked
+_CSS = re.compile(r"/css/([a-z][a-z0-9_-]*)(?:\.[0-9a-f]{8,})?\.css\b")
+
+Href = Callable[[str], str | None]
+
+
+class _Rebuild(HTMLParser):
+    """Re-emits allowed markup; `within` limits it to the content of one element (the page's <main>)."""
+
+    def __init__(self, href: Href, within: str | None):
+        super().__init__(convert_charrefs=True)
+        self.href, self.within = href, within
+        self.inside = within is None
+        self.out: list[str] = []
+        self.dropping: list[str] = []  # tag names opened since a dropped element began (its own first)
+        self.links: list[bool] = []  # per open <a>: whether it was emitted
+
+    def handle_starttag(self, tag, attrs):
+        self._start(tag, attrs, closed=False)
+
+    def handle_startendtag(self, tag, attrs):
+        self._start(tag, attrs, closed=True)
+
+    def _start(self, tag: str, attrs: list[tuple[str, str | None]], *, closed: bool) -> None:
+        if not self.inside:
+            self.inside = tag == self.within
+            return
+        if self.dropping:
+            if not closed and tag not in VOID:
+                self.dropping.append(tag)
+            return
+        found = dict(attrs)
+        classes = set((found.get("class") or "").split())
+        if tag in DROPPED or classes & DROPPED_CLASSES or found.get("id") in DROPPED_IDS or "hx-swap-oob" in found:
+            if not closed and tag not in VOID:
+                self.dropping.append(tag)
+            return
+        if tag not in KEPT:
+            return
+        kept = [(name, value) for name, value in attrs if name in ATTRIBUTES and self._plain(name, value)]
+        if tag == "a":
+            target = self.href(found.get("href") or "")
+            if target is None:
+                if not closed:
+                    self.links.append(False)
+                return
+            kept.insert(0, ("href", target))
+            if not closed:
+                self.links.append(True)
+        text = "".join(f' {name}="{escape(value or "", quote=True)}"' if value is not None else f" {name}"
+                       for name, value in kept)
+        self.out.append(f"<{tag}{text}>" + (f"</{tag}>" if closed and tag not in VOID else ""))
+
+    @staticmethod
+    def _plain(name: str, value: str | None) -> bool:
+        return value is None or name in _STRUCTURED or bool(_TOKEN.match(value))
+
+    def handle_endtag(self, tag):
+        if not self.inside:
+            return
+        if self.dropping:
+            if tag in self.dropping:  # close what was opened inside, up to this tag (an unclosed <p> closes with it)
+                while self.dropping and self.dropping.pop() != tag:
+                    pass
+            return
+        if tag == self.within:
+            self.inside = False
+            return
+        if tag == "a":
+            if self.links and self.links.pop():
+                self.out.append("</a>")
+            return
+        if tag in KEPT and tag not in VOID:
+            self.out.append(f"</{tag}>")
+
+    def handle_data(self, data):
+        if self.inside and not self.dropping:
+            self.out.append(escape(data, quote=False))
+
+
+def rebuilt(html: str, *, href: Href, within: str | None = None) -> str:
+    """`html` rebuilt through the allow-list, each link's target through `href` (None: the link's text without the
+    link); with `within`, only the content of the first such element."""
+    parser = _Rebuild(href, within)
+    parser.feed(html)
+    parser.close()
+    return "".join(parser.out)
+
+
+def frozen_page(html: str) -> dict:
+    """What a snapshot keeps of a rendered page: its <main> rebuilt (links as the page had them, for the public page
+    to map), the names of the page's own stylesheets under static/css, and whether it draws charts."""
+    head = html.split("<main", 1)[0]
+    body = rebuilt(html, href=lambda target: target, within="main")
+    return {"html": body, "stylesheets": sorted(set(_CSS.findall(head)) - {"portal"}), "charts": "data-plotly=" in body}
