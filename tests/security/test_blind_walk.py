@@ -6,23 +6,29 @@ evidence, every attempt's outcome, the other annotator's notes and links), gives
 unit and a held reservation in a running campaign, and lets the other annotator flag items further on in the
 sample. The walk then requests every URL pattern of the resolver as the blind annotator, filling each path
 parameter by its converter with every seeded object (so a new route is walked without editing this file), in
-plain, htmx and query variants (exclusion policies, compare a/b, drill-down cells, fragment=1, CSV/JSON exports),
-and fails on any marker or pass/fail signal in any answer. An exclusion policy must change nothing they see.
+plain, htmx and query variants (exclusion policies, compare a/b, drill-down cells, fragment=1), and fails on any
+marker or pass/fail signal in any answer. An exclusion policy must change nothing they see.
+
+Every export a page offers is asked too: each table a page has (as a reviewer's JSON export lists them) as CSV, and
+the JSON export, in every query variant, and each format a DRF endpoint renders (?format=json, api, csv...). In an
+export a per-sample pass/fail cell, or a table whose rows link to attempts (one row per attempt), fails the walk: a
+table the page keeps from a blind annotator is absent from their exports.
 """
 from __future__ import annotations
 
 import itertools
+import json
 import re
 import uuid
 from types import SimpleNamespace
-from urllib.parse import urlencode
+from urllib.parse import urlencode, urlsplit
 
 import pytest
 from django.contrib.auth.models import Group
 from django.http import HttpResponse, QueryDict
 from django.core.exceptions import PermissionDenied
 from django.test import Client, RequestFactory
-from django.urls import reverse
+from django.urls import resolve, reverse
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -37,6 +43,14 @@ SIGNALS = re.compile("|".join([
     r'"correct"\s*:', r"awaiting adjudication", r'"disputed"',
     r'"agreement"\s*:\s*-?[0-9]', r'badge-(?:pass|fail)">(?:pass|fail)<', r'"[ab]_passed"',
 ]))
+#: a per-sample verdict in an export or API answer: a CSV cell, or a JSON value (raw or HTML-escaped, as the browsable
+#: API shows it), that is just "pass" or "fail"
+PER_SAMPLE = {
+    "csv": re.compile(r"(?m)(?:^|,)(?:pass|fail)(?=,|\r?$)"),
+    "json": re.compile(r'(?:"|&quot;)\s*:\s*(?:"|&quot;)(?:pass|fail)(?:"|&quot;)'),
+}
+#: routes whose answers describe the API with made-up examples (a verdict "result": "fail"), no sample's verdict
+DESCRIBES_THE_API = ("api-schema",)
 #: per-request tokens that differ between two otherwise equal answers
 VOLATILE = re.compile(r'(csrfmiddlewaretoken" value="|csrf-token" content="|"X-CSRFToken": ")[^"]*')
 
@@ -68,6 +82,7 @@ def study(db, django_user_model, tmp_path, hostile):
         attempt.save(update_fields=["outcome"])
 
     lead = _user(django_user_model, "w-lead", "lead")
+    reviewer = _user(django_user_model, "w-reviewer", "reviewer")
     blind, other = _user(django_user_model, "w-blind", "annotator"), _user(django_user_model, "w-other", "annotator")
     checklist = Benchmark.objects.get(slug="hostile")
     campaign = audit.campaign_start(audit.campaign_create(
@@ -114,7 +129,7 @@ def study(db, django_user_model, tmp_path, hostile):
     evolif_groups = sorted(set(ChecklistItem.objects.filter(instance__benchmark__slug="evolif")
                                .exclude(group="").values_list("group", flat=True)))[:2]
     return SimpleNamespace(
-        blind=blind, campaign=campaign, token=token, policies=list(POLICIES),
+        blind=blind, reviewer=reviewer, campaign=campaign, token=token, policies=list(POLICIES),
         values={
             "int": ints,
             "slug": list(Benchmark.objects.values_list("slug", flat=True)),
@@ -192,6 +207,35 @@ def _leaks(body: str) -> list[str]:
     return sorted({m.group(0) for m in SIGNALS.finditer(body)})
 
 
+def _per_sample(response, body: str) -> list[str]:
+    """Per-sample values in an answer: pass/fail cells of a CSV or values of JSON (API, export, browsable API), and
+    the tables of a page's JSON export whose rows link to attempts."""
+    if response.resolver_match is not None and response.resolver_match.view_name in DESCRIBES_THE_API:
+        return []
+    kind = response.get("Content-Type", "").split(";")[0]
+    found = sorted({m.group(0) for m in PER_SAMPLE["csv"].finditer(body)}) if kind == "text/csv" else []
+    found += sorted({m.group(0) for m in PER_SAMPLE["json"].finditer(body)})
+    if kind == "application/json":
+        found += [f"table {name!r} (rows link to attempts)" for name in _attempt_tables(body)]
+    return found
+
+
+def _attempt_tables(body: str) -> list[str]:
+    """The tables of a page's JSON export (runs.pages.export_document) with a column linking its rows to attempts."""
+    try:
+        document = json.loads(body)
+    except ValueError:
+        return []
+    tables = document.get("tables") if isinstance(document, dict) else None
+    return [t["name"] for t in tables or () if isinstance(t, dict) and any(c.get("link") for c in t.get("columns", ()))]
+
+
+def _api_formats(url: str) -> list[str]:
+    """The formats the DRF view behind a URL renders (?format=), none for a view that is not DRF's."""
+    view = getattr(resolve(urlsplit(url).path).func, "cls", None)
+    return sorted({renderer.format for renderer in view.renderer_classes}) if view is not None else []
+
+
 class Walk:
     def __init__(self, study):
         self.study = study
@@ -199,6 +243,9 @@ class Walk:
         self.problems: list[str] = []
         self.requests = 0
         self.open_urls: list[str] = []
+        self.exported = 0  # pages with exports
+        self.reviewer = Client()
+        self.reviewer.force_login(study.reviewer)
 
     def get(self, url: str, *, htmx: bool = False):
         if "_auth_user_id" not in self.client.session:  # a route that logs out must not end the walk unnoticed
@@ -212,10 +259,33 @@ class Walk:
         text = body.decode("utf-8", "replace")
         if response.status_code >= 500:
             self.problems.append(f"{url}: {response.status_code}")
-        leaks = _leaks(text)
+        leaks = _leaks(text) + _per_sample(response, text)
         if leaks:
             self.problems.append(f"{url}{' (htmx)' if htmx else ''}: {response.status_code} shows {leaks}")
         return response, text
+
+    def tables_of(self, url: str) -> dict[str, bool]:
+        """Every table of the page at `url` as a reviewer's JSON export lists them (a reviewer reads every table),
+        each with whether its rows link to attempts; {} for a URL that is not a page of the frame (runs.pages)."""
+        response = self.reviewer.get(_with(url, {"export": "json"}))
+        self.requests += 1
+        if response.status_code != 200 or response.get("Content-Type") != "application/json":
+            return {}
+        document = json.loads(response.content)
+        if not isinstance(document, dict) or not isinstance(document.get("tables"), list):
+            return {}
+        linking = set(_attempt_tables(response.content.decode()))
+        return {t["name"]: t["name"] in linking for t in document["tables"]}
+
+    def exports(self, url: str, tables: dict[str, bool]) -> None:
+        """Every export of the page, as the blind annotator: JSON, and each table as CSV; a table whose rows link to
+        attempts must be refused like a table the page does not have."""
+        self.get(_with(url, {"export": "json"}))
+        for name, per_item in tables.items():
+            response, text = self.get(_with(url, {"export": "csv", "table": name}))
+            if per_item and response.status_code != 400:
+                self.problems.append(f"{_with(url, {'export': 'csv', 'table': name})}: {response.status_code} "
+                                     f"answers a table whose rows link to attempts")
 
 
 def test_a_blind_annotator_reads_no_verdict_and_no_other_label_on_any_route(study, routes):
@@ -232,18 +302,26 @@ def test_a_blind_annotator_reads_no_verdict_and_no_other_label_on_any_route(stud
 
     for url in walk.open_urls:
         walk.get(url, htmx=True)
+        tables = walk.tables_of(url)
+        walk.exported += bool(tables)
+        walk.exports(url, tables)
+        for fmt in _api_formats(url):
+            walk.get(_with(url, {"format": fmt}))
         for params in study.variants:
             variant = _with(url, params)
             walk.get(variant)
             walk.get(variant, htmx=True)
+            if tables:
+                walk.exports(variant, tables)
         for policy in study.policies:  # asked right after the page without it (job pages say "n seconds ago")
             plain = _normalised(walk.get(url)[1])
             response, text = walk.get(_with(url, {"exclude": policy}))
             if response.status_code == 200 and _normalised(_unechoed(text, policy)) != plain:
                 walk.problems.append(f"{_with(url, {'exclude': policy})}: differs from the page without the policy")
 
-    print(f"blind walk: {walk.requests} requests, {len(walk.open_urls)} pages open:", *walk.open_urls, sep="\n  ")
-    assert walk.requests > 500
+    print(f"blind walk: {walk.requests} requests, {len(walk.open_urls)} pages open, {walk.exported} with exports:",
+          *walk.open_urls, sep="\n  ")
+    assert walk.requests > 500 and walk.exported
     assert walk.problems == [], "\n".join(walk.problems)
 
 
@@ -257,19 +335,23 @@ def _normalised(text: str) -> str:
     return VOLATILE.sub(r"\1", text)
 
 
-def test_the_walk_sees_the_markers_a_reviewer_may_read(study, django_user_model):
+def test_the_walk_sees_the_markers_a_reviewer_may_read(study):
     """The walk can fail: a reviewer, who may read verdicts, meets the same markers the blind annotator must not."""
     from runs.models import Attempt
 
-    reviewer = _user(django_user_model, "w-reviewer", "reviewer")
     client = Client()
-    client.force_login(reviewer)
+    client.force_login(study.reviewer)
     attempt = Attempt.objects.filter(run__benchmark__slug="hostile").order_by("pk").first()
     assert _leaks(client.get(f"/api/attempts/{attempt.pk}/verdicts/").content.decode())
     assert _leaks(client.get("/api/attempts/").content.decode())
     unit = study.campaign.units.filter(state="disputed").get()
     assert _leaks(client.get(f"/api/audits/units/{unit.pk}/").content.decode())
     assert _leaks(client.get(f"/audits/units/{unit.pk}/").content.decode())
+    run = Attempt.objects.filter(run__benchmark__slug="manyih-coding").order_by("pk").first().run  # and its twin
+    flips = _with(reverse("runs:hierarchy-metrics", args=["manyih-coding"]), {"a": run.label, "b": f"{run.label}-twin"})
+    for export in ({"export": "csv", "table": "flips"}, {"export": "json"}):
+        response = client.get(_with(flips, export))
+        assert _per_sample(response, response.content.decode())
 
 
 def test_a_blind_annotators_api_token_is_held_to_the_same_rule(study):
@@ -287,9 +369,8 @@ def test_a_blind_annotators_api_token_is_held_to_the_same_rule(study):
     assert Client(headers={"Authorization": "Token not-a-token"}).get("/api/attempts/").status_code == 401
 
 
-def test_a_new_route_is_closed_to_blind_annotators_until_declared_safe(study, django_user_model):
+def test_a_new_route_is_closed_to_blind_annotators_until_declared_safe(study):
     """A view nobody declared: refused to the blind annotator, served to a reviewer (runs.access is default-deny)."""
-    reviewer = _user(django_user_model, "w-reviewer", "reviewer")
     middleware = BlindnessMiddleware(lambda request: HttpResponse())
 
     def ask(user, view):
@@ -303,7 +384,7 @@ def test_a_new_route_is_closed_to_blind_annotators_until_declared_safe(study, dj
     assert refused.status_code == 403 and b"Annotators label blind" in refused.content
     request, answer = ask(study.blind, _declared)
     assert answer is None and dict(request.GET) == {}  # served, without the policy or the cell
-    request, answer = ask(reviewer, _undeclared)
+    request, answer = ask(study.reviewer, _undeclared)
     assert answer is None and set(request.GET) == {"exclude", "cell"}
 
 
