@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import bisect
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Protocol
 
 from django.core.paginator import Page, Paginator
-from django.db.models import Q, Value
+from django.db.models import QuerySet, Value
 from django.db.models.functions import Length, StrIndex, Substr
 
 from runs.models import Trajectory, TrajectoryMessage
@@ -125,15 +126,20 @@ def window_units(thread: StoredThread, units: list[int]) -> list[dict]:
     return out
 
 
-def matching_units(thread: StoredThread, q: str) -> list[int]:
-    """The display units of a thread holding `q` (ignoring case) in a message's text, reasoning or
-    other fields (tool calls, names), ascending. Read by the database: only unit numbers come back."""
-    rest = Q(rest__icontains=q)
-    escaped = json.dumps(q, ensure_ascii=False)[1:-1]  # as the text appears inside the stored JSON
-    if escaped != q:
-        rest |= Q(rest__icontains=escaped) | Q(rest__icontains=json.dumps(q)[1:-1])
-    found = _rows(thread).filter(Q(content__icontains=q) | Q(reasoning__icontains=q) | rest)
-    return list(found.order_by("unit").values_list("unit", flat=True).distinct())
+class ThreadFind(Protocol):
+    """A find in one thread (`runs.search.ThreadFind`, which reads the search index)."""
+
+    def messages(self) -> QuerySet:
+        """The indexes of the messages found, as a subquery."""
+
+    def snippets(self, messages: Iterable[int]) -> dict[int, list[tuple[str, bool]]]:
+        """{message index: the text around its first match as (part, is_match) segments} of those found."""
+
+
+def matching_units(thread: StoredThread, found: ThreadFind) -> list[int]:
+    """The display units of a thread holding a message the find found, ascending; only unit numbers come back."""
+    rows = _rows(thread).filter(index__in=found.messages())
+    return list(rows.order_by("unit").values_list("unit", flat=True).distinct())
 
 
 def unit_of(thread: StoredThread, message_index: int) -> int | None:
@@ -141,9 +147,10 @@ def unit_of(thread: StoredThread, message_index: int) -> int | None:
     return _rows(thread).filter(index=message_index).values_list("unit", flat=True).first()
 
 
-def thread_page(threads: list[StoredThread], *, thread=None, q: str = "", page=None, at=None) -> dict:
-    """One window of one thread (optionally only the units containing `q`; `at` opens the window of a
-    message and marks it).
+def thread_page(threads: list[StoredThread], *, thread=None, q: str = "", page=None, at=None,
+                find: Callable[[StoredThread, str], ThreadFind] | None = None) -> dict:
+    """One window of one thread (with `q`, only the units holding a message `find(thread, q)` finds, each unit with
+    `found`: the text around each match; `at` opens the window of a message and marks it).
 
     {"threads": names, "thread_no", "thread": the StoredThread, "q", "at": the marked message index,
      "page": Page of display units, "tools": the thread's tools}
@@ -155,7 +162,10 @@ def thread_page(threads: list[StoredThread], *, thread=None, q: str = "", page=N
         return {"threads": [], "thread_no": 0, "thread": None, "q": q, "at": at_index,
                 "page": Paginator([], PAGE).get_page(1), "tools": []}
     current = threads[clamp(thread, 0, len(threads) - 1)]
-    units: Iterable[int] = matching_units(current, q) if q else range(current.unit_count)
+    if q and find is None:
+        raise TypeError("a find in a thread (q) needs `find`")
+    found = find(current, q) if q and find else None
+    units: Iterable[int] = matching_units(current, found) if found is not None else range(current.unit_count)
     paginator = Paginator(units, PAGE)
     page_no = page
     if not page_no and at_index is not None:
@@ -169,6 +179,10 @@ def thread_page(threads: list[StoredThread], *, thread=None, q: str = "", page=N
         page_no = position // PAGE + 1 if position is not None else 1
     window: Page = paginator.get_page(page_no or 1)
     window.object_list = window_units(current, list(window.object_list))
+    if found is not None:
+        snippets = found.snippets(i for u in window.object_list for i in u["indices"])
+        for u in window.object_list:
+            u["found"] = [{"index": i, "segments": snippets[i]} for i in u["indices"] if i in snippets]
     return {"threads": thread_names(threads), "thread_no": current.number, "thread": current, "q": q,
             "at": at_index, "page": window, "tools": current.tools}
 

@@ -11,7 +11,7 @@ from django.utils.html import escape
 
 from runs.access import attempt_for, benchmark_for, blind_safe, instance_for
 from runs.charts import checklist as charts
-from runs import selectors, trajectory_view
+from runs import search, selectors, trajectory_view
 from runs.exports import checklist as exports
 from runs.cache import cached, generation_seen
 from runs.filters import LeaderboardFilterForm, form_state, state_of, state_query
@@ -91,7 +91,8 @@ def attempt(request, pk):
     """One attempt: trajectory (one thread, one page of it) beside every judge's verdicts, failures first."""
     attempt = _attempt(request, pk)
     view = trajectory_view.thread_page(trajectory_view.attempt_threads(attempt.id), thread=request.GET.get("thread"),
-                                       q=request.GET.get("q", ""), page=request.GET.get("page"), at=request.GET.get("at"))
+                                       q=request.GET.get("q", ""), page=request.GET.get("page"), at=request.GET.get("at"),
+                                       find=search.ThreadFind)
     context = {"attempt": attempt, **view, "cut": trajectory_view.CUT, "query": query_with(request, page=None, at=None)}
     if request.htmx and request.GET.get("page"):
         return render(request, "runs/checklist/attempt.html#units", context)

@@ -17,7 +17,7 @@ from django.utils.html import format_html
 from django.views.decorators.http import require_GET, require_POST
 
 from runs.access import benchmark_for, blind_safe, writes
-from runs import pages, sharing, trajectory_view
+from runs import pages, search, sharing, trajectory_view
 from runs.exports import checklist as exports_checklist
 from runs.filters import LeaderboardFilterForm, form_state
 from runs.metrics import checklist as metrics
@@ -253,7 +253,8 @@ def shared_attempt(request, token, pk):
     link = _link(token)
     attempt = _scoped_attempt(link, pk)
     view = trajectory_view.thread_page(trajectory_view.attempt_threads(attempt.id), thread=request.GET.get("thread"),
-                                       q=request.GET.get("q", ""), page=request.GET.get("page"), at=request.GET.get("at"))
+                                       q=request.GET.get("q", ""), page=request.GET.get("page"), at=request.GET.get("at"),
+                                       find=search.ThreadFind)
     context = {"link": link, "token": token, "snap": link.snapshot, "attempt": attempt, **view,
                "response": trajectory_view.text_piece(attempt.response or ""),  # what kinds without a trajectory show
                "text_url": reverse("runs:share-attempt-text", args=[token, attempt.id]),

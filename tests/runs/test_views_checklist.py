@@ -202,6 +202,28 @@ def test_it_pages_long_threads_and_finds_text(reviewer_client):
     assert "step 7<" in found and "step 8<" not in found
 
 
+def test_find_in_this_thread_reads_the_search_index_marks_each_match_and_opens_it_in_context(reviewer_client):
+    """"Find in this thread" compared every message row of the thread (1.7 s on 30,000 messages), marked nothing and
+    linked nowhere: it reads the thread's search rows, shows the text around each match with the match marked (in
+    the message too), and each match links to the message's window, where the message is marked."""
+    _, attempts = build_study(n_instances=1)
+    messages = [{"role": "assistant", "content": f"step {n}" + (" then <b>git PUSH</b> --force" if n == 70 else "")}
+                for n in range(95)]
+    trajectory_save(attempt_id=attempts[0].id, threads=[{"meta": {"thread": "main"}, "tools": [], "messages": messages}])
+    url = reverse("runs:attempt", args=[attempts[0].id])
+    with CaptureQueriesContext(connection) as queries:
+        found = reviewer_client.get(url, {"thread": 0, "q": "git push"}).content.decode()
+    compared = [q["sql"] for q in queries.captured_queries if "LIKE" in q["sql"].upper()]
+    assert compared and all("runs_searchtext" in sql for sql in compared)  # no message row's text is compared
+    assert "1 matching message" in found and "step 69" not in found
+    assert 'then &lt;b&gt;<mark>git PUSH</mark>&lt;/b&gt; --force' in found  # around it, and in the message
+    assert found.count("<mark>git PUSH</mark>") == 2 and "<b>git" not in found
+    link = '<a href="?thread=0&amp;at=70#m-0-70">Open #70 in context</a>'
+    assert link in found
+    context = reviewer_client.get(url, {"thread": 0, "at": 70}).content.decode()
+    assert 'class="msg role-assistant at" id="m-0-70"' in context and "step 69<" in context and "step 79<" in context
+
+
 def test_it_shows_an_instance_with_its_checklist_by_source_and_model_pass_rates(reviewer_client):
     _, attempts = build_study(n_instances=2)
     instance = attempts[2].instance  # task-1: alpha fails c1
