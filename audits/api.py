@@ -17,6 +17,7 @@ from rest_framework.views import APIView
 
 from runs.access import blind_safe
 from runs.api.verdicts import CSVRenderer
+from runs.exclusions import exclusion_policy_unknown
 from runs.metrics.checklist import Filters
 from runs.models import Benchmark, BenchmarkKind, ChecklistItem
 from runs.pages import csv_safe
@@ -233,8 +234,9 @@ CAMPAIGNS_PARAMETER = OpenApiParameter(
 def _policy_query(request, benchmark):
     """(policy, campaign ids or None, sources) from ?exclude= and ?campaigns=, or a 400 Response."""
     policy = request.query_params.get("exclude", "")
-    if policy not in selectors.POLICIES:
-        return Response({"exclude": [f"one of {', '.join(selectors.POLICIES)}"]}, status=status.HTTP_400_BAD_REQUEST)
+    if policy not in selectors.POLICIES:  # the effect page's words (audits.forms.EffectForm)
+        return Response({"exclude": [exclusion_policy_unknown(with_none=False) % {"value": policy}]},
+                        status=status.HTTP_400_BAD_REQUEST)
     raw = [p for v in request.query_params.getlist("campaigns") for p in v.split(",") if p.strip()]
     if not all(p.strip().isdigit() and len(p.strip()) < 10 for p in raw):
         return Response({"campaigns": ["campaign ids: whole numbers, comma-separated"]}, status=status.HTTP_400_BAD_REQUEST)

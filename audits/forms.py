@@ -5,6 +5,7 @@ from django import forms
 from django.contrib.auth import get_user_model
 
 from runs.access import ANNOTATOR, LEAD
+from runs.exclusions import exclusion_policy_unknown
 from runs.models import Benchmark
 
 from .models import Allocation, Campaign, CampaignState, FinalStatus, Subject
@@ -151,6 +152,7 @@ class EffectForm(forms.Form):
 
     def __init__(self, *args, benchmark=None, **kwargs):
         super().__init__(*args, **kwargs)
+        self.fields["exclude"].error_messages["invalid_choice"] = exclusion_policy_unknown(with_none=False)  # the API's words
         started = Campaign.objects.exclude(state=CampaignState.DRAFT)
         if benchmark is not None:
             started = started.filter(benchmarks=benchmark)

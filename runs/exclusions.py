@@ -38,6 +38,13 @@ def exclusion_policies() -> list[str]:
     return sorted(_PROVIDERS)
 
 
+def exclusion_policy_unknown(*, with_none: bool = True) -> str:
+    """The words every page and API refuses an exclusion policy name no app registered with, naming the valid ones
+    (with "none" where no policy is a choice): a form's invalid_choice message, `%(value)r` standing for the name
+    given (`message % {"value": name}` fills it in elsewhere)."""
+    return "unknown exclusion policy %(value)r; one of: " + ", ".join((["none"] if with_none else []) + exclusion_policies())
+
+
 def exclusion_policy_choices() -> list[tuple[str, str]]:
     """(name, label) for a form: none first, then every registered policy."""
     return [("none", "none (every item)")] + [(p, _LABELS[p]) for p in exclusion_policies()]
@@ -69,7 +76,7 @@ def excluded_item_ids(benchmark, policy: str | None, campaigns: Iterable[int] | 
     if not policy or policy == "none":
         return None
     if policy not in _PROVIDERS:
-        raise ValueError(f"unknown exclusion policy {policy!r}; one of: none, {', '.join(exclusion_policies())}")
+        raise ValueError(exclusion_policy_unknown() % {"value": policy})
     if campaigns is None:
         return _PROVIDERS[policy](benchmark, policy)
     return _PROVIDERS[policy](benchmark, policy, campaigns)

@@ -5,7 +5,7 @@ from django import forms
 from django.db.models import F, IntegerField, Value
 from django.http import QueryDict
 
-from runs.exclusions import exclusion_policy_choices
+from runs.exclusions import exclusion_policy_choices, exclusion_policy_unknown
 from runs.cache import cached
 from runs.metrics.checklist import GROUPINGS, Filters
 from runs.models import AttemptRollup, Instance, Judge, Run
@@ -43,6 +43,7 @@ class LeaderboardFilterForm(forms.Form):
     def __init__(self, data, *, benchmark, **kwargs):
         super().__init__(data, **kwargs)
         self.fields["exclude"].choices = exclusion_policy_choices()
+        self.fields["exclude"].error_messages["invalid_choice"] = exclusion_policy_unknown()  # the API's words
         for name, values in filter_choices(benchmark).items():
             self.fields[name].choices = [(v, v) for v in values]
 

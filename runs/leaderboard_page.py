@@ -19,7 +19,8 @@ whether they label blind and whether they may write, which decide the page's con
 token goes: a warm page is then one cache read and a string replacement, not the shell's rendering
 (a third of a warm request's CPU at 100 models; docs/performance.md). The placeholder is derived
 from SECRET_KEY, so text in the data cannot plant one; the token itself never enters the cache.
-A request with a message to show (Django's messages, shown once) gets the page rendered, uncached.
+A request with a message to show (Django's messages, shown once, or a note on its query) gets the page rendered,
+uncached.
 """
 from __future__ import annotations
 
@@ -84,7 +85,7 @@ def full_page(request, benchmark, state: dict, context: dict) -> str:
     """The whole page for a validated state as this request's user gets it: cached per data generation, state
     and viewer (name, blind or not, may write or not: the Share form) with the CSRF token filled in per request; `context` is what the page's
     template needs besides the fragments, which `page_parts` adds when the page is rendered."""
-    if len(get_messages(request)):  # counted, not read: reading would mark them shown
+    if len(get_messages(request)) or context.get("query_notes"):  # messages counted, not read: reading marks them shown
         return _page(request, benchmark, state, context, token=None)
     part = _part("page", benchmark, state_query(state).urlencode(), _blind(request), request_can_write(request),
                  request.user.get_username(), request.path, benchmark.name, benchmark.kind, benchmark.searchable)

@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 
 from django import forms
 
-from runs.exclusions import excluded_item_ids, exclusion_policies, exclusion_policy_choices
+from runs.exclusions import excluded_item_ids, exclusion_policy_choices, exclusion_policy_unknown
 from runs.widgets import CheckboxDropdown
 
 BY = [("model", "model (runs pooled)"), ("run", "run")]
@@ -85,8 +85,7 @@ class KindQuery(RefusesControlCharacters):
     def __init__(self, data, *, runs: Sequence, judges: Sequence):
         super().__init__(data)
         self.fields["exclude"].choices = exclusion_policy_choices()
-        self.fields["exclude"].error_messages["invalid_choice"] = (
-            "unknown exclusion policy %(value)r; one of: none, " + ", ".join(exclusion_policies()))
+        self.fields["exclude"].error_messages["invalid_choice"] = exclusion_policy_unknown()
         self.fields["run"].choices = [(r.label, f"{r.label} ({r.model.name})") for r in runs]
         self.fields["judge"].choices = [(j.name, f"{j.name} ({j.get_kind_display()})") for j in judges]
 

@@ -15,6 +15,7 @@ from runs import search, selectors, trajectory_view
 from runs.exports import checklist as exports
 from runs.cache import cached, generation_seen
 from runs.filters import LeaderboardFilterForm, form_state, state_of, state_query
+from runs.leaderboard_page import TEMPLATE as LEADERBOARD_TEMPLATE
 from runs.leaderboard_page import full_page, results_html
 from runs.leaderboard_rows import state_digest
 from runs.metrics import attempt_diff as metrics_diff
@@ -50,8 +51,12 @@ def leaderboard(request, slug):
     the toolbar of the new state out of band."""
     benchmark = _benchmark(request, slug)
     generation_seen(benchmark)  # read just now, before any data: the cached parts need no query for it
+    notes = []
     if request.GET:
-        state = form_state(LeaderboardFilterForm(request.GET, benchmark=benchmark))
+        form = LeaderboardFilterForm(request.GET, benchmark=benchmark)
+        state = form_state(form)
+        # an unknown exclusion policy is said (in the API's words), not passed over for every item
+        notes = [str(message) for message in form.errors.get("exclude", ())]
     else:  # the page as first opened: the default state, no form (and no choices) to parse
         state = state_of({})
     framed = frame_response(request, {"benchmark": benchmark, "state": state}, page_data=exports.leaderboard_page)
@@ -61,8 +66,9 @@ def leaderboard(request, slug):
     if request.htmx:
         toolbar = render_to_string(TOOLBAR_TEMPLATE, {"benchmark": benchmark, "page_tools": tools, "oob": True},
                                    request)
-        return HttpResponse(results_html(benchmark, state, request=request) + toolbar)
-    context = {"benchmark": benchmark, "query": state_query(state).urlencode(), "page_tools": tools}
+        said = render_to_string(f"{LEADERBOARD_TEMPLATE}#query-notes", {"query_notes": notes, "oob": True}, request)
+        return HttpResponse(results_html(benchmark, state, request=request) + toolbar + said)
+    context = {"benchmark": benchmark, "query": state_query(state).urlencode(), "page_tools": tools, "query_notes": notes}
     return HttpResponse(full_page(request, benchmark, state, context))
 
 

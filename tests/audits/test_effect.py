@@ -2,6 +2,7 @@ import csv
 import io
 
 from django.urls import reverse
+from django.utils.html import escape
 
 from audits import effect, selectors, services
 from audits.models import AuditUnit
@@ -181,3 +182,20 @@ def test_it_says_where_the_lead_decides_that_decisions_count_only_once_the_campa
     queue = client.get(reverse("audits:adjudication", args=[campaign.pk])).content.decode()
     assert "the leaderboard's exclusion policies count its decisions" in queue
     assert 'id="not-counted"' not in client.get(effect_url).content.decode()
+
+
+def test_an_unknown_policy_is_said_on_the_leaderboard_and_the_effect_page_in_their_apis_words(bench, campaign, lead):
+    client = client_for(lead)
+    said = client.get("/api/leaderboards/octo-test/?exclude=nope").json()["exclude"][0]
+    assert said == "unknown exclusion policy 'nope'; one of: none, " + ", ".join(sorted(selectors.POLICIES))
+    assert "unknown exclusion policy" not in client.get("/b/octo-test/leaderboard/").content.decode()  # now cached
+    page = client.get("/b/octo-test/leaderboard/?exclude=nope").content.decode()
+    assert escape(said) in page and 'id="exclusion"' not in page  # said, and every item counted
+    assert "unknown exclusion policy" not in client.get("/b/octo-test/leaderboard/?exclude=none").content.decode()
+    swap = client.get("/b/octo-test/leaderboard/?by=model", HTTP_HX_REQUEST="true").content.decode()
+    assert '<div id="query-notes" hx-swap-oob="true">' in swap and "unknown exclusion policy" not in swap  # cleared
+
+    effect_said = client.get("/api/audits/effect/octo-test/?exclude=nope").json()["exclude"][0]
+    assert effect_said == "unknown exclusion policy 'nope'; one of: " + ", ".join(sorted(selectors.POLICIES))
+    assert client.get("/api/audits/excluded-items/octo-test/?exclude=nope").json()["exclude"] == [effect_said]
+    assert escape(effect_said) in client.get("/audits/effect/octo-test/?exclude=nope").content.decode()

@@ -321,3 +321,15 @@ def test_it_tells_the_lead_that_fresh_decisions_count_only_where_the_campaign_is
     assert "Not counted: Fresh audit (3 units still being labelled or awaiting adjudication)" in \
         lead.locator("#not-counted").inner_text()
     assert console.errors == [] and lead.evaluate("window.__csp") == []
+
+
+def test_it_says_an_unknown_exclusion_policy_until_a_known_one_is_chosen(session, live_server, audit_world, console):
+    slug = audit_world["benchmark"].slug
+    lead = session("lead", "pw-lead-1")
+    lead.goto(f"{live_server.url}/b/{slug}/leaderboard/?exclude=flagged_by_nobody")
+    said = lead.locator("#query-notes [role=alert]")
+    assert "unknown exclusion policy 'flagged_by_nobody'; one of: none, adjudicated_invalid" in said.inner_text()
+    lead.select_option("#id_exclude", "flagged_by_either")
+    lead.wait_for_selector("#exclusion")  # the results swapped in under a known policy: the note goes
+    assert said.count() == 0
+    assert console.errors == [] and lead.evaluate("window.__csp") == []
