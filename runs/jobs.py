@@ -428,31 +428,47 @@ def upload_dir(job_id) -> Path:
     return path
 
 
-def uploads_clean(*, days: int | None = None, now=None) -> list[str]:
-    """Delete the uploaded files of jobs that finished more than `days` (IFPORTAL_UPLOAD_RETENTION_DAYS) ago,
-    and upload folders of jobs that no longer exist once as old; the ids of the folders removed.
+#: an upload folder without a committed job may be an import still being saved (its files are written inside the
+#: transaction that creates its job): such a folder is removed only once it is this old, whatever `days` says
+ORPHAN_UPLOAD_MIN_AGE = timedelta(days=1)
 
-    A cleaned job keeps its file names (its page and the API still say what was imported) with
-    `"removed": true` instead of a path, and can no longer be retried (`selectors.job_can_retry`).
+
+def uploads_clean(*, days: int | None = None, now=None) -> list[str]:
+    """Delete the uploaded files of jobs that finished more than `days` ago, and upload folders of jobs that no
+    longer exist once as old (and at least ORPHAN_UPLOAD_MIN_AGE); the ids of the folders removed.
+
+    `days` defaults to IFPORTAL_UPLOAD_RETENTION_DAYS, whose 0 keeps uploads for ever; `days=0` given deletes the
+    uploads of every finished job (queued and running jobs keep theirs: the job reads them). A negative `days`
+    raises ValueError. A cleaned job keeps its file names (its page and the API still say what was imported) with
+    `"removed": true` instead of a path, and can no longer be retried (`selectors.job_can_retry`): its files are
+    marked removed before they go, and only while it is still finished (a job queued again since keeps them).
     Run by `manage.py uploads_clean` (cron) and, with Celery, daily by the beat schedule.
     """
-    days = settings.IFPORTAL_UPLOAD_RETENTION_DAYS if days is None else days
-    if days <= 0:
-        return []
-    cutoff = (now or timezone.now()) - timedelta(days=days)
+    if days is None:
+        days = settings.IFPORTAL_UPLOAD_RETENTION_DAYS
+        if days <= 0:
+            return []
+    if days < 0:
+        raise ValueError(f"days must be 0 or more (0 deletes the uploads of every finished job), not {days}")
+    now = now or timezone.now()
+    cutoff = now - timedelta(days=days)
     root = Path(settings.MEDIA_ROOT) / "uploads"
     removed = []
-    old = Job.objects.filter(state__in=(JobState.SUCCEEDED, JobState.FAILED), finished_at__lt=cutoff).exclude(files=[])
+    finished = (JobState.SUCCEEDED, JobState.FAILED)
+    old = Job.objects.filter(state__in=finished, finished_at__lt=cutoff).exclude(files=[])
     for job in old.only("id", "files").iterator():
         if all(f.get("removed") for f in job.files):
             continue
-        shutil.rmtree(root / str(job.id), ignore_errors=True)
-        Job.objects.filter(pk=job.pk).update(files=[{"name": f.get("name", ""), "removed": True} for f in job.files])
-        removed.append(str(job.id))
+        marked = Job.objects.filter(pk=job.pk, state__in=finished).update(
+            files=[{"name": f.get("name", ""), "removed": True} for f in job.files])
+        if marked:
+            shutil.rmtree(root / str(job.id), ignore_errors=True)
+            removed.append(str(job.id))
     if root.is_dir():
         known = {str(pk) for pk in Job.objects.values_list("id", flat=True)}
+        orphaned_before = min(cutoff, now - ORPHAN_UPLOAD_MIN_AGE).timestamp()
         for folder in root.iterdir():
-            if folder.name not in known and folder.stat().st_mtime < cutoff.timestamp():
+            if folder.name not in known and folder.stat().st_mtime < orphaned_before:
                 shutil.rmtree(folder, ignore_errors=True)
                 removed.append(folder.name)
     return removed
