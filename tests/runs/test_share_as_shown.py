@@ -6,7 +6,6 @@ import re
 from html.parser import HTMLParser
 
 import pytest
-from django.conf import settings
 from django.contrib.auth.models import Group
 from django.test import Client
 from django.urls import reverse
@@ -83,7 +82,7 @@ def _lead(django_user_model, name="lead") -> Client:
     user = django_user_model.objects.create_user(name, password=f"pw-{name}-1")
     user.groups.add(Group.objects.get_or_create(name="lead")[0])
     client = Client()
-    client.force_login(user, backend=settings.AUTHENTICATION_BACKENDS[-1])  # the backend that reads users
+    client.force_login(user, backend="ifportal.auth.CachedModelBackend")  # the backend that reads users
     return client
 
 
