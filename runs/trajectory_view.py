@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from django.core.paginator import Page, Paginator
-from django.db.models import QuerySet, Value
+from django.db.models import Value
 from django.db.models.functions import Length, StrIndex, Substr
 
 from runs.models import Trajectory, TrajectoryMessage
@@ -27,6 +27,9 @@ TEXT_KEYS = ("content", "reasoning")
 #: keys a thread's heading adds to the thread as imported
 HEAD_KEYS = ("message_count", "unit_count")
 REMINDER = "<system-reminder>"
+#: messages whose units one query looks up (`matching_units`): under SQLite's and PostgreSQL's limits on a
+#: statement's parameters
+UNITS_BATCH = 5000
 
 
 @dataclass(frozen=True)
@@ -129,17 +132,21 @@ def window_units(thread: StoredThread, units: list[int]) -> list[dict]:
 class ThreadFind(Protocol):
     """A find in one thread (`runs.search.ThreadFind`, which reads the search index)."""
 
-    def messages(self) -> QuerySet:
-        """The indexes of the messages found, as a subquery."""
+    def messages(self) -> list[int]:
+        """The indexes of the messages found, ascending."""
 
     def snippets(self, messages: Iterable[int]) -> dict[int, list[tuple[str, bool]]]:
         """{message index: the text around its first match as (part, is_match) segments} of those found."""
 
 
 def matching_units(thread: StoredThread, found: ThreadFind) -> list[int]:
-    """The display units of a thread holding a message the find found, ascending; only unit numbers come back."""
-    rows = _rows(thread).filter(index__in=found.messages())
-    return list(rows.order_by("unit").values_list("unit", flat=True).distinct())
+    """The display units of a thread holding a message the find found, ascending; only unit numbers come back,
+    looked up through the unique index a batch of messages at a time."""
+    messages = found.messages()
+    units: set[int] = set()
+    for start in range(0, len(messages), UNITS_BATCH):
+        units.update(_rows(thread).filter(index__in=messages[start:start + UNITS_BATCH]).values_list("unit", flat=True))
+    return sorted(units)
 
 
 def unit_of(thread: StoredThread, message_index: int) -> int | None:

@@ -167,6 +167,8 @@ def test_the_http_figures_include_every_html_page_and_the_long_trajectory_in_chr
     assert chromium["pages"]["leaderboard"]["charts"] == 1 and chromium["pages"]["leaderboard"]["charts_drawn"]["p95_ms"] > 0
     first = figures["long_trajectory"]["http"]["first_paint"]
     assert first["worker_boot_ms"] > 0 and first["cold_ms"] > 0  # the first request waited for no boot
+    found = figures["long_trajectory"]["http"]["find in thread"]  # "Find in this thread", by the search index
+    assert found["statuses"] == [200] and found["p95_ms"] > 0 and found["target_p95_ms"] == 300
     printed = said.getvalue()
     assert "leaderboard in Chromium (cold cache): first paint median " in printed
     assert "long trajectory, attempt page first paint: the worker booted in " in printed
