@@ -206,7 +206,8 @@ def compare_page(context: dict) -> PageData:
     return PageData("Compare two runs", [sides, flips], help_anchor="checklist-compare")
 
 
-@page_builder(("judges", "Passed / applicable per judge"), ("items", "Verdicts side by side"), links_attempts=True)
+@page_builder(("judges", "Passed / applicable per judge"), ("items", "Verdicts side by side"), links_attempts=True,
+              per_item=("judges", "items"))  # two attempts: each total is a count of one attempt's verdicts
 def attempt_compare_page(context: dict) -> PageData:
     """Two attempts of one instance side by side: each judge's passed / applicable items of both and the items it
     judged differently; then one row per item and judge with both verdicts (items judged differently first)."""
