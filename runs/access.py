@@ -45,6 +45,7 @@ from django.http import Http404, JsonResponse
 from django.urls import URLPattern, URLResolver, get_resolver
 from rest_framework.authentication import TokenAuthentication
 from rest_framework.exceptions import AuthenticationFailed
+from rest_framework.permissions import BasePermission
 
 from runs.models import Attempt, Benchmark, Instance, Job
 
@@ -252,9 +253,22 @@ class BlindnessMiddleware:
 # the write rule ---------------------------------------------------------------------------
 def writes(view):
     """Declare a view (function or class) a write: only users who `can_write` reach it, on every method (a page
-    that exists to write, like the import form, is refused on GET too)."""
+    that exists to write, like the import form, is refused on GET too). A DRF view also gets `WritePermission`, so
+    the rule holds for whoever DRF authenticates, however it does."""
     view.write_access = True
+    if isinstance(view, type) and hasattr(view, "permission_classes"):
+        view.permission_classes = [*view.permission_classes, WritePermission]
     return view
+
+
+class WritePermission(BasePermission):
+    """DRF's side of `writes`: a signed-in user who may not write is refused (anonymous users are left to
+    authentication, which answers 401)."""
+
+    message = WRITE_REFUSAL
+
+    def has_permission(self, request, view):
+        return not request.user.is_authenticated or can_write(request.user)
 
 
 def writes_of(view_func) -> bool:

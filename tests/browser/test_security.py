@@ -61,9 +61,9 @@ def _demo_pages() -> list[tuple[str, str, int]]:
 
 
 @pytest.mark.usefixtures("watched")
-def test_it_renders_the_main_pages_under_the_policy_with_charts(page, live_server, console, reviewer, log_in, artifacts):
+def test_it_renders_the_main_pages_under_the_policy_with_charts(page, live_server, console, editor, log_in, artifacts):
     pages = _demo_pages()
-    log_in("reviewer", "pw-reviewer-1")
+    log_in("editor", "pw-editor-1")
     problems: dict[str, list[str]] = {}
 
     for name, path, charts in pages:
@@ -111,12 +111,12 @@ def test_it_renders_the_admin_and_the_browsable_api_under_the_policy(page, live_
 
 
 @pytest.mark.usefixtures("watched")
-def test_it_renders_the_hostile_corpus_inert_in_chromium(page, live_server, console, reviewer, log_in,
+def test_it_renders_the_hostile_corpus_inert_in_chromium(page, live_server, console, editor, log_in,
                                                          tmp_path, artifacts):
     from playwright.sync_api import expect
 
-    pages = hostile_corpus.pages(tmp_path, reviewer)
-    log_in("reviewer", "pw-reviewer-1")
+    pages = hostile_corpus.pages(tmp_path, editor)
+    log_in("editor", "pw-editor-1")
     problems = {}
 
     for name, path in pages:

@@ -166,13 +166,13 @@ def test_an_escape_that_widens_a_long_string_counts_for_the_string(tmp_path):
 
 
 def test_an_upload_of_a_few_kilobytes_that_inflates_to_millions_of_values_is_refused_in_bounded_memory(
-        reviewer, django_capture_on_commit_callbacks):
+        editor, django_capture_on_commit_callbacks):
     """The attack: a 2.6 KB `.eval` whose one zstd entry is 16 MB of `[],[],...` took a web worker to 1.57 GB and
     was stored. The import runs in the web process on the embedded default: it must refuse it, cheaply."""
     data, entry = hostile_eval("[" + ",".join(["[]"] * ((16 << 20) // 3)) + "]")
     assert len(data) < 64 * 1024
     client = APIClient()
-    client.force_authenticate(reviewer)
+    client.force_authenticate(editor)
 
     tracemalloc.start()
     try:

@@ -26,11 +26,11 @@ def test_it_stores_the_hostile_corpus_through_every_format(db, tmp_path, hostile
     assert "<script>window.__pwned=1</script>" in response  # stored as given; escaping is the pages' job
 
 
-def test_it_escapes_the_hostile_corpus_on_every_page(db, tmp_path, hostile, reviewer, reviewer_client):
+def test_it_escapes_the_hostile_corpus_on_every_page(db, tmp_path, hostile, editor, editor_client):
     problems = {}
 
-    for name, path in hostile.pages(tmp_path, reviewer):
-        response = reviewer_client.get(path)
+    for name, path in hostile.pages(tmp_path, editor):
+        response = editor_client.get(path)
         body = response.content.decode("utf-8")
         found = [f"status {response.status_code}"] if response.status_code != 200 else []
         found += [f"raw {marker!r}" for marker in hostile.RAW_MARKERS if marker in body]

@@ -159,6 +159,16 @@ def test_a_reader_is_refused_every_write_and_nothing_changes(study, django_user_
     assert link.revoked_at is None and job.state == JobState.FAILED
 
 
+def test_the_api_refuses_a_reader_however_drf_authenticated_them(django_user_model):
+    """The middleware sees session and token users; a DRF view declared `writes` checks DRF's own user too."""
+    client = APIClient()
+    client.force_authenticate(_user(django_user_model, "reader", REVIEWER))
+
+    response = client.post(reverse("api:ingest"), {"format": "manyih-data"}, format="multipart")
+
+    assert response.status_code == 403 and "editor" in response.json()["detail"] and not Job.objects.exists()
+
+
 def test_an_editor_imports_shares_and_retries(study, django_user_model, rf, django_capture_on_commit_callbacks):
     editor = _user(django_user_model, "ed", EDITOR)
     client = _client(editor)
