@@ -5,14 +5,15 @@ A snapshot keeps the page's tables as data (its exports) and this markup (what t
 outsider reads the same caveats, spreads and headings as the person who shared it. The markup is rebuilt from
 the page's HTML through an allow-list: only the elements and attributes below survive, every text and attribute
 value is escaped again, and scripts, forms, navigation and the frame's toolbar are dropped with what they hold.
-Each link goes through a function the caller gives (`href`): the public page keeps the help page and in-page
-anchors, points the attempts a link opens at their frozen pages, and shows every other link as plain text.
+Each link goes through a function the caller gives (`href`, through `relinked` on the public page): it keeps the
+help page and in-page anchors, points the attempts a link opens at their frozen pages, and shows every other link
+as plain text.
 """
 from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from html import escape
+from html import escape, unescape
 from html.parser import HTMLParser
 
 #: elements kept as they are (attributes filtered by ATTRIBUTES); any other element is unwrapped: its content stays
@@ -39,6 +40,8 @@ ATTRIBUTES = frozenset({"class", "id", "title", "colspan", "rowspan", "scope", "
 _TOKEN = re.compile(r"^[\w\- :.,%#/()+]*$")
 _STRUCTURED = frozenset({"title", "aria-label", "data-figure", "abbr"})  # free text: escaped, not pattern-checked
 _CSS = re.compile(r"/css/([a-z][a-z0-9_-]*)(?:\.[0-9a-f]{8,})?\.css\b")
+#: a link as `_Rebuild` writes it: the target first, then the kept attributes, then what it holds
+_LINK = re.compile(r'<a href="([^"]*)"([^>]*)>(.*?)</a>', re.S)
 
 Href = Callable[[str], str | None]
 
@@ -132,3 +135,18 @@ def frozen_page(html: str) -> dict:
     head = html.split("<main", 1)[0]
     body = rebuilt(html, href=lambda target: target, within="main")
     return {"html": body, "stylesheets": sorted(set(_CSS.findall(head)) - {"portal"}), "charts": "data-plotly=" in body}
+
+
+def relinked(body: str, *, href: Href) -> str:
+    """Markup `frozen_page` kept, each link's target through `href` (None: what the link holds, without the link).
+
+    The public page's one pass over a stored snapshot: the allow-list rebuilt it when the link was made, so only
+    the links change here, by a regular expression over markup of that one shape (a full rebuild per view cost
+    1.3 ms per KB: 90 ms on a drill-down page's 72 KB)."""
+    def one(match: re.Match) -> str:
+        target = href(unescape(match.group(1)))
+        if target is None:
+            return match.group(3)
+        return f'<a href="{escape(target, quote=True)}"{match.group(2)}>{match.group(3)}</a>'
+
+    return _LINK.sub(one, body)

@@ -30,7 +30,7 @@ from django.utils.safestring import SafeString
 
 from runs.exclusions import excluded_item_ids, exclusion_policy_label
 from runs.filters import state_query
-from runs.frozen_html import rebuilt
+from runs.frozen_html import relinked
 from runs.leaderboard_rows import LeaderboardTables, leaderboard_tables  # the API reads the tables from here too
 from runs.metrics import checklist as metrics
 from runs.metrics.checklist import GROUPINGS, AttemptRow, Filters, ScoreRow
@@ -186,7 +186,7 @@ def snapshot_markup(link: ShareLink, token: str) -> SafeString:
         fragment = urlsplit(target).fragment
         return reverse("runs:share-attempt", args=[token, attempt]) + (f"#{fragment}" if fragment else "")
 
-    return SafeString(rebuilt(body, href=href))
+    return SafeString(relinked(body, href=href))  # markup the allow-list rebuilt when the link was made
 
 
 def _route(target: str) -> tuple[str, dict, QueryDict]:

@@ -11,7 +11,7 @@ from django.test import Client
 from django.urls import reverse
 
 from runs import sharing
-from runs.frozen_html import frozen_page, rebuilt
+from runs.frozen_html import frozen_page, relinked
 from runs.models import ShareLink, Verdict
 
 from .test_page_frame import CASES, DATA, _object_page, _page_url, portal  # noqa: F401  (portal: every kind's demo)
@@ -177,7 +177,7 @@ def test_the_frozen_markup_keeps_words_and_drops_controls_and_code():
     assert "onclick" not in body and "hx-get" not in body and "<form" not in body and "Home" not in body
     assert "Other" not in body and "CSV" not in body and "portal" not in body
     assert "<h1>Title &amp; more</h1>" in body and "&lt;b&gt;unrecognised" in body and "± 1.20" in body
-    shown = rebuilt(body, href=lambda target: "/s/t/attempts/7/" if target.startswith("/attempts/7/") else None)
+    shown = relinked(body, href=lambda target: "/s/t/attempts/7/" if target.startswith("/attempts/7/") else None)
     assert '<a href="/s/t/attempts/7/">seven</a>' in shown and "javascript" not in shown and "</p>bad<td" in shown
     assert "how" in shown and 'href="/help' not in shown
 
