@@ -1,4 +1,6 @@
 from django.contrib.auth.models import Group
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from audits import services
 from audits.models import Assignment, Campaign, Label
@@ -163,3 +165,22 @@ def test_it_polls_a_campaigns_counts_until_every_unit_is_decided(campaign, lead,
     label_all(campaign, [annotator_a, annotator_b], lambda user, unit: OK)  # unanimous: every unit closes
     fragment = client.get(url, HTTP_HX_REQUEST="true").content.decode()
     assert "18 / 18" in fragment and "hx-trigger" not in fragment
+
+
+def test_my_queue_costs_two_queries_per_campaign_and_none_per_label(campaign, bench, lead, annotator_a):
+    client = client_for(annotator_a)
+
+    def queries() -> int:
+        with CaptureQueriesContext(connection) as captured:
+            assert client.get("/audits/mine/").status_code == 200
+        return len(captured)
+
+    queries()  # the session's first request reads what later ones find cached
+    first = queries()
+    for _ in range(4):
+        label_next(campaign, annotator_a, OK)
+    assert queries() == first  # labels are read in one query whatever their number
+    services.campaign_start(services.campaign_create(
+        name="second round", subject="checklist_items", benchmarks=[bench["benchmark"]], strata=["category"],
+        allocation="proportional", size=3, seed=2, user=lead))
+    assert queries() == first + 2
