@@ -188,7 +188,7 @@ def job_retry(job: Job) -> Job:
     if job.state != JobState.FAILED:
         raise ValueError("only a failed job can be retried")
     Job.objects.filter(pk=job.pk).update(
-        state=JobState.QUEUED, errors=[], error_count=0, message="", counts={}, finished_at=None
+        state=JobState.QUEUED, errors=[], error_count=0, message="", counts={}, finished_at=None, retry_may_fix=True
     )
     job.refresh_from_db()
     job_enqueue(job)
@@ -359,11 +359,15 @@ def _fail(job: Job, exc: Exception) -> None:
         log.error("job %s failed after its data and its end were stored", job.id, exc_info=exc)
         return
     stored = _stored_words(job)
+    retry_may_fix = True
     if isinstance(exc, IngestFailed):
         errors = [str(p) for p in exc.problems]
         count = exc.total
         # what was read is not what was stored: no "created" counts beside "nothing was stored"
         message = f"{exc.total} problem(s); nothing was stored."
+        retry_may_fix = exc.retry_may_fix
+        if not retry_may_fix:
+            message += " A retry would read the same files: fix them and import them again."
     elif _connection_lost(exc):
         log.warning("job %s lost its database connection: %s", job.id, exc)
         errors = ["database connection lost: " + (str(exc).strip().splitlines() or [type(exc).__name__])[0]]
@@ -378,7 +382,8 @@ def _fail(job: Job, exc: Exception) -> None:
         count = 1
         message = (f"The job stopped with an internal error (error id {error_id}); {stored} "
                    "Retry it; if it fails again, give the error id to an administrator (it is in the server log).")
-    fields = dict(state=JobState.FAILED, errors=errors, error_count=count, message=message, finished_at=timezone.now())
+    fields = dict(state=JobState.FAILED, errors=errors, error_count=count, message=message, finished_at=timezone.now(),
+                  retry_may_fix=retry_may_fix)
     if not job.counts:
         fields["counts"] = {}
     _job_update(job.id, **fields)

@@ -459,6 +459,9 @@ class Job(models.Model):
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     attempts_made = models.PositiveIntegerField(default=0)
+    #: whether running a failed job again may end otherwise: not when its own files were refused (a retry
+    #: reads the same files), but when it met the database or the server, or waits for another import's data
+    retry_may_fix = models.BooleanField(default=True)
 
     class Meta:
         ordering = ["-created_at"]

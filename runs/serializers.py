@@ -114,7 +114,7 @@ class JobSerializer(serializers.ModelSerializer):
         model = Job
         fields = [
             "id", "url", "kind", "state", "format", "options", "file_names", "progress", "counts", "errors",
-            "error_count", "message", "created_by", "created_at", "started_at", "finished_at",
+            "error_count", "message", "retry_may_fix", "created_by", "created_at", "started_at", "finished_at",
         ]
         read_only_fields = fields
 

@@ -120,10 +120,13 @@ class Options:
 class IngestFailed(Exception):
     """Raised when any record was bad: the transaction is rolled back, nothing is stored."""
 
-    def __init__(self, problems: list[Problem], total: int, report: "Report"):
+    def __init__(self, problems: list[Problem], total: int, report: "Report", *, retry_may_fix: bool = False):
         self.problems = problems
         self.total = total
         self.report = report
+        #: whether every problem waits for data another import stores (its benchmark, run, instances), so
+        #: the same files may import once that is done; a problem of the files themselves stays as it is
+        self.retry_may_fix = retry_may_fix
         more = f" (and {total - len(problems)} more)" if total > len(problems) else ""
         super().__init__(f"{total} problem(s), nothing was stored{more}:\n" + "\n".join(map(str, problems)))
 
@@ -226,6 +229,8 @@ class Context:
         self.report = Report()
         self._problems: list[Problem] = []
         self.problem_count = 0
+        #: problems that wait for data another import stores (`problem(..., awaits_import=True)`)
+        self.awaiting_import = 0
         self._progress = progress
         self.total_bytes = 0
         self.done_bytes = 0
@@ -245,10 +250,12 @@ class Context:
         self.benchmarks: set[int] = set()
 
     # problems -------------------------------------------------------------------------
-    def problem(self, source: Source | str, line: int | None, reason: str) -> None:
-        """Report one problem; the ingest will store nothing."""
+    def problem(self, source: Source | str, line: int | None, reason: str, *, awaits_import: bool = False) -> None:
+        """Report one problem; the ingest will store nothing. `awaits_import`: the record refers to what another
+        import stores (a benchmark, run, instance), so the same files may import after it."""
         name = source.name if isinstance(source, Source) else source
         self.problem_count += 1
+        self.awaiting_import += awaits_import
         key = (name, line)
         if key != self._last_bad and key not in self._bad_records:
             self.report.rejected += 1
@@ -278,7 +285,8 @@ class Context:
 
     def raise_if_failed(self) -> None:
         if self.failed:
-            raise IngestFailed(self._problems, self.problem_count, self.report)
+            raise IngestFailed(self._problems, self.problem_count, self.report,
+                               retry_may_fix=self.awaiting_import == self.problem_count)
 
     def check_lengths(self, model: type[models.Model], by_key: dict[tuple, dict[str, Any]], kind: str) -> None:
         """Report text longer than its column holds (formats check their own fields with line numbers first;

@@ -232,7 +232,7 @@ def _run_for_logs(ctx: Context, benchmark, source: Source) -> tuple[Run | None, 
     if ctx.options.run and not ctx.options.model:
         run = Run.objects.filter(benchmark=benchmark, label=ctx.options.run).first()
         if run is None:
-            ctx.problem(source, None, run_missing(ctx.options))
+            ctx.problem(source, None, run_missing(ctx.options), awaits_import=True)
             return None, False
         is_new = False
     elif not ctx.options.model:
@@ -286,7 +286,8 @@ def _read_log(ctx: Context, source: Source, index: InstanceIndex, seen: dict[str
             return None
         records = itertools.chain([first] if first else [], reader)
     if instance_id is None:
-        ctx.problem(source, first_line, f"dialog '{external_id}' was never ingested (ingest it with evolif-dialogs first)")
+        ctx.problem(source, first_line, f"dialog '{external_id}' was never ingested (ingest it with evolif-dialogs first)",
+                    awaits_import=True)
         _stop_reading(ctx, source, reader, started_at)
         return None
     if external_id in seen:

@@ -258,7 +258,8 @@ def ingest_predictions(sources: Sequence[Source], ctx: Context) -> None:
             instance_id = instances.get(external_id)
             if instance_id is None or instance_id not in items:
                 ctx.problem(source, line, f"task '{external_id}' was never ingested: no {tasks.category} task of "
-                            f"benchmark '{benchmark.slug}' has this content (ingest it with guidebench-tasks first)")
+                            f"benchmark '{benchmark.slug}' has this content (ingest it with guidebench-tasks first)",
+                            awaits_import=True)
                 continue
             if external_id in seen:
                 ctx.problem(source, line, f"task '{external_id}' is predicted twice (first at {seen[external_id]})")
@@ -277,7 +278,7 @@ def _run(ctx: Context, benchmark, source: Source):
     if ctx.options.run and not ctx.options.model:
         run = Run.objects.filter(benchmark=benchmark, label=ctx.options.run).first()
         if run is None:
-            ctx.problem(source, None, run_missing(ctx.options))
+            ctx.problem(source, None, run_missing(ctx.options), awaits_import=True)
         else:
             ctx.touched_runs[run.id] = run
         return run

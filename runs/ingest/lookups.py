@@ -73,7 +73,7 @@ def benchmark_existing(ctx: Context, source: Source, *, default_slug: str) -> Be
     benchmark = Benchmark.objects.filter(slug=slug).first()
     if benchmark is None:
         ctx.problem(source, None, f"benchmark '{slug}' does not exist: ingest its instances first (or name the benchmark they "
-                                   f"are in: {option_ask(ctx.options, 'benchmark')})")
+                                   f"are in: {option_ask(ctx.options, 'benchmark')})", awaits_import=True)
         return None
     benchmark_lock_for_ingest(benchmark, ctx)
     return benchmark

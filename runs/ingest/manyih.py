@@ -350,7 +350,7 @@ def _run_for_results(ctx: Context, benchmark, source: Source) -> tuple[Run | Non
     if ctx.options.run and not ctx.options.model:
         run = Run.objects.filter(benchmark=benchmark, label=ctx.options.run).first()
         if run is None:
-            ctx.problem(source, None, run_missing(ctx.options))
+            ctx.problem(source, None, run_missing(ctx.options), awaits_import=True)
         else:
             ctx.touched_runs[run.id] = run
         return run, False
@@ -385,7 +385,8 @@ def _valid_result(ctx: Context, source: Source, line: int, result: Any, index: I
     sample_id = str(result["id"])
     instance_id = index.instance_id(sample_id)
     if instance_id is None:
-        ctx.problem(source, line, f"unknown sample id '{sample_id}' (ingest the dataset with manyih-data first)")
+        ctx.problem(source, line, f"unknown sample id '{sample_id}' (ingest the dataset with manyih-data first)",
+                    awaits_import=True)
         return None
     if sample_id in seen:
         ctx.problem(source, line, f"sample '{sample_id}' has two results (first at {seen[sample_id]})")

@@ -309,7 +309,8 @@ class _Session:
 def _write_session(ctx: Context, benchmark, index: InstanceIndex, runs: dict, session: _Session) -> None:
     instance_id = index.instance_id(session.session_id)
     if instance_id is None:
-        ctx.problem(session.source, session.first_line, f"session '{session.session_id}' is not an instance of benchmark '{benchmark.slug}'")
+        ctx.problem(session.source, session.first_line,
+                    f"session '{session.session_id}' is not an instance of benchmark '{benchmark.slug}'", awaits_import=True)
         return
     model_name = ctx.options.model or session.model
     if not model_name:
@@ -511,7 +512,7 @@ def _run_for_results(ctx: Context, benchmark, source: Source):
     if ctx.options.run and not ctx.options.model:
         run = Run.objects.filter(benchmark=benchmark, label=ctx.options.run).first()
         if run is None:
-            ctx.problem(source, None, run_missing(ctx.options))
+            ctx.problem(source, None, run_missing(ctx.options), awaits_import=True)
         return run
     if not ctx.options.model:
         ctx.problem(source, None, model_missing(ctx.options, "scores"))
@@ -541,7 +542,7 @@ def _score_rows(ctx, source, line, value, index: InstanceIndex, seen) -> tuple[i
     external = str(value["instance_id"])
     instance_id = index.instance_id(external)
     if instance_id is None:
-        ctx.problem(source, line, f"unknown instance '{external}'")
+        ctx.problem(source, line, f"unknown instance '{external}'", awaits_import=True)
         return None
     if external in seen:
         ctx.problem(source, line, f"instance '{external}' is scored twice (first at {seen[external]})")

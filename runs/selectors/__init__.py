@@ -164,9 +164,10 @@ def jobs_recent(*, state: str | None = None, limit: int = RECENT_JOBS) -> QueryS
 
 def job_can_retry(user, job: Job) -> bool:
     """Only the person who started a failed job (or staff), while they may write (runs.access.can_write), queues it
-    again, while its uploads are kept (runs.jobs.uploads_clean deletes them after the retention period)."""
-    return (job.state == JobState.FAILED and (user.is_staff or job.created_by_id == user.id) and can_write(user)
-            and not job_files_removed(job))
+    again, while its uploads are kept (runs.jobs.uploads_clean deletes them after the retention period), and only
+    when a retry may end otherwise (`Job.retry_may_fix`: not when the job's own files were refused)."""
+    return (job.state == JobState.FAILED and job.retry_may_fix and (user.is_staff or job.created_by_id == user.id)
+            and can_write(user) and not job_files_removed(job))
 
 
 def job_files_removed(job: Job) -> bool:

@@ -44,7 +44,8 @@ def job_retry_view(request, job_id):
     job = job_check_alive(job_for(request, job_id))
     if not selectors.job_can_retry(request.user, job):
         return HttpResponseForbidden("Only the person who started a failed job can retry it, while its uploaded "
-                                     "files are kept.")
+                                     "files are kept, and only when a retry may end otherwise (a job whose own "
+                                     "files were refused would fail the same way).")
     job_retry(job)
     messages.info(request, "The job was queued again.")
     return redirect("runs:job", job_id=job.id)

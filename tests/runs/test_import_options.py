@@ -104,3 +104,25 @@ def test_the_command_line_keeps_its_flags(lead_client, tmp_path):
     with pytest.raises(IngestFailed) as excinfo:
         ingest("octobench-scores", [Source.of(path)], Options(judge="judge-x"))
     assert "scores do not name the model: pass --model NAME (and --run LABEL" in str(excinfo.value)
+
+
+def test_a_job_whose_own_files_were_refused_offers_no_retry(lead_client, django_capture_on_commit_callbacks):
+    bad = _instances("task-2") + b'{"instance_id": "task-3", "checklist": \n'
+    _post(lead_client, "/import/", django_capture_on_commit_callbacks, [("bad.jsonl", bad)], format="octobench-instances")
+
+    job = Job.objects.get()
+    page = lead_client.get(f"/jobs/{job.id}/").content.decode()
+    assert job.state == JobState.FAILED and not job.retry_may_fix
+    assert "retry/" not in page and "Import the fixed files" in page and "fail the same way" in page
+    assert lead_client.post(f"/jobs/{job.id}/retry/").status_code == 403
+    assert lead_client.get(f"/api/jobs/{job.id}/").json()["retry_may_fix"] is False
+
+
+def test_a_job_that_waits_for_another_import_offers_retry(lead_client, django_capture_on_commit_callbacks):
+    _post(lead_client, "/import/", django_capture_on_commit_callbacks, [("scores.json", _scores("task-1"))],
+          model="model-a", judge="judge-x", benchmark="octobench-v2")
+
+    job = Job.objects.get()
+    assert job.state == JobState.FAILED and job.retry_may_fix, job.errors
+    assert "benchmark 'octobench-v2' does not exist" in job.errors[0]
+    assert f'action="/jobs/{job.id}/retry/"' in lead_client.get(f"/jobs/{job.id}/").content.decode()

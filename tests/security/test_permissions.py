@@ -113,8 +113,9 @@ def study(db, django_user_model, tmp_path, hostile, django_capture_on_commit_cal
 
     def failed_job(user):
         with django_capture_on_commit_callbacks(execute=True):  # the inline job runs, as after a real commit
-            job = ingest_job_start(format_name="native", files=[SimpleUploadedFile("bad.jsonl", b"{\n")], options={},
-                                   user=user)
+            # scores of a benchmark not imported yet: a failure a retry may fix (after that import), so Retry is open
+            job = ingest_job_start(format_name="octobench-scores", files=[SimpleUploadedFile("s.json", b'{"results": []}')],
+                                   options={"model": "m", "judge": "j", "benchmark": "not-imported-yet"}, user=user)
         job.refresh_from_db()
         assert job.state == "failed"
         return job
