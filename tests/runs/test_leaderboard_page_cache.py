@@ -221,7 +221,7 @@ def test_the_cached_filter_form_follows_its_query_string_and_the_generation(djan
     bench, attempts = build_study()
     client = client_of(django_user_model, "form-reader")
     url = reverse("runs:checklist-leaderboard", args=[bench.slug])
-    selected = '<option value="alpha-r1" selected>'
+    selected = 'value="alpha-r1" id="id_run_0" checked>'
     assert selected in committed(client, url + "?run=alpha-r1").content.decode()
     assert selected not in committed(client, url).content.decode()
     assert selected in client.get(url + "?run=alpha-r1").content.decode()  # warm: its own query's form
