@@ -39,3 +39,25 @@ def test_scores_without_a_judge_are_refused_next_to_the_judge_field(page, live_s
     assert page.url.endswith("/import/") and not Job.objects.exists()
     page.screenshot(path=str(artifacts / "import-refused.png"), full_page=True)
     assert [e for e in console.errors if "/import/" not in e or "400" not in e] == []
+
+
+def test_a_job_whose_file_was_refused_offers_no_retry_but_a_new_import(page, live_server, console, lead, log_in,
+                                                                       tmp_path):
+    bad = tmp_path / "instances.jsonl"
+    bad.write_text('{"instance_id": "t-1", "checklist": \n')
+    log_in("lead", "pw-lead-1")
+
+    page.goto(f"{live_server.url}/import/")
+    page.locator("input[name=format][value=octobench-instances]").check()
+    page.locator("#id_files").set_input_files(str(bad))
+    page.get_by_role("button", name="Start import").click()
+    page.wait_for_load_state("networkidle")
+
+    status = page.locator("#job-status")
+    assert "failed" in status.inner_text() and "instances.jsonl:1: not valid JSON" in status.inner_text()
+    assert status.get_by_role("button", name="Retry").count() == 0
+    status.get_by_role("link", name="Import the fixed files").click()
+    page.wait_for_load_state("networkidle")
+    assert page.url.endswith("/import/?format=octobench-instances")
+    assert page.locator("input[name=format][value=octobench-instances]").is_checked()
+    assert console.errors == []
