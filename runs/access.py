@@ -219,8 +219,8 @@ def _with_role_names(user):
     return user
 
 
-class BlindnessMiddleware:
-    """Refuse every route not declared `blind_safe` to a blind annotator; strip the declared query parameters."""
+class _RouteMiddleware:
+    """A middleware whose work is in `process_view`, once the route (and so its view's declarations) is known."""
 
     def __init__(self, get_response):
         self.get_response = get_response
@@ -228,18 +228,32 @@ class BlindnessMiddleware:
     def __call__(self, request):
         return self.get_response(request)
 
+
+def _namespace(request) -> str:
+    """The outermost URL namespace of the resolved route ("" for the root's own routes)."""
+    match = request.resolver_match
+    return match.namespaces[0] if match is not None and match.namespaces else ""
+
+
+def _refuse(view_func, reason: str):
+    """403 with the reason: as JSON for a DRF view (as the API answers), else the 403 page."""
+    if hasattr(view_func, "cls"):
+        return JsonResponse({"detail": reason}, status=403)
+    raise PermissionDenied(reason)
+
+
+class BlindnessMiddleware(_RouteMiddleware):
+    """Refuse every route not declared `blind_safe` to a blind annotator; strip the declared query parameters."""
+
     def process_view(self, request, view_func, view_args, view_kwargs):
-        match = request.resolver_match
-        if match is not None and match.namespaces[:1] and match.namespaces[0] in SELF_GUARDED_NAMESPACES:
+        if _namespace(request) in SELF_GUARDED_NAMESPACES:
             return None
         request.blind_annotator = is_blind_annotator(_request_user(request))  # read once, by templates too
         if not request.blind_annotator:
             return None
         declared = blind_access_of(view_func)
         if declared is None:
-            if hasattr(view_func, "cls"):  # a DRF view: answer as the API does
-                return JsonResponse({"detail": BLIND_REFUSAL}, status=403)
-            raise PermissionDenied(BLIND_REFUSAL)
+            return _refuse(view_func, BLIND_REFUSAL)
         dropped = ALWAYS_DROPPED + declared.drop
         if any(name in request.GET for name in dropped):
             query = request.GET.copy()
@@ -285,28 +299,19 @@ def request_can_write(request) -> bool:
     return found
 
 
-class WriteAccessMiddleware:
+class WriteAccessMiddleware(_RouteMiddleware):
     """Refuse writes to signed-in users who may not write: views declared `writes`, and every unsafe method on a
     route of `WRITE_GUARDED_NAMESPACES`. Anonymous requests pass on to the view, whose login rule answers them."""
 
-    def __init__(self, get_response):
-        self.get_response = get_response
-
-    def __call__(self, request):
-        return self.get_response(request)
-
     def process_view(self, request, view_func, view_args, view_kwargs):
-        match = request.resolver_match
-        namespace = match.namespaces[0] if match is not None and match.namespaces else ""
+        namespace = _namespace(request)
         if namespace in SELF_GUARDED_NAMESPACES:
             return None
         if not (writes_of(view_func) or (request.method not in SAFE_METHODS and namespace in WRITE_GUARDED_NAMESPACES)):
             return None
         if not _request_user(request).is_authenticated or request_can_write(request):
             return None
-        if hasattr(view_func, "cls"):  # a DRF view: answer as the API does
-            return JsonResponse({"detail": WRITE_REFUSAL}, status=403)
-        raise PermissionDenied(WRITE_REFUSAL)
+        return _refuse(view_func, WRITE_REFUSAL)
 
 
 def request_is_blind(request) -> bool:
