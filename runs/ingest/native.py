@@ -237,6 +237,13 @@ class _FollowOn:
     #: why the run or instance is missing, after its name ("refused at line 4")
     cause: str
     count: int = 0
+    #: whether another import may store it (no line refused it): a retry after that import may pass
+    awaits_import: bool = False
+
+
+class _Awaiting(str):
+    """A problem of a record that refers to what no line defines and nothing stores yet: another import may
+    store it (Context.problem's awaits_import)."""
 
 
 @dataclass
@@ -302,7 +309,7 @@ class _NativeIngest:
                     missing = f"benchmark '{ctx.options.benchmark}' does not exist" if ctx.options.benchmark else "no benchmark"
                     ctx.problem(source, line, f"{missing}: start the file with a benchmark record "
                                 f"(or name a stored benchmark: {option_ask(ctx.options, 'benchmark')}); the records "
-                                "after it are not checked")
+                                "after it are not checked", awaits_import=bool(ctx.options.benchmark))
                     told_no_benchmark = True
                 continue
             getattr(self, f"_{kind}")(source, line, record, current)
@@ -322,7 +329,8 @@ class _NativeIngest:
             if follow.count:
                 rejected = ctx.report.rejected
                 lines = "1 more line refers" if follow.count == 1 else f"{follow.count:,} more lines refer"
-                ctx.problem(follow.source, None, f"{lines} to {kind} '{name}', {follow.cause}")
+                ctx.problem(follow.source, None, f"{lines} to {kind} '{name}', {follow.cause}",
+                            awaits_import=follow.awaits_import)
                 ctx.report.rejected = rejected
         self.follow = {}
 
@@ -344,8 +352,8 @@ class _NativeIngest:
                 cause = (f"which no earlier line defines ({self._where(source, self.unplaced)}, refused above, "
                          "may have been its record)")
             else:
-                self.follow[key] = _FollowOn(source, "which no earlier line defines")
-                return reason
+                self.follow[key] = _FollowOn(source, "which no earlier line defines", awaits_import=True)
+                return _Awaiting(reason)
             follow = self.follow[key] = _FollowOn(source, cause)
         follow.count += 1
         return None
@@ -514,7 +522,7 @@ class _NativeIngest:
                 reasons.append(f"attempt of run '{key[0]}' on instance '{key[1]}' appears twice (first at {defined.attempts[key]})")
             defined.attempts[key] = f"{source.name}:{line}"
         for reason in reasons[:20]:
-            ctx.problem(source, line, reason)
+            ctx.problem(source, line, reason, awaits_import=isinstance(reason, _Awaiting))
         if refused and not reasons:
             ctx.report.rejected += 1  # its problem is its reference's, said once in the file's summary
         if not reasons and not refused:
@@ -552,7 +560,7 @@ class _NativeIngest:
                                f"instance '{record['instance']}' appears twice (first at {defined.verdicts[key]})")
             defined.verdicts[key] = f"{source.name}:{line}"
         for reason in reasons:
-            ctx.problem(source, line, reason)
+            ctx.problem(source, line, reason, awaits_import=isinstance(reason, _Awaiting))
         if refused and not reasons:
             ctx.report.rejected += 1  # its problem is its reference's, said once in the file's summary
         if not reasons and not refused:

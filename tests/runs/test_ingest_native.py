@@ -411,3 +411,11 @@ def test_a_second_slug_may_not_take_a_stored_benchmarks_name_and_the_name_option
 
     _ingest(Source.of(FIXTURE), benchmark="acme-copy", name="Acme agent IF (copy)")
     assert Benchmark.objects.get(slug="acme-copy").name == "Acme agent IF (copy)"
+
+
+def test_a_failure_that_waits_for_another_import_says_a_retry_may_fix_it(tmp_path):
+    records = _records()
+    waiting = _write(tmp_path, [records[0], *records[3:]], name="results.jsonl")  # instances not imported yet
+    assert _failure(waiting).retry_may_fix
+    records[3]["model"] = 5  # a refused run: the file itself is wrong
+    assert not _failure(_write(tmp_path, records)).retry_may_fix
