@@ -288,3 +288,14 @@ def test_a_running_job_with_a_recent_heartbeat_is_left_running(editor_client):
     assert editor_client.get(f"/api/jobs/{job.id}/").json()["state"] == "running"
     job.refresh_from_db()
     assert job.state == JobState.RUNNING
+
+
+def test_a_running_recheck_counts_attempts_checked_not_bytes_and_offers_no_import(reviewer_client):
+    job = job_create(kind="recheck", params={"run_ids": []})
+    Job.objects.filter(pk=job.pk).update(state=JobState.RUNNING, started_at=timezone.now())
+    ProgressReporter(job.id)(3, 8)
+    page = reviewer_client.get(f"/jobs/{job.id}/").content.decode()
+    api = reviewer_client.get(f"/api/jobs/{job.id}/").json()
+    assert "3 of 8 attempts checked" in page and "bytes" not in page.split('id="job-status"')[1]
+    assert "New import" not in page
+    assert api["progress"] == {"done": 3, "total": 8, "percent": 37.5, "unit": "attempts checked"}
