@@ -751,15 +751,9 @@ def _walked_or_tried(walked: models.QuerySet, candidates: models.QuerySet, chunk
     (time.monotonic()): past it the search is too slow (SearchTooSlow), as one statement past the statement
     timeout is, with the ids found by then (`found`); so is a walk the statement timeout cancels."""
     found: list[int] = []
-    try:
+    with _cut_with(found):
         return _walks_and_tries(walked, candidates, chunk_of, found, start=start, want=want, deadline=deadline,
                                 key=key, sizes=sizes)
-    except SearchTooSlow:
-        raise SearchTooSlow(found=found) from None
-    except OperationalError as exc:
-        if not _canceled(exc):
-            raise
-        raise SearchTooSlow(found=found) from None
 
 
 def _walks_and_tries(walked: models.QuerySet, candidates: models.QuerySet, chunk_of: Callable[[int, int], _Chunk],
@@ -860,20 +854,27 @@ def _spans(rows: models.QuerySet, *, key: str, span: int, start: int, last: int 
     an interrupted statement loses the rows it had found, and a span bounds what is lost."""
     found: list[int] = []
     order = list(dict.fromkeys((key, "id")))
+    with _cut_with(found), _bounded(deadline):
+        while last is not None and start < last and len(found) < want:
+            _ms_left(deadline)
+            within = {f"{key}__gt": start, f"{key}__lte": start + span}
+            found += rows.filter(**within).order_by(*order).values_list("id", flat=True)[:want - len(found)]
+            start += span
+    return found
+
+
+@contextmanager
+def _cut_with(found: list[int]) -> Iterator[None]:
+    """SearchTooSlow carrying `found` (the ids found so far) when the block reaches the time limit: its deadline
+    passed (SearchTooSlow) or a statement was stopped at it (PostgreSQL's cancel, SQLite's interrupt)."""
     try:
-        with _bounded(deadline):
-            while last is not None and start < last and len(found) < want:
-                _ms_left(deadline)
-                within = {f"{key}__gt": start, f"{key}__lte": start + span}
-                found += rows.filter(**within).order_by(*order).values_list("id", flat=True)[:want - len(found)]
-                start += span
+        yield
     except SearchTooSlow:
         raise SearchTooSlow(found=found) from None
     except OperationalError as exc:
         if not _canceled(exc):
             raise
         raise SearchTooSlow(found=found) from None
-    return found
 
 
 def _savepoint():
