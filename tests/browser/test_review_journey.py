@@ -93,10 +93,10 @@ def test_it_walks_from_the_leaderboard_to_the_message_and_shares_a_snapshot(
         public.goto(url)
         assert public.url == url  # no login redirect
         assert public.get_by_role("button", name="Log out").count() == 0
-        assert public.locator("h1").inner_text() == "OctoBench · Leaderboard"  # a link holder sees whose leaderboard
+        assert public.locator("h1").inner_text() == "Leaderboard"  # the page's own heading, as the reviewer saw it
         assert public.get_by_text("OctoBench").first.is_visible() and public.get_by_text("shared page").first.is_visible()
         assert public.locator("table.grid tbody tr").count() >= 6
-        public.wait_for_selector('[data-plotly="snapshot-figure"] .main-svg')
+        public.wait_for_selector('[data-plotly="leaderboard-figure"] .main-svg')  # the page's chart, frozen
         public.screenshot(path=str(artifacts / "journey-7-shared.png"), full_page=True)
         # the drill-down the link includes, and nothing beyond it
         public.locator("table.grid td a").first.click()
