@@ -1,8 +1,8 @@
 """Sessions kept in the database and read through the cache (SESSION_ENGINE).
 
 Django's `cached_db` store takes the session query off every signed-in request (a warm
-leaderboard is a few round trips, one of them the session: docs/performance.md, "More models,
-ten times the study"), but as shipped a cache that is down fails requests: its `load` writes
+leaderboard is a few round trips, one of them the session: docs/performance.md, "The web
+process"), but as shipped a cache that is down fails requests: its `load` writes
 the session back to the cache unguarded, and `exists` (a new session key, at sign-in) and
 `delete` (sign-out) touch it unguarded. Here every cache call is guarded: a cache that is down
 makes sessions read and written in the database only, as with the `db` store, with one warning

@@ -3,16 +3,16 @@
 A fresh process imports every view module when it first resolves a URL, compiles each template
 when it first renders it, and renders the metrics help page (whose anchors every "How is this
 computed" link checks) when a page first shows such a link. The first visitor after a deploy or a
-worker's restart paid for all of it: the 30,000-message attempt page took 999 ms on a fresh worker's
-first request and 38 ms after (docs/performance.md, sessions 8 and 9). `ifportal.wsgi` calls
+worker's restart would pay for all of it, about a second on a fresh worker against tens of ms after
+(docs/performance.md, "The web process"). `ifportal.wsgi` calls
 `warm_process()` once per process, before the WSGI server hands it a request; with gunicorn's
 default (no preload) that is in each worker as it boots.
 
 Then everything the process has built so far is frozen out of the cyclic garbage collector
-(`gc.freeze()`): it lives as long as the process, and each full collection walked all of it again,
-80-90 ms on this machine for the 160,000 objects of a booted worker. That was the p95 of pages that
-allocate much: the 10M drill-down's p95 over HTTP went from 159-169 ms to 87-92 ms with its median
-unchanged (docs/performance.md, session 9).
+(`gc.freeze()`): it lives as long as the process, and each full collection would walk all of it
+again, 80-90 ms for the 160,000 objects of a booted worker, the p95 of pages that allocate much
+(frozen, the 10M drill-down's p95 over HTTP about halves, its median unchanged;
+docs/performance.md, "The web process").
 
 Nothing here reads the database, so it runs the same before a fork or after one.
 """

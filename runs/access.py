@@ -4,7 +4,7 @@ Roles are Django groups: "lead", "annotator", "reviewer", "editor" (a superuser 
 lead; a signed-in user in no group reads results like a reviewer). An annotator who is neither
 reviewer nor lead, staff nor superuser is *blind*: before their own label settles they must
 learn nothing about any judge's verdict on the items they may be asked to label, nor about
-another annotator's label (issue 16).
+another annotator's label.
 
 Reading is every team member's; changing what everyone sees is not. Imports, re-checks, share
 links (made and revoked) and job retries are *writes*, for editors and leads (`can_write`); a

@@ -1,11 +1,10 @@
 """The drill-down's per-attempt cells (failing items, per-judge counts), rendered in Python.
 
-A page of the drill-down lists up to 50 attempts with all their failing items, often 800 and
-more, and a badge per judge; through the template engine those were most of the page's time
-(about 60 of 115 ms at 1M verdicts). Django's format_html then still spent 28 of a 175 ms page at
-10M verdicts in its lazy-string and SafeString checks for 6,000 values, and each `counts.0` in
-the template a dir() call (docs/performance.md, session 9). Every value is escaped by
-runs.html.escaped_join, as format_html_join would.
+A page of the drill-down lists up to 50 attempts with their failing items, often 800 and more,
+and a badge per judge: through the template engine those would be most of the page's time, and
+Django's format_html would spend much of it in its lazy-string and SafeString checks for thousands
+of values, the template a dir() call per `counts.0` (docs/performance.md, "The web process"). Every
+value is escaped by runs.html.escaped_join, as format_html_join would.
 """
 from django import template
 from django.utils.safestring import SafeString

@@ -1,4 +1,4 @@
-"""Issue 16 section 5: Krippendorff's alpha (nominal, with a bootstrap interval) and Gwet's AC1 for any
+"""Krippendorff's alpha (nominal, with a bootstrap interval) and Gwet's AC1 for any
 number of annotators per unit, units some annotators skipped included, per campaign and per stratum,
 checked against the `krippendorff` package and hand-computed textbook figures."""
 import math

@@ -1,4 +1,4 @@
-"""Issue 16 section 2: the draft allocates by largest remainder, shows expected and sampled counts, warns
+"""The draft allocates by largest remainder, shows expected and sampled counts, warns
 about strata without a unit, and offers Neyman allocation from a pilot's standard deviations."""
 import math
 from fractions import Fraction

@@ -1,4 +1,4 @@
-"""Rewriting an audited item as a new version linked to the old (issue 7 item 7): the service, the pages, the API,
+"""Rewriting an audited item as a new version linked to the old: the service, the pages, the API,
 the "superseded" exclusion policy, re-imports that keep both versions, and verdicts on the new key."""
 import json
 import threading

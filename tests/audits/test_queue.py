@@ -1,4 +1,4 @@
-"""Issue 16 section 3: a queue people can work through: assigned annotators, "x of y done", skip, release,
+"""A queue people can work through: assigned annotators, "x of y done", skip, release,
 correcting the last label until the unit settles, reserving by POST only, an adjudication page with what the
 annotators saw, no import for annotators and no labelling controls for reviewers."""
 from datetime import timedelta

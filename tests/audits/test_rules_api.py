@@ -1,4 +1,4 @@
-"""Issue 16 section 4: exclusion policies name the campaigns they draw on, a lead never adjudicates a unit they
+"""Exclusion policies name the campaigns they draw on, a lead never adjudicates a unit they
 labelled, a slot that does not exist is refused, and the API carries what the lead reads on the pages."""
 import csv
 import io

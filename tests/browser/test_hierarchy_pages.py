@@ -1,4 +1,4 @@
-"""Issue 5 in a real browser: a hierarchy sample page and the conflict-resolution table, after a style re-check."""
+"""Hierarchy pages in a real browser: a hierarchy sample page and the conflict-resolution table, after a style re-check."""
 from pathlib import Path
 
 import pytest

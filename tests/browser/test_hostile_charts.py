@@ -2,7 +2,7 @@
 
 Plotly renders a subset of HTML in labels (`<a href>` becomes a clickable SVG link, `<span style>`
 restyles); runs.templatetags.figures escapes every name for it. Checked on the leaderboard and on the
-public share page, where anyone with the URL sees the chart (issue 18).
+public share page, where anyone with the URL sees the chart.
 """
 import re
 import runpy

@@ -1,4 +1,4 @@
-"""Issue 9 item 7: the main journey of each role in Chromium, as a person would take it.
+"""The main journey of each role in Chromium, as a person would take it.
 
 anonymous -> share-link holder -> annotator -> reviewer -> lead -> admin. Every page is read for what it
 shows (headings, numbers, messages), every browser context watches the console and the

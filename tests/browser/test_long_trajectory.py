@@ -1,4 +1,4 @@
-"""An attempt of 30,000 messages in Chromium (issue 17, item 2): the page paints its first window with
+"""An attempt of 30,000 messages in Chromium: the page paints its first window with
 the thread's length, "go to message" and a judge's citation land on the window holding the message
 with it marked and in view, and htmx loads the windows around it. First paint and jump times are
 printed and written to test-artifacts/long-trajectory.json."""

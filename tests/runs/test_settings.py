@@ -138,7 +138,7 @@ def test_postgresql_connections_get_jit_off_unless_the_url_sets_options():
 @pytest.mark.django_db
 def test_the_portal_connection_compiles_no_query():
     """JIT's compile time follows the planner's cost estimate, which grows with the tables: 1.1 s of each
-    2 s rollup rebuild statement at 10M verdicts (docs/performance.md, "Session 8")."""
+    2 s rollup rebuild statement at 10M verdicts (docs/performance.md, "Ingest")."""
     if connection.vendor != "postgresql":
         pytest.skip("JIT is PostgreSQL's")
     with connection.cursor() as cursor:

@@ -1,4 +1,4 @@
-"""Blindness is a guarantee (issue 16): a blind annotator learns nothing, before their own label settles, about a
+"""Blindness is a guarantee: a blind annotator learns nothing, before their own label settles, about a
 judge's verdict on the items they may label or about another annotator's label, on any route.
 
 The study seeds unique markers into everything a blind annotator must not read (every verdict's reasoning and

@@ -1,4 +1,4 @@
-"""A signed-in user with bad intent, or a careless script: each attack of issue 18 and what now stops it.
+"""A signed-in user with bad intent, or a careless script: each attack tried on the portal and what stops it.
 
 Every test makes the attack for real (requests through the whole stack, a real server for the
 SQLite concurrency case) and asserts the outcome in numbers: cache entries and bytes, status codes,
