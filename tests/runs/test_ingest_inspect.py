@@ -318,7 +318,7 @@ def test_logs_of_two_tasks_in_one_benchmark_must_not_share_sample_ids(tmp_path):
 
 def test_eval_batches_are_bounded_by_their_uncompressed_size(monkeypatch):
     """A .eval entry is compressed some 10-25 times: batches count what the samples hold, not what was read
-    from disk (else a batch of 2,000 records of 1 MB samples was 790 MB of memory; measured, now 181 MB)."""
+    from disk (counted by what was read, a batch of 2,000 records of 1 MB samples holds about 790 MB)."""
     with zipfile.ZipFile(LOGS["eval"]) as archive:
         sizes = [i.file_size for i in archive.infolist() if i.filename.startswith("samples/")]
     monkeypatch.setattr(native, "BATCH_BYTES", max(sizes) + 1)  # about two samples per batch
