@@ -21,6 +21,13 @@ SORTS = {
     "tool_calls": "fewest tool calls per attempt", "-tool_calls": "most tool calls per attempt",
 }
 
+#: the words every kind's page says an unknown run or judge in (a note beside its defaults) and its API refuses it with
+#: (400): a form's invalid_choice message, `%(value)s` standing for the value given (runs.selectors.state.KindQuery too)
+RUN_UNKNOWN = "No run of this benchmark is labelled '%(value)s'."
+JUDGE_UNKNOWN = "No judge named '%(value)s' scored this benchmark."
+#: the leaderboard's parameters whose unknown values it says rather than passes over (the others fall back quietly)
+STATED = ("run", "judge", "exclude")
+
 #: the by-model table's column sets: the scores, or where the tokens and the time went (the rows are the same)
 COLUMN_SETS = {"scores": "scores", "usage": "tokens, time and tool calls"}
 
@@ -29,8 +36,10 @@ class LeaderboardFilterForm(forms.Form):
     """Filters, grouping, sort, the bootstrap flag and the audit exclusion policy of a checklist leaderboard;
     choices come from the benchmark (and the policies from runs.exclusions)."""
 
-    run = forms.MultipleChoiceField(required=False, label="Runs", widget=CheckboxDropdown(summary_noun="runs"))
-    judge = forms.MultipleChoiceField(required=False, label="Judges", widget=CheckboxDropdown(summary_noun="judges"))
+    run = forms.MultipleChoiceField(required=False, label="Runs", widget=CheckboxDropdown(summary_noun="runs"),
+                                    error_messages={"invalid_choice": RUN_UNKNOWN})
+    judge = forms.MultipleChoiceField(required=False, label="Judges", widget=CheckboxDropdown(summary_noun="judges"),
+                                      error_messages={"invalid_choice": JUDGE_UNKNOWN})
     scaffold = forms.MultipleChoiceField(required=False, label="Scaffolds", widget=CheckboxDropdown(summary_noun="scaffolds"))
     primary_category = forms.MultipleChoiceField(required=False, label="Primary categories",
                                                  widget=CheckboxDropdown(summary_noun="categories"))
@@ -113,6 +122,13 @@ def _filter_choices(benchmark) -> dict[str, list[str]]:
 def _part(qs, n: int, field: str):
     return qs.annotate(choice_part=Value(n, output_field=IntegerField()), choice_value=F(field)).values_list(
         "choice_part", "choice_value").order_by()
+
+
+def form_notes(form: LeaderboardFilterForm) -> list[str]:
+    """What the page says about its query (an unknown run, judge or exclusion policy: their default applies), in the
+    words its API answers 400 with; its exports refuse such a query with them."""
+    form.is_valid()
+    return [str(message) for name in STATED for message in form.errors.get(name, ())]
 
 
 def form_state(form: LeaderboardFilterForm) -> dict:

@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from django import forms
 
 from runs.exclusions import excluded_item_ids, exclusion_policy_choices, exclusion_policy_unknown
+from runs.filters import JUDGE_UNKNOWN, RUN_UNKNOWN
 from runs.widgets import CheckboxDropdown
 
 BY = [("model", "model (runs pooled)"), ("run", "run")]
@@ -76,9 +77,9 @@ class KindQuery(RefusesControlCharacters):
     the API answers 400 with it."""
 
     run = forms.MultipleChoiceField(required=False, label="Runs", widget=CheckboxDropdown(summary_noun="runs"),
-                                    error_messages={"invalid_choice": "No run of this benchmark is labelled '%(value)s'."})
+                                    error_messages={"invalid_choice": RUN_UNKNOWN})
     judge = forms.ChoiceField(required=False, label="Judge",
-                              error_messages={"invalid_choice": "No judge named '%(value)s' scored this benchmark."})
+                              error_messages={"invalid_choice": JUDGE_UNKNOWN})
     by = forms.ChoiceField(required=False, choices=BY, label="Rows per")
     exclude = forms.ChoiceField(required=False, label="Audit exclusion")
 

@@ -14,7 +14,7 @@ from runs.charts import checklist as charts
 from runs import search, selectors, trajectory_view
 from runs.exports import checklist as exports
 from runs.cache import cached, generation_seen
-from runs.filters import LeaderboardFilterForm, form_state, state_of, state_query
+from runs.filters import LeaderboardFilterForm, form_notes, form_state, state_of, state_query
 from runs.leaderboard_page import TEMPLATE as LEADERBOARD_TEMPLATE
 from runs.leaderboard_page import full_page, results_html
 from runs.leaderboard_rows import state_digest
@@ -55,10 +55,12 @@ def leaderboard(request, slug):
     if request.GET:
         form = LeaderboardFilterForm(request.GET, benchmark=benchmark)
         state = form_state(form)
-        # an unknown exclusion policy is said (in the API's words), not passed over for every item
-        notes = [str(message) for message in form.errors.get("exclude", ())]
+        # an unknown run, judge or exclusion policy is said (in the API's words), not passed over
+        notes = form_notes(form)
     else:  # the page as first opened: the default state, no form (and no choices) to parse
         state = state_of({})
+    if notes and request.GET.get("export"):  # a table has no room for the note: its file is refused with it
+        return HttpResponse("\n".join(notes), status=400, content_type="text/plain; charset=utf-8")
     framed = frame_response(request, {"benchmark": benchmark, "state": state}, page_data=exports.leaderboard_page)
     if framed is not None:
         return framed

@@ -19,7 +19,7 @@ from django.views.decorators.http import require_GET, require_POST
 from runs.access import benchmark_for, blind_safe, writes
 from runs import pages, search, sharing, trajectory_view
 from runs.exports import checklist as exports_checklist
-from runs.filters import LeaderboardFilterForm, form_state
+from runs.filters import LeaderboardFilterForm, form_notes, form_state
 from runs.metrics import checklist as metrics
 from runs.models import Attempt, Benchmark, BenchmarkKind, ShareLink
 from runs.querystring import query_with
@@ -168,6 +168,8 @@ def leaderboard_export(request, slug):
         raise Http404("unknown export format")
     params = request.GET.copy()
     params.pop("format", None)
+    if params and (notes := form_notes(LeaderboardFilterForm(params, benchmark=benchmark))):  # as the page's ?export=
+        return HttpResponse("\n".join(notes), status=400, content_type="text/plain; charset=utf-8")
     state = _state(benchmark, params)
     data = pages.viewer_page_data(request, exports_checklist.leaderboard_page, {"benchmark": benchmark, "state": state})
     return pages.export_response(data, fmt=fmt, table="leaderboard", filename=f"{benchmark.slug}-leaderboard-{state['by']}",

@@ -1,5 +1,6 @@
 """Checklist pages: leaderboard, drill-down, attempt viewer, instance, analyses."""
 import csv
+import html
 import io
 import re
 
@@ -354,3 +355,26 @@ def test_a_model_row_that_pools_two_runs_says_so_on_the_page_in_the_csv_and_the_
     assert lines == {"alpha": "alpha + feedback; alpha-r1", "beta": "beta-r1"}
     rows = reviewer_client.get(reverse("api:leaderboard", args=[bench.slug])).json()["rows"]
     assert {r["model"]: r["runs"] for r in rows} == {"alpha": ["alpha + feedback", "alpha-r1"], "beta": ["beta-r1"]}
+
+
+@pytest.mark.parametrize("query, said", [
+    ("run=nobody-r1", "No run of this benchmark is labelled 'nobody-r1'."),
+    ("judge=nobody", "No judge named 'nobody' scored this benchmark."),
+    ("exclude=flagged_by_nobody", "unknown exclusion policy 'flagged_by_nobody'; one of: none, "),
+])
+def test_the_leaderboard_says_an_unknown_run_judge_or_policy_and_its_export_and_api_refuse_it(reviewer_client, query,
+                                                                                              said):
+    bench, _ = build_study(n_instances=1)
+    page = reverse("runs:checklist-leaderboard", args=[bench.slug])
+    notes = re.search(r'<div id="query-notes">(.*?)</div>', reviewer_client.get(f"{page}?{query}").content.decode(), re.S)
+    assert said in html.unescape(notes.group(1))  # the page applies the default and says why, in the API's words
+    swap = reviewer_client.get(f"{page}?{query}", headers={"HX-Request": "true"}).content.decode()
+    assert said in html.unescape(swap.split('id="query-notes"')[1])
+    for export in ("export=csv", "export=json"):
+        refused = reviewer_client.get(f"{page}?{query}&{export}")
+        assert refused.status_code == 400 and said in refused.content.decode()
+    old = reviewer_client.get(reverse("runs:checklist-leaderboard-export", args=[bench.slug]) + f"?{query}&format=csv")
+    assert old.status_code == 400 and said in old.content.decode()
+    api = reviewer_client.get(reverse("api:leaderboard", args=[bench.slug]) + f"?{query}")
+    assert api.status_code == 400 and said in str(api.json())
+    assert reviewer_client.get(f"{page}?export=csv").status_code == 200
