@@ -4,26 +4,18 @@ import json
 import re
 
 import pytest
-from django.contrib.auth.models import Group
 
 from runs.models import Job
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
-@pytest.fixture
-def lead(django_user_model):
-    user = django_user_model.objects.create_user("lead", password="pw-lead-1")
-    user.groups.add(Group.objects.get_or_create(name="lead")[0])
-    return user
-
-
-def test_scores_without_a_judge_are_refused_next_to_the_judge_field(page, live_server, console, lead, log_in, tmp_path,
+def test_scores_without_a_judge_are_refused_next_to_the_judge_field(page, live_server, console, editor, log_in, tmp_path,
                                                                    artifacts):
     scores = tmp_path / "scores.json"
     scores.write_text(json.dumps({"results": [{"instance_id": "t-1", "eval_result": {"SP": {"checks": [
         {"check_id": "SP-1", "result": "success"}]}}}]}))
-    log_in("lead", "pw-lead-1")
+    log_in("editor", "pw-editor-1")
 
     page.goto(f"{live_server.url}/import/")
     page.locator("input[name=format][value=octobench-scores]").check()
@@ -41,11 +33,11 @@ def test_scores_without_a_judge_are_refused_next_to_the_judge_field(page, live_s
     assert [e for e in console.errors if "/import/" not in e or "400" not in e] == []
 
 
-def test_a_job_whose_file_was_refused_offers_no_retry_but_a_new_import(page, live_server, console, lead, log_in,
+def test_a_job_whose_file_was_refused_offers_no_retry_but_a_new_import(page, live_server, console, editor, log_in,
                                                                        tmp_path):
     bad = tmp_path / "instances.jsonl"
     bad.write_text('{"instance_id": "t-1", "checklist": \n')
-    log_in("lead", "pw-lead-1")
+    log_in("editor", "pw-editor-1")
 
     page.goto(f"{live_server.url}/import/")
     page.locator("input[name=format][value=octobench-instances]").check()

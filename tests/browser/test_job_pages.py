@@ -3,7 +3,6 @@ checked (not bytes) and leads back to the runs it checked, instead of offering a
 from pathlib import Path
 
 import pytest
-from django.contrib.auth.models import Group
 
 from runs.ingest import Options, Source, ingest
 from runs.jobs import job_create, job_execute
@@ -14,13 +13,6 @@ FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "manyih"
 
 
 @pytest.fixture
-def lead(django_user_model):
-    user = django_user_model.objects.create_user("lead", password="pw-lead-1")
-    user.groups.add(Group.objects.get_or_create(name="lead")[0])
-    return user
-
-
-@pytest.fixture
 def two_runs() -> list[Run]:
     ingest("manyih-data", [Source.of(FIXTURES / "coding_small.json")], Options())
     for label in ("acme-ordinal", "acme-scalar"):
@@ -28,13 +20,13 @@ def two_runs() -> list[Run]:
     return list(Run.objects.order_by("label"))
 
 
-def test_a_recheck_job_counts_attempts_and_leads_to_the_runs_it_checked(page, live_server, console, lead, log_in,
+def test_a_recheck_job_counts_attempts_and_leads_to_the_runs_it_checked(page, live_server, console, editor, log_in,
                                                                           two_runs, artifacts):
     job = job_create(kind="recheck", params={"run_ids": [r.id for r in two_runs], "benchmark": two_runs[0].benchmark.slug},
-                     user=lead)
+                     user=editor)
     job_execute(job.id)
     attempts = Attempt.objects.filter(run__in=two_runs).count()
-    log_in("lead", "pw-lead-1")
+    log_in("editor", "pw-editor-1")
 
     page.goto(f"{live_server.url}/jobs/{job.id}/")
     status = page.locator("#job-status").inner_text()

@@ -4,7 +4,6 @@ import json
 from pathlib import Path
 
 import pytest
-from django.contrib.auth.models import Group
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 
@@ -25,15 +24,12 @@ def _scores(*ids: str) -> bytes:
 
 
 @pytest.fixture
-def lead_client(django_user_model, tmp_path) -> Client:
-    user = django_user_model.objects.create_user("lead", password="pw-lead-1")
-    user.groups.add(Group.objects.get_or_create(name="lead")[0])
-    client = Client()
-    client.force_login(user)
+def importer_client(editor_client, tmp_path) -> Client:
+    """Someone who may import, with the octobench instance task-1 stored."""
     path = tmp_path / "instances.jsonl"
     path.write_bytes(_instances("task-1"))
     ingest("octobench-instances", [Source.of(path)], Options())
-    return client
+    return editor_client
 
 
 def _post(client, url, django_capture_on_commit_callbacks, files, **fields):
@@ -47,9 +43,9 @@ def _uploads(settings) -> list[Path]:
     return list(root.rglob("*")) if root.exists() else []
 
 
-def test_the_page_refuses_scores_without_a_judge_at_once_in_its_own_words(lead_client, settings,
+def test_the_page_refuses_scores_without_a_judge_at_once_in_its_own_words(importer_client, settings,
                                                                           django_capture_on_commit_callbacks):
-    response = _post(lead_client, "/import/", django_capture_on_commit_callbacks, [("scores.json", _scores("task-1"))],
+    response = _post(importer_client, "/import/", django_capture_on_commit_callbacks, [("scores.json", _scores("task-1"))],
                      model="model-a")
 
     assert response.status_code == 400
@@ -59,9 +55,9 @@ def test_the_page_refuses_scores_without_a_judge_at_once_in_its_own_words(lead_c
     assert not Job.objects.exists() and _uploads(settings) == []
 
 
-def test_the_api_refuses_scores_without_a_model_at_once_in_its_own_words(lead_client, settings,
+def test_the_api_refuses_scores_without_a_model_at_once_in_its_own_words(importer_client, settings,
                                                                         django_capture_on_commit_callbacks):
-    response = _post(lead_client, "/api/ingest/", django_capture_on_commit_callbacks,
+    response = _post(importer_client, "/api/ingest/", django_capture_on_commit_callbacks,
                      [("scores_judge-x.json", _scores("task-1"))])
 
     assert response.status_code == 400
@@ -70,8 +66,8 @@ def test_the_api_refuses_scores_without_a_model_at_once_in_its_own_words(lead_cl
     assert not Job.objects.exists() and _uploads(settings) == []
 
 
-def test_a_judge_the_file_name_gives_needs_no_judge_field(lead_client, django_capture_on_commit_callbacks):
-    response = _post(lead_client, "/import/", django_capture_on_commit_callbacks,
+def test_a_judge_the_file_name_gives_needs_no_judge_field(importer_client, django_capture_on_commit_callbacks):
+    response = _post(importer_client, "/import/", django_capture_on_commit_callbacks,
                      [("scores_judge-x.json", _scores("task-1"))], model="model-a")
 
     job = Job.objects.get()
@@ -79,9 +75,9 @@ def test_a_judge_the_file_name_gives_needs_no_judge_field(lead_client, django_ca
     assert Verdict.objects.filter(judge__name="judge-x").count() == 1
 
 
-def test_a_manifest_that_fits_no_file_is_refused_before_a_job(lead_client, django_capture_on_commit_callbacks):
+def test_a_manifest_that_fits_no_file_is_refused_before_a_job(importer_client, django_capture_on_commit_callbacks):
     manifest = json.dumps({"files": [{"path": "other.json", "judge": "j"}]}).encode()
-    response = _post(lead_client, "/import/", django_capture_on_commit_callbacks,
+    response = _post(importer_client, "/import/", django_capture_on_commit_callbacks,
                      [("scores.json", _scores("task-1")), ("ifportal-import.json", manifest)], model="m", judge="j")
 
     assert response.status_code == 400
@@ -89,8 +85,8 @@ def test_a_manifest_that_fits_no_file_is_refused_before_a_job(lead_client, djang
     assert not Job.objects.exists()
 
 
-def test_a_job_names_the_options_as_its_page_does(lead_client, django_capture_on_commit_callbacks):
-    _post(lead_client, "/import/", django_capture_on_commit_callbacks, [("scores.json", _scores("task-1"))],
+def test_a_job_names_the_options_as_its_page_does(importer_client, django_capture_on_commit_callbacks):
+    _post(importer_client, "/import/", django_capture_on_commit_callbacks, [("scores.json", _scores("task-1"))],
           run="no-such-run", judge="judge-x")
 
     job = Job.objects.get()
@@ -98,7 +94,7 @@ def test_a_job_names_the_options_as_its_page_does(lead_client, django_capture_on
     assert job.errors == ["scores.json: run 'no-such-run' does not exist yet: fill in the Model field to create it"]
 
 
-def test_the_command_line_keeps_its_flags(lead_client, tmp_path):
+def test_the_command_line_keeps_its_flags(importer_client, tmp_path):
     path = tmp_path / "scores.json"
     path.write_bytes(_scores("task-1"))
     with pytest.raises(IngestFailed) as excinfo:
@@ -106,23 +102,23 @@ def test_the_command_line_keeps_its_flags(lead_client, tmp_path):
     assert "scores do not name the model: pass --model NAME (and --run LABEL" in str(excinfo.value)
 
 
-def test_a_job_whose_own_files_were_refused_offers_no_retry(lead_client, django_capture_on_commit_callbacks):
+def test_a_job_whose_own_files_were_refused_offers_no_retry(importer_client, django_capture_on_commit_callbacks):
     bad = _instances("task-2") + b'{"instance_id": "task-3", "checklist": \n'
-    _post(lead_client, "/import/", django_capture_on_commit_callbacks, [("bad.jsonl", bad)], format="octobench-instances")
+    _post(importer_client, "/import/", django_capture_on_commit_callbacks, [("bad.jsonl", bad)], format="octobench-instances")
 
     job = Job.objects.get()
-    page = lead_client.get(f"/jobs/{job.id}/").content.decode()
+    page = importer_client.get(f"/jobs/{job.id}/").content.decode()
     assert job.state == JobState.FAILED and not job.retry_may_fix
     assert "retry/" not in page and "Import the fixed files" in page and "fail the same way" in page
-    assert lead_client.post(f"/jobs/{job.id}/retry/").status_code == 403
-    assert lead_client.get(f"/api/jobs/{job.id}/").json()["retry_may_fix"] is False
+    assert importer_client.post(f"/jobs/{job.id}/retry/").status_code == 403
+    assert importer_client.get(f"/api/jobs/{job.id}/").json()["retry_may_fix"] is False
 
 
-def test_a_job_that_waits_for_another_import_offers_retry(lead_client, django_capture_on_commit_callbacks):
-    _post(lead_client, "/import/", django_capture_on_commit_callbacks, [("scores.json", _scores("task-1"))],
+def test_a_job_that_waits_for_another_import_offers_retry(importer_client, django_capture_on_commit_callbacks):
+    _post(importer_client, "/import/", django_capture_on_commit_callbacks, [("scores.json", _scores("task-1"))],
           model="model-a", judge="judge-x", benchmark="octobench-v2")
 
     job = Job.objects.get()
     assert job.state == JobState.FAILED and job.retry_may_fix, job.errors
     assert "benchmark 'octobench-v2' does not exist" in job.errors[0]
-    assert f'action="/jobs/{job.id}/retry/"' in lead_client.get(f"/jobs/{job.id}/").content.decode()
+    assert f'action="/jobs/{job.id}/retry/"' in importer_client.get(f"/jobs/{job.id}/").content.decode()
