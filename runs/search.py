@@ -34,8 +34,10 @@ running at the limit (`_bounded`). A search the limit cuts short lists the hits 
 (`SearchPage.partial`, the page asks to narrow it) or, with none, is refused (SearchTooSlow). On SQLite
 at most `IFPORTAL_SEARCH_CONCURRENCY` searches run at once in a process, the rest are answered "busy"
 (SearchBusy): a scan holds a core, and the embedded server's other pages need theirs. A page also
-says how many hits there are (`SearchPage.total`), counted for at most `IFPORTAL_SEARCH_COUNT_MS` (a
-lower bound when that is cut short). Common text is found by walking rows in id order (reasoning by attempt),
+says how many hits there are: those on it when they are all (`SearchPage.total`), else counted apart
+(`hits_total`, which the page asks for once it is shown) for at most `IFPORTAL_SEARCH_COUNT_MS` (a lower
+bound when that is cut short): counting common text reads every row that holds it, and the hits wait for
+none of that. Common text is found by walking rows in id order (reasoning by attempt),
 rare text through the trigram index's candidates; which one a query is cannot be told before, so the
 two take turns, each bounded (`_walked_or_tried`).
 """
@@ -486,9 +488,15 @@ class SearchPage:
     next_after: str | None = None
     #: the time limit cut the search short: the hits are those found by then
     partial: bool = False
-    #: how many hits the search has in all (every page), or at least that many when `total_exact` is False
-    total: int = 0
+    #: how many hits the search has in all (every page), or at least that many when `total_exact` is False; None
+    #: when that takes a count (`hits_total`)
+    total: int | None = None
     total_exact: bool = True
+
+    @property
+    def known(self) -> int:
+        """The hits this page knows of: its own, and one more when a next page has been seen."""
+        return len(self.hits) + (1 if self.next_after and not self.partial else 0)
 
 
 def _of_verdicts(rows: models.QuerySet, query: SearchQuery) -> models.QuerySet:
@@ -557,40 +565,46 @@ def segments(text: str, needles: Sequence[str]) -> list[tuple[str, bool]]:
 
 
 def search(benchmark: Benchmark, query: SearchQuery, *, page_size: int | None = None) -> SearchPage:
-    """A page of hits of `query` in `benchmark` with their count (see the module's docstring); a partial page when
-    the time limit cuts the search short, SearchTooSlow when it does so before any hit, SearchBusy when the process
-    runs as many searches as it may (SQLite).
+    """A page of hits of `query` in `benchmark` (see the module's docstring); a partial page when the time limit cuts
+    the search short, SearchTooSlow when it does so before any hit, SearchBusy when the process runs as many
+    searches as it may (SQLite). Its `total` is set when the page knows it: every hit is on it (exact), or the
+    search was cut short ("at least" the hits found: its time is up, there is none left to count with).
 
-    At most one query per source for the hits, one per source for their snippets, one for their attempts and one
-    per source for the count, whatever the number of hits.
+    At most one query per source for the hits, one per source for their snippets and one for their attempts,
+    whatever the number of hits.
     """
-    with _search_slot():
-        try:
-            with transaction.atomic():
-                if connection.vendor == "postgresql":
-                    with connection.cursor() as cursor:
-                        _plan(cursor, timeout_ms=settings.IFPORTAL_SEARCH_TIMEOUT_MS)
-                page = _search(benchmark, query, page_size or PAGE_SIZE)
-                _total(benchmark, query, page)
-                return page
-        except OperationalError as exc:
-            if _canceled(exc):
-                raise SearchTooSlow() from None
-            raise
-
-
-def _total(benchmark: Benchmark, query: SearchQuery, page: SearchPage) -> None:
-    """Set the page's `total`: the hits on it when they are every hit; else the rows the query finds, counted for at
-    most IFPORTAL_SEARCH_COUNT_MS, or at least the hits known when that count is cut short (or the search was)."""
-    known = len(page.hits) + (1 if page.next_after and not page.partial else 0)
+    with _search_slot(), _bounded_transaction():
+        page = _search(benchmark, query, page_size or PAGE_SIZE)
     if not (page.next_after or query.after):
         page.total, page.total_exact = len(page.hits), True
-        return
-    if page.partial:  # the search's time is up: nothing is left to count with
-        page.total, page.total_exact = known, False
-        return
-    counted, exact = _counted(benchmark, query, time.monotonic() + settings.IFPORTAL_SEARCH_COUNT_MS / 1000)
-    page.total, page.total_exact = (counted, True) if exact else (max(counted, known), False)
+    elif page.partial:
+        page.total, page.total_exact = page.known, False
+    return page
+
+
+def hits_total(benchmark: Benchmark, query: SearchQuery, *, known: int = 0) -> tuple[int, bool]:
+    """(how many hits `query` has in `benchmark` on every page, True), or (at least that many, False) when counting
+    them takes longer than IFPORTAL_SEARCH_COUNT_MS: the rows counted by then, or `known` (the hits a page has
+    shown) if more. SearchBusy as `search`."""
+    with _search_slot(), _bounded_transaction():
+        counted, exact = _counted(benchmark, query, time.monotonic() + settings.IFPORTAL_SEARCH_COUNT_MS / 1000)
+    return (counted, True) if exact else (max(counted, known), False)
+
+
+@contextmanager
+def _bounded_transaction() -> Iterator[None]:
+    """The transaction of a search (PostgreSQL: with its statement timeout); a statement stopped at the time limit
+    that nothing inside caught is SearchTooSlow."""
+    try:
+        with transaction.atomic():
+            if connection.vendor == "postgresql":
+                with connection.cursor() as cursor:
+                    _plan(cursor, timeout_ms=settings.IFPORTAL_SEARCH_TIMEOUT_MS)
+            yield
+    except OperationalError as exc:
+        if _canceled(exc):
+            raise SearchTooSlow() from None
+        raise
 
 
 def _counted(benchmark: Benchmark, query: SearchQuery, deadline: float) -> tuple[int, bool]:

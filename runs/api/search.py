@@ -32,6 +32,9 @@ class SearchQuerySerializer(serializers.Serializer):
                                                 "attempts with such a verdict (of the judge and item, if given).")
     item = serializers.CharField(required=False, help_text="Checklist item key (as judge and verdict).")
     after = serializers.CharField(required=False, help_text="The `next` cursor of the previous page.")
+    count = serializers.BooleanField(required=False, help_text="1: count the hits of every page (`total`), for at "
+                                                               "most the count's time limit; without it `total` is "
+                                                               "null unless this page holds every hit.")
 
 
 class SearchHitSerializer(serializers.Serializer):
@@ -67,8 +70,9 @@ class SearchPageSerializer(serializers.Serializer):
     next = serializers.CharField(allow_null=True, help_text="The URL of the next page; null on the last.")
     partial = serializers.BooleanField(help_text="The time limit cut the search short: `results` are the hits found "
                                                  "by then, `next` goes on after them; narrow the search to get all.")
-    total = serializers.IntegerField(help_text="How many hits the search has on every page (at least this many "
-                                               "when `total_exact` is false: counting was cut short).")
+    total = serializers.IntegerField(allow_null=True, help_text="How many hits the search has on every page (at "
+                                     "least this many when `total_exact` is false: counting or the search was cut "
+                                     "short); null when not counted (ask with count=1).")
     total_exact = serializers.BooleanField()
 
 
@@ -100,7 +104,10 @@ class SearchView(APIView):
             return Response({"detail": "benchmark is required (a slug)."}, status=status.HTTP_400_BAD_REQUEST)
         benchmark = benchmark_for(request, slug)
         try:
-            page = s.search(benchmark, s.search_query_of(request.query_params))
+            query = s.search_query_of(request.query_params)
+            page = s.search(benchmark, query)
+            if page.total is None and request.query_params.get("count") in ("1", "true"):
+                page.total, page.total_exact = s.hits_total(benchmark, query, known=page.known)
         except (s.SearchRefused, s.SearchTooSlow) as exc:
             return Response({"detail": str(exc)}, status=status.HTTP_400_BAD_REQUEST)
         except s.SearchBusy as exc:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from django.contrib.auth.decorators import login_required
+from django.shortcuts import render
 
 from runs import search as s
 from runs.access import benchmark_for
@@ -11,6 +12,7 @@ from runs.models import Run, VerdictResult
 from runs.pages import render_page
 from runs.querystring import query_with
 from runs.selectors import KIND_PAGES, SEARCH_EXAMPLES
+from runs.trajectory_view import clamp
 
 
 @login_required  # not blind_safe: it returns trajectory, response and reasoning text (runs.access)
@@ -31,14 +33,20 @@ def search_page(request, slug):
                    "source": request.GET.getlist("source")},
     }
     busy = None
+    counting = request.GET.get("count") == "1"
+    if request.GET.get("q", "").strip() and counting and request.htmx:
+        return hits_total(request, benchmark, context)
     if request.GET.get("q", "").strip():
         try:
             query = s.search_query_of(request.GET)
-            context["page"] = s.search(benchmark, query)
-            if context["page"].next_after:
-                context["next_url"] = "?" + query_with(request, after=context["page"].next_after)
+            context["page"] = page = s.search(benchmark, query)
+            context["count_url"] = "?" + query_with(request, count=1, known=page.known)
+            if counting and page.total is None:  # the count's link followed without htmx: the page with its count
+                page.total, page.total_exact = s.hits_total(benchmark, query, known=page.known)
+            if page.next_after:
+                context["next_url"] = "?" + query_with(request, after=page.next_after, count=None, known=None)
             if query.after:
-                context["first_url"] = "?" + query_with(request, after=None)
+                context["first_url"] = "?" + query_with(request, after=None, count=None, known=None)
         except (s.SearchRefused, s.SearchTooSlow) as exc:
             context["error"] = str(exc)
         except s.SearchBusy as exc:
@@ -47,3 +55,16 @@ def search_page(request, slug):
     if busy is not None:
         response.status_code, response["Retry-After"] = 429, str(busy.retry_after)
     return response
+
+
+def hits_total(request, benchmark, context: dict):
+    """The search's count of hits (`?count=1`), as the fragment the page loads once it is shown; `known`: the hits
+    the page has shown, the least it may say."""
+    context["count_url"] = "?" + query_with(request)
+    try:
+        context["total"], context["total_exact"] = s.hits_total(
+            benchmark, s.search_query_of(request.GET), known=clamp(request.GET.get("known"), 0, s.PAGE_SIZE + 1))
+        context["counted"] = True
+    except (s.SearchRefused, s.SearchTooSlow, s.SearchBusy) as exc:
+        context["count_error"] = str(exc)
+    return render(request, "runs/search.html#total", context)

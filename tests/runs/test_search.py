@@ -255,26 +255,35 @@ def test_the_api_returns_hits_with_offsets_and_a_next_link(study, reviewer_clien
 
 def test_the_page_and_the_api_say_how_many_hits_there_are_exact_or_at_least(study, reviewer_client, monkeypatch,
                                                                             settings):
-    """Search showed no total: a page of 25 said nothing of the 2 or the 2,000 after it. Every page says how many hits
-    the search has on all its pages, counted exactly when the count ends within its time, else "at least" the hits
-    known (those of the page and one more when a next page exists)."""
+    """Search showed no total: a page of 25 said nothing of the 2 or the 2,000 after it. A page holding every hit
+    says how many; a page with more after it loads the count once it is shown (the hits wait for no count), exact
+    when the count ends within its time, else "at least" the hits known (the page's, and one more for the next)."""
+    import re
+
     url = reverse("runs:search", args=["acme"])
     total = len(_expected("push"))
     assert total > 3
+    one = reviewer_client.get(url, {"q": "forced update"}).content.decode()
+    assert "<strong>1 hit</strong>" in one and "Counting the hits" not in one  # one page: its hits, no count
     monkeypatch.setattr(s, "PAGE_SIZE", 2)
     html = reviewer_client.get(url, {"q": "push"}).content.decode()
-    assert f"<strong>{total} hits</strong>" in html
+    assert "hits</strong>" not in html  # not counted with the hits
+    count_url = re.search(r'hx-get="(\?[^"]*count=1[^"]*)" hx-trigger="load"', html).group(1).replace("&amp;", "&")
+    counted = reviewer_client.get(url + count_url, HTTP_HX_REQUEST="true").content.decode()
+    assert counted.strip() == f'<strong id="search-total">{total} hits</strong>'
+    plain = reviewer_client.get(url + count_url).content.decode()  # the link without htmx: the page, counted
+    assert f"<strong>{total} hits</strong>" in plain and plain.count('class="hit"') == 2
     data = reviewer_client.get("/api/search/", {"benchmark": "acme", "q": "push"}).json()
-    assert (data["total"], data["total_exact"], data["partial"]) == (total, True, False)
+    assert (data["total"], data["partial"]) == (None, False)  # counted only when asked
+    data = reviewer_client.get("/api/search/", {"benchmark": "acme", "q": "push", "count": "1"}).json()
+    assert (data["total"], data["total_exact"]) == (total, True)
     later = reviewer_client.get(data["next"]).json()  # a later page counts the whole search too
     assert (later["total"], later["total_exact"]) == (total, True)
-    one = reviewer_client.get("/api/search/", {"benchmark": "acme", "q": "forced update"}).json()
-    assert (one["total"], one["total_exact"], one["next"]) == (1, True, None)  # one page: its hits, no count
 
     settings.IFPORTAL_SEARCH_COUNT_MS = 0  # the count is cut short at once
-    html = reviewer_client.get(url, {"q": "push"}).content.decode()
-    assert "<strong>At least 3 hits</strong> (counting stopped at its time limit)" in html
-    data = reviewer_client.get("/api/search/", {"benchmark": "acme", "q": "push"}).json()
+    counted = reviewer_client.get(url + count_url, HTTP_HX_REQUEST="true").content.decode()
+    assert "<strong id=\"search-total\">At least 3 hits</strong> (counting stopped at its time limit)" in counted
+    data = reviewer_client.get("/api/search/", {"benchmark": "acme", "q": "push", "count": "1"}).json()
     assert (data["total"], data["total_exact"]) == (3, False)
 
 
