@@ -474,7 +474,7 @@ def test_the_page_of_one_attempt_dialogue_sample_or_task_has_every_capability(ki
     computed, and no control that answers 403 for any role."""
     slug = DATA[kind][1]
     url, name = _object_page(kind)
-    reviewer = _client(django_user_model, "reviewer", ["reviewer"])
+    reviewer = _client(django_user_model, "writer", WRITER)
     real = pages.frame_response
 
     def spy(request, context, *, page_data):
