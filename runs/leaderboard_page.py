@@ -46,12 +46,15 @@ from runs.cache import cache_scope, cached, cached_many
 from runs.leaderboard_rows import is_default, leaderboard_tables, state_digest
 from runs.metrics import rank_change
 from runs.metrics.checklist import GROUPINGS, SMALL_CELL, reference_notes
-from runs.models import ReportStatus
+from runs.models import ReportStatus, Run
 from runs.querystring import params_with
 
 log = logging.getLogger(__name__)
 
 TEMPLATE = "runs/checklist/leaderboard.html"
+#: the ingest formats (the first word of a name in runs.ingest.FORMATS) whose reference scorer the page speaks of, in
+#: this order: mini-vela's evaluate.py, Inspect AI's scorers, lm-evaluation-harness; the portal's native format has none
+SCORED_BY = ("octobench", "inspect", "lm", "native")
 
 
 def results_html(benchmark, state: dict, *, request=None) -> SafeString:
@@ -129,11 +132,20 @@ def _results(benchmark, state: dict, request):
                    "lines": [{"row": r, "effect": effects.get(r.model)} for r in tables.overall],
                    "overall": tables.overall, "sorts": SORTS, "groupings": GROUPINGS,
                    "groups": tables.groups, "matrix": tables.matrix, "figure": tables.figure,
-                   "reference": (notes := reference_notes(tables.overall)),
+                   "reference": (notes := reference_notes(tables.overall)), "scorers": scorers_of(benchmark),
                    "unscored_reasons": [(ReportStatus(status).label, n) for status, n in sorted(notes.unscored.items())]}
         return render_to_string(f"{TEMPLATE}#results", context, request)
 
     return part, render
+
+
+def scorers_of(benchmark) -> list[str]:
+    """Which of SCORED_BY the benchmark's runs were imported in, from the files each run records (Run.sources): the
+    reference scorers the page speaks of (read when the fragment is rendered, so once per data generation and state)."""
+    formats = {str(source.get("format") or "").split("-")[0]
+               for sources in Run.objects.filter(benchmark=benchmark).values_list("sources", flat=True).order_by()
+               for source in sources if isinstance(source, dict)}
+    return [name for name in SCORED_BY if name in formats]
 
 
 def _filters(benchmark, state: dict, request):

@@ -3,12 +3,14 @@ import csv
 import html
 import io
 import re
+from pathlib import Path
 
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
+from runs.ingest import Options, Source, ingest
 from runs.metrics import checklist as metrics
 from runs.models import (
     AgentModel, Attempt, Benchmark, ChecklistItem, Instance, Judge, Run, Verdict,
@@ -18,6 +20,7 @@ from runs.trajectory_store import trajectory_save
 
 pytestmark = pytest.mark.django_db
 XSS = "<script>alert(1)</script>"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
 
 def build_study(n_instances=3, models=("alpha", "beta"), judges=("j1", "j2")):
@@ -378,3 +381,36 @@ def test_the_leaderboard_says_an_unknown_run_judge_or_policy_and_its_export_and_
     api = reviewer_client.get(reverse("api:leaderboard", args=[bench.slug]) + f"?{query}")
     assert api.status_code == 400 and said in str(api.json())
     assert reviewer_client.get(f"{page}?export=csv").status_code == 200
+
+
+#: every format a checklist benchmark can be imported in: (format, files, options, benchmark slug)
+IMPORTS = {
+    "native": ("native", ["native/study.jsonl"], {}, "acme-agent-if"),
+    "octobench": ("octobench-scores", ["octobench/scores.json"], {"model": "model-x", "judge": "judge-e"}, "octobench"),
+    "inspect": ("inspect", ["inspect/tiny_if.json"], {"pass_threshold": 0.5}, None),
+    "lm": ("lm-eval", ["lm_eval/acme__tiny-instruct-1b/results_2026-11-20T10-15-30.123456.json",
+                       "lm_eval/acme__tiny-instruct-1b/samples_ifeval_2026-11-20T10-15-30.123456.jsonl"], {}, "lm-eval-ifeval"),
+}
+#: what each scorer prints, in words only a page about a benchmark scored by it may hold
+SCORER_WORDS = {"octobench": ["OctoBench", "evaluate.py", "mini-vela", "avg_reward"], "inspect": ["Inspect AI, which wrote"],
+                "lm": ["prompt_level_strict_acc"], "native": ["which has no reference scorer"]}
+
+
+@pytest.mark.parametrize("kind", list(IMPORTS))
+def test_the_leaderboard_speaks_of_the_reference_scorer_of_the_benchmark_at_hand(reviewer_client, kind):
+    fmt, files, options, slug = IMPORTS[kind]
+    if kind == "octobench":
+        ingest("octobench-instances", [Source.of(FIXTURES / "octobench/instances.jsonl")], Options())
+    ingest(fmt, [Source.of(FIXTURES / name) for name in files], Options(**options))
+    bench = Benchmark.objects.get(slug=slug) if slug else Benchmark.objects.get()
+    html = reviewer_client.get(reverse("runs:checklist-leaderboard", args=[bench.slug])).content.decode()
+    note = html[html.index('<section id="results">'):html.index("Each judge is scored separately")]
+    for scorer, words in SCORER_WORDS.items():
+        for word in words:
+            assert (word in note) == (scorer == kind), (scorer, word)
+    header = re.search(r'<th class="num" title="([^"]*)">Macro CSR %</th>', html).group(1)
+    assert ("avg_reward" in header) == (kind == "octobench")
+    attempt = Attempt.objects.filter(run__benchmark=bench).first()
+    page = reviewer_client.get(reverse("runs:attempt", args=[attempt.id])).content.decode()
+    if kind != "octobench":  # the attempt page names evaluate.py only beside what its scores file said
+        assert not re.search("OctoBench|evaluate\\.py|mini-vela", page.split("<main", 1)[1])
