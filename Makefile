@@ -89,7 +89,7 @@ benchmark-100-models: BENCH_JSON = benchmark-100-models.json
 benchmark-100-models: benchmark
 
 # Transcript search at 1 GB (issue 17, item 3): the 1M-verdict study with its search corpus grown by
-# 1,000 MB of generated trajectories (runs.bench_search: COPY, then the trigram index built, minutes
+# 1,000 MB of generated trajectories (ifportal.benchmarks.search_corpus: COPY, then the trigram index built, minutes
 # rather than the half hour of a 1 GB import); the search selector timed on rare, medium and common
 # text behind filters. Only what search needs: a 1 MB trajectory file, COPY baselines on a sample, no
 # CLI load, no long trajectory. BENCH_SEARCH_ARGS adds to it (e.g. --skip-http, --keep).

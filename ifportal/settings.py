@@ -112,6 +112,7 @@ INSTALLED_APPS = [
     "runs",
     "audits",
     "ifportal.apps.PortalConfig",  # the user cache's invalidation signals (ifportal.auth)
+    "ifportal.benchmarks",  # `manage.py benchmark` (tooling, outside the cache's code version)
 ]
 
 MIDDLEWARE = [

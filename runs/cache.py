@@ -1,11 +1,12 @@
 """One cache for what the portal computes from a benchmark's data: `cached()`.
 
-An entry is keyed by a release constant (`CODE_VERSION`: a digest of the app's modules and
-templates, so a deploy never reads what another version stored), the database (two portals
-or test databases on one Redis never meet), the benchmark, its data generation and a part
-name. Every write that changes what a page shows bumps the benchmark's `data_generation` in
-its own transaction (`runs.services.benchmarks_generation_bump`), so an entry of an older
-generation is never read again; it expires after CACHE_SECONDS.
+An entry is keyed by a release constant (`CODE_VERSION`: a digest of the runs app's modules and
+the templates, so a deploy never reads what another version stored; the benchmark tooling is
+outside it), the database (two portals or test databases on one Redis never meet), the
+benchmark, its data generation and a part name. Every write that changes what a page shows
+bumps the benchmark's `data_generation` in its own transaction
+(`runs.services.benchmarks_generation_bump`), so an entry of an older generation is never read
+again; it expires after CACHE_SECONDS.
 
 The generation is read before the data it keys: outside a `cache_scope` every `cached()`
 call reads it (one primary-key query); inside one (a request, a job warming pages) the first
@@ -45,18 +46,28 @@ CACHE_SECONDS = 24 * 3600
 T = TypeVar("T")
 
 
-def _code_version() -> str:
-    """A digest of every module of the runs app and every template: a deploy that changes how rows are
-    scored, shaped or rendered never reads what an older version cached in Redis.
+#: the project's root: the code version digests its runs/ and templates/
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+
+
+def code_version_files(root: Path = PROJECT_ROOT) -> list[Path]:
+    """What the code version digests: every module of the runs app (migrations aside) and every template.
 
     Everything, not a list of the files that seem to matter: a hand-kept list missed templates and
-    modules rendered into the cached fragments (_filters.html, _rank_change.html, rank_change.py...)."""
-    here = Path(__file__).resolve().parent
+    modules rendered into the cached fragments (_filters.html, _rank_change.html, rank_change.py...).
+    Tooling that renders nothing into the cache lives outside runs/, so changing it keeps every entry:
+    the benchmark is the app ifportal.benchmarks (tests/benchmarks/test_apart.py holds the rule)."""
+    files = [*(root / "runs").rglob("*.py"), *(root / "templates").rglob("*.html")]
+    return sorted(path for path in files if "migrations" not in path.relative_to(root).parts)
+
+
+def _code_version(root: Path = PROJECT_ROOT) -> str:
+    """A digest of `code_version_files`: a deploy that changes how rows are scored, shaped or rendered
+    never reads what an older version cached in Redis."""
     digest = hashlib.sha256()
-    for path in sorted([*here.rglob("*.py"), *(here.parent / "templates").rglob("*.html")]):
-        if "migrations" not in path.parts:
-            digest.update(path.name.encode())
-            digest.update(path.read_bytes())
+    for path in code_version_files(root):
+        digest.update(path.name.encode())
+        digest.update(path.read_bytes())
     return digest.hexdigest()[:12]
 
 

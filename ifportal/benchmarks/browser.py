@@ -57,7 +57,7 @@ def chromium_figures(base_url: str, cookie: str, pages: dict[str, str], *, sampl
                      executable: Path = CHROMIUM) -> dict | str:
     """Each page of `pages` ({label: path under `base_url`}) opened `samples` times in headless Chromium,
     each time in a new context (a cold browser cache) carrying `cookie` ("name=value", as
-    `study_benchmark.session_cookie_for` makes it): {"browser", "samples", "pages": {label: figures}, load averages}
+    `study.session_cookie_for` makes it): {"browser", "samples", "pages": {label: figures}, load averages}
     with first paint and charts drawn (median and p95, ms) and the console errors of every sample;
     a "not measured: ..." string when Chromium or Playwright is absent or Chromium cannot start.
     Playwright runs in a thread of its own, which makes no database query."""

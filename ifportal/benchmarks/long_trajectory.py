@@ -30,8 +30,8 @@ from django.conf import settings
 from django.db import connection
 from django.urls import reverse
 
-from runs import bench_browser
-from runs import study_benchmark as sb
+from ifportal.benchmarks import browser
+from ifportal.benchmarks import study as sb
 from runs.ingest import Options, Source, ingest
 from runs.models import Attempt, Benchmark, Trajectory
 from runs.search import SearchQuery, SearchTooSlow, hit_url, search
@@ -230,9 +230,9 @@ def _http_figures(*, messages: int, requests: int, port: int | None, say: Callab
                 f"{len(urls)} requests (target p95 < {TARGETS[target]} ms)")
         after = _rss_kb(worker)
         if chromium_samples:  # after the worker's memory is read: its figures stay those of the HTTP requests
-            out["chromium"] = bench_browser.chromium_figures(server.url(""), cookie, {"long trajectory, attempt page": page},
+            out["chromium"] = browser.chromium_figures(server.url(""), cookie, {"long trajectory, attempt page": page},
                                                              samples=chromium_samples)
-            for line in bench_browser.chromium_lines(out["chromium"]):
+            for line in browser.chromium_lines(out["chromium"]):
                 say(line)
     out["web_worker_memory"] = {"rss_after_first_request_mb": round(before["VmRSS"] / 1024, 1),
                                 "rss_after_mb": round(after["VmRSS"] / 1024, 1),

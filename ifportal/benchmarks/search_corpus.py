@@ -19,7 +19,7 @@ the ingest would, in minutes:
   written, so the figures say how many rows each measured query can find (`corpus_queries`).
 
 The corpus lives in the search table only: no `Trajectory` rows (the trajectory store is measured by
-`runs.bench_trajectory`), so `manage.py search_rebuild` would remove it; the benchmark deletes the study.
+`ifportal.benchmarks.long_trajectory`), so `manage.py search_rebuild` would remove it; the benchmark deletes the study.
 """
 from __future__ import annotations
 
@@ -415,7 +415,7 @@ def table_sizes() -> dict:
 
 
 def corpus_queries(slug: str) -> list[tuple[str, dict]]:
-    """The searches measured on a grown corpus, as `runs.study_benchmark.SEARCH_QUERIES`: rare, medium and
+    """The searches measured on a grown corpus, as `ifportal.benchmarks.study.SEARCH_QUERIES`: rare, medium and
     common text, alone and behind filters (the issue's "failed items whose trajectory contains"), with the
     last run, model and judge (the rows the walk in id order reaches last)."""
     benchmark = Benchmark.objects.get(slug=slug)

@@ -1,12 +1,12 @@
-"""runs.bench_browser, the Chromium figure of `manage.py benchmark`, against a live server: a page with a
+"""ifportal.benchmarks.browser, the Chromium figure of `manage.py benchmark`, against a live server: a page with a
 chart and one without paint and draw, signed in through the benchmark's session cookie, with numeric
 figures and no console error; an error page's errors are counted; no chromium is said, not raised."""
 import pytest
 from django.contrib.auth import get_user_model
 from django.urls import reverse
 
-from runs import study_benchmark as sb
-from runs.bench_browser import CHROMIUM, chromium_figures, chromium_line
+from ifportal.benchmarks import study as sb
+from ifportal.benchmarks.browser import CHROMIUM, chromium_figures, chromium_line
 from runs.ingest import Options, Source, ingest, ingest_units
 from runs.ingest.layout import entries_of, plan_import
 

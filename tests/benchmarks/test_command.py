@@ -10,7 +10,7 @@ import pytest
 from django.core.management import call_command
 from django.db import connection
 
-from runs.study_benchmark import child_pids, workers_ready_ms
+from ifportal.benchmarks.study import child_pids, workers_ready_ms
 from runs.models import Benchmark, SearchText, Verdict
 
 from ..threads import worker_database_url
@@ -22,7 +22,7 @@ def test_benchmark_prints_every_ingest_figure_and_cleans_up(postgres, tmp_path, 
     # the large-trajectory ingest runs as a child process: it must reach this test database
     monkeypatch.setenv("DATABASE_URL", worker_database_url())
     study = tmp_path / "study"
-    monkeypatch.setattr("runs.study_benchmark.tmpdir", lambda: study)
+    monkeypatch.setattr("ifportal.benchmarks.study.tmpdir", lambda: study)
     out = tmp_path / "figures.json"
     call_command("benchmark", instances=4, items=3, models=2, repetitions=1, judges=2, trajectory_mb=1,
                  long_trajectory_messages=400, long_trajectory_mb=1,
@@ -71,7 +71,7 @@ def test_the_10m_options_ingest_in_batches_and_report_size_and_the_first_and_las
     """`make benchmark-10m`'s options on a tiny study: whole models per batch, the first batch into an empty
     benchmark and the last at full size side by side, COPY on a sample, no CLI load, size per million verdicts."""
     monkeypatch.setenv("DATABASE_URL", worker_database_url())
-    monkeypatch.setattr("runs.study_benchmark.tmpdir", lambda: tmp_path / "study")
+    monkeypatch.setattr("ifportal.benchmarks.study.tmpdir", lambda: tmp_path / "study")
     out = tmp_path / "figures.json"
     call_command("benchmark", instances=4, items=3, models=5, repetitions=1, judges=2, trajectory_mb=1,
                  skip_http=True, skip_cli=True, ingest_batch_verdicts=50, copy_rows=30, ingest_pairs=2, json=str(out),
@@ -115,7 +115,7 @@ def test_the_search_corpus_option_grows_the_corpus_and_measures_its_searches(pos
     """`make benchmark-search`'s option on a tiny study: the corpus is generated into the study's attempts,
     every corpus query is timed next to the study's own, the needles counted, and all of it removed after."""
     monkeypatch.setenv("DATABASE_URL", worker_database_url())
-    monkeypatch.setattr("runs.study_benchmark.tmpdir", lambda: tmp_path / "study")
+    monkeypatch.setattr("ifportal.benchmarks.study.tmpdir", lambda: tmp_path / "study")
     out = tmp_path / "figures.json"
     call_command("benchmark", instances=4, items=3, models=2, repetitions=1, judges=2, trajectory_mb=1,
                  skip_http=True, skip_cli=True, skip_long_trajectory=True, search_corpus_mb=0.2, json=str(out),
@@ -139,13 +139,13 @@ def test_the_http_figures_include_every_html_page_and_the_long_trajectory_in_chr
     """The pages a reader opens (not the JSON APIs) are opened in Chromium while the measured server runs, the
     long trajectory's attempt page too; each with numeric first paint figures, the leaderboard's chart drawn,
     and no console error."""
-    from runs.bench_browser import CHROMIUM
+    from ifportal.benchmarks.browser import CHROMIUM
 
     if not CHROMIUM.exists():
         pytest.skip(f"{CHROMIUM} is absent: install Debian's chromium (apt-get install chromium) to run browser tests")
     pytest.importorskip("playwright.sync_api")
     monkeypatch.setenv("DATABASE_URL", worker_database_url())  # the web server's workers read this test database
-    monkeypatch.setattr("runs.study_benchmark.tmpdir", lambda: tmp_path / "study")
+    monkeypatch.setattr("ifportal.benchmarks.study.tmpdir", lambda: tmp_path / "study")
     out = tmp_path / "figures.json"
     call_command("benchmark", instances=4, items=3, models=2, repetitions=1, judges=2, trajectory_mb=1,
                  long_trajectory_messages=400, long_trajectory_mb=1, skip_cli=True, requests=2, clients=2,
@@ -176,7 +176,7 @@ def test_the_http_figures_include_every_html_page_and_the_long_trajectory_in_chr
 
 
 def test_a_worker_is_ready_once_its_cpu_time_stops_growing():
-    """Timed requests go to workers that have booted (runs.study_benchmark.workers_ready_ms, which WebServer waits
+    """Timed requests go to workers that have booted (ifportal.benchmarks.study.workers_ready_ms, which WebServer waits
     for): a process that computes for about 0.8 s and then waits is ready after about 0.8 s, not before."""
     busy = subprocess.Popen([sys.executable, "-c",
                              "import time\nend = time.process_time() + 0.8\nwhile time.process_time() < end: pass\n"
@@ -190,7 +190,7 @@ def test_a_worker_is_ready_once_its_cpu_time_stops_growing():
 
 
 def test_the_benchmark_finds_a_process_s_children_and_only_them():
-    """gunicorn's workers are found by their parent (runs.study_benchmark.child_pids): a child of this
+    """gunicorn's workers are found by their parent (ifportal.benchmarks.study.child_pids): a child of this
     test process is listed for it, and not for the child itself."""
     child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
     try:

@@ -1,4 +1,4 @@
-"""The generated search corpus of `benchmark --search-corpus-mb` (runs.bench_search), on a tiny size: rows laid
+"""The generated search corpus of `benchmark --search-corpus-mb` (ifportal.benchmarks.search_corpus), on a tiny size: rows laid
 out as the ingest's writer lays them, needles found by the search exactly as often as they were planted, text
 varied enough for a realistic trigram index. On PostgreSQL also: the trigram index is there again after the
 load (it is dropped for the COPY and rebuilt) and the search goes through it."""
@@ -11,7 +11,7 @@ import time
 import pytest
 from django.db import connection
 
-from runs import bench_search as bs
+from ifportal.benchmarks import search_corpus as bs
 from runs import search as s
 from runs.ingest import Options, Source, ingest
 from runs.models import Attempt, Benchmark, Judge, Run, SearchSource, SearchText, Verdict

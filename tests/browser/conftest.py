@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from runs.bench_browser import CHROMIUM, CHROMIUM_ARGS  # one chromium and one set of flags for tests and benchmark
+from ifportal.benchmarks.browser import CHROMIUM, CHROMIUM_ARGS  # one chromium and one set of flags for tests and benchmark
 
 # Playwright's sync API runs an event loop in this thread; Django would then refuse ORM
 # calls from the test ("you cannot call this from an async context").

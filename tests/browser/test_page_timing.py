@@ -15,7 +15,7 @@ from django.test import Client
 from django.urls import reverse
 
 from runs.access import EDITOR
-from runs.bench_browser import MEASURE
+from ifportal.benchmarks.browser import MEASURE
 
 pytestmark = pytest.mark.browser
 

@@ -19,7 +19,7 @@ from rest_framework.test import APIClient
 from runs.ingest import IngestFailed, Options, Source, ingest
 from runs.ingest.decode import MAX_DEPTH, MAX_VALUES
 from runs.models import Benchmark, Instance, Job
-from runs.study_benchmark import manage_py, peak_rss_of_command
+from ifportal.benchmarks.study import manage_py, peak_rss_of_command
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 #: the peak memory an import may reach whatever its input (issue target, measured on the CLI)

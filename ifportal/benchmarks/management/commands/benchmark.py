@@ -13,8 +13,8 @@ from django.db import connection, transaction
 from django.db.models import F
 from django.urls import NoReverseMatch, reverse
 
-from runs import bench_browser, bench_search, bench_trajectory
-from runs import study_benchmark as sb
+from ifportal.benchmarks import browser, long_trajectory, search_corpus
+from ifportal.benchmarks import study as sb
 from runs.ingest import Options, Source, ingest, ingest_units
 from runs.ingest.layout import entries_of, plan_import
 from runs.leaderboard_page import warm_default
@@ -42,7 +42,7 @@ class Command(BaseCommand):
         parser.add_argument("--port", type=int, help="loopback port of the measured web server (default: any free one)")
         parser.add_argument("--skip-http", action="store_true")
         parser.add_argument("--skip-chromium", action="store_true",
-                            help="do not open the pages in headless Chromium (runs.bench_browser) after timing them over HTTP")
+                            help="do not open the pages in headless Chromium (ifportal.benchmarks.browser) after timing them over HTTP")
         parser.add_argument("--chromium-samples", type=int, default=5,
                             help="times each page is opened in Chromium, each in a new context (a cold browser cache)")
         parser.add_argument("--json", help="also write the figures to this file")
@@ -50,7 +50,7 @@ class Command(BaseCommand):
         parser.add_argument("--http-only", action="store_true",
                             help="only measure the pages and APIs, on a study kept by an earlier --keep run")
         parser.add_argument("--long-trajectory-messages", type=int, default=30_000,
-                            help="messages of the one-attempt long trajectory (runs.bench_trajectory)")
+                            help="messages of the one-attempt long trajectory (ifportal.benchmarks.long_trajectory)")
         parser.add_argument("--long-trajectory-mb", type=int, default=100, help="its size")
         parser.add_argument("--skip-long-trajectory", action="store_true")
         parser.add_argument("--long-trajectory-only", action="store_true", help="measure only the long trajectory")
@@ -66,7 +66,7 @@ class Command(BaseCommand):
         parser.add_argument("--ingest-pairs", type=int, default=0,
                             help="with --ingest-batch-verdicts, on PostgreSQL: at the end, ingest one batch of ten new "
                                  "models into copies of the study after its first batch and of the whole study, this many "
-                                 "pairs, alternating the order (runs.study_benchmark.ingest_pairs); the database is "
+                                 "pairs, alternating the order (ifportal.benchmarks.study.ingest_pairs); the database is "
                                  "copied (CREATE DATABASE ... TEMPLATE), and the cache cleared afterwards")
         parser.add_argument("--copy-rows", type=int, default=0,
                             help="measure the COPY baselines on the first this many verdicts (0: all of them)")
@@ -74,7 +74,7 @@ class Command(BaseCommand):
                             help="do not load the study a second time through `manage.py ingest`")
         parser.add_argument("--search-corpus-mb", type=float, default=0,
                             help="grow the study's search corpus by about this many MB of generated trajectories "
-                                 "(runs.bench_search: COPY, then the trigram index built) and measure its searches too")
+                                 "(ifportal.benchmarks.search_corpus: COPY, then the trigram index built) and measure its searches too")
 
     def handle(self, *args, **o):
         if connection.vendor != "postgresql":
@@ -185,7 +185,7 @@ class Command(BaseCommand):
             figures["search_corpus"] = self._search_corpus(o["search_corpus_mb"])
         if connection.vendor == "postgresql":
             connection.cursor().execute("ANALYZE runs_searchtext")
-        queries = sb.SEARCH_QUERIES + (bench_search.corpus_queries(SLUG) if o["search_corpus_mb"] else [])
+        queries = sb.SEARCH_QUERIES + (search_corpus.corpus_queries(SLUG) if o["search_corpus_mb"] else [])
         figures["search"] = sb.search_latency(SLUG, repeats=o["requests"], queries=queries)
         self._say(f"search: {figures['search']['search_text_mb']} MB of trajectory and response text in "
                   f"{figures['search']['search_rows']:,} rows; p95 over {len(queries)} queries "
@@ -210,8 +210,8 @@ class Command(BaseCommand):
 
     def _search_corpus(self, megabytes: float) -> dict:
         """Issue 17, item 3: the study's search corpus grown to about 1 GB without a half-hour import."""
-        self._say(f"growing the search corpus by {megabytes:,.0f} MB of generated trajectories (runs.bench_search)")
-        out = bench_search.corpus_grow(SLUG, megabytes=megabytes, say=self._say)
+        self._say(f"growing the search corpus by {megabytes:,.0f} MB of generated trajectories (ifportal.benchmarks.search_corpus)")
+        out = search_corpus.corpus_grow(SLUG, megabytes=megabytes, say=self._say)
         self._say(f"search corpus: {out['text_mb']:,} MB of text in {out['rows']:,} rows over {out['attempts']:,} "
                   f"attempts in {out['seconds']:.0f} s (generate and COPY {out['generate_and_copy_seconds']:.0f} s, "
                   f"trigram index {out.get('index_build_seconds', 0):.0f} s); sizes {out.get('sizes_mb', {})}; "
@@ -219,8 +219,8 @@ class Command(BaseCommand):
         return out
 
     def _long_trajectory(self, o) -> dict:
-        """Issue 17, item 2: one attempt of tens of thousands of messages, imported and read (runs.bench_trajectory)."""
-        return bench_trajectory.long_trajectory_figures(
+        """One attempt of tens of thousands of messages, imported and read (ifportal.benchmarks.long_trajectory)."""
+        return long_trajectory.long_trajectory_figures(
             messages=o["long_trajectory_messages"], megabytes=o["long_trajectory_mb"], requests=o["requests"],
             port=o["port"], http=not o["skip_http"], keep=o["keep"], say=self._say,
             chromium_samples=0 if o["skip_chromium"] else o["chromium_samples"])
@@ -320,7 +320,7 @@ class Command(BaseCommand):
             "search API": ("api:search", {}, f"?benchmark={SLUG}&q=broken+in+turn+3&verdict=fail"),
         }
         if o.get("search_corpus_mb"):
-            pages |= bench_search.http_pages(SLUG)
+            pages |= search_corpus.http_pages(SLUG)
         out: dict = {"load_average_at_start": [round(x, 2) for x in os.getloadavg()]}  # other work on the machine
         html_pages: dict[str, str] = {}  # what a reader opens in a browser: every page but the JSON APIs
         with sb.WebServer(workers=2, port=o["port"]) as server:
@@ -370,12 +370,12 @@ class Command(BaseCommand):
         return out
 
     def _chromium(self, server: sb.WebServer, cookie: str, pages: dict[str, str], o) -> dict | str:
-        """What a reader sees of each page (runs.bench_browser): first paint and charts drawn in Chromium on a
+        """What a reader sees of each page (ifportal.benchmarks.browser): first paint and charts drawn in Chromium on a
         cold browser cache, the server warm from the series above."""
         if o["skip_chromium"]:
             return "not measured: --skip-chromium"
-        figures = bench_browser.chromium_figures(server.url(""), cookie, pages, samples=o["chromium_samples"])
-        for line in bench_browser.chromium_lines(figures):
+        figures = browser.chromium_figures(server.url(""), cookie, pages, samples=o["chromium_samples"])
+        for line in browser.chromium_lines(figures):
             self._say(line)
         return figures
 
