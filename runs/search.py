@@ -21,7 +21,7 @@ words is looked up by its rarer joins (4,758 candidates, 190 ms, against none, 1
 transcripts), and every candidate is still checked against the real text. A plain trigram index splits
 text into words and knows none of that.
 
-No full-text (tsvector) index: measured here, one on trajectory text cost as much to build as the
+No full-text (tsvector) index: one on trajectory text cost as much to build as the
 trigram index (6.3 s against 5.5 s for 25 MB), and one on judge reasoning took the verdict ingest
 from 31,800 to 26,200 verdicts/s (docs/performance.md, "Search every transcript"); the trigram
 index answers exact phrases, which stemming cannot, and every-word searches as well.
@@ -83,8 +83,8 @@ MODES = ("text", "words")
 _WRITE_BATCH = 2000
 #: how long (ms) the trigram index's candidates of a source are tried between the walks (`_walked_or_tried`)
 #: before the rows are walked on instead: the first try long enough for the index to intersect the trigrams of a
-#: phrase of common words (39-59 ms for `broken in turn 3` over 1.5M rows, measured in session 13, more under
-#: load: at 60 ms that search's p95 was 305-310 ms, at 80 ms 136-144), as rarer text takes less (2-25 ms)
+#: phrase of common words (39-59 ms for `broken in turn 3` over 1.5M rows, more under load: at 60 ms that
+#: search's p95 was 305-310 ms, at 80 ms 136-144), as rarer text takes less (2-25 ms)
 CANDIDATE_TRIES_MS = (80, 150)
 #: rows of a source walked in id order in turn with those tries (`_walked_or_tried`): the first walk answers
 #: text in more than about 0.5% of the rows, and every source of fewer rows, in 15-45 ms for transcripts (1-5 us
@@ -94,7 +94,7 @@ CANDIDATE_TRIES_MS = (80, 150)
 WALK_ROWS = (6_000, 24_000, 96_000)
 #: attempts whose judge reasoning is walked in turn with those tries (`_reasoning_ids`): an OctoBench attempt has
 #: 33 items x its judges' verdicts, so a third as many verdicts as WALK_ROWS rows at three judges (three times
-#: the attempts measured the same in session 13: the reasoning searches' median and p95 within 15 ms)
+#: the attempts measure the same: the reasoning searches' median and p95 within 15 ms)
 REASONING_WALK_ATTEMPTS = (20, 80, 320)
 #: virtual-machine instructions of a SQLite statement between two checks of the search's time limit (`_bounded`):
 #: a scan takes about 6 a row, one of them the check of the row's text, so a check comes every 170 rows or so of
@@ -180,8 +180,8 @@ def _ilike(column: str, needle: str) -> str:
     """The check of a needle against the real text (PostgreSQL). A needle of ASCII characters is compared under
     the "C" collation, which folds only ASCII letters, as SQLite's lower() does: so both databases return the
     same hits for it, whatever the text holds, and PostgreSQL compares a row 2-3 times faster than through the
-    database's collation (9 against 3.3-4 us a row of 1,100 characters, measured here; folding every letter
-    Unicode knows was the cost of the walks, docs/performance.md "Session 13"). Other needles fold through the
+    database's collation (9 against 3.3-4 us a row of 1,100 characters; folding every letter Unicode knows was
+    the cost of the walks, docs/performance.md "Search every transcript"). Other needles fold through the
     database's collation ("ÉCHEC" finds "échec" on PostgreSQL; SQLite folds neither).
 
     The trigram indexes' clauses fold through the database's collation, which must fold ASCII letters as ASCII
@@ -665,8 +665,8 @@ def _reasoning_ids(benchmark: Benchmark, query: SearchQuery, want: int, *, run_i
     turn with tries of the trigram index's candidates. A walk is bounded by attempts read, not by milliseconds,
     and starts at the benchmark's attempts; the walk along the primary key it replaces read every verdict stored
     before the benchmark's and, bounded by 40 ms, put `broken in turn 3` in failed verdicts' reasoning on a cliff
-    between 85 and 300 ms (docs/performance.md, "Session 12"). A verdict stored while someone pages, of an
-    attempt their pages have passed, is not listed to them (in id order it came last).
+    between 85 and 300 ms (docs/performance.md, "Search every transcript"). A verdict stored while someone
+    pages, of an attempt their pages have passed, is not listed to them (in id order it came last).
 
     The cursor names the last hit's attempt ("reasoning:<attempt>.<id>"), so a page goes on after it even when a
     re-check has deleted that verdict meanwhile."""
@@ -726,9 +726,9 @@ def _transcript_ids(benchmark: Benchmark, query: SearchQuery, source: str, want:
 
     On PostgreSQL (`_walked_or_tried`) the walks read the next WALK_ROWS rows of the source that the
     benchmark, run and model filters leave, found through the walk indexes without reading their text
-    (`_walk_chunk`); so common text no longer waits for 150 ms of candidates first, nor behind a run filter for
-    a bound found through the attempts (at 1 GB: `error` 244 -> 109 ms, `error` in the last run 213 -> 5 ms;
-    docs/performance.md, "Search every transcript"). Elsewhere one query: SQLite scans anyway.
+    (`_walk_chunk`); so common text waits neither for the candidates first nor, behind a run filter, for a
+    bound found through the attempts (docs/performance.md, "Search every transcript"). Elsewhere one query:
+    SQLite scans anyway.
 
     `run_ids`: the filtered runs to walk (`_walk_runs`)."""
     start = query.after[1] if query.after and query.after[0] == source else 0
