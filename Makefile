@@ -65,8 +65,8 @@ BENCH_JSON   ?= benchmark.json
 BENCH_ARGS   ?= --instances 217 --items 33 --models 16 --repetitions 3 --judges 3
 BENCH_ENV     = DATABASE_URL=$(BENCH_SERVER)/$(BENCH_DB) CACHE_URL=$(BENCH_CACHE) IFPORTAL_JOBS=inline
 
-# The 10M-verdict study of issue 17: 217 instances x 33 items x 100 models x 3 repetitions x 5 judges
-# (10,741,500 verdicts; 100 models so the model count of item 5 is measured at 10M too, 5 judges so
+# The 10M-verdict study: 217 instances x 33 items x 100 models x 3 repetitions x 5 judges
+# (10,741,500 verdicts; 100 models so the 100-model target is measured at 10M too, 5 judges so
 # each model is judged as often as in the 1M study's 16 x 3 x 3 and rollups grow like verdicts). The
 # folder is ingested in batches of whole models (about 1M verdicts each, one transaction each), so the
 # first batch's rate (0 -> 1M) and the last one's (9.7M -> 10.7M) print side by side; at the end the same
@@ -81,14 +81,14 @@ benchmark-10m: BENCH_DB = ifportal_bench_10m
 benchmark-10m: BENCH_JSON = benchmark-10m.json
 benchmark-10m: benchmark
 
-# More models, same speed (issue 17, item 5): 100 models x 3 repetitions x 3 judges on 217 instances of
+# More models, same speed: 100 models x 3 repetitions x 3 judges on 217 instances of
 # 5 items (976,500 verdicts, 195,300 attempt rollups: what grows with the model count), about 1M verdicts.
 benchmark-100-models: BENCH_ARGS = --instances 217 --items 5 --models 100 --repetitions 3 --judges 3
 benchmark-100-models: BENCH_DB = ifportal_bench_100m
 benchmark-100-models: BENCH_JSON = benchmark-100-models.json
 benchmark-100-models: benchmark
 
-# Transcript search at 1 GB (issue 17, item 3): the 1M-verdict study with its search corpus grown by
+# Transcript search at 1 GB: the 1M-verdict study with its search corpus grown by
 # 1,000 MB of generated trajectories (ifportal.benchmarks.search_corpus: COPY, then the trigram index built, minutes
 # rather than the half hour of a 1 GB import); the search selector timed on rare, medium and common
 # text behind filters. Only what search needs: a 1 MB trajectory file, COPY baselines on a sample, no

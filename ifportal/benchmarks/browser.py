@@ -1,4 +1,4 @@
-"""What a user sees in a browser, for `manage.py benchmark` (issue 17: "each page is checked in Chromium").
+"""What a user sees in a browser, for `manage.py benchmark`: each page checked in Chromium.
 
 The HTTP figures stop at the last byte of the HTML; a person waits for the page to paint, and on the
 chart pages for Plotly (a few MB of script, fetched and parsed on a cold cache) to draw every chart.

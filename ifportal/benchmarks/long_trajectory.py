@@ -1,4 +1,4 @@
-"""The long-trajectory measurement of `manage.py benchmark` (issue 17, item 2).
+"""The long-trajectory measurement of `manage.py benchmark`.
 
 One attempt whose main thread holds 30,000 messages and tool calls (about 100 MB by default),
 written as an OctoBench merged trajectory and imported through `manage.py ingest` in a child
@@ -39,7 +39,7 @@ from runs.search import SearchQuery, SearchTooSlow, hit_url, search
 SLUG = "benchmark-long-trajectory"
 SESSION = "long-0"
 MODEL = "long-model"
-#: issue 17, item 2, and the ingest memory target of issue 8
+#: the long trajectory's targets and the ingest's memory target (docs/performance.md)
 TARGETS = {"import_peak_rss_mb": 400, "first_paint_ms": 1000, "jump_p95_ms": 300, "find_p95_ms": 300}
 #: messages whose text the search jumps look for (each names its own file)
 SEARCHED = 10

@@ -1,6 +1,6 @@
 """A study's transcript-search corpus grown to a given size, fast (`manage.py benchmark --search-corpus-mb N`).
 
-Issue 17 asks for search p95 < 300 ms over about 1 GB of trajectory text; importing that much through the
+The search target is p95 < 300 ms over about 1 GB of trajectory text; importing that much through the
 real ingest takes half an hour here (its trigram index dominates). This writes the same `SearchText` rows
 the ingest would, in minutes:
 
@@ -34,7 +34,7 @@ from runs import search
 from runs.bulk import bulk_insert_rows
 from runs.models import Attempt, Benchmark, Run, SearchSource, SearchText, Verdict, VerdictResult
 
-#: planted in one short message of this share of the trajectories (the issue's example)
+#: planted in one short message of this share of the trajectories (the search box's example for checklist benchmarks)
 FORCE_PUSH = "git push --force"
 FORCE_PUSH_SHARE = 0.001
 #: a token in exactly RARE_ROWS rows (short tool outputs of as many attempts)
@@ -416,7 +416,7 @@ def table_sizes() -> dict:
 
 def corpus_queries(slug: str) -> list[tuple[str, dict]]:
     """The searches measured on a grown corpus, as `ifportal.benchmarks.study.SEARCH_QUERIES`: rare, medium and
-    common text, alone and behind filters (the issue's "failed items whose trajectory contains"), with the
+    common text, alone and behind filters ("failed items whose trajectory contains"), with the
     last run, model and judge (the rows the walk in id order reaches last)."""
     benchmark = Benchmark.objects.get(slug=slug)
     run = Run.objects.filter(benchmark=benchmark).order_by("-id").values_list("label", "model__name").first()

@@ -1,7 +1,7 @@
 """The speed and memory benchmark behind `python manage.py benchmark`.
 
 It writes a synthetic OctoBench-shaped study in the real source formats, ingests it
-through the real ingest path, and measures what issue 8 asks for: ingest throughput
+through the real ingest path, and measures what docs/performance.md targets: ingest throughput
 next to raw COPY of the same rows, peak memory while ingesting a large trajectory
 file, page and API latency over HTTP (gunicorn, 2 workers, loopback), the same
 leaderboard computed the notebook way (pandas over the source files), and requests
@@ -481,8 +481,8 @@ def tmpdir() -> Path:
 
 
 #: transcript searches measured (runs.search), as (label, request parameters): a rare phrase, one in every
-#: assistant message, reasoning of failed verdicts, the issue's "failed items whose trajectory contains",
-#: a phrase found nowhere (every trigram looked up), a words search and one model's reasoning
+#: assistant message, reasoning of failed verdicts, "failed items whose trajectory contains" (the search box's
+#: example), a phrase found nowhere (every trigram looked up), a words search and one model's reasoning
 SEARCH_QUERIES = [
     ("rare phrase in trajectories", {"q": "/app/f7.py"}),
     ("phrase in every assistant message", {"q": "Thinking about the file"}),

@@ -1,4 +1,4 @@
-"""`manage.py benchmark` end to end on a tiny study (PostgreSQL): the figures of issue 8 come out, the
+"""`manage.py benchmark` end to end on a tiny study (PostgreSQL): the figures of its targets come out, the
 COPY baselines are of the same rows, and nothing of the study is left behind."""
 import io
 import json

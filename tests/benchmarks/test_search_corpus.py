@@ -93,7 +93,7 @@ def test_corpus_rows_are_the_writers_and_needles_are_found_as_often_as_planted(t
     assert len(_hits(benchmark, bs.RARE_REASONING, source="reasoning")) == bs.RARE_ROWS
     assert len(_hits(benchmark, bs.RARE_REASONING, source="reasoning", verdict="fail")) >= 1
 
-    # the example: failed items whose trajectory contains git push --force
+    # the search box's example: failed items whose trajectory contains git push --force
     forced = set(rows.filter(text__contains_text=bs.FORCE_PUSH).values_list("attempt_id", flat=True))
     failed = set(Verdict.objects.filter(attempt_id__in=forced, result="fail").values_list("attempt_id", flat=True))
     assert {h.attempt_id for h in _hits(benchmark, bs.FORCE_PUSH, verdict="fail", source="message")} == failed

@@ -2,8 +2,8 @@
 no console error. The times (targets: first paint and usable under 1 s, charts drawn within 1.5 s on loopback) are
 printed and written to test-artifacts/page-timing.json, not asserted: speed is measured by the
 benchmark command on a quiet machine, and a timed assertion on a shared CI machine fails with the
-machine (session 6's, twice as slow per core as session 5's, painted some pages in 1.1-1.2 s and
-drew charts in 1.5-2.9 s while the suite ran, the pages' server time unchanged)."""
+machine (a host half as fast per core painted some pages in 1.1-1.2 s and drew charts in 1.5-2.9 s
+while the suite ran, the pages' server time unchanged)."""
 import json
 import os
 import re

@@ -22,7 +22,7 @@ from runs.models import Benchmark, Instance, Job
 from ifportal.benchmarks.study import manage_py, peak_rss_of_command
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
-#: the peak memory an import may reach whatever its input (issue target, measured on the CLI)
+#: the peak memory an import may reach whatever its input (the ingest's target, measured on the CLI)
 PEAK_RSS_MB = 400
 #: `[],` repeated: one empty list (about 80 bytes once decoded) per 3 bytes of text
 BRACKETS_PAST_BOUND = "[" + ",".join(["[]"] * (MAX_VALUES // 2 + 10)) + "]"

@@ -58,7 +58,7 @@ class Command(BaseCommand):
 
     @staticmethod
     def _add_scale_arguments(parser) -> None:
-        """Options of the 10M study (issue 17): batched ingest, a COPY sample, no second ingest through the CLI."""
+        """Options of the 10M study: batched ingest, a COPY sample, no second ingest through the CLI."""
         parser.add_argument("--ingest-batch-verdicts", type=int, default=0,
                             help="ingest the results folder in batches of about this many verdicts (whole model "
                                  "folders, one transaction each) and print the first and last batch's rate side by "
@@ -209,7 +209,7 @@ class Command(BaseCommand):
         self.stdout.write(json.dumps(figures, indent=2))
 
     def _search_corpus(self, megabytes: float) -> dict:
-        """Issue 17, item 3: the study's search corpus grown to about 1 GB without a half-hour import."""
+        """The study's search corpus grown to about 1 GB, for the search target, without a half-hour import."""
         self._say(f"growing the search corpus by {megabytes:,.0f} MB of generated trajectories (ifportal.benchmarks.search_corpus)")
         out = search_corpus.corpus_grow(SLUG, megabytes=megabytes, say=self._say)
         self._say(f"search corpus: {out['text_mb']:,} MB of text in {out['rows']:,} rows over {out['attempts']:,} "
@@ -254,7 +254,7 @@ class Command(BaseCommand):
         self._say(f"  the study after its first batch copied to database {name} in {seconds:.1f} s")
 
     def _ingest_pairs(self, size: sb.StudySize, root: Path, pairs: int) -> dict:
-        """Issue 17's "ingest not slower at 10M than at 1M" on identical work: ten new models ingested into copies of
+        """The target "ingest not slower at 10M than at 1M" on identical work: ten new models ingested into copies of
         the study after its first batch and of the whole study, back to back, the order alternating."""
         small = self._first_batch_database()
         try:
