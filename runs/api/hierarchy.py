@@ -18,9 +18,9 @@ from rest_framework.views import APIView
 
 from runs.access import benchmark_for, blind_safe, may_open
 from runs.api.core import PageQueryView
-from runs.hierarchy import resolve_privileges
 from runs.metrics import hierarchy as m
 from runs.models import BenchmarkKind, ChecklistItem, Instance, Run
+from runs.scoring.hierarchy import resolve_privileges
 from runs.selectors import hierarchy as selectors
 
 INTERFACES = ("ordinal", "scalar")
@@ -89,7 +89,7 @@ class HierarchyResolutionsView(APIView):
             200: ResolutionListSerializer,
             404: OpenApiResponse(description="No hierarchy benchmark has this slug."),
         },
-        description="Computed on request by the resolution engine (runs.hierarchy.resolve_privileges) from the stored "
+        description="Computed on request by the resolution engine (runs.scoring.hierarchy.resolve_privileges) from the stored "
         "instructions: visit from highest to lowest privilege (ties: later in the prompt first); an instruction is "
         "active unless one it conflicts with is already active. `interface` selects how privileges are read and "
         "shown (scalar z values or ordinal ranks); the two encode the same order and give the same resolution. "

@@ -8,8 +8,8 @@ from pathlib import Path
 
 from runs.checkers.manyih_style import check_style
 from runs.demo.plan import Plan, Scale, Step, seeded_rng, sigmoid, write_json
-from runs.hierarchy import active_styles, ordinal_ranks, resolve_privileges
 from runs.ingest import Options
+from runs.scoring.hierarchy import active_styles, ordinal_ranks, resolve_privileges
 
 #: style group -> (category, [(style id, description)], compatible style-id pairs within the group)
 MANYIH_STYLES: dict[str, tuple[str, list[tuple[str, str]], set[frozenset]]] = {

@@ -2,7 +2,7 @@
 
 A task is identified by its content: external id f"{category}-{h}", h the first 12 hex of
 the SHA-256 of the task without its prediction fields, so a predictions file finds its
-tasks whatever order or formatting it has. Scoring is `runs.choice` (the reference scorer).
+tasks whatever order or formatting it has. Scoring is `runs.scoring.choice` (the reference scorer).
 """
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ from collections.abc import Sequence
 from pathlib import PurePath
 from typing import Any
 
-from runs.choice import (
+from runs.models import BenchmarkKind, ChecklistItem, Instance, JudgeKind, Run
+from runs.scoring.choice import (
     ANSWER,
     OPTION,
     PREDICTION_FIELDS,
@@ -21,7 +22,6 @@ from runs.choice import (
     choice_missing_default,
     choice_task_scored,
 )
-from runs.models import BenchmarkKind, ChecklistItem, Instance, JudgeKind, Run
 
 from .base import Context, Source, content_hash, iter_json_document, require
 from .lookups import (

@@ -5,7 +5,7 @@ instructions) and the reference evaluator's results file (JHU-CLSP/ManyIH,
 Dataset: `{"config", "statistics", "data": [{id, task_id, prompt, test_code,
 instructions[{id, privilege, description, style_key, style_id, category,
 conflicts_with}], metadata{expected_styles, ...}}]}`. Every instruction becomes a
-checklist item resolved by `runs.hierarchy.resolve_privileges`; the resolution must
+checklist item resolved by `runs.scoring.hierarchy.resolve_privileges`; the resolution must
 agree with `metadata.expected_styles` (the styles the harness scores) and with the
 privilege tags in the prompt, else the sample is a problem.
 
@@ -31,9 +31,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from runs.hierarchy import Resolution, active_styles, ordinal_ranks, parse_privilege_tags, resolve_privileges, same_text
 from runs.metrics.hierarchy import ERROR, NO_CODE, SCORED
 from runs.models import BenchmarkKind, ChecklistItem, Instance, JudgeKind, Run, VerdictResult
+from runs.scoring.hierarchy import Resolution, active_styles, ordinal_ranks, parse_privilege_tags, resolve_privileges, same_text
 
 from .base import INT_MAX, INT_MIN, Context, Source, content_hash, iter_json_document, require, text_limit
 from .lookups import (

@@ -457,7 +457,7 @@ def choice_rows(
 
     Reads Attempt.outcome as the GuideBench ingest writes it: the exact view compares
     {"answer", "ground_truth"} (the reference scorer's values), the normalised view
-    {"normalised": {"answer", "ground_truth"}} (runs.choice.choice_answer_normalised).
+    {"normalised": {"answer", "ground_truth"}} (runs.scoring.choice.choice_answer_normalised).
     Attempts without a ground truth are left out (nothing to compare).
     """
     from django.db import connection
@@ -600,7 +600,7 @@ class TaskView:
 
 def choice_task_view(spec: dict[str, Any], category: str) -> TaskView:
     """The parts of a stored task (Instance.spec) the task viewer shows; unknown fields go to `extra`."""
-    from runs.choice import choice_ground_truth
+    from runs.scoring.choice import choice_ground_truth
 
     spec = spec if isinstance(spec, dict) else {}
     groundtruth = spec.get("Groundtruth") if isinstance(spec.get("Groundtruth"), dict) else {}

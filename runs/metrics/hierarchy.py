@@ -683,7 +683,7 @@ def prompt_segments(prompt: str) -> list[dict[str, Any]]:
     A tag segment covers the whole tagged instruction (markers included), so a page can show
     the tag as a badge and the text beside it; positions are 1-based like ChecklistItem.position.
     """
-    from runs.hierarchy import parse_privilege_tags
+    from runs.scoring.hierarchy import parse_privilege_tags
 
     out: list[dict[str, Any]] = []
     cursor = 0

@@ -1,16 +1,16 @@
-"""runs.choice: the GuideBench reference comparison and its metrics, checked against scikit-learn."""
+"""runs.scoring.choice: the GuideBench reference comparison and its metrics, checked against scikit-learn."""
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.metrics import accuracy_score, precision_recall_fscore_support
 
-from runs.choice import (
+from runs.metrics.choice import ChoiceRow, category_metrics, run_metrics
+from runs.scoring.choice import (
     choice_answer_normalised,
     choice_answer_scored,
     choice_kind,
     choice_task_scored,
 )
-from runs.metrics.choice import ChoiceRow, category_metrics, run_metrics
 
 MISSING = object()
 

@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from runs.hierarchy import active_styles, ordinal_ranks, parse_privilege_tags, resolve_privileges, same_text
+from runs.scoring.hierarchy import active_styles, ordinal_ranks, parse_privilege_tags, resolve_privileges, same_text
 
 
 def ins(id, privilege, conflicts=(), style_key="g", style_id=None):

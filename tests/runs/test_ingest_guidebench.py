@@ -5,10 +5,10 @@ from pathlib import Path
 
 import pytest
 
-from runs.choice import choice_task_scored
 from runs.ingest import IngestFailed, Options, Source, ingest
 from runs.ingest.guidebench import category_from_name, task_external_id
 from runs.models import Attempt, AttemptRollup, Benchmark, ChecklistItem, Instance, Judge, JudgeKind, Run, Verdict
+from runs.scoring.choice import choice_task_scored
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "guidebench"
 CATEGORIES = ("chat", "math", "price", "relevance")

@@ -211,7 +211,7 @@ def test_it_renders_every_view_on_the_sample_tasks_with_generated_predictions(re
 
     from sklearn.metrics import accuracy_score, f1_score, precision_score, recall_score
 
-    from runs.choice import choice_task_scored
+    from runs.scoring.choice import choice_task_scored
     from runs.ingest import Options, Source, ingest
     from runs.metrics.choice import label_key
 
