@@ -152,6 +152,19 @@ ATTEMPT_ROUTES = ("runs:attempt", "runs:dialogue-viewer", "runs:hierarchy-sample
 _HREF = re.compile(r'href="([^"]*)"')
 
 
+#: attempts a shared page lists beside its frozen markup when that markup links to none of them
+OPENED_LISTED = 20
+
+
+def opened_attempts(link: ShareLink) -> list[dict]:
+    """The attempts a link made with its attempts opens (the first OPENED_LISTED), each with its instance and run, for
+    a shared page whose frozen markup links to none of them (the page of one attempt, task or sample)."""
+    if link.scope != ShareScope.ATTEMPTS or not link.attempt_ids:
+        return []
+    return list(Attempt.objects.filter(id__in=link.attempt_ids[:OPENED_LISTED]).order_by("id").values(
+        "id", "instance__external_id", "run__label"))
+
+
 def snapshot_markup(link: ShareLink, token: str) -> SafeString:
     """The page a link froze, as its public page shows it (runs.frozen_html): a link to an attempt the link opens
     leads to its frozen page, a leaderboard cell's to its frozen attempt list, the help page and in-page anchors

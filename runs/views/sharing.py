@@ -186,8 +186,11 @@ def shared_leaderboard(request, token):
     snap = link.snapshot
     data = _frozen(link)
     if "shown" in snap:  # the page as it was shown (runs.frozen_html), its tables as downloads
-        context = {"link": link, "token": token, "snap": snap, "data": data, "shown": snap["shown"],
-                   "body": sharing.snapshot_markup(link, token), "tables": [{"table": t} for t in data.tables]}
+        body = sharing.snapshot_markup(link, token)
+        context = {"link": link, "token": token, "snap": snap, "data": data, "shown": snap["shown"], "body": body,
+                   "tables": [{"table": t} for t in data.tables],
+                   # the page of one attempt links to no other: the attempts the link opens are offered beside it
+                   "opened": sharing.opened_attempts(link) if reverse("runs:share-attempts", args=[token]) not in body else []}
         return render(request, "runs/sharing/page_snapshot.html", context)
     if "overall" in snap:  # a leaderboard frozen before pages were kept as shown (runs.sharing.leaderboard_layout)
         cells = {(r["model"], r["group"]): r for r in snap["rows"]}
