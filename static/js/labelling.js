@@ -3,23 +3,21 @@
 // last label. Units are reserved by POST only, one at a time: after a save the next unit is
 // reserved and swapped in. A save that fails keeps the form as it is.
 //
-// No key is lost: the script is loaded in <head> without defer, so it listens before any unit is
-// on the screen; keys that arrive before the screen is wired, or while a save or the next unit is
-// on its way, wait in `pending` and are played, in order, on the unit they were typed for. When the
-// page itself moves on (a correction saved, a failed swap), they travel to the next labelling page
-// in sessionStorage.
+// No key is lost: the script is loaded in <head> without defer (after keys.js, the key queue it
+// shares with the adjudication page), so it listens before any unit is on the screen; keys that
+// arrive before the screen is wired, or while a save or the next unit is on its way, wait and are
+// played, in order, on the unit they were typed for. When the page itself moves on (a correction
+// saved, a failed swap), they travel to the next labelling page.
 (function () {
   "use strict";
-  var CARRIED = "labelling-pending-keys";
   var root = null;
   var status = null;
   var nextUrl = "";
   var correcting = false;
-  var ready = false;   // the screen is wired
-  var absent = false;  // this page has no labelling screen
-  var busy = false;    // a save or a swap is in flight
-  var leavingTo = "";  // this page is navigating there (keys typed meanwhile are carried over)
-  var pending = [];
+  var keys = window.portalKeys({
+    carry: "labelling-pending-keys", root: "labelling", shortcuts: /^([1-9]|Enter|ArrowUp|ArrowDown|s|n|c)$/, note: "n",
+    start: start, act: act
+  });
 
   function criteria() { return Array.prototype.slice.call(root.querySelectorAll("fieldset.criterion")); }
   function active() { return root.querySelector("fieldset.criterion.is-active"); }
@@ -28,9 +26,6 @@
     var input = root.querySelector("input[name=csrfmiddlewaretoken]");
     return input ? input.value : "";
   }
-  function isText(element) { return !!element && element.matches && element.matches("textarea, input[type=text]"); }
-
-  function leave(url) { leavingTo = url; busy = true; window.location.assign(url); }
 
   function activate(fieldset) {
     criteria().forEach(function (f) { f.classList.toggle("is-active", f === fieldset); });
@@ -48,17 +43,17 @@
     var body = new FormData();
     body.append("fragment", "1");
     body.append("csrfmiddlewaretoken", token());
-    busy = true;
+    keys.hold();
     return fetch(url, { method: "POST", body: body, credentials: "same-origin", headers: { "X-CSRFToken": token() } })
       .then(function (r) { if (!r.ok) { throw new Error(String(r.status)); } return r.text(); })
-      .then(function (html) { root.innerHTML = html; wire(); busy = false; play(); })
-      .catch(function () { leave(nextUrl); });
+      .then(function (html) { root.innerHTML = html; wire(); keys.release(); })
+      .catch(function () { keys.leave(nextUrl); });
   }
 
   function save(form) {
     var missing = criteria().filter(function (f) { return !f.querySelector("input:checked"); });
     if (missing.length) { activate(missing[0]); say("Answer every question before saving.", "error"); return; }
-    busy = true;
+    keys.hold();
     say("Saving…");
     fetch(form.action, {
       method: "POST", body: new FormData(form), credentials: "same-origin",
@@ -67,7 +62,7 @@
       return r.json().then(function (body) { return { ok: r.ok, body: body }; });
     }).then(function (res) {
       if (!(res.ok && res.body.saved)) { failed(res.body.error || "Not saved."); return; }
-      if (correcting) { leave(nextUrl); return; }
+      if (correcting) { keys.leave(nextUrl); return; }
       say("Saved.", "ok");
       swapFrom(nextUrl);
     }).catch(function () {
@@ -77,9 +72,7 @@
 
   // The unit stays as it was: keys typed after Enter were meant for the next unit, so they are not played on this one.
   function failed(text) {
-    var dropped = pending.length;
-    pending = [];
-    busy = false;
+    var dropped = keys.drop();
     say(text + (dropped ? " The " + dropped + " key" + (dropped === 1 ? "" : "s") + " typed while saving were not applied." : ""),
         "error");
   }
@@ -96,16 +89,16 @@
     var form = root.querySelector("form.rubric");
     var take = root.querySelector("form.take-next");
     if (take) {
-      take.addEventListener("submit", function (event) { event.preventDefault(); if (!busy) { swapFrom(take.action); } });
+      take.addEventListener("submit", function (event) { event.preventDefault(); if (!keys.busy()) { swapFrom(take.action); } });
       take.querySelector("button").focus();
     }
     var skipForm = document.getElementById("skip-form");
     var skipButton = root.querySelector("button[form=skip-form]");
     if (skipForm && skipButton) {
-      skipButton.addEventListener("click", function (event) { event.preventDefault(); if (!busy) { skip(); } });
+      skipButton.addEventListener("click", function (event) { event.preventDefault(); if (!keys.busy()) { skip(); } });
     }
     if (!form) { return; }
-    form.addEventListener("submit", function (event) { event.preventDefault(); if (!busy) { save(form); } });
+    form.addEventListener("submit", function (event) { event.preventDefault(); if (!keys.busy()) { save(form); } });
     criteria().forEach(function (f) {
       f.addEventListener("click", function () { activate(f); });
     });
@@ -117,7 +110,7 @@
     var form = root.querySelector("form.rubric");
     var take = root.querySelector("form.take-next");
     var correct = document.getElementById("correct-last");
-    if (key === "c" && correct) { leave(correct.href); return true; }
+    if (key === "c" && correct) { keys.leave(correct.href); return true; }
     if (!form) {
       if (take && key === "Enter") { swapFrom(take.action); return true; }
       return false;
@@ -141,65 +134,11 @@
     return true;
   }
 
-  // A key typed into the note after a waiting "n", played as typing
-  function typeInto(field, key) {
-    if (key === "Escape") { field.blur(); }
-    else if (key === "Backspace") { field.value = field.value.slice(0, -1); }
-    else if (key === "Enter") { field.value += "\n"; }
-    else { field.value += key; }
-  }
-
-  // Play the waiting keys in order until one starts a save or a swap (the rest wait for it to finish)
-  function play() {
-    while (ready && !busy && pending.length) {
-      var key = pending.shift();
-      if (isText(document.activeElement)) { typeInto(document.activeElement, key); } else { act(key); }
-    }
-  }
-
-  // Keys worth keeping while the screen cannot take them: the shortcuts, and, after a waiting "n", what is typed into the note
-  function keeps(key) {
-    return /^([1-9]|Enter|ArrowUp|ArrowDown|s|n|c)$/.test(key) ||
-      (pending.indexOf("n") !== -1 && (key.length === 1 || key === "Backspace" || key === "Escape"));
-  }
-
-  document.addEventListener("keydown", function (event) {
-    if (absent || event.ctrlKey || event.metaKey || event.altKey) { return; }
-    if (isText(event.target)) {
-      if (event.key === "Escape") { event.target.blur(); }
-      return;
-    }
-    if (!ready || busy) {
-      if (keeps(event.key)) { pending.push(event.key); event.preventDefault(); }
-      return;
-    }
-    if (act(event.key)) { event.preventDefault(); }
-  });
-
-  window.addEventListener("pagehide", function () {
-    if (leavingTo && pending.length) {
-      window.sessionStorage.setItem(CARRIED, JSON.stringify({ url: leavingTo, keys: pending }));
-    }
-  });
-
-  // Keys carried from the labelling page that sent the browser here come first
-  function carried() {
-    var stored = window.sessionStorage.getItem(CARRIED);
-    if (!stored) { return []; }
-    window.sessionStorage.removeItem(CARRIED);
-    var data = JSON.parse(stored);
-    return new URL(data.url, window.location.href).pathname === window.location.pathname ? data.keys : [];
-  }
-
-  document.addEventListener("DOMContentLoaded", function () {
-    root = document.getElementById("labelling");
-    if (!root) { absent = true; pending = []; return; }
+  function start(screen) {
+    root = screen;
     status = document.getElementById("save-status");
     nextUrl = root.dataset.nextUrl;
     correcting = root.dataset.mode === "correct";
-    pending = carried().concat(pending);
     wire();
-    ready = true;
-    play();
-  });
+  }
 })();

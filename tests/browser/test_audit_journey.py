@@ -2,7 +2,8 @@
 label with the keyboard alone in separate sessions (taking units, skipping one, saving), a fourth
 annotator who is not assigned gets nothing, the lead adjudicates with the keyboard from one disputed
 unit to the next, and the leaderboard under the exclusion policy shows the rank change. An annotator typing at 80 ms per key the moment
-a unit shows (or before it shows) loses no key."""
+a unit shows (or before it shows) loses no key, and neither does a lead adjudicating before the page has loaded or while a
+decision is on its way, which is posted once."""
 import re
 import time
 
@@ -11,7 +12,7 @@ from django.contrib.auth.models import Group
 from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
 from audits import services as audit_services
-from audits.models import Label
+from audits.models import Adjudication, AuditUnit, Label, UnitState
 from audits.rubrics import CHECKLIST
 from runs.models import AgentModel, Attempt, Benchmark, BenchmarkKind, ChecklistItem, Instance, Judge, Run, Verdict
 from runs.services import rollups_rebuild_for_attempts
@@ -306,7 +307,7 @@ def test_it_tells_the_lead_that_fresh_decisions_count_only_where_the_campaign_is
     lead = session("lead", "pw-lead-1")
     lead.goto(f"{live_server.url}/audits/{campaign.pk}/adjudicate/")
     lead.get_by_role("link", name="Adjudicate").click()
-    lead.wait_for_load_state("load")  # the adjudication keys are listened to once its deferred script ran
+    lead.wait_for_load_state("load")
     lead.keyboard.press("i")
     with lead.expect_navigation():
         lead.keyboard.press("Enter")
@@ -333,3 +334,82 @@ def test_it_says_an_unknown_exclusion_policy_until_a_known_one_is_chosen(session
     lead.wait_for_selector("#exclusion")  # the results swapped in under a known policy: the note goes
     assert said.count() == 0
     assert console.errors == [] and lead.evaluate("window.__csp") == []
+
+
+@pytest.fixture
+def adjudicating(audit_world, monkeypatch):
+    """Three units disputed between ann_a and ann_b, on a server that takes 0.3 s to record a decision (so keys
+    typed at 80 ms arrive while it is on its way)."""
+    users = audit_world["users"]
+    campaign = audit_services.campaign_start(audit_services.campaign_create(
+        name="Keys audit", subject="checklist_items", benchmarks=[audit_world["benchmark"]], strata=["category"],
+        allocation="proportional", size=6, seed=3, user=users["lead"], annotators=[users["ann_a"], users["ann_b"]]))
+    flagged = {**ANSWERS, "overall": "ambiguous"}
+    for _ in range(3):
+        for name, answers in (("ann_a", ANSWERS), ("ann_b", flagged)):
+            audit_services.label_submit(audit_services.assignment_next(campaign, users[name]), answers)
+    disputed = AuditUnit.objects.filter(campaign=campaign, state=UnitState.DISPUTED)
+    assert disputed.count() == 3
+    original = audit_services.unit_adjudicate
+
+    def slow(*args, **kwargs):
+        time.sleep(0.3)
+        return original(*args, **kwargs)
+    monkeypatch.setattr(audit_services, "unit_adjudicate", slow)
+    return {"campaign": campaign, "lead": users["lead"]}
+
+
+def test_it_keeps_every_adjudication_key_typed_before_the_page_loads_and_posts_each_decision_once(
+        session, live_server, adjudicating, console):
+    """Typing at 80 ms/key at a unit whose page has not finished loading (a deferred script held back), and on through
+    each decision's slow submit (Enter again included): every key lands on the unit it was typed for, once."""
+    campaign = adjudicating["campaign"]
+    lead = session("lead", "pw-lead-1")
+    lead.goto(f"{live_server.url}/audits/{campaign.pk}/adjudicate/")
+    first = lead.get_by_role("link", name="Adjudicate").first.get_attribute("href")
+    posts = []
+    lead.on("request", lambda request: posts.append(request.url) if request.method == "POST" else None)
+    held = []
+    lead.route("**/htmx-2.min.js*", lambda route: held.append(route))  # the page is not loaded until it comes
+    lead.goto(f"{live_server.url}{first}", wait_until="commit")
+    lead.locator("#adjudication-form").wait_for()
+    while not held:
+        lead.wait_for_timeout(20)
+    lead.keyboard.type("i", delay=80)  # at the unit on the screen, before the page has loaded
+    lead.keyboard.press("Enter")
+    held[0].continue_()
+    lead.unroute("**/htmx-2.min.js*")
+    for key in ("v", "Enter", "u", "Enter"):  # while each decision is on its way, for the unit it opens next
+        lead.keyboard.press(key, delay=80)
+    try:
+        lead.get_by_text("No disputed unit is left").wait_for(timeout=15_000)
+    except PlaywrightTimeoutError:
+        pass  # stuck: the decisions recorded say what was lost
+    decided = list(Adjudication.objects.filter(unit__campaign=campaign).order_by("id").values_list("unit_id", "final_status"))
+    assert [status for _, status in decided] == ["invalid", "valid", "unresolved"]
+    assert len({unit for unit, _ in decided}) == 3
+    assert len(posts) == 3 and len(set(posts)) == 3  # one POST per unit, none twice
+    assert console.errors == [] and lead.evaluate("window.__csp") == []
+
+
+def test_it_says_that_keys_typed_while_a_refused_decision_was_on_its_way_were_not_applied(
+        session, live_server, adjudicating, django_user_model, console):
+    campaign = adjudicating["campaign"]
+    lead = session("lead", "pw-lead-1")
+    lead.goto(f"{live_server.url}/audits/{campaign.pk}/adjudicate/")
+    lead.get_by_role("link", name="Adjudicate").first.click()
+    lead.wait_for_load_state("load")
+    other = django_user_model.objects.create_user("lead_b", password="pw-lead_b-1")
+    other.groups.add(Group.objects.get(name="lead"))
+    unit = AuditUnit.objects.get(pk=int(re.search(r"/units/(\d+)/", lead.url).group(1)))
+    audit_services.unit_adjudicate(unit, lead=other, final_status="valid")  # another lead decides it meanwhile
+    lead.keyboard.press("i")
+    lead.keyboard.press("Enter")  # refused, after 0.3 s: the page comes back to this unit
+    lead.keyboard.press("v", delay=80)
+    lead.keyboard.press("Enter", delay=80)
+    said = lead.locator("#record-status.is-error")
+    said.wait_for()
+    assert "The 2 keys typed while recording were not applied" in said.inner_text()
+    assert not Adjudication.objects.filter(unit__campaign=campaign, lead=adjudicating["lead"]).exists()
+    assert lead.locator("input[name=final_status]:checked").count() == 0  # the "v" was not played on the unit
+    assert console.errors == []
