@@ -78,9 +78,9 @@ def test_it_shows_accuracy_macro_scores_and_unanswered_per_run(reviewer_client):
     assert [(m.run, m.accuracy, m.unanswered) for m, _ in overall] == [("beta", 80.0, 1), ("alpha", 60.0, 1)]
 
 
-def test_it_sorts_in_the_url_and_serves_the_tables_fragment_to_htmx(reviewer_client):
+def test_it_sorts_in_the_url_and_serves_the_tables_fragment_to_htmx(editor_client):
     make_study()
-    response = reviewer_client.get(url("choice-metrics") + "?sort=run&dsort=f1",
+    response = editor_client.get(url("choice-metrics") + "?sort=run&dsort=f1",
                                    HTTP_HX_REQUEST="true", HTTP_HX_TARGET="tables")
     html = response.content.decode()
     assert html.lstrip().startswith('<div id="tables">')
@@ -257,9 +257,10 @@ def test_it_renders_every_view_on_the_sample_tasks_with_generated_predictions(re
     assert reviewer_client.get(url("choice-task", external_id=first.external_id)).status_code == 200
 
 
-def test_an_empty_benchmark_offers_the_import_page_only_to_those_who_may_import(reviewer_client, django_user_model):
+def test_an_empty_benchmark_offers_the_import_page_only_to_those_who_may_import(editor_client, reviewer_client,
+                                                                                django_user_model):
     """The choice and dialogue pages of a benchmark with no results linked to the import page, which answers a blind
-    annotator 403 (a page they may open otherwise)."""
+    annotator and a read-only reviewer 403 (pages they may open otherwise)."""
     from django.contrib.auth.models import Group
     from django.test import Client
 
@@ -275,6 +276,8 @@ def test_an_empty_benchmark_offers_the_import_page_only_to_those_who_may_import(
     for page in pages:
         seen = blind.get(page)
         assert seen.status_code == 200 and import_link not in seen.content.decode(), page
-    assert reviewer_client.get(reverse("runs:import")).status_code == 200  # the empty states' own links, not the menu's
-    assert f'{import_link}>Import files</a>' in reviewer_client.get(pages[0]).content.decode()
-    assert f"{import_link}>Import</a> EvolIF" in reviewer_client.get(pages[1]).content.decode()
+    assert reviewer_client.get(reverse("runs:import")).status_code == 403
+    assert all(import_link not in reviewer_client.get(page).content.decode() for page in pages)
+    assert editor_client.get(reverse("runs:import")).status_code == 200  # the empty states' own links, not the menu's
+    assert f'{import_link}>Import files</a>' in editor_client.get(pages[0]).content.decode()
+    assert f"{import_link}>Import</a> EvolIF" in editor_client.get(pages[1]).content.decode()
