@@ -129,6 +129,7 @@ def test_it_runs_an_audit_from_campaign_to_leaderboard_change(browser, live_serv
     lead.goto(campaign_url.rstrip("/") + "/adjudicate/")
     lead.screenshot(path=str(artifacts / "audit-queue.png"), full_page=True)
     lead.get_by_role("link", name="Adjudicate").first.click()
+    lead.wait_for_load_state("load")
     decided = 0
     while "/units/" in lead.url:
         for n in (1, 2, 3):
