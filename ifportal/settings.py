@@ -167,7 +167,7 @@ SQLITE_OPTIONS = {
 #: what every PostgreSQL connection gets: no JIT compilation. The planner turns it on by estimated cost,
 #: which grows with the tables, not with the work: at 10M verdicts each rollup rebuild statement (2 s of
 #: work) paid 1.1 s compiling, and a page query crossing the threshold would pay the same. The portal's
-#: queries are short; none gains from compiled expressions (docs/performance.md, "Session 8").
+#: queries are short; none gains from compiled expressions (docs/performance.md, "Ingest").
 POSTGRESQL_OPTIONS = {"options": "-c jit=off"}
 
 
