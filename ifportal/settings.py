@@ -264,8 +264,8 @@ AUTH_PASSWORD_VALIDATORS = [
 # IFPORTAL_USER_CACHE_SECONDS; 0 reads them from the database on every request.
 AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",
-    "ifportal.auth.CachedModelBackend",
     "ifportal.signin.SignInDelayBackend",  # checks no password: refuses a try inside a user name's wait
+    "ifportal.auth.CachedModelBackend",
 ]
 IFPORTAL_USER_CACHE_SECONDS = env_int("IFPORTAL_USER_CACHE_SECONDS", 60)
 AXES_FAILURE_LIMIT = env_int("IFPORTAL_LOGIN_FAILURE_LIMIT", 5)
@@ -274,9 +274,8 @@ AXES_COOLOFF_TIME = timedelta(minutes=env_int("IFPORTAL_LOGIN_LOCKOUT_MINUTES", 
 # for one name from many addresses meet the growing per-name delay of ifportal.signin instead
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"], "ip_address"]
 AXES_RESET_ON_SUCCESS = True
-AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
 AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False  # a refused try is not a failure: nothing was checked
-AXES_VERBOSE = False
+AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
 AXES_LOCKOUT_CALLABLE = "ifportal.signin.signin_refused"
 #: after AXES_FAILURE_LIMIT failures for one name from addresses it never signed in from, each further try from
 #: such an address waits this many seconds, doubling with each failure up to the maximum (ifportal.signin)
@@ -288,9 +287,9 @@ IFPORTAL_LOGIN_DELAY_FORGET_HOURS = env_int("IFPORTAL_LOGIN_DELAY_FORGET_HOURS",
 IFPORTAL_LOGIN_KNOWN_ADDRESS_DAYS = env_int("IFPORTAL_LOGIN_KNOWN_ADDRESS_DAYS", 90)
 if not 0 < IFPORTAL_LOGIN_DELAY_SECONDS <= IFPORTAL_LOGIN_DELAY_MAX_SECONDS:
     raise ImproperlyConfigured("IFPORTAL_LOGIN_DELAY_SECONDS must be more than 0 and at most IFPORTAL_LOGIN_DELAY_MAX_SECONDS")
+AXES_VERBOSE = False
 #: bad API tokens one address may send before it gets 429 (DRF rate syntax: n/second|minute|hour|day)
 IFPORTAL_TOKEN_FAILURE_RATE = env_str("IFPORTAL_TOKEN_FAILURE_RATE", "10/hour")
-LOGIN_URL = "login"
 #: reverse proxies in front of the portal that append to X-Forwarded-For; 0 (the default) trusts no such header:
 #: every count per address (bad tokens, failed sign-ins, cache budgets) uses the peer address
 #: (ifportal.security.client_address)
@@ -298,6 +297,7 @@ IFPORTAL_TRUSTED_PROXIES = env_int("IFPORTAL_TRUSTED_PROXIES", 0)
 if IFPORTAL_TRUSTED_PROXIES < 0:
     raise ImproperlyConfigured(f"IFPORTAL_TRUSTED_PROXIES={IFPORTAL_TRUSTED_PROXIES} must be 0 or more")
 AXES_CLIENT_IP_CALLABLE = "ifportal.security.client_address"
+LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "runs:home"
 LOGOUT_REDIRECT_URL = "login"
 
@@ -357,14 +357,14 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_PAGINATION_CLASS": "ifportal.security.BoundedLimitOffsetPagination",
+    # any DRF throttle's get_ident reads the address as ifportal.security.client_address does
+    "NUM_PROXIES": IFPORTAL_TRUSTED_PROXIES,
     "PAGE_SIZE": 100,
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "ifportal API",
     "DESCRIPTION": "Instruction-following benchmark results: ingest, runs, attempts, metrics.",
     "VERSION": "1",
-    # any DRF throttle's get_ident reads the address as ifportal.security.client_address does
-    "NUM_PROXIES": IFPORTAL_TRUSTED_PROXIES,
     "SERVE_INCLUDE_SCHEMA": False,
     # the schema lists every endpoint: for signed-in users and tokens only, like the API itself
     "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
