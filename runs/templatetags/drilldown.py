@@ -7,9 +7,8 @@ of values, the template a dir() call per `counts.0` (docs/performance.md, "The w
 value is escaped by runs.html.escaped_join, as format_html_join would.
 """
 from django import template
-from django.utils.safestring import SafeString
 
-from runs.html import escaped_join, joined
+from runs.html import escaped_join
 
 register = template.Library()
 
@@ -36,14 +35,13 @@ def failing_items_summary(items, attempt_url):
     opens on demand."""
     head = escaped_join(ITEM, ((attempt_url, item["id"], item["key"], item["category"], item["short"],
                                 ", ".join(map(str, item["judges"]))) for item in items[:SHOWN_FAILING]))
-    parts = [SafeString('<ul class="failing-items">'), head, SafeString("</ul>")]
+    shown = escaped_join('<ul class="failing-items">{}</ul>', [(head,)])
     rest = items[SHOWN_FAILING:]
-    if rest:
-        parts += [SafeString('<details class="failing-more"><summary>'),
-                  f"{len(rest)} more failing item{'s' if len(rest) != 1 else ''} ({len(items)} in all)",
-                  SafeString('</summary><ul class="failing-items">'), failing_items(rest, attempt_url),
-                  SafeString("</ul></details>")]
-    return joined(parts)
+    if not rest:
+        return shown
+    return escaped_join('{}<details class="failing-more"><summary>{}</summary><ul class="failing-items">{}</ul></details>',
+                        [(shown, f"{len(rest)} more failing item{'s' if len(rest) != 1 else ''} ({len(items)} in all)",
+                          failing_items(rest, attempt_url))])
 
 
 @register.simple_tag
