@@ -101,10 +101,10 @@ def test_a_blind_annotator_is_shown_no_control_that_would_refuse_them(campaign, 
     from django.contrib.auth.models import Group
 
     reviewer = annotator_a.__class__.objects.create_user("reviewer_r", password="pw-reviewer-r-1")
-    reviewer.groups.add(Group.objects.get_or_create(name="reviewer")[0])
+    reviewer.groups.add(Group.objects.get_or_create(name="reviewer")[0], Group.objects.get_or_create(name="editor")[0])
     refused = ("/b/octo-test/judges/", "/b/octo-test/compare/", "/b/octo-test/attempts/?", "/b/octo-test/share-page/",
                'name="exclude"')
-    with django_capture_on_commit_callbacks(execute=True):  # the reviewer's fragments are cached first
+    with django_capture_on_commit_callbacks(execute=True):  # the reviewer's (and editor's: Share) fragments are cached first
         seen = client_for(reviewer).get("/b/octo-test/leaderboard/").content.decode()
     blind = client_for(annotator_a).get("/b/octo-test/leaderboard/").content.decode()
     assert [c for c in refused if c not in seen] == []
