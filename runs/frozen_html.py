@@ -4,10 +4,12 @@ notes and layout, and none of its controls.
 A snapshot keeps the page's tables as data (its exports) and this markup (what the public page shows), so an
 outsider reads the same caveats, spreads and headings as the person who shared it. The markup is rebuilt from
 the page's HTML through an allow-list: only the elements and attributes below survive, every text and attribute
-value is escaped again, and scripts, forms, navigation and the frame's toolbar are dropped with what they hold.
-Each link goes through a function the caller gives (`href`, through `relinked` on the public page): it keeps the
-help page and in-page anchors, points the attempts a link opens at their frozen pages, and shows every other link
-as plain text.
+value is escaped again (quotes too, so no text reads as an attribute), and scripts, forms, navigation and the
+frame's toolbar are dropped with what they hold. A frozen page keeps only the links a public page can re-point (in-page
+anchors and paths on this site, `local`); any other (javascript:, data:, another site) is its text alone. Links never
+nest and each is closed, so `relinked` sees every one. Each link then goes through a function the caller gives (`href`,
+through `relinked` on the public page): it keeps the help page and in-page anchors, points the attempts a link opens
+at their frozen pages, and shows every other link as plain text.
 """
 from __future__ import annotations
 
@@ -15,6 +17,8 @@ import re
 from collections.abc import Callable
 from html import escape, unescape
 from html.parser import HTMLParser
+
+from django.utils.safestring import SafeString
 
 #: elements kept as they are (attributes filtered by ATTRIBUTES); any other element is unwrapped: its content stays
 KEPT = frozenset({
@@ -42,6 +46,9 @@ _STRUCTURED = frozenset({"title", "aria-label", "data-figure", "abbr"})  # free 
 _CSS = re.compile(r"/css/([a-z][a-z0-9_-]*)(?:\.[0-9a-f]{8,})?\.css\b")
 #: a link as `_Rebuild` writes it: the target first, then the kept attributes, then what it holds
 _LINK = re.compile(r'<a href="([^"]*)"([^>]*)>(.*?)</a>', re.S)
+#: a link target a public page can re-point: an in-page anchor or a path on this site (not `//host` nor `/\\host`,
+#: which browsers read as another site), without the blanks and control characters browsers strip from a scheme
+_LOCAL = re.compile(r"(?:#|/(?![/\\]))[^\s\\\x00-\x1f\x7f]*")
 
 Href = Callable[[str], str | None]
 
@@ -81,7 +88,7 @@ class _Rebuild(HTMLParser):
             return
         kept = [(name, value) for name, value in attrs if name in ATTRIBUTES and self._plain(name, value)]
         if tag == "a":
-            target = self.href(found.get("href") or "")
+            target = None if any(self.links) else self.href(found.get("href") or "")  # a link inside one is text
             if target is None:
                 if not closed:
                     self.links.append(False)
@@ -106,6 +113,7 @@ class _Rebuild(HTMLParser):
                     pass
             return
         if tag == self.within:
+            self.close_links()
             self.inside = False
             return
         if tag == "a":
@@ -117,7 +125,12 @@ class _Rebuild(HTMLParser):
 
     def handle_data(self, data):
         if self.inside and not self.dropping:
-            self.out.append(escape(data, quote=False))
+            self.out.append(escape(data, quote=True))
+
+    def close_links(self) -> None:
+        """Close the links left open (a page's `<a>` without its `</a>`)."""
+        self.out.extend("</a>" for emitted in self.links if emitted)
+        self.links.clear()
 
 
 def rebuilt(html: str, *, href: Href, within: str | None = None) -> str:
@@ -126,27 +139,34 @@ def rebuilt(html: str, *, href: Href, within: str | None = None) -> str:
     parser = _Rebuild(href, within)
     parser.feed(html)
     parser.close()
+    parser.close_links()
     return "".join(parser.out)
+
+
+def local(target: str) -> str | None:
+    """`target` when a public page can re-point it (an in-page anchor or a path on this site), else None."""
+    return target if _LOCAL.fullmatch(target) else None
 
 
 def frozen_page(html: str) -> dict:
     """What a snapshot keeps of a rendered page: its <main> rebuilt (links as the page had them, for the public page
-    to map), the names of the page's own stylesheets under static/css, and whether it draws charts."""
+    to map; only `local` ones), the names of the page's own stylesheets under static/css, and whether it draws charts."""
     head = html.split("<main", 1)[0]
-    body = rebuilt(html, href=lambda target: target, within="main")
+    body = rebuilt(html, href=local, within="main")
     return {"html": body, "stylesheets": sorted(set(_CSS.findall(head)) - {"portal"}), "charts": "data-plotly=" in body}
 
 
-def relinked(body: str, *, href: Href) -> str:
-    """Markup `frozen_page` kept, each link's target through `href` (None: what the link holds, without the link).
+def relinked(body: str, *, href: Href) -> SafeString:
+    """Markup `frozen_page` kept, each link's target through `href` (None, or a target `local` refuses: what the link
+    holds, without the link).
 
     The public page's one pass over a stored snapshot: the allow-list rebuilt it when the link was made, so only
     the links change here, by a regular expression over markup of that one shape (a full rebuild per view cost
     1.3 ms per KB: 90 ms on a drill-down page's 72 KB)."""
     def one(match: re.Match) -> str:
         target = href(unescape(match.group(1)))
-        if target is None:
+        if target is None or local(target) is None:
             return match.group(3)
         return f'<a href="{escape(target, quote=True)}"{match.group(2)}>{match.group(3)}</a>'
 
-    return _LINK.sub(one, body)
+    return SafeString(_LINK.sub(one, body))  # every text and attribute escaped by the rebuild, every link `local`

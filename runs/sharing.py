@@ -199,7 +199,7 @@ def snapshot_markup(link: ShareLink, token: str) -> SafeString:
         fragment = urlsplit(target).fragment
         return reverse("runs:share-attempt", args=[token, attempt]) + (f"#{fragment}" if fragment else "")
 
-    return SafeString(relinked(body, href=href))  # markup the allow-list rebuilt when the link was made
+    return relinked(body, href=href)  # markup the allow-list rebuilt when the link was made
 
 
 def _route(target: str) -> tuple[str, dict, QueryDict]:

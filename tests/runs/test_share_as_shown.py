@@ -199,3 +199,20 @@ def test_a_frozen_page_links_only_to_what_its_link_opens(portal, django_user_mod
         link = ShareLink.objects.get(token_hash=sharing.token_hash(token))
         assert opened <= set(link.attempt_ids) and bool(opened) == attempts
         assert all(Client().get(reverse("runs:share-attempt", args=[token, i])).status_code == 200 for i in opened)
+
+
+def test_hostile_markup_and_text_never_become_a_link_the_relinker_did_not_make():
+    shown_text = html.escape('<a href="javascript:window.x=1">chart link</a>', quote=True)  # how a page shows a name
+    page = ('<main><td><a href="/b/x/attempts/?model=m">' + shown_text + '</a></td>'
+            '<a href="JavaScript:alert(1)">js</a><a href=" data:text/html,x">data</a><a href="vbscript:x">vb</a>'
+            '<a href="https://elsewhere.example/">far</a><a href="//elsewhere.example/">near</a>'
+            '<a href="/attempts/7/"><a href="javascript:alert(2)">nested</a></a>'
+            '<a href="/attempts/8/">open <a href="javascript:alert(3)">to the end</main>')
+    body = frozen_page(page)["html"]
+    shown = relinked(body, href=lambda target: target)  # a relinker that keeps every target it is given
+    targets = re.findall(r'<a\b[^>]*\bhref="([^"]*)"', shown)
+    assert targets == ["/b/x/attempts/?model=m", "/attempts/7/", "/attempts/8/"]
+    assert 'href="' not in re.sub(r"<a\b[^>]*>", "", shown)  # the page's text keeps its quotes escaped
+    assert shown_text in shown
+    assert "</td>jsdatavbfarnear<a " in shown and ">nested</a>" in shown and ">open to the end</a>" in shown
+    assert shown.count("<a ") == shown.count("</a>") == 3

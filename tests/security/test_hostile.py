@@ -57,7 +57,9 @@ def test_it_finds_no_unsafe_output_in_templates_or_code():
             offenders += [f"{path.relative_to(ROOT)}: {m.group(0)}" for m in re.finditer(pattern, text)]
     #: the places that mark HTML safe, and why: the repository's own docs, never data; and the escaping joiner
     trusted = {"runs/help_pages.py": "docs/metrics.md rendered as the help page",
-               "runs/html.py": "format_html_join's contract, faster: every value escaped unless already safe"}
+               "runs/html.py": "format_html_join's contract, faster: every value escaped unless already safe",
+               "runs/frozen_html.py": "a frozen page rebuilt through its allow-list: every text and attribute escaped, "
+                                      "only local links"}
     for app in ("runs", "audits", "ifportal"):
         for path in sorted((ROOT / app).rglob("*.py")):
             if str(path.relative_to(ROOT)) in trusted:
