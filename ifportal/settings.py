@@ -229,7 +229,7 @@ def cache_url_beside(broker_url: str) -> str:
 # (jobs run in a thread of the same process). Default: the broker's Redis, next database.
 CACHE_URL = env_str("CACHE_URL") or cache_url_beside(CELERY_BROKER_URL)
 #: new leaderboard cache entries one signed-in user (or one address) may have stored per day; past it
-#: pages are computed and not kept (runs.leaderboard_rows.cache_budget)
+#: pages are computed and not kept (runs.cache.cache_scope)
 IFPORTAL_CACHE_ENTRIES_PER_USER = env_int("IFPORTAL_CACHE_ENTRIES_PER_USER", 600)
 #: share links one user may make in 24 hours, and the megabytes the snapshots of their live (unrevoked) links may
 #: take in the database: past either the Share form says why and makes none (runs.sharing.share_budget_check)
@@ -325,7 +325,7 @@ WHITENOISE_USE_FINDERS = True
 MEDIA_ROOT = Path(env_str("MEDIA_ROOT") or VAR_DIR / "media")
 
 # Uploads: files are streamed to disk, never held in memory; a request larger than the limit is refused
-# before its body is read (ifportal.security.UploadLimitMiddleware), the page's and the API's alike.
+# before its body is read (runs.middleware.UploadLimitMiddleware), the page's and the API's alike.
 FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
 DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
 IFPORTAL_MAX_UPLOAD_BYTES = env_int("IFPORTAL_MAX_UPLOAD_BYTES", 2 * 1024**3)

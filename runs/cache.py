@@ -117,9 +117,6 @@ def cache_scope(owner: str | None) -> Iterator[None]:
         _budget_owner.reset(owner_token)
 
 
-#: the name the middleware and older callers use
-cache_budget = cache_scope
-
 
 def generation_of(benchmark_id: int) -> int | None:
     """The benchmark's data generation for this scope: read now, or as first read inside the current scope."""

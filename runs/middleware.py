@@ -16,7 +16,7 @@ from django.shortcuts import render
 
 from ifportal.security import client_address
 from runs.forms import request_size_problem, upload_count_problem
-from runs.cache import cache_budget
+from runs.cache import cache_scope
 
 
 class UploadLimitMiddleware:
@@ -56,5 +56,5 @@ class CacheBudgetMiddleware:
     def __call__(self, request: HttpRequest) -> HttpResponse:
         user = getattr(request, "user", None)
         owner = f"user:{user.pk}" if user is not None and user.is_authenticated else f"addr:{client_address(request)}"
-        with cache_budget(owner):
+        with cache_scope(owner):
             return self.get_response(request)

@@ -2,7 +2,7 @@
 
 Benchmarks hold instances; instances hold checklist items; runs (one model, one
 repetition, one setting) hold attempts on instances; judges give verdicts on
-(attempt, item). Rollups are derived from verdicts by `runs.services.rollups_rebuild`
+(attempt, item). Rollups are derived from verdicts by `runs.services.rollups_rebuild_for_attempts`
 so that no page aggregates the verdict table on request.
 """
 import uuid
@@ -223,7 +223,7 @@ class Trajectory(models.Model):
     `threads` is [{"meta", "tools", "message_count", "unit_count"}]. The whole document, with each
     thread's "messages" ({"role", "content", "reasoning"?, "tool_calls"?: [{"id", "name",
     "arguments"}], "tool_call_id"?, "tool_name"?}, tool results next to their call), is
-    `runs.trajectory_store.stored_threads`; `content_hash` and `size_bytes` are of that document.
+    `runs.trajectory_view.stored_threads`; `content_hash` and `size_bytes` are of that document.
     """
 
     attempt = models.OneToOneField(Attempt, on_delete=models.CASCADE, related_name="trajectory")
@@ -548,7 +548,7 @@ class SearchText(models.Model):
 
     class Meta:
         # by attempt: rebuilds replace an attempt's rows. The two walk indexes give a search the first rows of a
-        # source in id order, by benchmark or by run, without reading their text (runs.search._prefix_ids); the
+        # source in id order, by benchmark or by run, without reading their text (runs.search._walk_chunk); the
         # search reads candidates with plain index scans off (runs.search._plan), so they cannot tempt the
         # planner to walk every message row instead of the trigram index's few candidates
         indexes = [

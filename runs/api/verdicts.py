@@ -148,7 +148,7 @@ def _json_lines(rows: Iterable[tuple]) -> Iterator[str]:
 
 
 def _csv_lines(rows: Iterable[tuple]) -> Iterator[str]:
-    """CSV with a header, CHUNK rows per piece; formula-like cells neutralised (runs.sharing.csv_safe)."""
+    """CSV with a header, CHUNK rows per piece; formula-like cells neutralised (runs.pages.csv_safe)."""
     out = io.StringIO()
     writer = csv.writer(out)
     writer.writerow(COLUMNS)
