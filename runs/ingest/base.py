@@ -302,8 +302,9 @@ class Context:
 
     # memory -------------------------------------------------------------------------
     def hold(self, weight: int) -> None:
-        """Count a record about to be decoded as held until the format writes (`release`); refuses it
-        (Refused) when that would pass MAX_HELD_BYTES, unless it is the only one held."""
+        """Count a record about to be decoded as held until the format writes (`release`), or until the
+        reader hands out the next one when the format keeps none (`let_go`); refuses it (Refused) when
+        that would pass MAX_HELD_BYTES, unless it is the only one held."""
         if self.held and self.held + weight > MAX_HELD_BYTES:
             raise Refused(f"the records read and not yet stored would take more than {MAX_HELD_BYTES >> 20} MiB "
                           "with this one (a format keeps a dialog, a log's header or a batch together until it "
@@ -313,6 +314,11 @@ class Context:
     def release(self) -> None:
         """The format wrote (or dropped) the records it held."""
         self.held = 0
+
+    def let_go(self, weight: int) -> None:
+        """A record handed to a format that keeps none is done with (nothing below 0: the format may
+        have released it already)."""
+        self.held = max(0, self.held - weight)
 
     @property
     def batch_full(self) -> bool:
@@ -420,11 +426,13 @@ def _hashing_chunks(source: Source, ctx: Context) -> Iterator[bytes]:
 
 def iter_jsonl(source: Source, ctx: Context, *,
                salvage: Callable[[str, bool], list[dict[str, Any]] | None] | None = None,
-               limit: int = MAX_RECORD_BYTES) -> Iterator[tuple[int, dict[str, Any]]]:
+               limit: int = MAX_RECORD_BYTES, keep: bool = False) -> Iterator[tuple[int, dict[str, Any]]]:
     """Yield (line number, object) for each non-blank line; bad lines become problems.
 
     Each line is checked against the bounds of runs.ingest.decode (`limit`: its text as held) before it is
     decoded; a line past one is a problem, and a line longer than `limit` is never read whole.
+    A record counts as held by the ingest (Context.hold) while it is handed out; with `keep` (a format that
+    keeps records until it writes them, then calls Context.release) until the format releases it.
     `salvage(text, is_last_unterminated_line)` may read a line that is not JSON the way its harness does:
     the records it returns are yielded in order (none: the line is skipped); None leaves it a problem."""
     ctx.source = source
@@ -436,6 +444,7 @@ def iter_jsonl(source: Source, ctx: Context, *,
     digest = hashlib.sha256()
     seen_record = False
     since = ctx.problem_count
+    handed = 0  # the weight of the line read before, held until this one when the format keeps none
     size = source.path.stat().st_size
     with open(source.path, "rb") as handle:
         lineno = 0
@@ -470,7 +479,11 @@ def iter_jsonl(source: Source, ctx: Context, *,
                 continue
             del raw  # a line can be 100 MB: from here on only its text, then its record, is held
             try:
-                ctx.hold(check(text, limit=limit))
+                weight = check(text, limit=limit)
+                if not keep:
+                    ctx.let_go(handed)
+                ctx.hold(weight)
+                handed = weight
                 obj = json.loads(text, **_STRICT_JSON)
             except Refused as exc:
                 ctx.problem(source, lineno, exc.reason)
@@ -527,10 +540,15 @@ class _DocReader:
     """Incremental reader of one JSON document that keeps line numbers, checking each value against the
     bounds of runs.ingest.decode (`limit`: a value's text as held) before decoding it."""
 
-    def __init__(self, source: Source, ctx: Context, *, allow_constants: bool = False, limit: int = MAX_RECORD_BYTES):
+    def __init__(self, source: Source, ctx: Context, *, allow_constants: bool = False, limit: int = MAX_RECORD_BYTES,
+                 keep: bool = False):
         self.source = source
         self.ctx = ctx
         self.limit = limit
+        #: whether the format keeps the values it is handed until it writes them (Context.release)
+        self.keep = keep
+        #: the weight of the value handed out last (held until the next one when the format keeps none)
+        self.handed = 0
         self.chunks = _hashing_chunks(source, ctx)
         self.decoder = codecs.getincrementaldecoder("utf-8")()
         self.buf = ""
@@ -636,12 +654,16 @@ class _DocReader:
             return start_line, obj
 
     def held_value(self) -> tuple[int, Any]:
-        """The next value, counted as held by the ingest (Context.hold) until its format writes it."""
+        """The next value, counted as held by the ingest (Context.hold) until its format writes it, or
+        until the next one is asked for when the format keeps none."""
         line, obj = self.value()
+        if not self.keep:
+            self.ctx.let_go(self.handed)
         try:
             self.ctx.hold(self.weight)
         except Refused as exc:
             raise _DocError(line, exc.reason) from None
+        self.handed = self.weight
         return line, obj
 
 
@@ -657,10 +679,12 @@ class _DocError(Exception):
 
 def iter_json_document(
     source: Source, ctx: Context, *, list_keys: tuple[str, ...] = (), extra_hint: str = "is this a JSONL file?",
-    allow_constants: bool = False, limit: int = MAX_RECORD_BYTES,
+    allow_constants: bool = False, limit: int = MAX_RECORD_BYTES, keep: bool = False,
 ) -> Iterator[tuple[str | None, int, Any]]:
     """Stream a JSON document, yielding (key, line, value) without loading it whole; each value is
     checked against the bounds of runs.ingest.decode (`limit`: its text as held) before it is decoded.
+    A value counts as held by the ingest (Context.hold) while it is handed out; with `keep` (a format that
+    keeps values until it writes them, then calls Context.release) until the format releases it.
 
     A top-level list yields (None, line, element) per element. A top-level object yields
     (key, line, element) for each element of the lists under `list_keys`, and
@@ -672,7 +696,7 @@ def iter_json_document(
     if not source.path.exists() or source.path.stat().st_size == 0:
         ctx.problem(source, None, "the file is empty")
         return
-    reader = _DocReader(source, ctx, allow_constants=allow_constants, limit=limit)
+    reader = _DocReader(source, ctx, allow_constants=allow_constants, limit=limit, keep=keep)
     try:
         first = reader.peek()
         if first == "[":

@@ -15,8 +15,10 @@ passes; nothing of it is decoded:
 - its numbers: Python's integer digit limit (`sys.get_int_max_str_digits()`).
 
 What a record weighs (`weight`: its text plus `VALUE_BYTES` per value) is added to the ingest's
-`Context.held`, which the formats that keep records until a batch is written empty when they
-write it (`Context.release`); a reader refuses a record that would take it past `MAX_HELD_BYTES`.
+`Context.held` while the reader hands it out. A format that keeps records until it writes them reads
+with `keep=True`: they stay counted until it writes them (`Context.release`); for a reader whose
+consumer keeps none, a record is let go when the next one is read. A reader refuses a record that
+would take `Context.held` past `MAX_HELD_BYTES`.
 """
 from __future__ import annotations
 

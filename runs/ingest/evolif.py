@@ -99,7 +99,7 @@ def ingest_dialogs(sources: Sequence[Source], ctx: Context) -> None:
         turns: list[tuple[int, dict]] = []
         ok = True
         previous = 0  # the turn number of the line before, valid or not, so one bad line is one problem
-        for line, record in iter_jsonl(source, ctx):
+        for line, record in iter_jsonl(source, ctx, keep=True):
             if _valid_turn(ctx, source, line, record, previous):
                 turns.append((line, record))
             else:
@@ -349,7 +349,7 @@ def _read_records(ctx: Context, source: Source, cut_offs: list[bool]) -> Iterato
             return []
         return None
 
-    return iter_jsonl(source, ctx, salvage=salvage)
+    return iter_jsonl(source, ctx, salvage=salvage, keep=True)
 
 
 def _not_a_log(record: dict) -> str | None:

@@ -83,7 +83,7 @@ class _FileTasks:
             ctx.problem(source, None, "the file name names no category: name it <category>_tasks.json")
             return
         found = 0
-        for key, line, value in iter_json_document(source, ctx, extra_hint=_APPENDED):
+        for key, line, value in iter_json_document(source, ctx, extra_hint=_APPENDED, keep=True):
             found += 1
             if key is not None:
                 ctx.problem(source, line, f"expected a JSON list of tasks, found an object{_looks_like({key: value})}")

@@ -186,7 +186,7 @@ def read_eval(source: Source, ctx: Context) -> Log:
 
 def read_json(source: Source, ctx: Context) -> Log | None:
     """A `.json` log: streamed (the header keys come before `samples` in every log inspect_ai writes)."""
-    stream = iter_json_document(source, ctx, list_keys=("samples",), allow_constants=True,
+    stream = iter_json_document(source, ctx, list_keys=("samples",), allow_constants=True, keep=True,
                                 extra_hint="a .json log is one JSON document")
     header: dict[str, Any] = {}
     first_sample: tuple[int, Any] | None = None

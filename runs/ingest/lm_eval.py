@@ -108,7 +108,7 @@ class LmEvalIngest:
         self.task = ""
 
     def read_results(self, source: Source) -> None:
-        found = {key: value for key, _, value in iter_json_document(source, self.ctx)}
+        found = {key: value for key, _, value in iter_json_document(source, self.ctx, keep=True)}
         if not found:
             return
         if not isinstance(found.get("results"), dict):
@@ -167,7 +167,7 @@ class LmEvalIngest:
                                  if isinstance(configs.get(task), dict) else None,
                              })}
         seen: set[str] = set()
-        for line, sample in iter_jsonl(source, ctx):
+        for line, sample in iter_jsonl(source, ctx, keep=True):
             doc_id = sample.get("doc_id")
             if not isinstance(doc_id, (int, str)) or isinstance(doc_id, bool):
                 ctx.problem(source, line, "missing or bad field 'doc_id' (the document's number)")

@@ -63,7 +63,7 @@ def ingest_data(sources: Sequence[Source], ctx: Context) -> None:
         interface: str | None = None
         saw_data = False
         batch: list[tuple[Source, int, dict, dict]] = []
-        for key, line, value in iter_json_document(source, ctx, list_keys=("data",)):
+        for key, line, value in iter_json_document(source, ctx, list_keys=("data",), keep=True):
             if key == "config":
                 interface = _config_interface(ctx, source, line, value)
             elif key == "results":
@@ -320,7 +320,7 @@ def ingest_results(sources: Sequence[Source], ctx: Context) -> None:
     pending: list[dict] = []
     for source in sources:
         saw_results = False
-        for key, line, value in iter_json_document(source, ctx, list_keys=("results",)):
+        for key, line, value in iter_json_document(source, ctx, list_keys=("results",), keep=True):
             if key == "eval_config":
                 if not isinstance(value, dict):
                     ctx.problem(source, line, "'eval_config' should be an object")

@@ -272,7 +272,7 @@ class _NativeIngest:
 
     # reading ------------------------------------------------------------------------
     def read(self, source: Source) -> None:
-        self.records((source, line, record) for line, record in iter_jsonl(source, self.ctx))
+        self.records((source, line, record) for line, record in iter_jsonl(source, self.ctx, keep=True))
 
     def records(self, stream: Iterable[tuple[Source, int | None, dict]]) -> None:
         """Check and store one file's records, in order: (where it is, line, record). Other formats

@@ -38,7 +38,7 @@ def ingest_instances(sources: Sequence[Source], ctx: Context) -> None:
     seen: dict[str, str] = {}
     batch: list[tuple[Source, int, dict[str, Any]]] = []
     for source in sources:
-        for line, record in iter_jsonl(source, ctx):
+        for line, record in iter_jsonl(source, ctx, keep=True):
             if not _valid_instance(ctx, source, line, record, seen):
                 continue
             batch.append((source, line, record))
@@ -213,7 +213,7 @@ def ingest_trajectories(sources: Sequence[Source], ctx: Context) -> None:
     done_sessions: dict[str, str] = {}
     for source in sources:
         current: _Session | None = None
-        for line, record in iter_jsonl(source, ctx, limit=LARGE_RECORD_BYTES):
+        for line, record in iter_jsonl(source, ctx, limit=LARGE_RECORD_BYTES, keep=True):
             ctx.release()  # a session keeps one record of a thread at a time (the longest call), not each
             parsed = _trajectory_record(ctx, source, line, record)
             if parsed is None:
@@ -491,7 +491,7 @@ def ingest_scores(sources: Sequence[Source], ctx: Context) -> None:
     pending: list[tuple[int, list[dict]]] = []
     for source in sources:
         saw_results = False
-        for key, line, value in iter_json_document(source, ctx, list_keys=("results",)):
+        for key, line, value in iter_json_document(source, ctx, list_keys=("results",), keep=True):
             if key != "results":
                 continue
             saw_results = True

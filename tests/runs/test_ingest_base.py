@@ -239,6 +239,30 @@ def test_it_streams_a_large_document_in_bounded_memory(tmp_path):
     assert peak < 24 * 1024 * 1024, f"peak {peak / 2**20:.1f} MiB for a {size / 2**20:.0f} MiB document"
 
 
+@pytest.mark.parametrize("reader", ["jsonl", "document"])
+def test_records_count_as_held_until_written_only_when_the_format_keeps_them(tmp_path, monkeypatch, reader):
+    """A consumer that keeps nothing streams a file of any size; a format that keeps what it reads until it
+    writes is refused once what it holds would pass MAX_HELD_BYTES (here a quarter of the file)."""
+    records = [{"instance_id": str(n), "text": "x" * 1000} for n in range(20)]
+    if reader == "jsonl":
+        path = source(tmp_path, "r.jsonl", "".join(json.dumps(r) + "\n" for r in records)).path
+    else:
+        path = source(tmp_path, "r.json", json.dumps({"results": records})).path
+    monkeypatch.setattr("runs.ingest.base.MAX_HELD_BYTES", path.stat().st_size // 4)
+
+    def read(ctx: Context, keep: bool) -> list:
+        if reader == "jsonl":
+            return [r for _, r in iter_jsonl(Source.of(path), ctx, keep=keep)]
+        return [v for _, _, v in iter_json_document(Source.of(path), ctx, list_keys=("results",), keep=keep)]
+
+    streamed, streaming = read(ctx := context(), False), ctx
+    kept, keeping = read(ctx := context(), True), ctx
+
+    assert streamed == records and not streaming.failed
+    assert 0 < len(kept) < len(records) // 2 and keeping.failed
+    assert "the records read and not yet stored would take more than" in problems(keeping)[0]
+
+
 # upsert -------------------------------------------------------------------------------
 @pytest.mark.django_db
 def test_it_counts_created_updated_and_unchanged_rows():
