@@ -66,14 +66,6 @@ def results_html(benchmark, state: dict, *, request=None) -> SafeString:
     return cached(benchmark.id, part, render, kind=SafeString, charged=not is_default(state))
 
 
-def filters_html(benchmark, state: dict, *, request=None) -> SafeString:
-    """The page's filter form as rendered for a validated state (its choices move with the data
-    generation, the selected values come from the state): half a warm page's rendering otherwise.
-    A blind annotator's form has no exclusion policy (runs.access)."""
-    part, render = _filters(benchmark, state, request)
-    return cached(benchmark.id, part, render, kind=SafeString, charged=not is_default(state))
-
-
 def page_parts(benchmark, state: dict, *, request=None) -> tuple[SafeString, SafeString]:
     """(#results fragment, filter form) of the full page, read from the cache in one round trip."""
     results, filters = _results(benchmark, state, request), _filters(benchmark, state, request)
