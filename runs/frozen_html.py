@@ -34,8 +34,9 @@ DROPPED = frozenset({"script", "style", "template", "noscript", "form", "button"
                      "option", "datalist", "nav", "iframe", "object", "embed", "svg", "math", "head", "title", "link",
                      "meta"})
 #: classes and ids of kept elements dropped all the same: the way back to pages an outsider cannot open, the frame's
-#: toolbar (the snapshot has its own downloads), messages meant for the viewer
-DROPPED_CLASSES = frozenset({"crumbs", "messages", "page-tools"})
+#: toolbar (the snapshot has its own downloads), messages meant for the viewer, and words about the live page's
+#: controls ("Click a rate for its attempts": a template marks them `live-only`), which a frozen page does not have
+DROPPED_CLASSES = frozenset({"crumbs", "messages", "page-tools", "live-only"})
 DROPPED_IDS = frozenset({"page-tools", "page-share-result"})
 ATTRIBUTES = frozenset({"class", "id", "title", "colspan", "rowspan", "scope", "headers", "role", "aria-label",
                         "aria-hidden", "aria-describedby", "data-plotly", "data-figure", "open", "datetime", "lang",

@@ -41,7 +41,7 @@ class _Said(HTMLParser):
             return
         found = dict(attrs)
         classes = set((found.get("class") or "").split())
-        control = tag in ("form", "nav", "select", "button", "script") or "page-tools" in classes or "crumbs" in classes
+        control = tag in ("form", "nav", "select", "button", "script") or bool(classes & {"page-tools", "crumbs", "live-only"})
         said = tag in ("h1", "h2", "h3") or bool(classes & set(SAID)) or (tag == "td" and "num" in classes)
         self.open.append((tag, said, control))
         if said:
@@ -130,6 +130,8 @@ def test_the_shared_conflict_page_names_its_judge_and_has_no_empty_attempt_table
     judge = ShareLink.objects.get(token_hash=sharing.token_hash(token)).snapshot["judges"][0]
     assert f"judge {judge}" in words(public)
     assert "Attempts behind the chosen cell</h2>" not in public and "No rows." not in public
+    assert "Click a rate for its attempts" in lead.get(url).content.decode()  # words about the live page's links ...
+    assert "Click a rate" not in public  # ... which the frozen page, whose rates link nowhere, leaves out
     assert public.index("Resolution rate per conflict type") < public.index("System-prompt rate per scenario")
 
 
