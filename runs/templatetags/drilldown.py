@@ -33,9 +33,7 @@ def failing_items(items, attempt_url):
 def failing_items_summary(items, attempt_url):
     """An attempt row's failing items: how many, the first SHOWN_FAILING as a list, the rest in a <details> that
     opens on demand."""
-    head = escaped_join(ITEM, ((attempt_url, item["id"], item["key"], item["category"], item["short"],
-                                ", ".join(map(str, item["judges"]))) for item in items[:SHOWN_FAILING]))
-    shown = escaped_join('<ul class="failing-items">{}</ul>', [(head,)])
+    shown = escaped_join('<ul class="failing-items">{}</ul>', [(failing_items(items[:SHOWN_FAILING], attempt_url),)])
     rest = items[SHOWN_FAILING:]
     if not rest:
         return shown
