@@ -204,7 +204,7 @@ def macro_precision_recall_f1(truth: Sequence[str], predicted: Sequence[str]) ->
             fp[p] += 1
             fn[t] += 1
     precision = recall = f1 = 0.0
-    for label in labels:
+    for label in sorted(labels):  # scikit-learn's order (np.unique), so the sum rounds alike on every run
         precision += _ratio(tp[label], tp[label] + fp[label])
         recall += _ratio(tp[label], tp[label] + fn[label])
         f1 += _ratio(2 * tp[label], 2 * tp[label] + fp[label] + fn[label])

@@ -1,5 +1,8 @@
 """Choice-benchmark metrics equal scikit-learn's (METRICS.md section 5)."""
+import os
 import random
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -244,3 +247,22 @@ def test_the_reference_overall_weights_its_six_categories_by_the_full_benchmark_
     assert result.accuracy == pytest.approx(100 * 15 / 28)
     [partial] = run_metrics([r for r in rows if r.category != "math"])
     assert partial.reference_accuracy is None
+
+
+#: five labels whose per-label recalls sum to three different floats depending on their order
+TRUTH = "AEABDEADADEDCCDDEDAADAAAAEBEECECECDBEBAE"
+PREDICTED = "CBAACDCCAEDDDCCCDBEEBACAEBEDCAEADBDBDBAB"
+
+
+def test_the_macro_mean_rounds_alike_in_every_process():
+    """The labels are summed sorted, as scikit-learn does, not in a set's order, which changes with the hash seed
+    from one process to the next (it moved the last digit of an export between two workers)."""
+    script = (f"TRUTH, PREDICTED = {TRUTH!r}, {PREDICTED!r}; from runs.metrics.choice import macro_precision_recall_f1 as m; "
+              "print(repr(m(list(TRUTH), list(PREDICTED))))")
+    answers = {subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True,
+                              env={**os.environ, "PYTHONHASHSEED": str(seed)}).stdout for seed in range(12)}
+    assert len(answers) == 1
+    truth, predicted = list(TRUTH), list(PREDICTED)
+    kwargs = dict(average="macro", zero_division=0)
+    assert answers.pop().strip() == repr((precision_score(truth, predicted, **kwargs),
+                                          recall_score(truth, predicted, **kwargs), f1_score(truth, predicted, **kwargs)))
