@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import json
 from collections import Counter, defaultdict
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from runs.categories import AGENTS_MD, SYSTEM_PROMPT, USER_QUERY, normalise_category
+from runs.metrics.rank_change import score_rank_change
 
 ITEM_KEY = "resolution"
 #: an audit's rewrite of the resolution item is a new item "resolution@v<n>" (docs/formats.md, "Rewritten items")
@@ -309,49 +310,18 @@ def sp_rank_change(before: Sequence[ConflictRow], after: Sequence[ConflictRow], 
     The items behind a swap are the left-out resolution items whose system prompt `down` followed more often than
     `up` (leaving them out lowered `down`'s SP rate most), from the attempts in `before` that `after` lacks.
     """
-    from runs.metrics.rank_change import score_rank_change
-
     kept = {r.attempt_id for r in after}
     verdicts = followed_sp_on([r for r in before if r.attempt_id not in kept], by=by)
     return score_rank_change(headline(before, by=by), headline(after, by=by), verdicts, limit=limit)
 
 
-# selectors ----------------------------------------------------------------------------
-def conflict_judges(benchmark) -> list:
-    """Judges with a verdict on this benchmark's resolution items, by name."""
-    from runs.models import Judge, Verdict
-
-    ids = Verdict.objects.filter(item__instance__benchmark=benchmark, item__key=ITEM_KEY).values_list(
-        "judge_id", flat=True).distinct().order_by()
-    return list(Judge.objects.filter(id__in=list(ids)).order_by("name"))
-
-
-def conflict_rows_select(*, benchmark, judge, run_ids: Sequence[int],
-                         excluded_items: Collection[int] | None = None) -> list[ConflictRow]:
-    """One row per attempt of these runs that the judge read (attempts on instances without a valid pair are left out).
-
-    With `excluded_items` (an audit exclusion policy's checklist items), verdicts on those items are
-    left out. The page reads one item per instance, `resolution`; when it is left out and an audit
-    rewrote it (`resolution@v2`, ...), the first version that is not left out is read instead (so
-    `superseded` reads the newest), else the attempt has no row. Excluded items other than
-    resolutions change nothing here.
-    """
-    from django.db.models import Q
-
-    from runs.models import Instance, Verdict
-
-    pairs = {pk: conflict_pair({"conflict": c}) if c is not None else None for pk, c in
-             Instance.objects.filter(benchmark=benchmark).values_list("id", "spec__conflict").order_by()}
-    verdicts = Verdict.objects.filter(judge=judge, attempt__run_id__in=list(run_ids))
-    if excluded_items is None:
-        verdicts = verdicts.filter(item__key=ITEM_KEY)
-    else:
-        verdicts = verdicts.filter(Q(item__key=ITEM_KEY) | Q(item__key__startswith=REWRITE_PREFIX)).exclude(
-            item_id__in=list(excluded_items))
-    verdicts = verdicts.values_list(
-        "attempt_id", "attempt__run__label", "attempt__run__model__name", "attempt__instance_id",
-        "attempt__instance__external_id", "evidence", "item_id").order_by(
-        "attempt__run__label", "attempt__instance__external_id", "item__version")
+# rows from what the selector read ------------------------------------------------------
+def conflict_rows(conflicts: Iterable[tuple[int, Any]], verdicts: Iterable[tuple]) -> list[ConflictRow]:
+    """One row per attempt from its first readable verdict: `conflicts` is (instance id, spec.conflict) per instance,
+    `verdicts` (attempt id, run label, model name, instance id, instance external id, evidence, item id) ordered by
+    run, instance and item version (so the first verdict of an attempt is the one read). Attempts on instances
+    without a valid pair, and verdicts without a side, give no row."""
+    pairs = {pk: conflict_pair({"conflict": c}) if c is not None else None for pk, c in conflicts}
     rows, seen = [], set()
     for attempt_id, run, model, instance_id, external_id, evidence, item_id in verdicts:
         if attempt_id in seen:
@@ -366,12 +336,6 @@ def conflict_rows_select(*, benchmark, judge, run_ids: Sequence[int],
     return rows
 
 
-def excluded_items_select(item_ids: Collection[int]) -> list[dict]:
-    """The checklist items an exclusion policy leaves out, with their instance and whether each is a conflict's
-    resolution item (the only item this page reads), by instance then key."""
-    from runs.models import ChecklistItem
-
-    items = ChecklistItem.objects.filter(id__in=list(item_ids)).values(
-        "id", "key", "description", "instance__external_id", "instance__spec__conflict__type",
-        "instance__spec__conflict__scenario").order_by("instance__external_id", "key")
-    return [{**i, "resolution": i["key"] == ITEM_KEY or i["key"].startswith(REWRITE_PREFIX)} for i in items]
+def is_resolution_key(key: str) -> bool:
+    """Whether a checklist item key is a conflict's resolution item (`resolution`, or an audit's rewrite of it)."""
+    return key == ITEM_KEY or key.startswith(REWRITE_PREFIX)

@@ -2,11 +2,14 @@
 /api/conflict-metrics/ show for it. Numbers come from runs.metrics.conflict (docs/metrics.md#conflict)."""
 from __future__ import annotations
 
+from collections.abc import Collection, Sequence
+
 from django import forms
+from django.db.models import Q
 
 from runs.exclusions import exclusion_box
 from runs.metrics import conflict as m
-from runs.models import Benchmark, Run
+from runs.models import Benchmark, ChecklistItem, Instance, Judge, Run, Verdict
 from runs.selectors.state import KindQuery, kind_state
 
 #: the drill-down keys a cell link sets (the page state without them is the base of those links)
@@ -31,7 +34,7 @@ class ConflictQuery(KindQuery):
 def conflict_state(*, benchmark: Benchmark, query) -> dict:
     """The query validated with its defaults: chosen runs, judge, grouping, exclusion policy and drill-down cell."""
     runs = list(Run.objects.filter(benchmark=benchmark).select_related("model").order_by("label"))
-    judges = m.conflict_judges(benchmark)
+    judges = conflict_judges(benchmark)
     form = ConflictQuery(query, runs=runs, judges=judges)
     state = kind_state(form, benchmark=benchmark, runs=runs, judges=judges)
     state["cell"] = _cell(form.cleaned_data)
@@ -50,12 +53,12 @@ def conflict_metrics(state: dict) -> dict:
     """The page's data: resolution rate per model (or run) and conflict type, SP rate per scenario, what an exclusion
     policy did to the ranking by SP rate, and the attempts behind the chosen cell."""
     judge, excluded, by = state["judge"], state["excluded"], state["by"]
-    rows = m.conflict_rows_select(benchmark=state["benchmark"], judge=judge, run_ids=state["run_ids"],
-                                  excluded_items=excluded) if judge else []
+    rows = conflict_rows_select(benchmark=state["benchmark"], judge=judge, run_ids=state["run_ids"],
+                                excluded_items=excluded) if judge else []
     rates, scenarios = m.resolution_rates(rows, by=by), m.sp_rates(rows, by=by)
     exclusion = None
     if judge and excluded is not None:
-        before = m.conflict_rows_select(benchmark=state["benchmark"], judge=judge, run_ids=state["run_ids"])
+        before = conflict_rows_select(benchmark=state["benchmark"], judge=judge, run_ids=state["run_ids"])
         exclusion = _exclusion(state["exclude"], excluded, before, rows, by)
     types, type_table = m.matrix(rates, "type")
     scenario_names, scenario_table = m.matrix(scenarios, "scenario")
@@ -78,9 +81,49 @@ def _exclusion(policy: str, excluded: set[int], before: list, after: list, by: s
     kept = {r.attempt_id for r in after}
     dropped = [r for r in before if r.attempt_id not in kept]
     originals = {r.item_id for r in before}
-    items = m.excluded_items_select(excluded)
+    items = excluded_items_select(excluded)
     shown = sorted(items, key=lambda i: not i["resolution"])
     return {**exclusion_box(policy, excluded, lines, tau, swaps, {i["id"]: i for i in items}, shown),
             "n_resolution": sum(i["resolution"] for i in items), "n_dropped": len(dropped),
             "n_rewritten": sum(r.item_id not in originals for r in after),
             "dropped_instances": sorted({r.instance for r in dropped})}
+
+
+def conflict_judges(benchmark) -> list:
+    """Judges with a verdict on this benchmark's resolution items, by name."""
+    ids = Verdict.objects.filter(item__instance__benchmark=benchmark, item__key=m.ITEM_KEY).values_list(
+        "judge_id", flat=True).distinct().order_by()
+    return list(Judge.objects.filter(id__in=list(ids)).order_by("name"))
+
+
+def conflict_rows_select(*, benchmark, judge, run_ids: Sequence[int],
+                         excluded_items: Collection[int] | None = None) -> list[m.ConflictRow]:
+    """One row per attempt of these runs that the judge read (attempts on instances without a valid pair are left out).
+
+    With `excluded_items` (an audit exclusion policy's checklist items), verdicts on those items are
+    left out. The page reads one item per instance, `resolution`; when it is left out and an audit
+    rewrote it (`resolution@v2`, ...), the first version that is not left out is read instead (so
+    `superseded` reads the newest), else the attempt has no row. Excluded items other than
+    resolutions change nothing here.
+    """
+    conflicts = Instance.objects.filter(benchmark=benchmark).values_list("id", "spec__conflict").order_by()
+    verdicts = Verdict.objects.filter(judge=judge, attempt__run_id__in=list(run_ids))
+    if excluded_items is None:
+        verdicts = verdicts.filter(item__key=m.ITEM_KEY)
+    else:
+        verdicts = verdicts.filter(Q(item__key=m.ITEM_KEY) | Q(item__key__startswith=m.REWRITE_PREFIX)).exclude(
+            item_id__in=list(excluded_items))
+    verdicts = verdicts.values_list(
+        "attempt_id", "attempt__run__label", "attempt__run__model__name", "attempt__instance_id",
+        "attempt__instance__external_id", "evidence", "item_id").order_by(
+        "attempt__run__label", "attempt__instance__external_id", "item__version")
+    return m.conflict_rows(list(conflicts), verdicts)
+
+
+def excluded_items_select(item_ids: Collection[int]) -> list[dict]:
+    """The checklist items an exclusion policy leaves out, with their instance and whether each is a conflict's
+    resolution item (the only item this page reads), by instance then key."""
+    items = ChecklistItem.objects.filter(id__in=list(item_ids)).values(
+        "id", "key", "description", "instance__external_id", "instance__spec__conflict__type",
+        "instance__spec__conflict__scenario").order_by("instance__external_id", "key")
+    return [{**i, "resolution": m.is_resolution_key(i["key"])} for i in items]

@@ -15,7 +15,8 @@ from django.urls import reverse
 
 from runs.ingest import IngestFailed, Options, Source, ingest
 from runs.metrics import conflict as m
-from runs.models import Attempt, Benchmark, BenchmarkKind, Verdict
+from runs.models import Attempt, Benchmark, BenchmarkKind, Judge, Run, Verdict
+from runs.selectors.conflict import conflict_rows_select
 
 pytestmark = pytest.mark.django_db
 SLUG = "octo-conflict"
@@ -66,10 +67,8 @@ def study(tmp_path):
 
 
 def rows(benchmark, judge="j1"):
-    from runs.models import Judge, Run
-
-    return m.conflict_rows_select(benchmark=benchmark, judge=Judge.objects.get(name=judge),
-                                  run_ids=list(Run.objects.filter(benchmark=benchmark).values_list("id", flat=True)))
+    return conflict_rows_select(benchmark=benchmark, judge=Judge.objects.get(name=judge),
+                                run_ids=list(Run.objects.filter(benchmark=benchmark).values_list("id", flat=True)))
 
 
 # the pair --------------------------------------------------------------------------
