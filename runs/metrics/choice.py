@@ -7,8 +7,8 @@ count, confusion matrices and accuracy by guideline rule type. All percentages.
 
 A row's `predicted` is the value the reference scorer compares: a missing answer has
 already been replaced by the reference's default ("E", -1, "0", "-1(No Result)"), so the
-numbers equal the reference's; `unanswered` keeps the fact visible. One reader,
-`choice_rows`, loads the rows from the database.
+numbers equal the reference's; `unanswered` keeps the fact visible. The selector
+(`runs.selectors.choice.choice_rows`) reads the attempts and builds the rows with `choice_row`.
 """
 from __future__ import annotations
 
@@ -20,6 +20,8 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from runs.scoring.choice import choice_ground_truth
 
 #: the task counts GuideBench's evaluate.py weights its six categories by for its "all" figure, whatever the
 #: files hold (the full benchmark's sizes); it reads no other category
@@ -447,76 +449,36 @@ def rule_type_rows(rows: Iterable[ChoiceRow], runs: Sequence[str]) -> list[RuleT
     return sorted(result, key=lambda r: (r.category, worst[id(r)], r.rule_type))
 
 
-# the reader ---------------------------------------------------------------------------------
+# rows from what the selector read -------------------------------------------------------
 
 
-def choice_rows(
-    benchmark_id: int, run_labels: Sequence[str], *, view: str = EXACT, with_rules: bool = False
-) -> list[ChoiceRow]:
-    """The scored attempts of these runs, in one query (rule types only when asked for).
+def scored_answer(outcome: Any, *, view: str = EXACT) -> tuple[Any, Any, Any] | None:
+    """(answer, ground truth, unanswered) of one Attempt.outcome as the GuideBench ingest writes it: the exact view
+    compares {"answer", "ground_truth"} (the reference scorer's values), the normalised view
+    {"normalised": {"answer", "ground_truth"}} (runs.scoring.choice.choice_answer_normalised). None without a ground
+    truth (nothing to compare)."""
+    if not isinstance(outcome, dict) or "ground_truth" not in outcome:
+        return None
+    source = (outcome.get("normalised") or {}) if view == NORMALISED else outcome
+    return source.get("answer"), source.get("ground_truth"), outcome.get("unanswered")
 
-    Reads Attempt.outcome as the GuideBench ingest writes it: the exact view compares
-    {"answer", "ground_truth"} (the reference scorer's values), the normalised view
-    {"normalised": {"answer", "ground_truth"}} (runs.scoring.choice.choice_answer_normalised).
-    Attempts without a ground truth are left out (nothing to compare).
-    """
-    from django.db import connection
 
-    from runs.models import Attempt
-
-    prefix = "outcome__normalised__" if view == NORMALISED else "outcome__"
-    # PostgreSQL returns the JSON values of keys with their types; SQLite turns the text "1"
-    # into the number 1, so there the whole outcome is read (labels must keep their type).
-    by_key = connection.vendor == "postgresql"
-    if by_key:
-        outcome_fields = [f"{prefix}answer", f"{prefix}ground_truth", "outcome__unanswered", "outcome__ground_truth"]
-    else:
-        outcome_fields = ["outcome"]
-    fields = [
-        "run__label",
-        "run__model__name",
-        "run__model__display_name",
-        "instance__primary_category",
-        "instance_id",
-        "instance__external_id",
-        "id",
-        *outcome_fields,
-    ]
-    if with_rules:
-        fields.append("instance__spec__Guidelines")
-    queryset = (
-        Attempt.objects.filter(run__benchmark_id=benchmark_id, run__label__in=list(run_labels))
-        .order_by("run__label", "instance__primary_category", "instance__external_id")
-        .values_list(*fields)
+def choice_row(attempt: Sequence, answer: Any, truth: Any, unanswered: Any, guidelines: Any = None) -> ChoiceRow:
+    """One scored attempt: `attempt` is (run label, model name, model display name, category, instance id, external
+    id, attempt id); rule types come from the task's Guidelines (none without them)."""
+    label, model, display, category, instance_id, external_id, attempt_id = attempt
+    return ChoiceRow(
+        run=label,
+        model=display or model,
+        category=category,
+        instance_id=instance_id,
+        external_id=external_id,
+        truth=truth,
+        predicted=answer,
+        unanswered=bool(unanswered),
+        rule_types=_rule_types(guidelines),
+        attempt_id=attempt_id,
     )
-    if by_key:
-        queryset = queryset.filter(outcome__has_key="ground_truth")
-    rows = []
-    for values in queryset.iterator(chunk_size=2000):
-        label, model, display, category, instance_id, external_id, attempt_id = values[:7]
-        if by_key:
-            answer, truth, unanswered = values[7:10]
-        else:
-            outcome = values[7]
-            if not isinstance(outcome, dict) or "ground_truth" not in outcome:
-                continue
-            source = (outcome.get("normalised") or {}) if view == NORMALISED else outcome
-            answer, truth, unanswered = source.get("answer"), source.get("ground_truth"), outcome.get("unanswered")
-        rows.append(
-            ChoiceRow(
-                run=label,
-                model=display or model,
-                category=category,
-                instance_id=instance_id,
-                external_id=external_id,
-                truth=truth,
-                predicted=answer,
-                unanswered=bool(unanswered),
-                rule_types=_rule_types(values[-1]) if with_rules else (),
-                attempt_id=attempt_id,
-            )
-        )
-    return rows
 
 
 def _rule_types(guidelines: Any) -> tuple[str, ...]:
@@ -554,14 +516,10 @@ class TaskAnswer:
         return self.raw if isinstance(self.raw, str) else json.dumps(self.raw, ensure_ascii=False)
 
 
-def choice_task_answers(instance_id: int, run_labels: Sequence[str]) -> list[TaskAnswer]:
-    """Every selected run's answer to one task, in the order of `run_labels` (one query)."""
-    from runs.models import Attempt
-
+def task_answers(attempts: Iterable[tuple], run_labels: Sequence[str]) -> list[TaskAnswer]:
+    """Each run's answer to one task, in the order of `run_labels`: `attempts` is (attempt id, run label, model
+    name, model display name, outcome) per attempt."""
     order = {label: i for i, label in enumerate(run_labels)}
-    attempts = Attempt.objects.filter(instance_id=instance_id, run__label__in=list(run_labels)).values_list(
-        "id", "run__label", "run__model__name", "run__model__display_name", "outcome"
-    )
     answers = []
     for attempt_id, label, model, display, outcome in attempts:
         outcome = outcome if isinstance(outcome, dict) else {}
@@ -600,8 +558,6 @@ class TaskView:
 
 def choice_task_view(spec: dict[str, Any], category: str) -> TaskView:
     """The parts of a stored task (Instance.spec) the task viewer shows; unknown fields go to `extra`."""
-    from runs.scoring.choice import choice_ground_truth
-
     spec = spec if isinstance(spec, dict) else {}
     groundtruth = spec.get("Groundtruth") if isinstance(spec.get("Groundtruth"), dict) else {}
     guidelines = [

@@ -2,11 +2,14 @@
 /api/choice-metrics/ show for it. Numbers come from runs.metrics.choice (docs/metrics.md#choice)."""
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from django import forms
 from django.core.paginator import Paginator
+from django.db import connection
 
 from runs.metrics import choice as metrics
-from runs.models import Benchmark, Instance, Run
+from runs.models import Attempt, Benchmark, Instance, Run
 from runs.selectors.state import RefusesControlCharacters, query_errors, query_notes
 
 TASKS_PAGE = 50
@@ -73,7 +76,7 @@ def choice_state(*, benchmark: Benchmark, query) -> dict:
 def choice_metrics(*, benchmark: Benchmark, state: dict) -> dict:
     """The metrics page's data: per run accuracy, macro P/R/F1 and unanswered counts per category (`run_rows`, in
     the page's order with their category cells in `overall`) and the per-category tables."""
-    runs = metrics.run_metrics(metrics.choice_rows(benchmark.id, state["runs"], view=state["view"]))
+    runs = metrics.run_metrics(choice_rows(benchmark.id, state["runs"], view=state["view"]))
     categories = sorted({c for r in runs for c in r.categories})
     return {"run_rows": runs, "categories": categories,
             "overall": [(r, [r.categories.get(c) for c in categories]) for r in metrics.run_metrics_sorted(runs, state["sort"])],
@@ -82,7 +85,7 @@ def choice_metrics(*, benchmark: Benchmark, state: dict) -> dict:
 
 def choice_confusion(*, benchmark: Benchmark, state: dict) -> dict:
     """The confusion page's data: one category's matrices, one per selected run, and the tasks of a chosen cell."""
-    rows = metrics.choice_rows(benchmark.id, state["runs"], view=state["view"])
+    rows = choice_rows(benchmark.id, state["runs"], view=state["view"])
     categories = sorted({r.category for r in rows})
     category = state["category"] if state["category"] in categories else (categories[0] if categories else "")
     rows = [r for r in rows if r.category == category]
@@ -95,7 +98,7 @@ def choice_confusion(*, benchmark: Benchmark, state: dict) -> dict:
 
 def choice_rules(*, benchmark: Benchmark, state: dict) -> dict:
     """The rule-types page's data: accuracy by guideline rule type per run (of the chosen category)."""
-    rows = metrics.choice_rows(benchmark.id, state["runs"], view=state["view"], with_rules=True)
+    rows = choice_rows(benchmark.id, state["runs"], view=state["view"], with_rules=True)
     runs = list(dict.fromkeys(r.run for r in rows))
     table = metrics.rule_type_rows(rows, runs)
     categories = sorted({r.category for r in table})
@@ -106,7 +109,7 @@ def choice_rules(*, benchmark: Benchmark, state: dict) -> dict:
 
 def choice_tasks(*, benchmark: Benchmark, state: dict) -> dict:
     """The tasks page's data: the answers of the selected runs that match the filters, one page of them."""
-    rows = metrics.choice_rows(benchmark.id, state["runs"], view=state["view"])
+    rows = choice_rows(benchmark.id, state["runs"], view=state["view"])
     categories = sorted({r.category for r in rows})
     rows = metrics.rows_matching(
         rows, category=state["category"] or None, true_key=state["true"], pred_key=state["pred"],
@@ -119,4 +122,56 @@ def choice_tasks(*, benchmark: Benchmark, state: dict) -> dict:
 def choice_task(*, instance: Instance, state: dict) -> dict:
     """One task as shown, and every selected run's answer to it."""
     return {"task": metrics.choice_task_view(instance.spec, instance.primary_category),
-            "answers": metrics.choice_task_answers(instance.id, state["runs"])}
+            "answers": choice_task_answers(instance.id, state["runs"])}
+
+
+def choice_rows(
+    benchmark_id: int, run_labels: Sequence[str], *, view: str = metrics.EXACT, with_rules: bool = False
+) -> list[metrics.ChoiceRow]:
+    """The scored attempts of these runs, in one query (rule types only when asked for).
+
+    Reads Attempt.outcome as runs.metrics.choice.scored_answer describes it. Attempts without a ground truth are
+    left out (nothing to compare).
+    """
+    prefix = "outcome__normalised__" if view == metrics.NORMALISED else "outcome__"
+    # PostgreSQL returns the JSON values of keys with their types; SQLite turns the text "1"
+    # into the number 1, so there the whole outcome is read (labels must keep their type).
+    by_key = connection.vendor == "postgresql"
+    if by_key:
+        outcome_fields = [f"{prefix}answer", f"{prefix}ground_truth", "outcome__unanswered", "outcome__ground_truth"]
+    else:
+        outcome_fields = ["outcome"]
+    fields = [
+        "run__label",
+        "run__model__name",
+        "run__model__display_name",
+        "instance__primary_category",
+        "instance_id",
+        "instance__external_id",
+        "id",
+        *outcome_fields,
+    ]
+    if with_rules:
+        fields.append("instance__spec__Guidelines")
+    queryset = (
+        Attempt.objects.filter(run__benchmark_id=benchmark_id, run__label__in=list(run_labels))
+        .order_by("run__label", "instance__primary_category", "instance__external_id")
+        .values_list(*fields)
+    )
+    if by_key:
+        queryset = queryset.filter(outcome__has_key="ground_truth")
+    rows = []
+    for values in queryset.iterator(chunk_size=2000):
+        scored = values[7:10] if by_key else metrics.scored_answer(values[7], view=view)
+        if scored is None:
+            continue
+        rows.append(metrics.choice_row(values[:7], *scored, guidelines=values[-1] if with_rules else None))
+    return rows
+
+
+def choice_task_answers(instance_id: int, run_labels: Sequence[str]) -> list[metrics.TaskAnswer]:
+    """Every selected run's answer to one task, in the order of `run_labels` (one query)."""
+    attempts = Attempt.objects.filter(instance_id=instance_id, run__label__in=list(run_labels)).values_list(
+        "id", "run__label", "run__model__name", "run__model__display_name", "outcome"
+    )
+    return metrics.task_answers(attempts, run_labels)

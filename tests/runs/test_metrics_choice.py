@@ -12,7 +12,6 @@ from runs.metrics.choice import (
     ChoiceRow,
     bootstrap_accuracy_interval,
     category_tables,
-    choice_rows,
     confusion_matrices,
     label_key,
     macro_precision_recall_f1,
@@ -22,6 +21,7 @@ from runs.metrics.choice import (
     run_metrics_sorted,
 )
 from runs.models import AgentModel, Attempt, Benchmark, Instance, Run
+from runs.selectors.choice import choice_rows
 
 #: the reference scorer's stand-in for a missing answer, per category
 DEFAULTS = {"chat": "E", "math": "0", "price": -1, "relevance": "-1(No Result)"}
