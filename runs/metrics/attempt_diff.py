@@ -1,7 +1,7 @@
 """Two attempts on the same instance, item by item and judge by judge: where do their verdicts differ?
 
-`verdict_diff` is pure (plain rows in, plain rows out); `attempt_verdict_diff` reads the
-two attempts' verdicts (three queries whatever the checklist's size).
+Pure functions of rows: `attempt_verdict_diff` takes the instance's checklist items and the two attempts'
+verdicts as `runs.selectors.attempts.attempt_verdict_diff` reads them.
 """
 from __future__ import annotations
 
@@ -81,17 +81,14 @@ def judge_totals(diffs: Iterable[ItemDiff], judges: Sequence[str]) -> list[Judge
     return [JudgeTotals(j, (c[0], c[1]), (c[2], c[3]), c[4]) for j, c in counts.items()]
 
 
-def attempt_verdict_diff(instance_id: int, attempt_a_id: int, attempt_b_id: int) -> dict:
-    """{"judges", "items": [ItemDiff], "totals": [JudgeTotals], "n_differ_items"} for two attempts of an instance."""
-    from runs.models import ChecklistItem, Verdict
-
-    items = list(ChecklistItem.objects.filter(instance_id=instance_id).values(
-        "id", "key", "description", "category", "check_type", "position"))
+def attempt_verdict_diff(items: Sequence[dict], verdicts: Iterable[tuple], attempt_a_id: int,
+                         attempt_b_id: int) -> dict:
+    """{"judges", "items": [ItemDiff], "totals": [JudgeTotals], "n_differ_items"} for two attempts of an instance:
+    `items` are its checklist items (dicts with "id" and "position"), `verdicts` (attempt id, item id, judge name,
+    result, reasoning, evidence) the verdicts on either attempt."""
     sides: dict[int, dict[tuple[int, str], SideVerdict]] = {attempt_a_id: {}, attempt_b_id: {}}
     judges: set[str] = set()
-    for attempt_id, item_id, judge, result, reasoning, evidence in Verdict.objects.filter(
-            attempt_id__in=[attempt_a_id, attempt_b_id]).values_list(
-            "attempt_id", "item_id", "judge__name", "result", "reasoning", "evidence").order_by():
+    for attempt_id, item_id, judge, result, reasoning, evidence in verdicts:
         sides[attempt_id][(item_id, judge)] = SideVerdict(result, reasoning or "", evidence_ref(evidence))
         judges.add(judge)
     ordered = sorted(judges)

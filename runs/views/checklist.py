@@ -18,12 +18,12 @@ from runs.filters import LeaderboardFilterForm, form_notes, form_state, state_of
 from runs.leaderboard_page import TEMPLATE as LEADERBOARD_TEMPLATE
 from runs.leaderboard_page import full_page, results_html
 from runs.leaderboard_rows import state_digest
-from runs.metrics import attempt_diff as metrics_diff
 from runs.metrics import checklist as metrics
 from runs.metrics.checklist import GROUPINGS
 from runs.models import Attempt, Benchmark, BenchmarkKind, Verdict
 from runs.pages import TOOLBAR_TEMPLATE, frame_response, page_tools, render_page
 from runs.querystring import query_with
+from runs.selectors.attempts import attempt_verdict_diff
 
 ATTEMPTS_PAGE = 50
 
@@ -206,7 +206,8 @@ def attempt_compare(request, pk):
         if request.htmx and paged:
             return render(request, "runs/checklist/_units.html", sides[paged])
         context["sides"] = [sides[side] for side in SIDES]
-        context.update(metrics_diff.attempt_verdict_diff(instance.id, chosen["a"].id, chosen["b"].id))
+        context.update(attempt_verdict_diff(instance_id=instance.id, attempt_a_id=chosen["a"].id,
+                                            attempt_b_id=chosen["b"].id))
         context["differing"] = [d for d in context["items"] if d.n_differ]
         context["alike"] = [d for d in context["items"] if not d.n_differ]
     return render_page(request, "runs/checklist/compare_attempts.html", context, page_data=exports.attempt_compare_page,
