@@ -289,3 +289,8 @@ CHECKERS: dict[str, Checker] = {
     BenchmarkKind.HIERARCHY: Checker(judge=MANYIH_CHECKER, log_judge=MANYIH_LOG, noun="instructions",
                                      items=Q(details__style_id__in=list(STYLE_CHECKERS)), verdicts=_hierarchy_verdicts),
 }
+
+#: benchmark kind -> the route name of the page that shows its re-check (the agreement of the log with the checker);
+#: the route that starts a re-check is that name with "-start"
+RECHECK_PAGES: dict[str, str] = {BenchmarkKind.DIALOGUE: "runs:dialogue-rescore",
+                                 BenchmarkKind.HIERARCHY: "runs:hierarchy-recheck"}

@@ -1037,7 +1037,7 @@ def hit_url(benchmark: Benchmark, hit: SearchHit, *, item_id: int | None = None)
         url = reverse("runs:dialogue-viewer", kwargs={"slug": benchmark.slug, "pk": hit.attempt_id})
         return url + (f"#turn-{hit.turn}" if hit.turn is not None else "")
     if benchmark.kind == BenchmarkKind.HIERARCHY:
-        return reverse("runs:hierarchy-sample", kwargs={"slug": benchmark.slug, "pk": hit.attempt_id})
+        return reverse("runs:hierarchy-attempt", kwargs={"slug": benchmark.slug, "pk": hit.attempt_id})
     if benchmark.kind == BenchmarkKind.CHOICE:
         try:
             return reverse("runs:choice-task", kwargs={"slug": benchmark.slug, "external_id": hit.instance})

@@ -148,7 +148,7 @@ def snapshot_attempt_rows(link: ShareLink, *, model: str, group: str | None) -> 
 
 
 #: pages of one attempt, by route: a frozen page's link to one of them opens the attempt's frozen page, in scope
-ATTEMPT_ROUTES = ("runs:attempt", "runs:dialogue-viewer", "runs:hierarchy-sample")
+ATTEMPT_ROUTES = ("runs:attempt", "runs:dialogue-viewer", "runs:hierarchy-attempt")
 _HREF = re.compile(r'href="([^"]*)"')
 
 

@@ -17,10 +17,10 @@ app_name = "runs"
 urlpatterns = [
     # home, import, jobs
     path("", home.home, name="home"),
-    path("import/", home.import_page, name="import"),
+    path("import/", home.import_runs, name="import"),
     path("jobs/", jobs.job_list, name="jobs"),
     path("jobs/<uuid:job_id>/", jobs.job_detail, name="job"),
-    path("jobs/<uuid:job_id>/retry/", jobs.job_retry_view, name="job-retry"),
+    path("jobs/<uuid:job_id>/retry/", jobs.job_retry, name="job-retry"),
     # help: how every number is computed (docs/metrics.md), open to share-link viewers too
     path("help/metrics/", help_views.metrics, name="help-metrics"),
     # checklist benchmarks (leaderboards, drill-down, attempts, instances, compare, share)
@@ -33,7 +33,7 @@ urlpatterns = [
     path("attempts/<int:pk>/text/", checklist.message_text, name="attempt-text"),
     path("attempts/<int:pk>/judge-reply/", checklist.judge_reply_text, name="attempt-judge-reply"),
     path("instances/<int:pk>/", checklist.instance, name="instance"),
-    path("instances/<int:pk>/compare/", checklist.attempt_compare, name="attempt-compare"),
+    path("instances/<int:pk>/compare/", checklist.attempt_compare, name="instance-compare"),
     # share links and exports (public s/<token>/ pages need no login; the token is the credential)
     path("b/<slug:slug>/leaderboard/export/", sharing.leaderboard_export, name="checklist-leaderboard-export"),
     path("b/<slug:slug>/share/", sharing.share_create, name="share-create"),
@@ -51,16 +51,16 @@ urlpatterns = [
     path("b/<slug:slug>/dialogue/groups/", dialogue.groups, name="dialogue-groups"),
     path("b/<slug:slug>/dialogue/dialogues/", dialogue.dialogues, name="dialogue-list"),
     path("b/<slug:slug>/dialogue/dialogues/<int:pk>/", dialogue.viewer, name="dialogue-viewer"),
-    path("b/<slug:slug>/dialogue/rescore/", dialogue.recheck, name="dialogue-recheck"),
-    path("b/<slug:slug>/dialogue/rescore/start/", recheck.start, {"kind": "dialogue"}, name="dialogue-recheck-start"),
+    path("b/<slug:slug>/dialogue/rescore/", dialogue.recheck, name="dialogue-rescore"),
+    path("b/<slug:slug>/dialogue/rescore/start/", recheck.start, {"kind": "dialogue"}, name="dialogue-rescore-start"),
     # hierarchy benchmarks (metrics, conflict resolution, samples, style re-check)
     path("b/<slug:slug>/hierarchy/", hierarchy.metrics, name="hierarchy-metrics"),
     path("b/<slug:slug>/hierarchy/conflicts/", hierarchy.conflicts, name="hierarchy-conflicts"),
     path("b/<slug:slug>/hierarchy/recheck/", hierarchy.recheck, name="hierarchy-recheck"),
     path("b/<slug:slug>/hierarchy/recheck/start/", recheck.start, {"kind": "hierarchy"}, name="hierarchy-recheck-start"),
-    path("b/<slug:slug>/hierarchy/attempts/<int:pk>/", hierarchy.sample, name="hierarchy-sample"),
+    path("b/<slug:slug>/hierarchy/attempts/<int:pk>/", hierarchy.sample, name="hierarchy-attempt"),
     # choice benchmarks (metrics, confusion, rules, task viewer)
-    path("b/<slug:slug>/choice/", choice.metrics_page, name="choice-metrics"),
+    path("b/<slug:slug>/choice/", choice.metrics, name="choice-metrics"),
     path("b/<slug:slug>/choice/confusion/", choice.confusion, name="choice-confusion"),
     path("b/<slug:slug>/choice/rules/", choice.rules, name="choice-rules"),
     path("b/<slug:slug>/choice/tasks/", choice.tasks, name="choice-tasks"),
@@ -68,5 +68,5 @@ urlpatterns = [
     # conflict benchmarks (resolution rates per type, SP rate per scenario, drill-down to attempts)
     path("b/<slug:slug>/conflict/", conflict.metrics, name="conflict-metrics"),
     # search across every transcript of a benchmark (any kind)
-    path("b/<slug:slug>/search/", search.search_page, name="search"),
+    path("b/<slug:slug>/search/", search.search, name="search"),
 ]

@@ -275,7 +275,7 @@ def _tables(request, data: dict) -> dict:
 def _comparison_json(request, comparison) -> dict:
     """The run comparison as JSON; the samples that flip (each one's pass/fail) only for those who may open a sample."""
     data = asdict(comparison)
-    if not may_open(request, "runs:hierarchy-sample"):
+    if not may_open(request, "runs:hierarchy-attempt"):
         data.pop("flips")
     return data
 

@@ -18,6 +18,7 @@ from django.urls import NoReverseMatch, reverse
 from runs.access import can_write
 from runs.jobs import JOB_PROGRESS_UNITS, job_progress
 from runs.models import Attempt, AttemptRollup, Benchmark, ChecklistItem, Instance, Job, JobState, JudgeReport, Run
+from runs.recheck import RECHECK_PAGES
 
 RECENT_JOBS = 100
 
@@ -251,7 +252,7 @@ def job_rechecked(job: Job) -> RecheckedRuns | None:
         return None
     runs = list(Run.objects.filter(id__in=job.params.get("run_ids") or []).select_related("benchmark").order_by("label"))
     benchmark = runs[0].benchmark if runs else Benchmark.objects.filter(slug=job.params.get("benchmark") or "").first()
-    url_name = f"runs:{benchmark.kind}-recheck" if benchmark is not None else ""
+    url_name = RECHECK_PAGES.get(benchmark.kind, "") if benchmark is not None else ""
     try:
         page = reverse(url_name, args=[benchmark.slug]) if benchmark is not None else None
     except NoReverseMatch:  # a kind without re-checks (the job was started by hand)

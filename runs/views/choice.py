@@ -12,7 +12,7 @@ from django.shortcuts import render
 from runs.access import benchmark_for, blind_safe, instance_for
 from runs.charts import choice as choice_charts
 from runs.exports import choice as exports
-from runs.metrics import choice as metrics
+from runs.metrics import choice as m
 from runs.models import Benchmark, BenchmarkKind
 from runs.pages import PageDataBuilder, render_page
 from runs.selectors import choice as selectors
@@ -37,7 +37,7 @@ def _page(request, benchmark: Benchmark, template: str, context: dict, fragment:
     selected = [r for r in request.GET.getlist("run") if r in state["runs"]]
     keep = QueryDict(mutable=True)
     keep.setlist("run", selected)
-    if state["view"] != metrics.EXACT:
+    if state["view"] != m.EXACT:
         keep["view"] = state["view"]
     context = {"benchmark": benchmark, "views": VIEWS, "keep": keep.urlencode(), "selected_runs": selected, **context}
     if page_data is not None:
@@ -50,7 +50,7 @@ def _page(request, benchmark: Benchmark, template: str, context: dict, fragment:
 # metrics --------------------------------------------------------------------------------
 @blind_safe
 @login_required
-def metrics_page(request, slug):
+def metrics(request, slug):
     """Accuracy, macro P/R/F1 and unanswered counts per run and category, overall weighted accuracy."""
     benchmark = _benchmark(request, slug)
     context = _state(request, benchmark)

@@ -18,7 +18,7 @@ def home(request):
 @writes  # imports are for editors and leads; not blind_safe either (runs.access)
 @login_required
 @require_http_methods(["GET", "POST"])
-def import_page(request):
+def import_runs(request):
     """Upload files in one format; the import runs as a job and the job page shows its progress. Files that cannot
     be imported with the options given answer at once with the form's errors, and no job."""
     if request.method == "POST":

@@ -7,8 +7,8 @@ from django.views.decorators.http import require_POST
 
 from runs.access import blind_safe, job_for, writes
 from .. import selectors
+from .. import jobs as job_runner
 from ..forms import JobFilterForm
-from ..jobs import job_check_alive, job_retry
 
 
 @blind_safe
@@ -17,7 +17,7 @@ def job_list(request):
     """Recent jobs, newest first; the table refreshes itself while any of them runs."""
     form = JobFilterForm(request.GET)
     state = form.cleaned_data["state"] if form.is_valid() else ""
-    jobs = [job_check_alive(job) for job in selectors.jobs_recent(state=state)]
+    jobs = [job_runner.job_check_alive(job) for job in selectors.jobs_recent(state=state)]
     context = {"form": form, "jobs": jobs, "state": state, "polling": any(not j.finished for j in jobs)}
     template = "runs/jobs.html#jobs-table" if request.htmx else "runs/jobs.html"
     return render(request, template, context)
@@ -28,7 +28,7 @@ def job_list(request):
 def job_detail(request, job_id):
     """One job; the htmx fragment polls every second until the job has finished. A re-check links to the runs
     it checked."""
-    job = job_check_alive(job_for(request, job_id))
+    job = job_runner.job_check_alive(job_for(request, job_id))
     context = {"status": selectors.job_status(job), "job": job, "can_retry": selectors.job_can_retry(request.user, job),
                "files_removed": selectors.job_files_removed(job), "rechecked": selectors.job_rechecked(job)}
     template = "runs/job.html#job-status" if request.htmx else "runs/job.html"
@@ -39,13 +39,13 @@ def job_detail(request, job_id):
 @blind_safe
 @login_required
 @require_POST
-def job_retry_view(request, job_id):
+def job_retry(request, job_id):
     """Queue a failed job again with the same files and options."""
-    job = job_check_alive(job_for(request, job_id))
+    job = job_runner.job_check_alive(job_for(request, job_id))
     if not selectors.job_can_retry(request.user, job):
         return HttpResponseForbidden("Only the person who started a failed job can retry it, while its uploaded "
                                      "files are kept, and only when a retry may end otherwise (a job whose own "
                                      "files were refused would fail the same way).")
-    job_retry(job)
+    job_runner.job_retry(job)
     messages.info(request, "The job was queued again.")
     return redirect("runs:job", job_id=job.id)

@@ -13,6 +13,7 @@ from django.views.decorators.http import require_POST
 from runs.access import benchmark_for, blind_safe, writes
 from runs.jobs import job_create, job_enqueue
 from runs.models import Run
+from runs.recheck import RECHECK_PAGES
 from runs.selectors.recheck import RecheckPreview, recheck_preview
 
 
@@ -22,14 +23,14 @@ from runs.selectors.recheck import RecheckPreview, recheck_preview
 @require_POST
 def start(request, slug, kind):
     """Queue a background re-check of the chosen runs (all runs of the benchmark if none chosen); `kind` comes
-    from the route (`<kind>-recheck-start`), so a benchmark of another kind is not found. The checker judge's
+    from the route (`RECHECK_PAGES` with "-start"), so a benchmark of another kind is not found. The checker judge's
     verdicts then show on every user's pages, so a POST without `confirm=1` only shows what would change."""
     benchmark = benchmark_for(request, slug, kind=kind)
     labels = request.POST.getlist("run")
     runs = list(Run.objects.filter(benchmark=benchmark, **({"label__in": labels} if labels else {})).order_by("label"))
     if request.POST.get("confirm") != "1":
         preview = recheck_preview(benchmark=benchmark, runs=runs)
-        back = reverse(f"runs:{kind}-recheck", args=[benchmark.slug]) + "?" + urlencode([("run", r.label) for r in runs])
+        back = reverse(RECHECK_PAGES[kind], args=[benchmark.slug]) + "?" + urlencode([("run", r.label) for r in runs])
         return render(request, "runs/confirm.html", {
             "heading": f"Re-check {len(runs)} run{'s' if len(runs) != 1 else ''} of {benchmark.name}?",
             "consequences": recheck_consequences(preview), "action": request.path,

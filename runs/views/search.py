@@ -16,7 +16,7 @@ from runs.trajectory_view import clamp
 
 
 @login_required  # not blind_safe: it returns trajectory, response and reasoning text (runs.access)
-def search_page(request, slug):
+def search(request, slug):
     """Find text in every trajectory, response and judge's reasoning of a benchmark, with filters."""
     benchmark = benchmark_for(request, slug)
     runs = list(Run.objects.filter(benchmark=benchmark).select_related("model").order_by("label"))

@@ -77,7 +77,7 @@ def _world(n_messages=5):
 
 def _url(inst, a=None, b=None, **extra):
     params = {k: v for k, v in {"a": a.id if a else None, "b": b.id if b else None, **extra}.items() if v is not None}
-    return reverse("runs:attempt-compare", args=[inst.id]) + ("?" + "&".join(f"{k}={v}" for k, v in params.items()) if params else "")
+    return reverse("runs:instance-compare", args=[inst.id]) + ("?" + "&".join(f"{k}={v}" for k, v in params.items()) if params else "")
 
 
 @pytest.mark.django_db
@@ -107,7 +107,7 @@ def test_it_refuses_attempts_of_another_instance_and_unknown_ids(reviewer_client
     inst, at = _world()
     assert reviewer_client.get(_url(inst, at["alpha-r1"], at["other"])).status_code == 404
     assert reviewer_client.get(_url(inst, at["other"], at["alpha-r1"])).status_code == 404
-    assert reviewer_client.get(reverse("runs:attempt-compare", args=[inst.id]) + "?a=x&b=1").status_code == 404
+    assert reviewer_client.get(reverse("runs:instance-compare", args=[inst.id]) + "?a=x&b=1").status_code == 404
     assert reviewer_client.get(_url(at["other"].instance, at["alpha-r1"], at["beta-r1"])).status_code == 404
 
 
@@ -151,7 +151,7 @@ def test_it_keeps_queries_independent_of_the_checklist_size(reviewer_client):
 def test_it_is_reachable_from_the_instance_and_the_attempt_pages(reviewer_client):
     inst, at = _world()
     instance_page = reviewer_client.get(reverse("runs:instance", args=[inst.id])).content.decode()
-    assert f'action="{reverse("runs:attempt-compare", args=[inst.id])}"' in instance_page
+    assert f'action="{reverse("runs:instance-compare", args=[inst.id])}"' in instance_page
     attempt_page = reviewer_client.get(reverse("runs:attempt", args=[at["alpha-r1"].id])).content.decode()
     assert "compare with…" in attempt_page
     for label in ("alpha-r2", "beta-r1"):

@@ -21,7 +21,7 @@ from runs.demo import SCALES, conflict_plan, evolif_plan, guidebench_plan, manyi
 from runs.help_pages import metrics_help
 from runs.ingest import Source, ingest
 from runs.models import Attempt, Judge, JudgeKind, Run, ShareLink, Verdict, VerdictResult
-from runs.recheck import CHECKERS, recheck_run
+from runs.recheck import CHECKERS, RECHECK_PAGES, recheck_run
 from runs.selectors import KIND_PAGES
 from runs.services import rollups_rebuild_for_attempts
 from runs.views import checklist as checklist_views
@@ -43,7 +43,7 @@ DATA = {
 #: routes named <kind>-<x> that take only the benchmark and are not pages, with the reason
 NOT_PAGES = {
     "checklist-leaderboard-export": "the leaderboard's export address of old, answered by the frame's export",
-    "dialogue-recheck-start": "POST: queues a re-check job",
+    "dialogue-rescore-start": "POST: queues a re-check job",
     "hierarchy-recheck-start": "POST: queues a re-check job",
 }
 #: roles whose controls are checked: name -> groups
@@ -137,7 +137,7 @@ def _disagree_once(slug: str) -> None:
 
 def _page_url(client, name: str, slug: str) -> str:
     url = reverse(name, args=[slug])
-    if name.endswith("-recheck") and not next(t["rows"] for t in _json(client, url)["tables"] if t["name"] == "disagreements"):
+    if name in RECHECK_PAGES.values() and not next(t["rows"] for t in _json(client, url)["tables"] if t["name"] == "disagreements"):
         _disagree_once(slug)
     query = _drill_query(name, _json(client, url))
     return f"{url}?{query}" if query else url
@@ -445,7 +445,7 @@ def test_the_pages_of_one_instance_dialogue_or_sample_link_to_how_their_numbers_
     sample = Attempt.objects.filter(run__benchmark__slug="manyih-coding").first().pk
     for url, anchors in ((reverse("runs:instance", args=[instance]), {"checklist-groups"}),
                          (reverse("runs:dialogue-viewer", args=["evolif", dialogue]), {"dialogue", "dialogue-patience"}),
-                         (reverse("runs:hierarchy-sample", args=["manyih-coding", sample]), {"hierarchy", "hierarchy-recheck"})):
+                         (reverse("runs:hierarchy-attempt", args=["manyih-coding", sample]), {"hierarchy", "hierarchy-recheck"})):
         body = reviewer.get(url).content.decode()
         assert anchors <= set(re.findall(r'href="/help/metrics/#([a-z-]+)"', body)), url
         assert not _metrics_link_gaps(body), url
@@ -461,7 +461,7 @@ def _object_page(kind: str) -> tuple[str, str]:
     if kind == "dialogue":
         return reverse("runs:dialogue-viewer", args=[slug, attempt.pk]), "runs:dialogue-viewer"
     if kind == "hierarchy":
-        return reverse("runs:hierarchy-sample", args=[slug, attempt.pk]), "runs:hierarchy-sample"
+        return reverse("runs:hierarchy-attempt", args=[slug, attempt.pk]), "runs:hierarchy-attempt"
     return reverse("runs:choice-task", args=[slug, attempt.instance.external_id]), "runs:choice-task"
 
 

@@ -13,7 +13,7 @@ from .test_recheck_dialogue import build_run
 
 pytestmark = pytest.mark.django_db
 
-PAGES = ["runs:dialogue-metrics", "runs:dialogue-survival", "runs:dialogue-groups", "runs:dialogue-list", "runs:dialogue-recheck"]
+PAGES = ["runs:dialogue-metrics", "runs:dialogue-survival", "runs:dialogue-groups", "runs:dialogue-list", "runs:dialogue-rescore"]
 
 
 @pytest.fixture
@@ -104,25 +104,25 @@ def test_it_404s_for_another_kind_of_benchmark(reviewer_client, world):
 
 def test_it_starts_a_rescore_job_and_shows_the_agreement(editor_client, world):
     run, _ = world
-    response = editor_client.post(reverse("runs:dialogue-recheck-start", args=["evolif"]), {"run": [run.label], "confirm": "1"})
+    response = editor_client.post(reverse("runs:dialogue-rescore-start", args=["evolif"]), {"run": [run.label], "confirm": "1"})
     job = Job.objects.get()
     assert response.status_code == 302 and str(job.id) in response["Location"]
     if job.state == JobState.QUEUED:  # on_commit does not fire inside the test transaction
         job_execute(job.id)
     assert Verdict.objects.filter(judge__name=CHECKER_JUDGE).count() == 4
-    page = editor_client.get(reverse("runs:dialogue-recheck", args=["evolif"]))
+    page = editor_client.get(reverse("runs:dialogue-rescore", args=["evolif"]))
     groups = {a.group: a for a in page.context["agreement"]}
     assert groups["startwith"].agree == 1 and groups["startwith"].pairs == 2
     assert [d["item__turn"] for d in page.context["disagreements"]] == [2]
     html = page.content.decode()  # the one re-check template, with the dialogue kind's head, start form and links
     assert "Deterministic re-check" in html and "<code>evolif-checker</code>" in html
-    assert f'action="{reverse("runs:dialogue-recheck-start", args=["evolif"])}"' in html
+    assert f'action="{reverse("runs:dialogue-rescore-start", args=["evolif"])}"' in html
     assert f'{reverse("runs:dialogue-viewer", args=["evolif", page.context["disagreements"][0]["attempt_id"]])}#turn-2' in html
     assert "Checker's reason" not in html and "manage.py recheck --benchmark evolif" in html
 
 
 def test_it_refuses_get_on_the_rescore_start(editor_client, world):
-    assert editor_client.get(reverse("runs:dialogue-recheck-start", args=["evolif"])).status_code == 405
+    assert editor_client.get(reverse("runs:dialogue-rescore-start", args=["evolif"])).status_code == 405
 
 
 def test_it_keeps_query_counts_flat_as_runs_grow(reviewer_client, world, django_assert_max_num_queries):
@@ -139,7 +139,7 @@ def test_it_keeps_query_counts_flat_as_runs_grow(reviewer_client, world, django_
     with django_assert_max_num_queries(len(one.captured_queries)):
         response = reviewer_client.get(url)
     assert len(response.context["rows"]) == 4
-    for name in ["runs:dialogue-survival", "runs:dialogue-groups", "runs:dialogue-recheck"]:
+    for name in ["runs:dialogue-survival", "runs:dialogue-groups", "runs:dialogue-rescore"]:
         with django_assert_max_num_queries(11):
             reviewer_client.get(reverse(name, args=["evolif"]))
 

@@ -98,7 +98,7 @@ def test_it_tabulates_how_conflict_groups_were_resolved_and_drills_down(reviewer
     assert overall.tiers is None and overall.n == 8
     examples = response.context["examples"]
     assert examples and all(e.outcome == "winner" for e in examples)
-    assert reverse("runs:hierarchy-sample", kwargs={"slug": SLUG, "pk": examples[0].attempt_id}) in response.content.decode()
+    assert reverse("runs:hierarchy-attempt", kwargs={"slug": SLUG, "pk": examples[0].attempt_id}) in response.content.decode()
 
 
 def test_it_lists_disagreements_between_log_and_checker(editor_client, study):
@@ -111,7 +111,7 @@ def test_it_lists_disagreements_between_log_and_checker(editor_client, study):
     html = response.content.decode()  # the one re-check template, with the hierarchy kind's head, start form and links
     assert "Style re-check" in html and "<code>manyih-style-checker</code>" in html and "Checker's reason" in html
     assert f'action="{url("hierarchy-recheck-start")}"' in html
-    assert url("hierarchy-sample", pk=response.context["disagreements"][0]["attempt_id"]) in html
+    assert url("hierarchy-attempt", pk=response.context["disagreements"][0]["attempt_id"]) in html
 
 
 def test_it_starts_the_re_check_job_and_redirects_to_it(editor_client, study, django_capture_on_commit_callbacks):
@@ -126,7 +126,7 @@ def test_it_starts_the_re_check_job_and_redirects_to_it(editor_client, study, dj
 
 def test_it_shows_a_sample_with_badges_winners_and_escaped_model_text(reviewer_client, study):
     attempt = Attempt.objects.get(run=study[1], instance__external_id="0")
-    response = reviewer_client.get(url("hierarchy-sample", pk=attempt.id))
+    response = reviewer_client.get(url("hierarchy-attempt", pk=attempt.id))
     page = response.content.decode()
     assert response.status_code == 200
     assert "Privilege 1 ★" in page and "Privilege 4" in page
@@ -141,7 +141,7 @@ def test_it_shows_a_sample_with_badges_winners_and_escaped_model_text(reviewer_c
 
 def test_it_explains_a_chain_where_a_low_instruction_stays_active(reviewer_client, study):
     attempt = Attempt.objects.get(run=study[0], instance__external_id="1")
-    response = reviewer_client.get(url("hierarchy-sample", pk=attempt.id))
+    response = reviewer_client.get(url("hierarchy-attempt", pk=attempt.id))
     indent = {i["key"]: i for i in response.context["groups"][0]["members"]}
     assert indent["3"]["active"] and "was suppressed" in indent["3"]["why"]
     assert indent["2"]["why"] == "suppressed by #1 (higher privilege)"
@@ -158,7 +158,7 @@ def test_it_serves_only_the_results_partial_to_htmx(reviewer_client, study):
 def test_it_redirects_anonymous_visitors_to_login(client, study):
     attempt = Attempt.objects.first()
     for target in (url("hierarchy-metrics"), url("hierarchy-conflicts"), url("hierarchy-recheck"),
-                   url("hierarchy-sample", pk=attempt.id)):
+                   url("hierarchy-attempt", pk=attempt.id)):
         response = client.get(target)
         assert response.status_code == 302 and "/login/" in response["Location"]
     assert client.post(url("hierarchy-recheck-start")).status_code == 302
@@ -184,14 +184,14 @@ def test_it_keeps_the_query_count_when_runs_are_added(reviewer_client, study, tm
         assert counts[(name, 2)] == counts[(name, 3)] <= 22, name
     attempt = Attempt.objects.first()
     with CaptureQueriesContext(connection) as queries:
-        reviewer_client.get(url("hierarchy-sample", pk=attempt.id))
+        reviewer_client.get(url("hierarchy-attempt", pk=attempt.id))
     assert len(queries) <= 12
 
 
 def test_it_says_in_plain_words_when_the_evaluator_found_no_code_or_failed(reviewer_client, tmp_path):
     ingest("manyih-data", [Source.of(FIXTURES / "coding_small.json")], Options())
     ingest("manyih-results", [Source.of(FIXTURES / "results_evaluator.json")], Options(model="fake", run="fake-r1"))
-    pages = {a.instance.external_id: reviewer_client.get(url("hierarchy-sample", pk=a.id)).content.decode()
+    pages = {a.instance.external_id: reviewer_client.get(url("hierarchy-attempt", pk=a.id)).content.decode()
              for a in Attempt.objects.select_related("instance")}
     assert "The response had no code block" in pages["1"] and "No code found in response" in pages["1"]
     assert "The evaluator recorded an error on this sample (it has no response)" in pages["0"]
@@ -213,11 +213,11 @@ def test_it_escapes_the_evaluators_error_and_extracted_code(reviewer_client, tmp
     ingest("manyih-data", [Source.of(FIXTURES / "coding_small.json")], Options())
     ingest("manyih-results", [Source.of(path)], Options(model="fake", run="fake-r1"))
     for attempt in Attempt.objects.filter(instance__external_id__in=["0", "2"]):
-        page = reviewer_client.get(url("hierarchy-sample", pk=attempt.id)).content.decode()
+        page = reviewer_client.get(url("hierarchy-attempt", pk=attempt.id)).content.decode()
         assert EVIL not in page and "&lt;script&gt;alert(" in page
 
 
 def test_one_start_view_serves_both_kinds_and_refuses_a_benchmark_of_the_other_kind(editor_client, study):
     # the dialogue route with a hierarchy benchmark: not found, and no job made
-    assert editor_client.post(reverse("runs:dialogue-recheck-start", args=[SLUG])).status_code == 404
+    assert editor_client.post(reverse("runs:dialogue-rescore-start", args=[SLUG])).status_code == 404
     assert not Job.objects.exists()

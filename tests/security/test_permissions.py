@@ -165,7 +165,7 @@ def fill(route, s: SimpleNamespace, whose: str, token_ok: bool) -> tuple[dict, s
         "runs:attempt-judge-reply": ({"pk": s.attempt.pk}, f"judge={s.reply.judge_id}"),
         "api:attempt-verdicts": ({"pk": s.attempt.pk}, ""),
         "runs:instance": ({"pk": s.instance.pk}, ""),
-        "runs:attempt-compare": ({"pk": s.instance.pk}, ""),
+        "runs:instance-compare": ({"pk": s.instance.pk}, ""),
         "runs:share-revoke": ({"pk": s.links[whose].pk}, ""),
         "signin-link": ({"uidb64": "MQ", "token": "not-a-live-token"}, ""),  # answers that the link does not work
         "runs:share": ({"token": token}, ""),
@@ -175,7 +175,7 @@ def fill(route, s: SimpleNamespace, whose: str, token_ok: bool) -> tuple[dict, s
         "runs:share-attempt-text": ({"token": token, "pk": s.in_scope.pk}, "thread=0&msg=0"),
         "runs:checklist-attempts": ({"slug": "hostile"}, urlencode({"model": s.attempt.run.model.name})),
         "runs:dialogue-viewer": ({"slug": "evolif", "pk": s.dialog.pk}, ""),
-        "runs:hierarchy-sample": ({"slug": "manyih-coding", "pk": s.sample.pk}, ""),
+        "runs:hierarchy-attempt": ({"slug": "manyih-coding", "pk": s.sample.pk}, ""),
         "runs:choice-task": ({"slug": "guidebench", "external_id": s.task.external_id}, ""),
         "runs:search": ({"slug": "hostile"}, "q=alert"),
         "api:search": ({}, "benchmark=hostile&q=alert"),

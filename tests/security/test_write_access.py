@@ -107,7 +107,7 @@ def test_it_declares_every_route_of_the_results_app_that_takes_a_post_a_write():
     posting = {f"{ns}:{name}" for ns, name, view in views if _unsafe_methods(view)}
     undeclared = sorted(f"{ns}:{name}" for ns, name, view in views if _unsafe_methods(view) and not writes_of(view))
 
-    assert {"runs:import", "api:ingest", "runs:dialogue-recheck-start", "runs:hierarchy-recheck-start",
+    assert {"runs:import", "api:ingest", "runs:dialogue-rescore-start", "runs:hierarchy-recheck-start",
             "runs:share-create", "runs:page-share-create", "runs:share-revoke", "runs:job-retry"} <= posting
     assert undeclared == []
 
