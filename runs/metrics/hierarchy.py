@@ -1,5 +1,5 @@
-"""Privilege-hierarchy metrics (METRICS.md section 4): pure functions over per-sample rows,
-and the selectors that build those rows from attempts, rollups and verdicts.
+"""Privilege-hierarchy metrics (METRICS.md section 4): pure functions over per-sample rows, and
+the functions that build those rows from what runs.selectors.hierarchy reads (attempts, rollups, verdicts).
 
 A sample row is one attempt: whether its unit tests passed (the harness's outcome), whether
 every active instruction was satisfied under the chosen judge (the attempt rollup), and
@@ -14,13 +14,15 @@ from __future__ import annotations
 
 import re
 from collections import Counter, defaultdict
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from runs.metrics.agreement import AgreementRow
+from runs.metrics.rank_change import score_rank_change
+from runs.scoring.hierarchy import parse_privilege_tags
 
 from .stats import bootstrap_interval
 
@@ -436,65 +438,39 @@ def agreement(pairs: Iterable[tuple[str, str, str]]) -> list[AgreementRow]:
     return rows
 
 
-# selectors ---------------------------------------------------------------------------
-def hierarchy_judges(benchmark) -> list:
-    """Judges with rollups on this benchmark: the logged one first, then the checker, then others by name."""
-    from runs.models import AttemptRollup, Judge
-
-    ids = AttemptRollup.objects.filter(benchmark=benchmark).values_list("judge_id", flat=True).distinct().order_by()
-    judges = list(Judge.objects.filter(id__in=list(ids)))
-    order = {LOGGED_JUDGE: 0, CHECKER_JUDGE: 1}
-    return sorted(judges, key=lambda j: (order.get(j.name, 2 if j.kind == "logged" else 3), j.name))
+# rows from what the selector read ------------------------------------------------------
+def instance_facts(privileges: Iterable[tuple[int, Any]]) -> dict[int, dict[str, Any]]:
+    """instance id -> {"tiers", "n_instructions"} from (instance id, privilege) of each of its items."""
+    by_instance: dict[int, list] = defaultdict(list)
+    for instance_id, privilege in privileges:
+        by_instance[instance_id].append(privilege)
+    return {i: {"tiers": tiers_of(p), "n_instructions": len(p)} for i, p in by_instance.items()}
 
 
-def instance_facts(benchmark) -> dict[int, dict[str, Any]]:
-    """instance id -> {"tiers", "n_instructions"} from its items' privileges (one query)."""
-    from runs.models import ChecklistItem
-
-    privileges: dict[int, list] = defaultdict(list)
-    for instance_id, privilege in ChecklistItem.objects.filter(instance__benchmark=benchmark).values_list(
-        "instance_id", "privilege"
-    ).order_by():
-        privileges[instance_id].append(privilege)
-    return {i: {"tiers": tiers_of(p), "n_instructions": len(p)} for i, p in privileges.items()}
-
-
-def _rollup_facts(judge, run_ids: Sequence[int]) -> tuple[dict[int, tuple[int, int]], dict[int, dict[str, bool]]]:
-    """(attempt -> (n_applicable, n_passed), attempt -> {style group: all its active instructions pass}) from the rollups."""
-    from runs.models import AttemptRollup, GroupRollup
-
-    totals = {
-        a: (n_app, n_pass) for a, n_app, n_pass in AttemptRollup.objects.filter(
-            judge=judge, run_id__in=list(run_ids)).values_list("attempt_id", "n_applicable", "n_passed").order_by()
-    }
-    groups: dict[int, dict[str, bool]] = defaultdict(dict)
-    for a, value, n_app, n_pass in GroupRollup.objects.filter(
-        judge=judge, dimension="group", attempt__run_id__in=list(run_ids), n_applicable__gt=0
-    ).values_list("attempt_id", "value", "n_applicable", "n_passed").order_by():
-        groups[a][value] = n_pass == n_app
-    return totals, groups
+def rollup_facts(totals: Iterable[tuple[int, int, int]], groups: Iterable[tuple[int, str, int, int]]
+                 ) -> tuple[dict[int, tuple[int, int]], dict[int, dict[str, bool]]]:
+    """(attempt -> (n_applicable, n_passed), attempt -> {style group: all its active instructions pass}) from the
+    rollups: `totals` (attempt id, n_applicable, n_passed), `groups` (attempt id, style group, n_applicable,
+    n_passed) of the groups with an applicable verdict."""
+    by_attempt = {a: (n_app, n_pass) for a, n_app, n_pass in totals}
+    by_group: dict[int, dict[str, bool]] = defaultdict(dict)
+    for a, value, n_app, n_pass in groups:
+        by_group[a][value] = n_pass == n_app
+    return by_attempt, by_group
 
 
-def _verdict_facts(judge, run_ids: Sequence[int], excluded_items: Collection[int]
-                   ) -> tuple[dict[int, tuple[int, int]], dict[int, dict[str, bool]]]:
-    """The same facts as `_rollup_facts`, counted from the verdicts with `excluded_items` left out (one query).
+def verdict_facts(counts: Iterable[tuple[int, str, int, int]]
+                  ) -> tuple[dict[int, tuple[int, int]], dict[int, dict[str, bool]]]:
+    """The same facts as `rollup_facts`, from (attempt id, style group, n_applicable, n_passed) counted per attempt
+    and group from the verdicts.
 
     Counts as runs.services rebuilds rollups: applicable = result other than "na", passed =
     result "pass"; an attempt is there when the judge gave it any verdict that is not left
     out; a style group counts when its group name is not empty and it has an applicable verdict.
     """
-    from django.db.models import Count, Q
-
-    from runs.models import Verdict, VerdictResult
-
     totals: dict[int, list[int]] = defaultdict(lambda: [0, 0])
     groups: dict[int, dict[str, bool]] = defaultdict(dict)
-    rows = (Verdict.objects.filter(judge=judge, attempt__run_id__in=list(run_ids)).exclude(item_id__in=list(excluded_items))
-            .values("attempt_id", "item__group")
-            .annotate(n_app=Count("id", filter=~Q(result=VerdictResult.NOT_APPLICABLE)),
-                      n_pass=Count("id", filter=Q(result=VerdictResult.PASS)))
-            .values_list("attempt_id", "item__group", "n_app", "n_pass").order_by())
-    for a, group, n_app, n_pass in rows:
+    for a, group, n_app, n_pass in counts:
         totals[a][0] += n_app
         totals[a][1] += n_pass
         if group and n_app > 0:
@@ -502,28 +478,17 @@ def _verdict_facts(judge, run_ids: Sequence[int], excluded_items: Collection[int
     return {a: (n_app, n_pass) for a, (n_app, n_pass) in totals.items()}, groups
 
 
-def sample_rows_select(*, benchmark, judge, run_ids: Sequence[int],
-                       excluded_items: Collection[int] | None = None) -> list[SampleRow]:
-    """One SampleRow per attempt of these runs that the judge scored (four queries whatever the size).
-
-    With `excluded_items` (an audit exclusion policy's items), the per-sample facts are counted
-    from the verdicts without those items instead of read from the rollups: a sample passes
-    Acc_style when its remaining active instructions all pass; an attempt whose every verdict
-    is left out has no row. Tiers and instruction counts stay those of the prompt.
-    """
-    from runs.models import Attempt
-
-    facts = instance_facts(benchmark)
-    rollups, groups = (_verdict_facts(judge, run_ids, excluded_items) if excluded_items
-                       else _rollup_facts(judge, run_ids))
+def sample_rows(attempts: Iterable[tuple], facts: dict[int, dict[str, Any]], totals: dict[int, tuple[int, int]],
+                groups: dict[int, dict[str, bool]]) -> list[SampleRow]:
+    """One SampleRow per attempt the judge scored (those in `totals`): `attempts` is (attempt id, run label, model
+    name, run settings, instance id, sample id, outcome, spec interface), `facts` what `instance_facts` gives,
+    `totals` and `groups` what `rollup_facts` or `verdict_facts` gives. Tiers and instruction counts are those of the
+    prompt; a sample passes Acc_style when its active instructions all pass."""
     rows = []
-    attempts = Attempt.objects.filter(run_id__in=list(run_ids)).values_list(
-        "id", "run__label", "run__model__name", "run__settings", "instance_id", "instance__external_id", "outcome",
-        "instance__spec__interface").order_by("run__label", "instance__external_id")
     for attempt_id, run, model, settings, instance_id, sample, outcome, spec_interface in attempts:
-        if attempt_id not in rollups:
+        if attempt_id not in totals:
             continue
-        n_app, n_pass = rollups[attempt_id]
+        n_app, n_pass = totals[attempt_id]
         fact = facts.get(instance_id, {"tiers": 0, "n_instructions": 0})
         outcome = outcome or {}
         rows.append(SampleRow(
@@ -554,21 +519,16 @@ def _count(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def excluded_verdicts_select(*, judge, run_ids: Sequence[int], item_ids: Collection[int], by: str = "model"
-                             ) -> dict[str, dict[int, dict[str, int]]]:
-    """Model (or run) -> excluded item id -> {"pass": n, "fail": n}: the judge's verdicts on the items an exclusion
-    policy leaves out, suppressed ("na") ones not counted (what rank_change.items_behind reads; one query)."""
-    from django.db.models import Count
+def check_grouping(by: str) -> None:
+    """ValueError for a grouping other than "model" or "run"."""
+    _key(by)
 
-    from runs.models import Verdict, VerdictResult
 
-    _key(by)  # ValueError for anything but "model" or "run"
-    label = "attempt__run__model__name" if by == "model" else "attempt__run__label"
+def verdicts_behind(counts: Iterable[tuple[str, int, str, int]]) -> dict[str, dict[int, dict[str, int]]]:
+    """Model (or run) -> item id -> {"pass": n, "fail": n} from (label, item id, result, n) counts of applicable
+    verdicts (what rank_change.items_behind reads)."""
     out: dict[str, dict[int, dict[str, int]]] = defaultdict(lambda: defaultdict(lambda: {"pass": 0, "fail": 0}))
-    rows = (Verdict.objects.filter(judge=judge, attempt__run_id__in=list(run_ids), item_id__in=list(item_ids))
-            .exclude(result=VerdictResult.NOT_APPLICABLE).values(label, "item_id", "result").annotate(n=Count("id"))
-            .values_list(label, "item_id", "result", "n").order_by())
-    for who, item_id, result, n in rows:
+    for who, item_id, result, n in counts:
         out[who][item_id][result] += n
     return out
 
@@ -577,66 +537,42 @@ def acc_rank_change(before: Sequence[AccRow], after: Sequence[AccRow], verdicts:
                     limit: int = 10):
     """Ranks by Acc before and after, Kendall's tau-b between the two rankings and the swapped pairs with the
     items behind each (runs.metrics.rank_change.score_rank_change: the checklist leaderboard's rules, Acc for ISR)."""
-    from runs.metrics.rank_change import score_rank_change
-
     return score_rank_change({r.label: r.acc for r in before}, {r.label: r.acc for r in after}, verdicts, limit=limit)
 
 
-def conflict_outcomes_select(*, benchmark, checker, run_ids: Sequence[int]) -> list[ConflictOutcome]:
-    """Every conflict group of every attempt of these runs, with which member the checker found satisfied."""
-    from runs.models import Attempt, ChecklistItem, Verdict
-
-    facts = instance_facts(benchmark)
+def conflict_outcomes(*, items: Iterable[tuple], satisfied_scores: Iterable[tuple[int, int, float | None]],
+                      attempts: Iterable[tuple], facts: dict[int, dict[str, Any]]) -> list[ConflictOutcome]:
+    """Every conflict group of every attempt, with which member the checker found satisfied: `items` is (item id,
+    instance id, key, position, style group, details) of the benchmark's items, `satisfied_scores` (attempt id,
+    item id, score) of the checker's verdicts (satisfied when the score is at least 0.5), `attempts` (attempt id,
+    run label, model name, instance id, sample id), `facts` what `instance_facts` gives. Groups the checker has not
+    seen give no outcome."""
     members: dict[int, dict[int, list[tuple[int, dict]]]] = defaultdict(lambda: defaultdict(list))
-    for item_id, instance_id, key, position, group, details in ChecklistItem.objects.filter(
-        instance__benchmark=benchmark).values_list("id", "instance_id", "key", "position", "group", "details").order_by():
+    for item_id, instance_id, key, position, group, details in items:
         details = details or {}
         if details.get("conflict_group"):
             members[instance_id][details["conflict_group"]].append(
                 (item_id, {"key": key, "position": position, "group": group, **details}))
     satisfied: dict[tuple[int, int], bool | None] = {}
-    for attempt_id, item_id, score in Verdict.objects.filter(
-        judge=checker, attempt__run_id__in=list(run_ids)).values_list("attempt_id", "item_id", "score").order_by():
+    for attempt_id, item_id, score in satisfied_scores:
         satisfied[(attempt_id, item_id)] = None if score is None else score >= 0.5
     out = []
-    attempts = Attempt.objects.filter(run_id__in=list(run_ids)).values_list(
-        "id", "run__label", "run__model__name", "instance_id", "instance__external_id").order_by("run__label", "instance__external_id")
     for attempt_id, run, model, instance_id, sample in attempts:
-        for number, items in sorted(members.get(instance_id, {}).items()):
+        for number, group_items in sorted(members.get(instance_id, {}).items()):
             group_members = tuple(
-                Member(d["key"], str(d.get("style_id") or ""), int(d.get("rank") or 0), d["position"], bool(d.get("active")),
-                       satisfied.get((attempt_id, item_id)))
-                for item_id, d in sorted(items, key=lambda x: x[1]["position"])
+                Member(d["key"], str(d.get("style_id") or ""), int(d.get("rank") or 0), d["position"],
+                       bool(d.get("active")), satisfied.get((attempt_id, item_id)))
+                for item_id, d in sorted(group_items, key=lambda x: x[1]["position"])
             )
             if all(m.satisfied is None for m in group_members):
                 continue  # the checker has not seen this attempt
             outcome, rank, place = conflict_outcome(group_members)
             out.append(ConflictOutcome(
                 attempt_id=attempt_id, run=run, model=model, sample=sample,
-                tiers=facts.get(instance_id, {}).get("tiers", 0), group=number, style_group=items[0][1]["group"],
+                tiers=facts.get(instance_id, {}).get("tiers", 0), group=number, style_group=group_items[0][1]["group"],
                 members=group_members, outcome=outcome, suppressed_rank=rank, suppressed_place=place,
             ))
     return out
-
-
-def agreement_pairs_select(*, run_ids: Sequence[int], logged, checker) -> list[dict]:
-    """(attempt, item) pairs on active instructions with both a logged and a checker verdict (one query); samples the
-    evaluator did not style-check (no code, an evaluator error) are left out: their logged fails judge no style."""
-    from django.db.models import OuterRef, Subquery
-
-    from runs.models import Verdict
-
-    checker_result = Verdict.objects.filter(attempt_id=OuterRef("attempt_id"), item_id=OuterRef("item_id"), judge=checker)
-    return list(
-        Verdict.objects.filter(judge=logged, attempt__run_id__in=list(run_ids))
-        .exclude(result="na").exclude(attempt__outcome__status__in=UNCHECKED)
-        .annotate(checker=Subquery(checker_result.values("result")[:1]),
-                  checker_reason=Subquery(checker_result.values("reasoning")[:1]))
-        .exclude(checker__isnull=True)
-        .order_by("attempt__run__label", "attempt__instance__external_id", "item__position")
-        .values("attempt_id", "attempt__run__label", "attempt__instance__external_id", "item__key", "item__group",
-                "item__details__style_id", "result", "checker", "checker_reason")
-    )
 
 
 # page helpers (pure) -----------------------------------------------------------------
@@ -683,8 +619,6 @@ def prompt_segments(prompt: str) -> list[dict[str, Any]]:
     A tag segment covers the whole tagged instruction (markers included), so a page can show
     the tag as a badge and the text beside it; positions are 1-based like ChecklistItem.position.
     """
-    from runs.scoring.hierarchy import parse_privilege_tags
-
     out: list[dict[str, Any]] = []
     cursor = 0
     for tag in parse_privilege_tags(prompt):

@@ -2,11 +2,26 @@
 pages and /api/hierarchy-metrics/ show for it. Numbers come from runs.metrics.hierarchy (docs/metrics.md#hierarchy)."""
 from __future__ import annotations
 
+from collections.abc import Collection, Sequence
+from typing import Any
+
 from django import forms
+from django.db.models import Count, OuterRef, Q, Subquery
 
 from runs.exclusions import exclusion_box
 from runs.metrics import hierarchy as m
-from runs.models import Benchmark, ChecklistItem, JudgeKind, Run
+from runs.models import (
+    Attempt,
+    AttemptRollup,
+    Benchmark,
+    ChecklistItem,
+    GroupRollup,
+    Judge,
+    JudgeKind,
+    Run,
+    Verdict,
+    VerdictResult,
+)
 from runs.selectors.state import KindQuery, kind_state
 
 #: drill-down rows (conflict examples) shown at most
@@ -55,7 +70,7 @@ def hierarchy_state(*, benchmark: Benchmark, query) -> dict:
     when rows per model would pool a model's ordinal and scalar runs, else per model), the compared runs (one
     model's ordinal and scalar runs unless chosen), the drill-down, the exclusion policy."""
     runs = list(Run.objects.filter(benchmark=benchmark).select_related("model").order_by("label"))
-    judges = m.hierarchy_judges(benchmark)
+    judges = hierarchy_judges(benchmark)
     data = query.copy()
     default_by = "run" if _pools_conditions(runs) else "model"
     if "by" not in data and default_by != "model":  # the filter bar shows the default it applies
@@ -85,12 +100,12 @@ def hierarchy_metrics(state: dict) -> dict:
                 "exclusion": None, "lines": [],
                 "sample_rows": [], "n_samples": 0}
     excluded = state["excluded"]
-    rows = m.sample_rows_select(benchmark=state["benchmark"], judge=state["judge"], run_ids=state["run_ids"],
+    rows = sample_rows_select(benchmark=state["benchmark"], judge=state["judge"], run_ids=state["run_ids"],
                                 excluded_items=excluded)
     comparison = None
     if state["a"] and state["b"] and state["a"] != state["b"]:
-        pair = m.sample_rows_select(benchmark=state["benchmark"], judge=state["judge"], run_ids=[state["a"].id, state["b"].id],
-                                    excluded_items=excluded)
+        pair = sample_rows_select(benchmark=state["benchmark"], judge=state["judge"],
+                                  run_ids=[state["a"].id, state["b"].id], excluded_items=excluded)
         comparison = m.compare_runs([r for r in pair if r.run == state["a"].label], [r for r in pair if r.run == state["b"].label],
                                     a=state["a"].label, b=state["b"].label)
     acc_rows = m.accuracy_by(rows, by=state["by"])
@@ -107,11 +122,11 @@ def _exclusion(state: dict, after_rows: list, after: list) -> dict:
     """What the exclusion policy did to the Acc ranking: ranks before and after, Kendall's tau, the swaps with the
     excluded items behind each, the samples that lost every constraint, and the excluded items themselves."""
     excluded = state["excluded"]
-    before_rows = m.sample_rows_select(benchmark=state["benchmark"], judge=state["judge"], run_ids=state["run_ids"])
+    before_rows = sample_rows_select(benchmark=state["benchmark"], judge=state["judge"], run_ids=state["run_ids"])
     before = m.accuracy_by(before_rows, by=state["by"])
     kept = {r.attempt_id for r in after_rows}
     dropped = [r for r in before_rows if r.attempt_id not in kept]
-    verdicts = m.excluded_verdicts_select(judge=state["judge"], run_ids=state["run_ids"], item_ids=excluded,
+    verdicts = excluded_verdicts_select(judge=state["judge"], run_ids=state["run_ids"], item_ids=excluded,
                                           by=state["by"]) if excluded else {}
     lines, tau, swaps = m.acc_rank_change(before, after, verdicts)
     items = {i["id"]: i for i in ChecklistItem.objects.filter(id__in=list(excluded)).values(
@@ -131,7 +146,7 @@ def hierarchy_run(sample_rows: list, *, label: str) -> dict:
 def hierarchy_conflicts(state: dict) -> dict:
     """The conflicts page's data: how each conflict group was resolved per model (or run) and tiers, by the style
     checker, and the outcomes of the chosen drill-down cell."""
-    outcomes = m.conflict_outcomes_select(benchmark=state["benchmark"], checker=state["checker"],
+    outcomes = conflict_outcomes_select(benchmark=state["benchmark"], checker=state["checker"],
                                           run_ids=state["run_ids"]) if state["checker"] else []
     rates = m.resolution_rates(outcomes, by=state["by"])
     data = {"rates": rates, "places": sorted({p for r in rates for p in r.places}), "n_outcomes": len(outcomes)}
@@ -141,3 +156,100 @@ def hierarchy_conflicts(state: dict) -> dict:
                   and (state["tiers"] is None or o.tiers == state["tiers"])]
         data.update(examples=picked[:EXAMPLES_LIMIT], n_examples=len(picked))
     return data
+
+
+def hierarchy_judges(benchmark) -> list:
+    """Judges with rollups on this benchmark: the logged one first, then the checker, then others by name."""
+    ids = AttemptRollup.objects.filter(benchmark=benchmark).values_list("judge_id", flat=True).distinct().order_by()
+    judges = list(Judge.objects.filter(id__in=list(ids)))
+    order = {m.LOGGED_JUDGE: 0, m.CHECKER_JUDGE: 1}
+    return sorted(judges, key=lambda j: (order.get(j.name, 2 if j.kind == "logged" else 3), j.name))
+
+
+def instance_facts(benchmark) -> dict[int, dict[str, Any]]:
+    """instance id -> {"tiers", "n_instructions"} from its items' privileges (one query)."""
+    return m.instance_facts(ChecklistItem.objects.filter(instance__benchmark=benchmark).values_list(
+        "instance_id", "privilege").order_by())
+
+
+def _rollup_facts(judge, run_ids: Sequence[int]) -> tuple[dict[int, tuple[int, int]], dict[int, dict[str, bool]]]:
+    """runs.metrics.hierarchy.rollup_facts of the judge's attempt and style group rollups on these runs."""
+    totals = list(AttemptRollup.objects.filter(judge=judge, run_id__in=list(run_ids)).values_list(
+        "attempt_id", "n_applicable", "n_passed").order_by())
+    groups = GroupRollup.objects.filter(
+        judge=judge, dimension="group", attempt__run_id__in=list(run_ids), n_applicable__gt=0
+    ).values_list("attempt_id", "value", "n_applicable", "n_passed").order_by()
+    return m.rollup_facts(totals, groups)
+
+
+def _verdict_facts(judge, run_ids: Sequence[int], excluded_items: Collection[int]
+                   ) -> tuple[dict[int, tuple[int, int]], dict[int, dict[str, bool]]]:
+    """runs.metrics.hierarchy.verdict_facts of the judge's verdicts on these runs with `excluded_items` left out
+    (one query)."""
+    counts = (Verdict.objects.filter(judge=judge, attempt__run_id__in=list(run_ids))
+              .exclude(item_id__in=list(excluded_items))
+              .values("attempt_id", "item__group")
+              .annotate(n_app=Count("id", filter=~Q(result=VerdictResult.NOT_APPLICABLE)),
+                        n_pass=Count("id", filter=Q(result=VerdictResult.PASS)))
+              .values_list("attempt_id", "item__group", "n_app", "n_pass").order_by())
+    return m.verdict_facts(counts)
+
+
+def sample_rows_select(*, benchmark, judge, run_ids: Sequence[int],
+                       excluded_items: Collection[int] | None = None) -> list[m.SampleRow]:
+    """One SampleRow per attempt of these runs that the judge scored (four queries whatever the size).
+
+    With `excluded_items` (an audit exclusion policy's items), the per-sample facts are counted
+    from the verdicts without those items instead of read from the rollups: a sample passes
+    Acc_style when its remaining active instructions all pass; an attempt whose every verdict
+    is left out has no row. Tiers and instruction counts stay those of the prompt.
+    """
+    facts = instance_facts(benchmark)
+    totals, groups = (_verdict_facts(judge, run_ids, excluded_items) if excluded_items
+                      else _rollup_facts(judge, run_ids))
+    attempts = Attempt.objects.filter(run_id__in=list(run_ids)).values_list(
+        "id", "run__label", "run__model__name", "run__settings", "instance_id", "instance__external_id", "outcome",
+        "instance__spec__interface").order_by("run__label", "instance__external_id")
+    return m.sample_rows(attempts, facts, totals, groups)
+
+
+def excluded_verdicts_select(*, judge, run_ids: Sequence[int], item_ids: Collection[int], by: str = "model"
+                             ) -> dict[str, dict[int, dict[str, int]]]:
+    """Model (or run) -> excluded item id -> {"pass": n, "fail": n}: the judge's verdicts on the items an exclusion
+    policy leaves out, suppressed ("na") ones not counted (what rank_change.items_behind reads; one query)."""
+    m.check_grouping(by)
+    label = "attempt__run__model__name" if by == "model" else "attempt__run__label"
+    counts = (Verdict.objects.filter(judge=judge, attempt__run_id__in=list(run_ids), item_id__in=list(item_ids))
+              .exclude(result=VerdictResult.NOT_APPLICABLE).values(label, "item_id", "result").annotate(n=Count("id"))
+              .values_list(label, "item_id", "result", "n").order_by())
+    return m.verdicts_behind(counts)
+
+
+def conflict_outcomes_select(*, benchmark, checker, run_ids: Sequence[int]) -> list[m.ConflictOutcome]:
+    """Every conflict group of every attempt of these runs, with which member the checker found satisfied."""
+    facts = instance_facts(benchmark)
+    items = list(ChecklistItem.objects.filter(instance__benchmark=benchmark).values_list(
+        "id", "instance_id", "key", "position", "group", "details").order_by())
+    scores = list(Verdict.objects.filter(judge=checker, attempt__run_id__in=list(run_ids)).values_list(
+        "attempt_id", "item_id", "score").order_by())
+    attempts = Attempt.objects.filter(run_id__in=list(run_ids)).values_list(
+        "id", "run__label", "run__model__name", "instance_id", "instance__external_id").order_by(
+        "run__label", "instance__external_id")
+    return m.conflict_outcomes(items=items, satisfied_scores=scores, attempts=attempts, facts=facts)
+
+
+def agreement_pairs_select(*, run_ids: Sequence[int], logged, checker) -> list[dict]:
+    """(attempt, item) pairs on active instructions with both a logged and a checker verdict (one query); samples the
+    evaluator did not style-check (no code, an evaluator error) are left out: their logged fails judge no style."""
+    checker_result = Verdict.objects.filter(attempt_id=OuterRef("attempt_id"), item_id=OuterRef("item_id"),
+                                            judge=checker)
+    return list(
+        Verdict.objects.filter(judge=logged, attempt__run_id__in=list(run_ids))
+        .exclude(result="na").exclude(attempt__outcome__status__in=m.UNCHECKED)
+        .annotate(checker=Subquery(checker_result.values("result")[:1]),
+                  checker_reason=Subquery(checker_result.values("reasoning")[:1]))
+        .exclude(checker__isnull=True)
+        .order_by("attempt__run__label", "attempt__instance__external_id", "item__position")
+        .values("attempt_id", "attempt__run__label", "attempt__instance__external_id", "item__key", "item__group",
+                "item__details__style_id", "result", "checker", "checker_reason")
+    )

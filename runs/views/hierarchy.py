@@ -61,7 +61,7 @@ def recheck(request, slug):
     logged = next((j for j in state["judges"] if j.kind == JudgeKind.LOGGED), None) or (
         logged_judge_for(state["runs"][0]) if state["runs"] else None)
     if state["checker"] and logged:
-        pairs = m.agreement_pairs_select(run_ids=state["run_ids"], logged=logged, checker=state["checker"])
+        pairs = selectors.agreement_pairs_select(run_ids=state["run_ids"], logged=logged, checker=state["checker"])
         state["agreement"] = m.agreement((p["item__group"], p["result"], p["checker"]) for p in pairs)
         wrong = [p for p in pairs if p["result"] != p["checker"] and (not state["group"] or p["item__group"] == state["group"])]
         state.update(disagreements=wrong[:EXAMPLES_LIMIT], n_disagreements=len(wrong))

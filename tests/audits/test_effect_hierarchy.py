@@ -21,6 +21,7 @@ from runs.ingest import Options, Source, ingest
 from runs.metrics import hierarchy as m
 from runs.models import Benchmark, Verdict
 from runs.recheck import recheck_run
+from runs.selectors.hierarchy import hierarchy_judges, sample_rows_select
 from runs.services import rollups_rebuild_for_attempts
 
 from .conftest import client_for, label_all
@@ -177,15 +178,15 @@ def demo_study(db, tmp_path):
 
 def test_the_verdict_path_gives_the_rollups_numbers_when_nothing_is_excluded(demo_study):
     run_ids = list(demo_study.runs.values_list("id", flat=True))
-    judges = m.hierarchy_judges(demo_study)
+    judges = hierarchy_judges(demo_study)
     assert [j.name for j in judges] == [m.LOGGED_JUDGE, m.CHECKER_JUDGE]
     # an edge the harness can produce: one attempt's verdicts on a whole style group are "na" (the group has no row)
     verdict = Verdict.objects.filter(attempt__run__benchmark=demo_study, judge=judges[0]).exclude(result="na").first()
     Verdict.objects.filter(attempt=verdict.attempt, item__group=verdict.item.group).update(result="na")
     rollups_rebuild_for_attempts([verdict.attempt_id])
     for judge in judges:
-        rollups = m.sample_rows_select(benchmark=demo_study, judge=judge, run_ids=run_ids)
-        verdicts = m.sample_rows_select(benchmark=demo_study, judge=judge, run_ids=run_ids, excluded_items={-1})
+        rollups = sample_rows_select(benchmark=demo_study, judge=judge, run_ids=run_ids)
+        verdicts = sample_rows_select(benchmark=demo_study, judge=judge, run_ids=run_ids, excluded_items={-1})
         assert len(rollups) == 45 and any(not r.style_passed for r in rollups) and any(r.passed for r in rollups)
         assert verdicts == rollups
 
@@ -196,13 +197,13 @@ def test_excluding_items_gives_what_rollups_without_their_verdicts_give(demo_stu
     items = demo_study.instances.get(external_id="0").items.values_list("id", flat=True)
     excluded = set(Verdict.objects.filter(attempt__run__benchmark=demo_study, item__group__in=["indent", "license"])
                    .values_list("item_id", flat=True)) | set(items)
-    judges = m.hierarchy_judges(demo_study)
-    recomputed = {j.name: m.sample_rows_select(benchmark=demo_study, judge=j, run_ids=run_ids, excluded_items=excluded)
+    judges = hierarchy_judges(demo_study)
+    recomputed = {j.name: sample_rows_select(benchmark=demo_study, judge=j, run_ids=run_ids, excluded_items=excluded)
                   for j in judges}
     Verdict.objects.filter(item_id__in=excluded).delete()
     rollups_rebuild_for_attempts(list(demo_study.runs.values_list("attempts__id", flat=True)))
     for judge in judges:
-        rebuilt = m.sample_rows_select(benchmark=demo_study, judge=judge, run_ids=run_ids)
+        rebuilt = sample_rows_select(benchmark=demo_study, judge=judge, run_ids=run_ids)
         assert recomputed[judge.name] == rebuilt
         assert all(r.sample != "0" for r in rebuilt) and all("indent" not in r.groups for r in rebuilt)
 
