@@ -1,5 +1,5 @@
-"""Multi-turn dialogue metrics (METRICS.md section 3): pure functions over per-turn rows,
-and the selectors that build those rows from the precomputed turn rollups.
+"""Multi-turn dialogue metrics (METRICS.md section 3): pure functions over per-turn rows, and the
+functions that build those rows from what runs.selectors.dialogue reads (the precomputed turn rollups).
 
 A dialogue is the ordered list of its evaluated turns, each with the number of active
 constraints (n_applicable) and how many were satisfied (n_passed). Everything else
@@ -8,16 +8,17 @@ the tests compute the same numbers.
 """
 from __future__ import annotations
 
-from runs.metrics.agreement import AgreementRow
-
 import json
 import math
 from collections import defaultdict
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
+
+from runs.metrics.agreement import AgreementRow
+from runs.metrics.rank_change import score_rank_change
 
 
 class PatienceRefused(ValueError):
@@ -405,50 +406,25 @@ def rows_by(dialogues: Iterable[Dialogue], *, by: str = "model") -> list[ModelDi
     return rows
 
 
-# selectors: per-turn rows from the turn rollups -----------------------------------------
-def dialogue_judges(benchmark) -> list:
-    """Judges with turn rollups on this benchmark, logged ones first."""
-    from runs.models import GroupRollup, Judge, JudgeKind
-
-    ids = (
-        GroupRollup.objects.filter(benchmark=benchmark, dimension="turn")
-        .values_list("judge_id", flat=True)
-        .distinct()
-        .order_by()
-    )
-    judges = list(Judge.objects.filter(id__in=list(ids)))
-    return sorted(judges, key=lambda j: (j.kind != JudgeKind.LOGGED, j.name))
+# rows from what the selector read ---------------------------------------------------------
+def turn_rows(counts: Iterable[tuple[int, Any, int, int]]) -> dict[int, list[TurnRow]]:
+    """attempt -> its TurnRows, from (attempt id, turn, n_applicable, n_passed): the GroupRollup rows of dimension
+    "turn", or the same counted from the verdicts."""
+    turns: dict[int, list[TurnRow]] = defaultdict(list)
+    for attempt_id, turn, applicable, passed in counts:
+        turns[attempt_id].append(TurnRow(turn=int(turn), n_applicable=applicable, n_passed=passed))
+    return turns
 
 
-def dialogues_select(*, benchmark, judge, run_ids: Sequence[int] | None = None,
-                     excluded_items: Collection[int] | None = None) -> list[Dialogue]:
-    """The dialogues of these runs (all runs of the benchmark if None) under one judge, from
-    GroupRollup rows of dimension "turn" (two queries, whatever the number of dialogues).
-
-    With `excluded_items` (an audit exclusion policy's items), the turns are counted from the
-    verdicts without those items instead (`_verdict_turns`): a turn's success is that of its
-    remaining items; a turn whose every verdict is left out is not counted (the dialogue keeps
-    its other turns in order), and a dialogue with no turn left has none.
-    """
-    from runs.models import Attempt
-
-    attempts = Attempt.objects.filter(run__benchmark=benchmark)
-    if run_ids is not None:
-        attempts = attempts.filter(run_id__in=list(run_ids))
-    meta = {
-        a["id"]: a
-        for a in attempts.values(
-            "id", "run__label", "run__model__name", "instance__external_id",
-            "run__settings__patience", "outcome__patience", "outcome__ended_by", "outcome__ended_turn",
-        )
-    }
-    turns = (_verdict_turns(judge, list(meta), excluded_items) if excluded_items
-             else _rollup_turns(benchmark, judge, list(meta)))
-    # a log of 0 turns (the model call failed at turn 1) is a dialogue all the same: score.py counts it
-    turns.update({a: [] for a, row in meta.items() if row["outcome__ended_turn"] == 0 and a not in turns})
+def build_dialogues(attempts: dict[int, dict], turns: dict[int, list[TurnRow]]) -> list[Dialogue]:
+    """One Dialogue per attempt with turns, and per attempt whose log ended at turn 0 (the model call failed at turn
+    1: score.py counts it all the same), by model, run and instance. `attempts` maps an attempt id to its "run__label",
+    "run__model__name", "instance__external_id", "run__settings__patience", "outcome__patience",
+    "outcome__ended_by" and "outcome__ended_turn"; the run's patience wins over the logged one."""
+    turns = {**turns, **{a: [] for a, row in attempts.items() if row["outcome__ended_turn"] == 0 and a not in turns}}
     out = []
     for attempt_id, rows in turns.items():
-        a = meta[attempt_id]
+        a = attempts[attempt_id]
         patience = a["run__settings__patience"] or a["outcome__patience"]
         out.append(
             Dialogue(
@@ -464,178 +440,76 @@ def dialogues_select(*, benchmark, judge, run_ids: Sequence[int] | None = None,
     return sorted(out, key=lambda d: (d.model, d.run, d.instance))
 
 
-def _rollup_turns(benchmark, judge, attempt_ids: list[int]) -> dict[int, list[TurnRow]]:
-    """attempt -> its TurnRows, from the GroupRollup rows of dimension "turn" (one query)."""
-    from runs.models import GroupRollup
-
-    turns: dict[int, list[TurnRow]] = defaultdict(list)
-    rollups = GroupRollup.objects.filter(
-        benchmark=benchmark, dimension="turn", judge=judge, attempt_id__in=attempt_ids
-    ).values_list("attempt_id", "value", "n_applicable", "n_passed")
-    for attempt_id, value, applicable, passed in rollups.order_by():
-        turns[attempt_id].append(TurnRow(turn=int(value), n_applicable=applicable, n_passed=passed))
-    return turns
-
-
-def _verdict_turns(judge, attempt_ids: list[int], excluded_items: Collection[int]) -> dict[int, list[TurnRow]]:
-    """The same rows as `_rollup_turns`, counted from the verdicts with `excluded_items` left out (one query).
-
-    Counts as runs.services rebuilds the "turn" rollups: verdicts on items with a turn, grouped by
-    attempt and turn; applicable = result other than "na", passed = result "pass". A turn is there
-    when the judge gave it any verdict that is not left out.
-    """
-    from django.db.models import Count, Q
-
-    from runs.models import Verdict, VerdictResult
-
-    turns: dict[int, list[TurnRow]] = defaultdict(list)
-    rows = (
-        Verdict.objects.filter(judge=judge, attempt_id__in=attempt_ids, item__turn__isnull=False)
-        .exclude(item_id__in=list(excluded_items))
-        .values("attempt_id", "item__turn")
-        .annotate(a=Count("id", filter=~Q(result=VerdictResult.NOT_APPLICABLE)),
-                  p=Count("id", filter=Q(result=VerdictResult.PASS)))
-        .values_list("attempt_id", "item__turn", "a", "p")
-        .order_by()
-    )
-    for attempt_id, turn, applicable, passed in rows:
-        turns[attempt_id].append(TurnRow(turn=int(turn), n_applicable=applicable, n_passed=passed))
-    return turns
-
-
-def excluded_verdicts_select(*, judge, dialogues: Sequence[Dialogue], item_ids: Collection[int], by: str = "model"
-                             ) -> dict[str, dict[int, dict[str, int]]]:
-    """Model (or run) -> excluded item id -> {"pass": n, "fail": n}: the judge's verdicts on the items an exclusion
-    policy leaves out, over the turns these dialogues kept ("na" not counted; what rank_change.items_behind reads)."""
-    from django.db.models import Count
-
-    from runs.models import Verdict, VerdictResult
-
+def verdicts_behind(counts: Iterable[tuple[int, Any, int, str, int]], dialogues: Sequence[Dialogue], *,
+                    by: str = "model") -> dict[str, dict[int, dict[str, int]]]:
+    """Model (or run) -> item id -> {"pass": n, "fail": n} from (attempt id, turn, item id, result, n) counts of
+    applicable verdicts, over the turns these dialogues kept (what rank_change.items_behind reads)."""
     if by not in ("model", "run"):
         raise ValueError(f"rows are per model or per run, not {by!r}")
-    kept = {d.key: {t.turn for t in d.turns} for d in dialogues}
+    kept = kept_turns(dialogues)
     labels = {d.key: d.model if by == "model" else d.run for d in dialogues}
     out: dict[str, dict[int, dict[str, int]]] = defaultdict(lambda: defaultdict(lambda: {"pass": 0, "fail": 0}))
-    rows = (Verdict.objects.filter(judge=judge, attempt_id__in=list(kept), item_id__in=list(item_ids))
-            .exclude(result=VerdictResult.NOT_APPLICABLE).values("attempt_id", "item__turn", "item_id", "result")
-            .annotate(n=Count("id")).values_list("attempt_id", "item__turn", "item_id", "result", "n").order_by())
-    for attempt_id, turn, item_id, result, n in rows:
+    for attempt_id, turn, item_id, result, n in counts:
         if turn in kept[attempt_id]:
             out[labels[attempt_id]][item_id][result] += n
     return out
+
+
+def kept_turns(dialogues: Iterable[Dialogue]) -> dict[Any, set[int]]:
+    """Attempt -> the turns its dialogue counts."""
+    return {d.key: {t.turn for t in d.turns} for d in dialogues}
 
 
 def metric_rank_change(before: Sequence[ModelDialogueRow], after: Sequence[ModelDialogueRow], metric: str,
                        verdicts: dict | None = None, *, limit: int = 10):
     """Ranks by one metric (higher is better) before and after, Kendall's tau-b and the swapped pairs with the
     excluded items behind each (runs.metrics.rank_change.score_rank_change: the checklist leaderboard's rules)."""
-    from runs.metrics.rank_change import score_rank_change
-
     return score_rank_change({r.label: getattr(r.metrics, metric) for r in before},
                              {r.label: getattr(r.metrics, metric) for r in after}, verdicts, limit=limit)
 
 
-def group_rows_select(*, judge, dialogues: Sequence[Dialogue], full: Sequence[Dialogue],
-                      excluded_items: Collection[int] | None = None) -> dict[Any, list[tuple[str, int, int]]]:
-    """(group, n_applicable, n_passed) rows per attempt, over the turns each dialogue kept.
-
-    When no dialogue was cut and no item is excluded these are the attempt's "group" rollups;
-    after a patience cut the rollups pool turns that no longer count (and under an exclusion
-    policy they count the excluded items), so the rows come from one grouped query over the
-    verdicts of these attempts, by group and turn, without `excluded_items`.
-    """
-    from django.db.models import Count, Q
-
-    from runs.models import GroupRollup, Verdict, VerdictResult
-
+def any_cut(dialogues: Sequence[Dialogue], full: Sequence[Dialogue]) -> bool:
+    """Whether a dialogue is shorter than logged (a patience cut): then the rollups pool turns that no longer count."""
     lengths = {d.key: d.length for d in dialogues}
-    cut = any(lengths[d.key] < d.length for d in full if d.key in lengths)
+    return any(lengths[d.key] < d.length for d in full if d.key in lengths)
+
+
+def group_rows(rollups: Iterable[tuple[int, str, int, int]]) -> dict[Any, list[tuple[str, int, int]]]:
+    """(group, n_applicable, n_passed) rows per attempt from its "group" rollups (attempt id, group, n_applicable,
+    n_passed)."""
     out: dict[Any, list[tuple[str, int, int]]] = defaultdict(list)
-    if not cut and not excluded_items:
-        rows = GroupRollup.objects.filter(dimension="group", judge=judge, attempt_id__in=list(lengths))
-        for attempt_id, group, a, p in rows.values_list("attempt_id", "value", "n_applicable", "n_passed").order_by():
+    for attempt_id, group, a, p in rollups:
+        out[attempt_id].append((group, a, p))
+    return out
+
+
+def group_rows_by_turn(counts: Iterable[tuple[int, str, Any, int, int]], dialogues: Sequence[Dialogue]
+                       ) -> dict[Any, list[tuple[str, int, int]]]:
+    """(group, n_applicable, n_passed) rows per attempt, over the turns each dialogue kept, from verdicts counted by
+    (attempt id, group, turn, n_applicable, n_passed)."""
+    kept = kept_turns(dialogues)
+    out: dict[Any, list[tuple[str, int, int]]] = defaultdict(list)
+    for attempt_id, group, turn, a, p in counts:
+        if turn in kept[attempt_id]:
             out[attempt_id].append((group, a, p))
-        return out
-    rows = (
-        Verdict.objects.filter(judge=judge, attempt_id__in=list(lengths))
-        .exclude(item__group="")
-        .exclude(item_id__in=list(excluded_items or ()))
-        .values("attempt_id", "item__group", "item__turn")
-        .annotate(
-            a=Count("id", filter=~Q(result=VerdictResult.NOT_APPLICABLE)),
-            p=Count("id", filter=Q(result=VerdictResult.PASS)),
-        )
-        .order_by()
-    )
-    kept = {d.key: {t.turn for t in d.turns} for d in dialogues}
-    for r in rows:
-        if r["item__turn"] in kept[r["attempt_id"]]:
-            out[r["attempt_id"]].append((r["item__group"], r["a"], r["p"]))
     return out
 
 
 # agreement between the logged verdicts and the portal's checker ---------------------------
-
-
-def _paired_verdicts(*, run_ids: Sequence[int], logged, checker):
-    from django.db.models import OuterRef, Subquery
-
-    from runs.checkers.evolif import LLM_JUDGED
-    from runs.models import Verdict, VerdictResult
-
-    other = Verdict.objects.filter(judge=checker, attempt_id=OuterRef("attempt_id"), item_id=OuterRef("item_id")).values("result")[:1]
-    return (
-        Verdict.objects.filter(judge=logged, attempt__run_id__in=list(run_ids))
-        .exclude(item__group__in=LLM_JUDGED)
-        .exclude(result=VerdictResult.NOT_APPLICABLE)
-        .annotate(checker=Subquery(other))
-        .exclude(checker__isnull=True)
-    )
-
-
-def agreement_rows(*, run_ids: Sequence[int], logged, checker) -> list[AgreementRow]:
-    """Agreement of the logged verdicts with the checker's, per deterministic constraint group (one grouped query)."""
-    from django.db.models import Count
-
+def agreement_rows(counts: Iterable[tuple[str, str, str, int]]) -> list[AgreementRow]:
+    """Agreement of the logged verdicts with the checker's per constraint group, from (group, logged result, checker
+    result, n) counts."""
     sums: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0, 0])
-    rows = _paired_verdicts(run_ids=run_ids, logged=logged, checker=checker).values("item__group", "result", "checker")
-    for r in rows.annotate(n=Count("id")).order_by():
-        s = sums[r["item__group"]]
-        s[0] += r["n"]
-        if r["result"] == r["checker"]:
-            s[1] += r["n"]
-        elif r["result"] == "pass":
-            s[2] += r["n"]
+    for group, result, checker, n in counts:
+        s = sums[group]
+        s[0] += n
+        if result == checker:
+            s[1] += n
+        elif result == "pass":
+            s[2] += n
         else:
-            s[3] += r["n"]
+            s[3] += n
     return [AgreementRow(g, *v) for g, v in sorted(sums.items())]
-
-
-def disagreements(*, run_ids: Sequence[int], logged, checker, group: str | None = None, limit: int = 200) -> list[dict]:
-    """The turns where the log and the checker disagree: dialogue, turn, constraint, both verdicts."""
-    from django.db.models import F
-
-    qs = _paired_verdicts(run_ids=run_ids, logged=logged, checker=checker).exclude(checker=F("result"))
-    if group:
-        qs = qs.filter(item__group=group)
-    return list(
-        qs.order_by("attempt__run__label", "attempt__instance__external_id", "item__turn", "item__position").values(
-            "attempt_id", "attempt__run__label", "attempt__instance__external_id", "item__turn", "item__key",
-            "item__group", "result", "checker",
-        )[:limit]
-    )
-
-
-def failing_turns(*, run_ids: Sequence[int], judge, group: str, limit: int = 200) -> list[dict]:
-    """Drill-down of a constraint group: the turns where it failed under this judge."""
-    from runs.models import Verdict, VerdictResult
-
-    return list(
-        Verdict.objects.filter(judge=judge, attempt__run_id__in=list(run_ids), item__group=group, result=VerdictResult.FAIL)
-        .order_by("attempt__run__model__name", "attempt__run__label", "attempt__instance__external_id", "item__turn")
-        .values("attempt_id", "attempt__run__label", "attempt__run__model__name", "attempt__instance__external_id",
-                "item__turn", "item__key", "reasoning")[:limit]
-    )
 
 
 # dialogue viewer ---------------------------------------------------------------------------

@@ -8,11 +8,16 @@ runs.metrics.dialogue.PatienceRefused's words: the page says so and shows the re
 400 with the same words."""
 from __future__ import annotations
 
-from django import forms
+from collections.abc import Collection, Sequence
+from typing import Any
 
+from django import forms
+from django.db.models import Count, F, OuterRef, Q, QuerySet, Subquery
+
+from runs.checkers.evolif import LLM_JUDGED
 from runs.exclusions import exclusion_box
 from runs.metrics import dialogue as m
-from runs.models import Benchmark, ChecklistItem, Run
+from runs.models import Attempt, Benchmark, ChecklistItem, GroupRollup, Judge, JudgeKind, Run, Verdict, VerdictResult
 from runs.selectors.state import KindQuery, kind_state, query_errors
 
 METRIC_COLUMNS = [
@@ -38,12 +43,12 @@ def dialogue_state(*, benchmark: Benchmark, query, exclusion: bool = False) -> d
     """The query validated with its defaults and the (re-simulated) dialogues it selects; with `exclusion`, under the
     chosen audit exclusion policy (only pages that say so pass it: the others count every item)."""
     runs = list(Run.objects.filter(benchmark=benchmark).select_related("model").order_by("label"))
-    judges = m.dialogue_judges(benchmark)
+    judges = dialogue_judges(benchmark)
     form = DialogueQuery(query, runs=runs, judges=judges)
     state = kind_state(form, benchmark=benchmark, runs=runs, judges=judges, exclusion=exclusion)
     clean = form.cleaned_data
     judge = state["judge"]
-    full = m.dialogues_select(benchmark=benchmark, judge=judge, run_ids=state["run_ids"],
+    full = dialogues_select(benchmark=benchmark, judge=judge, run_ids=state["run_ids"],
                               excluded_items=state["excluded"]) if judge else []
     known = [d.patience for d in full]
     recorded = min(known) if known and None not in known else None
@@ -91,7 +96,7 @@ def _exclusion(state: dict, key: str) -> dict:
     """What the exclusion policy did to the ranking by `key`: ranks before and after, Kendall's tau, the swaps with
     the excluded items behind each, the turns and dialogues left with no item, the excluded items."""
     excluded, judge = state["excluded"], state["judge"]
-    full = m.dialogues_select(benchmark=state["benchmark"], judge=judge, run_ids=state["run_ids"])
+    full = dialogues_select(benchmark=state["benchmark"], judge=judge, run_ids=state["run_ids"])
     try:
         before = m.resimulate(full, state["patience"])
     except m.PatienceRefused:  # a dialogue the policy emptied was logged without a patience: none can be simulated
@@ -99,7 +104,7 @@ def _exclusion(state: dict, key: str) -> dict:
     after_turns = {d.key: len(d.turns) for d in state["full"]}
     dropped_turns = sum(len(d.turns) - after_turns.get(d.key, 0) for d in full)
     dropped_dialogues = sum(d.key not in after_turns for d in full)
-    verdicts = m.excluded_verdicts_select(judge=judge, dialogues=before, item_ids=excluded, by=state["by"]) \
+    verdicts = excluded_verdicts_select(judge=judge, dialogues=before, item_ids=excluded, by=state["by"]) \
         if excluded else {}
     lines, tau, swaps = m.metric_rank_change(m.rows_by(before, by=state["by"]), m.rows_by(state["dialogues"], by=state["by"]),
                                              key, verdicts)
@@ -119,10 +124,10 @@ def dialogue_groups(state: dict) -> dict:
     """The constraint-groups page's data: pass rate per group per model (or run), and the failing turns of the chosen
     group (verdicts: runs.access drops `group` for blind annotators)."""
     judge = state["judge"]
-    per_attempt = m.group_rows_select(judge=judge, dialogues=state["dialogues"], full=state["full"]) if judge else {}
+    per_attempt = group_rows_select(judge=judge, dialogues=state["dialogues"], full=state["full"]) if judge else {}
     data = m.group_profile(state["dialogues"], per_attempt, by=state["by"])
     if state["group"] and judge:
-        data["failures"] = m.failing_turns(run_ids=state["run_ids"], judge=judge, group=state["group"])
+        data["failures"] = failing_turns(run_ids=state["run_ids"], judge=judge, group=state["group"])
     return data
 
 
@@ -138,9 +143,156 @@ def dialogue_pooled(state: dict) -> dict:
     excluded, judge = state["excluded"], state["judge"]
     excluded_turns = 0
     if excluded:
-        every = m.dialogues_select(benchmark=state["benchmark"], judge=judge, run_ids=state["run_ids"])
+        every = dialogues_select(benchmark=state["benchmark"], judge=judge, run_ids=state["run_ids"])
         excluded_turns = sum(d.length for d in every) - sum(d.length for d in state["full"])
-    per_attempt = m.group_rows_select(judge=judge, dialogues=state["dialogues"], full=state["full"], excluded_items=excluded)
+    per_attempt = group_rows_select(judge=judge, dialogues=state["dialogues"], full=state["full"],
+                                    excluded_items=excluded)
     groups = m.group_pass_rates(r for rows in per_attempt.values() for r in rows)
     return {"row": row, "excluded_turns": excluded_turns, "groups": groups,
             "ended_by": m.ending_counts(state["dialogues"])}
+
+
+def dialogue_judges(benchmark) -> list:
+    """Judges with turn rollups on this benchmark, logged ones first."""
+    ids = (
+        GroupRollup.objects.filter(benchmark=benchmark, dimension="turn")
+        .values_list("judge_id", flat=True)
+        .distinct()
+        .order_by()
+    )
+    judges = list(Judge.objects.filter(id__in=list(ids)))
+    return sorted(judges, key=lambda j: (j.kind != JudgeKind.LOGGED, j.name))
+
+
+def dialogues_select(*, benchmark, judge, run_ids: Sequence[int] | None = None,
+                     excluded_items: Collection[int] | None = None) -> list[m.Dialogue]:
+    """The dialogues of these runs (all runs of the benchmark if None) under one judge, from
+    GroupRollup rows of dimension "turn" (two queries, whatever the number of dialogues).
+
+    With `excluded_items` (an audit exclusion policy's items), the turns are counted from the
+    verdicts without those items instead (`_verdict_turns`): a turn's success is that of its
+    remaining items; a turn whose every verdict is left out is not counted (the dialogue keeps
+    its other turns in order), and a dialogue with no turn left has none.
+    """
+    attempts = Attempt.objects.filter(run__benchmark=benchmark)
+    if run_ids is not None:
+        attempts = attempts.filter(run_id__in=list(run_ids))
+    meta = {
+        a["id"]: a
+        for a in attempts.values(
+            "id", "run__label", "run__model__name", "instance__external_id",
+            "run__settings__patience", "outcome__patience", "outcome__ended_by", "outcome__ended_turn",
+        )
+    }
+    turns = (_verdict_turns(judge, list(meta), excluded_items) if excluded_items
+             else _rollup_turns(benchmark, judge, list(meta)))
+    return m.build_dialogues(meta, turns)
+
+
+def _rollup_turns(benchmark, judge, attempt_ids: list[int]) -> dict[int, list[m.TurnRow]]:
+    """attempt -> its TurnRows, from the GroupRollup rows of dimension "turn" (one query)."""
+    rollups = GroupRollup.objects.filter(
+        benchmark=benchmark, dimension="turn", judge=judge, attempt_id__in=attempt_ids
+    ).values_list("attempt_id", "value", "n_applicable", "n_passed")
+    return m.turn_rows(rollups.order_by())
+
+
+def _verdict_turns(judge, attempt_ids: list[int], excluded_items: Collection[int]) -> dict[int, list[m.TurnRow]]:
+    """The same rows as `_rollup_turns`, counted from the verdicts with `excluded_items` left out (one query).
+
+    Counts as runs.services rebuilds the "turn" rollups: verdicts on items with a turn, grouped by
+    attempt and turn; applicable = result other than "na", passed = result "pass". A turn is there
+    when the judge gave it any verdict that is not left out.
+    """
+    return m.turn_rows(
+        Verdict.objects.filter(judge=judge, attempt_id__in=attempt_ids, item__turn__isnull=False)
+        .exclude(item_id__in=list(excluded_items))
+        .values("attempt_id", "item__turn")
+        .annotate(a=Count("id", filter=~Q(result=VerdictResult.NOT_APPLICABLE)),
+                  p=Count("id", filter=Q(result=VerdictResult.PASS)))
+        .values_list("attempt_id", "item__turn", "a", "p")
+        .order_by()
+    )
+
+
+def excluded_verdicts_select(*, judge, dialogues: Sequence[m.Dialogue], item_ids: Collection[int], by: str = "model"
+                             ) -> dict[str, dict[int, dict[str, int]]]:
+    """Model (or run) -> excluded item id -> {"pass": n, "fail": n}: the judge's verdicts on the items an exclusion
+    policy leaves out, over the turns these dialogues kept ("na" not counted; what rank_change.items_behind reads)."""
+    counts = (Verdict.objects.filter(judge=judge, attempt_id__in=[d.key for d in dialogues], item_id__in=list(item_ids))
+              .exclude(result=VerdictResult.NOT_APPLICABLE).values("attempt_id", "item__turn", "item_id", "result")
+              .annotate(n=Count("id")).values_list("attempt_id", "item__turn", "item_id", "result", "n").order_by())
+    return m.verdicts_behind(counts, dialogues, by=by)
+
+
+def group_rows_select(*, judge, dialogues: Sequence[m.Dialogue], full: Sequence[m.Dialogue],
+                      excluded_items: Collection[int] | None = None) -> dict[Any, list[tuple[str, int, int]]]:
+    """(group, n_applicable, n_passed) rows per attempt, over the turns each dialogue kept.
+
+    When no dialogue was cut and no item is excluded these are the attempt's "group" rollups;
+    after a patience cut the rollups pool turns that no longer count (and under an exclusion
+    policy they count the excluded items), so the rows come from one grouped query over the
+    verdicts of these attempts, by group and turn, without `excluded_items`.
+    """
+    attempt_ids = list(dict.fromkeys(d.key for d in dialogues))
+    if not m.any_cut(dialogues, full) and not excluded_items:
+        rows = GroupRollup.objects.filter(dimension="group", judge=judge, attempt_id__in=attempt_ids)
+        return m.group_rows(rows.values_list("attempt_id", "value", "n_applicable", "n_passed").order_by())
+    counts = (
+        Verdict.objects.filter(judge=judge, attempt_id__in=attempt_ids)
+        .exclude(item__group="")
+        .exclude(item_id__in=list(excluded_items or ()))
+        .values("attempt_id", "item__group", "item__turn")
+        .annotate(
+            a=Count("id", filter=~Q(result=VerdictResult.NOT_APPLICABLE)),
+            p=Count("id", filter=Q(result=VerdictResult.PASS)),
+        )
+        .values_list("attempt_id", "item__group", "item__turn", "a", "p")
+        .order_by()
+    )
+    return m.group_rows_by_turn(counts, dialogues)
+
+
+def _paired_verdicts(*, run_ids: Sequence[int], logged, checker) -> QuerySet:
+    """The logged judge's applicable verdicts on deterministic constraints that the checker also judged, each with
+    the checker's result as `checker`."""
+    other = Verdict.objects.filter(judge=checker, attempt_id=OuterRef("attempt_id"),
+                                   item_id=OuterRef("item_id")).values("result")[:1]
+    return (
+        Verdict.objects.filter(judge=logged, attempt__run_id__in=list(run_ids))
+        .exclude(item__group__in=LLM_JUDGED)
+        .exclude(result=VerdictResult.NOT_APPLICABLE)
+        .annotate(checker=Subquery(other))
+        .exclude(checker__isnull=True)
+    )
+
+
+def agreement_rows(*, run_ids: Sequence[int], logged, checker) -> list[m.AgreementRow]:
+    """Agreement of the logged verdicts with the checker's, per deterministic constraint group (one grouped query)."""
+    rows = _paired_verdicts(run_ids=run_ids, logged=logged, checker=checker).values("item__group", "result", "checker")
+    counts = rows.annotate(n=Count("id")).order_by()
+    return m.agreement_rows((r["item__group"], r["result"], r["checker"], r["n"]) for r in counts)
+
+
+def disagreements(*, run_ids: Sequence[int], logged, checker, group: str | None = None, limit: int = 200) -> list[dict]:
+    """The turns where the log and the checker disagree: dialogue, turn, constraint, both verdicts."""
+    qs = _paired_verdicts(run_ids=run_ids, logged=logged, checker=checker).exclude(checker=F("result"))
+    if group:
+        qs = qs.filter(item__group=group)
+    return list(
+        qs.order_by("attempt__run__label", "attempt__instance__external_id", "item__turn", "item__position").values(
+            "attempt_id", "attempt__run__label", "attempt__instance__external_id", "item__turn", "item__key",
+            "item__group", "result", "checker",
+        )[:limit]
+    )
+
+
+def failing_turns(*, run_ids: Sequence[int], judge, group: str, limit: int = 200) -> list[dict]:
+    """Drill-down of a constraint group: the turns where it failed under this judge."""
+    return list(
+        Verdict.objects.filter(judge=judge, attempt__run_id__in=list(run_ids), item__group=group,
+                               result=VerdictResult.FAIL)
+        .order_by("attempt__run__model__name", "attempt__run__label", "attempt__instance__external_id", "item__turn")
+        .values("attempt_id", "attempt__run__label", "attempt__run__model__name", "attempt__instance__external_id",
+                "item__turn", "item__key", "reasoning")[:limit]
+    )

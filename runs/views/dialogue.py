@@ -95,8 +95,9 @@ def recheck(request, slug):
     logged = next((j for j in state["judges"] if j.kind == JudgeKind.LOGGED), None) or (
         logged_judge_for(state["runs"][0]) if state["runs"] else None)
     if checker and logged:
-        state["agreement"] = m.agreement_rows(run_ids=run_ids, logged=logged, checker=checker)
-        state["disagreements"] = m.disagreements(run_ids=run_ids, logged=logged, checker=checker, group=state["group"] or None)
+        state["agreement"] = selectors.agreement_rows(run_ids=run_ids, logged=logged, checker=checker)
+        state["disagreements"] = selectors.disagreements(run_ids=run_ids, logged=logged, checker=checker,
+                                                         group=state["group"] or None)
     state.update(checker=checker, checker_name=EVOLIF_CHECKER, logged=logged, active="rescore")
     return render_page(request, "runs/recheck.html", state, page_data=exports.recheck_page)
 

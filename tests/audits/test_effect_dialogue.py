@@ -26,6 +26,7 @@ from runs.models import (
     Run,
     Verdict,
 )
+from runs.selectors.dialogue import dialogue_judges, dialogues_select
 from runs.services import rollups_rebuild_for_attempts
 
 from .conftest import client_for, label_all
@@ -206,15 +207,15 @@ def demo_study(db, tmp_path):
 
 
 def test_the_verdict_path_gives_the_rollups_dialogues_when_nothing_is_excluded(demo_study):
-    judges = m.dialogue_judges(demo_study)
+    judges = dialogue_judges(demo_study)
     assert judges
     # an edge the logs can produce: every verdict of one turn is "na" (the turn has a row with nothing applicable)
     verdict = Verdict.objects.filter(attempt__run__benchmark=demo_study, judge=judges[0], item__turn__isnull=False).first()
     Verdict.objects.filter(attempt=verdict.attempt, item__turn=verdict.item.turn, judge=judges[0]).update(result="na")
     rollups_rebuild_for_attempts([verdict.attempt_id])
     for judge in judges:
-        rollups = m.dialogues_select(benchmark=demo_study, judge=judge)
-        verdicts = m.dialogues_select(benchmark=demo_study, judge=judge, excluded_items={-1})
+        rollups = dialogues_select(benchmark=demo_study, judge=judge)
+        verdicts = dialogues_select(benchmark=demo_study, judge=judge, excluded_items={-1})
         assert len(rollups) >= 8 and any(not s for d in rollups for s in d.successes)
         assert any(t.n_applicable == 0 for d in verdicts for t in d.turns)
         assert verdicts == rollups
@@ -222,18 +223,18 @@ def test_the_verdict_path_gives_the_rollups_dialogues_when_nothing_is_excluded(d
 
 
 def test_excluding_items_gives_what_rollups_without_their_verdicts_give(demo_study):
-    judge = m.dialogue_judges(demo_study)[0]
+    judge = dialogue_judges(demo_study)[0]
     instance = demo_study.instances.order_by("external_id").first()
     # every constraint of the instance's turn 2, and every constraint of one group everywhere
     group = instance.items.filter(turn=3).order_by("position").values_list("group", flat=True).first()
     assert group and instance.items.filter(turn=2).exists()
     excluded = set(instance.items.filter(turn=2).values_list("id", flat=True)) | set(
         ChecklistItem.objects.filter(instance__benchmark=demo_study, group=group).values_list("id", flat=True))
-    recomputed = m.dialogues_select(benchmark=demo_study, judge=judge, excluded_items=excluded)
-    assert recomputed != m.dialogues_select(benchmark=demo_study, judge=judge)  # the exclusion changes something
+    recomputed = dialogues_select(benchmark=demo_study, judge=judge, excluded_items=excluded)
+    assert recomputed != dialogues_select(benchmark=demo_study, judge=judge)  # the exclusion changes something
     Verdict.objects.filter(item_id__in=excluded).delete()
     rollups_rebuild_for_attempts(list(Attempt.objects.filter(run__benchmark=demo_study).values_list("id", flat=True)))
-    rebuilt = m.dialogues_select(benchmark=demo_study, judge=judge)
+    rebuilt = dialogues_select(benchmark=demo_study, judge=judge)
     assert recomputed == rebuilt
     assert all(2 not in {t.turn for t in d.turns} for d in rebuilt if d.instance == instance.external_id)
 

@@ -3,7 +3,6 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from runs.metrics.dialogue import agreement_rows, dialogues_select, disagreements
 from runs.models import (
     AgentModel, Attempt, Benchmark, ChecklistItem, GroupRollup, Instance, Job, JobState, Judge, JudgeKind, Run,
     Verdict,
@@ -11,6 +10,7 @@ from runs.models import (
 from runs.jobs import job_create, job_enqueue, job_execute
 from runs.recheck import EVOLIF_CHECKER as CHECKER_JUDGE
 from runs.recheck import logged_judge_for, recheck_run
+from runs.selectors.dialogue import agreement_rows, dialogues_select, disagreements
 from runs.services import rollups_rebuild_for_attempts
 from runs.trajectory_store import trajectory_save
 
