@@ -638,3 +638,18 @@ def prompt_segments(prompt: str) -> list[dict[str, Any]]:
     if cursor < len(prompt):
         out.append({"text": prompt[cursor:]})
     return out
+
+
+def conflict_groups(items: list[dict]) -> list[dict]:
+    """Conflict groups of a sample, members in privilege order (rank, later first), with the checker's outcome if known."""
+    numbers = sorted({i["conflict_group"] for i in items if i.get("conflict_group")})
+    out = []
+    for n in numbers:
+        members = sorted((i for i in items if i.get("conflict_group") == n), key=lambda i: (i["rank"], -i["position"]))
+        checked = [i["verdicts"].get(CHECKER_JUDGE) for i in members]
+        outcome = None
+        if all(c is not None and c["score"] is not None for c in checked):
+            outcome = conflict_outcome([Member(i["key"], str(i.get("style_id") or ""), i["rank"], i["position"],
+                                                   bool(i.get("active")), c["score"] >= 0.5) for i, c in zip(members, checked)])
+        out.append({"number": n, "style_group": members[0]["group"], "members": members, "outcome": outcome})
+    return out

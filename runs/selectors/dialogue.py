@@ -18,7 +18,9 @@ from runs.checkers.evolif import LLM_JUDGED
 from runs.exclusions import exclusion_box
 from runs.metrics import dialogue as m
 from runs.models import Attempt, Benchmark, ChecklistItem, GroupRollup, Judge, JudgeKind, Run, Verdict, VerdictResult
+from runs.recheck import EVOLIF_CHECKER, logged_judge_for
 from runs.selectors.state import KindQuery, kind_state, query_errors
+from runs.trajectory_view import stored_threads
 
 METRIC_COLUMNS = [
     ("csr", "CSR %"), ("isr", "ISR %"), ("act_len", "ACT len"), ("act_acc", "ACT acc"),
@@ -296,3 +298,35 @@ def failing_turns(*, run_ids: Sequence[int], judge, group: str, limit: int = 200
         .values("attempt_id", "attempt__run__label", "attempt__run__model__name", "attempt__instance__external_id",
                 "item__turn", "item__key", "reasoning")[:limit]
     )
+
+
+def dialogue_viewer(attempt: Attempt) -> dict:
+    """The viewer's data for one dialogue: its turns (user message, constraint changes, response, each judge's
+    verdicts), the judges that scored it and the patience it was logged with."""
+    threads = stored_threads(attempt.id)  # a dialogue: a few dozen messages
+    messages = [msg for thread in threads for msg in thread.get("messages", [])]
+    items = list(attempt.instance.items.filter(turn__isnull=False).values("id", "key", "turn", "group", "description",
+                                                                          "details"))
+    verdicts = list(Verdict.objects.filter(attempt=attempt).values("item_id", "judge__name", "result", "reasoning",
+                                                                   "score"))
+    for v in verdicts:
+        v["judge"] = v.pop("judge__name")
+    turns = m.viewer_turns(spec=attempt.instance.spec, outcome=attempt.outcome, messages=messages, items=items,
+                           verdicts=verdicts)
+    return {"benchmark": attempt.run.benchmark, "attempt": attempt, "turns": turns,
+            "judges": sorted({v["judge"] for v in verdicts}), "patience": attempt.outcome.get("patience")}
+
+
+def dialogue_recheck(state: dict) -> dict:
+    """The re-check page's data for a validated state: the portal's checker, the logged judge it is compared with,
+    their agreement per run and the disagreeing turns (none when either judge is missing)."""
+    run_ids = [r.id for r in state["runs"]]
+    checker = Judge.objects.filter(name=EVOLIF_CHECKER, kind=JudgeKind.CHECKER).first()
+    logged = next((j for j in state["judges"] if j.kind == JudgeKind.LOGGED), None) or (
+        logged_judge_for(state["runs"][0]) if state["runs"] else None)
+    data = {"checker": checker, "checker_name": EVOLIF_CHECKER, "logged": logged}
+    if checker and logged:
+        data["agreement"] = agreement_rows(run_ids=run_ids, logged=logged, checker=checker)
+        data["disagreements"] = disagreements(run_ids=run_ids, logged=logged, checker=checker,
+                                              group=state["group"] or None)
+    return data

@@ -8,6 +8,7 @@ from typing import Any
 from django import forms
 from django.db.models import Count, OuterRef, Q, Subquery
 
+from runs.checkers.manyih_style import extract_code
 from runs.exclusions import exclusion_box
 from runs.metrics import hierarchy as m
 from runs.models import (
@@ -253,3 +254,38 @@ def agreement_pairs_select(*, run_ids: Sequence[int], logged, checker) -> list[d
         .values("attempt_id", "attempt__run__label", "attempt__instance__external_id", "item__key", "item__group",
                 "item__details__style_id", "result", "checker", "checker_reason")
     )
+
+
+def hierarchy_sample(attempt: Attempt) -> dict:
+    """The page of one attempt at one sample: its items with why each wins or loses and every judge's verdict, the
+    conflict groups with the checker's outcome, the tagged prompt, the code that was checked and the other runs'
+    attempts at the same sample."""
+    items = [{"key": i.key, "position": i.position, "privilege": i.privilege, "group": i.group, "description": i.description,
+              "check_type": i.check_type, "id": i.id, **(i.details or {})} for i in attempt.instance.items.all()]
+    by_key = {i["key"]: i for i in items}
+    verdicts = Verdict.objects.filter(attempt=attempt).values("item_id", "judge__name", "result", "reasoning", "score")
+    by_item: dict[int, dict] = {}
+    for v in verdicts:
+        by_item.setdefault(v["item_id"], {})[v["judge__name"]] = v
+    for i in items:
+        i["why"], i["verdicts"] = m.why(i, by_key), by_item.get(i["id"], {})
+    judges = sorted({name for v in by_item.values() for name in v}, key=lambda n: (n != m.LOGGED_JUDGE, n))
+    for i in items:
+        i["verdict_list"] = [(name, i["verdicts"].get(name)) for name in judges]
+    groups = m.conflict_groups(items)
+    segments = [dict(s, item=_item_at(items, s["position"])) if "tag" in s else s
+                for s in m.prompt_segments(str(attempt.instance.spec.get("prompt") or ""))]
+    others = Attempt.objects.filter(instance=attempt.instance).exclude(pk=attempt.pk).select_related("run__model").order_by("run__label")
+    outcome = attempt.outcome or {}
+    logged_code = outcome.get("extracted_code")
+    code_logged = isinstance(logged_code, str)
+    return {"benchmark": attempt.run.benchmark, "attempt": attempt, "items": items, "groups": groups, "judges": judges,
+            "segments": segments, "code": logged_code if code_logged else extract_code(attempt.response),
+            "code_logged": code_logged, "others": others, "tiers": m.tiers_of(i["privilege"] for i in items),
+            "outcome": outcome}
+
+
+def _item_at(items: list[dict], position: int) -> dict | None:
+    """The item shown at this 1-based position in the prompt."""
+    return next((i for i in items if i["position"] == position), None)
+

@@ -6,19 +6,13 @@ from django.contrib.auth.decorators import login_required
 from runs.access import attempt_for, benchmark_for, blind_safe
 from runs.charts import dialogue as dialogue_charts
 from runs.exports import dialogue as exports
-from runs.metrics import dialogue as m
 from runs.models import (
     Benchmark,
     BenchmarkKind,
-    Judge,
-    JudgeKind,
-    Verdict,
 )
 from runs.pages import render_page
 from runs.querystring import query_with
-from runs.recheck import EVOLIF_CHECKER, logged_judge_for
 from runs.selectors import dialogue as selectors
-from runs.trajectory_view import stored_threads
 
 
 def _benchmark(request, slug: str) -> Benchmark:
@@ -73,16 +67,7 @@ def dialogues(request, slug):
 def viewer(request, slug, pk):
     """One dialogue turn by turn: user message, constraint changes, response, verdicts, patience."""
     attempt = attempt_for(request, pk, kinds=(BenchmarkKind.DIALOGUE,), slug=slug)
-    threads = stored_threads(attempt.id)  # a dialogue: a few dozen messages
-    messages = [msg for thread in threads for msg in thread.get("messages", [])]
-    items = list(attempt.instance.items.filter(turn__isnull=False).values("id", "key", "turn", "group", "description", "details"))
-    verdicts = list(Verdict.objects.filter(attempt=attempt).values("item_id", "judge__name", "result", "reasoning", "score"))
-    for v in verdicts:
-        v["judge"] = v.pop("judge__name")
-    turns = m.viewer_turns(spec=attempt.instance.spec, outcome=attempt.outcome, messages=messages, items=items, verdicts=verdicts)
-    judges = sorted({v["judge"] for v in verdicts})
-    context = {"benchmark": attempt.run.benchmark, "attempt": attempt, "turns": turns, "judges": judges,
-               "patience": attempt.outcome.get("patience"), "active": "dialogues"}
+    context = {**selectors.dialogue_viewer(attempt), "active": "dialogues"}
     return render_page(request, "runs/dialogue/viewer.html", context, page_data=exports.viewer_page, fragment=None)
 
 
@@ -90,14 +75,6 @@ def viewer(request, slug, pk):
 def recheck(request, slug):
     """Agreement between logged verdicts and the portal's checkers, with the disagreeing turns."""
     state = _state(request, _benchmark(request, slug))
-    run_ids = [r.id for r in state["runs"]]
-    checker = Judge.objects.filter(name=EVOLIF_CHECKER, kind=JudgeKind.CHECKER).first()
-    logged = next((j for j in state["judges"] if j.kind == JudgeKind.LOGGED), None) or (
-        logged_judge_for(state["runs"][0]) if state["runs"] else None)
-    if checker and logged:
-        state["agreement"] = selectors.agreement_rows(run_ids=run_ids, logged=logged, checker=checker)
-        state["disagreements"] = selectors.disagreements(run_ids=run_ids, logged=logged, checker=checker,
-                                                         group=state["group"] or None)
-    state.update(checker=checker, checker_name=EVOLIF_CHECKER, logged=logged, active="rescore")
+    state.update(selectors.dialogue_recheck(state), active="rescore")
     return render_page(request, "runs/recheck.html", state, page_data=exports.recheck_page)
 
