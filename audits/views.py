@@ -16,9 +16,9 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from runs.access import blind_safe
-from runs.filters import LeaderboardFilterForm, form_state
 from runs.models import Benchmark, BenchmarkKind, VerdictResult
 from runs.pages import render_page
+from runs.selectors.checklist import checklist_query
 
 from . import access, exports, sampling, selectors, services
 from .agreement import campaign_agreement
@@ -405,7 +405,7 @@ def effect_page(request, slug):
     policy = chosen.get("exclude") or "adjudicated_invalid"
     campaigns = chosen.get("campaigns") or None
     # the leaderboard's filters (runs, judges, scaffolds, primary categories) carry over from its link
-    filters = form_state(LeaderboardFilterForm(request.GET or None, benchmark=benchmark))["filters"]
+    filters = checklist_query(benchmark, request.GET).state["filters"]
     result, items = selectors.policy_effect(benchmark, policy, filters, campaigns)
     filtered = any((filters.runs, filters.judges, filters.scaffolds, filters.primary_categories))
     keep = request.GET.copy()

@@ -28,7 +28,8 @@ from .ingest import IngestFailed, Options, Problem, Report, ingest_units
 from .ingest.layout import LayoutError, plan_uploads
 from .models import Attempt, Job, JobState, Run
 from .recheck import RecheckReport, recheck_run
-from .services import benchmarks_changes_collected, leaderboards_warm, rollups_rebuild_for_attempts
+from .cache_warming import after_write
+from .services import benchmarks_changes_collected, rollups_rebuild_for_attempts
 
 log = logging.getLogger(__name__)
 
@@ -311,7 +312,7 @@ def job_execute(job_id) -> None:
     except Exception as exc:  # the job records why it failed; the worker stays up
         _fail(job, exc)
         return
-    leaderboards_warm(changed)
+    after_write(changed)
 
 
 #: waits, in seconds, between the tries of writing a job's state that the database refused for the moment;

@@ -118,7 +118,7 @@ class PageData:
     #: the judges whose verdicts the page reads, None for every judge: a share link's attempt pages show only theirs
     judges: list[str] | None = None
     #: what a snapshot keeps besides the tables for a page with a layout of its own (the checklist leaderboard's
-    #: rows and matrix, runs.sharing.leaderboard_layout), merged into the snapshot
+    #: rows and matrix, runs.selectors.checklist.leaderboard_layout), merged into the snapshot
     layout: dict[str, Any] = field(default_factory=dict)
 
     def attempt_ids(self) -> list[int]:
@@ -131,7 +131,7 @@ PageDataBuilder = Callable[[dict], PageData]
 
 
 #: a page's frozen attempt lists for a snapshot made with its attempts, from the view's context:
-#: {"judges": [names], "attempts": {id: facts}, "cells": {key: [[attempt id, ...], ...]}} (runs.sharing)
+#: {"judges": [names], "attempts": {id: facts}, "cells": {key: [[attempt id, ...], ...]}} (runs.selectors.checklist)
 AttemptLists = Callable[[dict], dict]
 
 

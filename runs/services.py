@@ -4,7 +4,6 @@ Background jobs are `runs.jobs`; re-checks with the portal's checkers `runs.rech
 """
 from __future__ import annotations
 
-import logging
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -13,7 +12,7 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import Count, F, Q
 
-from . import leaderboard_page
+from .cache_warming import after_write
 from .bulk import bulk_insert
 from .models import (
     Attempt, AttemptRollup, Benchmark, ChecklistItem, GroupRollup, JudgeDisagreement, JudgeReport, ReportStatus, Run,
@@ -28,8 +27,6 @@ ROLLUP_DIMENSIONS = (
     ("group", "item__group"),
     ("turn", "item__turn"),
 )
-
-log = logging.getLogger(__name__)
 
 
 #: first key of the advisory locks this project takes (the second is the benchmark id, or 0)
@@ -78,7 +75,7 @@ def benchmarks_generation_bump(benchmark_ids: Iterable[int]) -> None:
 
     Call it inside the transaction that makes the change, as late in it as possible (the
     update holds the benchmark row until commit). Cached leaderboards are keyed by the
-    generation (`runs.leaderboard_rows`), so readers see the new number together with the
+    generation (`runs.cache.cached`), so readers see the new number together with the
     new rows when the transaction commits, and never a cached table of the old rows under it.
     """
     if not connection.in_atomic_block:
@@ -92,7 +89,7 @@ def benchmarks_generation_bump(benchmark_ids: Iterable[int]) -> None:
         else:
             # any other writer precomputes the new generation's leaderboard summary and default page once
             # it committed, as it rebuilt the rollups: no request after the change scores the rollups
-            transaction.on_commit(lambda: leaderboards_warm(set(ids)))
+            transaction.on_commit(lambda: after_write(ids))
 
 
 #: the benchmarks whose data a committed transaction changed, while `benchmarks_changes_collected` runs (None outside)
@@ -119,19 +116,7 @@ def leaderboards_warmed_at_end() -> Iterator[None]:
         try:
             yield
         finally:
-            leaderboards_warm(changed)
-
-
-def leaderboards_warm(benchmark_ids: set[int]) -> None:
-    """After a writer committed changes: compute the leaderboard summary and default page of the benchmarks
-    it touched (runs.leaderboard_page.warm_default), so no viewer pays for them. A failure here is logged and
-    never fails the writer (its change is committed; the first request computes what is missing)."""
-    if not benchmark_ids:
-        return
-    try:
-        leaderboard_page.warm_default(benchmark_ids)
-    except Exception:
-        log.warning("warming the leaderboards of benchmarks %s failed", sorted(benchmark_ids), exc_info=True)
+            after_write(changed)
 
 
 def benchmarks_of_attempts(attempt_ids: Sequence[int]) -> set[int]:

@@ -1,5 +1,5 @@
-"""Share links: tokens, scope and the frozen verdict scope of a page snapshot (`runs.pages.page_snapshot`), and what
-the checklist leaderboard adds to the frame's snapshot (its rows and matrix, the attempts behind each cell).
+"""Share links: tokens, scope, budgets, the frozen verdict scope of a page snapshot (`runs.pages.page_snapshot`) and
+the markup its public page shows.
 
 A link's token is shown once, at creation; only its SHA-256 is stored and compared in
 constant time. The snapshot holds what the page showed, as the page computed it, so a
@@ -28,108 +28,23 @@ from django.urls import Resolver404, resolve, reverse
 from django.utils import timezone
 from django.utils.safestring import SafeString
 
-from runs.exclusions import excluded_item_ids, exclusion_policy_label
-from runs.filters import state_query
 from runs.frozen_html import relinked
-from runs.leaderboard_rows import LeaderboardTables, leaderboard_tables  # the API reads the tables from here too
-from runs.metrics import checklist as metrics
-from runs.metrics.checklist import GROUPINGS, AttemptRow, Filters, ScoreRow
-from runs.models import Attempt, Benchmark, Instance, ShareLink, ShareScope, Verdict
+from runs.metrics.checklist import AttemptRow
+from runs.models import Attempt, Benchmark, ShareLink, ShareScope, Verdict
 from runs.pages import page_snapshot
+from runs.selectors.checklist import cell_key, state_query
 
 TOKEN_BYTES = 32  # secrets.token_urlsafe(32): 43 characters, 256 bits
 MAX_TOKEN_LENGTH = 100  # longer strings are not tokens; refuse them before hashing
 #: expiry choices of the share form: days (as a string) -> label; "" never expires
 EXPIRY_DAYS = {"": "never", "1": "in 1 day", "7": "in 7 days", "30": "in 30 days", "90": "in 90 days"}
-_KEY_SEP = "\x1f"
-
-
-# leaderboard rows as plain JSON, exports ------------------------------------------------
-def score_row_dict(row: ScoreRow) -> dict:
-    """A leaderboard row as plain JSON (rates in percent): the shape of snapshots, exports and the API."""
-    return {
-        "model": row.model, "group": row.group, "runs": list(row.runs),
-        "isr": row.isr, "isr_std": row.isr_std, "csr": row.csr, "csr_std": row.csr_std,
-        "macro_csr": row.macro_csr, "macro_csr_std": row.macro_csr_std,
-        "isr_ci": list(row.isr_ci) if row.isr_ci else None, "csr_ci": list(row.csr_ci) if row.csr_ci else None,
-        "n_instances": row.n_instances, "n_attempts": row.n_attempts, "n_empty": row.n_empty, "small": row.small,
-        "n_unscored": row.n_unscored, "n_unrecognised": row.n_unrecognised,
-        "per_judge": {judge: {"isr": s.isr, "csr": s.csr, "macro_csr": s.macro_csr, "n_instances": s.n_instances,
-                              "n_attempts": s.n_attempts, "n_success": s.n_success, "unscored": s.unscored,
-                              "n_unrecognised": s.n_unrecognised}
-                      for judge, s in row.per_judge.items()},
-        "usage": metrics.usage_dict(row.usage),
-    }
-
-
-def state_dict(state: dict) -> dict:
-    """A leaderboard state (filters, grouping, sort, interval flag, exclusion policy) as plain JSON."""
-    f: Filters = state["filters"]
-    return {"run": list(f.runs), "judge": list(f.judges), "scaffold": list(f.scaffolds),
-            "primary_category": list(f.primary_categories), "by": state["by"], "sort": state["sort"], "ci": state["ci"],
-            "exclude": state.get("exclude", "none")}
-
-
-def state_tables(benchmark: Benchmark, state: dict) -> LeaderboardTables:
-    """The leaderboard tables of a state, leaving out the items its exclusion policy names (page, exports, snapshots, API)."""
-    return leaderboard_tables(benchmark, state, excluded_items=excluded_item_ids(benchmark, state.get("exclude")))
 
 
 # snapshots -------------------------------------------------------------------------------
-def cell_key(model: str, group: str | None) -> str:
-    """The key of a leaderboard cell's frozen attempt list (group "" for a whole model row)."""
-    return f"{model}{_KEY_SEP}{group or ''}"
-
-
 def data_version(benchmark_id: int) -> str:
     """Which verdicts a snapshot saw: their count and the newest verdict id of the benchmark."""
     agg = Verdict.objects.filter(attempt__run__benchmark_id=benchmark_id).aggregate(n=Count("id"), newest=Max("id"))
     return f"verdicts={agg['n']};newest={agg['newest'] or 0}"
-
-
-def _drilldown(benchmark: Benchmark, state: dict, tables: LeaderboardTables) -> dict:
-    """Per cell the attempts behind it, failing first (metrics.drilldown_rows), in a compact form.
-
-    {"judges": [names], "attempts": {id: [instance id, external id, run, turns]},
-    "cells": {cell_key: [[attempt id, [[applicable, passed] or None per judge]], ...]}}: an
-    attempt's facts are stored once however many cells it is behind.
-    """
-    cells = [(r.model, "model", None) for r in tables.overall]
-    if state["by"] != "model":
-        cells += [(r.model, state["by"], r.group) for r in tables.rows]
-    frozen: dict[str, list[AttemptRow]] = {}
-    for model, by, group in cells:
-        frozen[cell_key(model, group)] = metrics.drilldown_rows(
-            benchmark.id, state["filters"], model=model, by=by, group=group)
-    rows = [r for cell_rows in frozen.values() for r in cell_rows]
-    judges = sorted({j for r in rows for j in r.judges})
-    external = dict(Instance.objects.filter(id__in={r.instance_id for r in rows}).values_list("id", "external_id"))
-    return {
-        "judges": judges,
-        "attempts": {str(r.attempt_id): [r.instance_id, external.get(r.instance_id, ""), r.run, r.assistant_turns] for r in rows},
-        "cells": {key: [[r.attempt_id, [list(r.judges[j]) if j in r.judges else None for j in judges]] for r in cell_rows]
-                  for key, cell_rows in frozen.items()},
-    }
-
-
-def leaderboard_layout(benchmark: Benchmark, state: dict, tables: LeaderboardTables) -> dict:
-    """What the leaderboard's export and snapshot keep besides the frame's tables: its rows as plain JSON (the shape
-    of the API), the matrix's groups, the chart, and the exclusion policy applied."""
-    excluded = excluded_item_ids(benchmark, state.get("exclude"))
-    layout = {
-        "benchmark": benchmark.slug, "state": state_dict(state), "by": state["by"], "by_label": GROUPINGS[state["by"]],
-        "overall": [score_row_dict(r) for r in tables.overall], "rows": [score_row_dict(r) for r in tables.rows],
-        "groups": tables.groups, "figure": tables.figure, "small_cell": metrics.SMALL_CELL,
-    }
-    if excluded is not None:
-        layout["exclusion"] = {"policy": state["exclude"], "label": exclusion_policy_label(state["exclude"]),
-                               "n_excluded": len(excluded)}
-    return layout
-
-
-def leaderboard_attempt_lists(benchmark: Benchmark, state: dict) -> dict:
-    """Each leaderboard cell's attempts, failing first, frozen for a share link made with its attempts (`_drilldown`)."""
-    return _drilldown(benchmark, state, state_tables(benchmark, state))
 
 
 def snapshot_attempt_rows(link: ShareLink, *, model: str, group: str | None) -> list[AttemptRow] | None:

@@ -35,7 +35,6 @@ urlpatterns = [
     path("instances/<int:pk>/", checklist.instance, name="instance"),
     path("instances/<int:pk>/compare/", checklist.attempt_compare, name="instance-compare"),
     # share links and exports (public s/<token>/ pages need no login; the token is the credential)
-    path("b/<slug:slug>/leaderboard/export/", sharing.leaderboard_export, name="checklist-leaderboard-export"),
     path("b/<slug:slug>/share/", sharing.share_create, name="share-create"),
     path("b/<slug:slug>/share-page/", sharing.page_share_create, name="page-share-create"),
     path("share-links/", sharing.share_list, name="share-list"),

@@ -1,25 +1,27 @@
-"""GET /api/leaderboards/<slug>/ (the leaderboard page's rows) and GET /api/attempts/<id>/verdicts/."""
+"""GET /api/leaderboards/<slug>/ (the leaderboard page's rows) and GET /api/attempts/<id>/verdicts/.
+
+The leaderboard's query is its page's (runs.selectors.checklist.checklist_query reads it for both), so the same
+query string gives the page's rows, and a parameter the page cannot use is answered 400 with the page's words."""
 from __future__ import annotations
 
-from django.http import QueryDict
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import generics, serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from runs.access import attempt_for, benchmark_for, blind_safe
-from runs import sharing
-from runs.exclusions import excluded_item_ids
-from runs.filters import SORTS, LeaderboardFilterForm
 from runs.metrics.checklist import GROUPINGS
 from runs.models import BenchmarkKind, ChecklistItem, Verdict
+from runs.selectors import checklist as selectors
 
-_LISTS = ("run", "judge", "scaffold", "primary_category")
+#: the API's comma-separated parameters, and the page's repeatable one each adds its values to
+_COMMA_LISTS = {"runs": "run", "judges": "judge"}
 
 
 # input -------------------------------------------------------------------------------
 class LeaderboardQuerySerializer(serializers.Serializer):
-    """Query parameters of GET /api/leaderboards/<slug>/: the leaderboard page's own URL state."""
+    """Query parameters of GET /api/leaderboards/<slug>/: the leaderboard page's own URL state (the schema's
+    description of them; the page's form validates them, runs.selectors.checklist.checklist_query)."""
 
     by = serializers.ChoiceField(choices=list(GROUPINGS), default="model",
                                  help_text="model: one row per model; otherwise one row per model and group value.")
@@ -29,7 +31,7 @@ class LeaderboardQuerySerializer(serializers.Serializer):
     primary_category = serializers.ListField(child=serializers.CharField(), required=False, help_text="Instance primary category; repeat for several.")
     runs = serializers.CharField(required=False, help_text="Comma-separated run labels (added to run).")
     judges = serializers.CharField(required=False, help_text="Comma-separated judge names (added to judge).")
-    sort = serializers.ChoiceField(choices=list(SORTS), default="-isr", help_text="Row order, as on the page.")
+    sort = serializers.ChoiceField(choices=list(selectors.SORTS), default="-isr", help_text="Row order, as on the page.")
     ci = serializers.BooleanField(default=False, help_text="Add 95% bootstrap intervals over instances (1,000 resamples, fixed seed).")
     exclude = serializers.CharField(required=False, default="none", help_text="Audit exclusion policy: none, "
                                     "flagged_by_either, flagged_by_both or adjudicated_invalid (items it flags are left out).")
@@ -142,7 +144,9 @@ class LeaderboardView(APIView):
         parameters=[LeaderboardQuerySerializer],
         responses={
             200: LeaderboardSerializer,
-            400: OpenApiResponse(description="A parameter is malformed, or names a run, judge, scaffold or category the benchmark does not have."),
+            400: OpenApiResponse(description="A parameter is malformed, or names a run, judge, scaffold, category or "
+                                             "exclusion policy the benchmark does not have, as {parameter: [the "
+                                             "page's words]}."),
             404: OpenApiResponse(description="No checklist benchmark has this slug."),
         },
         description="ISR, CSR and macro CSR in percent per model (or model x group with ?by=), each judge scored "
@@ -152,35 +156,24 @@ class LeaderboardView(APIView):
     )
     def get(self, request, slug):
         benchmark = benchmark_for(request, slug, kind=BenchmarkKind.CHECKLIST)
-        query = LeaderboardQuerySerializer(data=request.query_params)
-        query.is_valid(raise_exception=True)
-        form = LeaderboardFilterForm(_form_data(query.validated_data), benchmark=benchmark)
-        if not form.is_valid():
-            return Response(form.errors, status=status.HTTP_400_BAD_REQUEST)
-        state = form.state() | {"exclude": query.validated_data["exclude"]}
-        try:
-            excluded = excluded_item_ids(benchmark, state["exclude"])
-        except ValueError as exc:
-            return Response({"exclude": [str(exc)]}, status=status.HTTP_400_BAD_REQUEST)
-        tables = sharing.leaderboard_tables(benchmark, state, excluded_items=excluded)
-        rows = [sharing.score_row_dict(r) for r in tables.rows]
-        body = {"benchmark": benchmark.slug, "by": state["by"], "state": sharing.state_dict(state),
-                "excluded_items": len(excluded or ()), "rows": rows}
+        parsed = selectors.checklist_query(benchmark, _page_query(request.query_params))
+        if parsed.errors:
+            return Response(parsed.errors, status=status.HTTP_400_BAD_REQUEST)
+        board = selectors.leaderboard(benchmark, parsed.state)
+        body = {"benchmark": benchmark.slug, "by": parsed.state["by"], "state": board.layout["state"],
+                "excluded_items": len(board.excluded or ()), "rows": board.layout["rows"]}
         return Response(LeaderboardSerializer(body).data)
 
 
-def _form_data(params: dict) -> QueryDict:
-    """The API's parameters as the leaderboard page's query string (comma lists merged into the repeatable ones)."""
-    data = QueryDict(mutable=True)
-    for name in _LISTS:
-        values = list(params.get(name) or [])
-        plural = params.get(name + "s") if name in ("run", "judge") else None
-        values += [v.strip() for v in (plural or "").split(",") if v.strip()]
-        data.setlist(name, values)
-    data["by"], data["sort"] = params["by"], params["sort"]
-    if params["ci"]:
-        data["ci"] = "on"
-    return data
+def _page_query(params):
+    """The API's parameters as the leaderboard page's query string: each comma-separated list (runs=, judges=)
+    added to the page's repeatable parameter (run=, judge=)."""
+    query = params.copy()
+    for plural, name in _COMMA_LISTS.items():
+        values = [v.strip() for v in ",".join(query.pop(plural, [])).split(",") if v.strip()]
+        if values:
+            query.setlist(name, query.getlist(name) + values)
+    return query
 
 
 class AttemptVerdictListView(generics.ListAPIView):

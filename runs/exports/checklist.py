@@ -1,15 +1,15 @@
 """Checklist pages as data: the leaderboard, judge sensitivity, ISR by interaction length, paired comparison.
 
 The leaderboard goes through the frame like every page; its snapshot also keeps its own layout
-(rows, matrix, chart: runs.sharing.leaderboard_layout) and, with its attempts, the attempts
-behind each cell (runs.sharing.leaderboard_attempt_lists)."""
+(rows, matrix, chart: runs.selectors.checklist.leaderboard_layout) and, with its attempts, the attempts
+behind each cell (runs.selectors.checklist.leaderboard_attempt_lists)."""
 from __future__ import annotations
 
-from runs import sharing
 from runs.ingest.usage import USAGE_FIELDS
 from runs.metrics import checklist as metrics
 from runs.models import ReportStatus
 from runs.pages import Column, PageData, Table, page_builder
+from runs.selectors import checklist as selectors
 
 #: the leaderboard CSV's columns: the names its header has always had (scripts read them), rates in percent
 _SCORES = ("isr", "isr_std", "csr", "csr_std", "macro_csr", "macro_csr_std", "isr_ci_low", "isr_ci_high",
@@ -19,22 +19,22 @@ _PER_JUDGE = ("isr", "csr", "macro_csr")
 
 
 def _leaderboard_attempt_lists(context: dict) -> dict:
-    return sharing.leaderboard_attempt_lists(context["benchmark"], context["state"])
+    return selectors.leaderboard_attempt_lists(context["benchmark"], context["state"])
 
 
 @page_builder(("leaderboard", "Leaderboard"), attempt_lists=_leaderboard_attempt_lists)
 def leaderboard_page(context: dict) -> PageData:
     """ISR/CSR per model (or per model and group, in the page's order), per-judge scores as extra columns."""
     benchmark, state = context["benchmark"], context["state"]
-    tables = sharing.state_tables(benchmark, state)
-    layout = sharing.leaderboard_layout(benchmark, state, tables)
+    board = selectors.leaderboard(benchmark, state)
+    tables, layout = board.tables, board.layout
     return PageData("Leaderboard", [leaderboard_table(layout["rows"])],
                     [tables.figure] if tables.figure and tables.overall else [], help_anchor="checklist",
                     facts=layout["state"], judges=list(state["filters"].judges) or None, layout=layout)
 
 
 def leaderboard_table(rows: list[dict]) -> Table:
-    """Leaderboard rows (runs.sharing.score_row_dict) as the frame's table, judges in name order."""
+    """Leaderboard rows (runs.selectors.checklist.score_row_dict) as the frame's table, judges in name order."""
     judges = sorted({j for r in rows for j in r["per_judge"]})
     columns = (Column("model", "model"), Column("group", "group"), *(Column(k, k, "pct") for k in _SCORES),
                *(Column(k, k, "int") for k in _COUNTS),

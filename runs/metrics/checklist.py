@@ -750,7 +750,7 @@ def leaderboard_rows(benchmark_id: int, filters: Filters, *, by: str = "model", 
 def with_usage(rows: list[ScoreRow], benchmark_id: int, filters: Filters, *,
                usage: Mapping[str, UsageSummary] | None = None) -> list[ScoreRow]:
     """The rows (by model) with their attempts' usage: `usage` when given (usage_by_model of these filters, as
-    cached by runs.leaderboard_rows), else usage_by_model."""
+    cached by runs.selectors.checklist.leaderboard_usage), else usage_by_model."""
     if usage is None:
         usage = usage_by_model(benchmark_id, filters) if rows else {}
     for row in rows:

@@ -10,8 +10,12 @@ from collections.abc import Mapping, Sequence
 from django import forms
 
 from runs.exclusions import excluded_item_ids, exclusion_policy_choices, exclusion_policy_unknown
-from runs.filters import JUDGE_UNKNOWN, RUN_UNKNOWN
 from runs.widgets import CheckboxDropdown
+
+#: the words every kind's page says an unknown run or judge in (a note beside its defaults) and its API refuses it with
+#: (400): a form's invalid_choice message, `%(value)s` standing for the value given
+RUN_UNKNOWN = "No run of this benchmark is labelled '%(value)s'."
+JUDGE_UNKNOWN = "No judge named '%(value)s' scored this benchmark."
 
 BY = [("model", "model (runs pooled)"), ("run", "run")]
 #: characters no query parameter may hold: NUL (PostgreSQL text cannot store it) and the other control characters

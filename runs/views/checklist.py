@@ -14,15 +14,14 @@ from runs.charts import checklist as charts
 from runs import search, selectors, trajectory_view
 from runs.exports import checklist as exports
 from runs.cache import cached, generation_seen
-from runs.filters import LeaderboardFilterForm, form_notes, form_state, state_of, state_query
 from runs.leaderboard_page import TEMPLATE as LEADERBOARD_TEMPLATE
 from runs.leaderboard_page import full_page, results_html
-from runs.leaderboard_rows import state_digest
 from runs.metrics import checklist as metrics
 from runs.metrics.checklist import GROUPINGS
 from runs.models import Attempt, Benchmark, BenchmarkKind, Verdict
 from runs.pages import TOOLBAR_TEMPLATE, frame_response, page_tools, render_page
 from runs.querystring import query_with
+from runs.selectors.checklist import checklist_query, state_digest
 from runs.selectors.attempts import attempt_verdict_diff
 
 ATTEMPTS_PAGE = 50
@@ -51,27 +50,22 @@ def leaderboard(request, slug):
     the toolbar of the new state out of band."""
     benchmark = _benchmark(request, slug)
     generation_seen(benchmark)  # read just now, before any data: the cached parts need no query for it
-    notes = []
-    if request.GET:
-        form = LeaderboardFilterForm(request.GET, benchmark=benchmark)
-        state = form_state(form)
-        # an unknown run, judge or exclusion policy is said (in the API's words), not passed over
-        notes = form_notes(form)
-    else:  # the page as first opened: the default state, no form (and no choices) to parse
-        state = state_of({})
+    # an unknown run, judge or exclusion policy is said (in the API's words), not passed over
+    parsed = checklist_query(benchmark, request.GET)
+    state, notes = parsed.state, parsed.notes
     if notes and request.GET.get("export"):  # a table has no room for the note: its file is refused with it
         return HttpResponse("\n".join(notes), status=400, content_type="text/plain; charset=utf-8")
     framed = frame_response(request, {"benchmark": benchmark, "state": state}, page_data=exports.leaderboard_page)
     if framed is not None:
         return framed
-    tools = page_tools(request, exports.leaderboard_page, state=state_query(state))  # the state, not the query
+    tools = page_tools(request, exports.leaderboard_page, state=parsed.params)  # the state, not the query
     if request.htmx:
         toolbar = render_to_string(TOOLBAR_TEMPLATE, {"benchmark": benchmark, "page_tools": tools, "oob": True},
                                    request)
         said = render_to_string(f"{LEADERBOARD_TEMPLATE}#query-notes", {"query_notes": notes, "oob": True}, request)
-        return HttpResponse(results_html(benchmark, state, request=request) + toolbar + said)
-    context = {"benchmark": benchmark, "query": state_query(state).urlencode(), "page_tools": tools, "query_notes": notes}
-    return HttpResponse(full_page(request, benchmark, state, context))
+        return HttpResponse(results_html(parsed, request=request) + toolbar + said)
+    context = {"benchmark": benchmark, "query": parsed.params.urlencode(), "page_tools": tools, "query_notes": notes}
+    return HttpResponse(full_page(request, parsed, context))
 
 
 # drill-down ----------------------------------------------------------------------------
@@ -79,8 +73,8 @@ def leaderboard(request, slug):
 def attempts(request, slug):
     """The attempts behind one leaderboard cell (model, and group when grouped), failing first."""
     benchmark = _benchmark(request, slug)
-    form = LeaderboardFilterForm(request.GET or None, benchmark=benchmark)
-    state = form_state(form) if form.is_bound else form.state()
+    parsed = checklist_query(benchmark, request.GET)
+    state, form = parsed.state, parsed.form
     model, group = request.GET.get("model", ""), request.GET.get("group")
     rows = metrics.drilldown_rows(benchmark.id, state["filters"], model=model, by=state["by"], group=group)
     page = Paginator(rows, ATTEMPTS_PAGE).get_page(request.GET.get("page"))
@@ -241,8 +235,8 @@ def _compare_side(request, side: str, attempt: Attempt) -> dict:
 def judges(request, slug):
     """Judge sensitivity: per-judge ranks, the largest rank shift, Kendall's tau, items judges disagree on."""
     benchmark = _benchmark(request, slug)
-    form = LeaderboardFilterForm(request.GET or None, benchmark=benchmark)
-    state = form_state(form) if form.is_bound else form.state()
+    parsed = checklist_query(benchmark, request.GET)
+    state, form = parsed.state, parsed.form
     rows = metrics.leaderboard_rows(benchmark.id, state["filters"])
     stability = metrics.rank_stability(rows)
     table = [{"model": r.model, "row": r, "ranks": [stability.ranks.get(r.model, {}).get(j) for j in stability.judges],
@@ -258,8 +252,8 @@ def judges(request, slug):
 def length(request, slug):
     """ISR by interaction length (assistant-turn buckets) per model, as a chart and a table."""
     benchmark = _benchmark(request, slug)
-    form = LeaderboardFilterForm(request.GET or None, benchmark=benchmark)
-    state = form_state(form) if form.is_bound else form.state()
+    parsed = checklist_query(benchmark, request.GET)
+    state, form = parsed.state, parsed.form
     # cached per data generation and filter state: the rows of every rollup regrouped take 1.6 s at 10M verdicts
     rows = cached(benchmark.id, f"length:{state_digest(state, None)}",
                   lambda: metrics.isr_by_length(metrics.attempt_cells(benchmark.id, state["filters"])), kind=list)

@@ -7,11 +7,11 @@ from django.shortcuts import render
 from runs import search as s
 from runs.access import benchmark_for
 from runs.exports import search as exports
-from runs.filters import filter_choices
 from runs.models import Run, VerdictResult
 from runs.pages import render_page
 from runs.querystring import query_with
 from runs.selectors import KIND_PAGES, SEARCH_EXAMPLES
+from runs.selectors.checklist import filter_choices
 from runs.trajectory_view import clamp
 
 

@@ -1,4 +1,4 @@
-"""Share links (create, list, revoke; the public frozen pages at s/<token>/), and the leaderboard's export address of old.
+"""Share links (create, list, revoke; the public frozen pages at s/<token>/).
 
 Public views take no login: the token is the credential. Every failure to resolve a
 token, and every page outside the link's scope, is the same 404, so responses tell an
@@ -19,7 +19,6 @@ from django.views.decorators.http import require_GET, require_POST
 from runs.access import benchmark_for, blind_safe, writes
 from runs import pages, search, sharing, trajectory_view
 from runs.exports import checklist as exports_checklist
-from runs.filters import LeaderboardFilterForm, form_notes, form_state
 from runs.metrics import checklist as metrics
 from runs.models import Attempt, Benchmark, BenchmarkKind, ShareLink
 from runs.querystring import query_with
@@ -34,12 +33,6 @@ class ShareCreateForm(forms.Form):
     query = forms.CharField(required=False, max_length=4000)
     include_attempts = forms.BooleanField(required=False)
     expires_in = forms.ChoiceField(choices=list(sharing.EXPIRY_DAYS.items()), required=False)
-
-
-def _state(benchmark, query: QueryDict) -> dict:
-    """The leaderboard state of a query string, parsed exactly as the leaderboard page parses it."""
-    form = LeaderboardFilterForm(query or None, benchmark=benchmark)
-    return form_state(form) if form.is_bound else form.state()
 
 
 def _link(token: str) -> ShareLink:
@@ -79,7 +72,7 @@ def _refused(request, message: str, *, status: int) -> HttpResponse:
     return HttpResponse(message, status=status, content_type="text/plain; charset=utf-8")
 
 
-# private: create, list, revoke, export --------------------------------------------------
+# private: create, list, revoke ----------------------------------------------------------
 @writes
 @login_required  # blind annotators are refused (runs.access): a link with the attempts scope shows verdicts
 @require_POST
@@ -156,25 +149,6 @@ def revoke_consequences(link: ShareLink) -> list[str]:
             "The portal does not record when a link is opened, so it cannot tell whether anyone still uses it."]
 
 
-@blind_safe
-@login_required
-@require_GET
-def leaderboard_export(request, slug):
-    """The leaderboard's export address of old (?format=csv|json): the frame's export of the leaderboard page, for the
-    state of the rest of the query, as the page's own ?export= gives it."""
-    benchmark = benchmark_for(request, slug, kind=BenchmarkKind.CHECKLIST)
-    fmt = request.GET.get("format", "csv")
-    if fmt not in EXPORT_FORMATS:
-        raise Http404("unknown export format")
-    params = request.GET.copy()
-    params.pop("format", None)
-    if params and (notes := form_notes(LeaderboardFilterForm(params, benchmark=benchmark))):  # as the page's ?export=
-        return HttpResponse("\n".join(notes), status=400, content_type="text/plain; charset=utf-8")
-    state = _state(benchmark, params)
-    data = pages.viewer_page_data(request, exports_checklist.leaderboard_page, {"benchmark": benchmark, "state": state})
-    return pages.export_response(data, fmt=fmt, table="leaderboard", filename=f"{benchmark.slug}-leaderboard-{state['by']}",
-                                 state=pages.page_state(params))
-
 
 # public: the frozen snapshot and the attempts in its scope ------------------------------
 @never_cache
@@ -192,7 +166,7 @@ def shared_leaderboard(request, token):
                    # the page of one attempt links to no other: the attempts the link opens are offered beside it
                    "opened": sharing.opened_attempts(link) if reverse("runs:share-attempts", args=[token]) not in body else []}
         return render(request, "runs/sharing/page_snapshot.html", context)
-    if "overall" in snap:  # a leaderboard frozen before pages were kept as shown (runs.sharing.leaderboard_layout)
+    if "overall" in snap:  # a leaderboard frozen before pages were kept as shown (runs.selectors.checklist.leaderboard_layout)
         cells = {(r["model"], r["group"]): r for r in snap["rows"]}
         matrix = [{"row": o, "cells": [cells.get((o["model"], g)) for g in snap["groups"]]} for o in snap["overall"]]
         context = {"link": link, "token": token, "snap": snap, "matrix": matrix, "data": data,

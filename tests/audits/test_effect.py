@@ -130,10 +130,10 @@ def test_exports_and_share_snapshots_carry_the_exclusion_policy(bench, campaign,
 
     _label_all(campaign, [annotator_a, annotator_b], {"annotator_a": ("x",), "annotator_b": ("x",)})
     page = client_for(lead)
-    exported = page.get("/b/octo-test/leaderboard/export/?exclude=adjudicated_invalid&format=json").json()
+    exported = page.get("/b/octo-test/leaderboard/?exclude=adjudicated_invalid&export=json").json()
     assert exported["state"]["exclude"] == "adjudicated_invalid"
     assert [(r["model"], r["isr"]) for r in exported["rows"]][0] == ("alpha", 100.0)
-    plain = page.get("/b/octo-test/leaderboard/export/?format=json").json()
+    plain = page.get("/b/octo-test/leaderboard/?export=json").json()
     assert plain["state"]["exclude"] == "none" and plain["rows"][0]["model"] == "beta"
 
     assert page.post("/b/octo-test/share/", {"query": "exclude=adjudicated_invalid", "expires_in": ""}).status_code == 200

@@ -5,7 +5,7 @@ import pytest
 from audits import services
 from audits.models import AuditUnit
 from runs.exclusions import excluded_item_ids
-from runs.leaderboard_rows import compute_tables, leaderboard_tables
+from runs.selectors.checklist import compute_tables, leaderboard_tables
 from runs.metrics.checklist import Filters
 from runs.models import Benchmark
 

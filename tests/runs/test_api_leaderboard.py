@@ -4,10 +4,10 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from runs import sharing
 from runs.metrics import checklist as metrics
 from runs.metrics.checklist import Filters
 from runs.models import Benchmark
+from runs.selectors.checklist import score_row_dict
 
 from .test_views_checklist import XSS, build_study
 
@@ -45,8 +45,8 @@ def test_it_returns_the_same_rows_as_the_page(reviewer_client, query, by, filter
     for row in expected if by == "model" else ():
         row.runs = (f"{row.model}-r1",)  # the page names the runs a by-model row pools: one each here
     key = lambda r: (r["model"], r["group"] or "")  # noqa: E731
-    assert sorted(body["rows"], key=key) == sorted((sharing.score_row_dict(r) for r in expected), key=key)
-    page = reviewer_client.get(reverse("runs:checklist-leaderboard-export", args=[bench.slug]) + query.replace("?", "?format=json&")
+    assert sorted(body["rows"], key=key) == sorted((score_row_dict(r) for r in expected), key=key)
+    page = reviewer_client.get(reverse("runs:checklist-leaderboard", args=[bench.slug]) + query.replace("?", "?export=json&")
                                .replace("judges=j1,j2", "judge=j1&judge=j2").replace("runs=", "run=")).json()
     assert body["rows"] == page["rows"]
 

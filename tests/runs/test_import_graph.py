@@ -102,6 +102,31 @@ def test_it_finds_a_cycle_through_a_function_level_import():
     assert _cycles(graph) == [["runs.a", "runs.b", "runs.c"]]
 
 
+def _imported_at_top(graph: dict[str, dict[str, bool]], start: str) -> set[str]:
+    """Every runs module importing `start` imports at module top, directly or through others, with the package of
+    each (a submodule is imported after its package)."""
+    seen: set[str] = set()
+    todo = [start]
+    while todo:
+        name = todo.pop()
+        for module, at_top in graph.get(name, {}).items():
+            parents = [".".join(module.split(".")[:n]) for n in range(2, module.count(".") + 2)]
+            for found in (m for m in parents if m in graph and at_top and m not in seen):
+                seen.add(found)
+                todo.append(found)
+    return seen
+
+
+def test_a_write_service_does_not_import_the_html_renderer():
+    """Cache warming after a write (runs.cache_warming.after_write) renders the leaderboard when it runs: importing a
+    writer or the job runner loads no renderer, nor the readers it reads through."""
+    graph = _imports(_modules())
+    for writer in ("runs.services", "runs.jobs"):
+        loaded = _imported_at_top(graph, writer)
+        assert "runs.cache_warming" in loaded
+        assert not loaded & {"runs.leaderboard_page", "runs.selectors", "runs.selectors.checklist"}, writer
+
+
 #: metrics modules that still read the database themselves; temporary: the checklist metrics are split next
 METRICS_THAT_READ = ("runs.metrics.checklist",)
 #: what a metrics module may not import: metrics are pure functions of rows, the reads are selectors

@@ -167,7 +167,7 @@ def test_the_checklist_pages_work_on_an_imported_task(reviewer_client):
     assert judges.status_code == 200 and "strict" in judges.content.decode() and "loose" in judges.content.decode()
     assert reviewer_client.get(reverse("runs:checklist-compare", args=[slug])).status_code == 200
     reported = json.loads(RESULTS.read_text())["results"]["ifeval"]
-    export = reviewer_client.get(reverse("runs:checklist-leaderboard-export", args=[slug]) + "?format=json").json()
+    export = reviewer_client.get(reverse("runs:checklist-leaderboard", args=[slug]) + "?export=json").json()
     both = (reported["prompt_level_strict_acc,none"] + reported["prompt_level_loose_acc,none"]) / 2
     assert export["rows"][0]["isr"] == pytest.approx(100 * both)  # the row is the mean over the two judges
 

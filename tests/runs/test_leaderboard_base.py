@@ -14,7 +14,7 @@ from django.urls import reverse
 
 from runs import services
 from runs.cache import cache_key, cache_scope, data_generation
-from runs.leaderboard_rows import compute_tables, leaderboard_base, leaderboard_usage
+from runs.selectors.checklist import compute_tables, leaderboard_base, leaderboard_usage
 from runs.metrics.checklist import (BASE_GROUPINGS, Filters, ModelBase, attempt_cells, base_rows, model_base,
                                     judges_score_every_attempt, model_rows_counted, score_rows, usage_by_model,
                                     with_usage)
@@ -195,7 +195,7 @@ def test_a_reader_past_their_budget_still_leaves_the_summary_and_default_page_fo
     assert cache.get(cache_key(bench.id, generation, "second")) is None
     assert isinstance(cache.get(cache_key(bench.id, generation, "base")), ModelBase)
     # the page as first opened is shared too (one per generation); any other state is charged
-    from runs.leaderboard_rows import LeaderboardTables, leaderboard_tables, state_digest
+    from runs.selectors.checklist import LeaderboardTables, leaderboard_tables, state_digest
 
     default = {"filters": Filters(), "by": "model", "sort": "-isr", "ci": False, "exclude": "none"}
     other = default | {"sort": "csr"}

@@ -15,7 +15,7 @@ from django.urls import reverse
 from ifportal.settings import cache_url_beside
 from runs import cache as runs_cache
 from runs.ingest import Options, Source, ingest
-from runs.leaderboard_rows import compute_tables, leaderboard_tables
+from runs.selectors.checklist import compute_tables, leaderboard_tables
 from runs.metrics.checklist import Filters
 from runs.models import Attempt, Benchmark, ChecklistItem, Run, Verdict
 from runs.services import rollups_rebuild_for_attempts

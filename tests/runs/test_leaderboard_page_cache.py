@@ -15,8 +15,8 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from runs import jobs, leaderboard_page, services
-from runs.filters import filter_choices
+from runs import cache_warming, jobs, leaderboard_page, services
+from runs.selectors.checklist import filter_choices
 from runs.cache import cache_key, data_generation
 from runs.models import Benchmark, Run, Verdict
 from runs.services import rollups_rebuild_for_attempts
@@ -182,7 +182,7 @@ def test_a_failure_while_warming_never_fails_the_job(monkeypatch, caplog):
     def broken(benchmark_ids):
         raise RuntimeError("cache exploded")
 
-    monkeypatch.setattr(leaderboard_page, "warm_default", broken)  # as every writer calls it
+    monkeypatch.setattr(cache_warming, "leaderboards_default", broken)  # as every writer calls it
     job = _ingest_job()
     jobs.job_execute(job.id)
     job.refresh_from_db()
@@ -193,7 +193,7 @@ def test_a_failure_while_warming_never_fails_the_job(monkeypatch, caplog):
 @pytest.mark.django_db(transaction=True)
 def test_writers_warm_once_they_committed_jobs_once_they_finished_and_nothing_without_rollups(monkeypatch):
     calls = []
-    monkeypatch.setattr(leaderboard_page, "warm_default", lambda ids: calls.append(set(ids)))
+    monkeypatch.setattr(cache_warming, "leaderboards_default", lambda ids: calls.append(set(ids)))
     bench, attempts = build_study()
     calls.clear()
     with transaction.atomic():
@@ -212,7 +212,7 @@ def test_writers_warm_once_they_committed_jobs_once_they_finished_and_nothing_wi
     assert calls == [{bench.id}]
     monkeypatch.undo()
     empty = Benchmark.objects.create(slug="empty", name="Empty", kind="checklist")
-    leaderboard_page.warm_default([empty.id])  # no rollups: nothing computed, nothing stored
+    cache_warming.leaderboards_default([empty.id])  # no rollups: nothing computed, nothing stored
     assert cache.get(cache_key(empty.id, data_generation(empty.id), "choices")) is None
 
 

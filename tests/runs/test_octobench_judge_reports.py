@@ -162,9 +162,9 @@ def test_the_api_and_exports_carry_macro_csr_and_the_counts(errors, reviewer_cli
     (row,) = body["rows"]
     assert row["macro_csr"] == pytest.approx(100 / 9) and row["n_unscored"] == 2 and row["n_unrecognised"] == 2
     assert row["per_judge"]["judge-e"]["unscored"] == {"failed": 1, "not_json": 1}
-    export = reverse("runs:checklist-leaderboard-export", args=["octobench"])
-    assert reviewer_client.get(export + "?format=json").json()["rows"] == body["rows"]
-    (line,) = csv.DictReader(io.StringIO(reviewer_client.get(export + "?format=csv").content.decode()))
+    export = reverse("runs:checklist-leaderboard", args=["octobench"])
+    assert reviewer_client.get(export + "?export=json").json()["rows"] == body["rows"]
+    (line,) = csv.DictReader(io.StringIO(reviewer_client.get(export + "?export=csv").content.decode()))
     assert line["macro_csr"] == line["judge-e macro_csr"] == "11.11"  # as the page shows it; the JSON keeps 100 / 9
     assert (line["n_unscored"], line["n_unrecognised"]) == ("2", "2")
 

@@ -42,7 +42,6 @@ DATA = {
 }
 #: routes named <kind>-<x> that take only the benchmark and are not pages, with the reason
 NOT_PAGES = {
-    "checklist-leaderboard-export": "the leaderboard's export address of old, answered by the frame's export",
     "dialogue-rescore-start": "POST: queues a re-check job",
     "hierarchy-recheck-start": "POST: queues a re-check job",
 }

@@ -124,10 +124,10 @@ def test_the_api_and_the_exports_carry_the_usage(reviewer_client):
     assert beta["usage"]["n_attempts"] == 3
     assert beta["usage"]["total_tokens"] == {"n": 0, "mean": None, "median": None}
     assert beta["usage"]["tool_calls"] == {"n": 3, "mean": 6.0, "median": 6.0}
-    export = reverse("runs:checklist-leaderboard-export", args=[bench.slug])
-    document = reviewer_client.get(export + "?format=json").json()
+    export = reverse("runs:checklist-leaderboard", args=[bench.slug])
+    document = reviewer_client.get(export + "?export=json").json()
     assert document["rows"] == body["rows"]
-    lines = list(csv.DictReader(io.StringIO(reviewer_client.get(export + "?format=csv").content.decode())))
+    lines = list(csv.DictReader(io.StringIO(reviewer_client.get(export + "?export=csv").content.decode())))
     by_model = {line["model"]: line for line in lines}
     assert by_model["beta"]["total_tokens_mean"] == "" and by_model["beta"]["total_tokens_n"] == "0"
     assert float(by_model["alpha"]["total_tokens_median"]) == 2200

@@ -353,7 +353,7 @@ def test_a_model_row_that_pools_two_runs_says_so_on_the_page_in_the_csv_and_the_
                     "Choose runs in the filters to see one alone."]
     assert "runs</span>" not in body.replace("2 runs</span>", "")  # beta has one run: no flag
     assert "2 runs</span>" not in reviewer_client.get(page + "?run=alpha-r1&run=beta-r1").content.decode()
-    export = reviewer_client.get(reverse("runs:checklist-leaderboard-export", args=[bench.slug]) + "?format=csv")
+    export = reviewer_client.get(reverse("runs:checklist-leaderboard", args=[bench.slug]) + "?export=csv")
     lines = {line["model"]: line["runs"] for line in csv.DictReader(io.StringIO(export.content.decode()))}
     assert lines == {"alpha": "alpha + feedback; alpha-r1", "beta": "beta-r1"}
     rows = reviewer_client.get(reverse("api:leaderboard", args=[bench.slug])).json()["rows"]
@@ -376,8 +376,6 @@ def test_the_leaderboard_says_an_unknown_run_judge_or_policy_and_its_export_and_
     for export in ("export=csv", "export=json"):
         refused = reviewer_client.get(f"{page}?{query}&{export}")
         assert refused.status_code == 400 and said in refused.content.decode()
-    old = reviewer_client.get(reverse("runs:checklist-leaderboard-export", args=[bench.slug]) + f"?{query}&format=csv")
-    assert old.status_code == 400 and said in old.content.decode()
     api = reviewer_client.get(reverse("api:leaderboard", args=[bench.slug]) + f"?{query}")
     assert api.status_code == 400 and said in str(api.json())
     assert reviewer_client.get(f"{page}?export=csv").status_code == 200

@@ -215,7 +215,7 @@ def test_a_model_named_with_plotly_markup_reaches_the_page_escaped(django_user_m
 def test_judge_names_in_export_headers_cannot_run_as_formulas(django_user_model):
     bench, _ = build_study(judges=('=HYPERLINK("https://evil.example","x")', "j2"))
 
-    csv = signed_in(django_user_model, "exporter").get(f"/b/{bench.slug}/leaderboard/export/?format=csv").content.decode()
+    csv = signed_in(django_user_model, "exporter").get(f"/b/{bench.slug}/leaderboard/?export=csv").content.decode()
 
     header = csv.splitlines()[0]
     assert "'=HYPERLINK" in header and ',=HYPERLINK' not in header and not header.startswith("=")

@@ -3,8 +3,8 @@ import time
 
 from django.core.management.base import BaseCommand, CommandError
 
+from runs.cache_warming import leaderboards_default
 from runs.models import Benchmark, BenchmarkKind
-from runs.leaderboard_page import warm_default
 
 
 class Command(BaseCommand):
@@ -25,6 +25,6 @@ class Command(BaseCommand):
                 raise CommandError(f"no checklist benchmark has the slug {', '.join(map(repr, missing))}")
         ids = dict(chosen.values_list("id", "slug"))
         started = time.monotonic()
-        warm_default(set(ids))
+        leaderboards_default(ids)
         self.stdout.write(f"warmed {len(ids)} leaderboard(s) in {time.monotonic() - started:.1f} s: "
                           f"{', '.join(sorted(ids.values())) or 'none'}")

@@ -15,9 +15,9 @@ from django.urls import NoReverseMatch, reverse
 
 from ifportal.benchmarks import browser, long_trajectory, search_corpus
 from ifportal.benchmarks import study as sb
+from runs.cache_warming import after_write
 from runs.ingest import Options, Source, ingest, ingest_units
 from runs.ingest.layout import entries_of, plan_import
-from runs.leaderboard_page import warm_default
 from runs.models import Benchmark, Run, Trajectory, Verdict
 from runs.services import benchmarks_generation_bump
 
@@ -438,7 +438,7 @@ class Command(BaseCommand):
     def _data_changed_by_job(cls) -> None:
         """A writer's change, then what a job does after committing one: warm the default page."""
         cls._data_changed()
-        warm_default(Benchmark.objects.filter(slug=SLUG).values_list("id", flat=True))
+        after_write(Benchmark.objects.filter(slug=SLUG).values_list("id", flat=True))
 
     @staticmethod
     def _slug_of(kind: str) -> str | None:

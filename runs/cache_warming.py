@@ -1,0 +1,50 @@
+"""Cache warming after a write: what the first viewer after a data change would otherwise pay for.
+
+`after_write` is the one path: writers call it once their change committed (runs.services: on commit, or once at the
+end of a block of commits; runs.jobs: once a job has finished), and `manage.py leaderboards_warm` after a deploy,
+which changes the code version that keys the cache. It computes each checklist benchmark's leaderboard summary
+(runs.selectors.checklist.leaderboard_base) and the leaderboard as first opened (no filters, by model, best ISR
+first, every item): its tables, #results fragment, filter form and choices. Benchmarks without rollups are skipped.
+A failure is logged and never fails the writer: its change is committed, and the first request computes what is
+missing.
+"""
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+
+from django.http import QueryDict
+
+from runs.cache import cache_scope
+from runs.models import AttemptRollup, Benchmark, BenchmarkKind
+
+log = logging.getLogger(__name__)
+
+
+def after_write(benchmark_ids: Iterable[int]) -> None:
+    """Warm the caches of these benchmarks' current data generation (`leaderboards_default`); a failure is logged."""
+    ids = sorted({int(i) for i in benchmark_ids})
+    if not ids:
+        return
+    try:
+        leaderboards_default(ids)
+    except Exception:
+        log.warning("warming the leaderboards of benchmarks %s failed", ids, exc_info=True)
+
+
+def leaderboards_default(benchmark_ids: Iterable[int]) -> None:
+    """Compute and cache the leaderboard as first opened of each checklist benchmark with rollups among these.
+
+    The renderer is imported here, when warming runs, not with this module: the write services and the job runner
+    import this module, and a write service does not import the HTML renderer (which reads through runs.selectors,
+    whose package imports the job runner)."""
+    from runs.leaderboard_page import page_parts
+    from runs.selectors.checklist import checklist_query, filter_choices
+
+    ids = sorted(set(benchmark_ids))
+    with_rollups = set(AttemptRollup.objects.filter(benchmark_id__in=ids).values_list("benchmark_id", flat=True)
+                       .distinct().order_by())
+    for benchmark in Benchmark.objects.filter(id__in=with_rollups, kind=BenchmarkKind.CHECKLIST).order_by("id"):
+        with cache_scope(None):  # the shared default page is no one's spending; one generation for its parts
+            filter_choices(benchmark)
+            page_parts(checklist_query(benchmark, QueryDict()))
