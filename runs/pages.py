@@ -213,14 +213,17 @@ def render_page(request: HttpRequest, template: str, context: dict, *, page_data
         return response
     context["page_tools"] = page_tools(request, page_data)
     if request.htmx and fragment and request.htmx.target in (None, fragment):  # the page's own fragment, not a nested one
-        response = render(request, f"{template}#{fragment}", context)
-        if TOOLBAR_ID not in response.content:
-            # a page whose toolbar sits outside the swapped fragment (the choice pages' head, the drill-down's pager)
-            # gets the new state's toolbar out of band, so Export and Share never keep the state before the swap
-            toolbar = render_to_string(TOOLBAR_TEMPLATE, {**context, "oob": True}, request)
-            response.content = response.content + toolbar.encode()
-        return response
+        return swap_response(request, render_to_string(f"{template}#{fragment}", context, request), context)
     return render(request, template, context)
+
+
+def swap_response(request: HttpRequest, html: str, context: dict) -> HttpResponse:
+    """An htmx swap's answer: the swapped fragment's HTML and, when the fragment does not hold the toolbar (the choice
+    pages' head, the drill-down's pager, the leaderboard's cached results), the new state's toolbar out of band, so
+    Export and Share never keep the state before the swap. `context` holds the toolbar's `page_tools`."""
+    if TOOLBAR_ID not in html.encode():
+        html += render_to_string(TOOLBAR_TEMPLATE, {**context, "oob": True}, request)
+    return HttpResponse(html)
 
 
 def frame_response(request: HttpRequest, context: dict, *, page_data: PageDataBuilder) -> HttpResponse | None:

@@ -19,7 +19,7 @@ from runs.leaderboard_page import full_page, results_html
 from runs.metrics import checklist as metrics
 from runs.metrics.checklist import GROUPINGS
 from runs.models import Attempt, Benchmark, BenchmarkKind, Verdict
-from runs.pages import TOOLBAR_TEMPLATE, frame_response, page_tools, render_page
+from runs.pages import frame_response, page_tools, render_page, swap_response
 from runs.querystring import query_with
 from runs.selectors.checklist import checklist_query, state_digest
 from runs.selectors.attempts import attempt_verdict_diff
@@ -46,8 +46,8 @@ def leaderboard(request, slug):
     Exports and snapshots go through the frame (runs.pages) like every page's. The #results fragment
     and the filter form come rendered from the cache (runs.leaderboard_page); the page renders only
     the shell around them (header, the frame's toolbar) or reads the whole page from the cache with its CSRF token
-    filled in (runs.leaderboard_page.full_page), and an htmx swap brings
-    the toolbar of the new state out of band."""
+    filled in (runs.leaderboard_page.full_page), and an htmx swap brings the toolbar of the new state out of band
+    (runs.pages.swap_response)."""
     benchmark = _benchmark(request, slug)
     generation_seen(benchmark)  # read just now, before any data: the cached parts need no query for it
     # an unknown run, judge or exclusion policy is said (in the API's words), not passed over
@@ -59,11 +59,10 @@ def leaderboard(request, slug):
     if framed is not None:
         return framed
     tools = page_tools(request, exports.leaderboard_page, state=parsed.params)  # the state, not the query
-    if request.htmx:
-        toolbar = render_to_string(TOOLBAR_TEMPLATE, {"benchmark": benchmark, "page_tools": tools, "oob": True},
-                                   request)
+    if request.htmx:  # the cached #results, the notes on the new query and the frame's toolbar, out of band
         said = render_to_string(f"{LEADERBOARD_TEMPLATE}#query-notes", {"query_notes": notes, "oob": True}, request)
-        return HttpResponse(results_html(parsed, request=request) + toolbar + said)
+        return swap_response(request, results_html(parsed, request=request) + said,
+                             {"benchmark": benchmark, "page_tools": tools})
     context = {"benchmark": benchmark, "query": parsed.params.urlencode(), "page_tools": tools, "query_notes": notes}
     return HttpResponse(full_page(request, parsed, context))
 
