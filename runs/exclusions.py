@@ -85,7 +85,7 @@ def excluded_item_ids(benchmark, policy: str | None, campaigns: Iterable[int] | 
 def exclusion_box(policy: str, excluded: set[int], lines: Sequence, tau: float | None, swaps: Sequence,
                   items: Mapping[int, dict], shown: Sequence[dict]) -> dict:
     """What the hierarchy, dialogue and conflict pages show of a policy's effect, in the shape their
-    templates share (`templates/runs/_exclusion_facts.html`): the policy, its count, each row's rank
+    templates share (`templates/runs/partials/_exclusion_facts.html`): the policy, its count, each row's rank
     line by label, tau, the swaps with their excluded items (and whether the pair ends tied), and the
     first EXCLUDED_SHOWN of `shown`. `items` names the items behind the swaps by id."""
     lines_by = {line.label: line for line in lines}

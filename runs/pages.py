@@ -11,7 +11,7 @@ A page view renders through `render_page`, naming a function that turns its cont
   who shares it, and keeps its PageData and the page as it was shown (`runs.frozen_html`):
   the public share page shows that markup, with every note, spread and heading of the page,
   and exports the frozen data, whatever happens to the data afterwards.
-- the toolbar (`templates/runs/partials/page_tools.html`) with the export links and the
+- the toolbar (`templates/runs/partials/_page_tools.html`) with the export links and the
   Share form, shown only to users who may share. The builder declares its tables
   (`page_builder`), so a page's plain render lists them without building them: the builder
   runs only for an export or a snapshot.
@@ -58,7 +58,7 @@ EXPORT_FORMATS = ("csv", "json")
 #: the route the frame's Share form posts to (runs.views.sharing.page_share_create), for every page
 SHARE_ROUTE = "runs:page-share-create"
 #: the frame's toolbar (exports and the Share form) and the id it carries on every page
-TOOLBAR_TEMPLATE = "runs/partials/page_tools.html"
+TOOLBAR_TEMPLATE = "runs/partials/_page_tools.html"
 TOOLBAR_ID = b'id="page-tools"'
 #: query parameters that address the frame, not the page's state
 FRAME_PARAMS = ("export", "table", "page", "fragment")

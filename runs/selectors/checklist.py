@@ -45,8 +45,6 @@ from runs.querystring import params_with
 from runs.selectors.state import JUDGE_UNKNOWN, RUN_UNKNOWN
 from runs.widgets import CheckboxDropdown
 
-_KEY_SEP = "\x1f"
-
 # the page state ------------------------------------------------------------------------------
 SORTS = {
     "-isr": "ISR, high first", "isr": "ISR, low first", "-csr": "CSR, high first", "csr": "CSR, low first",
@@ -73,7 +71,8 @@ class LeaderboardFilterForm(forms.Form):
                                     error_messages={"invalid_choice": RUN_UNKNOWN})
     judge = forms.MultipleChoiceField(required=False, label="Judges", widget=CheckboxDropdown(summary_noun="judges"),
                                       error_messages={"invalid_choice": JUDGE_UNKNOWN})
-    scaffold = forms.MultipleChoiceField(required=False, label="Scaffolds", widget=CheckboxDropdown(summary_noun="scaffolds"))
+    scaffold = forms.MultipleChoiceField(required=False, label="Scaffolds",
+                                         widget=CheckboxDropdown(summary_noun="scaffolds"))
     primary_category = forms.MultipleChoiceField(required=False, label="Primary categories",
                                                  widget=CheckboxDropdown(summary_noun="categories"))
     by = forms.ChoiceField(choices=list(GROUPINGS.items()), required=False, label="Group by")
@@ -157,14 +156,14 @@ def _choices_part(qs, n: int, field: str):
         "choice_part", "choice_value").order_by()
 
 
-def form_notes(form: LeaderboardFilterForm) -> list[str]:
+def _form_notes(form: LeaderboardFilterForm) -> list[str]:
     """What the page says about its query (an unknown run, judge or exclusion policy: their default applies), in the
     words its API answers 400 with; its exports refuse such a query with them."""
     form.is_valid()
     return [str(message) for name in STATED for message in form.errors.get(name, ())]
 
 
-def form_state(form: LeaderboardFilterForm) -> dict:
+def _form_state(form: LeaderboardFilterForm) -> dict:
     """The form's state, with invalid values (unknown runs, judges...) ignored rather than failing the page."""
     if not form.is_valid():
         for name in list(form.errors):
@@ -199,9 +198,9 @@ def checklist_query(benchmark, query) -> ChecklistQuery:
     if not query:
         return ChecklistQuery(benchmark, state_of({}), [], {}, QueryDict(), None)
     form = LeaderboardFilterForm(query, benchmark=benchmark)
-    state = form_state(form)
+    state = _form_state(form)
     errors = {name: [str(m) for m in messages] for name, messages in form.errors.items()}
-    return ChecklistQuery(benchmark, state, form_notes(form), errors, state_query(state), form)
+    return ChecklistQuery(benchmark, state, _form_notes(form), errors, state_query(state), form)
 
 
 
@@ -248,7 +247,8 @@ def state_digest(state: dict, excluded_items: Collection[int] | None) -> str:
     """A stable hash of everything a table depends on besides the data: filters, grouping, sort,
     interval flag, exclusion policy and the excluded items themselves (order-independent)."""
     document = {
-        **filters_document(state["filters"]), "by": state["by"], "sort": state["sort"], "ci": bool(state["ci"]), "exclude": state.get("exclude") or "none",
+        **filters_document(state["filters"]), "by": state["by"], "sort": state["sort"], "ci": bool(state["ci"]),
+        "exclude": state.get("exclude") or "none",
         "excluded": sorted(excluded_items) if excluded_items else None,
     }
     return hashlib.sha256(json.dumps(document, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
@@ -302,7 +302,8 @@ def _rows(benchmark_id: int, filters, *, by: str, ci: bool, excluded_items) -> l
     return metrics.leaderboard_rows(benchmark_id, filters, by=by, bootstrap=ci, excluded_items=excluded_items)
 
 
-def compute_tables(benchmark_id: int, state: dict, *, excluded_items: Collection[int] | None = None) -> LeaderboardTables:
+def compute_tables(benchmark_id: int, state: dict, *,
+                   excluded_items: Collection[int] | None = None) -> LeaderboardTables:
     """The tables computed from the base, the rollups (bootstrap intervals, item facets) or the verdicts (items
     excluded), without caching the tables themselves."""
     filters, by, ci = state["filters"], state["by"], state["ci"]
@@ -346,6 +347,9 @@ def state_dict(state: dict) -> dict:
             "exclude": state.get("exclude", "none")}
 
 
+_KEY_SEP = "\x1f"
+
+
 def cell_key(model: str, group: str | None) -> str:
     """The key of a leaderboard cell's frozen attempt list (group "" for a whole model row)."""
     return f"{model}{_KEY_SEP}{group or ''}"
@@ -370,8 +374,10 @@ def _drilldown(benchmark: Benchmark, state: dict, tables: LeaderboardTables) -> 
     external = dict(Instance.objects.filter(id__in={r.instance_id for r in rows}).values_list("id", "external_id"))
     return {
         "judges": judges,
-        "attempts": {str(r.attempt_id): [r.instance_id, external.get(r.instance_id, ""), r.run, r.assistant_turns] for r in rows},
-        "cells": {key: [[r.attempt_id, [list(r.judges[j]) if j in r.judges else None for j in judges]] for r in cell_rows]
+        "attempts": {str(r.attempt_id): [r.instance_id, external.get(r.instance_id, ""), r.run, r.assistant_turns]
+                     for r in rows},
+        "cells": {key: [[r.attempt_id, [list(r.judges[j]) if j in r.judges else None for j in judges]]
+                        for r in cell_rows]
                   for key, cell_rows in frozen.items()},
     }
 
@@ -409,7 +415,8 @@ def leaderboard_layout(benchmark: Benchmark, state: dict, tables: LeaderboardTab
 
 
 def leaderboard_attempt_lists(benchmark: Benchmark, state: dict) -> dict:
-    """Each leaderboard cell's attempts, failing first, frozen for a share link made with its attempts (`_drilldown`)."""
+    """Each leaderboard cell's attempts, failing first, frozen for a share link made with its attempts
+    (`_drilldown`)."""
     excluded = excluded_item_ids(benchmark, state.get("exclude"))
     return _drilldown(benchmark, state, leaderboard_tables(benchmark, state, excluded_items=excluded))
 

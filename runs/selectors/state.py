@@ -113,7 +113,7 @@ def kind_state(form: KindQuery, *, benchmark, runs: Sequence, judges: Sequence, 
 
 
 def query_notes(form: forms.Form, *, shown_beside: tuple[str, ...] = ()) -> list[str]:
-    """The form's errors a page states apart (templates/runs/partials/query_errors.html): all but those of the fields
+    """The form's errors a page states apart (templates/runs/partials/_query_errors.html): all but those of the fields
     its filter bar shows beside themselves."""
     return [str(m) for name, messages in form.errors.items() if name not in shown_beside for m in messages]
 

@@ -1,4 +1,4 @@
-"""`text|found_in:q`: a text cut around each match of a find in a thread, for `runs/partials/segments.html`."""
+"""`text|found_in:q`: a text cut around each match of a find in a thread, for `runs/partials/_segments.html`."""
 from __future__ import annotations
 
 from django import template

@@ -7,7 +7,7 @@ from django.template.defaulttags import querystring
 register = template.Library()
 
 
-@register.inclusion_tag("runs/_sort_link.html", takes_context=True)
+@register.inclusion_tag("runs/partials/_sort_link.html", takes_context=True)
 def sort_link(context, label, field, current, query=None, param="sort", target="", one_way=False):
     """A header link that sorts by `field`, keeping every other parameter of `query` (the request's by
     default). `current` is the sort shown; `param` the parameter that holds it; `target` an element an

@@ -197,7 +197,7 @@ def attempt_compare(request, pk):
         sides = {side: _compare_side(request, side, chosen[side]) for side in SIDES}
         paged = next((side for side in SIDES if request.GET.get(f"{side}_page")), None)
         if request.htmx and paged:
-            return render(request, "runs/checklist/_units.html", sides[paged])
+            return render(request, "runs/partials/_units.html", sides[paged])
         context["sides"] = [sides[side] for side in SIDES]
         context.update(attempt_verdict_diff(instance_id=instance.id, attempt_a_id=chosen["a"].id,
                                             attempt_b_id=chosen["b"].id))

@@ -166,7 +166,8 @@ def shared_leaderboard(request, token):
                    # the page of one attempt links to no other: the attempts the link opens are offered beside it
                    "opened": sharing.opened_attempts(link) if reverse("runs:share-attempts", args=[token]) not in body else []}
         return render(request, "runs/sharing/page_snapshot.html", context)
-    if "overall" in snap:  # a leaderboard frozen before pages were kept as shown (runs.selectors.checklist.leaderboard_layout)
+    # a leaderboard frozen before pages were kept as shown (runs.selectors.checklist.leaderboard_layout)
+    if "overall" in snap:
         cells = {(r["model"], r["group"]): r for r in snap["rows"]}
         matrix = [{"row": o, "cells": [cells.get((o["model"], g)) for g in snap["groups"]]} for o in snap["overall"]]
         context = {"link": link, "token": token, "snap": snap, "matrix": matrix, "data": data,

@@ -1,6 +1,6 @@
 /* Renders every element with data-figure="<Plotly figure JSON>" using Plotly; re-runs on content htmx swaps in.
    (The figure rides in an attribute: htmx, with allowScriptTags false, drops script elements from swapped content.)
-   Plotly loads async (runs/partials/chart_scripts.html), so the page is usable before the library arrives: the
+   Plotly loads async (runs/partials/_chart_scripts.html), so the page is usable before the library arrives: the
    first drawing waits for both the document and the library, whichever comes last. */
 (function () {
   "use strict";

@@ -211,7 +211,7 @@ def test_the_cache_sits_next_to_the_broker_in_its_own_database(broker, cache):
 def test_the_code_version_covers_every_template_and_module_rendered_into_the_cache(tmp_path, monkeypatch):
     """A deploy that changes any template or runs module changes the version, so no older fragment is read."""
     before = runs_cache._code_version()
-    template = Path(runs_cache.__file__).resolve().parent.parent / "templates" / "runs" / "_rank_change.html"
+    template = Path(runs_cache.__file__).resolve().parent.parent / "templates" / "runs" / "partials" / "_rank_change.html"
     original = template.read_bytes()
     try:
         template.write_bytes(original + b"\n")
