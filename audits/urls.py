@@ -13,7 +13,7 @@ urlpatterns = [
     path("<int:pk>/annotators/", views.campaign_annotators, name="campaign-annotators"),
     path("<int:pk>/pilot/", views.campaign_pilot, name="campaign-pilot"),
     path("<int:pk>/label/", views.label, name="label"),
-    path("<int:pk>/adjudicate/", views.adjudication_queue, name="adjudication"),
+    path("<int:pk>/adjudicate/", views.adjudication_queue, name="campaign-adjudicate"),
     path("<int:pk>/agreement/", views.agreement, name="agreement"),
     path("assignments/<int:pk>/label/", views.label_save, name="label-save"),
     path("assignments/<int:pk>/skip/", views.assignment_skip, name="assignment-skip"),
@@ -22,5 +22,5 @@ urlpatterns = [
     path("units/<int:pk>/", views.unit_detail, name="unit"),
     path("units/<int:pk>/adjudicate/", views.adjudicate, name="adjudicate"),
     path("units/<int:pk>/rewrite/", views.unit_item_rewrite, name="unit-rewrite"),
-    path("effect/<slug:slug>/", views.effect_page, name="effect"),
+    path("effect/<slug:slug>/", views.effect, name="effect"),
 ]

@@ -286,7 +286,7 @@ def adjudicate(request, pk):
         following = selectors.next_disputed(unit.campaign, request.user, after=unit)
         if following is None:
             messages.success(request, "Decision recorded. No disputed unit is left for you.")
-            return redirect("audits:adjudication", pk=unit.campaign_id)
+            return redirect("audits:campaign-adjudicate", pk=unit.campaign_id)
         messages.success(request, "Decision recorded; here is the next disputed unit.")
         return redirect("audits:adjudicate", pk=following.pk)
     following = selectors.next_disputed(unit.campaign, request.user, after=unit)
@@ -396,7 +396,7 @@ def queue_url(user) -> str:
 
 
 @login_required
-def effect_page(request, slug):
+def effect(request, slug):
     """A checklist leaderboard before and after an exclusion policy: scores, ranks, Kendall's tau, items behind swaps."""
     benchmark = get_object_or_404(Benchmark, slug=slug, kind=BenchmarkKind.CHECKLIST)
     form = EffectForm(request.GET or None, benchmark=benchmark)

@@ -169,7 +169,7 @@ def test_it_says_where_the_lead_decides_that_decisions_count_only_once_the_campa
     services.unit_adjudicate(disputed[0], lead=lead, final_status="invalid")
     client = client_for(lead)
     effect_url = reverse("audits:effect", args=[bench["benchmark"].slug])
-    queue = client.get(reverse("audits:adjudication", args=[campaign.pk])).content.decode()
+    queue = client.get(reverse("audits:campaign-adjudicate", args=[campaign.pk])).content.decode()
     assert "not counted by the leaderboard's exclusion policies yet" in queue
     assert f"{len(disputed) - 1} units of this one are still being labelled or awaiting adjudication" in queue
     assert f'href="{effect_url}?exclude=adjudicated_invalid&amp;campaigns={campaign.pk}"' in queue
@@ -179,7 +179,7 @@ def test_it_says_where_the_lead_decides_that_decisions_count_only_once_the_campa
     assert 'id="not-counted"' not in client.get(f"{effect_url}?campaigns={campaign.pk}").content.decode()
     for unit in disputed[1:]:
         services.unit_adjudicate(unit, lead=lead, final_status="invalid")
-    queue = client.get(reverse("audits:adjudication", args=[campaign.pk])).content.decode()
+    queue = client.get(reverse("audits:campaign-adjudicate", args=[campaign.pk])).content.decode()
     assert "the leaderboard's exclusion policies count its decisions" in queue
     assert 'id="not-counted"' not in client.get(effect_url).content.decode()
 
