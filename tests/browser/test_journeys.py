@@ -114,13 +114,14 @@ def shared(transactional_db, django_user_model):
     """The study and four links made by a reviewer: whole leaderboard, "bug fix" with attempts, revoked, expired."""
     from runs.models import Attempt
     from runs.sharing import share_link_create, share_link_revoke
-    from runs.views.sharing import _state  # the state exactly as the share form builds it
+    from runs.selectors.checklist import checklist_query  # the state exactly as the page parses it
 
     benchmark = _study()
     owner = _user(django_user_model, "rita", "reviewer")
 
     def make(query: str = "", **options):
-        return share_link_create(user=owner, benchmark=benchmark, state=_state(benchmark, QueryDict(query)), **options)
+        state = checklist_query(benchmark, QueryDict(query)).state
+        return share_link_create(user=owner, benchmark=benchmark, state=state, **options)
 
     links = {"whole": make(), "bug fix": make("primary_category=bug fix", include_attempts=True),
              "revoked": make(include_attempts=True), "expired": make(expires_in_days=1)}

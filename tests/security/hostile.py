@@ -233,7 +233,7 @@ def pages(directory: Path, user) -> list[tuple[str, str]]:
 
     from runs.models import Attempt, Benchmark, Instance
     from runs.sharing import share_link_create
-    from runs.views.sharing import _state as share_state  # the state exactly as the share form builds it
+    from runs.selectors.checklist import checklist_query  # the state exactly as the page parses it
 
     ingest_all(directory)
     with TestCase.captureOnCommitCallbacks(execute=True):  # the jobs run (inline) as after a real commit
@@ -246,8 +246,8 @@ def pages(directory: Path, user) -> list[tuple[str, str]]:
     samples = Attempt.objects.filter(run__benchmark__slug="manyih-coding").order_by("pk")
     tasks = Instance.objects.filter(benchmark__slug="guidebench").order_by("pk")
     benchmark = Benchmark.objects.get(slug="hostile")
-    _, token = share_link_create(user=user, benchmark=benchmark, state=share_state(benchmark, QueryDict("")),
-                                 include_attempts=True)
+    state = checklist_query(benchmark, QueryDict("")).state
+    _, token = share_link_create(user=user, benchmark=benchmark, state=state, include_attempts=True)
     by_model = urlencode({"model": NAME})
     result = [
         ("home", "/"), ("import", "/import/"), ("jobs", "/jobs/"),

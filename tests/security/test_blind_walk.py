@@ -71,7 +71,7 @@ def study(db, django_user_model, tmp_path, hostile):
     from runs.models import Attempt, Benchmark, ChecklistItem, Instance, Job, Run, ShareLink, Verdict
     from runs.jobs import job_create
     from runs.sharing import share_link_create
-    from runs.views.sharing import _state as share_state
+    from runs.selectors.checklist import checklist_query
 
     hostile.ingest_all(tmp_path)
     for benchmark in Benchmark.objects.all():
@@ -117,8 +117,8 @@ def study(db, django_user_model, tmp_path, hostile):
             allocation="proportional", size=4, seed=3, user=lead))
         other_labels(audit.assignment_next(more, other))  # then the blind annotator holds the unit they flagged
         assert audit.assignment_next(more, blind) is not None
-    shared, token = share_link_create(user=lead, benchmark=checklist, state=share_state(checklist, QueryDict("")),
-                                      include_attempts=True)
+    state = checklist_query(checklist, QueryDict("")).state
+    shared, token = share_link_create(user=lead, benchmark=checklist, state=state, include_attempts=True)
     attempts = [Attempt.objects.filter(run__benchmark=b).order_by("pk").first() for b in Benchmark.objects.all()]
     instances = [Instance.objects.filter(benchmark=b).order_by("pk").first() for b in Benchmark.objects.all()]
     units = list(AuditUnit.objects.all())

@@ -75,7 +75,7 @@ def study(db, django_user_model, tmp_path, hostile, django_capture_on_commit_cal
     from runs.forms import ingest_job_start
     from runs.models import Attempt, Benchmark, Instance, Judge, JudgeReport, ReportStatus
     from runs.sharing import share_link_create
-    from runs.views.sharing import _state as share_state
+    from runs.selectors.checklist import checklist_query
 
     hostile.ingest_all(tmp_path)
     users = {
@@ -121,7 +121,8 @@ def study(db, django_user_model, tmp_path, hostile, django_capture_on_commit_cal
         return job
 
     def link(user, **kw):
-        return share_link_create(user=user, benchmark=checklist, state=share_state(checklist, QueryDict("")), **kw)
+        state = checklist_query(checklist, QueryDict("")).state
+        return share_link_create(user=user, benchmark=checklist, state=state, **kw)
 
     shared, token = link(users["lead"], include_attempts=True)
     in_scope = Attempt.objects.select_related("run__model").get(pk=shared.attempt_ids[0])
