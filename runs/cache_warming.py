@@ -1,8 +1,9 @@
 """Cache warming after a write: what the first viewer after a data change would otherwise pay for.
 
-`after_write` is the one path: writers call it once their change committed (runs.services: on commit, or once at the
-end of a block of commits; runs.jobs: once a job has finished), and `manage.py leaderboards_warm` after a deploy,
-which changes the code version that keys the cache. It computes each checklist benchmark's leaderboard summary
+`after_write` is the one path: it receives runs.signals.benchmarks_written, which writers send once their change
+committed (runs.services: on commit, or once at the end of a block of commits; runs.jobs: once a job has finished),
+and `manage.py leaderboards_warm` calls `leaderboards_default` after a deploy, which changes the code version that
+keys the cache. It computes each checklist benchmark's leaderboard summary
 (runs.selectors.checklist.leaderboard_base) and the leaderboard as first opened (no filters, by model, best ISR
 first, every item): its tables, #results fragment, filter form and choices. Benchmarks without rollups are skipped.
 A failure is logged and never fails the writer: its change is committed, and the first request computes what is
@@ -16,12 +17,14 @@ from collections.abc import Iterable
 from django.http import QueryDict
 
 from runs.cache import cache_scope
+from runs.leaderboard_page import page_parts
 from runs.models import AttemptRollup, Benchmark, BenchmarkKind
+from runs.selectors.checklist import checklist_query, filter_choices
 
 log = logging.getLogger(__name__)
 
 
-def after_write(benchmark_ids: Iterable[int]) -> None:
+def after_write(benchmark_ids: Iterable[int], **signal) -> None:
     """Warm the caches of these benchmarks' current data generation (`leaderboards_default`); a failure is logged."""
     ids = sorted({int(i) for i in benchmark_ids})
     if not ids:
@@ -33,14 +36,7 @@ def after_write(benchmark_ids: Iterable[int]) -> None:
 
 
 def leaderboards_default(benchmark_ids: Iterable[int]) -> None:
-    """Compute and cache the leaderboard as first opened of each checklist benchmark with rollups among these.
-
-    The renderer is imported here, when warming runs, not with this module: the write services and the job runner
-    import this module, and a write service does not import the HTML renderer (which reads through runs.selectors,
-    whose package imports the job runner)."""
-    from runs.leaderboard_page import page_parts
-    from runs.selectors.checklist import checklist_query, filter_choices
-
+    """Compute and cache the leaderboard as first opened of each checklist benchmark with rollups among these."""
     ids = sorted(set(benchmark_ids))
     with_rollups = set(AttemptRollup.objects.filter(benchmark_id__in=ids).values_list("benchmark_id", flat=True)
                        .distinct().order_by())

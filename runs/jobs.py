@@ -28,7 +28,7 @@ from .ingest import IngestFailed, Options, Problem, Report, ingest_units
 from .ingest.layout import LayoutError, plan_uploads
 from .models import Attempt, Job, JobState, Run
 from .recheck import RecheckReport, recheck_run
-from .cache_warming import after_write
+from .signals import benchmarks_written
 from .services import benchmarks_changes_collected, rollups_rebuild_for_attempts
 
 log = logging.getLogger(__name__)
@@ -312,7 +312,7 @@ def job_execute(job_id) -> None:
     except Exception as exc:  # the job records why it failed; the worker stays up
         _fail(job, exc)
         return
-    after_write(changed)
+    benchmarks_written.send(sender=__name__, benchmark_ids=changed)
 
 
 #: waits, in seconds, between the tries of writing a job's state that the database refused for the moment;

@@ -12,7 +12,7 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import Count, F, Q
 
-from .cache_warming import after_write
+from .signals import benchmarks_written
 from .bulk import bulk_insert
 from .models import (
     Attempt, AttemptRollup, Benchmark, ChecklistItem, GroupRollup, JudgeDisagreement, JudgeReport, ReportStatus, Run,
@@ -89,7 +89,7 @@ def benchmarks_generation_bump(benchmark_ids: Iterable[int]) -> None:
         else:
             # any other writer precomputes the new generation's leaderboard summary and default page once
             # it committed, as it rebuilt the rollups: no request after the change scores the rollups
-            transaction.on_commit(lambda: after_write(ids))
+            transaction.on_commit(lambda: benchmarks_written.send(sender=__name__, benchmark_ids=ids))
 
 
 #: the benchmarks whose data a committed transaction changed, while `benchmarks_changes_collected` runs (None outside)
@@ -116,7 +116,7 @@ def leaderboards_warmed_at_end() -> Iterator[None]:
         try:
             yield
         finally:
-            after_write(changed)
+            benchmarks_written.send(sender=__name__, benchmark_ids=changed)
 
 
 def benchmarks_of_attempts(attempt_ids: Sequence[int]) -> set[int]:

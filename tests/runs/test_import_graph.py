@@ -118,13 +118,15 @@ def _imported_at_top(graph: dict[str, dict[str, bool]], start: str) -> set[str]:
 
 
 def test_a_write_service_does_not_import_the_html_renderer():
-    """Cache warming after a write (runs.cache_warming.after_write) renders the leaderboard when it runs: importing a
-    writer or the job runner loads no renderer, nor the readers it reads through."""
+    """Writers announce a committed change (runs.signals.benchmarks_written) and cache warming
+    (runs.cache_warming.after_write) receives it: importing a writer or the job runner loads neither the warming nor
+    the renderer, nor the readers it reads through."""
     graph = _imports(_modules())
     for writer in ("runs.services", "runs.jobs"):
         loaded = _imported_at_top(graph, writer)
-        assert "runs.cache_warming" in loaded
-        assert not loaded & {"runs.leaderboard_page", "runs.selectors", "runs.selectors.checklist"}, writer
+        assert "runs.signals" in loaded
+        assert not loaded & {"runs.cache_warming", "runs.leaderboard_page", "runs.selectors",
+                             "runs.selectors.checklist"}, writer
 
 
 #: metrics modules that still read the database themselves; temporary: the checklist metrics are split next
