@@ -56,7 +56,7 @@ def attempts_page(context: dict) -> PageData:
     """The attempts behind one leaderboard cell, failing first, as the drill-down lists them: every attempt, not one
     page of them, with each judge's passed / applicable counts and the failing items with the judges that failed them."""
     rows, state = context["rows"], context["state"]
-    metrics.attach_failing_items(rows, by=state["by"], group=context["group"], judges=state["filters"].judges)
+    selectors.attach_failing_items(rows, by=state["by"], group=context["group"], judges=state["filters"].judges)
     judges = sorted({j for r in rows for j in r.judges})
     table = Table("attempts", "Attempts behind the cell", (
         Column("instance", "Instance", link="attempt_id"), Column("run", "Run"), Column("turns", "Assistant turns", "int"),

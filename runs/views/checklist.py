@@ -21,6 +21,7 @@ from runs.metrics.checklist import GROUPINGS
 from runs.models import Attempt, Benchmark, BenchmarkKind, Verdict
 from runs.pages import frame_response, page_tools, render_page, swap_response
 from runs.querystring import query_with
+from runs.selectors import checklist as checklist_selector
 from runs.selectors.checklist import checklist_query, state_digest
 from runs.selectors.attempts import attempt_verdict_diff
 
@@ -75,9 +76,9 @@ def attempts(request, slug):
     parsed = checklist_query(benchmark, request.GET)
     state, form = parsed.state, parsed.form
     model, group = request.GET.get("model", ""), request.GET.get("group")
-    rows = metrics.drilldown_rows(benchmark.id, state["filters"], model=model, by=state["by"], group=group)
+    rows = checklist_selector.drilldown_rows(benchmark.id, state["filters"], model=model, by=state["by"], group=group)
     page = Paginator(rows, ATTEMPTS_PAGE).get_page(request.GET.get("page"))
-    metrics.attach_failing_items(page.object_list, by=state["by"], group=group, judges=state["filters"].judges)
+    checklist_selector.attach_failing_items(page.object_list, by=state["by"], group=group, judges=state["filters"].judges)
     cell = [("model", model), *((("by", state["by"]), ("group", group)) if group is not None else ())]
     context = {"benchmark": benchmark, "form": form, "model": model, "group": group, "state": state, "page": page,
                "rows": rows, "cell": cell, "heading": f"{model} · {GROUPINGS[state['by']]}: {group}" if group else model,
@@ -97,7 +98,7 @@ def attempt(request, pk):
     context = {"attempt": attempt, **view, "cut": trajectory_view.CUT, "query": query_with(request, page=None, at=None)}
     if request.htmx and request.GET.get("page"):
         return render(request, "runs/checklist/attempt.html#units", context)
-    context["items"] = metrics.attempt_checklist(attempt.id, reasoning_cut=trajectory_view.CUT)
+    context["items"] = checklist_selector.attempt_checklist(attempt.id, reasoning_cut=trajectory_view.CUT)
     context["reports"] = judge_reports(attempt.id)
     context["harness"] = metrics.harness_log(attempt.outcome)
     context["others"] = (Attempt.objects.filter(instance_id=attempt.instance_id).exclude(pk=attempt.pk)
@@ -137,7 +138,7 @@ def attempt_text_response(attempt, params, *, judges=None, newest_verdict_id: in
 def judge_reports(attempt_id: int, *, judges=None) -> list[dict]:
     """The attempt's judge reports for display (only `judges`' when given): a long reply cut (the rest is one request away)."""
     return [{**r, "reply_piece": trajectory_view.text_piece(r["reply"])}
-            for r in metrics.attempt_judge_reports(attempt_id, judges=judges)]
+            for r in checklist_selector.attempt_judge_reports(attempt_id, judges=judges)]
 
 
 #: characters of a judge's reply per page of its full text
@@ -149,7 +150,7 @@ def judge_reply_text(request, pk):
     """One page of a judge's raw reply to an attempt (?judge=<id>&part=<n>), escaped."""
     attempt = _attempt(request, pk)
     judge = trajectory_view.clamp(request.GET.get("judge"), 0, 2**62)
-    reply = next((r["reply"] for r in metrics.attempt_judge_reports(attempt.id) if r["judge_id"] == judge), None)
+    reply = next((r["reply"] for r in checklist_selector.attempt_judge_reports(attempt.id) if r["judge_id"] == judge), None)
     if not reply:
         raise Http404("no such reply")
     parts = -(-len(reply) // REPLY_PAGE)
@@ -167,7 +168,7 @@ def instance(request, pk):
     """The task as the agent saw it, its checklist by source (rewritten items with their versions), and an
     item x model matrix of pass rates."""
     instance = instance_for(request, pk, kinds=(BenchmarkKind.CHECKLIST,))
-    matrix = metrics.item_model_matrix(instance.id)
+    matrix = checklist_selector.item_model_matrix(instance.id)
     versions = selectors.item_versions(instance.id)
     for group in matrix["groups"]:
         for item in group["items"]:
@@ -236,11 +237,11 @@ def judges(request, slug):
     benchmark = _benchmark(request, slug)
     parsed = checklist_query(benchmark, request.GET)
     state, form = parsed.state, parsed.form
-    rows = metrics.leaderboard_rows(benchmark.id, state["filters"])
+    rows = checklist_selector.leaderboard_rows(benchmark.id, state["filters"])
     stability = metrics.rank_stability(rows)
     table = [{"model": r.model, "row": r, "ranks": [stability.ranks.get(r.model, {}).get(j) for j in stability.judges],
               "shift": stability.shifts.get(r.model)} for r in rows]
-    disagreements = metrics.judge_disagreements(benchmark.id, state["filters"])
+    disagreements = checklist_selector.judge_disagreements(benchmark.id, state["filters"])
     context = {"benchmark": benchmark, "form": form, "stability": stability, "table": table,
                "disagreements": disagreements, "query": request.GET.urlencode()}
     return render_page(request, "runs/checklist/judges.html", context, page_data=exports.judges_page, fragment=None)
@@ -255,7 +256,8 @@ def length(request, slug):
     state, form = parsed.state, parsed.form
     # cached per data generation and filter state: the rows of every rollup regrouped take 1.6 s at 10M verdicts
     rows = cached(benchmark.id, f"length:{state_digest(state, None)}",
-                  lambda: metrics.isr_by_length(metrics.attempt_cells(benchmark.id, state["filters"])), kind=list)
+                  lambda: metrics.isr_by_length(checklist_selector.attempt_cells(benchmark.id, state["filters"])),
+                  kind=list)
     buckets = [b for b in metrics.bucket_order() if any(r.group == b for r in rows)]
     cells = {(r.model, r.group): r for r in rows}
     models = sorted({r.model for r in rows})
@@ -277,5 +279,5 @@ def compare(request, slug):
     context = {"benchmark": benchmark, "labels": labels, "models": sorted({r.model.name for r in runs}), "a": a, "b": b,
                "offered": offered}
     if a and b:
-        context.update(metrics.compare_sides(benchmark.id, a, b))
+        context.update(checklist_selector.compare_sides(benchmark.id, a, b))
     return render_page(request, "runs/checklist/compare.html", context, page_data=exports.compare_page, fragment=None)

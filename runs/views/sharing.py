@@ -19,7 +19,7 @@ from django.views.decorators.http import require_GET, require_POST
 from runs.access import benchmark_for, blind_safe, writes
 from runs import pages, search, sharing, trajectory_view
 from runs.exports import checklist as exports_checklist
-from runs.metrics import checklist as metrics
+from runs.selectors import checklist as checklist_selector
 from runs.models import Attempt, Benchmark, BenchmarkKind, ShareLink
 from runs.querystring import query_with
 from runs.views import checklist
@@ -212,7 +212,7 @@ def shared_attempts(request, token):
         raise Http404("not in this link's scope")
     by = link.state["by"] if group else "model"
     page = Paginator(rows, checklist.ATTEMPTS_PAGE).get_page(request.GET.get("page"))
-    metrics.attach_failing_items(page.object_list, by=by, group=group, **sharing.snapshot_verdict_scope(link))
+    checklist_selector.attach_failing_items(page.object_list, by=by, group=group, **sharing.snapshot_verdict_scope(link))
     context = {"link": link, "token": token, "snap": link.snapshot, "model": model, "group": group, "page": page,
                "n_failing": sum(r.failing for r in rows), "query": query_with(request, page=None)}
     template = "runs/sharing/attempts.html#rows" if request.htmx else "runs/sharing/attempts.html"
@@ -242,7 +242,7 @@ def shared_attempt(request, token, pk):
     if request.htmx and request.GET.get("page"):
         return render(request, "runs/sharing/attempt.html#units", context)
     scope = sharing.snapshot_verdict_scope(link)
-    context.update(items=metrics.attempt_checklist(attempt.id, reasoning_cut=trajectory_view.CUT, **scope),
+    context.update(items=checklist_selector.attempt_checklist(attempt.id, reasoning_cut=trajectory_view.CUT, **scope),
                    verdict_judges=scope["judges"], reports=checklist.judge_reports(attempt.id, judges=scope["judges"]))
     return render(request, "runs/sharing/attempt.html", context)
 

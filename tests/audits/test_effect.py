@@ -6,8 +6,9 @@ from django.utils.html import escape
 
 from audits import effect, selectors, services
 from audits.models import AuditUnit
-from runs.metrics import checklist
+from runs.metrics.checklist import Filters
 from runs.models import ShareLink
+from runs.selectors import checklist
 
 from .conftest import client_for, label_all, values_for
 
@@ -31,7 +32,7 @@ def test_it_changes_the_leaderboard_when_invalid_items_are_excluded(bench, campa
     assert [(s.up, s.down) for s in result.swaps] == [("alpha", "beta")]
     assert {d["item_id"] for d in result.swaps[0].items} == excluded
     # the metric hook agrees with a direct call
-    direct = checklist.leaderboard_rows(benchmark.id, checklist.Filters(), excluded_items=excluded)
+    direct = checklist.leaderboard_rows(benchmark.id, Filters(), excluded_items=excluded)
     assert {r.model: r.isr for r in direct} == {"alpha": 100.0, "beta": rows["beta"].isr_after}
 
 

@@ -4,9 +4,9 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from runs.metrics import checklist as metrics
 from runs.metrics.checklist import Filters
 from runs.models import Benchmark
+from runs.selectors import checklist as selectors
 from runs.selectors.checklist import score_row_dict
 
 from .test_views_checklist import XSS, build_study
@@ -41,7 +41,7 @@ def test_it_answers_the_documented_shape_in_percent(reviewer_client):
 def test_it_returns_the_same_rows_as_the_page(reviewer_client, query, by, filters):
     bench, _ = build_study()
     body = reviewer_client.get(url() + query).json()
-    expected = metrics.leaderboard_rows(bench.id, filters, by=by)
+    expected = selectors.leaderboard_rows(bench.id, filters, by=by)
     for row in expected if by == "model" else ():
         row.runs = (f"{row.model}-r1",)  # the page names the runs a by-model row pools: one each here
     key = lambda r: (r["model"], r["group"] or "")  # noqa: E731
@@ -100,7 +100,7 @@ def test_it_keeps_leaderboard_queries_independent_of_the_number_of_attempts(revi
     small = _queries(reviewer_client, url() + suffix)
     build_study(n_instances=6, models=("alpha", "beta", "gamma"))
     assert _queries(reviewer_client, url() + suffix) == small
-    assert small <= 13  # one of them the usage per model (runs.metrics.checklist.usage_by_model)
+    assert small <= 13  # one of them the usage per model (runs.selectors.checklist.usage_by_model)
 
 
 # verdicts of an attempt ------------------------------------------------------------------

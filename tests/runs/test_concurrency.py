@@ -20,8 +20,9 @@ from django.db import transaction
 from runs import jobs as runner
 from runs import services, tasks
 from runs.ingest import Options, Source, ingest
-from runs.metrics import checklist
+from runs.metrics.checklist import Filters
 from runs.models import Attempt, AttemptRollup, Benchmark, GroupRollup, Instance, Job, JobState, Run, Verdict, VerdictResult
+from runs.selectors import checklist
 
 from ..threads import in_thread, redis_up, worker_database_url
 
@@ -211,7 +212,7 @@ def test_it_never_shows_a_half_built_leaderboard_while_a_rebuild_runs(postgres, 
     ids = list(Attempt.objects.values_list("id", flat=True))
 
     def state():
-        rows = checklist.leaderboard_rows(benchmark_id, checklist.Filters())
+        rows = checklist.leaderboard_rows(benchmark_id, Filters())
         return tuple((r.model, r.n_attempts, round(r.isr, 6), round(r.csr, 6)) for r in rows)
 
     before = state()

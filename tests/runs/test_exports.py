@@ -8,9 +8,9 @@ import re
 import pytest
 from django.urls import reverse
 
-from runs.metrics import checklist as metrics
 from runs.metrics.checklist import Filters
 from runs.models import Verdict
+from runs.selectors import checklist as selectors
 from runs.selectors.checklist import score_row_dict
 
 from .test_views_checklist import build_study
@@ -31,7 +31,7 @@ def test_it_exports_json_equal_to_the_page_rows(reviewer_client):
     assert response.status_code == 200 and response["Content-Type"] == "application/json"
     assert 'filename="octo-leaderboard.json"' in response["Content-Disposition"]  # the frame's name of the page
     document = json.loads(response.content)
-    expected = metrics.leaderboard_rows(bench.id, Filters(judges=["j1"]))
+    expected = selectors.leaderboard_rows(bench.id, Filters(judges=["j1"]))
     for row in expected:
         row.runs = (f"{row.model}-r1",)  # the page names the runs a by-model row pools: one each here
     assert document["benchmark"] == "octo" and document["by"] == "model" and document["state"]["judge"] == ["j1"]

@@ -129,8 +129,6 @@ def test_a_write_service_does_not_import_the_html_renderer():
                              "runs.selectors.checklist"}, writer
 
 
-#: metrics modules that still read the database themselves; temporary: the checklist metrics are split next
-METRICS_THAT_READ = ("runs.metrics.checklist",)
 #: what a metrics module may not import: metrics are pure functions of rows, the reads are selectors
 READS = ("runs.models", "django.db", "runs.selectors")
 
@@ -153,11 +151,10 @@ def _imported_names(name: str, path: Path, package: bool) -> set[str]:
 
 def test_metrics_are_pure_functions_of_rows():
     """No module under runs/metrics/ imports runs.models, django.db or runs.selectors: a selector reads the rows and
-    hands them to the metrics. The allow-list, `METRICS_THAT_READ`, is temporary: it holds only
-    runs.metrics.checklist, whose reads move to runs.selectors.checklist next."""
+    hands them to the metrics."""
     found = {}
     for name, (path, package) in _modules().items():
-        if not name.startswith("runs.metrics.") or name in METRICS_THAT_READ:
+        if not name.startswith("runs.metrics."):
             continue
         reads = sorted(n for n in _imported_names(name, path, package)
                        if any(n == r or n.startswith(f"{r}.") for r in READS))

@@ -8,8 +8,9 @@ import pytest
 from django.db import connection
 from django.db.models import Count, Q
 
-from runs.metrics import checklist as metrics
-from runs.metrics.checklist import VIA_ATTEMPT, Filters, _filter
+from runs.metrics.checklist import Filters
+from runs.selectors import checklist as selectors
+from runs.selectors.checklist import VIA_ATTEMPT, _filter
 from runs.models import (
     AgentModel, Attempt, Benchmark, ChecklistItem, Instance, Judge, JudgeDisagreement, Run, Verdict, VerdictResult,
 )
@@ -97,7 +98,7 @@ def study():
 def test_it_equals_the_verdict_grouping_under_every_filter(study):
     for filters in FILTERS:
         for limit in (20, 3):
-            assert metrics.judge_disagreements(study.id, filters, limit=limit) == reference(study.id, filters, limit=limit)
+            assert selectors.judge_disagreements(study.id, filters, limit=limit) == reference(study.id, filters, limit=limit)
 
 
 def test_the_study_has_ties_na_verdicts_and_splits_that_filters_change(study):
@@ -120,7 +121,7 @@ def test_it_follows_one_judges_changed_verdicts(study):
     rollups_rebuild_for_attempts(Attempt.objects.values_list("id", flat=True), [j1.id])
 
     for filters in FILTERS:
-        assert metrics.judge_disagreements(study.id, filters) == reference(study.id, filters)
+        assert selectors.judge_disagreements(study.id, filters) == reference(study.id, filters)
 
 
 def test_it_forgets_the_splits_of_removed_verdicts(study):
@@ -130,7 +131,7 @@ def test_it_forgets_the_splits_of_removed_verdicts(study):
     rollups_rebuild_for_attempts([attempt])
 
     assert not JudgeDisagreement.objects.filter(attempt_id=attempt).exists()
-    assert metrics.judge_disagreements(study.id, Filters()) == reference(study.id, Filters())
+    assert selectors.judge_disagreements(study.id, Filters()) == reference(study.id, Filters())
 
 
 def test_the_migrations_backfill_gives_the_rebuilds_rows(study):

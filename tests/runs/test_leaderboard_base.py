@@ -14,10 +14,9 @@ from django.urls import reverse
 
 from runs import services
 from runs.cache import cache_key, cache_scope, data_generation
-from runs.selectors.checklist import compute_tables, leaderboard_base, leaderboard_usage
-from runs.metrics.checklist import (BASE_GROUPINGS, Filters, ModelBase, attempt_cells, base_rows, model_base,
-                                    judges_score_every_attempt, model_rows_counted, score_rows, usage_by_model,
-                                    with_usage)
+from runs.metrics.checklist import BASE_GROUPINGS, Filters, ModelBase, base_rows, judges_score_every_attempt, score_rows
+from runs.selectors.checklist import (attempt_cells, compute_tables, leaderboard_base, leaderboard_usage, model_base,
+                                      model_rows_counted, rows_with_usage, usage_by_model)
 from runs.models import Attempt, AttemptRollup, Instance, Run, Verdict
 
 build_study = runpy.run_path(str(Path(__file__).with_name("test_views_checklist.py")))["build_study"]
@@ -124,7 +123,7 @@ def test_the_tables_of_a_state_the_base_answers_equal_those_scored_without_it():
         state = {"filters": Filters(judges=["j1", "j3"]), "by": by, "sort": "-csr", "ci": False, "exclude": "none"}
         tables = compute_tables(bench.id, state)
         rows = score_rows(attempt_cells(bench.id, state["filters"], by=by))
-        expected = with_usage(model_rows_counted(bench.id, state["filters"]), bench.id, state["filters"])
+        expected = rows_with_usage(model_rows_counted(bench.id, state["filters"]), bench.id, state["filters"])
         for row in expected:  # and the runs they pool
             row.runs = tuple(sorted(Run.objects.filter(model__name=row.model).values_list("label", flat=True)))
         assert _same(tables.overall, sorted(expected, key=lambda r: -r.csr))

@@ -8,7 +8,6 @@ from runs.metrics.checklist import (
     flipped_items,
     isr_by_length,
     judge_score,
-    leaderboard_rows,
     paired_comparison,
     rank_stability,
     score_row,
@@ -19,6 +18,7 @@ from runs.metrics.checklist import (
 from runs.models import (
     AgentModel, Attempt, Benchmark, ChecklistItem, Instance, Judge, Run, Verdict,
 )
+from runs.selectors.checklist import leaderboard_rows
 from runs.services import rollups_rebuild_for_attempts
 
 

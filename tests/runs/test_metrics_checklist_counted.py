@@ -6,10 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from runs.metrics.checklist import (
-    Filters, attempt_cells, leaderboard_rows, model_rows_counted, score_rows, with_usage,
-)
+from runs.metrics.checklist import Filters, score_rows
 from runs.models import Verdict
+from runs.selectors.checklist import attempt_cells, leaderboard_rows, model_rows_counted, rows_with_usage
 from runs.services import rollups_rebuild_for_attempts
 
 build_study = runpy.run_path(str(Path(__file__).with_name("test_views_checklist.py")))["build_study"]
@@ -29,7 +28,7 @@ def test_counting_in_the_database_gives_the_rows_of_the_cells():
                     Filters(scaffolds=["claudecode"]), Filters(primary_categories=["nothing"])):
         expected = score_rows(attempt_cells(bench.id, filters))
         assert model_rows_counted(bench.id, filters) == expected
-        assert leaderboard_rows(bench.id, filters) == with_usage(expected, bench.id, filters)  # the page adds usage
+        assert leaderboard_rows(bench.id, filters) == rows_with_usage(expected, bench.id, filters)  # the page adds usage
     rows = {r.model: r for r in model_rows_counted(bench.id, Filters())}
     assert rows["alpha"].n_empty == 1 and rows["alpha"].n_attempts == 4 and rows["alpha"].per_judge["j1"].n_empty == 2
     assert rows["beta"].per_judge["j2"].isr == 60.0 and rows["beta"].isr_std > 0

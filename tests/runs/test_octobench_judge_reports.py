@@ -12,6 +12,7 @@ from django.urls import reverse
 from runs.ingest import Options, Source, ingest
 from runs.metrics import checklist as metrics
 from runs.metrics.checklist import Filters
+from runs.selectors import checklist as selectors
 from runs.models import (
     Attempt, AttemptRollup, Benchmark, ChecklistItem, GroupRollup, JudgeReport, ReportStatus, Verdict,
 )
@@ -67,7 +68,7 @@ def test_it_passes_a_check_only_when_its_result_is_exactly_success(errors):
 
 
 def test_its_figures_are_the_ones_evaluate_py_wrote_for_the_file(errors):
-    (row,) = metrics.leaderboard_rows(Benchmark.objects.get().id, Filters())
+    (row,) = selectors.leaderboard_rows(Benchmark.objects.get().id, Filters())
     judge = row.per_judge["judge-e"]
     assert judge.n_attempts == SUMMARY["total"] == 3
     assert judge.n_success == SUMMARY["pass_count"] == 0
@@ -80,8 +81,8 @@ def test_its_figures_are_the_ones_evaluate_py_wrote_for_the_file(errors):
 
 def test_the_counted_rows_and_the_cells_agree_with_unscored_attempts(errors):
     bench = Benchmark.objects.get()
-    counted = metrics.model_rows_counted(bench.id, Filters())
-    cells = metrics.score_rows(metrics.attempt_cells(bench.id, Filters()))
+    counted = selectors.model_rows_counted(bench.id, Filters())
+    cells = metrics.score_rows(selectors.attempt_cells(bench.id, Filters()))
     for a, b in zip(counted, cells, strict=True):
         assert a.macro_csr == pytest.approx(b.macro_csr)
         assert {j: (s.unscored, s.n_unrecognised, s.n_attempts) for j, s in a.per_judge.items()} == \
@@ -91,7 +92,7 @@ def test_the_counted_rows_and_the_cells_agree_with_unscored_attempts(errors):
 def test_an_exclusion_policy_still_counts_unscored_attempts(errors):
     bench = Benchmark.objects.get()
     some_item = Verdict.objects.filter(attempt=attempt_of("oct-gamma"), item__key="AG-1").values_list("item_id", flat=True)
-    (row,) = metrics.leaderboard_rows(bench.id, Filters(), excluded_items=list(some_item))
+    (row,) = selectors.leaderboard_rows(bench.id, Filters(), excluded_items=list(some_item))
     judge = row.per_judge["judge-e"]
     assert judge.n_attempts == 3 and judge.unscored == {"not_json": 1, "failed": 1}
     assert judge.macro_csr == 0  # oct-gamma's only passed check is left out
@@ -101,9 +102,9 @@ def test_an_exclusion_policy_leaves_items_out_of_an_unscored_attempt_too(errors)
     bench = Benchmark.objects.get()
     sp_items = list(ChecklistItem.objects.filter(instance__external_id="oct-alpha", key__startswith="SP-")
                     .values_list("id", flat=True))
-    (row,) = metrics.leaderboard_rows(bench.id, Filters(), excluded_items=sp_items)
+    (row,) = selectors.leaderboard_rows(bench.id, Filters(), excluded_items=sp_items)
     assert row.per_judge["judge-e"].csr == pytest.approx(100 * 1 / 12)  # oct-alpha counts 4 failed checks, not 6
-    cells = metrics.leaderboard_rows(bench.id, Filters(), by="category", excluded_items=sp_items)
+    cells = selectors.leaderboard_rows(bench.id, Filters(), by="category", excluded_items=sp_items)
     system_prompt = next(c for c in cells if c.group == "System Prompt")
     assert system_prompt.per_judge["judge-e"].n_attempts == 1  # oct-beta only: oct-alpha's SP items are left out
     assert (system_prompt.per_judge["judge-e"].n_applicable, system_prompt.per_judge["judge-e"].n_passed) == (1, 0)
@@ -115,8 +116,8 @@ def test_the_verdict_path_counts_judge_reports_as_the_rollups_do(errors, by):
     bench = Benchmark.objects.get()
     figures = lambda rows: [(r.model, r.group, r.isr, r.csr, r.macro_csr, r.n_attempts, r.n_empty,  # noqa: E731
                              {j: (s.unscored, s.n_unrecognised) for j, s in r.per_judge.items()}) for r in rows]
-    from_rollups = metrics.leaderboard_rows(bench.id, Filters(), by=by, bootstrap=by == "model")
-    from_verdicts = metrics.leaderboard_rows(bench.id, Filters(), by=by, excluded_items=[-1])  # leaves nothing out
+    from_rollups = selectors.leaderboard_rows(bench.id, Filters(), by=by, bootstrap=by == "model")
+    from_verdicts = selectors.leaderboard_rows(bench.id, Filters(), by=by, excluded_items=[-1])  # leaves nothing out
     assert figures(from_verdicts) == figures(from_rollups)
 
 
@@ -206,7 +207,7 @@ def test_the_matrix_by_source_counts_an_unscored_attempts_items_failed(errors):
             for r in GroupRollup.objects.filter(attempt=attempt_of("oct-alpha"))}
     assert rows[("category", "System Prompt")] == (2, 0) and rows[("check_type", "process")] == (2, 0)
     assert sum(n for (dimension, _), (n, _) in rows.items() if dimension == "category") == 6
-    cells = metrics.leaderboard_rows(Benchmark.objects.get().id, Filters(), by="category")
+    cells = selectors.leaderboard_rows(Benchmark.objects.get().id, Filters(), by="category")
     system_prompt = next(c for c in cells if c.group == "System Prompt")
     assert system_prompt.per_judge["judge-e"].n_attempts == 2  # oct-alpha (unscored) and oct-beta (failed call)
 
@@ -231,7 +232,7 @@ def test_a_scores_file_of_many_results_imports_in_batches(tmp_path):
 
     load(tmp_path / "scores.json")
 
-    (row,) = metrics.leaderboard_rows(Benchmark.objects.get().id, Filters())
+    (row,) = selectors.leaderboard_rows(Benchmark.objects.get().id, Filters())
     judge = row.per_judge["judge-e"]
     assert (judge.n_attempts, judge.n_success, judge.unscored, judge.n_unrecognised) == (n, n // 3, {"failed": n // 3}, n // 3)
     assert judge.macro_csr == pytest.approx(100 * (0.5 + 1.0) / 3)

@@ -6,9 +6,9 @@ from statistics import median
 import pytest
 from django.urls import reverse
 
-from runs.metrics import checklist as metrics
 from runs.metrics.checklist import Filters
 from runs.models import Attempt
+from runs.selectors import checklist as selectors
 
 from .test_views_checklist import build_study
 
@@ -31,7 +31,7 @@ def logged_study():
 
 def test_it_gives_each_model_its_mean_and_median_per_attempt_over_the_attempts_that_logged_it():
     bench = logged_study()
-    usage = metrics.usage_by_model(bench.id, Filters())
+    usage = selectors.usage_by_model(bench.id, Filters())
     alpha, beta = usage["alpha"], usage["beta"]
     assert alpha.n_attempts == beta.n_attempts == 3
     totals = [1100, 2200, 2_000_000]
@@ -44,9 +44,9 @@ def test_it_gives_each_model_its_mean_and_median_per_attempt_over_the_attempts_t
 
 def test_the_filters_choose_the_attempts_whose_usage_counts():
     bench = logged_study()
-    usage = metrics.usage_by_model(bench.id, Filters(models=["alpha"]))
+    usage = selectors.usage_by_model(bench.id, Filters(models=["alpha"]))
     assert set(usage) == {"alpha"}
-    none = metrics.usage_by_model(bench.id, Filters(judges=["nobody"]))
+    none = selectors.usage_by_model(bench.id, Filters(judges=["nobody"]))
     assert none == {}
 
 
@@ -70,7 +70,7 @@ def test_it_sorts_by_tokens_in_both_directions_among_models_that_logged_them(rev
 
 def test_it_groups_by_tokens_per_attempt():
     bench = logged_study()
-    rows = metrics.leaderboard_rows(bench.id, Filters(), by="tokens")
+    rows = selectors.leaderboard_rows(bench.id, Filters(), by="tokens")
     cells = {(r.model, r.group): r for r in rows}
     assert set(cells) == {("alpha", "under 10k"), ("alpha", "1M or more"), ("beta", "not logged")}
     # alpha fails c1 on odd instances: task-1 (2,200 tokens) fails, task-0 passes; task-2 (2M tokens) passes
@@ -83,8 +83,8 @@ def test_it_groups_by_tokens_per_attempt():
 def test_grouping_by_tokens_gives_the_same_cells_from_verdicts_as_from_rollups():
     """The exclusion path recomputes from verdicts: leaving out no real item must change nothing."""
     bench = logged_study()
-    from_rollups = metrics.leaderboard_rows(bench.id, Filters(), by="tokens")
-    from_verdicts = metrics.leaderboard_rows(bench.id, Filters(), by="tokens", excluded_items=[-1])
+    from_rollups = selectors.leaderboard_rows(bench.id, Filters(), by="tokens")
+    from_verdicts = selectors.leaderboard_rows(bench.id, Filters(), by="tokens", excluded_items=[-1])
     shape = lambda rows: [(r.model, r.group, r.isr, r.csr, r.n_attempts) for r in rows]  # noqa: E731
     assert shape(from_verdicts) == shape(from_rollups)
 

@@ -11,10 +11,10 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from runs.ingest import Options, Source, ingest
-from runs.metrics import checklist as metrics
 from runs.models import (
     AgentModel, Attempt, Benchmark, ChecklistItem, Instance, Judge, Run, Verdict,
 )
+from runs.selectors import checklist as selectors
 from runs.services import rollups_rebuild_for_attempts
 from runs.trajectory_store import trajectory_save
 
@@ -132,7 +132,7 @@ def test_it_keeps_leaderboard_queries_independent_of_the_number_of_attempts(revi
     small = _queries(reviewer_client, url)
     build_study(n_instances=8, models=("alpha", "beta", "gamma"))
     assert _queries(reviewer_client, url) == small
-    assert small <= 13  # one of them the usage per model (runs.metrics.checklist.usage_by_model)
+    assert small <= 13  # one of them the usage per model (runs.selectors.checklist.usage_by_model)
 
 
 def test_it_lists_the_attempts_behind_a_cell_failing_first_with_their_failing_items(reviewer_client):
@@ -261,8 +261,8 @@ def test_the_length_page_reads_the_rollups_once_per_data_generation_and_filter(r
                                                                                 django_capture_on_commit_callbacks):
     bench, attempts = build_study(n_instances=4)
     reads = []
-    real = metrics.attempt_cells
-    monkeypatch.setattr(metrics, "attempt_cells", lambda *args, **kwargs: reads.append(1) or real(*args, **kwargs))
+    real = selectors.attempt_cells
+    monkeypatch.setattr(selectors, "attempt_cells", lambda *args, **kwargs: reads.append(1) or real(*args, **kwargs))
     url = reverse("runs:checklist-length", args=[bench.slug])
 
     def page(query=""):  # the table (the page around it holds a fresh CSRF token each time)
