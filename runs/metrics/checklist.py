@@ -583,6 +583,65 @@ def judges_score_every_attempt(base: ModelBase, judges: Collection[str]) -> bool
     return all(bits == everything for bits in scored.values())
 
 
+class BaseSums(NamedTuple):
+    """A benchmark's rollups summed as a ModelBase keeps them: its number of instances, each run's model, and the
+    BaseCell tuples per (run, judge, scaffold, primary category) and per (run, judge) (`merged`), in key order."""
+
+    n_instances: int
+    model_of: dict[int, int]  # run id -> model id
+    cells: list[tuple]
+    merged: list[tuple]
+
+
+def base_sums(instances: Iterable[tuple[int, str, str]], rollups: Iterable[tuple]) -> BaseSums:
+    """The sums of a ModelBase in one pass over the rollups. `instances` are the benchmark's (id, scaffold, primary
+    category) in id order (the nth is bit n); `rollups` are (run id, model id, judge id, instance id, n_applicable,
+    n_passed, unscored, n_unrecognised), one per attempt x judge."""
+    bits: dict[int, int] = {}  # instance id -> its bit
+    facets: dict[int, tuple[str, str]] = {}
+    for n, (pk, scaffold, primary) in enumerate(instances):
+        bits[pk], facets[pk] = n, (scaffold, primary)
+    acc: dict[tuple, list] = {}
+    model_of: dict[int, int] = {}  # run id -> model id
+    for run_id, model_id, judge_id, instance_id, n_applicable, n_passed, unscored, n_unrecognised in rollups:
+        model_of[run_id] = model_id
+        scaffold, primary = facets[instance_id]
+        key = (run_id, judge_id, scaffold, primary)
+        a = acc.get(key)
+        if a is None:
+            a = acc[key] = [0, 0, 0, 0, 0.0, 0, {}, 0, 0]
+        bit = 1 << bits[instance_id]
+        a[5] += n_unrecognised
+        if unscored:
+            a[6][unscored] = a[6].get(unscored, 0) + 1
+        if n_applicable == 0:
+            a[8] |= bit
+            continue
+        a[0] += 1
+        a[1] += n_passed == n_applicable
+        a[2] += n_applicable
+        a[3] += n_passed
+        a[4] += n_passed / n_applicable
+        a[7] |= bit
+    merged: dict[tuple, list] = {}
+    for (run_id, judge_id, _, _), a in acc.items():
+        m = merged.get((run_id, judge_id, "", ""))
+        if m is None:
+            m = merged[(run_id, judge_id, "", "")] = [0, 0, 0, 0, 0.0, 0, {}, 0, 0]
+        for n in (0, 1, 2, 3, 4, 5):
+            m[n] += a[n]
+        for status, k in a[6].items():
+            m[6][status] = m[6].get(status, 0) + k
+        m[7] |= a[7]
+        m[8] |= a[8]
+
+    def cells_of(sums: dict[tuple, list]) -> list[tuple]:
+        return sorted((*key, a[0], a[1], a[2], a[3], a[4], a[5], tuple(sorted(a[6].items())), a[7], a[8])
+                      for key, a in sums.items())
+
+    return BaseSums(len(bits), model_of, cells_of(acc), cells_of(merged))
+
+
 def base_rows(base: ModelBase, filters: Filters, *, by: str = "model") -> list[ScoreRow]:
     """`score_rows(attempt_cells(benchmark, filters, by=by))` from the precomputed base, for `by` in
     BASE_GROUPINGS: the same counts, so the same rows (ISR, CSR, means and stds by the same functions;
@@ -721,6 +780,47 @@ def item_matrix(items: Iterable[dict], counts: Iterable[dict]) -> dict:
                 "rate": 100.0 * c["passed"] / c["n"] if c["n"] else None, "n": c["n"], "passed": c["passed"], "na": c["na"]})
         groups.setdefault(item["category"], []).append({**item, "cells": row_cells})
     return {"models": models, "groups": [{"category": k, "items": v} for k, v in groups.items()]}
+
+
+def failing_items(verdicts: Iterable[tuple[int, int, str, str, str, str]]) -> dict[int, list[dict]]:
+    """Per attempt, its failing items in the order given, each once with the judges that failed it and its
+    description cut to FAILING_DESCRIPTION_CHARS (`short`); `verdicts` are failed verdicts as (attempt id, item id,
+    item key, description, category, judge); an attempt with none is not a key."""
+    failing: dict[int, dict[int, dict]] = defaultdict(dict)
+    for attempt_id, item_id, key, description, category, judge in verdicts:
+        entry = failing[attempt_id].get(item_id)
+        if entry is None:
+            # the description cut here, not by a template filter: a page lists hundreds of failing items
+            short = description if len(description) <= FAILING_DESCRIPTION_CHARS else \
+                description[:FAILING_DESCRIPTION_CHARS - 1] + "…"
+            entry = failing[attempt_id][item_id] = {"id": item_id, "key": key, "description": description,
+                                                    "short": short, "category": category, "judges": []}
+        entry["judges"].append(judge)
+    return {attempt_id: list(items.values()) for attempt_id, items in failing.items()}
+
+
+def checklist_items(checklist: Iterable[dict], written: Mapping[str, dict], verdicts: Iterable[dict]) -> list[dict]:
+    """An attempt's checklist items, each with its verdicts (in the order given), counts of fail and pass and the
+    first evidence; items any judge failed first, then items with verdicts, then by position. `checklist` are the
+    items ({"id", "key", "position", ...}), `written` per judge the results it wrote that the reference scorer does
+    not recognise (by item key), `verdicts` {"id", "item_id", "judge__name", "result", "text", "size", "evidence"}."""
+    items = {i["id"]: {**i, "verdicts": [], "n_fail": 0, "n_pass": 0, "evidence": None} for i in checklist}
+    for v in verdicts:
+        item = items.get(v["item_id"])
+        if item is None:
+            continue
+        ref = evidence_ref(v["evidence"])
+        unrecognised = written.get(v["judge__name"], {})
+        item["verdicts"].append({"id": v["id"], "judge": v["judge__name"], "result": v["result"],
+                                 "reasoning": v["text"], "reasoning_size": v["size"],
+                                 "reasoning_cut": len(v["text"]) < v["size"], "evidence": ref,
+                                 "written": json.dumps(unrecognised[item["key"]], ensure_ascii=False)
+                                 if item["key"] in unrecognised else None})
+        item["n_fail"] += v["result"] == "fail"
+        item["n_pass"] += v["result"] == "pass"
+        if ref and item["evidence"] is None:
+            item["evidence"] = ref
+    return sorted(items.values(), key=lambda i: (-i["n_fail"], not i["verdicts"], i["position"]))
 
 
 # the harness's own log of an attempt (Inspect AI events, lm-eval per-sample metrics) --------------------

@@ -43,7 +43,6 @@ from runs.exclusions import (
 from runs.metrics import checklist as metrics
 from runs.metrics import rank_change
 from runs.metrics.checklist import (
-    FAILING_DESCRIPTION_CHARS,
     GROUPINGS,
     USAGE_FIGURES,
     AttemptRow,
@@ -54,7 +53,6 @@ from runs.metrics.checklist import (
     ScoreRow,
     Spread,
     UsageSummary,
-    evidence_ref,
     flipped_items,
     group_order,
     group_value,
@@ -758,57 +756,16 @@ def model_rows_counted(benchmark_id: int, filters: Filters) -> list[ScoreRow]:
 
 def model_base(benchmark_id: int) -> ModelBase:
     """The ModelBase of a benchmark from its AttemptRollup rows as committed now (one pass over them)."""
-    instances: dict[int, int] = {}  # instance id -> its bit
-    facets: dict[int, tuple[str, str]] = {}
-    for n, (pk, scaffold, primary) in enumerate(Instance.objects.filter(benchmark_id=benchmark_id).order_by("id")
-                                                .values_list("id", "scaffold", "primary_category")):
-        instances[pk], facets[pk] = n, (scaffold, primary)
-    acc: dict[tuple, list] = {}
-    model_of: dict[int, int] = {}  # run id -> model id
-    rows = AttemptRollup.objects.filter(benchmark_id=benchmark_id).values_list(
+    instances = Instance.objects.filter(benchmark_id=benchmark_id).order_by("id").values_list(
+        "id", "scaffold", "primary_category")
+    rollups = AttemptRollup.objects.filter(benchmark_id=benchmark_id).values_list(
         "run_id", "model_id", "judge_id", "instance_id", "n_applicable", "n_passed", "unscored", "n_unrecognised").order_by()
-    for run_id, model_id, judge_id, instance_id, n_applicable, n_passed, unscored, n_unrecognised in rows.iterator(
-            chunk_size=20000):
-        model_of[run_id] = model_id
-        scaffold, primary = facets[instance_id]
-        key = (run_id, judge_id, scaffold, primary)
-        a = acc.get(key)
-        if a is None:
-            a = acc[key] = [0, 0, 0, 0, 0.0, 0, {}, 0, 0]
-        bit = 1 << instances[instance_id]
-        a[5] += n_unrecognised
-        if unscored:
-            a[6][unscored] = a[6].get(unscored, 0) + 1
-        if n_applicable == 0:
-            a[8] |= bit
-            continue
-        a[0] += 1
-        a[1] += n_passed == n_applicable
-        a[2] += n_applicable
-        a[3] += n_passed
-        a[4] += n_passed / n_applicable
-        a[7] |= bit
-    merged: dict[tuple, list] = {}
-    for (run_id, judge_id, _, _), a in acc.items():
-        m = merged.get((run_id, judge_id, "", ""))
-        if m is None:
-            m = merged[(run_id, judge_id, "", "")] = [0, 0, 0, 0, 0.0, 0, {}, 0, 0]
-        for n in (0, 1, 2, 3, 4, 5):
-            m[n] += a[n]
-        for status, k in a[6].items():
-            m[6][status] = m[6].get(status, 0) + k
-        m[7] |= a[7]
-        m[8] |= a[8]
-
-    def cells_of(sums: dict[tuple, list]) -> list[tuple]:
-        return sorted((*key, a[0], a[1], a[2], a[3], a[4], a[5], tuple(sorted(a[6].items())), a[7], a[8])
-                      for key, a in sums.items())
-
-    cells = cells_of(acc)
-    labels, models, judges = _names([(Run, "label", set(model_of)), (AgentModel, "name", set(model_of.values())),
-                                     (Judge, "name", {c[1] for c in cells})])
-    runs = {pk: (label, model_of[pk]) for pk, label in labels.items()}
-    return ModelBase(runs, models, judges, cells, cells_of(merged), n_instances=len(instances),
+    sums = metrics.base_sums(instances, rollups.iterator(chunk_size=20000))
+    labels, models, judges = _names([(Run, "label", set(sums.model_of)),
+                                     (AgentModel, "name", set(sums.model_of.values())),
+                                     (Judge, "name", {c[1] for c in sums.cells})])
+    runs = {pk: (label, sums.model_of[pk]) for pk, label in labels.items()}
+    return ModelBase(runs, models, judges, sums.cells, sums.merged, n_instances=sums.n_instances,
                      n_runs=Run.objects.filter(benchmark_id=benchmark_id).count())
 
 
@@ -852,21 +809,12 @@ def attach_failing_items(rows: Sequence[AttemptRow], *, by: str = "model", group
         qs = qs.filter(item__check_type=group)
     elif by == "judge":
         qs = qs.filter(judge__name=group)
-    failing: dict[int, dict[int, dict]] = defaultdict(dict)
-    for attempt_id, item_id, key, description, category, judge in qs.values_list(
+    failing = metrics.failing_items(qs.values_list(
         "attempt_id", "item_id", "item__key", "item__description", "item__category", "judge__name"
-    ).order_by("item__position", "judge__name"):
-        entry = failing[attempt_id].get(item_id)
-        if entry is None:
-            # the description cut here, not by a template filter: a page lists hundreds of failing items
-            short = description if len(description) <= FAILING_DESCRIPTION_CHARS else \
-                description[:FAILING_DESCRIPTION_CHARS - 1] + "…"
-            entry = failing[attempt_id][item_id] = {"id": item_id, "key": key, "description": description,
-                                                    "short": short, "category": category, "judges": []}
-        entry["judges"].append(judge)
+    ).order_by("item__position", "judge__name"))
     for row in rows:
         row.external_id, row.total_tokens, row.wall_seconds, row.tool_calls = facts.get(row.attempt_id, ("", None, None, None))
-        row.failing_items = list(failing[row.attempt_id].values())
+        row.failing_items = list(failing.get(row.attempt_id, ()))
 
 
 def attempt_checklist(attempt_id: int, *, reasoning_cut: int | None = None, judges: Collection[str] | None = None,
@@ -879,34 +827,18 @@ def attempt_checklist(attempt_id: int, *, reasoning_cut: int | None = None, judg
     id: a share link shows what its snapshot saw, not verdicts imported after it was made. A verdict's
     `written` is the result the judge wrote when the reference scorer does not recognise it (as JSON)."""
     instance_id = Attempt.objects.filter(id=attempt_id).values_list("instance_id", flat=True).first()
-    items = {
-        i["id"]: {**i, "verdicts": [], "n_fail": 0, "n_pass": 0, "evidence": None}
-        for i in ChecklistItem.objects.filter(instance_id=instance_id).values(
-            "id", "key", "description", "category", "category_original", "check_type", "position")
-    }
-    written = {judge: unrecognised for judge, unrecognised in JudgeReport.objects.filter(
-        attempt_id=attempt_id).exclude(unrecognised={}).values_list("judge__name", "unrecognised")}
+    items = list(ChecklistItem.objects.filter(instance_id=instance_id).values(
+        "id", "key", "description", "category", "category_original", "check_type", "position"))
+    written = dict(JudgeReport.objects.filter(attempt_id=attempt_id).exclude(unrecognised={}).values_list(
+        "judge__name", "unrecognised"))
     text = F("reasoning") if reasoning_cut is None else Substr("reasoning", 1, reasoning_cut)
     verdicts = Verdict.objects.filter(attempt_id=attempt_id).annotate(text=text, size=Length("reasoning"))
     if judges is not None:
         verdicts = verdicts.filter(judge__name__in=list(judges))
     if newest_verdict_id is not None:
         verdicts = verdicts.filter(id__lte=newest_verdict_id)
-    for v in verdicts.values("id", "item_id", "judge__name", "result", "text", "size", "evidence").order_by("judge__name"):
-        item = items.get(v["item_id"])
-        if item is None:
-            continue
-        ref = evidence_ref(v["evidence"])
-        unrecognised = written.get(v["judge__name"], {})
-        item["verdicts"].append({"id": v["id"], "judge": v["judge__name"], "result": v["result"], "reasoning": v["text"],
-                                 "reasoning_size": v["size"], "reasoning_cut": len(v["text"]) < v["size"], "evidence": ref,
-                                 "written": json.dumps(unrecognised[item["key"]], ensure_ascii=False)
-                                 if item["key"] in unrecognised else None})
-        item["n_fail"] += v["result"] == "fail"
-        item["n_pass"] += v["result"] == "pass"
-        if ref and item["evidence"] is None:
-            item["evidence"] = ref
-    return sorted(items.values(), key=lambda i: (-i["n_fail"], not i["verdicts"], i["position"]))
+    return metrics.checklist_items(items, written, verdicts.values(
+        "id", "item_id", "judge__name", "result", "text", "size", "evidence").order_by("judge__name"))
 
 
 #: evaluate.py's error texts for an instance it could not give the judge, in plain words
