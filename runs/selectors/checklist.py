@@ -82,7 +82,7 @@ from runs.models import (
     VerdictResult,
 )
 from runs.querystring import params_with
-from runs.selectors.state import JUDGE_UNKNOWN, RUN_UNKNOWN
+from runs.selectors.state import JUDGE_UNKNOWN, RUN_UNKNOWN, SwitchField
 from runs.widgets import CheckboxDropdown
 
 # the page state ------------------------------------------------------------------------------
@@ -117,7 +117,7 @@ class LeaderboardFilterForm(forms.Form):
                                                  widget=CheckboxDropdown(summary_noun="categories"))
     by = forms.ChoiceField(choices=list(GROUPINGS.items()), required=False, label="Group by")
     sort = forms.ChoiceField(choices=list(SORTS.items()), required=False, label="Sort")
-    ci = forms.BooleanField(required=False, label="Bootstrap 95% interval")
+    ci = SwitchField(label="Bootstrap 95% interval")
     cols = forms.ChoiceField(choices=list(COLUMN_SETS.items()), required=False, label="Columns")
     exclude = forms.ChoiceField(required=False, label="Audit exclusion")
 

@@ -10,7 +10,7 @@ from django.db.models import Q
 from runs.exclusions import exclusion_box
 from runs.metrics import conflict as m
 from runs.models import Benchmark, ChecklistItem, Instance, Judge, Run, Verdict
-from runs.selectors.state import KindQuery, kind_state
+from runs.selectors.state import KindQuery, SwitchField, kind_state
 
 #: the drill-down keys a cell link sets (the page state without them is the base of those links)
 DRILL_DOWN_KEYS = ("label", "type", "scenario", "followed", "sp")
@@ -26,7 +26,7 @@ class ConflictQuery(KindQuery):
     type = forms.ChoiceField(required=False, choices=[("", "")] + [(t, t) for t in m.TYPES])
     scenario = forms.CharField(required=False, max_length=200)
     followed = forms.ChoiceField(required=False, choices=[("", "")] + FOLLOWED)
-    sp = forms.BooleanField(required=False)
+    sp = SwitchField()
 
     field_order = ["run", "judge", "by", "label", "type", "scenario", "followed", "sp", "exclude"]
 

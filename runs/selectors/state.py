@@ -60,6 +60,42 @@ def without_control_characters(query):
     return kept, refused
 
 
+#: the words a page's on/off parameter takes (any case); DRF's BooleanField takes the same, so an API client's
+#: `ci=no` means off on the page too
+SWITCH_VALUES = {"on": True, "true": True, "1": True, "yes": True, "off": False, "false": False, "0": False, "no": False}
+
+
+class SwitchInput(forms.CheckboxInput):
+    """A checkbox whose value reaches its field as written (Django's turns any unknown word into "on")."""
+
+    def __init__(self, attrs=None):
+        super().__init__(attrs, check_test=lambda value: value is True or SWITCH_VALUES.get(str(value).lower(), False))
+
+    def value_from_datadict(self, data, files, name):
+        return data.get(name)
+
+
+class SwitchField(forms.Field):
+    """An on/off page parameter: absent or empty is off, a word of SWITCH_VALUES says which, any other value is an
+    error (its default, off, applies; the API answers 400)."""
+
+    widget = SwitchInput
+    default_error_messages = {"invalid": "'%(value)s' is neither on nor off (on, off, true, false, 1, 0, yes, no)."}
+
+    def __init__(self, **kwargs):
+        super().__init__(**{"required": False, **kwargs})
+
+    def to_python(self, value) -> bool:
+        if value is None or isinstance(value, bool):
+            return bool(value)
+        word = str(value).strip().lower()
+        if not word:
+            return False
+        if word not in SWITCH_VALUES:
+            raise forms.ValidationError(self.error_messages["invalid"], code="invalid", params={"value": value})
+        return SWITCH_VALUES[word]
+
+
 class RefusesControlCharacters(forms.Form):
     """A page-state form whose parameters holding a control character are left out (their default applies) and
     stated as errors (a page note; the API's 400)."""

@@ -1,4 +1,6 @@
 """GET /api/leaderboards/<slug>/ and GET /api/attempts/<id>/verdicts/: shape, equality with the page, auth."""
+import re
+
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
@@ -56,6 +58,24 @@ def test_it_adds_intervals_with_ci(reviewer_client):
     rows = reviewer_client.get(url() + "?ci=true").json()["rows"]
     assert all(r["isr_ci"][0] <= r["isr"] <= r["isr_ci"][1] for r in rows)
     assert all(r["isr_ci"] is None for r in reviewer_client.get(url()).json()["rows"])
+
+
+@pytest.mark.parametrize("word", ["off", "no", "false", "0", "OFF", ""])
+def test_ci_off_in_any_of_its_words_means_no_intervals_on_api_and_page(reviewer_client, word):
+    build_study(n_instances=2)
+    assert all(r["isr_ci"] is None for r in reviewer_client.get(url() + f"?ci={word}").json()["rows"])
+    page = reviewer_client.get(reverse("runs:checklist-leaderboard", args=["octo"]) + f"?ci={word}")
+    assert page.status_code == 200
+    assert not re.search(rb'<input[^>]*name="ci"[^>]*checked', page.content)
+
+
+def test_ci_takes_on_off_words_and_refuses_others_with_the_pages_words(reviewer_client):
+    build_study(n_instances=2)
+    for word in ("on", "yes", "true", "1"):
+        assert all(r["isr_ci"] for r in reviewer_client.get(url() + f"?ci={word}").json()["rows"])
+    refused = reviewer_client.get(url() + "?ci=maybe")
+    assert refused.status_code == 400
+    assert refused.json()["ci"] == ["'maybe' is neither on nor off (on, off, true, false, 1, 0, yes, no)."]
 
 
 def test_it_rejects_unknown_values_and_groupings(reviewer_client):
