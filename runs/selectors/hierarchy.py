@@ -10,6 +10,7 @@ from django.db.models import Count, OuterRef, Q, Subquery
 
 from runs.checkers.manyih_style import extract_code
 from runs.exclusions import exclusion_box
+from runs.recheck import logged_judge_for
 from runs.metrics import hierarchy as m
 from runs.models import (
     Attempt,
@@ -289,3 +290,17 @@ def _item_at(items: list[dict], position: int) -> dict | None:
     """The item shown at this 1-based position in the prompt."""
     return next((i for i in items if i["position"] == position), None)
 
+
+def hierarchy_recheck(state: dict) -> dict:
+    """The re-check page's data for a validated state: the logged judge the style checkers are compared with, their
+    agreement per style group and the disagreeing samples (the first EXAMPLES_LIMIT; none without either judge)."""
+    logged = next((j for j in state["judges"] if j.kind == JudgeKind.LOGGED), None) or (
+        logged_judge_for(state["runs"][0]) if state["runs"] else None)
+    data = {"logged": logged, "checker_name": m.CHECKER_JUDGE}
+    if state["checker"] and logged:
+        pairs = agreement_pairs_select(run_ids=state["run_ids"], logged=logged, checker=state["checker"])
+        data["agreement"] = m.agreement((p["item__group"], p["result"], p["checker"]) for p in pairs)
+        wrong = [p for p in pairs
+                 if p["result"] != p["checker"] and (not state["group"] or p["item__group"] == state["group"])]
+        data.update(disagreements=wrong[:EXAMPLES_LIMIT], n_disagreements=len(wrong))
+    return data

@@ -6,17 +6,13 @@ from django.contrib.auth.decorators import login_required
 from runs.access import attempt_for, benchmark_for, blind_safe
 from runs.charts import hierarchy as charts
 from runs.exports import hierarchy as exports
-from runs.metrics import hierarchy as m
 from runs.models import (
     Benchmark,
     BenchmarkKind,
-    JudgeKind,
 )
 from runs.pages import render_page
 from runs.querystring import query_with
-from runs.recheck import logged_judge_for
 from runs.selectors import hierarchy as selectors
-from runs.selectors.hierarchy import EXAMPLES_LIMIT
 
 
 def _benchmark(request, slug: str) -> Benchmark:
@@ -55,14 +51,7 @@ def conflicts(request, slug):
 def recheck(request, slug):
     """Agreement of the logged per-group verdicts with the style checkers, with the disagreeing samples."""
     state = _state(request, _benchmark(request, slug))
-    logged = next((j for j in state["judges"] if j.kind == JudgeKind.LOGGED), None) or (
-        logged_judge_for(state["runs"][0]) if state["runs"] else None)
-    if state["checker"] and logged:
-        pairs = selectors.agreement_pairs_select(run_ids=state["run_ids"], logged=logged, checker=state["checker"])
-        state["agreement"] = m.agreement((p["item__group"], p["result"], p["checker"]) for p in pairs)
-        wrong = [p for p in pairs if p["result"] != p["checker"] and (not state["group"] or p["item__group"] == state["group"])]
-        state.update(disagreements=wrong[:EXAMPLES_LIMIT], n_disagreements=len(wrong))
-    state.update(logged=logged, checker_name=m.CHECKER_JUDGE, active="recheck")
+    state.update(selectors.hierarchy_recheck(state), active="recheck")
     return render_page(request, "runs/recheck.html", state, page_data=exports.recheck_page)
 
 
