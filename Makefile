@@ -10,7 +10,7 @@ HOST   ?= 127.0.0.1
 PORT   ?= 8000
 PYTEST_ARGS ?=
 
-.PHONY: run test setup setup-test migrate demo-data demo-login clean-venv benchmark benchmark-10m benchmark-100-models \
+.PHONY: run test lint setup setup-test migrate demo-data demo-login clean-venv benchmark benchmark-10m benchmark-100-models \
 	benchmark-search
 
 run: setup migrate demo-data demo-login
@@ -18,6 +18,11 @@ run: setup migrate demo-data demo-login
 
 test: setup-test
 	$(PY) -m pytest $(PYTEST_ARGS)
+
+# One style (pyproject.toml [tool.ruff]): the lint rules, and the formatter's layout; `$(BIN)/ruff format .` applies it.
+lint: setup-test
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 
 setup: $(VENV)/.installed
 setup-test: $(VENV)/.installed-test

@@ -7,6 +7,7 @@ cores while 32 clients queued up to 1.2 s (docs/performance.md, "The web process
 threads let each worker serve other requests while one waits. Each thread keeps its own database
 connection (DB_CONN_MAX_AGE), so workers x threads connections at most.
 """
+
 import os
 
 workers = int(os.environ.get("WEB_CONCURRENCY", "2"))

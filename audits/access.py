@@ -5,12 +5,14 @@ reaches only their own assignments and, for a unit, only their own label until t
 closed; a unit's other labels, the other annotator and the judges' verdicts are for leads
 (and reviewers, read-only) only.
 """
+
 from __future__ import annotations
 
 from django.core.exceptions import PermissionDenied
 from django.http import Http404
 
-from runs.access import (  # noqa: F401  (the roles are part of this module's interface)
+from audits.models import Assignment, AuditUnit, Campaign, CampaignState, UnitState
+from runs.access import (
     ANNOTATOR,
     LEAD,
     REVIEWER,
@@ -18,8 +20,6 @@ from runs.access import (  # noqa: F401  (the roles are part of this module's in
     is_lead,
     roles_of,
 )
-
-from .models import Assignment, AuditUnit, Campaign, CampaignState, UnitState
 
 
 def require_lead(user) -> None:
@@ -61,7 +61,9 @@ def campaign_for_user(user, pk: int) -> Campaign:
 def assignment_for_annotator(user, pk: int) -> Assignment:
     """The user's own assignment, or 404 (another annotator's assignment does not exist for them)."""
     try:
-        return Assignment.objects.select_related("unit__campaign", "unit__item", "unit__instance").get(pk=pk, annotator=user)
+        return Assignment.objects.select_related("unit__campaign", "unit__item", "unit__instance").get(
+            pk=pk, annotator=user
+        )
     except Assignment.DoesNotExist:
         raise Http404("No such assignment.") from None
 

@@ -1,7 +1,8 @@
 """Admin views of audit records (read mostly; the workflow lives in the audit pages)."""
+
 from django.contrib import admin
 
-from .models import Adjudication, Assignment, AuditUnit, Campaign, Label
+from audits.models import Adjudication, Assignment, AuditUnit, Campaign, Label
 
 
 @admin.register(Campaign)

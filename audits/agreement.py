@@ -9,6 +9,7 @@ skipped: Krippendorff's alpha (nominal) with the same bootstrap interval, and Gw
 stratum. Per stratum: the rate of units whose final status is valid, with a Wilson interval; the
 population estimate weights each stratum's rate by its share of the population.
 """
+
 from __future__ import annotations
 
 import math
@@ -174,7 +175,9 @@ class CriterionAgreement:
     small: bool = False
 
 
-def criterion_agreement(criterion: str, labels: Sequence[str], units: Sequence[Sequence[str]], **kwargs) -> CriterionAgreement:
+def criterion_agreement(
+    criterion: str, labels: Sequence[str], units: Sequence[Sequence[str]], **kwargs
+) -> CriterionAgreement:
     """Figures for one criterion: each unit gives its values in slot order; kappa uses the first two,
     Krippendorff's alpha and Gwet's AC1 every value (units some annotators skipped included)."""
     pairs = [u for u in units if len(u) >= 2]
@@ -183,11 +186,18 @@ def criterion_agreement(criterion: str, labels: Sequence[str], units: Sequence[S
     labels = _labels_of(units, labels)
     confusion = _confusion_counts(a, b, labels).astype(int).tolist() if pairs else [[0] * len(labels) for _ in labels]
     return CriterionAgreement(
-        criterion=criterion, labels=labels, n=len(pairs), agreement=observed_agreement(a, b),
-        kappa=cohen_kappa(a, b, labels), kappa_ci=kappa_interval(a, b, labels, **kwargs),
-        alpha=krippendorff_alpha(pairs, labels), alpha_ci=alpha_interval(pairs, labels, **kwargs),
-        ac1=gwet_ac1(units, labels), annotators=max((len(u) for u in units), default=0),
-        confusion=confusion, small=len(pairs) < SMALL_N,
+        criterion=criterion,
+        labels=labels,
+        n=len(pairs),
+        agreement=observed_agreement(a, b),
+        kappa=cohen_kappa(a, b, labels),
+        kappa_ci=kappa_interval(a, b, labels, **kwargs),
+        alpha=krippendorff_alpha(pairs, labels),
+        alpha_ci=alpha_interval(pairs, labels, **kwargs),
+        ac1=gwet_ac1(units, labels),
+        annotators=max((len(u) for u in units), default=0),
+        confusion=confusion,
+        small=len(pairs) < SMALL_N,
     )
 
 
@@ -228,8 +238,18 @@ def stratum_rates(population: dict[str, int], outcomes: Sequence[tuple[str, bool
     out = []
     for stratum in sorted(set(population) | set(sampled)):
         n, k = decided[stratum], valid[stratum]
-        out.append(StratumRate(stratum, population.get(stratum, 0), sampled[stratum], n, k,
-                               k / n if n else None, wilson_interval(k, n), small=n < 10))
+        out.append(
+            StratumRate(
+                stratum,
+                population.get(stratum, 0),
+                sampled[stratum],
+                n,
+                k,
+                k / n if n else None,
+                wilson_interval(k, n),
+                small=n < 10,
+            )
+        )
     return out
 
 
@@ -264,15 +284,17 @@ class CampaignAgreement:
 
 def campaign_agreement(campaign) -> CampaignAgreement:
     """Read a campaign's labels (two queries) and compute its agreement figures."""
-    from .models import FinalStatus, Label
-    from .rubrics import rubric_for
+    from audits.models import Label
+    from audits.rubrics import rubric_for
 
     rubric = rubric_for(campaign.subject)
     by_unit: dict[int, list] = defaultdict(list)
     stratum_of: dict[int, str] = {}
-    rows = Label.objects.filter(assignment__unit__campaign=campaign).values_list(
-        "assignment__unit_id", "assignment__unit__stratum", "assignment__slot", "values", "valid").order_by(
-        "assignment__unit_id", "assignment__slot")
+    rows = (
+        Label.objects.filter(assignment__unit__campaign=campaign)
+        .values_list("assignment__unit_id", "assignment__unit__stratum", "assignment__slot", "values", "valid")
+        .order_by("assignment__unit_id", "assignment__slot")
+    )
     for unit_id, stratum, _slot, values, ok in rows:
         by_unit[unit_id].append((values, ok))
         stratum_of[unit_id] = stratum
@@ -285,22 +307,26 @@ def campaign_agreement(campaign) -> CampaignAgreement:
     per_stratum = {}
     for stratum in sorted(set(stratum_of.values())):
         sids = [u for u in ids if stratum_of[u] == stratum]
-        per_stratum[stratum] = [criterion_agreement(c.name, c.values, units_for(c.name, sids), resamples=200)
-                                for c in rubric.criteria]
+        per_stratum[stratum] = [
+            criterion_agreement(c.name, c.values, units_for(c.name, sids), resamples=200) for c in rubric.criteria
+        ]
     valid_units = [["valid" if ok else "invalid" for _, ok in by_unit[u]] for u in ids]
     valid = criterion_agreement("valid (all criteria met)", ["valid", "invalid"], valid_units)
     rates = stratum_rates(campaign.population or {}, _outcomes(campaign))
-    return CampaignAgreement(criteria, per_stratum, valid, rates, population_estimate(rates),
-                             campaign.annotators_per_unit)
+    return CampaignAgreement(
+        criteria, per_stratum, valid, rates, population_estimate(rates), campaign.annotators_per_unit
+    )
 
 
 def _outcomes(campaign) -> list[tuple[str, bool | None]]:
     """(stratum, valid) of each unit of a campaign: True / False once decided, None otherwise."""
-    from .models import FinalStatus
+    from audits.models import FinalStatus
 
     decided = {FinalStatus.VALID: True, FinalStatus.INVALID: False}
-    return [(stratum, decided.get(status))
-            for stratum, status in campaign.units.values_list("stratum", "final_status").order_by()]
+    return [
+        (stratum, decided.get(status))
+        for stratum, status in campaign.units.values_list("stratum", "final_status").order_by()
+    ]
 
 
 def rate_sd(valid: int, decided: int) -> float:
@@ -315,5 +341,8 @@ def rate_sd(valid: int, decided: int) -> float:
 
 def pilot_sd(campaign) -> dict[str, float]:
     """Per stratum of a (pilot) campaign: the standard deviation of its valid rate (`rate_sd`) over decided units."""
-    return {r.stratum: round(rate_sd(r.valid, r.decided), 4)
-            for r in stratum_rates(campaign.population or {}, _outcomes(campaign)) if r.sampled}
+    return {
+        r.stratum: round(rate_sd(r.valid, r.decided), 4)
+        for r in stratum_rates(campaign.population or {}, _outcomes(campaign))
+        if r.sampled
+    }

@@ -3,6 +3,7 @@ item rewrites.
 
 Every endpoint checks access through audits.access, exactly as the pages do.
 """
+
 import csv
 import io
 
@@ -15,16 +16,9 @@ from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from runs.access import blind_safe
-from runs.api.verdicts import CSVRenderer
-from runs.exclusions import exclusion_policy_unknown
-from runs.metrics.checklist import Filters
-from runs.models import Benchmark, BenchmarkKind, ChecklistItem
-from runs.pages import csv_safe
-
-from . import access, sampling, selectors, services
-from .agreement import campaign_agreement
-from .serializers import (
+from audits import access, sampling, selectors, services
+from audits.agreement import campaign_agreement
+from audits.serializers import (
     AdjudicationInputSerializer,
     AnnotatorsInputSerializer,
     AssignmentSerializer,
@@ -37,6 +31,12 @@ from .serializers import (
     LabelSerializer,
     UnitSerializer,
 )
+from runs.access import blind_safe
+from runs.api.verdicts import CSVRenderer
+from runs.exclusions import exclusion_policy_unknown
+from runs.metrics.checklist import Filters
+from runs.models import Benchmark, BenchmarkKind, ChecklistItem
+from runs.pages import csv_safe
 
 
 def _assignment_body(assignment) -> dict:
@@ -132,8 +132,13 @@ class LabelView(APIView):
         data = LabelInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         try:
-            label = services.label_submit(assignment, data.validated_data["values"], note=data.validated_data["note"],
-                                          link=data.validated_data["link"], correct=hasattr(assignment, "label"))
+            label = services.label_submit(
+                assignment,
+                data.validated_data["values"],
+                note=data.validated_data["note"],
+                link=data.validated_data["link"],
+                correct=hasattr(assignment, "label"),
+            )
         except services.AuditError as exc:
             return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
         return Response(LabelSerializer(label).data)
@@ -149,8 +154,12 @@ class UnitView(APIView):
         labels = selectors.labels_of_unit(unit)
         if not access.may_see_other_labels(request.user, unit):
             labels = [lab for lab in labels if lab.assignment.annotator_id == request.user.id]
-        context = {"labels": labels, "identities": access.may_see_identities(request.user), "user_id": request.user.id,
-                   "state": access.unit_state_for(request.user, unit)[0]}
+        context = {
+            "labels": labels,
+            "identities": access.may_see_identities(request.user),
+            "user_id": request.user.id,
+            "state": access.unit_state_for(request.user, unit)[0],
+        }
         return Response(UnitSerializer(unit, context=context).data)
 
 
@@ -161,9 +170,12 @@ class DisagreementListView(APIView):
     def get(self, request, pk):
         access.require_lead(request.user)
         campaign = access.campaign_for_user(request.user, pk)
-        out = [UnitSerializer(u, context={"labels": selectors.labels_of_unit(u), "identities": True,
-                                          "user_id": request.user.id}).data
-               for u in selectors.adjudication_queue(campaign)]
+        out = [
+            UnitSerializer(
+                u, context={"labels": selectors.labels_of_unit(u), "identities": True, "user_id": request.user.id}
+            ).data
+            for u in selectors.adjudication_queue(campaign)
+        ]
         return Response(out)
 
 
@@ -190,12 +202,16 @@ class AgreementView(APIView):
     """Per criterion, per campaign and per stratum: n, agreement, kappa, kappa_ci, alpha, alpha_ci, ac1; per stratum valid
     rates with Wilson intervals and the population estimate."""
 
-    @extend_schema(responses=OpenApiTypes.OBJECT, description=(
-        "{criteria: {<name>: {n, annotators, agreement, kappa, kappa_ci, alpha, alpha_ci, ac1, labels, confusion}}, "
-        "valid: {...}, per_stratum: {<stratum>: {<name>: {...}}}, strata: [{stratum, population, sampled, decided, valid, "
-        "rate, wilson}], population_estimate: {rate, interval, covered_share}}; fractions in [0, 1] (definitions: /help/metrics/#audits). "
-        "kappa: first two labels of a unit; alpha (nominal, 95% bootstrap interval over units) and Gwet's AC1: every "
-        "label. Leads and reviewers only."))
+    @extend_schema(
+        responses=OpenApiTypes.OBJECT,
+        description=(
+            "{criteria: {<name>: {n, annotators, agreement, kappa, kappa_ci, alpha, alpha_ci, ac1, labels, confusion}}, "
+            "valid: {...}, per_stratum: {<stratum>: {<name>: {...}}}, strata: [{stratum, population, sampled, decided, valid, "
+            "rate, wilson}], population_estimate: {rate, interval, covered_share}}; fractions in [0, 1] (definitions: /help/metrics/#audits). "
+            "kappa: first two labels of a unit; alpha (nominal, 95% bootstrap interval over units) and Gwet's AC1: every "
+            "label. Leads and reviewers only."
+        ),
+    )
     def get(self, request, pk):
         campaign = access.campaign_for_user(request.user, pk)
         if not access.can_see_all(request.user):
@@ -208,9 +224,18 @@ def _interval(pair) -> list | None:
 
 
 def _criterion_body(c) -> dict:
-    return {"n": c.n, "annotators": c.annotators, "agreement": c.agreement, "kappa": c.kappa,
-            "kappa_ci": _interval(c.kappa_ci), "alpha": c.alpha, "alpha_ci": _interval(c.alpha_ci), "ac1": c.ac1,
-            "labels": c.labels, "confusion": c.confusion}
+    return {
+        "n": c.n,
+        "annotators": c.annotators,
+        "agreement": c.agreement,
+        "kappa": c.kappa,
+        "kappa_ci": _interval(c.kappa_ci),
+        "alpha": c.alpha,
+        "alpha_ci": _interval(c.alpha_ci),
+        "ac1": c.ac1,
+        "labels": c.labels,
+        "confusion": c.confusion,
+    }
 
 
 def agreement_body(figures) -> dict:
@@ -218,28 +243,50 @@ def agreement_body(figures) -> dict:
     return {
         "criteria": {c.criterion: _criterion_body(c) for c in figures.criteria},
         "valid": _criterion_body(figures.valid_agreement),
-        "per_stratum": {s: {c.criterion: _criterion_body(c) for c in criteria} for s, criteria in figures.per_stratum.items()},
-        "strata": [{"stratum": r.stratum, "population": r.population, "sampled": r.sampled, "decided": r.decided,
-                    "valid": r.valid, "rate": r.rate, "wilson": _interval(r.interval)} for r in figures.rates],
-        "population_estimate": {"rate": figures.estimate.rate, "interval": _interval(figures.estimate.interval),
-                                "covered_share": figures.estimate.covered_share},
+        "per_stratum": {
+            s: {c.criterion: _criterion_body(c) for c in criteria} for s, criteria in figures.per_stratum.items()
+        },
+        "strata": [
+            {
+                "stratum": r.stratum,
+                "population": r.population,
+                "sampled": r.sampled,
+                "decided": r.decided,
+                "valid": r.valid,
+                "rate": r.rate,
+                "wilson": _interval(r.interval),
+            }
+            for r in figures.rates
+        ],
+        "population_estimate": {
+            "rate": figures.estimate.rate,
+            "interval": _interval(figures.estimate.interval),
+            "covered_share": figures.estimate.covered_share,
+        },
     }
 
 
 CAMPAIGNS_PARAMETER = OpenApiParameter(
-    "campaigns", str, description="Campaign ids the policy draws on, comma-separated or repeated (default: the "
-    "benchmark's settled campaigns: started, not a pilot, every unit closed).")
+    "campaigns",
+    str,
+    description="Campaign ids the policy draws on, comma-separated or repeated (default: the "
+    "benchmark's settled campaigns: started, not a pilot, every unit closed).",
+)
 
 
 def _policy_query(request, benchmark):
     """(policy, campaign ids or None, sources) from ?exclude= and ?campaigns=, or a 400 Response."""
     policy = request.query_params.get("exclude", "")
     if policy not in selectors.POLICIES:  # the effect page's words (audits.forms.EffectForm)
-        return Response({"exclude": [exclusion_policy_unknown(with_none=False) % {"value": policy}]},
-                        status=status.HTTP_400_BAD_REQUEST)
+        return Response(
+            {"exclude": [exclusion_policy_unknown(with_none=False) % {"value": policy}]},
+            status=status.HTTP_400_BAD_REQUEST,
+        )
     raw = [p for v in request.query_params.getlist("campaigns") for p in v.split(",") if p.strip()]
     if not all(p.strip().isdigit() and len(p.strip()) < 10 for p in raw):
-        return Response({"campaigns": ["campaign ids: whole numbers, comma-separated"]}, status=status.HTTP_400_BAD_REQUEST)
+        return Response(
+            {"campaigns": ["campaign ids: whole numbers, comma-separated"]}, status=status.HTTP_400_BAD_REQUEST
+        )
     campaigns = [int(p) for p in raw] or None
     try:
         return policy, campaigns, selectors.policy_sources(benchmark, policy, campaigns)
@@ -250,19 +297,31 @@ def _policy_query(request, benchmark):
 class ExcludedItemsView(APIView):
     """Item ids an exclusion policy leaves out of a benchmark's leaderboard, and the campaigns it drew on."""
 
-    @extend_schema(responses=OpenApiTypes.OBJECT, parameters=[
-        OpenApiParameter("exclude", str, enum=list(selectors.POLICIES), required=True), CAMPAIGNS_PARAMETER],
-        description="{benchmark, exclude, campaigns: [ids drawn on], sources: words, items: [checklist item ids]}")
+    @extend_schema(
+        responses=OpenApiTypes.OBJECT,
+        parameters=[
+            OpenApiParameter("exclude", str, enum=list(selectors.POLICIES), required=True),
+            CAMPAIGNS_PARAMETER,
+        ],
+        description="{benchmark, exclude, campaigns: [ids drawn on], sources: words, items: [checklist item ids]}",
+    )
     def get(self, request, slug):
         benchmark = get_object_or_404(Benchmark, slug=slug)
         query = _policy_query(request, benchmark)
         if isinstance(query, Response):
             return query
         policy, campaigns, sources = query
-        return Response({"benchmark": slug, "exclude": policy, "sources": sources,
-                         "campaigns": [c.pk for c in selectors.policy_campaigns(benchmark, campaigns)]
-                         if policy != "superseded" else [],
-                         "items": sorted(selectors.excluded_item_ids(benchmark, policy, campaigns))})
+        return Response(
+            {
+                "benchmark": slug,
+                "exclude": policy,
+                "sources": sources,
+                "campaigns": [c.pk for c in selectors.policy_campaigns(benchmark, campaigns)]
+                if policy != "superseded"
+                else [],
+                "items": sorted(selectors.excluded_item_ids(benchmark, policy, campaigns)),
+            }
+        )
 
 
 class EffectView(APIView):
@@ -271,12 +330,17 @@ class EffectView(APIView):
 
     permission_classes = [IsAuthenticated]  # blind annotators are refused by runs.access (not blind_safe)
 
-    @extend_schema(responses=OpenApiTypes.OBJECT, parameters=[
-        OpenApiParameter("exclude", str, enum=list(selectors.POLICIES), required=True), CAMPAIGNS_PARAMETER],
+    @extend_schema(
+        responses=OpenApiTypes.OBJECT,
+        parameters=[
+            OpenApiParameter("exclude", str, enum=list(selectors.POLICIES), required=True),
+            CAMPAIGNS_PARAMETER,
+        ],
         description="{benchmark, exclude, sources, n_excluded, tau, rows: [{model, isr_before, isr_after, csr_before, "
         "csr_after, rank_before, rank_after, rank_change}], swaps: [{up, down, items: [{item_id, key, instance, "
         "description, pass_rate_up, pass_rate_down, difference}]}]}; ISR and CSR in percent, rank 1 = best (ties share "
-        "the mean rank), tau is Kendall's tau-b between the rankings (METRICS.md sections 1 and 6).")
+        "the mean rank), tau is Kendall's tau-b between the rankings (METRICS.md sections 1 and 6).",
+    )
     def get(self, request, slug):
         benchmark = get_object_or_404(Benchmark, slug=slug, kind=BenchmarkKind.CHECKLIST)
         query = _policy_query(request, benchmark)
@@ -287,33 +351,61 @@ class EffectView(APIView):
 
         def item(d):
             it = items.get(d["item_id"])
-            return {**d, "key": it.key if it else None, "instance": it.instance.external_id if it else None,
-                    "description": it.description if it else None}
+            return {
+                **d,
+                "key": it.key if it else None,
+                "instance": it.instance.external_id if it else None,
+                "description": it.description if it else None,
+            }
 
-        return Response({
-            "benchmark": slug, "exclude": policy, "sources": sources, "n_excluded": result.n_excluded, "tau": result.tau,
-            "rows": [{"model": r.model, "isr_before": r.isr_before, "isr_after": r.isr_after, "csr_before": r.csr_before,
-                      "csr_after": r.csr_after, "rank_before": r.rank_before, "rank_after": r.rank_after,
-                      "rank_change": r.rank_change} for r in result.rows],
-            "swaps": [{"up": s.up, "down": s.down, "items": [item(d) for d in s.items]} for s in result.swaps]})
+        return Response(
+            {
+                "benchmark": slug,
+                "exclude": policy,
+                "sources": sources,
+                "n_excluded": result.n_excluded,
+                "tau": result.tau,
+                "rows": [
+                    {
+                        "model": r.model,
+                        "isr_before": r.isr_before,
+                        "isr_after": r.isr_after,
+                        "csr_before": r.csr_before,
+                        "csr_after": r.csr_after,
+                        "rank_before": r.rank_before,
+                        "rank_after": r.rank_after,
+                        "rank_change": r.rank_change,
+                    }
+                    for r in result.rows
+                ],
+                "swaps": [{"up": s.up, "down": s.down, "items": [item(d) for d in s.items]} for s in result.swaps],
+            }
+        )
 
 
 @blind_safe  # an annotator reads their queue progress; the counts are for leads and reviewers (below)
 class CampaignDetailView(APIView):
     """A campaign; for leads and reviewers also its unit counts, provenance totals and progress per annotator."""
 
-    @extend_schema(responses=OpenApiTypes.OBJECT, description=(
-        "CampaignSerializer fields; for whoever receives its units queue {done, total}; for leads and reviewers also counts {units, states, finals, labels_saved, "
-        "labels_needed}, provenance {unanimous, adjudicated, unresolved, disputed, open} (units) and progress "
-        "[{annotator, saved, reserved}]."))
+    @extend_schema(
+        responses=OpenApiTypes.OBJECT,
+        description=(
+            "CampaignSerializer fields; for whoever receives its units queue {done, total}; for leads and reviewers also counts {units, states, finals, labels_saved, "
+            "labels_needed}, provenance {unanimous, adjudicated, unresolved, disputed, open} (units) and progress "
+            "[{annotator, saved, reserved}]."
+        ),
+    )
     def get(self, request, pk):
         campaign = access.campaign_for_user(request.user, pk)
         body = dict(CampaignSerializer(campaign).data)
         if services.may_receive(campaign, request.user):
             body["queue"] = selectors.queue_progress(campaign, request.user)
         if access.can_see_all(request.user):
-            body.update(counts=selectors.campaign_counts(campaign), provenance=selectors.provenance_totals(campaign),
-                        progress=selectors.annotator_progress(campaign))
+            body.update(
+                counts=selectors.campaign_counts(campaign),
+                provenance=selectors.provenance_totals(campaign),
+                progress=selectors.annotator_progress(campaign),
+            )
         return Response(body)
 
 
@@ -321,11 +413,16 @@ class SampleView(APIView):
     """A campaign's sample: strata (population, expected, sampled) and units with their items, a page at a time;
     a draft gives the sample its seed would draw now (units without ids). Leads and reviewers."""
 
-    @extend_schema(responses=OpenApiTypes.OBJECT, parameters=[
-        OpenApiParameter("offset", int), OpenApiParameter("limit", int, description="at most 500 (default 200)")],
+    @extend_schema(
+        responses=OpenApiTypes.OBJECT,
+        parameters=[
+            OpenApiParameter("offset", int),
+            OpenApiParameter("limit", int, description="at most 500 (default 200)"),
+        ],
         description="{campaign, state, allocation, size, seed, strata: [{stratum, population, expected, sampled}], "
         "count, offset, limit, units: [{id, position, key, stratum, state, final_status, final_source, instance, turn, "
-        "items: [...]}]}")
+        "items: [...]}]}",
+    )
     def get(self, request, pk):
         access.require_overseer(request.user)
         campaign = access.campaign_for_user(request.user, pk)
@@ -334,29 +431,71 @@ class SampleView(APIView):
             limit = min(500, max(1, int(request.query_params.get("limit", 200))))
         except ValueError:
             return Response({"detail": "offset and limit are whole numbers"}, status=status.HTTP_400_BAD_REQUEST)
-        body = {"campaign": campaign.pk, "state": campaign.state, "allocation": campaign.allocation,
-                "size": campaign.size, "seed": campaign.seed, "offset": offset, "limit": limit}
+        body = {
+            "campaign": campaign.pk,
+            "state": campaign.state,
+            "allocation": campaign.allocation,
+            "size": campaign.size,
+            "seed": campaign.seed,
+            "offset": offset,
+            "limit": limit,
+        }
         if campaign.state == "draft":
             draft = selectors.draft_allocation(campaign)
             drawn = services.campaign_sample(campaign)
-            strata = [{"stratum": r["stratum"], "population": r["population"], "expected": r["expected"],
-                       "sampled": r["allocated"]} for r in draft["rows"]]
-            items = selectors.items_by_id({c.item_id for _, c in drawn[offset:offset + limit] if c.item_id})
-            units = [{"id": None, "position": n, "key": c.key, "stratum": stratum, "state": "", "final_status": "",
-                      "final_source": "", "turn": c.turn,
-                      "items": ItemSerializer([items[c.item_id]] if c.item_id in items else [], many=True).data}
-                     for n, (stratum, c) in enumerate(drawn, start=1)][offset:offset + limit]
+            strata = [
+                {
+                    "stratum": r["stratum"],
+                    "population": r["population"],
+                    "expected": r["expected"],
+                    "sampled": r["allocated"],
+                }
+                for r in draft["rows"]
+            ]
+            items = selectors.items_by_id({c.item_id for _, c in drawn[offset : offset + limit] if c.item_id})
+            units = [
+                {
+                    "id": None,
+                    "position": n,
+                    "key": c.key,
+                    "stratum": stratum,
+                    "state": "",
+                    "final_status": "",
+                    "final_source": "",
+                    "turn": c.turn,
+                    "items": ItemSerializer([items[c.item_id]] if c.item_id in items else [], many=True).data,
+                }
+                for n, (stratum, c) in enumerate(drawn, start=1)
+            ][offset : offset + limit]
             return Response({**body, "strata": strata, "count": len(drawn), "units": units})
         population = campaign.population or {}
-        due = sampling.quotas(population, campaign.size, mode=campaign.allocation,
-                              minimum=campaign.minimum_per_stratum, sd=campaign.stratum_sd)
+        due = sampling.quotas(
+            population,
+            campaign.size,
+            mode=campaign.allocation,
+            minimum=campaign.minimum_per_stratum,
+            sd=campaign.stratum_sd,
+        )
         sampled = dict(campaign.units.values_list("stratum").annotate(n=Count("id")).order_by())
-        strata = [{"stratum": s, "population": n, "expected": due.get(s), "sampled": sampled.get(s, 0)}
-                  for s, n in sorted(population.items())]
-        units = [{"id": u.pk, "position": u.position, "key": u.key, "stratum": u.stratum, "state": u.state,
-                  "final_status": u.final_status, "final_source": u.final_source, "instance": u.instance.external_id,
-                  "turn": u.turn, "items": ItemSerializer(items, many=True).data}
-                 for u, items in selectors.sample_units(campaign, offset=offset, limit=limit)]
+        strata = [
+            {"stratum": s, "population": n, "expected": due.get(s), "sampled": sampled.get(s, 0)}
+            for s, n in sorted(population.items())
+        ]
+        units = [
+            {
+                "id": u.pk,
+                "position": u.position,
+                "key": u.key,
+                "stratum": u.stratum,
+                "state": u.state,
+                "final_status": u.final_status,
+                "final_source": u.final_source,
+                "instance": u.instance.external_id,
+                "turn": u.turn,
+                "items": ItemSerializer(items, many=True).data,
+            }
+            for u, items in selectors.sample_units(campaign, offset=offset, limit=limit)
+        ]
         return Response({**body, "strata": strata, "count": sum(sampled.values()), "units": units})
 
 
@@ -407,15 +546,21 @@ class _ExportView(APIView):
 
 
 def _export_schema(description: str):
-    return extend_schema_view(get=extend_schema(
-        responses=OpenApiTypes.OBJECT, parameters=[OpenApiParameter("format", str, enum=["json", "csv"])],
-        description=description))
+    return extend_schema_view(
+        get=extend_schema(
+            responses=OpenApiTypes.OBJECT,
+            parameters=[OpenApiParameter("format", str, enum=["json", "csv"])],
+            description=description,
+        )
+    )
 
 
-@_export_schema("{campaign, rows: [{unit, position, key, stratum, slot, annotator, values: {criterion: answer}, valid, "
-                "note, link, saved_at, updated_at, unit_state, final_status, final_source, overruled, upheld}]}; "
-                "overruled: the label's valid / invalid lost to the final status (null while undecided or unresolved); "
-                "upheld: an adjudication named this label's slot (null without one).")
+@_export_schema(
+    "{campaign, rows: [{unit, position, key, stratum, slot, annotator, values: {criterion: answer}, valid, "
+    "note, link, saved_at, updated_at, unit_state, final_status, final_source, overruled, upheld}]}; "
+    "overruled: the label's valid / invalid lost to the final status (null while undecided or unresolved); "
+    "upheld: an adjudication named this label's slot (null without one)."
+)
 class LabelExportView(_ExportView):
     """Every label of a campaign with its provenance: final status and source of its unit, overruled or upheld."""
 
@@ -425,8 +570,10 @@ class LabelExportView(_ExportView):
         return selectors.campaign_labels(campaign)
 
 
-@_export_schema("{campaign, rows: [{unit, position, key, stratum, lead, final_status, reason, upheld_slot, shown_order, "
-                "note, decided_at}]}")
+@_export_schema(
+    "{campaign, rows: [{unit, position, key, stratum, lead, final_status, reason, upheld_slot, shown_order, "
+    "note, decided_at}]}"
+)
 class AdjudicationExportView(_ExportView):
     """Every adjudication of a campaign: unit, lead, final status, reason, upheld slot, shown order, note."""
 

@@ -1,7 +1,8 @@
 """Audit API routes, included at /api/audits/ by ifportal/urls.py."""
+
 from django.urls import path
 
-from . import api
+from audits import api
 
 app_name = "audits-api"
 urlpatterns = [

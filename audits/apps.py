@@ -9,9 +9,8 @@ class AuditsConfig(AppConfig):
         # Leaderboards in runs honour audit outcomes through this hook (runs never imports audits).
         from django.urls import reverse
 
+        from audits.selectors import POLICIES, excluded_item_ids, policy_sources
         from runs.exclusions import exclusion_policy_register
-
-        from .selectors import POLICIES, excluded_item_ids, policy_sources
 
         def explain(benchmark, policy):
             return f"{reverse('audits:effect', args=[benchmark.slug])}?exclude={policy}"

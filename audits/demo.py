@@ -7,6 +7,7 @@ leaderboard's exclusion policies with something in them (policies read settled c
 pilot counts only when chosen). Deterministic per seed; the demo people have no password (they
 cannot log in; the demo superuser sees everything).
 """
+
 from __future__ import annotations
 
 import random
@@ -16,11 +17,10 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.db import transaction
 
+from audits import access, services
+from audits.models import Campaign, FinalStatus, UnitState
+from audits.rubrics import rubric_for
 from runs.models import Benchmark, BenchmarkKind
-
-from . import access, services
-from .models import Campaign, FinalStatus, UnitState
-from .rubrics import rubric_for
 
 CAMPAIGN_NAME = "Demo pilot: checklist item quality"
 SETTLED_NAME = "Demo audit: checklist item quality"
@@ -65,20 +65,37 @@ def demo_audit_load(*, seed: int = 1, size: int = 60) -> DemoAudit:
     lead = _person("demo-lead", access.LEAD)
     annotators = [_person("demo-ann", access.ANNOTATOR), _person("demo-ben", access.ANNOTATOR)]
     campaign = services.campaign_create(
-        name=CAMPAIGN_NAME, subject=SUBJECT, benchmarks=benchmarks, strata=["category"], allocation="proportional",
-        size=size, seed=seed, minimum_per_stratum=2, pilot=True, user=lead)
+        name=CAMPAIGN_NAME,
+        subject=SUBJECT,
+        benchmarks=benchmarks,
+        strata=["category"],
+        allocation="proportional",
+        size=size,
+        seed=seed,
+        minimum_per_stratum=2,
+        pilot=True,
+        user=lead,
+    )
     result = DemoAudit(services.campaign_start(campaign))
     _play(result, result.campaign, lead, annotators, random.Random(seed), labelled=LABELLED, settled=SETTLED)
     settled = services.campaign_create(
-        name=SETTLED_NAME, subject=SUBJECT, benchmarks=benchmarks, strata=["category"], allocation="proportional",
-        size=size, seed=seed + 1, user=lead)
+        name=SETTLED_NAME,
+        subject=SUBJECT,
+        benchmarks=benchmarks,
+        strata=["category"],
+        allocation="proportional",
+        size=size,
+        seed=seed + 1,
+        user=lead,
+    )
     result.settled = services.campaign_start(settled)
     _play(result, result.settled, lead, annotators, random.Random(seed + 1), labelled=1.0, settled=1.0)
     return result
 
 
-def _play(result: DemoAudit, campaign: Campaign, lead, annotators, rng: random.Random, *, labelled: float,
-          settled: float) -> None:
+def _play(
+    result: DemoAudit, campaign: Campaign, lead, annotators, rng: random.Random, *, labelled: float, settled: float
+) -> None:
     """Both annotators label the first `labelled` share of the sample; the lead settles the first `settled` share
     of the disagreements (with the truth the demo drew)."""
     units = list(campaign.units.order_by("position"))
@@ -98,7 +115,11 @@ def _play(result: DemoAudit, campaign: Campaign, lead, annotators, rng: random.R
     for unit in disputed[: round(len(disputed) * settled)]:
         flaw = truth[unit.pk]
         status = FinalStatus.INVALID if flaw else FinalStatus.VALID
-        services.unit_adjudicate(unit, lead=lead, final_status=status,
-                                 reason=flaw[1] if flaw else "annotator-error",
-                                 note="" if flaw else f"reads fine: {reasons['annotator-error']}")
+        services.unit_adjudicate(
+            unit,
+            lead=lead,
+            final_status=status,
+            reason=flaw[1] if flaw else "annotator-error",
+            note="" if flaw else f"reads fine: {reasons['annotator-error']}",
+        )
         result.adjudicated += 1

@@ -5,6 +5,7 @@ tau and the swapped pairs from runs.metrics.rank_change (the leaderboard page us
 each swapped pair of models lists the excluded items on which the two models' verdicts
 differ most, which is what moved them.
 """
+
 from __future__ import annotations
 
 from collections.abc import Collection
@@ -26,8 +27,14 @@ class Effect:
     n_excluded: int
 
 
-def exclusion_effect(benchmark_id: int, excluded: Collection[int], verdicts_by_model: dict | None = None,
-                     *, filters: Filters | None = None, limit: int = 10) -> Effect:
+def exclusion_effect(
+    benchmark_id: int,
+    excluded: Collection[int],
+    verdicts_by_model: dict | None = None,
+    *,
+    filters: Filters | None = None,
+    limit: int = 10,
+) -> Effect:
     """The leaderboard with and without `excluded` items; `verdicts_by_model` (model -> item -> pass/fail counts) explains swaps."""
     filters = filters or Filters()
     before = leaderboard_rows(benchmark_id, filters)

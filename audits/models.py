@@ -7,6 +7,7 @@ distinct annotators; an assignment is a reservation until its label is saved. Un
 whose labels differ go to a lead for adjudication; the unit's final status and where it
 came from (unanimous, adjudicated, unresolved) is what exclusion policies read.
 """
+
 from django.conf import settings
 from django.db import models
 
@@ -64,7 +65,9 @@ class Campaign(models.Model):
     class Meta:
         ordering = ["-created_at", "-id"]
         constraints = [
-            models.CheckConstraint(condition=models.Q(annotators_per_unit__gte=2), name="campaign_two_annotators_or_more"),
+            models.CheckConstraint(
+                condition=models.Q(annotators_per_unit__gte=2), name="campaign_two_annotators_or_more"
+            ),
         ]
 
     def __str__(self) -> str:

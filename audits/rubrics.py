@@ -5,6 +5,7 @@ faithful / unclear / incorrect label of generated constraints, EvolIF's check th
 synthesized user query expresses its active constraints. A label is valid when every
 criterion holds one of its valid values (METRICS.md section 6: "all criteria met").
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -57,37 +58,65 @@ CHECKLIST = Rubric(
     subject="checklist_items",
     criteria=(
         Criterion("decidable", "Is the item unambiguous and decidable yes/no?", YES_NO, frozenset({"yes"})),
-        Criterion("grounded", "Is it grounded in explicit evidence (system prompt, user query, repo files)?", YES_NO,
-                  frozenset({"yes"})),
-        Criterion("duplicate", "Does it duplicate or conflict with another item of the instance?",
-                  (("none", "neither"), ("duplicate", "duplicate"), ("conflict", "conflict")), frozenset({"none"})),
-        Criterion("overall", "Overall", (("ok", "ok"), ("ambiguous", "ambiguous"), ("unfaithful", "unfaithful")),
-                  frozenset({"ok"})),
+        Criterion(
+            "grounded",
+            "Is it grounded in explicit evidence (system prompt, user query, repo files)?",
+            YES_NO,
+            frozenset({"yes"}),
+        ),
+        Criterion(
+            "duplicate",
+            "Does it duplicate or conflict with another item of the instance?",
+            (("none", "neither"), ("duplicate", "duplicate"), ("conflict", "conflict")),
+            frozenset({"none"}),
+        ),
+        Criterion(
+            "overall",
+            "Overall",
+            (("ok", "ok"), ("ambiguous", "ambiguous"), ("unfaithful", "unfaithful")),
+            frozenset({"ok"}),
+        ),
     ),
-    issues=(("ambiguous", "ambiguous wording"), ("not-decidable", "not binary-decidable"),
-            ("not-grounded", "not grounded in the instance"), ("duplicate", "duplicates another item"),
-            ("conflict", "conflicts with another item"), ("unfaithful", "unfaithful to the instruction")) + COMMON_ISSUES,
+    issues=(
+        ("ambiguous", "ambiguous wording"),
+        ("not-decidable", "not binary-decidable"),
+        ("not-grounded", "not grounded in the instance"),
+        ("duplicate", "duplicates another item"),
+        ("conflict", "conflicts with another item"),
+        ("unfaithful", "unfaithful to the instruction"),
+    )
+    + COMMON_ISSUES,
 )
 HIERARCHY = Rubric(
     subject="hierarchy_constraints",
     criteria=(
-        Criterion("faithful", "Is the generated (constraint, context, check) faithful?",
-                  (("faithful", "faithful"), ("unclear", "unclear"), ("incorrect", "incorrect")),
-                  frozenset({"faithful"})),
+        Criterion(
+            "faithful",
+            "Is the generated (constraint, context, check) faithful?",
+            (("faithful", "faithful"), ("unclear", "unclear"), ("incorrect", "incorrect")),
+            frozenset({"faithful"}),
+        ),
     ),
-    issues=(("wrong-constraint", "constraint does not say what the style requires"),
-            ("wrong-privilege", "privilege or conflict resolution is wrong"),
-            ("unclear", "constraint is unclear")) + COMMON_ISSUES,
+    issues=(
+        ("wrong-constraint", "constraint does not say what the style requires"),
+        ("wrong-privilege", "privilege or conflict resolution is wrong"),
+        ("unclear", "constraint is unclear"),
+    )
+    + COMMON_ISSUES,
 )
 DIALOGUE = Rubric(
     subject="dialogue_queries",
     criteria=(
-        Criterion("expresses", "Does the user query express the intended (active) constraints?", YES_NO,
-                  frozenset({"yes"})),
+        Criterion(
+            "expresses", "Does the user query express the intended (active) constraints?", YES_NO, frozenset({"yes"})
+        ),
     ),
-    issues=(("missing-constraint", "a constraint is missing from the query"),
-            ("contradicts", "the query contradicts a constraint"),
-            ("unnatural", "the query is unnatural or unclear")) + COMMON_ISSUES,
+    issues=(
+        ("missing-constraint", "a constraint is missing from the query"),
+        ("contradicts", "the query contradicts a constraint"),
+        ("unnatural", "the query is unnatural or unclear"),
+    )
+    + COMMON_ISSUES,
 )
 RUBRICS = {r.subject: r for r in (CHECKLIST, HIERARCHY, DIALOGUE)}
 

@@ -4,6 +4,7 @@ The sample is a function of (candidates, strata, allocation, size, seed) only:
 candidates are sorted by their stable key and each stratum draws with its own
 `random.Random(f"{seed}:{stratum}")`, so the same seed re-creates the same sample.
 """
+
 from __future__ import annotations
 
 import difflib
@@ -60,8 +61,9 @@ def population(candidates: Iterable[Candidate], strata: Sequence[str]) -> dict[s
 NEYMAN_DEFAULT_SD = 0.5
 
 
-def quotas(counts: dict[str, int], size: int, *, mode: str, minimum: int = 0,
-           sd: dict[str, float] | None = None) -> dict[str, float]:
+def quotas(
+    counts: dict[str, int], size: int, *, mode: str, minimum: int = 0, sd: dict[str, float] | None = None
+) -> dict[str, float]:
     """The exact (unrounded) number of units each stratum is due: what `allocate` rounds.
 
     proportional: size * N_s / N; equal: size / strata; minimum: min(minimum, N_s) each, the rest
@@ -70,14 +72,14 @@ def quotas(counts: dict[str, int], size: int, *, mode: str, minimum: int = 0,
     others in the same proportions. The quotas sum to min(size, population).
     """
     size = min(size, sum(counts.values()))
-    base = {s: 0.0 for s in counts}
+    base = dict.fromkeys(counts, 0.0)
     if mode == "minimum":
         base = {s: float(min(minimum, n)) for s, n in counts.items()}
         if sum(base.values()) > size:  # the minimum alone is over the size: equal shares of the size
             return quotas(counts, size, mode="equal")
         mode = "proportional"
     if mode == "equal":
-        weights = {s: 1.0 for s in counts}
+        weights = dict.fromkeys(counts, 1.0)
     elif mode == "neyman":
         sd = sd or {}
         weights = {s: n * max(0.0, float(sd.get(s, NEYMAN_DEFAULT_SD))) for s, n in counts.items()}
@@ -106,8 +108,9 @@ def quotas(counts: dict[str, int], size: int, *, mode: str, minimum: int = 0,
     return due
 
 
-def allocate(counts: dict[str, int], size: int, *, mode: str, minimum: int = 0,
-             sd: dict[str, float] | None = None) -> dict[str, int]:
+def allocate(
+    counts: dict[str, int], size: int, *, mode: str, minimum: int = 0, sd: dict[str, float] | None = None
+) -> dict[str, int]:
     """How many units each stratum gets: its quota (see `quotas`) rounded by largest remainder.
 
     Every stratum gets the whole part of its quota; the units left go one each to the strata
@@ -117,9 +120,8 @@ def allocate(counts: dict[str, int], size: int, *, mode: str, minimum: int = 0,
     due = quotas(counts, size, mode=mode, minimum=minimum, sd=sd)
     alloc = {s: min(counts[s], int(math.floor(q + 1e-9))) for s, q in due.items()}
     left = min(size, sum(counts.values())) - sum(alloc.values())
-    order = sorted((s for s in counts if alloc[s] < counts[s]),
-                   key=lambda s: (-(due[s] - alloc[s]), -counts[s], s))
-    for s in order[:max(0, left)]:
+    order = sorted((s for s in counts if alloc[s] < counts[s]), key=lambda s: (-(due[s] - alloc[s]), -counts[s], s))
+    for s in order[: max(0, left)]:
         alloc[s] += 1
     return alloc
 
@@ -129,7 +131,9 @@ def empty_strata(counts: dict[str, int], alloc: dict[str, int]) -> list[str]:
     return [s for s, n in counts.items() if n and not alloc.get(s)]
 
 
-def draw(candidates: Sequence[Candidate], strata: Sequence[str], allocation: dict[str, int], seed: int) -> list[tuple[str, Candidate]]:
+def draw(
+    candidates: Sequence[Candidate], strata: Sequence[str], allocation: dict[str, int], seed: int
+) -> list[tuple[str, Candidate]]:
     """The sample: (stratum, candidate) pairs, strata by name, each stratum's draw in key order."""
     by_stratum: dict[str, list[Candidate]] = defaultdict(list)
     for c in sorted(candidates, key=lambda c: c.key):
@@ -142,8 +146,16 @@ def draw(candidates: Sequence[Candidate], strata: Sequence[str], allocation: dic
     return out
 
 
-def sample(candidates: Sequence[Candidate], *, strata: Sequence[str], mode: str, size: int, seed: int,
-           minimum: int = 0, sd: dict[str, float] | None = None) -> list[tuple[str, Candidate]]:
+def sample(
+    candidates: Sequence[Candidate],
+    *,
+    strata: Sequence[str],
+    mode: str,
+    size: int,
+    seed: int,
+    minimum: int = 0,
+    sd: dict[str, float] | None = None,
+) -> list[tuple[str, Candidate]]:
     """Population, allocation and draw in one call: the frozen sample of a campaign."""
     alloc = allocate(population(candidates, strata), size, mode=mode, minimum=minimum, sd=sd)
     return draw(candidates, strata, alloc, seed)

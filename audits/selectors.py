@@ -1,4 +1,5 @@
 """Reads for audits: candidate units, queues, progress, label views, and the items an exclusion policy leaves out."""
+
 from __future__ import annotations
 
 import random
@@ -7,9 +8,8 @@ from collections.abc import Iterable
 
 from django.db.models import Count, Exists, OuterRef, Q
 
-from runs.models import Attempt, Benchmark, BenchmarkKind, ChecklistItem, Instance, Verdict, VerdictResult
-
-from .models import (
+from audits import effect, sampling
+from audits.models import (
     Adjudication,
     Assignment,
     AuditUnit,
@@ -22,8 +22,8 @@ from .models import (
     Subject,
     UnitState,
 )
-from . import effect, sampling
-from .sampling import Candidate
+from audits.sampling import Candidate
+from runs.models import Attempt, Benchmark, BenchmarkKind, ChecklistItem, Instance, Verdict, VerdictResult
 
 #: exclusion policies offered on leaderboards: URL value -> label
 POLICIES = {
@@ -32,33 +32,70 @@ POLICIES = {
     "adjudicated_invalid": "final status invalid (unanimous or adjudicated)",
     "superseded": "items replaced by a newer version",
 }
-SUBJECT_KINDS = {Subject.CHECKLIST: ("checklist", "conflict"), Subject.HIERARCHY: ("hierarchy",),
-                 Subject.DIALOGUE: ("dialogue",)}
+SUBJECT_KINDS = {
+    Subject.CHECKLIST: ("checklist", "conflict"),
+    Subject.HIERARCHY: ("hierarchy",),
+    Subject.DIALOGUE: ("dialogue",),
+}
 
 
 def candidates(subject: str, benchmark_ids: Iterable[int]) -> list[Candidate]:
     """Every unit a campaign on these benchmarks could sample, with its stratum facets and text (two queries at most)."""
     benchmark_ids = list(benchmark_ids)
     # an item rewritten as a newer version is not audited again: its newest version is
-    items = ChecklistItem.objects.filter(instance__benchmark_id__in=benchmark_ids, superseded_by__isnull=True).values_list(
-        "id", "key", "instance_id", "instance__external_id", "instance__benchmark__slug", "category", "check_type",
-        "conditional", "instance__primary_category", "description", "turn",
-    ).order_by()
+    items = (
+        ChecklistItem.objects.filter(instance__benchmark_id__in=benchmark_ids, superseded_by__isnull=True)
+        .values_list(
+            "id",
+            "key",
+            "instance_id",
+            "instance__external_id",
+            "instance__benchmark__slug",
+            "category",
+            "check_type",
+            "conditional",
+            "instance__primary_category",
+            "description",
+            "turn",
+        )
+        .order_by()
+    )
     if subject != Subject.DIALOGUE:
         return [
-            Candidate(key=f"{slug}/{ext}/{key}", instance_id=inst, item_id=pk, turn=None, text=desc,
-                      facets={"category": cat, "check_type": ctype, "primary_category": primary, "benchmark": slug,
-                              "conditional": "conditional" if cond else "unconditional"})
+            Candidate(
+                key=f"{slug}/{ext}/{key}",
+                instance_id=inst,
+                item_id=pk,
+                turn=None,
+                text=desc,
+                facets={
+                    "category": cat,
+                    "check_type": ctype,
+                    "primary_category": primary,
+                    "benchmark": slug,
+                    "conditional": "conditional" if cond else "unconditional",
+                },
+            )
             for pk, key, inst, ext, slug, cat, ctype, cond, primary, desc, _ in items
         ]
-    turns = {(inst, turn): (ext, slug, primary) for _, _, inst, ext, slug, _, _, _, primary, _, turn in items
-             if turn is not None}
+    turns = {
+        (inst, turn): (ext, slug, primary)
+        for _, _, inst, ext, slug, _, _, _, primary, _, turn in items
+        if turn is not None
+    }
     specs = dict(Instance.objects.filter(id__in={i for i, _ in turns}).values_list("id", "spec"))
     out = []
     for (inst, turn), (ext, slug, primary) in turns.items():
-        out.append(Candidate(key=f"{slug}/{ext}/turn-{turn:03d}", instance_id=inst, item_id=None, turn=turn,
-                             text=_user_query(specs.get(inst) or {}, turn),
-                             facets={"primary_category": primary, "benchmark": slug}))
+        out.append(
+            Candidate(
+                key=f"{slug}/{ext}/turn-{turn:03d}",
+                instance_id=inst,
+                item_id=None,
+                turn=turn,
+                text=_user_query(specs.get(inst) or {}, turn),
+                facets={"primary_category": primary, "benchmark": slug},
+            )
+        )
     return out
 
 
@@ -72,10 +109,24 @@ def draft_allocation(campaign: Campaign, cands: list[Candidate] | None = None) -
     due = sampling.quotas(counts, campaign.size, **options)
     alloc = sampling.allocate(counts, campaign.size, **options)
     total = len(cands) or 1
-    rows = [{"stratum": s, "population": n, "share": n / total, "expected": due[s], "allocated": alloc[s],
-             "sd": campaign.stratum_sd.get(s) if campaign.allocation == "neyman" else None} for s, n in counts.items()]
-    return {"rows": rows, "allocation": alloc, "n_candidates": len(cands), "n_sampled": sum(alloc.values()),
-            "empty": sampling.empty_strata(counts, alloc)}
+    rows = [
+        {
+            "stratum": s,
+            "population": n,
+            "share": n / total,
+            "expected": due[s],
+            "allocated": alloc[s],
+            "sd": campaign.stratum_sd.get(s) if campaign.allocation == "neyman" else None,
+        }
+        for s, n in counts.items()
+    ]
+    return {
+        "rows": rows,
+        "allocation": alloc,
+        "n_candidates": len(cands),
+        "n_sampled": sum(alloc.values()),
+        "empty": sampling.empty_strata(counts, alloc),
+    }
 
 
 def _user_query(spec: dict, turn: int) -> str:
@@ -111,39 +162,71 @@ def unit_evidence(unit: AuditUnit) -> dict:
 
 def annotator_progress(campaign: Campaign) -> list[dict]:
     """Per annotator: labels saved, reservations held, and saved labels the final status overruled (one query)."""
-    overruled = (Q(label__valid=True, unit__final_status=FinalStatus.INVALID)
-                 | Q(label__valid=False, unit__final_status=FinalStatus.VALID))
-    rows = Assignment.objects.filter(unit__campaign=campaign).values("annotator__username").annotate(
-        saved=Count("id", filter=Q(submitted_at__isnull=False)), reserved=Count("id", filter=Q(submitted_at__isnull=True)),
-        overruled=Count("id", filter=overruled & Q(unit__state=UnitState.CLOSED)),
-    ).order_by("annotator__username")
-    return [{"annotator": r["annotator__username"], "saved": r["saved"], "reserved": r["reserved"],
-             "overruled": r["overruled"]} for r in rows]
+    overruled = Q(label__valid=True, unit__final_status=FinalStatus.INVALID) | Q(
+        label__valid=False, unit__final_status=FinalStatus.VALID
+    )
+    rows = (
+        Assignment.objects.filter(unit__campaign=campaign)
+        .values("annotator__username")
+        .annotate(
+            saved=Count("id", filter=Q(submitted_at__isnull=False)),
+            reserved=Count("id", filter=Q(submitted_at__isnull=True)),
+            overruled=Count("id", filter=overruled & Q(unit__state=UnitState.CLOSED)),
+        )
+        .order_by("annotator__username")
+    )
+    return [
+        {
+            "annotator": r["annotator__username"],
+            "saved": r["saved"],
+            "reserved": r["reserved"],
+            "overruled": r["overruled"],
+        }
+        for r in rows
+    ]
 
 
 def campaign_counts(campaign: Campaign) -> dict:
     """Units per state and per final status, and labels needed vs saved."""
     states = dict(campaign.units.values_list("state").annotate(n=Count("id")).order_by())
-    finals = dict(campaign.units.exclude(final_status="").values_list("final_status").annotate(n=Count("id")).order_by())
+    finals = dict(
+        campaign.units.exclude(final_status="").values_list("final_status").annotate(n=Count("id")).order_by()
+    )
     n_units = sum(states.values())
     saved = Label.objects.filter(assignment__unit__campaign=campaign).count()
-    return {"units": n_units, "states": states, "finals": finals, "labels_saved": saved,
-            "labels_needed": n_units * campaign.annotators_per_unit}
+    return {
+        "units": n_units,
+        "states": states,
+        "finals": finals,
+        "labels_saved": saved,
+        "labels_needed": n_units * campaign.annotators_per_unit,
+    }
 
 
 def adjudication_queue(campaign: Campaign) -> list[AuditUnit]:
     """Disputed units, lowest agreement first (then sample order)."""
-    return list(campaign.units.filter(state=UnitState.DISPUTED).select_related("item", "instance")
-                .order_by("agreement", "position"))
+    return list(
+        campaign.units.filter(state=UnitState.DISPUTED)
+        .select_related("item", "instance")
+        .order_by("agreement", "position")
+    )
 
 
 def provenance_totals(campaign: Campaign) -> dict[str, int]:
     """Where the campaign's units stand: closed unanimous / adjudicated / unresolved, and still open or disputed."""
-    sources = dict(campaign.units.filter(state=UnitState.CLOSED).values_list("final_source").annotate(n=Count("id")).order_by())
-    states = dict(campaign.units.exclude(state=UnitState.CLOSED).values_list("state").annotate(n=Count("id")).order_by())
-    return {"unanimous": sources.get(FinalSource.UNANIMOUS, 0), "adjudicated": sources.get(FinalSource.ADJUDICATED, 0),
-            "unresolved": sources.get(FinalSource.UNRESOLVED, 0), "disputed": states.get(UnitState.DISPUTED, 0),
-            "open": states.get(UnitState.OPEN, 0)}
+    sources = dict(
+        campaign.units.filter(state=UnitState.CLOSED).values_list("final_source").annotate(n=Count("id")).order_by()
+    )
+    states = dict(
+        campaign.units.exclude(state=UnitState.CLOSED).values_list("state").annotate(n=Count("id")).order_by()
+    )
+    return {
+        "unanimous": sources.get(FinalSource.UNANIMOUS, 0),
+        "adjudicated": sources.get(FinalSource.ADJUDICATED, 0),
+        "unresolved": sources.get(FinalSource.UNRESOLVED, 0),
+        "disputed": states.get(UnitState.DISPUTED, 0),
+        "open": states.get(UnitState.OPEN, 0),
+    }
 
 
 def _overruled(label_valid: bool, unit_state: str, final_status: str) -> bool | None:
@@ -157,35 +240,95 @@ def campaign_labels(campaign: Campaign) -> list[dict]:
     """Every saved label of a campaign with its provenance, in sample then slot order (leads and reviewers: callers
     check access): unit, slot, annotator, answers, note, the unit's final status and source, whether the label was
     overruled, and whether an adjudication upheld it."""
-    rows = Label.objects.filter(assignment__unit__campaign=campaign).order_by(
-        "assignment__unit__position", "assignment__slot").values_list(
-        "assignment__unit_id", "assignment__unit__position", "assignment__unit__key", "assignment__unit__stratum",
-        "assignment__slot", "assignment__annotator__username", "values", "valid", "note", "link", "created_at",
-        "updated_at", "assignment__unit__state", "assignment__unit__final_status", "assignment__unit__final_source",
-        "assignment__unit__adjudication__upheld_slot")
-    return [{"unit": unit, "position": pos, "key": key, "stratum": stratum, "slot": slot, "annotator": who,
-             "values": values, "valid": valid, "note": note, "link": link, "saved_at": created.isoformat(),
-             "updated_at": updated.isoformat(), "unit_state": state, "final_status": final, "final_source": source,
-             "overruled": _overruled(valid, state, final), "upheld": None if upheld is None else upheld == slot}
-            for unit, pos, key, stratum, slot, who, values, valid, note, link, created, updated, state, final, source, upheld
-            in rows]
+    rows = (
+        Label.objects.filter(assignment__unit__campaign=campaign)
+        .order_by("assignment__unit__position", "assignment__slot")
+        .values_list(
+            "assignment__unit_id",
+            "assignment__unit__position",
+            "assignment__unit__key",
+            "assignment__unit__stratum",
+            "assignment__slot",
+            "assignment__annotator__username",
+            "values",
+            "valid",
+            "note",
+            "link",
+            "created_at",
+            "updated_at",
+            "assignment__unit__state",
+            "assignment__unit__final_status",
+            "assignment__unit__final_source",
+            "assignment__unit__adjudication__upheld_slot",
+        )
+    )
+    return [
+        {
+            "unit": unit,
+            "position": pos,
+            "key": key,
+            "stratum": stratum,
+            "slot": slot,
+            "annotator": who,
+            "values": values,
+            "valid": valid,
+            "note": note,
+            "link": link,
+            "saved_at": created.isoformat(),
+            "updated_at": updated.isoformat(),
+            "unit_state": state,
+            "final_status": final,
+            "final_source": source,
+            "overruled": _overruled(valid, state, final),
+            "upheld": None if upheld is None else upheld == slot,
+        }
+        for unit, pos, key, stratum, slot, who, values, valid, note, link, created, updated, state, final, source, upheld in rows
+    ]
 
 
 def campaign_adjudications(campaign: Campaign) -> list[dict]:
     """Every adjudication of a campaign in sample order: unit, lead, final status, reason, upheld slot, the order the
     labels were shown in, note, when."""
-    rows = Adjudication.objects.filter(unit__campaign=campaign).order_by("unit__position").values_list(
-        "unit_id", "unit__position", "unit__key", "unit__stratum", "lead__username", "final_status", "reason",
-        "upheld_slot", "shown_order", "note", "created_at")
-    return [{"unit": unit, "position": pos, "key": key, "stratum": stratum, "lead": lead or "", "final_status": final,
-             "reason": reason, "upheld_slot": upheld, "shown_order": " ".join(map(str, shown or [])), "note": note,
-             "decided_at": at.isoformat()}
-            for unit, pos, key, stratum, lead, final, reason, upheld, shown, note, at in rows]
+    rows = (
+        Adjudication.objects.filter(unit__campaign=campaign)
+        .order_by("unit__position")
+        .values_list(
+            "unit_id",
+            "unit__position",
+            "unit__key",
+            "unit__stratum",
+            "lead__username",
+            "final_status",
+            "reason",
+            "upheld_slot",
+            "shown_order",
+            "note",
+            "created_at",
+        )
+    )
+    return [
+        {
+            "unit": unit,
+            "position": pos,
+            "key": key,
+            "stratum": stratum,
+            "lead": lead or "",
+            "final_status": final,
+            "reason": reason,
+            "upheld_slot": upheld,
+            "shown_order": " ".join(map(str, shown or [])),
+            "note": note,
+            "decided_at": at.isoformat(),
+        }
+        for unit, pos, key, stratum, lead, final, reason, upheld, shown, note, at in rows
+    ]
 
 
-def sample_units(campaign: Campaign, *, offset: int = 0, limit: int = 200) -> list[tuple[AuditUnit, list[ChecklistItem]]]:
+def sample_units(
+    campaign: Campaign, *, offset: int = 0, limit: int = 200
+) -> list[tuple[AuditUnit, list[ChecklistItem]]]:
     """A page of a started campaign's frozen sample in sample order, each unit with its items (three queries)."""
-    units = list(campaign.units.select_related("item", "instance").order_by("position")[offset:offset + limit])
+    units = list(campaign.units.select_related("item", "instance").order_by("position")[offset : offset + limit])
     by_turn = items_of_turns({(u.instance_id, u.turn) for u in units if not u.item_id and u.turn is not None})
     return [(u, [u.item] if u.item_id else by_turn.get((u.instance_id, u.turn), [])) for u in units]
 
@@ -209,9 +352,13 @@ def queue_progress(campaign: Campaign, user) -> dict:
     done = Label.objects.filter(assignment__unit__campaign=campaign, assignment__annotator=user).count()
     mine = Assignment.objects.filter(unit=OuterRef("pk"), annotator=user)
     labelled = Label.objects.filter(assignment__annotator=user, assignment__unit__campaign=campaign)
-    open_to_me = (campaign.units.filter(state=UnitState.OPEN).exclude(pk__in=labelled.values("assignment__unit_id"))
-                  .annotate(n=Count("assignments"), held=Exists(mine))
-                  .filter(Q(held=True) | Q(n__lt=campaign.annotators_per_unit)).count())
+    open_to_me = (
+        campaign.units.filter(state=UnitState.OPEN)
+        .exclude(pk__in=labelled.values("assignment__unit_id"))
+        .annotate(n=Count("assignments"), held=Exists(mine))
+        .filter(Q(held=True) | Q(n__lt=campaign.annotators_per_unit))
+        .count()
+    )
     return {"done": done, "total": done + open_to_me}
 
 
@@ -219,8 +366,9 @@ def annotator_queue(user) -> list[dict]:
     """The started campaigns whose units go to the user (they are one of its assigned annotators, or it assigns
     none), those with units left for them first, then newest first, each as {"campaign", "progress"
     (`queue_progress`), "left" (units they may still take)}. Two queries per campaign and one more."""
-    campaigns = (Campaign.objects.filter(state=CampaignState.STARTED)
-                 .filter(Q(annotators=None) | Q(annotators=user)).distinct())
+    campaigns = (
+        Campaign.objects.filter(state=CampaignState.STARTED).filter(Q(annotators=None) | Q(annotators=user)).distinct()
+    )
     rows = []
     for campaign in campaigns:
         progress = queue_progress(campaign, user)
@@ -230,9 +378,14 @@ def annotator_queue(user) -> list[dict]:
 
 def last_correctable(campaign: Campaign, user) -> Label | None:
     """The user's most recent label in the campaign while its unit is still open (they may still correct it)."""
-    return (Label.objects.filter(assignment__unit__campaign=campaign, assignment__annotator=user,
-                                 assignment__unit__state=UnitState.OPEN)
-            .select_related("assignment__unit__item").order_by("-updated_at", "-id").first())
+    return (
+        Label.objects.filter(
+            assignment__unit__campaign=campaign, assignment__annotator=user, assignment__unit__state=UnitState.OPEN
+        )
+        .select_related("assignment__unit__item")
+        .order_by("-updated_at", "-id")
+        .first()
+    )
 
 
 def next_disputed(campaign: Campaign, user, *, after: AuditUnit | None = None) -> AuditUnit | None:
@@ -244,7 +397,7 @@ def next_disputed(campaign: Campaign, user, *, after: AuditUnit | None = None) -
         ids = [u.pk for u in queue]
         if after.pk in ids:
             i = ids.index(after.pk)
-            queue = queue[i + 1:] + queue[:i]
+            queue = queue[i + 1 :] + queue[:i]
     return queue[0] if queue else None
 
 
@@ -267,8 +420,11 @@ def shown_in_random_order(unit: AuditUnit, labels: list[Label]) -> list[Label]:
 
 def my_labels(user, campaign: Campaign | None = None) -> list[dict]:
     """The annotator's own labels with, for closed units only, the final status and whether it overruled them."""
-    qs = Label.objects.filter(assignment__annotator=user).select_related(
-        "assignment__unit__campaign", "assignment__unit__item", "assignment__unit__instance").order_by("-updated_at")
+    qs = (
+        Label.objects.filter(assignment__annotator=user)
+        .select_related("assignment__unit__campaign", "assignment__unit__item", "assignment__unit__instance")
+        .order_by("-updated_at")
+    )
     if campaign is not None:
         qs = qs.filter(assignment__unit__campaign=campaign)
     out = []
@@ -276,17 +432,28 @@ def my_labels(user, campaign: Campaign | None = None) -> list[dict]:
         unit = label.assignment.unit
         closed = unit.state == UnitState.CLOSED
         decided = closed and unit.final_status in (FinalStatus.VALID, FinalStatus.INVALID)
-        out.append({"label": label, "unit": unit, "closed": closed,
-                    "final_status": unit.final_status if closed else "", "final_source": unit.final_source if closed else "",
-                    "overruled": decided and label.valid != (unit.final_status == FinalStatus.VALID)})
+        out.append(
+            {
+                "label": label,
+                "unit": unit,
+                "closed": closed,
+                "final_status": unit.final_status if closed else "",
+                "final_source": unit.final_source if closed else "",
+                "overruled": decided and label.valid != (unit.final_status == FinalStatus.VALID),
+            }
+        )
     return out
 
 
 def item_version_chain(item: ChecklistItem) -> list[dict]:
     """Every version of a rewritten item, oldest first, as {"item", "revision"} (the ItemRevision that made
     that version; None for the first); [] for an item never rewritten. Two queries."""
-    linked = {i.pk: i for i in ChecklistItem.objects.filter(instance_id=item.instance_id).filter(
-        Q(supersedes__isnull=False) | Q(superseded_by__isnull=False)).order_by()}
+    linked = {
+        i.pk: i
+        for i in ChecklistItem.objects.filter(instance_id=item.instance_id)
+        .filter(Q(supersedes__isnull=False) | Q(superseded_by__isnull=False))
+        .order_by()
+    }
     if item.pk not in linked:
         return []
     first = linked[item.pk]
@@ -300,8 +467,10 @@ def item_version_chain(item: ChecklistItem) -> list[dict]:
         if chain[-1].pk not in newer:
             break
         chain.append(newer[chain[-1].pk])
-    revisions = {r.new_item_id: r for r in ItemRevision.objects.filter(new_item__in=[i.pk for i in chain[1:]])
-                 .select_related("lead")}
+    revisions = {
+        r.new_item_id: r
+        for r in ItemRevision.objects.filter(new_item__in=[i.pk for i in chain[1:]]).select_related("lead")
+    }
     return [{"item": i, "revision": revisions.get(i.pk)} for i in chain]
 
 
@@ -324,7 +493,9 @@ def policy_campaigns(benchmark: Benchmark, campaigns: Iterable[int] | None = Non
         chosen = list(qs.filter(pk__in=wanted).order_by("created_at", "id"))
         missing = wanted - {c.pk for c in chosen}
         if missing:
-            raise ValueError(f"not a started audit campaign of {benchmark.slug}: {', '.join(map(str, sorted(missing)))}")
+            raise ValueError(
+                f"not a started audit campaign of {benchmark.slug}: {', '.join(map(str, sorted(missing)))}"
+            )
         return chosen
     return list(qs.filter(pilot=False).annotate(pending=_PENDING).filter(_SETTLED).order_by("created_at", "id"))
 
@@ -337,8 +508,13 @@ def campaigns_not_read(benchmark: Benchmark, policy: str, campaigns: Iterable[in
         return []
     read = [c.pk for c in policy_campaigns(benchmark, campaigns)]
     rows = []
-    for c in (Campaign.objects.filter(benchmarks=benchmark).exclude(state=CampaignState.DRAFT).exclude(pk__in=read)
-              .annotate(pending=_PENDING).order_by("created_at", "id")):
+    for c in (
+        Campaign.objects.filter(benchmarks=benchmark)
+        .exclude(state=CampaignState.DRAFT)
+        .exclude(pk__in=read)
+        .annotate(pending=_PENDING)
+        .order_by("created_at", "id")
+    ):
         if campaigns is not None:
             why = "not ticked"
         elif c.pilot:
@@ -354,9 +530,13 @@ def campaign_policy_reading(campaign: Campaign) -> dict:
     "pending" (units still being labelled or awaiting adjudication), "benchmarks" (its checklist benchmarks, whose
     effect page reads it when it is ticked there)}."""
     one = Campaign.objects.filter(pk=campaign.pk).annotate(pending=_PENDING)
-    return {"campaign": campaign, "settled": one.filter(_SETTLED, pilot=False).exists(), "pilot": campaign.pilot,
-            "pending": one.values_list("pending", flat=True).get(),
-            "benchmarks": list(campaign.benchmarks.filter(kind=BenchmarkKind.CHECKLIST).order_by("slug"))}
+    return {
+        "campaign": campaign,
+        "settled": one.filter(_SETTLED, pilot=False).exists(),
+        "pilot": campaign.pilot,
+        "pending": one.values_list("pending", flat=True).get(),
+        "benchmarks": list(campaign.benchmarks.filter(kind=BenchmarkKind.CHECKLIST).order_by("slug")),
+    }
 
 
 def flagged_units(benchmark: Benchmark, policy: str, campaigns: Iterable[int] | None = None) -> list[AuditUnit]:
@@ -380,11 +560,16 @@ def excluded_item_ids(benchmark: Benchmark, policy: str, campaigns: Iterable[int
     "superseded" leaves out every item an audit rewrote as a newer version (the newest stays).
     """
     if policy == "superseded":
-        return set(ChecklistItem.objects.filter(instance__benchmark=benchmark, superseded_by__isnull=False)
-                   .values_list("id", flat=True))
+        return set(
+            ChecklistItem.objects.filter(instance__benchmark=benchmark, superseded_by__isnull=False).values_list(
+                "id", flat=True
+            )
+        )
     units = flagged_units(benchmark, policy, campaigns)
     ids = {u.item_id for u in units if u.item_id}
-    for items in items_of_turns((u.instance_id, u.turn) for u in units if not u.item_id and u.turn is not None).values():
+    for items in items_of_turns(
+        (u.instance_id, u.turn) for u in units if not u.item_id and u.turn is not None
+    ).values():
         ids |= {i.id for i in items}
     return ids
 
@@ -406,18 +591,27 @@ def items_by_id(ids: Iterable[int]) -> dict[int, ChecklistItem]:
     return {i.id: i for i in ChecklistItem.objects.filter(id__in=list(ids)).select_related("instance")}
 
 
-def attempt_verdicts_on(item_ids: Iterable[int], benchmark_id: int, filters=None) -> dict[str, dict[int, dict[str, int]]]:
+def attempt_verdicts_on(
+    item_ids: Iterable[int], benchmark_id: int, filters=None
+) -> dict[str, dict[int, dict[str, int]]]:
     """For each model: item id -> {"pass": n, "fail": n} of its verdicts on these items (for the swap explanation),
     limited to the runs, judges, scaffolds and primary categories of a leaderboard's `filters` when given."""
     out: dict[str, dict[int, dict[str, int]]] = defaultdict(lambda: defaultdict(lambda: {"pass": 0, "fail": 0}))
     verdicts = Verdict.objects.filter(item_id__in=list(item_ids), attempt__run__benchmark_id=benchmark_id)
-    for values, lookup in ((getattr(filters, "runs", ()), "attempt__run__label__in"), (getattr(filters, "judges", ()), "judge__name__in"),
-                           (getattr(filters, "scaffolds", ()), "attempt__instance__scaffold__in"),
-                           (getattr(filters, "primary_categories", ()), "attempt__instance__primary_category__in")):
+    for values, lookup in (
+        (getattr(filters, "runs", ()), "attempt__run__label__in"),
+        (getattr(filters, "judges", ()), "judge__name__in"),
+        (getattr(filters, "scaffolds", ()), "attempt__instance__scaffold__in"),
+        (getattr(filters, "primary_categories", ()), "attempt__instance__primary_category__in"),
+    ):
         if values:
             verdicts = verdicts.filter(**{lookup: list(values)})
-    rows = verdicts.exclude(result=VerdictResult.NOT_APPLICABLE).values_list("attempt__run__model__name", "item_id", "result") \
-        .annotate(n=Count("id")).order_by()
+    rows = (
+        verdicts.exclude(result=VerdictResult.NOT_APPLICABLE)
+        .values_list("attempt__run__model__name", "item_id", "result")
+        .annotate(n=Count("id"))
+        .order_by()
+    )
     for model, item_id, result, n in rows:
         out[model][item_id][result] += n
     return out
@@ -427,6 +621,7 @@ def policy_effect(benchmark: Benchmark, policy: str, filters=None, campaigns: It
     """A checklist leaderboard before and after a policy (audits.effect.exclusion_effect) and the items behind
     its swaps by id: what the effect page and its API show."""
     excluded = excluded_item_ids(benchmark, policy, campaigns)
-    result = effect.exclusion_effect(benchmark.id, excluded, attempt_verdicts_on(excluded, benchmark.id, filters),
-                                     filters=filters)
+    result = effect.exclusion_effect(
+        benchmark.id, excluded, attempt_verdicts_on(excluded, benchmark.id, filters), filters=filters
+    )
     return result, items_by_id({d["item_id"] for s in result.swaps for d in s.items})

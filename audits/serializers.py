@@ -1,14 +1,14 @@
 """API shapes of audits. Output serializers are blind by construction: an assignment shows the
 unit and its items, never another label, another annotator or a verdict."""
+
 from django.contrib.auth import get_user_model
 from rest_framework import serializers
 
+from audits.access import UNSETTLED
+from audits.models import Allocation, Campaign, FinalStatus, Subject
+from audits.sampling import STRATA
+from audits.services import REWRITE_MAX_TEXT
 from runs.models import Benchmark
-
-from .access import UNSETTLED
-from .models import Allocation, Campaign, FinalStatus, Subject
-from .sampling import STRATA
-from .services import REWRITE_MAX_TEXT
 
 
 class BenchmarkSlugField(serializers.SlugRelatedField):
@@ -31,21 +31,39 @@ class CampaignInputSerializer(serializers.Serializer):
     seed = serializers.IntegerField(default=1, min_value=-(2**63), max_value=2**63 - 1)  # a BigIntegerField
     annotators_per_unit = serializers.IntegerField(min_value=2, max_value=10, default=2)
     reservation_minutes = serializers.IntegerField(min_value=1, max_value=24 * 60, default=30)
-    stratum_sd = serializers.DictField(child=serializers.FloatField(min_value=0), required=False, default=dict,
-                                       help_text="Neyman allocation: {stratum: standard deviation}; wins over sd_from.")
-    sd_from = serializers.PrimaryKeyRelatedField(queryset=Campaign.objects.all(), required=False, allow_null=True,
-                                                 default=None, help_text="Neyman allocation: read the standard "
-                                                 "deviations from this (pilot) campaign's per-stratum valid rates.")
-    annotators = serializers.SlugRelatedField(slug_field="username", queryset=get_user_model().objects.all(), many=True,
-                                              required=False, default=list,
-                                              help_text="Usernames that receive the units; empty = every annotator.")
+    stratum_sd = serializers.DictField(
+        child=serializers.FloatField(min_value=0),
+        required=False,
+        default=dict,
+        help_text="Neyman allocation: {stratum: standard deviation}; wins over sd_from.",
+    )
+    sd_from = serializers.PrimaryKeyRelatedField(
+        queryset=Campaign.objects.all(),
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text="Neyman allocation: read the standard "
+        "deviations from this (pilot) campaign's per-stratum valid rates.",
+    )
+    annotators = serializers.SlugRelatedField(
+        slug_field="username",
+        queryset=get_user_model().objects.all(),
+        many=True,
+        required=False,
+        default=list,
+        help_text="Usernames that receive the units; empty = every annotator.",
+    )
     pilot = serializers.BooleanField(default=False, help_text="Exclusion policies leave a pilot out unless chosen.")
     start = serializers.BooleanField(default=True, help_text="Freeze the sample at once.")
 
 
 class AnnotatorsInputSerializer(serializers.Serializer):
-    annotators = serializers.SlugRelatedField(slug_field="username", queryset=get_user_model().objects.all(), many=True,
-                                              help_text="Usernames that receive the units; [] = every annotator.")
+    annotators = serializers.SlugRelatedField(
+        slug_field="username",
+        queryset=get_user_model().objects.all(),
+        many=True,
+        help_text="Usernames that receive the units; [] = every annotator.",
+    )
 
 
 class CampaignSerializer(serializers.Serializer):
@@ -118,8 +136,10 @@ class UnitSerializer(serializers.Serializer):
     id = serializers.IntegerField()
     key = serializers.CharField()
     stratum = serializers.CharField()
-    state = serializers.SerializerMethodField(help_text="open, disputed, closed; \"unsettled\" for an annotator until "
-                                                        "the unit closes (audits.access.unit_state_for)")
+    state = serializers.SerializerMethodField(
+        help_text='open, disputed, closed; "unsettled" for an annotator until '
+        "the unit closes (audits.access.unit_state_for)"
+    )
     agreement = serializers.SerializerMethodField(help_text="null for an annotator until the unit closes")
     final_status = serializers.CharField()
     final_source = serializers.CharField()
@@ -133,7 +153,7 @@ class UnitSerializer(serializers.Serializer):
 
     def get_labels(self, obj) -> list[dict]:
         out = []
-        for n, label in enumerate(self.context["labels"], start=1):
+        for _n, label in enumerate(self.context["labels"], start=1):
             row = {"values": label.values, "valid": label.valid, "note": label.note, "link": label.link}
             if self.context["identities"]:
                 row.update(slot=label.assignment.slot, annotator=label.assignment.annotator.get_username())
@@ -157,8 +177,14 @@ class ItemRewriteInputSerializer(serializers.Serializer):
     check_type = serializers.CharField(max_length=100, required=False, allow_blank=True, allow_null=True, default=None)
     category = serializers.CharField(max_length=200, required=False, allow_blank=True, allow_null=True, default=None)
     reason = serializers.CharField(max_length=2000, required=False, allow_blank=True, default="")
-    unit = serializers.IntegerField(required=False, allow_null=True, default=None, min_value=1, max_value=2**31 - 1,
-                                    help_text="The audit unit the rewrite comes from (it must be about this item).")
+    unit = serializers.IntegerField(
+        required=False,
+        allow_null=True,
+        default=None,
+        min_value=1,
+        max_value=2**31 - 1,
+        help_text="The audit unit the rewrite comes from (it must be about this item).",
+    )
 
 
 class ItemVersionSerializer(serializers.Serializer):

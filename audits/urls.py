@@ -1,7 +1,8 @@
 """Audit pages, included at /audits/."""
+
 from django.urls import path
 
-from . import views
+from audits import views
 
 app_name = "audits"
 urlpatterns = [

@@ -3,6 +3,7 @@
 Every access decision goes through audits.access; views parse, check, call one
 selector or service, render.
 """
+
 from __future__ import annotations
 
 import json
@@ -15,16 +16,22 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
+from audits import access, exports, sampling, selectors, services
+from audits.agreement import campaign_agreement
+from audits.forms import (
+    AdjudicationForm,
+    CampaignAnnotatorsForm,
+    CampaignForm,
+    EffectForm,
+    ItemRewriteForm,
+    label_form_class,
+)
+from audits.models import Campaign, CampaignState, Subject, UnitState
+from audits.rubrics import rubric_for
 from runs.access import blind_safe
 from runs.models import Benchmark, BenchmarkKind, VerdictResult
 from runs.pages import render_page
 from runs.selectors.checklist import checklist_query
-
-from . import access, exports, sampling, selectors, services
-from .agreement import campaign_agreement
-from .forms import AdjudicationForm, CampaignAnnotatorsForm, CampaignForm, EffectForm, ItemRewriteForm, label_form_class
-from .models import Campaign, CampaignState, Subject, UnitState
-from .rubrics import rubric_for
 
 SPEC_CUT = 20_000  # characters of one spec field shown on the labelling screen
 CAMPAIGN_POLL_SECONDS = 10  # how often a started campaign's page refreshes its counts
@@ -38,9 +45,16 @@ def campaign_list(request):
     """The campaigns the user may open, with their progress."""
     campaigns = access.campaigns_for_user(request.user).prefetch_related("benchmarks")
     rows = [(c, access.campaign_counts_for(request.user, selectors.campaign_counts(c))) for c in campaigns[:100]]
-    return render(request, "audits/campaign_list.html", {
-        "rows": rows, "is_lead": access.is_lead(request.user), "roles": access.roles_of(request.user),
-        "sees_all": access.can_see_all(request.user)})
+    return render(
+        request,
+        "audits/campaign_list.html",
+        {
+            "rows": rows,
+            "is_lead": access.is_lead(request.user),
+            "roles": access.roles_of(request.user),
+            "sees_all": access.can_see_all(request.user),
+        },
+    )
 
 
 @login_required
@@ -65,19 +79,29 @@ def campaign_detail(request, pk):
     (the htmx fragment `live`) poll while labels are still to come or units wait for a decision."""
     campaign = access.campaign_for_user(request.user, pk)
     counts = access.campaign_counts_for(request.user, selectors.campaign_counts(campaign))
-    context = {"campaign": campaign, "counts": counts, "is_lead": access.is_lead(request.user),
-               "sees_all": access.can_see_all(request.user), "strata_labels": sampling.STRATA,
-               "may_label": services.may_receive(campaign, request.user), "poll_seconds": CAMPAIGN_POLL_SECONDS,
-               # from the counts the user may see, so whether the page polls tells an annotator nothing more
-               "changing": campaign.state == CampaignState.STARTED and (
-                   counts["labels_saved"] < counts["labels_needed"] or bool(counts.get("states", {}).get(UnitState.DISPUTED)))}
+    context = {
+        "campaign": campaign,
+        "counts": counts,
+        "is_lead": access.is_lead(request.user),
+        "sees_all": access.can_see_all(request.user),
+        "strata_labels": sampling.STRATA,
+        "may_label": services.may_receive(campaign, request.user),
+        "poll_seconds": CAMPAIGN_POLL_SECONDS,
+        # from the counts the user may see, so whether the page polls tells an annotator nothing more
+        "changing": campaign.state == CampaignState.STARTED
+        and (
+            counts["labels_saved"] < counts["labels_needed"] or bool(counts.get("states", {}).get(UnitState.DISPUTED))
+        ),
+    }
     if campaign.state == CampaignState.DRAFT:
         context.update(_draft_preview(campaign))
     else:
         if context["may_label"]:
             context["queue"] = selectors.queue_progress(campaign, request.user)
         if context["sees_all"]:
-            context.update(progress=selectors.annotator_progress(campaign), provenance=selectors.provenance_totals(campaign))
+            context.update(
+                progress=selectors.annotator_progress(campaign), provenance=selectors.provenance_totals(campaign)
+            )
     if request.htmx and campaign.state != CampaignState.DRAFT:
         return render(request, "audits/campaign_detail.html#live", context)
     if context["is_lead"]:
@@ -92,8 +116,12 @@ def campaign_pilot(request, pk):
     access.require_lead(request.user)
     campaign = access.campaign_for_user(request.user, pk)
     services.campaign_set_pilot(campaign, request.POST.get("pilot") == "1")
-    messages.success(request, "Marked as a pilot: exclusion policies leave it out unless chosen." if campaign.pilot
-                     else "Marked as a real audit: exclusion policies read it once every unit is closed.")
+    messages.success(
+        request,
+        "Marked as a pilot: exclusion policies leave it out unless chosen."
+        if campaign.pilot
+        else "Marked as a real audit: exclusion policies read it once every unit is closed.",
+    )
     return redirect("audits:campaign", pk=campaign.pk)
 
 
@@ -120,8 +148,12 @@ def campaign_annotators(request, pk):
 def _draft_preview(campaign: Campaign) -> dict:
     cands = selectors.candidates(campaign.subject, campaign.benchmarks.values_list("id", flat=True))
     dups = sampling.near_duplicates(cands)
-    return {"draft": selectors.draft_allocation(campaign, cands), "near_duplicates": dups[:200],
-            "n_near_duplicates": len(dups), "neyman_default_sd": sampling.NEYMAN_DEFAULT_SD}
+    return {
+        "draft": selectors.draft_allocation(campaign, cands),
+        "near_duplicates": dups[:200],
+        "n_near_duplicates": len(dups),
+        "neyman_default_sd": sampling.NEYMAN_DEFAULT_SD,
+    }
 
 
 @login_required
@@ -154,14 +186,21 @@ def label(request, pk):
 def _label_page(request, campaign, *, fragment: bool, correcting=None):
     """The labelling screen (or its unit fragment) for the reservation the user holds, or a label being corrected."""
     assignment = correcting or services.assignment_held(campaign, request.user)
-    context = {"campaign": campaign, "assignment": assignment, "correcting": correcting is not None,
-               "progress": selectors.queue_progress(campaign, request.user),
-               "receives": services.may_receive(campaign, request.user),
-               "last": selectors.last_correctable(campaign, request.user)}
+    context = {
+        "campaign": campaign,
+        "assignment": assignment,
+        "correcting": correcting is not None,
+        "progress": selectors.queue_progress(campaign, request.user),
+        "receives": services.may_receive(campaign, request.user),
+        "last": selectors.last_correctable(campaign, request.user),
+    }
     if assignment:
         label = getattr(assignment, "label", None) if correcting is not None else None
-        context.update(_label_context(assignment, initial={**label.values, "note": label.note, "link": label.link}
-                                      if label else None))
+        context.update(
+            _label_context(
+                assignment, initial={**label.values, "note": label.note, "link": label.link} if label else None
+            )
+        )
     return render(request, "audits/label.html#unit" if fragment else "audits/label.html", context)
 
 
@@ -177,8 +216,10 @@ def _evidence_context(unit) -> dict:
     evidence = selectors.unit_evidence(unit)
     first = {k: n for n, k in enumerate(SPEC_FIRST)}
     keys = sorted(evidence["spec"], key=lambda k: (first.get(k, len(first)), k))
-    spec = [(k, v if isinstance(v, str) else json.dumps(v, ensure_ascii=False, indent=1))
-            for k, v in ((k, evidence["spec"][k]) for k in keys)]
+    spec = [
+        (k, v if isinstance(v, str) else json.dumps(v, ensure_ascii=False, indent=1))
+        for k, v in ((k, evidence["spec"][k]) for k in keys)
+    ]
     return {"evidence": evidence, "spec": [(k, v[:SPEC_CUT], len(v) > SPEC_CUT) for k, v in spec]}
 
 
@@ -222,7 +263,9 @@ def assignment_correct(request, pk):
     if not hasattr(assignment, "label"):
         return redirect("audits:label", pk=assignment.unit.campaign_id)
     if assignment.unit.state != UnitState.OPEN:
-        messages.error(request, "This unit has settled (every annotator labelled it), so your label can no longer change.")
+        messages.error(
+            request, "This unit has settled (every annotator labelled it), so your label can no longer change."
+        )
         return redirect("audits:label", pk=assignment.unit.campaign_id)
     return _label_page(request, assignment.unit.campaign, fragment=False, correcting=assignment)
 
@@ -260,10 +303,16 @@ def adjudication_queue(request, pk):
     """Disputed units of a campaign, lowest agreement first (leads)."""
     access.require_lead(request.user)
     campaign = access.campaign_for_user(request.user, pk)
-    return render(request, "audits/adjudication_queue.html", {
-        "campaign": campaign, "units": selectors.adjudication_queue(campaign),
-        "taken": selectors.units_taken_by(request.user, campaign),
-        "reading": selectors.campaign_policy_reading(campaign)})
+    return render(
+        request,
+        "audits/adjudication_queue.html",
+        {
+            "campaign": campaign,
+            "units": selectors.adjudication_queue(campaign),
+            "taken": selectors.units_taken_by(request.user, campaign),
+            "reading": selectors.campaign_policy_reading(campaign),
+        },
+    )
 
 
 @login_required
@@ -277,9 +326,15 @@ def adjudicate(request, pk):
         upheld = form.cleaned_data["upheld"]
         slot = shown[int(upheld) - 1].assignment.slot if upheld else None
         try:
-            services.unit_adjudicate(unit, lead=request.user, final_status=form.cleaned_data["final_status"],
-                                     reason=form.cleaned_data["reason"], upheld_slot=slot, note=form.cleaned_data["note"],
-                                     shown_order=[lab.assignment.slot for lab in shown])
+            services.unit_adjudicate(
+                unit,
+                lead=request.user,
+                final_status=form.cleaned_data["final_status"],
+                reason=form.cleaned_data["reason"],
+                upheld_slot=slot,
+                note=form.cleaned_data["note"],
+                shown_order=[lab.assignment.slot for lab in shown],
+            )
         except services.AuditError as exc:
             messages.error(request, str(exc))
             return redirect("audits:adjudicate", pk=unit.pk)
@@ -290,13 +345,23 @@ def adjudicate(request, pk):
         messages.success(request, "Decision recorded; here is the next disputed unit.")
         return redirect("audits:adjudicate", pk=following.pk)
     following = selectors.next_disputed(unit.campaign, request.user, after=unit)
-    return render(request, "audits/adjudicate.html", {
-        "unit": unit, "rubric": rubric, "shown": shown, "form": form, "items": selectors.unit_items(unit),
-        "taken": unit.pk in selectors.units_taken_by(request.user, unit.campaign),
-        "next_unit": following if following is not None and following.pk != unit.pk else None,
-        **_evidence_context(unit), "verdicts": _verdict_counts(unit),
-        "reading": selectors.campaign_policy_reading(unit.campaign),
-        **_rewrite_context(request.user, unit, back="adjudicate")})
+    return render(
+        request,
+        "audits/adjudicate.html",
+        {
+            "unit": unit,
+            "rubric": rubric,
+            "shown": shown,
+            "form": form,
+            "items": selectors.unit_items(unit),
+            "taken": unit.pk in selectors.units_taken_by(request.user, unit.campaign),
+            "next_unit": following if following is not None and following.pk != unit.pk else None,
+            **_evidence_context(unit),
+            "verdicts": _verdict_counts(unit),
+            "reading": selectors.campaign_policy_reading(unit.campaign),
+            **_rewrite_context(request.user, unit, back="adjudicate"),
+        },
+    )
 
 
 def _verdict_counts(unit) -> dict:
@@ -320,10 +385,15 @@ def _unit_context(user, unit, rewrite_form=None) -> dict:
     labels = selectors.labels_of_unit(unit)
     if not access.may_see_other_labels(user, unit):
         labels = [lab for lab in labels if lab.assignment.annotator_id == user.id]
-    context = {"unit": unit, "labels": labels, "identities": access.may_see_identities(user),
-               "state_label": access.unit_state_for(user, unit)[1],
-               "items": selectors.unit_items(unit), "rubric": rubric_for(unit.campaign.subject),
-               **_rewrite_context(user, unit, rewrite_form, back="unit")}
+    context = {
+        "unit": unit,
+        "labels": labels,
+        "identities": access.may_see_identities(user),
+        "state_label": access.unit_state_for(user, unit)[1],
+        "items": selectors.unit_items(unit),
+        "rubric": rubric_for(unit.campaign.subject),
+        **_rewrite_context(user, unit, rewrite_form, back="unit"),
+    }
     if access.may_see_verdicts(user, unit):
         context["verdicts"] = _verdict_counts(unit)
     return context
@@ -337,8 +407,14 @@ def _rewrite_context(user, unit, form=None, *, back: str) -> dict:
     versions = selectors.item_version_chain(unit.item)
     newest = versions[-1]["item"] if versions else unit.item
     if form is None and access.is_lead(user) and newest.pk == unit.item_id:
-        form = ItemRewriteForm(initial={"description": unit.item.description, "check_type": unit.item.check_type,
-                                        "category": unit.item.category_original or unit.item.category, "back": back})
+        form = ItemRewriteForm(
+            initial={
+                "description": unit.item.description,
+                "check_type": unit.item.check_type,
+                "category": unit.item.category_original or unit.item.category,
+                "back": back,
+            }
+        )
     return {"versions": versions, "rewrite_form": form, "next_version": unit.item.version + 1}
 
 
@@ -353,9 +429,15 @@ def unit_item_rewrite(request, pk):
     if form.is_valid():
         data = form.cleaned_data
         try:
-            new = services.item_rewrite(item=unit.item, lead=request.user, description=data["description"],
-                                        check_type=data["check_type"], category=data["category"], reason=data["reason"],
-                                        unit=unit)
+            new = services.item_rewrite(
+                item=unit.item,
+                lead=request.user,
+                description=data["description"],
+                check_type=data["check_type"],
+                category=data["category"],
+                reason=data["reason"],
+                unit=unit,
+            )
         except services.AuditError as exc:
             form.add_error(None, str(exc))
         else:
@@ -372,9 +454,16 @@ def agreement(request, pk):
     campaign = access.campaign_for_user(request.user, pk)
     if not access.can_see_all(request.user):
         raise PermissionDenied("Agreement figures are for leads and reviewers.")
-    return render(request, "audits/agreement.html", {
-        "campaign": campaign, "figures": campaign_agreement(campaign), "progress": selectors.annotator_progress(campaign),
-        "is_lead": access.is_lead(request.user)})
+    return render(
+        request,
+        "audits/agreement.html",
+        {
+            "campaign": campaign,
+            "figures": campaign_agreement(campaign),
+            "progress": selectors.annotator_progress(campaign),
+            "is_lead": access.is_lead(request.user),
+        },
+    )
 
 
 @blind_safe
@@ -382,7 +471,11 @@ def agreement(request, pk):
 def mine(request):
     """The user's queue (the campaigns that give them units, with what is left) and their own labels; for closed
     units the final status and whether it overruled them."""
-    queue = selectors.annotator_queue(request.user) if access.roles_of(request.user) & {access.LEAD, access.ANNOTATOR} else []
+    queue = (
+        selectors.annotator_queue(request.user)
+        if access.roles_of(request.user) & {access.LEAD, access.ANNOTATOR}
+        else []
+    )
     return render(request, "audits/mine.html", {"rows": selectors.my_labels(request.user), "queue": queue})
 
 
@@ -410,9 +503,23 @@ def effect(request, slug):
     filtered = any((filters.runs, filters.judges, filters.scaffolds, filters.primary_categories))
     keep = request.GET.copy()
     keep.pop("exclude", None)
-    return render_page(request, "audits/effect.html", {
-        "benchmark": benchmark, "form": form, "policy": policy, "policies": selectors.POLICIES, "effect": result,
-        "policy_label": selectors.POLICIES.get(policy, policy), "items": items, "filters": filters if filtered else None, "keep": keep.urlencode(),
-        "sources": selectors.policy_sources(benchmark, policy, campaigns),
-        "not_read": selectors.campaigns_not_read(benchmark, policy, campaigns),
-        "benchmarks": Benchmark.objects.filter(kind=BenchmarkKind.CHECKLIST)}, page_data=exports.effect_page, fragment=None)
+    return render_page(
+        request,
+        "audits/effect.html",
+        {
+            "benchmark": benchmark,
+            "form": form,
+            "policy": policy,
+            "policies": selectors.POLICIES,
+            "effect": result,
+            "policy_label": selectors.POLICIES.get(policy, policy),
+            "items": items,
+            "filters": filters if filtered else None,
+            "keep": keep.urlencode(),
+            "sources": selectors.policy_sources(benchmark, policy, campaigns),
+            "not_read": selectors.campaigns_not_read(benchmark, policy, campaigns),
+            "benchmarks": Benchmark.objects.filter(kind=BenchmarkKind.CHECKLIST),
+        },
+        page_data=exports.effect_page,
+        fragment=None,
+    )

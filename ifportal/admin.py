@@ -1,4 +1,5 @@
 """Admin for sign-in: the per-name delays (ifportal.signin), and a user action that makes one-time sign-in links."""
+
 from django.contrib import admin, messages
 from django.contrib.auth import get_user_model
 from django.contrib.auth.admin import UserAdmin

@@ -1,4 +1,5 @@
 """The portal's own app: wiring that needs the models loaded (signals), and the sign-in delay table (ifportal.signin)."""
+
 from django.apps import AppConfig
 
 

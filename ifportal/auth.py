@@ -21,6 +21,7 @@ ModelBackend does, with one warning per process and outage; a deletion that fail
 at this process's next successful cache call. Entries are keyed by the database, as sessions
 are (ifportal.sessions), so two portals or test databases on one Redis never share users.
 """
+
 from __future__ import annotations
 
 import hashlib

@@ -1,4 +1,5 @@
 """The Celery application; tasks live in the apps' tasks.py modules."""
+
 import os
 
 from celery import Celery

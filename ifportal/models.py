@@ -1,4 +1,5 @@
 """The portal's own tables: what sign-in throttling keeps per user name (ifportal.signin)."""
+
 from django.db import models
 
 

@@ -9,6 +9,7 @@ A `redis.Redis` over a given pool holds no per-call state and is safe to share b
 Everything else is Django's: the options, the serializer, and which pool a call uses (the first
 server for writes, a random other one for reads when several are configured).
 """
+
 from __future__ import annotations
 
 from django.core.cache.backends.redis import RedisCache, RedisCacheClient

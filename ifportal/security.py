@@ -7,6 +7,7 @@ would add a dependency, a dozen settings and a per-request nonce we do not need;
 middleware is the whole feature. Styles keep 'unsafe-inline' because Plotly and htmx
 set element styles at run time; scripts never get it.
 """
+
 import ipaddress
 from collections.abc import Callable
 

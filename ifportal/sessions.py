@@ -24,6 +24,7 @@ never be served from the cache again:
 Entries are keyed by the database, as `runs.cache` keys its own: two portals or test databases
 on one Redis never read each other's sessions.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -58,8 +59,11 @@ def _backend_current(data: dict) -> dict:
     """A session signed in through ModelBackend, before ifportal.auth.CachedModelBackend replaced it, as if
     signed in through its replacement: Django signs out a session whose backend is no longer configured,
     and a deploy must not sign out everyone (a form being filled in would be lost at its next post)."""
-    if data.get(BACKEND_SESSION_KEY) == REPLACED_BACKEND and REPLACED_BACKEND not in settings.AUTHENTICATION_BACKENDS \
-            and CACHED_BACKEND in settings.AUTHENTICATION_BACKENDS:
+    if (
+        data.get(BACKEND_SESSION_KEY) == REPLACED_BACKEND
+        and REPLACED_BACKEND not in settings.AUTHENTICATION_BACKENDS
+        and CACHED_BACKEND in settings.AUTHENTICATION_BACKENDS
+    ):
         return {**data, BACKEND_SESSION_KEY: CACHED_BACKEND}
     return data
 
@@ -88,8 +92,9 @@ class SessionStore(cached_db.SessionStore):
 
     def exists(self, session_key: str) -> bool:
         # True for a tombstone too: a key that was deleted is never handed out again
-        return bool(session_key and self._cache_call("has_key", self.cache_key_prefix + session_key)) \
-            or DatabaseStore.exists(self, session_key)
+        return bool(
+            session_key and self._cache_call("has_key", self.cache_key_prefix + session_key)
+        ) or DatabaseStore.exists(self, session_key)
 
     def save(self, must_create: bool = False) -> None:
         if self.session_key is None:
@@ -148,8 +153,9 @@ class SessionStore(cached_db.SessionStore):
         except Exception:
             if not _failing:
                 _failing = True
-                log.warning("session cache unavailable (%s): sessions are read from the database", method,
-                            exc_info=True)
+                log.warning(
+                    "session cache unavailable (%s): sessions are read from the database", method, exc_info=True
+                )
             return None
         if _failing:
             _failing = False

@@ -5,6 +5,7 @@ var/, jobs in a background thread of the web process. Setting DATABASE_URL and
 CELERY_BROKER_URL moves it onto PostgreSQL and Celery workers. Every variable is
 documented in .env.example.
 """
+
 import os
 import secrets
 from datetime import timedelta
@@ -173,8 +174,9 @@ POSTGRESQL_OPTIONS = {"options": "-c jit=off"}
 
 def with_database_options(database: dict) -> dict:
     """The database settings, with SQLITE_OPTIONS or POSTGRESQL_OPTIONS under any options the URL gave itself."""
-    defaults = {"django.db.backends.sqlite3": SQLITE_OPTIONS,
-                "django.db.backends.postgresql": POSTGRESQL_OPTIONS}.get(database.get("ENGINE"))
+    defaults = {"django.db.backends.sqlite3": SQLITE_OPTIONS, "django.db.backends.postgresql": POSTGRESQL_OPTIONS}.get(
+        database.get("ENGINE")
+    )
     if defaults is None:
         return database
     return dict(database, OPTIONS={**defaults, **database.get("OPTIONS", {})})
@@ -182,12 +184,16 @@ def with_database_options(database: dict) -> dict:
 
 DATABASE_URL = env_str("DATABASE_URL")
 if DATABASE_URL:
-    DATABASES = {"default": with_database_options(
-        dj_database_url.parse(DATABASE_URL, conn_max_age=env_int("DB_CONN_MAX_AGE", 60)))}
+    DATABASES = {
+        "default": with_database_options(
+            dj_database_url.parse(DATABASE_URL, conn_max_age=env_int("DB_CONN_MAX_AGE", 60))
+        )
+    }
 else:
     VAR_DIR.mkdir(parents=True, exist_ok=True)
-    DATABASES = {"default": with_database_options({"ENGINE": "django.db.backends.sqlite3",
-                                                   "NAME": VAR_DIR / "ifportal.sqlite3"})}
+    DATABASES = {
+        "default": with_database_options({"ENGINE": "django.db.backends.sqlite3", "NAME": VAR_DIR / "ifportal.sqlite3"})
+    }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # Jobs: "celery" when a broker is configured, otherwise a thread of the web process
@@ -207,7 +213,6 @@ if IFPORTAL_JOBS == "celery" and not CELERY_BROKER_URL:
     raise ImproperlyConfigured("IFPORTAL_JOBS=celery needs CELERY_BROKER_URL")
 
 
-
 def cache_url_beside(broker_url: str) -> str:
     """The Redis URL for the cache next to a Redis broker: same server, the next database
     number (broker /0 -> cache /1), so cache keys never mix with Celery's queues; "" for a
@@ -219,7 +224,9 @@ def cache_url_beside(broker_url: str) -> str:
     parts = urlsplit(broker_url)
     db = parts.path.strip("/") or "0"
     if not db.isdigit():
-        raise ImproperlyConfigured(f"CELERY_BROKER_URL={broker_url!r}: the Redis database number {db!r} is not a number")
+        raise ImproperlyConfigured(
+            f"CELERY_BROKER_URL={broker_url!r}: the Redis database number {db!r} is not a number"
+        )
     cache_db = int(db) + 1 if int(db) < 15 else int(db) - 1
     return urlunsplit(parts._replace(path=f"/{cache_db}"))
 
@@ -286,7 +293,9 @@ IFPORTAL_LOGIN_DELAY_FORGET_HOURS = env_int("IFPORTAL_LOGIN_DELAY_FORGET_HOURS",
 #: an address the user signed in from in this many days is not slowed by failures made elsewhere
 IFPORTAL_LOGIN_KNOWN_ADDRESS_DAYS = env_int("IFPORTAL_LOGIN_KNOWN_ADDRESS_DAYS", 90)
 if not 0 < IFPORTAL_LOGIN_DELAY_SECONDS <= IFPORTAL_LOGIN_DELAY_MAX_SECONDS:
-    raise ImproperlyConfigured("IFPORTAL_LOGIN_DELAY_SECONDS must be more than 0 and at most IFPORTAL_LOGIN_DELAY_MAX_SECONDS")
+    raise ImproperlyConfigured(
+        "IFPORTAL_LOGIN_DELAY_SECONDS must be more than 0 and at most IFPORTAL_LOGIN_DELAY_MAX_SECONDS"
+    )
 AXES_VERBOSE = False
 #: bad API tokens one address may send before it gets 429 (DRF rate syntax: n/second|minute|hour|day)
 IFPORTAL_TOKEN_FAILURE_RATE = env_str("IFPORTAL_TOKEN_FAILURE_RATE", "10/hour")

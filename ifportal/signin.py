@@ -23,6 +23,7 @@ clears the user's delay.
 Every checked attempt from an unknown address is charged before its password is read and
 refunded when it was right, under a row lock: attempts sent at once cannot all pass one free slot.
 """
+
 from __future__ import annotations
 
 import math
@@ -57,8 +58,11 @@ def signin_wait_after(failures: int) -> timedelta | None:
     if over < 0:
         return None
     # the exponent is bounded too: a name failed for years must not build a number of thousands of digits
-    return timedelta(seconds=min(settings.IFPORTAL_LOGIN_DELAY_SECONDS * 2 ** min(over, 62),
-                                 settings.IFPORTAL_LOGIN_DELAY_MAX_SECONDS))
+    return timedelta(
+        seconds=min(
+            settings.IFPORTAL_LOGIN_DELAY_SECONDS * 2 ** min(over, 62), settings.IFPORTAL_LOGIN_DELAY_MAX_SECONDS
+        )
+    )
 
 
 def address_known(username: str, address: str) -> bool:
@@ -112,16 +116,21 @@ def signin_forget(username: str) -> None:
 def signin_link(user, *, base_url: str) -> str:
     """A one-time link that lets `user` choose a new password and signs them in; it stops working once used
     (the token covers the password and the last sign-in) or after PASSWORD_RESET_TIMEOUT."""
-    path = reverse("signin-link", kwargs={"uidb64": urlsafe_base64_encode(force_bytes(user.pk)),
-                                          "token": default_token_generator.make_token(user)})
+    path = reverse(
+        "signin-link",
+        kwargs={
+            "uidb64": urlsafe_base64_encode(force_bytes(user.pk)),
+            "token": default_token_generator.make_token(user),
+        },
+    )
     return base_url.rstrip("/") + path
 
 
 class SignInDelayBackend:
     """An authentication backend that checks no password: it refuses, before the password is read, an attempt
-    from an unknown address that comes inside the user name's wait, and charges every other attempt from such
-    an address. Placed after django-axes' backend and before the one that checks passwords; it has no `get_user`,
-so no session names it as its backend."""
+        from an unknown address that comes inside the user name's wait, and charges every other attempt from such
+        an address. Placed after django-axes' backend and before the one that checks passwords; it has no `get_user`,
+    so no session names it as its backend."""
 
     def authenticate(self, request, username=None, password=None, **kwargs):
         if request is None or username is None:
@@ -144,18 +153,30 @@ def signin_refused(request, original_response=None, credentials=None):
     per-address lockout."""
     wait = getattr(request, WAIT_ATTRIBUTE, None)
     username = (credentials or {}).get("username") or request.POST.get("username", "")
-    response = render(request, settings.AXES_LOCKOUT_TEMPLATE, {
-        "wait": wait, "username": username, "failure_limit": settings.AXES_FAILURE_LIMIT,
-        "lockout_minutes": int(settings.AXES_COOLOFF_TIME.total_seconds() // 60)}, status=429)
+    response = render(
+        request,
+        settings.AXES_LOCKOUT_TEMPLATE,
+        {
+            "wait": wait,
+            "username": username,
+            "failure_limit": settings.AXES_FAILURE_LIMIT,
+            "lockout_minutes": int(settings.AXES_COOLOFF_TIME.total_seconds() // 60),
+        },
+        status=429,
+    )
     response["Retry-After"] = str(wait or int(settings.AXES_COOLOFF_TIME.total_seconds()))
     return response
 
 
 def signin_rule() -> dict:
     """The numbers the sign-in page states."""
-    return {"limit": settings.AXES_FAILURE_LIMIT, "minutes": int(settings.AXES_COOLOFF_TIME.total_seconds() // 60),
-            "delay": settings.IFPORTAL_LOGIN_DELAY_SECONDS, "max_delay": settings.IFPORTAL_LOGIN_DELAY_MAX_SECONDS,
-            "known_days": settings.IFPORTAL_LOGIN_KNOWN_ADDRESS_DAYS}
+    return {
+        "limit": settings.AXES_FAILURE_LIMIT,
+        "minutes": int(settings.AXES_COOLOFF_TIME.total_seconds() // 60),
+        "delay": settings.IFPORTAL_LOGIN_DELAY_SECONDS,
+        "max_delay": settings.IFPORTAL_LOGIN_DELAY_MAX_SECONDS,
+        "known_days": settings.IFPORTAL_LOGIN_KNOWN_ADDRESS_DAYS,
+    }
 
 
 def _forget_after() -> timedelta:
@@ -172,4 +193,3 @@ def _signed_in(sender, request, user, **kwargs) -> None:
 def connect_signals() -> None:
     """Refund the charge of a sign-in whose password was right (called once, by ifportal.apps)."""
     user_logged_in.connect(_signed_in, dispatch_uid="ifportal.signin.refund")
-

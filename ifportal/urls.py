@@ -1,4 +1,5 @@
 """URL wiring; pages and APIs live in the apps."""
+
 from django.conf import settings
 from django.contrib import admin
 from django.contrib.auth import views as auth_views

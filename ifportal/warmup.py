@@ -16,6 +16,7 @@ docs/performance.md, "The web process").
 
 Nothing here reads the database, so it runs the same before a fork or after one.
 """
+
 from __future__ import annotations
 
 import gc

@@ -1,4 +1,5 @@
 """WSGI entry point: the application, warmed (ifportal.warmup) before the server hands it a request."""
+
 import os
 
 from django.core.wsgi import get_wsgi_application

@@ -35,6 +35,7 @@ Every page and API endpoint reaches a stored object through one helper per model
 request's user may not read, so a page and its API refuse the same requests the same way. tests/security/test_blind_walk.py walks every URL pattern as a blind
 annotator and fails on any seeded verdict, reasoning, outcome or label that reaches them.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -51,17 +52,21 @@ from runs.models import Attempt, Benchmark, Instance, Job
 
 LEAD, ANNOTATOR, REVIEWER, EDITOR = "lead", "annotator", "reviewer", "editor"
 ROLES = (LEAD, ANNOTATOR, REVIEWER, EDITOR)
-BLIND_REFUSAL = ("Annotators label blind: judges' verdicts, their reasoning, the trajectories behind them and other "
-                 "annotators' labels are for reviewers and leads. Your closed audit units show the verdicts on their "
-                 "items; ask a lead for the reviewer role to browse results.")
+BLIND_REFUSAL = (
+    "Annotators label blind: judges' verdicts, their reasoning, the trajectories behind them and other "
+    "annotators' labels are for reviewers and leads. Your closed audit units show the verdicts on their "
+    "items; ask a lead for the reviewer role to browse results."
+)
 #: URL namespaces whose views this project does not write and that refuse non-staff users themselves
 #: (a blind annotator is never staff)
 SELF_GUARDED_NAMESPACES = ("admin",)
 #: query parameters no view may honour for a blind annotator: an audit exclusion policy leaves out the items
 #: annotators flagged, so a page under it tells which items the other annotator flagged
 ALWAYS_DROPPED = ("exclude",)
-WRITE_REFUSAL = ("Your role reads results and changes nothing: imports, re-checks, share links and job retries are "
-                 "for editors and leads. Ask a lead for the editor role.")
+WRITE_REFUSAL = (
+    "Your role reads results and changes nothing: imports, re-checks, share links and job retries are "
+    "for editors and leads. Ask a lead for the editor role."
+)
 #: URL namespaces whose every unsafe-method request is a write, declared `writes` or not (the results app's pages
 #: and API; the audit namespaces check their own roles in audits.access)
 WRITE_GUARDED_NAMESPACES = ("runs", "api")
@@ -122,8 +127,11 @@ def _kind_name(kinds) -> str:
 
 def benchmark_for(request, slug: str, *, kind: str | None = None) -> Benchmark:
     """The benchmark with this slug (of this kind when given) if the request's user may read it, else 404."""
-    found = Benchmark.objects.filter(slug=slug, **({"kind": kind} if kind else {})).first() \
-        if request.user.is_authenticated else None
+    found = (
+        Benchmark.objects.filter(slug=slug, **({"kind": kind} if kind else {})).first()
+        if request.user.is_authenticated
+        else None
+    )
     if found is None:
         raise Http404(f"No {f'{kind} ' if kind else ''}benchmark has the slug '{slug}'.")
     return found
@@ -132,24 +140,37 @@ def benchmark_for(request, slug: str, *, kind: str | None = None) -> Benchmark:
 def attempt_for(request, pk, *, kinds: tuple[str, ...] = (), slug: str | None = None) -> Attempt:
     """The attempt with its run, model, benchmark and instance (of a benchmark of these kinds, with this slug when
     given) if the request's user may read it, else 404."""
-    filters = {"pk": pk, **({"run__benchmark__kind__in": kinds} if kinds else {}),
-               **({"run__benchmark__slug": slug} if slug else {})}
-    found = Attempt.objects.select_related("run__model", "run__benchmark", "instance").filter(**filters).first() \
-        if request.user.is_authenticated else None
+    filters = {
+        "pk": pk,
+        **({"run__benchmark__kind__in": kinds} if kinds else {}),
+        **({"run__benchmark__slug": slug} if slug else {}),
+    }
+    found = (
+        Attempt.objects.select_related("run__model", "run__benchmark", "instance").filter(**filters).first()
+        if request.user.is_authenticated
+        else None
+    )
     if found is None:
         raise Http404(f"No attempt {pk} of {_kind_name(kinds)} benchmark.")
     return found
 
 
-def instance_for(request, pk=None, *, kinds: tuple[str, ...] = (), benchmark: Benchmark | None = None,
-                 external_id: str | None = None) -> Instance:
+def instance_for(
+    request, pk=None, *, kinds: tuple[str, ...] = (), benchmark: Benchmark | None = None, external_id: str | None = None
+) -> Instance:
     """The instance with its benchmark, by id (of a benchmark of these kinds) or by `external_id` in `benchmark`,
     if the request's user may read it, else 404."""
-    filters = {**({"pk": pk} if pk is not None else {}), **({"benchmark__kind__in": kinds} if kinds else {}),
-               **({"benchmark": benchmark} if benchmark is not None else {}),
-               **({"external_id": external_id} if external_id is not None else {})}
-    found = Instance.objects.select_related("benchmark").filter(**filters).first() \
-        if request.user.is_authenticated and (pk is not None or external_id is not None) else None
+    filters = {
+        **({"pk": pk} if pk is not None else {}),
+        **({"benchmark__kind__in": kinds} if kinds else {}),
+        **({"benchmark": benchmark} if benchmark is not None else {}),
+        **({"external_id": external_id} if external_id is not None else {}),
+    }
+    found = (
+        Instance.objects.select_related("benchmark").filter(**filters).first()
+        if request.user.is_authenticated and (pk is not None or external_id is not None)
+        else None
+    )
     if found is None:
         raise Http404(f"No instance {pk if pk is not None else external_id!r} of {_kind_name(kinds)} benchmark.")
     return found
@@ -158,7 +179,9 @@ def instance_for(request, pk=None, *, kinds: tuple[str, ...] = (), benchmark: Be
 def job_for(request, job_id) -> Job:
     """The job with who started it if the request's user may read it (every signed-in team member reads every
     job), else 404."""
-    found = Job.objects.select_related("created_by").filter(pk=job_id).first() if request.user.is_authenticated else None
+    found = (
+        Job.objects.select_related("created_by").filter(pk=job_id).first() if request.user.is_authenticated else None
+    )
     if found is None:
         raise Http404("No such job.")
     return found
@@ -177,6 +200,7 @@ def blind_safe(view=None, *, drop: tuple[str, ...] = ()):
 
     Declare only views that show aggregates over many items, or that check each object through
     the audit access helpers; everything else is refused to blind annotators by the middleware."""
+
     def mark(target):
         target.blind_access = BlindSafe(tuple(drop))
         return target
@@ -287,8 +311,10 @@ class WritePermission(BasePermission):
 
 def writes_of(view_func) -> bool:
     """Whether a resolved view (a function, or the `as_view()` of a class) is declared `writes`."""
-    return bool(getattr(view_func, "write_access", False)
-                or getattr(getattr(view_func, "view_class", None), "write_access", False))
+    return bool(
+        getattr(view_func, "write_access", False)
+        or getattr(getattr(view_func, "view_class", None), "write_access", False)
+    )
 
 
 def request_can_write(request) -> bool:
@@ -329,7 +355,11 @@ def _views_by_name(root: URLResolver) -> dict[str, object]:
     def walk(resolver: URLResolver, namespace: str | None):
         for entry in resolver.url_patterns:
             if isinstance(entry, URLResolver):
-                inner = f"{namespace}:{entry.namespace}" if namespace and entry.namespace else (entry.namespace or namespace)
+                inner = (
+                    f"{namespace}:{entry.namespace}"
+                    if namespace and entry.namespace
+                    else (entry.namespace or namespace)
+                )
                 walk(entry, inner)
             elif isinstance(entry, URLPattern) and entry.name:
                 found.setdefault(f"{namespace}:{entry.name}" if namespace else entry.name, entry.callback)

@@ -3,13 +3,14 @@
 Edits and deletions of rows that leaderboards read rebuild the rollups of the attempts they
 touch and bump their benchmarks' data generation (cached leaderboards are keyed by it).
 """
+
 from django.contrib import admin
 from django.db import transaction
 from django.utils import timezone
 
-from .models import AgentModel, Attempt, Benchmark, ChecklistItem, Instance, Job, Judge, Run, ShareLink, Verdict
-from .sharing import REVOKED_DROPS, share_link_status
-from .services import leaderboard_data_changed
+from runs.models import AgentModel, Attempt, Benchmark, ChecklistItem, Instance, Job, Judge, Run, ShareLink, Verdict
+from runs.services import leaderboard_data_changed
+from runs.sharing import REVOKED_DROPS, share_link_status
 
 
 class LeaderboardRowsAdmin(admin.ModelAdmin):
@@ -20,8 +21,11 @@ class LeaderboardRowsAdmin(admin.ModelAdmin):
     benchmark_path: str = ""
 
     def _concerned(self, queryset) -> tuple[set[int], set[int]]:
-        attempts = set(queryset.filter(**{f"{self.attempt_path}__isnull": False})
-                       .values_list(self.attempt_path, flat=True)) if self.attempt_path else set()
+        attempts = (
+            set(queryset.filter(**{f"{self.attempt_path}__isnull": False}).values_list(self.attempt_path, flat=True))
+            if self.attempt_path
+            else set()
+        )
         return attempts, set(queryset.values_list(self.benchmark_path, flat=True))
 
     def _one(self, obj) -> tuple[set[int], set[int]]:
@@ -56,7 +60,11 @@ class BenchmarkAdmin(admin.ModelAdmin):
 
     def save_model(self, request, obj, form, change):
         if change:  # never write back data_generation: a bump made while the form was open would be undone
-            obj.save(update_fields=[f.name for f in obj._meta.concrete_fields if not f.primary_key and f.name != "data_generation"])
+            obj.save(
+                update_fields=[
+                    f.name for f in obj._meta.concrete_fields if not f.primary_key and f.name != "data_generation"
+                ]
+            )
         else:
             super().save_model(request, obj, form, change)
 

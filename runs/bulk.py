@@ -1,4 +1,5 @@
 """Bulk inserts: PostgreSQL COPY where ids are not needed back, bulk_create elsewhere."""
+
 from __future__ import annotations
 
 import json
@@ -41,8 +42,7 @@ def bulk_insert_rows(model: type[models.Model], rows: list[dict[str, Any]]) -> N
     fields = [f for f in model._meta.concrete_fields if not (f.primary_key and isinstance(f, models.AutoField))]
     attnames = {f.attname for f in fields}
     fills_on_save = any(getattr(f, "auto_now", False) or getattr(f, "auto_now_add", False) for f in fields)
-    if (connection.vendor != "postgresql" or len(rows) < COPY_THRESHOLD or fills_on_save
-            or not set(rows[0]) <= attnames):
+    if connection.vendor != "postgresql" or len(rows) < COPY_THRESHOLD or fills_on_save or not set(rows[0]) <= attnames:
         bulk_insert(model, [model(**row) for row in rows])
         return
     defaults = {f.attname: f.get_default() for f in fields if f.attname not in rows[0]}

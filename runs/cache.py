@@ -23,6 +23,7 @@ one of per generation whoever asks (the leaderboard summary, the filter choices,
 first opened) is stored with `charged=False`. A cache that is down makes pages compute (and
 log a warning), not fail.
 """
+
 from __future__ import annotations
 
 import copy
@@ -117,7 +118,6 @@ def cache_scope(owner: str | None) -> Iterator[None]:
         _budget_owner.reset(owner_token)
 
 
-
 def generation_of(benchmark_id: int) -> int | None:
     """The benchmark's data generation for this scope: read now, or as first read inside the current scope."""
     seen = _generations.get()
@@ -145,8 +145,9 @@ def cached(benchmark_id: int, part: str, compute: Callable[[], T], *, kind: type
     return cached_many(benchmark_id, {part: (compute, kind)}, charged=charged)[part]
 
 
-def cached_many(benchmark_id: int, parts: Mapping[str, tuple[Callable[[], Any], type]], *,
-                charged: bool = True) -> dict[str, Any]:
+def cached_many(
+    benchmark_id: int, parts: Mapping[str, tuple[Callable[[], Any], type]], *, charged: bool = True
+) -> dict[str, Any]:
     """Several parts of one benchmark's generation in one cache round trip: {part: value}, each computed
     (in the order given) and stored when missing, as `cached` does for one."""
     generation = generation_of(benchmark_id)
@@ -202,6 +203,9 @@ def _budget_allows_store() -> bool:
     except Exception:  # a cache that is down stores nothing anyway
         return False
     if spent == settings.IFPORTAL_CACHE_ENTRIES_PER_USER + 1:
-        log.warning("cache budget of %s spent (%d entries): further pages are not cached",
-                    owner, settings.IFPORTAL_CACHE_ENTRIES_PER_USER)
+        log.warning(
+            "cache budget of %s spent (%d entries): further pages are not cached",
+            owner,
+            settings.IFPORTAL_CACHE_ENTRIES_PER_USER,
+        )
     return spent <= settings.IFPORTAL_CACHE_ENTRIES_PER_USER

@@ -9,6 +9,7 @@ first, every item): its tables, #results fragment, filter form and choices. Benc
 A failure is logged and never fails the writer: its change is committed, and the first request computes what is
 missing.
 """
+
 from __future__ import annotations
 
 import logging
@@ -38,8 +39,9 @@ def after_write(benchmark_ids: Iterable[int], **signal) -> None:
 def leaderboards_default(benchmark_ids: Iterable[int]) -> None:
     """Compute and cache the leaderboard as first opened of each checklist benchmark with rollups among these."""
     ids = sorted(set(benchmark_ids))
-    with_rollups = set(AttemptRollup.objects.filter(benchmark_id__in=ids).values_list("benchmark_id", flat=True)
-                       .distinct().order_by())
+    with_rollups = set(
+        AttemptRollup.objects.filter(benchmark_id__in=ids).values_list("benchmark_id", flat=True).distinct().order_by()
+    )
     for benchmark in Benchmark.objects.filter(id__in=with_rollups, kind=BenchmarkKind.CHECKLIST).order_by("id"):
         with cache_scope(None):  # the shared default page is no one's spending; one generation for its parts
             filter_choices(benchmark)

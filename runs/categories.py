@@ -1,4 +1,5 @@
 """Source-category names as METRICS.md section 1 normalises them."""
+
 import re
 
 SYSTEM_PROMPT = "System Prompt"

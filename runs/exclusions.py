@@ -4,6 +4,7 @@
 (flagged_by_either, flagged_by_both, adjudicated_invalid, superseded) and the checklist
 leaderboard, the hierarchy, dialogue and conflict pages and their APIs ask by name.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -17,9 +18,13 @@ _SOURCES: dict[str, Callable[[object, str], str]] = {}
 EXCLUDED_SHOWN = 300
 
 
-def exclusion_policy_register(policies: Iterable[str] | Mapping[str, str], provider: Callable[..., set[int]],
-                              *, explain: Callable[[object, str], str] | None = None,
-                              sources: Callable[[object, str], str] | None = None) -> None:
+def exclusion_policy_register(
+    policies: Iterable[str] | Mapping[str, str],
+    provider: Callable[..., set[int]],
+    *,
+    explain: Callable[[object, str], str] | None = None,
+    sources: Callable[[object, str], str] | None = None,
+) -> None:
     """Make `provider(benchmark, policy[, campaigns]) -> item ids` answer for each of these policy names
     (a mapping of name -> label gives the words pages show for them); `explain(benchmark, policy)`
     is the address of a page showing which items are behind the policy's effect, `sources(benchmark,
@@ -42,7 +47,9 @@ def exclusion_policy_unknown(*, with_none: bool = True) -> str:
     """The words every page and API refuses an exclusion policy name no app registered with, naming the valid ones
     (with "none" where no policy is a choice): a form's invalid_choice message, `%(value)r` standing for the name
     given (`message % {"value": name}` fills it in elsewhere)."""
-    return "unknown exclusion policy %(value)r; one of: " + ", ".join((["none"] if with_none else []) + exclusion_policies())
+    return "unknown exclusion policy %(value)r; one of: " + ", ".join(
+        (["none"] if with_none else []) + exclusion_policies()
+    )
 
 
 def exclusion_policy_choices() -> list[tuple[str, str]]:
@@ -82,15 +89,35 @@ def excluded_item_ids(benchmark, policy: str | None, campaigns: Iterable[int] | 
     return _PROVIDERS[policy](benchmark, policy, campaigns)
 
 
-def exclusion_box(policy: str, excluded: set[int], lines: Sequence, tau: float | None, swaps: Sequence,
-                  items: Mapping[int, dict], shown: Sequence[dict]) -> dict:
+def exclusion_box(
+    policy: str,
+    excluded: set[int],
+    lines: Sequence,
+    tau: float | None,
+    swaps: Sequence,
+    items: Mapping[int, dict],
+    shown: Sequence[dict],
+) -> dict:
     """What the hierarchy, dialogue and conflict pages show of a policy's effect, in the shape their
     templates share (`templates/runs/partials/_exclusion_facts.html`): the policy, its count, each row's rank
     line by label, tau, the swaps with their excluded items (and whether the pair ends tied), and the
     first EXCLUDED_SHOWN of `shown`. `items` names the items behind the swaps by id."""
     lines_by = {line.label: line for line in lines}
-    return {"policy": policy, "label": exclusion_policy_label(policy), "n_excluded": len(excluded),
-            "lines": lines_by, "tau": tau,
-            "swaps": [{"up": s.up, "down": s.down, "tied": lines_by[s.up].rank_after == lines_by[s.down].rank_after,
-                       "items": [{**d, **items[d["item_id"]]} for d in s.items]} for s in swaps],
-            "shown": shown[:EXCLUDED_SHOWN], "n_hidden": max(0, len(shown) - EXCLUDED_SHOWN)}
+    return {
+        "policy": policy,
+        "label": exclusion_policy_label(policy),
+        "n_excluded": len(excluded),
+        "lines": lines_by,
+        "tau": tau,
+        "swaps": [
+            {
+                "up": s.up,
+                "down": s.down,
+                "tied": lines_by[s.up].rank_after == lines_by[s.down].rank_after,
+                "items": [{**d, **items[d["item_id"]]} for d in s.items],
+            }
+            for s in swaps
+        ],
+        "shown": shown[:EXCLUDED_SHOWN],
+        "n_hidden": max(0, len(shown) - EXCLUDED_SHOWN),
+    }

@@ -1,4 +1,5 @@
 """Forms of the runs pages, and starting an ingest job from uploaded files (page and API share it)."""
+
 from __future__ import annotations
 
 import shutil
@@ -13,10 +14,10 @@ from django.db import transaction
 from django.template.defaultfilters import filesizeformat
 from django.utils.text import get_valid_filename
 
-from .ingest import FORMATS, Options
-from .ingest.options import OPTION_WORDS, upload_problems
-from .jobs import job_create, job_enqueue, upload_dir
-from .models import Job, JobState
+from runs.ingest import FORMATS, Options
+from runs.ingest.options import OPTION_WORDS, upload_problems
+from runs.jobs import job_create, job_enqueue, upload_dir
+from runs.models import Job, JobState
 
 #: one line per ingest format, shown next to its name on the import page and in the API schema
 FORMAT_DESCRIPTIONS: dict[str, str] = {
@@ -31,12 +32,22 @@ FORMAT_DESCRIPTIONS: dict[str, str] = {
     "guidebench-predictions": "GuideBench predictions: the task lists with LLMAnswer added; needs model.",
     "native": "ifportal's native JSONL for any checklist- or dialogue-scored benchmark.",
     "inspect": "Inspect AI eval logs (.eval or .json): one run per log and epoch, each scorer a judge; "
-               "numeric scores need a pass threshold.",
+    "numeric scores need a pass threshold.",
     "lm-eval": "lm-evaluation-harness --log_samples output: the results_<time>.json and samples_<task>_<time>.jsonl "
-               "files of one run (IFEval: judges strict and loose).",
+    "files of one run (IFEval: judges strict and loose).",
 }
 FORMAT_CHOICES = [(name, name) for name in FORMATS]
-OPTION_NAMES = ("benchmark", "name", "model", "run", "judge", "scaffold", "repetition", "pass_threshold", "category_field")
+OPTION_NAMES = (
+    "benchmark",
+    "name",
+    "model",
+    "run",
+    "judge",
+    "scaffold",
+    "repetition",
+    "pass_threshold",
+    "category_field",
+)
 #: room for form fields and multipart boundaries around the files themselves
 MULTIPART_OVERHEAD_BYTES = 64 * 1024
 #: the largest repetition number: what Run.repetition (a PositiveIntegerField) holds on every database
@@ -61,9 +72,17 @@ UPLOAD_SUFFIXES = (".json", ".jsonl", ".ndjson", ".eval")
 ARCHIVE_SUFFIXES = {".eval": "zip"}
 #: leading bytes of compressed files and archives, refused so that no decompression bomb reaches the ingest
 COMPRESSED_MAGIC = {
-    b"\x1f\x8b": "gzip", b"PK\x03\x04": "zip", b"PK\x05\x06": "zip", b"PK\x07\x08": "zip", b"BZh": "bzip2",
-    b"\xfd7zXZ\x00": "xz", b"\x28\xb5\x2f\xfd": "zstd", b"7z\xbc\xaf\x27\x1c": "7z", b"Rar!\x1a\x07": "rar",
-    b"\x04\x22\x4d\x18": "lz4", b"\x1f\x9d": "compress",
+    b"\x1f\x8b": "gzip",
+    b"PK\x03\x04": "zip",
+    b"PK\x05\x06": "zip",
+    b"PK\x07\x08": "zip",
+    b"BZh": "bzip2",
+    b"\xfd7zXZ\x00": "xz",
+    b"\x28\xb5\x2f\xfd": "zstd",
+    b"7z\xbc\xaf\x27\x1c": "7z",
+    b"Rar!\x1a\x07": "rar",
+    b"\x04\x22\x4d\x18": "lz4",
+    b"\x1f\x9d": "compress",
 }
 SNIFF_BYTES = 8192
 
@@ -91,11 +110,15 @@ def upload_type_problem(files: Sequence[UploadedFile]) -> str | None:
             if packed != ARCHIVE_SUFFIXES[suffix]:
                 problems.append(f"{name} is not an Inspect AI .eval log (a zip archive).")
         elif packed:
-            problems.append(f"{name} is a {packed} file: compressed files and archives are not accepted; "
-                            "upload the .json/.jsonl files themselves.")
+            problems.append(
+                f"{name} is a {packed} file: compressed files and archives are not accepted; "
+                "upload the .json/.jsonl files themselves."
+            )
         elif not name.lower().endswith(UPLOAD_SUFFIXES):
-            problems.append(f"{name}: only {', '.join(UPLOAD_SUFFIXES)} files are accepted (every format is JSON or JSON Lines, "
-                            "and Inspect AI's .eval logs).")
+            problems.append(
+                f"{name}: only {', '.join(UPLOAD_SUFFIXES)} files are accepted (every format is JSON or JSON Lines, "
+                "and Inspect AI's .eval logs)."
+            )
         elif b"\x00" in head:
             problems.append(f"{name} contains binary data (NUL bytes); the formats are UTF-8 text.")
     return " ".join(problems) or None
@@ -132,7 +155,9 @@ def upload_paths_problem(files: Sequence[UploadedFile], paths: Sequence[str] | N
     for path in paths:
         parts = PurePosixPath(path).parts
         if not parts or path.startswith("/") or ".." in parts or "\\" in path or len(path) > 500:
-            return f"{path[:100]!r} is not a relative path below the results folder (like gpt-4o/rep1/scores_judge.json)."
+            return (
+                f"{path[:100]!r} is not a relative path below the results folder (like gpt-4o/rep1/scores_judge.json)."
+            )
     if len(set(paths)) != len(paths):
         return "two files have the same path."
     return None
@@ -147,8 +172,15 @@ class ImportRefused(Exception):
         self.errors = errors
 
 
-def ingest_job_start(*, format_name: str, files: Sequence[UploadedFile], options: dict[str, Any], user,
-                     paths: Sequence[str] | None = None, surface: str = "api") -> Job:
+def ingest_job_start(
+    *,
+    format_name: str,
+    files: Sequence[UploadedFile],
+    options: dict[str, Any],
+    user,
+    paths: Sequence[str] | None = None,
+    surface: str = "api",
+) -> Job:
     """Store the uploads under the job's folder (streamed in chunks) and queue an ingest job for them.
 
     `paths`, one per file, are the files' places in the results folder they came from (the layout
@@ -161,8 +193,9 @@ def ingest_job_start(*, format_name: str, files: Sequence[UploadedFile], options
     directory = None
     try:
         with transaction.atomic():
-            job = job_create(kind="ingest", params={"format": format_name, "options": options, "surface": surface},
-                             user=user)
+            job = job_create(
+                kind="ingest", params={"format": format_name, "options": options, "surface": surface}, user=user
+            )
             directory = upload_dir(job.id)
             stored = []
             for n, upload in enumerate(files, 1):
@@ -172,8 +205,9 @@ def ingest_job_start(*, format_name: str, files: Sequence[UploadedFile], options
                     for chunk in upload.chunks():
                         out.write(chunk)
                 stored.append({"path": str(path), "name": name})
-            refused = upload_problems(format_name, [(Path(f["path"]), f["name"]) for f in stored],
-                                      Options(**options, surface=surface))
+            refused = upload_problems(
+                format_name, [(Path(f["path"]), f["name"]) for f in stored], Options(**options, surface=surface)
+            )
             if refused:
                 raise ImportRefused(refused)
             job.files = stored
@@ -211,28 +245,57 @@ class ImportForm(forms.Form):
         allow_empty_file=True,  # whether an empty file means something is the format's call (an EvolIF log can be empty)
         widget=MultipleFileInput(attrs={"accept": ",".join(UPLOAD_SUFFIXES)}),
         help_text="One or more .json/.jsonl files (not compressed), read together in one all-or-nothing import. "
-                  "Add an ifportal-import.json manifest to say each file's model, run, judge and repetition.")
+        "Add an ifportal-import.json manifest to say each file's model, run, judge and repetition.",
+    )
     # labels from runs.ingest.options.OPTION_WORDS: the import's problems name a field by its label
-    benchmark = forms.SlugField(required=False, label=OPTION_WORDS["benchmark"][0],
-                                help_text="Benchmark slug; default: the format's own (e.g. octobench).")
-    name = forms.CharField(required=False, max_length=200, label=OPTION_WORDS["name"][0],
-                           help_text="Display name of a benchmark this import creates; default: from the slug.")
-    model = forms.CharField(required=False, max_length=200, label=OPTION_WORDS["model"][0],
-                            help_text="Model name, where the files do not say.")
-    run = forms.CharField(required=False, max_length=200, label=OPTION_WORDS["run"][0],
-                          help_text="Run label; default: the model name.")
-    judge = forms.CharField(required=False, max_length=200, label=OPTION_WORDS["judge"][0],
-                            help_text="Judge name, for verdicts (scores files).")
-    scaffold = forms.CharField(required=False, max_length=100, label=OPTION_WORDS["scaffold"][0],
-                               help_text="Scaffold the run used.")
-    repetition = forms.IntegerField(required=False, min_value=1, max_value=MAX_REPETITION, label=OPTION_WORDS["repetition"][0],
-                                    help_text="Repetition number of the run (default 1).")
-    pass_threshold = forms.FloatField(required=False, label=OPTION_WORDS["pass_threshold"][0],
-                                      help_text="Least score that passes, where scores are numbers "
-                                      "other than 0 and 1 (inspect, lm-eval); stated on the run's pages.")
-    category_field = forms.CharField(required=False, max_length=100, label=OPTION_WORDS["category_field"][0],
-                                     help_text="Sample metadata field whose value "
-                                     "groups the instances (inspect, lm-eval); default: the task.")
+    benchmark = forms.SlugField(
+        required=False,
+        label=OPTION_WORDS["benchmark"][0],
+        help_text="Benchmark slug; default: the format's own (e.g. octobench).",
+    )
+    name = forms.CharField(
+        required=False,
+        max_length=200,
+        label=OPTION_WORDS["name"][0],
+        help_text="Display name of a benchmark this import creates; default: from the slug.",
+    )
+    model = forms.CharField(
+        required=False,
+        max_length=200,
+        label=OPTION_WORDS["model"][0],
+        help_text="Model name, where the files do not say.",
+    )
+    run = forms.CharField(
+        required=False, max_length=200, label=OPTION_WORDS["run"][0], help_text="Run label; default: the model name."
+    )
+    judge = forms.CharField(
+        required=False,
+        max_length=200,
+        label=OPTION_WORDS["judge"][0],
+        help_text="Judge name, for verdicts (scores files).",
+    )
+    scaffold = forms.CharField(
+        required=False, max_length=100, label=OPTION_WORDS["scaffold"][0], help_text="Scaffold the run used."
+    )
+    repetition = forms.IntegerField(
+        required=False,
+        min_value=1,
+        max_value=MAX_REPETITION,
+        label=OPTION_WORDS["repetition"][0],
+        help_text="Repetition number of the run (default 1).",
+    )
+    pass_threshold = forms.FloatField(
+        required=False,
+        label=OPTION_WORDS["pass_threshold"][0],
+        help_text="Least score that passes, where scores are numbers "
+        "other than 0 and 1 (inspect, lm-eval); stated on the run's pages.",
+    )
+    category_field = forms.CharField(
+        required=False,
+        max_length=100,
+        label=OPTION_WORDS["category_field"][0],
+        help_text="Sample metadata field whose value groups the instances (inspect, lm-eval); default: the task.",
+    )
 
     def format_options(self) -> list[tuple[str, str, bool]]:
         """(name, description, checked) for each format, for the radio list."""
@@ -255,8 +318,11 @@ class ImportForm(forms.Form):
         data = self.cleaned_data
         try:
             return ingest_job_start(
-                format_name=data["format"], files=data["files"],
-                options={k: data.get(k) for k in OPTION_NAMES}, user=user, surface="form",
+                format_name=data["format"],
+                files=data["files"],
+                options={k: data.get(k) for k in OPTION_NAMES},
+                user=user,
+                surface="form",
             )
         except ImportRefused as refused:
             for name, messages in refused.errors.items():

@@ -11,6 +11,7 @@ nest and each is closed, so `relinked` sees every one. Each link then goes throu
 through `relinked` on the public page): it keeps the help page and in-page anchors, points the attempts a link opens
 at their frozen pages, and shows every other link as plain text.
 """
+
 from __future__ import annotations
 
 import re
@@ -21,26 +22,129 @@ from html.parser import HTMLParser
 from django.utils.safestring import SafeString
 
 #: elements kept as they are (attributes filtered by ATTRIBUTES); any other element is unwrapped: its content stays
-KEPT = frozenset({
-    "a", "abbr", "article", "aside", "b", "blockquote", "br", "caption", "code", "col", "colgroup", "dd", "del",
-    "details", "div", "dl", "dt", "em", "figcaption", "figure", "footer", "h1", "h2", "h3", "h4", "h5", "h6", "header",
-    "hr", "i", "ins", "kbd", "li", "mark", "meter", "ol", "p", "pre", "progress", "q", "s", "samp", "section", "small",
-    "span", "strong", "sub", "summary", "sup", "table", "tbody", "td", "tfoot", "th", "thead", "time", "tr", "ul", "var",
-})
+KEPT = frozenset(
+    {
+        "a",
+        "abbr",
+        "article",
+        "aside",
+        "b",
+        "blockquote",
+        "br",
+        "caption",
+        "code",
+        "col",
+        "colgroup",
+        "dd",
+        "del",
+        "details",
+        "div",
+        "dl",
+        "dt",
+        "em",
+        "figcaption",
+        "figure",
+        "footer",
+        "h1",
+        "h2",
+        "h3",
+        "h4",
+        "h5",
+        "h6",
+        "header",
+        "hr",
+        "i",
+        "ins",
+        "kbd",
+        "li",
+        "mark",
+        "meter",
+        "ol",
+        "p",
+        "pre",
+        "progress",
+        "q",
+        "s",
+        "samp",
+        "section",
+        "small",
+        "span",
+        "strong",
+        "sub",
+        "summary",
+        "sup",
+        "table",
+        "tbody",
+        "td",
+        "tfoot",
+        "th",
+        "thead",
+        "time",
+        "tr",
+        "ul",
+        "var",
+    }
+)
 VOID = frozenset({"br", "col", "hr"})
 #: elements dropped with everything they hold: code, and the controls of a live page (filters, Share and re-check
 #: forms, page tabs), which act on the portal, not on the frozen data
-DROPPED = frozenset({"script", "style", "template", "noscript", "form", "button", "input", "select", "textarea",
-                     "option", "datalist", "nav", "iframe", "object", "embed", "svg", "math", "head", "title", "link",
-                     "meta"})
+DROPPED = frozenset(
+    {
+        "script",
+        "style",
+        "template",
+        "noscript",
+        "form",
+        "button",
+        "input",
+        "select",
+        "textarea",
+        "option",
+        "datalist",
+        "nav",
+        "iframe",
+        "object",
+        "embed",
+        "svg",
+        "math",
+        "head",
+        "title",
+        "link",
+        "meta",
+    }
+)
 #: classes and ids of kept elements dropped all the same: the way back to pages an outsider cannot open, the frame's
 #: toolbar (the snapshot has its own downloads), messages meant for the viewer, and words about the live page's
 #: controls ("Click a rate for its attempts": a template marks them `live-only`), which a frozen page does not have
 DROPPED_CLASSES = frozenset({"crumbs", "messages", "page-tools", "live-only"})
 DROPPED_IDS = frozenset({"page-tools", "page-share-result"})
-ATTRIBUTES = frozenset({"class", "id", "title", "colspan", "rowspan", "scope", "headers", "role", "aria-label",
-                        "aria-hidden", "aria-describedby", "data-plotly", "data-figure", "open", "datetime", "lang",
-                        "value", "min", "max", "low", "high", "optimum", "abbr"})
+ATTRIBUTES = frozenset(
+    {
+        "class",
+        "id",
+        "title",
+        "colspan",
+        "rowspan",
+        "scope",
+        "headers",
+        "role",
+        "aria-label",
+        "aria-hidden",
+        "aria-describedby",
+        "data-plotly",
+        "data-figure",
+        "open",
+        "datetime",
+        "lang",
+        "value",
+        "min",
+        "max",
+        "low",
+        "high",
+        "optimum",
+        "abbr",
+    }
+)
 #: an attribute value is kept only when it is this plain (ids and classes name CSS, never code)
 _TOKEN = re.compile(r"^[\w\- :.,%#/()+]*$")
 _STRUCTURED = frozenset({"title", "aria-label", "data-figure", "abbr"})  # free text: escaped, not pattern-checked
@@ -97,8 +201,9 @@ class _Rebuild(HTMLParser):
             kept.insert(0, ("href", target))
             if not closed:
                 self.links.append(True)
-        text = "".join(f' {name}="{escape(value or "", quote=True)}"' if value is not None else f" {name}"
-                       for name, value in kept)
+        text = "".join(
+            f' {name}="{escape(value or "", quote=True)}"' if value is not None else f" {name}" for name, value in kept
+        )
         self.out.append(f"<{tag}{text}>" + (f"</{tag}>" if closed and tag not in VOID else ""))
 
     @staticmethod
@@ -164,6 +269,7 @@ def relinked(body: str, *, href: Href) -> SafeString:
     The public page's one pass over a stored snapshot: the allow-list rebuilt it when the link was made, so only
     the links change here, by a regular expression over markup of that one shape (a full rebuild per view cost
     1.3 ms per KB: 90 ms on a drill-down page's 72 KB)."""
+
     def one(match: re.Match) -> str:
         target = href(unescape(match.group(1)))
         if target is None or local(target) is None:

@@ -5,6 +5,7 @@ Every "How is this computed" link on a page points at one of these anchors (the
 being sent to a file they cannot open. The text is the project's own (trusted), rendered
 once per process and again only when the file changes.
 """
+
 from __future__ import annotations
 
 import re
@@ -42,5 +43,9 @@ def _render(path: Path, _mtime_ns: int) -> HelpPage:
     md = markdown.Markdown(extensions=["attr_list", "tables", "toc"], output_format="html")
     html = md.convert(body)
     # the project's own docs/metrics.md, read from the repository: no user or model text reaches it
-    return HelpPage(title=title.lstrip("# ").strip(), html=mark_safe(html), toc=mark_safe(md.toc),
-                    anchors=frozenset(_ANCHOR.findall(html)))
+    return HelpPage(
+        title=title.lstrip("# ").strip(),
+        html=mark_safe(html),
+        toc=mark_safe(md.toc),
+        anchors=frozenset(_ANCHOR.findall(html)),
+    )

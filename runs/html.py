@@ -6,6 +6,7 @@ each value is escaped with `html.escape` (quotes too), which is what django.util
 a plain string, unless it is already safe HTML made here or by Django (as conditional_escape does).
 The format strings are the callers' literals, never data.
 """
+
 from collections.abc import Iterable, Mapping
 from html import escape
 
@@ -29,5 +30,10 @@ def joined(parts: Iterable) -> SafeString:
 
 def attributes(attrs: Mapping) -> SafeString:
     """HTML attributes as django/forms/widgets/attrs.html writes them: True bare, False left out."""
-    return SafeString("".join(f" {escaped(key)}" if value is True else f' {escaped(key)}="{escaped(value)}"'
-                              for key, value in attrs.items() if value is not False))
+    return SafeString(
+        "".join(
+            f" {escaped(key)}" if value is True else f' {escaped(key)}="{escaped(value)}"'
+            for key, value in attrs.items()
+            if value is not False
+        )
+    )

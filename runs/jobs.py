@@ -6,6 +6,7 @@ under a heartbeat and records what it reported or why it failed; the page and th
 from the cache while it runs. Where it runs is `IFPORTAL_JOBS`: inline, in a thread, or on a Celery
 worker (`runs.tasks.run_job`, which only calls `job_execute`).
 """
+
 from __future__ import annotations
 
 import logging
@@ -24,12 +25,12 @@ from django.core.cache import cache
 from django.db import InterfaceError, OperationalError, connection, transaction
 from django.utils import timezone
 
-from .ingest import IngestFailed, Options, Problem, Report, ingest_units
-from .ingest.layout import LayoutError, plan_uploads
-from .models import Attempt, Job, JobState, Run
-from .recheck import RecheckReport, recheck_run
-from .signals import benchmarks_written
-from .services import benchmarks_changes_collected, rollups_rebuild_for_attempts
+from runs.ingest import IngestFailed, Options, Problem, Report, ingest_units
+from runs.ingest.layout import LayoutError, plan_uploads
+from runs.models import Attempt, Job, JobState, Run
+from runs.recheck import RecheckReport, recheck_run
+from runs.services import benchmarks_changes_collected, rollups_rebuild_for_attempts
+from runs.signals import benchmarks_written
 
 log = logging.getLogger(__name__)
 
@@ -83,15 +84,22 @@ def verdict_changes(*, created: int, updated: int, unchanged: int, removed: int 
 def _job_ingest(job: Job) -> dict[str, Any]:
     """An upload's files, planned as `manage.py ingest` plans a folder (their paths, an uploaded manifest); its
     problems name options as the page or the API that started it does (`params["surface"]`)."""
-    options = Options(**{k: v for k, v in job.params.get("options", {}).items() if v not in (None, "")},
-                      surface=job.params.get("surface", "form"))
+    options = Options(
+        **{k: v for k, v in job.params.get("options", {}).items() if v not in (None, "")},
+        surface=job.params.get("surface", "form"),
+    )
     try:
-        units = plan_uploads(job.params["format"], [(Path(f["path"]), f.get("name") or Path(f["path"]).name)
-                                                    for f in job.files], options)
+        units = plan_uploads(
+            job.params["format"], [(Path(f["path"]), f.get("name") or Path(f["path"]).name) for f in job.files], options
+        )
     except LayoutError as exc:
         raise IngestFailed([Problem(exc.where, None, exc.reason)], 1, Report()) from None
-    report = ingest_units(job.params["format"], units, progress=ProgressReporter(job.id),
-                          before_commit=lambda report: job_record(job, _ingest_result(report), final=True))
+    report = ingest_units(
+        job.params["format"],
+        units,
+        progress=ProgressReporter(job.id),
+        before_commit=lambda report: job_record(job, _ingest_result(report), final=True),
+    )
     return _ingest_result(report)
 
 
@@ -137,8 +145,9 @@ def _recheck_result(reports: list[RecheckReport], remaining: list[Run]) -> dict[
     for report in reports:
         for key, value in report.as_dict().items():
             totals[key] = totals.get(key, 0) + value
-    changes = verdict_changes(**{key: sum(getattr(r, key) for r in reports)
-                                 for key in ("created", "updated", "unchanged", "removed")})
+    changes = verdict_changes(
+        **{key: sum(getattr(r, key) for r in reports) for key in ("created", "updated", "unchanged", "removed")}
+    )
     message = " ".join(r.summary() for r in reports)
     if remaining:
         message += " Not re-checked yet: " + ", ".join(run.label for run in remaining) + "."
@@ -230,7 +239,7 @@ class _Heartbeat:
             if self._stop.wait(HEARTBEAT_SECONDS):
                 return
 
-    def __enter__(self) -> "_Heartbeat":
+    def __enter__(self) -> _Heartbeat:
         self._thread.start()
         return self
 
@@ -277,8 +286,9 @@ def job_record(job: Job, result: dict[str, Any], *, final: bool) -> dict[str, An
     fields: dict[str, Any] = {"counts": result.get("counts", {}), "message": result.get("message", "")}
     if final:
         done, total = job_progress(job)
-        fields.update(state=JobState.SUCCEEDED, progress_done=total or done, progress_total=total,
-                      finished_at=timezone.now())
+        fields.update(
+            state=JobState.SUCCEEDED, progress_done=total or done, progress_total=total, finished_at=timezone.now()
+        )
     Job.objects.filter(pk=job.pk).update(**fields)
     # the runner's copy follows what committed: a job that succeeded is not written again, nor failed
     transaction.on_commit(lambda: job.__dict__.update(fields))
@@ -306,9 +316,15 @@ def job_execute(job_id) -> None:
             result = JOB_KINDS[job.kind](job) or {}
             if job.state != JobState.SUCCEEDED:  # a kind that did not record its end with its data
                 done, total = job_progress(job)
-                _job_update(job.id, state=JobState.SUCCEEDED, counts=result.get("counts", {}),
-                            message=result.get("message", ""), progress_done=total or done, progress_total=total,
-                            finished_at=timezone.now())
+                _job_update(
+                    job.id,
+                    state=JobState.SUCCEEDED,
+                    counts=result.get("counts", {}),
+                    message=result.get("message", ""),
+                    progress_done=total or done,
+                    progress_total=total,
+                    finished_at=timezone.now(),
+                )
     except Exception as exc:  # the job records why it failed; the worker stays up
         _fail(job, exc)
         return
@@ -373,18 +389,27 @@ def _fail(job: Job, exc: Exception) -> None:
         log.warning("job %s lost its database connection: %s", job.id, exc)
         errors = ["database connection lost: " + (str(exc).strip().splitlines() or [type(exc).__name__])[0]]
         count = 1
-        message = ("The job lost its database connection (the database restarted or ended the session); "
-                   f"{stored} Retry it.")
+        message = (
+            f"The job lost its database connection (the database restarted or ended the session); {stored} Retry it."
+        )
     else:
         error_id = _error_id()
         # the traceback (paths, code, values) goes to the log only; the job shows the kind of error and its id
         log.error("job %s failed (error id %s)", job.id, error_id, exc_info=exc)
         errors = [f"internal error {type(exc).__name__} (error id {error_id})"]
         count = 1
-        message = (f"The job stopped with an internal error (error id {error_id}); {stored} "
-                   "Retry it; if it fails again, give the error id to an administrator (it is in the server log).")
-    fields = dict(state=JobState.FAILED, errors=errors, error_count=count, message=message, finished_at=timezone.now(),
-                  retry_may_fix=retry_may_fix)
+        message = (
+            f"The job stopped with an internal error (error id {error_id}); {stored} "
+            "Retry it; if it fails again, give the error id to an administrator (it is in the server log)."
+        )
+    fields = {
+        "state": JobState.FAILED,
+        "errors": errors,
+        "error_count": count,
+        "message": message,
+        "finished_at": timezone.now(),
+        "retry_may_fix": retry_may_fix,
+    }
     if not job.counts:
         fields["counts"] = {}
     _job_update(job.id, **fields)
@@ -401,10 +426,17 @@ def _fail_unstarted(job_id, exc: Exception) -> None:
     the database being busy is why it is here."""
     error_id = _error_id()
     log.warning("job %s could not start (error id %s)", job_id, error_id, exc_info=exc)
-    fields = dict(state=JobState.FAILED, error_count=1, counts={}, finished_at=timezone.now(),
-                  errors=[f"could not start: the database was busy or unavailable (error id {error_id})"],
-                  message=(f"The job could not start: the database was busy or unavailable (error id {error_id}); "
-                           "nothing was stored. Retry it."))
+    fields = {
+        "state": JobState.FAILED,
+        "error_count": 1,
+        "counts": {},
+        "finished_at": timezone.now(),
+        "errors": [f"could not start: the database was busy or unavailable (error id {error_id})"],
+        "message": (
+            f"The job could not start: the database was busy or unavailable (error id {error_id}); "
+            "nothing was stored. Retry it."
+        ),
+    }
     try:
         _job_update(job_id, was=JobState.QUEUED, **fields)
     except (InterfaceError, OperationalError):
@@ -466,7 +498,8 @@ def uploads_clean(*, days: int | None = None, now=None) -> list[str]:
         if all(f.get("removed") for f in job.files):
             continue
         marked = Job.objects.filter(pk=job.pk, state__in=finished).update(
-            files=[{"name": f.get("name", ""), "removed": True} for f in job.files])
+            files=[{"name": f.get("name", ""), "removed": True} for f in job.files]
+        )
         if marked:
             shutil.rmtree(root / str(job.id), ignore_errors=True)
             removed.append(str(job.id))

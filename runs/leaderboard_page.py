@@ -20,6 +20,7 @@ from SECRET_KEY, so text in the data cannot plant one; the token itself never en
 A request with a message to show (Django's messages, shown once, or a note on its query) gets the page rendered,
 uncached.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -30,8 +31,8 @@ from django.conf import settings
 from django.contrib.messages import get_messages
 from django.middleware.csrf import get_token
 from django.template.loader import render_to_string
-from django.utils.crypto import salted_hmac
 from django.urls import get_script_prefix
+from django.utils.crypto import salted_hmac
 from django.utils.safestring import SafeString
 
 from runs.access import request_can_write
@@ -68,9 +69,11 @@ def page_parts(parsed: ChecklistQuery, *, request=None) -> tuple[SafeString, Saf
     results, filters = _results(parsed, request), _filters(parsed, request)
     # the page as first opened is one per generation whoever asks (and after a deploy, before any writer
     # warmed it, someone past their budget must still leave it for the next): charged to no one
-    found = cached_many(parsed.benchmark.id,
-                        {results[0]: (results[1], SafeString), filters[0]: (filters[1], SafeString)},
-                        charged=not is_default(parsed.state))
+    found = cached_many(
+        parsed.benchmark.id,
+        {results[0]: (results[1], SafeString), filters[0]: (filters[1], SafeString)},
+        charged=not is_default(parsed.state),
+    )
     return found[results[0]], found[filters[0]]
 
 
@@ -82,10 +85,25 @@ def full_page(request, parsed: ChecklistQuery, context: dict) -> str:
     if len(get_messages(request)) or parsed.notes:  # messages counted, not read: reading marks them shown
         return _page(request, parsed, context, token=None)
     benchmark = parsed.benchmark
-    part = _part("page", benchmark, parsed.params.urlencode(), _blind(request), request_can_write(request),
-                 request.user.get_username(), request.path, benchmark.name, benchmark.kind, benchmark.searchable)
-    html = cached(benchmark.id, part, lambda: _page(request, parsed, context, token=csrf_placeholder()),
-                  kind=str, charged=not is_default(parsed.state))
+    part = _part(
+        "page",
+        benchmark,
+        parsed.params.urlencode(),
+        _blind(request),
+        request_can_write(request),
+        request.user.get_username(),
+        request.path,
+        benchmark.name,
+        benchmark.kind,
+        benchmark.searchable,
+    )
+    html = cached(
+        benchmark.id,
+        part,
+        lambda: _page(request, parsed, context, token=csrf_placeholder()),
+        kind=str,
+        charged=not is_default(parsed.state),
+    )
     return html.replace(csrf_placeholder(), get_token(request))
 
 
@@ -97,8 +115,12 @@ def csrf_placeholder() -> str:
 
 @lru_cache(maxsize=2)
 def _placeholder_of(secret: str) -> str:
-    return "ifp" + salted_hmac("runs.leaderboard_page.csrf_placeholder", "page", secret=secret,
-                               algorithm="sha256").hexdigest()[:61]
+    return (
+        "ifp"
+        + salted_hmac("runs.leaderboard_page.csrf_placeholder", "page", secret=secret, algorithm="sha256").hexdigest()[
+            :61
+        ]
+    )
 
 
 def _page(request, parsed: ChecklistQuery, context: dict, *, token: str | None) -> str:
@@ -120,13 +142,24 @@ def _results(parsed: ChecklistQuery, request):
         tables = leaderboard_tables(benchmark, state, excluded_items=excluded)
         exclusion = exclusion_effect(benchmark, state, tables, excluded, params) if excluded is not None else None
         effects = exclusion["rows"] if exclusion else {}
-        context = {"benchmark": benchmark, "state": state, "query": query, "params": params, "small": SMALL_CELL,
-                   "exclusion": exclusion,
-                   "lines": [{"row": r, "effect": effects.get(r.model)} for r in tables.overall],
-                   "overall": tables.overall, "sorts": SORTS, "groupings": GROUPINGS,
-                   "groups": tables.groups, "matrix": tables.matrix, "figure": tables.figure,
-                   "reference": (notes := reference_notes(tables.overall)), "scorers": scorers_of(benchmark),
-                   "unscored_reasons": [(ReportStatus(status).label, n) for status, n in sorted(notes.unscored.items())]}
+        context = {
+            "benchmark": benchmark,
+            "state": state,
+            "query": query,
+            "params": params,
+            "small": SMALL_CELL,
+            "exclusion": exclusion,
+            "lines": [{"row": r, "effect": effects.get(r.model)} for r in tables.overall],
+            "overall": tables.overall,
+            "sorts": SORTS,
+            "groupings": GROUPINGS,
+            "groups": tables.groups,
+            "matrix": tables.matrix,
+            "figure": tables.figure,
+            "reference": (notes := reference_notes(tables.overall)),
+            "scorers": scorers_of(benchmark),
+            "unscored_reasons": [(ReportStatus(status).label, n) for status, n in sorted(notes.unscored.items())],
+        }
         return render_to_string(f"{TEMPLATE}#results", context, request)
 
     return part, render

@@ -8,6 +8,7 @@ larger than IFPORTAL_MAX_UPLOAD_BYTES is refused from its Content-Length alone, 
 form with more files than one import takes (Django's DATA_UPLOAD_MAX_NUMBER_FILES, set to
 the same number) gets the app's own explanation instead of Django's bare 400.
 """
+
 from collections.abc import Callable
 
 from django.core.exceptions import TooManyFilesSent
@@ -15,8 +16,8 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 
 from ifportal.security import client_address
-from runs.forms import request_size_problem, upload_count_problem
 from runs.cache import cache_scope
+from runs.forms import request_size_problem, upload_count_problem
 
 
 class UploadLimitMiddleware:

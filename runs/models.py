@@ -5,6 +5,7 @@ repetition, one setting) hold attempts on instances; judges give verdicts on
 (attempt, item). Rollups are derived from verdicts by `runs.services.rollups_rebuild_for_attempts`
 so that no page aggregates the verdict table on request.
 """
+
 import uuid
 
 from django.conf import settings
@@ -99,8 +100,9 @@ class ChecklistItem(models.Model):
     #: an audit may rewrite an item: the rewrite is a new item (version + 1) that `supersedes`
     #: the old one; the old item and its verdicts stay as they were
     version = models.PositiveIntegerField(default=1)
-    supersedes = models.OneToOneField("self", null=True, blank=True, on_delete=models.RESTRICT,
-                                      related_name="superseded_by")
+    supersedes = models.OneToOneField(
+        "self", null=True, blank=True, on_delete=models.RESTRICT, related_name="superseded_by"
+    )
 
     class Meta:
         ordering = ["instance", "position"]
@@ -347,8 +349,9 @@ class AttemptRollup(models.Model):
 
     attempt = models.ForeignKey(Attempt, on_delete=models.CASCADE, related_name="rollups", db_index=False)
     judge = models.ForeignKey(Judge, on_delete=models.CASCADE, related_name="+", db_constraint=False)
-    benchmark = models.ForeignKey(Benchmark, on_delete=models.CASCADE, related_name="+",
-                                  db_constraint=False, db_index=False)
+    benchmark = models.ForeignKey(
+        Benchmark, on_delete=models.CASCADE, related_name="+", db_constraint=False, db_index=False
+    )
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="+", db_constraint=False)
     model = models.ForeignKey(AgentModel, on_delete=models.CASCADE, related_name="+", db_constraint=False)
     instance = models.ForeignKey(Instance, on_delete=models.CASCADE, related_name="+", db_constraint=False)
@@ -381,12 +384,13 @@ class GroupRollup(models.Model):
     # judge and model lead no index of their own: pages find these rows through the leaderboard
     # index, rebuilds through the unique one; only deleting a judge or a model scans (rare, admin)
     attempt = models.ForeignKey(Attempt, on_delete=models.CASCADE, related_name="group_rollups", db_index=False)
-    judge = models.ForeignKey(Judge, on_delete=models.CASCADE, related_name="+", db_constraint=False,
-                              db_index=False)
-    benchmark = models.ForeignKey(Benchmark, on_delete=models.CASCADE, related_name="+",
-                                  db_constraint=False, db_index=False)
-    model = models.ForeignKey(AgentModel, on_delete=models.CASCADE, related_name="+", db_constraint=False,
-                              db_index=False)
+    judge = models.ForeignKey(Judge, on_delete=models.CASCADE, related_name="+", db_constraint=False, db_index=False)
+    benchmark = models.ForeignKey(
+        Benchmark, on_delete=models.CASCADE, related_name="+", db_constraint=False, db_index=False
+    )
+    model = models.ForeignKey(
+        AgentModel, on_delete=models.CASCADE, related_name="+", db_constraint=False, db_index=False
+    )
     dimension = models.CharField(max_length=20)
     value = models.CharField(max_length=200)
     n_applicable = models.PositiveIntegerField()
@@ -414,15 +418,19 @@ class JudgeDisagreement(models.Model):
     """
 
     attempt = models.ForeignKey(Attempt, on_delete=models.CASCADE, related_name="+", db_index=False)
-    item = models.ForeignKey(ChecklistItem, on_delete=models.CASCADE, related_name="+", db_constraint=False,
-                             db_index=False)
-    benchmark = models.ForeignKey(Benchmark, on_delete=models.CASCADE, related_name="+",
-                                  db_constraint=False, db_index=False)
+    item = models.ForeignKey(
+        ChecklistItem, on_delete=models.CASCADE, related_name="+", db_constraint=False, db_index=False
+    )
+    benchmark = models.ForeignKey(
+        Benchmark, on_delete=models.CASCADE, related_name="+", db_constraint=False, db_index=False
+    )
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="+", db_constraint=False, db_index=False)
-    model = models.ForeignKey(AgentModel, on_delete=models.CASCADE, related_name="+", db_constraint=False,
-                              db_index=False)
-    instance = models.ForeignKey(Instance, on_delete=models.CASCADE, related_name="+", db_constraint=False,
-                                 db_index=False)
+    model = models.ForeignKey(
+        AgentModel, on_delete=models.CASCADE, related_name="+", db_constraint=False, db_index=False
+    )
+    instance = models.ForeignKey(
+        Instance, on_delete=models.CASCADE, related_name="+", db_constraint=False, db_index=False
+    )
     passed_by = models.JSONField()
     failed_by = models.JSONField()
 
@@ -533,11 +541,13 @@ class SearchText(models.Model):
     """
 
     attempt = models.ForeignKey(Attempt, on_delete=models.CASCADE, related_name="+", db_index=False)
-    benchmark = models.ForeignKey(Benchmark, on_delete=models.CASCADE, related_name="+",
-                                  db_constraint=False, db_index=False)
+    benchmark = models.ForeignKey(
+        Benchmark, on_delete=models.CASCADE, related_name="+", db_constraint=False, db_index=False
+    )
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="+", db_constraint=False, db_index=False)
-    model = models.ForeignKey(AgentModel, on_delete=models.CASCADE, related_name="+", db_constraint=False,
-                              db_index=False)
+    model = models.ForeignKey(
+        AgentModel, on_delete=models.CASCADE, related_name="+", db_constraint=False, db_index=False
+    )
     source = models.CharField(max_length=10, choices=SearchSource.choices)
     thread = models.PositiveIntegerField(null=True, blank=True)
     message = models.PositiveIntegerField(null=True, blank=True)

@@ -25,6 +25,7 @@ A page view renders through `render_page`, naming a function that turns its cont
   alone: the toolbar does not offer them, the page's exports and snapshots do not hold them,
   and `?export=csv&table=` answers such a table as one the page does not have.
 """
+
 from __future__ import annotations
 
 import csv
@@ -123,8 +124,16 @@ class PageData:
 
     def attempt_ids(self) -> list[int]:
         """The attempts the page links to (the `link` columns of its tables), in id order."""
-        return sorted({int(row[c.link]) for t in self.tables for c in t.columns if c.link
-                       for row in t.rows if row.get(c.link) is not None})
+        return sorted(
+            {
+                int(row[c.link])
+                for t in self.tables
+                for c in t.columns
+                if c.link
+                for row in t.rows
+                if row.get(c.link) is not None
+            }
+        )
 
 
 PageDataBuilder = Callable[[dict], PageData]
@@ -152,12 +161,20 @@ class Declared:
         tables and without the attempts the page leads to (each is a single item too)."""
         if reads_items:
             return self
-        return replace(self, tables=tuple(t for t in self.tables if t[0] not in self.per_item), links_attempts=False,
-                       attempt_lists=None)
+        return replace(
+            self,
+            tables=tuple(t for t in self.tables if t[0] not in self.per_item),
+            links_attempts=False,
+            attempt_lists=None,
+        )
 
 
-def page_builder(*tables: tuple[str, str], links_attempts: bool = False, attempt_lists: AttemptLists | None = None,
-                 per_item: Collection[str] = ()) -> Callable[[PageDataBuilder], PageDataBuilder]:
+def page_builder(
+    *tables: tuple[str, str],
+    links_attempts: bool = False,
+    attempt_lists: AttemptLists | None = None,
+    per_item: Collection[str] = (),
+) -> Callable[[PageDataBuilder], PageDataBuilder]:
     """Declare the tables a PageData builder returns, in order (name, title), whether its rows link to attempts
     (or, with `attempt_lists`, to lists of attempts), and the names of its `per_item` tables (a row per attempt,
     sample, turn or task): the toolbar lists them from the declaration, so a plain render never runs the builder."""
@@ -166,8 +183,9 @@ def page_builder(*tables: tuple[str, str], links_attempts: bool = False, attempt
         raise TypeError(f"per_item names tables the builder does not declare: {sorted(unknown)}")
 
     def mark(builder: PageDataBuilder) -> PageDataBuilder:
-        builder.declared = Declared(tuple(tables), links_attempts or attempt_lists is not None, attempt_lists,
-                                    frozenset(per_item))
+        builder.declared = Declared(
+            tuple(tables), links_attempts or attempt_lists is not None, attempt_lists, frozenset(per_item)
+        )
         return builder
 
     return mark
@@ -177,7 +195,9 @@ def declared(builder: PageDataBuilder) -> Declared:
     """A builder's declaration; a builder without one is a programming error, named here."""
     found = getattr(builder, "declared", None)
     if found is None:
-        raise TypeError(f"{builder.__module__}.{builder.__qualname__} declares no tables: decorate it with @page_builder")
+        raise TypeError(
+            f"{builder.__module__}.{builder.__qualname__} declares no tables: decorate it with @page_builder"
+        )
     return found
 
 
@@ -205,14 +225,17 @@ class PageDataResponse(HttpResponse):
 
 
 # rendering --------------------------------------------------------------------------------
-def render_page(request: HttpRequest, template: str, context: dict, *, page_data: PageDataBuilder,
-                fragment: str | None = "results") -> HttpResponse:
+def render_page(
+    request: HttpRequest, template: str, context: dict, *, page_data: PageDataBuilder, fragment: str | None = "results"
+) -> HttpResponse:
     """Render a page (or its `fragment` partial for htmx), or its export, or its snapshot data."""
     response = frame_response(request, context, page_data=page_data)
     if response is not None:
         return response
     context["page_tools"] = page_tools(request, page_data)
-    if request.htmx and fragment and request.htmx.target in (None, fragment):  # the page's own fragment, not a nested one
+    if (
+        request.htmx and fragment and request.htmx.target in (None, fragment)
+    ):  # the page's own fragment, not a nested one
         return swap_response(request, render_to_string(f"{template}#{fragment}", context, request), context)
     return render(request, template, context)
 
@@ -237,8 +260,13 @@ def frame_response(request: HttpRequest, context: dict, *, page_data: PageDataBu
         return PageDataResponse(data, benchmark_slug=_slug_of(context))
     fmt = request.GET.get("export")
     if fmt:
-        return export_response(viewer_page_data(request, page_data, context), fmt=fmt, table=request.GET.get("table"),
-                               filename=export_filename(request), state=page_state(request.GET))
+        return export_response(
+            viewer_page_data(request, page_data, context),
+            fmt=fmt,
+            table=request.GET.get("table"),
+            filename=export_filename(request),
+            state=page_state(request.GET),
+        )
     return None
 
 
@@ -269,7 +297,10 @@ def page_tools(request: HttpRequest, builder: PageDataBuilder, *, state: QueryDi
     query = page_query(request.GET if state is None else state)
     base = f"{request.path}?{query + '&' if query else ''}"
     return {
-        "tables": [{"name": name, "title": title, "csv": f"{base}export=csv&table={name}"} for name, title in declaration.tables],
+        "tables": [
+            {"name": name, "title": title, "csv": f"{base}export=csv&table={name}"}
+            for name, title in declaration.tables
+        ],
         "shown": [name for name, _ in declaration.tables],
         "json": f"{base}export=json",
         "path": f"{request.path}{'?' + query if query else ''}",
@@ -296,13 +327,19 @@ def export_response(data: PageData, *, fmt: str, table: str | None, filename: st
         chosen = next((t for t in data.tables if t.name == table), None) if table else (data.tables or [None])[0]
         if chosen is None:
             names = ", ".join(t.name for t in data.tables) or "none"
-            return HttpResponse(f"This page has no table {table!r} (tables: {names}).", status=400, content_type="text/plain")
+            return HttpResponse(
+                f"This page has no table {table!r} (tables: {names}).", status=400, content_type="text/plain"
+            )
         response = HttpResponse(table_csv(chosen), content_type="text/csv; charset=utf-8")
-        if not filename.endswith(f"-{chosen.name}"):  # a page's table named after the page: octobench-leaderboard, not -leaderboard-leaderboard
+        if not filename.endswith(
+            f"-{chosen.name}"
+        ):  # a page's table named after the page: octobench-leaderboard, not -leaderboard-leaderboard
             filename = f"{filename}-{chosen.name}"
     else:
-        response = HttpResponse(json.dumps(export_document(data, state), cls=DjangoJSONEncoder, ensure_ascii=False, indent=1),
-                                content_type="application/json")
+        response = HttpResponse(
+            json.dumps(export_document(data, state), cls=DjangoJSONEncoder, ensure_ascii=False, indent=1),
+            content_type="application/json",
+        )
     response["Content-Disposition"] = f'attachment; filename="{filename}.{fmt}"'
     return response
 
@@ -320,10 +357,23 @@ def table_csv(table: Table) -> str:
 def export_document(data: PageData, state: dict) -> dict:
     """The JSON export: title, the state and facts it was computed under, every table with full-precision values
     (a reference scorer's nan or inf as the text it prints, which JSON has no number for)."""
-    document = {"title": data.title, "state": state, "facts": data.facts,
-                "tables": [{"name": t.name, "title": t.title, "columns": [asdict(c) for c in t.columns],
-                            "rows": [{k: _json_number(v) for k, v in row.items()} for row in t.rows]} for t in data.tables]}
-    return document | {k: v for k, v in data.layout.items() if k != "drilldown"}  # a page's own layout (the leaderboard's rows)
+    document = {
+        "title": data.title,
+        "state": state,
+        "facts": data.facts,
+        "tables": [
+            {
+                "name": t.name,
+                "title": t.title,
+                "columns": [asdict(c) for c in t.columns],
+                "rows": [{k: _json_number(v) for k, v in row.items()} for row in t.rows],
+            }
+            for t in data.tables
+        ],
+    }
+    return document | {
+        k: v for k, v in data.layout.items() if k != "drilldown"
+    }  # a page's own layout (the leaderboard's rows)
 
 
 def _json_number(value: Any) -> Any:
@@ -360,9 +410,19 @@ def page_snapshot(request: HttpRequest, *, path: str, benchmark_slug: str, inclu
     if response.benchmark_slug != benchmark_slug:  # an address without the benchmark: the page's own must match
         raise NotShareable("not a page of this benchmark")
     data, params = response.page_data, page_state(sub.GET)
-    snapshot = {**export_document(data, params), "kind": "page", "path": parts.path, "query": sub.GET.urlencode(),
-                "state": {"page": data.title, "params": params}, "help_anchor": data.help_anchor, "figures": data.figures,
-                "attempts": [], "judges": data.judges, **data.layout, "layout_keys": sorted(data.layout)}
+    snapshot = {
+        **export_document(data, params),
+        "kind": "page",
+        "path": parts.path,
+        "query": sub.GET.urlencode(),
+        "state": {"page": data.title, "params": params},
+        "help_anchor": data.help_anchor,
+        "figures": data.figures,
+        "attempts": [],
+        "judges": data.judges,
+        **data.layout,
+        "layout_keys": sorted(data.layout),
+    }
     if include_attempts:
         listed = (data.layout.get("drilldown") or {}).get("attempts") or {}
         snapshot["attempts"] = sorted(set(data.attempt_ids()) | {int(i) for i in listed})
@@ -386,10 +446,18 @@ def _page_request(request: HttpRequest, parts) -> HttpRequest:
 
 def snapshot_page_data(snapshot: dict) -> PageData:
     """The frozen PageData of a page snapshot."""
-    tables = [Table(t["name"], t["title"], tuple(Column(**c) for c in t["columns"]), t["rows"]) for t in snapshot["tables"]]
-    return PageData(title=snapshot["title"], tables=tables, figures=snapshot.get("figures") or [],
-                    help_anchor=snapshot.get("help_anchor", ""), facts=snapshot.get("facts") or {},
-                    judges=snapshot.get("judges"), layout={k: snapshot[k] for k in snapshot.get("layout_keys", ())})
+    tables = [
+        Table(t["name"], t["title"], tuple(Column(**c) for c in t["columns"]), t["rows"]) for t in snapshot["tables"]
+    ]
+    return PageData(
+        title=snapshot["title"],
+        tables=tables,
+        figures=snapshot.get("figures") or [],
+        help_anchor=snapshot.get("help_anchor", ""),
+        facts=snapshot.get("facts") or {},
+        judges=snapshot.get("judges"),
+        layout={k: snapshot[k] for k in snapshot.get("layout_keys", ())},
+    )
 
 
 def shown_rows(table: Table, *, attempts: Collection[int] = ()) -> list[list[tuple[Any, bool, int | None]]]:

@@ -1,4 +1,5 @@
 """Page state lives in the URL: the current query string with some parameters replaced or removed."""
+
 from __future__ import annotations
 
 from django.http import QueryDict

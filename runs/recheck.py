@@ -18,6 +18,7 @@ writes nothing), rows no longer produced are deleted, and the rollups of the att
 verdicts changed are rebuilt. The report counts what changed and how the checker agrees with the
 logged judge (`logged_judge_for`).
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -27,16 +28,16 @@ from typing import Any
 from django.db import transaction
 from django.db.models import Q
 
-from .checkers.evolif import LLM_JUDGED, check_constraint
-from .checkers.manyih_style import STYLE_CHECKERS, Code, check_style, extract_code
-from .ingest.evolif import DEFAULT_JUDGE as EVOLIF_LOG
-from .metrics.hierarchy import CHECKER_JUDGE as MANYIH_CHECKER
-from .metrics.hierarchy import LOGGED_JUDGE as MANYIH_LOG
-from .metrics.hierarchy import UNCHECKED
-from .models import Attempt, BenchmarkKind, ChecklistItem, Judge, JudgeKind, Run, Verdict, VerdictResult
-from .rounding import shown_number
-from .services import benchmarks_lock, rollups_rebuild_for_attempts
-from .trajectory_view import stored_threads_of
+from runs.checkers.evolif import LLM_JUDGED, check_constraint
+from runs.checkers.manyih_style import STYLE_CHECKERS, Code, check_style, extract_code
+from runs.ingest.evolif import DEFAULT_JUDGE as EVOLIF_LOG
+from runs.metrics.hierarchy import CHECKER_JUDGE as MANYIH_CHECKER
+from runs.metrics.hierarchy import LOGGED_JUDGE as MANYIH_LOG
+from runs.metrics.hierarchy import UNCHECKED
+from runs.models import Attempt, BenchmarkKind, ChecklistItem, Judge, JudgeKind, Run, Verdict, VerdictResult
+from runs.rounding import shown_number
+from runs.services import benchmarks_lock, rollups_rebuild_for_attempts
+from runs.trajectory_view import stored_threads_of
 
 EVOLIF_CHECKER = "evolif-checker"
 BATCH = 200
@@ -78,9 +79,15 @@ class RecheckReport:
 
     def as_dict(self) -> dict[str, int]:
         """The counts a re-check job shows (its verdict changes are added as `runs.jobs.verdict_changes`)."""
-        return {"attempts": self.attempts, "checked": self.checked, "kept from log": self.kept,
-                "no logged verdict": self.unjudged, "unknown style": self.unknown_style,
-                "agree with log": self.agree, "disagree with log": self.disagree}
+        return {
+            "attempts": self.attempts,
+            "checked": self.checked,
+            "kept from log": self.kept,
+            "no logged verdict": self.unjudged,
+            "unknown style": self.unknown_style,
+            "agree with log": self.agree,
+            "disagree with log": self.disagree,
+        }
 
     def summary(self) -> str:
         pairs = self.agree + self.disagree
@@ -110,8 +117,12 @@ class Checker:
 def logged_judge_for(run: Run) -> Judge | None:
     """The judge whose verdicts the harness logged for this run: the kind's own log judge if present,
     else the first logged judge by name."""
-    ids = list(Verdict.objects.filter(attempt__run=run, judge__kind=JudgeKind.LOGGED)
-               .values_list("judge_id", flat=True).distinct().order_by()[:10])
+    ids = list(
+        Verdict.objects.filter(attempt__run=run, judge__kind=JudgeKind.LOGGED)
+        .values_list("judge_id", flat=True)
+        .distinct()
+        .order_by()[:10]
+    )
     judges = list(Judge.objects.filter(id__in=ids).order_by("name"))
     checker = CHECKERS.get(run.benchmark.kind)
     preferred = checker.log_judge if checker else None
@@ -128,19 +139,22 @@ def recheck_run(*, run: Run, progress: Callable[[int, int], None] | None = None)
     """Check every attempt of `run` with the portal's checkers of its benchmark's kind and store the verdicts."""
     checker = CHECKERS.get(run.benchmark.kind)
     if checker is None:
-        raise ValueError(f"run '{run.label}' has no portal checkers (benchmark kind {run.benchmark.kind}); "
-                         f"re-checks exist for: {', '.join(CHECKERS)}")
+        raise ValueError(
+            f"run '{run.label}' has no portal checkers (benchmark kind {run.benchmark.kind}); "
+            f"re-checks exist for: {', '.join(CHECKERS)}"
+        )
     judge = checker_judge(run.benchmark.kind)
     with transaction.atomic():
         # the benchmark's write lock first, as ingests do: a concurrent ingest or re-check of this
         # benchmark commits before this one reads the run's attempts and existing verdicts
         benchmarks_lock([run.benchmark_id])
         logged = logged_judge_for(run)
-        report = RecheckReport(run=run.label, judge=judge.name, logged_judge=logged.name if logged else None,
-                               noun=checker.noun)
+        report = RecheckReport(
+            run=run.label, judge=judge.name, logged_judge=logged.name if logged else None, noun=checker.noun
+        )
         attempt_ids = list(Attempt.objects.filter(run=run).order_by("id").values_list("id", flat=True))
         for start in range(0, len(attempt_ids), BATCH):
-            batch = attempt_ids[start:start + BATCH]
+            batch = attempt_ids[start : start + BATCH]
             _store(batch, judge, checker.verdicts(batch, logged, report), report)
             report.attempts += len(batch)
             if progress:
@@ -188,8 +202,12 @@ def _dialogue_verdicts(attempt_ids: list[int], logged: Judge | None, report: Rec
         items.setdefault(instance_id, {}).setdefault(turn, []).append((item_id, group, (details or {}).get("args")))
     logged_results: dict[tuple[int, int], str] = {}
     if logged is not None:
-        logged_results = {(a, i): r for a, i, r in Verdict.objects.filter(judge=logged, attempt_id__in=attempt_ids)
-                          .values_list("attempt_id", "item_id", "result")}
+        logged_results = {
+            (a, i): r
+            for a, i, r in Verdict.objects.filter(judge=logged, attempt_id__in=attempt_ids).values_list(
+                "attempt_id", "item_id", "result"
+            )
+        }
     out: Rows = {}
     for attempt in attempts:
         for turn, response in _responses(threads_of.get(attempt.id, [])).items():
@@ -202,8 +220,11 @@ def _dialogue_verdicts(attempt_ids: list[int], logged: Judge | None, report: Rec
                         continue
                     report.kept += 1
                     out[(attempt.id, item_id)] = {
-                        "result": before, "score": None, "evidence": None,
-                        "reasoning": f"kept from {logged.name}: '{group}' is not checked deterministically"}
+                        "result": before,
+                        "score": None,
+                        "evidence": None,
+                        "reasoning": f"kept from {logged.name}: '{group}' is not checked deterministically",
+                    }
                     continue
                 result = VerdictResult.PASS if verdict.passed else VerdictResult.FAIL
                 report.checked += 1
@@ -212,8 +233,12 @@ def _dialogue_verdicts(attempt_ids: list[int], logged: Judge | None, report: Rec
                         report.agree += 1
                     else:
                         report.disagree += 1
-                out[(attempt.id, item_id)] = {"result": result, "score": None, "evidence": None,
-                                              "reasoning": verdict.reason}
+                out[(attempt.id, item_id)] = {
+                    "result": result,
+                    "score": None,
+                    "evidence": None,
+                    "reasoning": verdict.reason,
+                }
     return out
 
 
@@ -230,16 +255,25 @@ def _responses(threads: list[dict]) -> dict[int, str]:
 
 # hierarchy (ManyIH) -------------------------------------------------------------------
 def _hierarchy_verdicts(attempt_ids: list[int], logged: Judge | None, report: RecheckReport) -> Rows:
-    attempts = list(Attempt.objects.filter(id__in=attempt_ids).values_list("id", "instance_id", "response", "outcome__status"))
+    attempts = list(
+        Attempt.objects.filter(id__in=attempt_ids).values_list("id", "instance_id", "response", "outcome__status")
+    )
     items: dict[int, list[tuple[int, dict]]] = {}
-    for item_id, instance_id, details in ChecklistItem.objects.filter(
-        instance_id__in={a[1] for a in attempts}).values_list("id", "instance_id", "details").order_by("position"):
+    for item_id, instance_id, details in (
+        ChecklistItem.objects.filter(instance_id__in={a[1] for a in attempts})
+        .values_list("id", "instance_id", "details")
+        .order_by("position")
+    ):
         items.setdefault(instance_id, []).append((item_id, details or {}))
     logged_results: dict[tuple[int, int], str] = {}
     if logged is not None:  # agreement leaves out samples the evaluator did not style-check, as the re-check page does
         style_checked = [a for a, _, _, status in attempts if status not in UNCHECKED]
-        logged_results = {(a, i): r for a, i, r in Verdict.objects.filter(judge=logged, attempt_id__in=style_checked)
-                          .values_list("attempt_id", "item_id", "result")}
+        logged_results = {
+            (a, i): r
+            for a, i, r in Verdict.objects.filter(judge=logged, attempt_id__in=style_checked).values_list(
+                "attempt_id", "item_id", "result"
+            )
+        }
     out: Rows = {}
     for attempt_id, instance_id, response, _ in attempts:
         code = Code(extract_code(response or ""))
@@ -278,19 +312,35 @@ def _style_verdict(code: Code, details: dict) -> dict[str, Any] | None:
         reason = f"the code follows {style_id}" if satisfied else f"the code does not follow {style_id}"
     if not active:
         reason = f"suppressed instruction; {reason}"
-    return {"result": result, "score": 1.0 if satisfied else 0.0, "reasoning": reason,
-            "evidence": {"satisfied": satisfied, "active": active, "style_id": style_id}}
+    return {
+        "result": result,
+        "score": 1.0 if satisfied else 0.0,
+        "reasoning": reason,
+        "evidence": {"satisfied": satisfied, "active": active, "style_id": style_id},
+    }
 
 
 #: benchmark kind -> how its runs are re-checked (the kinds without an entry have no portal checkers)
 CHECKERS: dict[str, Checker] = {
-    BenchmarkKind.DIALOGUE: Checker(judge=EVOLIF_CHECKER, log_judge=EVOLIF_LOG, noun="constraint verdicts",
-                                    items=DIALOGUE_ITEMS, verdicts=_dialogue_verdicts),
-    BenchmarkKind.HIERARCHY: Checker(judge=MANYIH_CHECKER, log_judge=MANYIH_LOG, noun="instructions",
-                                     items=Q(details__style_id__in=list(STYLE_CHECKERS)), verdicts=_hierarchy_verdicts),
+    BenchmarkKind.DIALOGUE: Checker(
+        judge=EVOLIF_CHECKER,
+        log_judge=EVOLIF_LOG,
+        noun="constraint verdicts",
+        items=DIALOGUE_ITEMS,
+        verdicts=_dialogue_verdicts,
+    ),
+    BenchmarkKind.HIERARCHY: Checker(
+        judge=MANYIH_CHECKER,
+        log_judge=MANYIH_LOG,
+        noun="instructions",
+        items=Q(details__style_id__in=list(STYLE_CHECKERS)),
+        verdicts=_hierarchy_verdicts,
+    ),
 }
 
 #: benchmark kind -> the route name of the page that shows its re-check (the agreement of the log with the checker);
 #: the route that starts a re-check is that name with "-start"
-RECHECK_PAGES: dict[str, str] = {BenchmarkKind.DIALOGUE: "runs:dialogue-rescore",
-                                 BenchmarkKind.HIERARCHY: "runs:hierarchy-recheck"}
+RECHECK_PAGES: dict[str, str] = {
+    BenchmarkKind.DIALOGUE: "runs:dialogue-rescore",
+    BenchmarkKind.HIERARCHY: "runs:hierarchy-recheck",
+}

@@ -7,6 +7,7 @@ where the page said 23.13. Every place that shows a rounded number outside a tem
 `shown_number` (text) or `rounded` (a number, for chart values), both `floatformat`, so the page, its
 CSV, its chart and its snapshot say the same digits.
 """
+
 from __future__ import annotations
 
 import math

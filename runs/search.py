@@ -41,6 +41,7 @@ none of that. Common text is found by walking rows in id order (reasoning by att
 rare text through the trigram index's candidates; which one a query is cannot be told before, so the
 two take turns, each bounded (`_walked_or_tried`).
 """
+
 from __future__ import annotations
 
 import itertools
@@ -62,7 +63,15 @@ from django.urls import NoReverseMatch, reverse
 
 from runs.bulk import bulk_insert_rows
 from runs.models import (
-    Attempt, Benchmark, BenchmarkKind, Run, SearchSource, SearchText, Trajectory, Verdict, VerdictResult,
+    Attempt,
+    Benchmark,
+    BenchmarkKind,
+    Run,
+    SearchSource,
+    SearchText,
+    Trajectory,
+    Verdict,
+    VerdictResult,
 )
 from runs.trajectory_view import StoredThread, pretty, stored_threads
 
@@ -123,7 +132,7 @@ JOINER = "q"
 #: the expression the transcript rows' trigram index is built on (migration 0013) and searched through: the
 #: planner uses the index only for this exact expression
 INDEXED_TEXT = "translate({column}, E' \\t\\n\\r', 'qqqq')"
-_JOIN = str.maketrans({c: JOINER for c in JOINED})
+_JOIN = str.maketrans(dict.fromkeys(JOINED, JOINER))
 
 
 def _like_escape(text: str) -> str:
@@ -152,8 +161,9 @@ class _TextLookup(models.Lookup):
         # instr(lower()), which copies every row's text (103 MB of one thread: 180-220 ms against 870-990 ms)
         lhs, lhs_params = self.process_lhs(compiler, connection)
         needles = self.needles()
-        return " AND ".join(f"{lhs} LIKE %s ESCAPE '\\'" for _ in needles), \
-            [p for needle in needles for p in (*lhs_params, _like(needle))]
+        return " AND ".join(f"{lhs} LIKE %s ESCAPE '\\'" for _ in needles), [
+            p for needle in needles for p in (*lhs_params, _like(needle))
+        ]
 
     def as_postgresql(self, compiler, connection):
         lhs, lhs_params = self.process_lhs(compiler, connection)
@@ -260,20 +270,36 @@ def pieces(text: str) -> list[str]:
     if len(text) <= PIECE:
         return [text]
     step = PIECE - MAX_QUERY
-    return [text[start:start + PIECE] for start in range(0, len(text) - MAX_QUERY, step)]
+    return [text[start : start + PIECE] for start in range(0, len(text) - MAX_QUERY, step)]
 
 
 def _facets(attempt_ids: Iterable[int]) -> dict[int, tuple[int, int, int]]:
     """{attempt id: (benchmark id, run id, model id)}."""
-    return {a: (b, r, m) for a, b, r, m in Attempt.objects.filter(id__in=list(attempt_ids)).values_list(
-        "id", "run__benchmark_id", "run_id", "run__model_id")}
+    return {
+        a: (b, r, m)
+        for a, b, r, m in Attempt.objects.filter(id__in=list(attempt_ids)).values_list(
+            "id", "run__benchmark_id", "run_id", "run__model_id"
+        )
+    }
 
 
 def _rows(attempt_id: int, facets: tuple[int, int, int], source: str, text: str, **where) -> list[dict]:
     benchmark_id, run_id, model_id = facets
-    return [dict(attempt_id=attempt_id, benchmark_id=benchmark_id, run_id=run_id, model_id=model_id, source=source,
-                 thread=where.get("thread"), message=where.get("message"), turn=where.get("turn"), piece=k, text=part)
-            for k, part in enumerate(pieces(text))]
+    return [
+        {
+            "attempt_id": attempt_id,
+            "benchmark_id": benchmark_id,
+            "run_id": run_id,
+            "model_id": model_id,
+            "source": source,
+            "thread": where.get("thread"),
+            "message": where.get("message"),
+            "turn": where.get("turn"),
+            "piece": k,
+            "text": part,
+        }
+        for k, part in enumerate(pieces(text))
+    ]
 
 
 def trajectory_rows(attempt_id: int, facets: tuple[int, int, int], threads: list) -> Iterator[dict]:
@@ -286,15 +312,22 @@ def trajectory_rows(attempt_id: int, facets: tuple[int, int, int], threads: list
             text = message_text(message)
             if text.strip():
                 turn = message.get("turn")
-                yield from _rows(attempt_id, facets, SearchSource.MESSAGE, text, thread=t, message=n,
-                                 turn=turn if isinstance(turn, int) and not isinstance(turn, bool) and turn >= 0 else None)
+                yield from _rows(
+                    attempt_id,
+                    facets,
+                    SearchSource.MESSAGE,
+                    text,
+                    thread=t,
+                    message=n,
+                    turn=turn if isinstance(turn, int) and not isinstance(turn, bool) and turn >= 0 else None,
+                )
 
 
 def _replace(source: str, attempt_ids: Sequence[int], rows: Iterable[dict]) -> int:
     """Replace these attempts' rows of a source by `rows`, inserted a batch at a time (a 100 MB trajectory's
     pieces are never all in memory); the rows written."""
     for start in range(0, len(attempt_ids), _WRITE_BATCH):
-        SearchText.objects.filter(attempt_id__in=attempt_ids[start:start + _WRITE_BATCH], source=source).delete()
+        SearchText.objects.filter(attempt_id__in=attempt_ids[start : start + _WRITE_BATCH], source=source).delete()
     written, batch, benchmark_ids = 0, [], set()
     for row in rows:
         batch.append(row)
@@ -321,16 +354,24 @@ def benchmarks_mark_searchable(benchmark_ids: Iterable[int]) -> None:
 def trajectories_index(threads_by_attempt: dict[int, list]) -> int:
     """Replace the message rows of these attempts by those of their trajectories; the rows written."""
     facets = _facets(threads_by_attempt)
-    rows = (row for attempt_id, threads in threads_by_attempt.items() if attempt_id in facets
-            for row in trajectory_rows(attempt_id, facets[attempt_id], threads))
+    rows = (
+        row
+        for attempt_id, threads in threads_by_attempt.items()
+        if attempt_id in facets
+        for row in trajectory_rows(attempt_id, facets[attempt_id], threads)
+    )
     return _replace(SearchSource.MESSAGE, sorted(threads_by_attempt), rows)
 
 
 def responses_index(response_by_attempt: dict[int, str]) -> int:
     """Replace the response rows of these attempts; the rows written."""
     facets = _facets(response_by_attempt)
-    rows = [row for attempt_id, response in response_by_attempt.items() if attempt_id in facets and response.strip()
-            for row in _rows(attempt_id, facets[attempt_id], SearchSource.RESPONSE, response)]
+    rows = [
+        row
+        for attempt_id, response in response_by_attempt.items()
+        if attempt_id in facets and response.strip()
+        for row in _rows(attempt_id, facets[attempt_id], SearchSource.RESPONSE, response)
+    ]
     _replace(SearchSource.RESPONSE, sorted(response_by_attempt), rows)
     return len(rows)
 
@@ -410,6 +451,7 @@ class SearchQuery:
 
 def search_query_of(params) -> SearchQuery:
     """A SearchQuery from request parameters (a QueryDict or a dict of lists); SearchRefused when bad."""
+
     def one(name: str) -> str:
         values = params.getlist(name) if hasattr(params, "getlist") else params.get(name, [])
         values = [values] if isinstance(values, str) else values
@@ -443,9 +485,18 @@ def search_query_of(params) -> SearchQuery:
         if source not in SOURCES or not last.isdigit() or (dot and not attempt.isdigit()):
             raise SearchRefused("after is a cursor given by the previous page (source:id).")
         after, after_attempt = (source, int(last)), int(attempt) if dot else None
-    return SearchQuery(text=text, mode=mode, sources=tuple(s for s in SOURCES if s in sources), runs=many("run"),
-                       models=many("model"), judge=one("judge"), verdict=verdict, item=one("item"), after=after,
-                       after_attempt=after_attempt)
+    return SearchQuery(
+        text=text,
+        mode=mode,
+        sources=tuple(s for s in SOURCES if s in sources),
+        runs=many("run"),
+        models=many("model"),
+        judge=one("judge"),
+        verdict=verdict,
+        item=one("item"),
+        after=after,
+        after_attempt=after_attempt,
+    )
 
 
 @dataclass
@@ -522,8 +573,9 @@ def _text_rows(benchmark: Benchmark, query: SearchQuery, source: str, *, walked:
     walked in id order rather than looked up through the trigram index."""
     lookup = "text__contains_text" if query.mode == "text" else "text__all_words"
     lookup += "_walked" if walked else ""
-    rows = _of_runs(SearchText.objects.filter(benchmark=benchmark, source=source, **{lookup: query.text}), query,
-                    run="run")
+    rows = _of_runs(
+        SearchText.objects.filter(benchmark=benchmark, source=source, **{lookup: query.text}), query, run="run"
+    )
     if query.judge or query.verdict or query.item:
         rows = rows.filter(Exists(_of_verdicts(Verdict.objects.filter(attempt_id=OuterRef("attempt_id")), query)))
     return rows
@@ -542,8 +594,9 @@ def _snippet(qs: models.QuerySet, column: str, needle: str, size: int) -> models
     folded = Collate(F(column), "C") if connection.vendor == "postgresql" and _folds_ascii_alone(needle) else F(column)
     qs = qs.annotate(found=StrIndex(Lower(folded), Lower(Value(needle))))  # the first hit as `_ilike` finds it
     qs = qs.annotate(snippet_start=Greatest(F("found") - CONTEXT, 1))
-    return qs.annotate(snippet=Substr(column, F("snippet_start"), 2 * CONTEXT + size),
-                       full_length=models.functions.Length(column))
+    return qs.annotate(
+        snippet=Substr(column, F("snippet_start"), 2 * CONTEXT + size), full_length=models.functions.Length(column)
+    )
 
 
 def segments(text: str, needles: Sequence[str]) -> list[tuple[str, bool]]:
@@ -556,7 +609,7 @@ def segments(text: str, needles: Sequence[str]) -> list[tuple[str, bool]]:
     pattern = "|".join(f"(?a:{re.escape(n)})" if _folds_ascii_alone(n) else re.escape(n) for n in needles)
     for found in re.finditer(pattern, text, re.IGNORECASE):
         if found.start() > at:
-            out.append((text[at:found.start()], False))
+            out.append((text[at : found.start()], False))
         out.append((found.group(), True))
         at = found.end()
     if at < len(text):
@@ -612,8 +665,11 @@ def _counted(benchmark: Benchmark, query: SearchQuery, deadline: float) -> tuple
     their ids are read as a stream, so a count cut short still says how many it had read."""
     counted = 0
     for source in query.sources:
-        rows = (_reasoning_rows(benchmark, query) if source == SearchSource.REASONING
-                else _text_rows(benchmark, query, source))
+        rows = (
+            _reasoning_rows(benchmark, query)
+            if source == SearchSource.REASONING
+            else _text_rows(benchmark, query, source)
+        )
         try:
             with _savepoint(), _bounded(deadline), connection.cursor() as cursor:
                 if connection.vendor == "postgresql":
@@ -650,13 +706,16 @@ def _plan(cursor, *, timeout_ms: int, walk: bool | None = None) -> None:
     """Settings of the search transaction (PostgreSQL): the statement timeout, never a sequential scan (the
     planner does not count reading long values out of TOAST, so a table of few long rows could look cheaper to
     read whole), and with `walk` True only the walk in id order, False only the indexes' candidates."""
-    cursor.execute("SELECT set_config('statement_timeout', %s, true), set_config('enable_seqscan', 'off', true), "
-                   "set_config('enable_bitmapscan', %s, true), set_config('enable_indexscan', %s, true)",
-                   [str(int(timeout_ms)), "off" if walk else "on", "off" if walk is False else "on"])
+    cursor.execute(
+        "SELECT set_config('statement_timeout', %s, true), set_config('enable_seqscan', 'off', true), "
+        "set_config('enable_bitmapscan', %s, true), set_config('enable_indexscan', %s, true)",
+        [str(int(timeout_ms)), "off" if walk else "on", "off" if walk is False else "on"],
+    )
 
 
-def _reasoning_ids(benchmark: Benchmark, query: SearchQuery, want: int, *, run_ids: list[int] | None,
-                   deadline: float) -> list[int]:
+def _reasoning_ids(
+    benchmark: Benchmark, query: SearchQuery, want: int, *, run_ids: list[int] | None, deadline: float
+) -> list[int]:
     """The ids of the first `want` verdicts whose judge reasoning the query finds, in attempt order (and in id order
     within an attempt): verdicts have no benchmark column, so the benchmark's rows are walked by its attempts.
 
@@ -674,8 +733,9 @@ def _reasoning_ids(benchmark: Benchmark, query: SearchQuery, want: int, *, run_i
     after_attempt = after_id = 0
     if query.after and query.after[0] == SearchSource.REASONING:
         after_id = query.after[1]
-        after_attempt = query.after_attempt or Verdict.objects.filter(id=after_id).values_list(
-            "attempt_id", flat=True).first()  # a cursor of old names no attempt
+        after_attempt = (
+            query.after_attempt or Verdict.objects.filter(id=after_id).values_list("attempt_id", flat=True).first()
+        )  # a cursor of old names no attempt
         if after_attempt is None:
             raise SearchRefused("The hit this page went on from is gone (its verdicts were deleted): search again.")
     ordered = rows.order_by("attempt_id", "id").values_list("id", flat=True)
@@ -683,8 +743,15 @@ def _reasoning_ids(benchmark: Benchmark, query: SearchQuery, want: int, *, run_i
     if connection.vendor != "postgresql":
         last = Attempt.objects.filter(run__benchmark=benchmark).aggregate(last=models.Max("id"))["last"]
         try:
-            return rest_of_attempt + _spans(rows, key="attempt_id", span=REASONING_SPAN, start=after_attempt, last=last,
-                                            want=want - len(rest_of_attempt), deadline=deadline)
+            return rest_of_attempt + _spans(
+                rows,
+                key="attempt_id",
+                span=REASONING_SPAN,
+                start=after_attempt,
+                last=last,
+                want=want - len(rest_of_attempt),
+                deadline=deadline,
+            )
         except SearchTooSlow as cut:
             raise SearchTooSlow(found=rest_of_attempt + cut.found) from None
     if len(rest_of_attempt) >= want or run_ids == []:
@@ -693,14 +760,26 @@ def _reasoning_ids(benchmark: Benchmark, query: SearchQuery, want: int, *, run_i
 
     def chunk(after: int, size: int) -> _Chunk:
         if run_ids is None:
-            return _Chunk(f"SELECT a.id FROM {table} a JOIN {runs} r ON r.id = a.run_id WHERE r.benchmark_id = %s "
-                          "AND a.id > %s ORDER BY a.id LIMIT %s", [benchmark.id, after, size])
-        return _Chunk(f"SELECT id FROM {table} WHERE run_id = ANY(%s) AND id > %s ORDER BY id LIMIT %s",
-                      [run_ids, after, size])
+            return _Chunk(
+                f"SELECT a.id FROM {table} a JOIN {runs} r ON r.id = a.run_id WHERE r.benchmark_id = %s "
+                "AND a.id > %s ORDER BY a.id LIMIT %s",
+                [benchmark.id, after, size],
+            )
+        return _Chunk(
+            f"SELECT id FROM {table} WHERE run_id = ANY(%s) AND id > %s ORDER BY id LIMIT %s", [run_ids, after, size]
+        )
 
     try:
-        return rest_of_attempt + _walked_or_tried(rows, rows, chunk, start=after_attempt, want=want - len(rest_of_attempt),
-                                                  deadline=deadline, key="attempt_id", sizes=REASONING_WALK_ATTEMPTS)
+        return rest_of_attempt + _walked_or_tried(
+            rows,
+            rows,
+            chunk,
+            start=after_attempt,
+            want=want - len(rest_of_attempt),
+            deadline=deadline,
+            key="attempt_id",
+            sizes=REASONING_WALK_ATTEMPTS,
+        )
     except SearchTooSlow as cut:
         raise SearchTooSlow(found=rest_of_attempt + cut.found) from None
 
@@ -720,8 +799,9 @@ def _tried(ordered: models.QuerySet, budget_ms: float, *, walk: bool) -> list[in
     return None
 
 
-def _transcript_ids(benchmark: Benchmark, query: SearchQuery, source: str, want: int, *, run_ids: list[int] | None,
-                    deadline: float) -> list[int]:
+def _transcript_ids(
+    benchmark: Benchmark, query: SearchQuery, source: str, want: int, *, run_ids: list[int] | None, deadline: float
+) -> list[int]:
     """The ids of the first `want` rows of a transcript source that the query finds, in id order.
 
     On PostgreSQL (`_walked_or_tried`) the walks read the next WALK_ROWS rows of the source that the
@@ -748,9 +828,17 @@ def _transcript_ids(benchmark: Benchmark, query: SearchQuery, source: str, want:
     return _walked_or_tried(walked, candidates, chunk, start=start, want=want, deadline=deadline)
 
 
-def _walked_or_tried(walked: models.QuerySet, candidates: models.QuerySet, chunk_of: Callable[[int, int], _Chunk],
-                     *, start: int, want: int, deadline: float, key: str = "id",
-                     sizes: Sequence[int] | None = None) -> list[int]:
+def _walked_or_tried(
+    walked: models.QuerySet,
+    candidates: models.QuerySet,
+    chunk_of: Callable[[int, int], _Chunk],
+    *,
+    start: int,
+    want: int,
+    deadline: float,
+    key: str = "id",
+    sizes: Sequence[int] | None = None,
+) -> list[int]:
     """The ids of the first `want` rows after `start` that the query finds, in `key` order, then id order (PostgreSQL).
 
     Two ways to find them take turns, each bounded: a walk of the rows of the next `sizes` values of `key` (their
@@ -766,13 +854,23 @@ def _walked_or_tried(walked: models.QuerySet, candidates: models.QuerySet, chunk
     timeout is, with the ids found by then (`found`); so is a walk the statement timeout cancels."""
     found: list[int] = []
     with _cut_with(found):
-        return _walks_and_tries(walked, candidates, chunk_of, found, start=start, want=want, deadline=deadline,
-                                key=key, sizes=sizes)
+        return _walks_and_tries(
+            walked, candidates, chunk_of, found, start=start, want=want, deadline=deadline, key=key, sizes=sizes
+        )
 
 
-def _walks_and_tries(walked: models.QuerySet, candidates: models.QuerySet, chunk_of: Callable[[int, int], _Chunk],
-                     found: list[int], *, start: int, want: int, deadline: float, key: str,
-                     sizes: Sequence[int] | None) -> list[int]:
+def _walks_and_tries(
+    walked: models.QuerySet,
+    candidates: models.QuerySet,
+    chunk_of: Callable[[int, int], _Chunk],
+    found: list[int],
+    *,
+    start: int,
+    want: int,
+    deadline: float,
+    key: str,
+    sizes: Sequence[int] | None,
+) -> list[int]:
     """`_walked_or_tried`'s turns, adding the ids they find to `found` as they go."""
     tries = iter(CANDIDATE_TRIES_MS)
     order = list(dict.fromkeys((key, "id")))
@@ -787,16 +885,23 @@ def _walks_and_tries(walked: models.QuerySet, candidates: models.QuerySet, chunk
                 _plan(cursor, timeout_ms=_ms_left(deadline), walk=True)
                 # the chunk's rows by their id range where they lie together (the table is in import order), else
                 # by their ids: a range with gaps (runs imported apart) would walk every row between them
-                in_chunk = ({f"{key}__gte": first, f"{key}__lte": last} if last - first < 2 * rows
-                            else {f"{key}__in": RawSQL(chunk.sql, chunk.params)})
-                found += walked.filter(**in_chunk).order_by(*order).values_list("id", flat=True)[:want - len(found)]
+                in_chunk = (
+                    {f"{key}__gte": first, f"{key}__lte": last}
+                    if last - first < 2 * rows
+                    else {f"{key}__in": RawSQL(chunk.sql, chunk.params)}
+                )
+                found += walked.filter(**in_chunk).order_by(*order).values_list("id", flat=True)[: want - len(found)]
             _plan(cursor, timeout_ms=settings.IFPORTAL_SEARCH_TIMEOUT_MS)
         if len(found) >= want or rows < size:  # a page, or the source's last row walked
             return found
         start = last
         budget = next(tries, None)
         if budget is not None:
-            rest = candidates.filter(**{f"{key}__gt": start}).order_by(*order).values_list("id", flat=True)[:want - len(found)]
+            rest = (
+                candidates.filter(**{f"{key}__gt": start})
+                .order_by(*order)
+                .values_list("id", flat=True)[: want - len(found)]
+            )
             if (ids := _tried(rest, min(budget, _ms_left(deadline)), walk=False)) is not None:
                 found += ids
                 return found
@@ -809,7 +914,7 @@ def _walk_runs(benchmark: Benchmark, query: SearchQuery) -> list[int] | None:
     if not (query.runs or query.models):
         return None
     runs = _of_runs(Run.objects.filter(benchmark=benchmark), query, run="")
-    run_ids = list(runs.order_by("id").values_list("id", flat=True)[:WALK_MAX_RUNS + 1])
+    run_ids = list(runs.order_by("id").values_list("id", flat=True)[: WALK_MAX_RUNS + 1])
     return None if len(run_ids) > WALK_MAX_RUNS else run_ids
 
 
@@ -827,12 +932,17 @@ def _walk_chunk(benchmark: Benchmark, source: str, run_ids: list[int] | None, *,
     single scan with the runs as a list walked the primary key through every run: 480 ms against 2 ms at 1 GB)."""
     table = SearchText._meta.db_table
     if run_ids is None:
-        return _Chunk(f"SELECT id FROM {table} WHERE benchmark_id = %s AND source = %s AND id > %s ORDER BY id LIMIT %s",
-                      [benchmark.id, source, start, size])
+        return _Chunk(
+            f"SELECT id FROM {table} WHERE benchmark_id = %s AND source = %s AND id > %s ORDER BY id LIMIT %s",
+            [benchmark.id, source, start, size],
+        )
     per_run = " UNION ALL ".join(
-        [f"(SELECT id FROM {table} WHERE run_id = %s AND source = %s AND id > %s ORDER BY id LIMIT %s)"] * len(run_ids))
-    return _Chunk(f"SELECT id FROM ({per_run}) AS runs ORDER BY id LIMIT %s",
-                  [*[p for run_id in run_ids for p in (run_id, source, start, size)], size])
+        [f"(SELECT id FROM {table} WHERE run_id = %s AND source = %s AND id > %s ORDER BY id LIMIT %s)"] * len(run_ids)
+    )
+    return _Chunk(
+        f"SELECT id FROM ({per_run}) AS runs ORDER BY id LIMIT %s",
+        [*[p for run_id in run_ids for p in (run_id, source, start, size)], size],
+    )
 
 
 def _ms_left(deadline: float) -> int:
@@ -860,8 +970,9 @@ def _bounded(deadline: float) -> Iterator[None]:
         raw.set_progress_handler(None, PROGRESS_STEPS)
 
 
-def _spans(rows: models.QuerySet, *, key: str, span: int, start: int, last: int | None, want: int,
-           deadline: float) -> list[int]:
+def _spans(
+    rows: models.QuerySet, *, key: str, span: int, start: int, last: int | None, want: int, deadline: float
+) -> list[int]:
     """The ids of the first `want` of `rows` after `start` in `key` order, then id order (SQLite): read `span` values of
     `key` at a time, one statement each, up to `last` (the source's last), until `deadline` (`_bounded`). Past it,
     SearchTooSlow with the ids the spans before found: Python's sqlite3 reads a row ahead of the one it returns, so
@@ -872,7 +983,7 @@ def _spans(rows: models.QuerySet, *, key: str, span: int, start: int, last: int 
         while last is not None and start < last and len(found) < want:
             _ms_left(deadline)
             within = {f"{key}__gt": start, f"{key}__lte": start + span}
-            found += rows.filter(**within).order_by(*order).values_list("id", flat=True)[:want - len(found)]
+            found += rows.filter(**within).order_by(*order).values_list("id", flat=True)[: want - len(found)]
             start += span
     return found
 
@@ -956,17 +1067,39 @@ def _search(benchmark: Benchmark, query: SearchQuery, page_size: int) -> SearchP
     text_ids = [pk for source, pk in found if source != SearchSource.REASONING]
     if text_ids:
         for row in _snippet(SearchText.objects.filter(id__in=text_ids), "text", needle, len(needle)).values(
-                "id", "source", "attempt_id", "thread", "message", "turn", "piece", "snippet", "snippet_start",
-                "full_length"):
+            "id",
+            "source",
+            "attempt_id",
+            "thread",
+            "message",
+            "turn",
+            "piece",
+            "snippet",
+            "snippet_start",
+            "full_length",
+        ):
             details[(row["source"], row["id"])] = row
     reasoning_ids = [pk for source, pk in found if source == SearchSource.REASONING]
     if reasoning_ids:
         for row in _snippet(Verdict.objects.filter(id__in=reasoning_ids), "reasoning", needle, len(needle)).values(
-                "id", "attempt_id", "item_id", "item__key", "item__turn", "judge__name", "result", "snippet",
-                "snippet_start", "full_length"):
+            "id",
+            "attempt_id",
+            "item_id",
+            "item__key",
+            "item__turn",
+            "judge__name",
+            "result",
+            "snippet",
+            "snippet_start",
+            "full_length",
+        ):
             details[(SearchSource.REASONING, row["id"])] = row
-    attempts = {a["id"]: a for a in Attempt.objects.filter(id__in={d["attempt_id"] for d in details.values()}).values(
-        "id", "run__label", "run__model__name", "instance__external_id")}
+    attempts = {
+        a["id"]: a
+        for a in Attempt.objects.filter(id__in={d["attempt_id"] for d in details.values()}).values(
+            "id", "run__label", "run__model__name", "instance__external_id"
+        )
+    }
     last = details.get(found[-1]) if page.next_after else None
     if last is not None and found[-1][0] == SearchSource.REASONING:  # reasoning goes on by attempt: the cursor names it
         page.next_after = f"{SearchSource.REASONING}:{last['attempt_id']}.{found[-1][1]}"
@@ -977,12 +1110,20 @@ def _search(benchmark: Benchmark, query: SearchQuery, page_size: int) -> SearchP
         attempt = attempts[row["attempt_id"]]
         snippet = row["snippet"] or ""
         hit = SearchHit(
-            source=source, id=pk, attempt_id=row["attempt_id"], run=attempt["run__label"],
-            model=attempt["run__model__name"], instance=attempt["instance__external_id"],
-            segments=segments(snippet, query.needles), url="",
-            thread=row.get("thread"), message=row.get("message"),
+            source=source,
+            id=pk,
+            attempt_id=row["attempt_id"],
+            run=attempt["run__label"],
+            model=attempt["run__model__name"],
+            instance=attempt["instance__external_id"],
+            segments=segments(snippet, query.needles),
+            url="",
+            thread=row.get("thread"),
+            message=row.get("message"),
             turn=row.get("turn") if source != SearchSource.REASONING else row.get("item__turn"),
-            item=row.get("item__key") or "", judge=row.get("judge__name") or "", result=row.get("result") or "",
+            item=row.get("item__key") or "",
+            judge=row.get("judge__name") or "",
+            result=row.get("result") or "",
             starts_cut=row["snippet_start"] > 1 or bool(row.get("piece")),
             ends_cut=row["snippet_start"] - 1 + len(snippet) < row["full_length"],
         )
@@ -993,7 +1134,7 @@ def _search(benchmark: Benchmark, query: SearchQuery, page_size: int) -> SearchP
 
 @dataclass(frozen=True)
 class ThreadFind:
-    """"Find in this thread" on an attempt's page, answered by the search index: the thread's messages whose
+    """ "Find in this thread" on an attempt's page, answered by the search index: the thread's messages whose
     searchable text (`message_text`: content, reasoning, tool calls) holds `q`, ignoring case as the search does, and
     the text around the first match of each. The thread's index rows are compared once (on PostgreSQL through the
     trigram index, on SQLite a scan of them, as the find through the message rows was); the rows found are kept,
@@ -1006,8 +1147,12 @@ class ThreadFind:
     def _found(self) -> dict[int, list[int]]:
         """{message index: the ids of its index rows (pieces) that hold q}, in message order."""
         found: dict[int, list[int]] = {}
-        rows = SearchText.objects.filter(attempt_id=self.thread.attempt_id, source=SearchSource.MESSAGE,
-                                         thread=self.thread.number, text__contains_text=self.q)
+        rows = SearchText.objects.filter(
+            attempt_id=self.thread.attempt_id,
+            source=SearchSource.MESSAGE,
+            thread=self.thread.number,
+            text__contains_text=self.q,
+        )
         for message, pk in rows.order_by("message", "piece").values_list("message", "id"):
             found.setdefault(message, []).append(pk)
         return found
@@ -1022,12 +1167,16 @@ class ThreadFind:
         firsts = {self._found[m][0]: m for m in messages if m in self._found}
         out: dict[int, list[tuple[str, bool]]] = {}
         for row in _snippet(SearchText.objects.filter(id__in=list(firsts)), "text", self.q, len(self.q)).values(
-                "id", "piece", "snippet", "snippet_start", "full_length"):
+            "id", "piece", "snippet", "snippet_start", "full_length"
+        ):
             snippet = row["snippet"] or ""
             cut_before = row["snippet_start"] > 1 or bool(row["piece"])
             cut_after = row["snippet_start"] - 1 + len(snippet) < row["full_length"]
-            out[firsts[row["id"]]] = ([("…", False)] if cut_before else []) + segments(snippet, [self.q]) + \
-                ([("…", False)] if cut_after else [])
+            out[firsts[row["id"]]] = (
+                ([("…", False)] if cut_before else [])
+                + segments(snippet, [self.q])
+                + ([("…", False)] if cut_after else [])
+            )
         return out
 
 

@@ -1,4 +1,5 @@
 """API serializers: input serializers validate requests, output serializers shape responses."""
+
 from __future__ import annotations
 
 import math
@@ -7,10 +8,10 @@ from django.urls import reverse
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from .forms import FORMAT_DESCRIPTIONS, MAX_REPETITION, upload_paths_problem, upload_size_problem
-from .ingest import FORMATS
-from .models import Attempt, Benchmark, Job, JudgeReport, Run
-from .selectors import job_status
+from runs.forms import FORMAT_DESCRIPTIONS, MAX_REPETITION, upload_paths_problem, upload_size_problem
+from runs.ingest import FORMATS
+from runs.models import Attempt, Benchmark, Job, JudgeReport, Run
+from runs.selectors import job_status
 
 
 # input --------------------------------------------------------------------------------
@@ -23,30 +24,52 @@ class IngestInputSerializer(serializers.Serializer):
         error_messages={"invalid_choice": '"{input}" is not an ingest format; use one of: ' + ", ".join(FORMATS) + "."},
     )
     files = serializers.ListField(
-        child=serializers.FileField(allow_empty_file=True), allow_empty=False,  # an empty file is a format's call (EvolIF logs)
+        child=serializers.FileField(allow_empty_file=True),
+        allow_empty=False,  # an empty file is a format's call (EvolIF logs)
         help_text="One or more files (repeat the 'files' field), read together in one all-or-nothing import.",
         error_messages={"empty": "Send at least one file in the 'files' field."},
     )
     paths = serializers.ListField(
-        child=serializers.CharField(max_length=500), required=False,
+        child=serializers.CharField(max_length=500),
+        required=False,
         help_text="Optional, one per file in the same order (repeat the 'paths' field): the file's path in the results "
-                  "folder, e.g. gpt-4o/rep2/scores_judge-a.json; the folder layout then says model, repetition and "
-                  "judge as for `manage.py ingest FORMAT FOLDER` (docs/formats.md).",
+        "folder, e.g. gpt-4o/rep2/scores_judge-a.json; the folder layout then says model, repetition and "
+        "judge as for `manage.py ingest FORMAT FOLDER` (docs/formats.md).",
     )
-    benchmark = serializers.SlugField(required=False, allow_blank=True, help_text="Benchmark slug; default: the format's own.")
-    name = serializers.CharField(required=False, allow_blank=True, max_length=200,
-                                 help_text="Display name of a benchmark this import creates; default: from the slug.")
-    model = serializers.CharField(required=False, allow_blank=True, max_length=200, help_text="Model name, where the files do not say.")
-    run = serializers.CharField(required=False, allow_blank=True, max_length=200, help_text="Run label; default: the model name.")
-    judge = serializers.CharField(required=False, allow_blank=True, max_length=200, help_text="Judge name for verdicts.")
-    scaffold = serializers.CharField(required=False, allow_blank=True, max_length=100, help_text="Scaffold the run used.")
-    repetition = serializers.IntegerField(required=False, min_value=1, max_value=MAX_REPETITION,
-                                          help_text="Repetition number of the run (default 1).")
-    pass_threshold = serializers.FloatField(required=False, help_text="Least score that passes, where scores are "
-                                            "numbers other than 0 and 1 (inspect, lm-eval).")
-    category_field = serializers.CharField(required=False, allow_blank=True, max_length=100,
-                                           help_text="Sample metadata field whose value groups the instances (inspect, "
-                                           "lm-eval); default: the task.")
+    benchmark = serializers.SlugField(
+        required=False, allow_blank=True, help_text="Benchmark slug; default: the format's own."
+    )
+    name = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        max_length=200,
+        help_text="Display name of a benchmark this import creates; default: from the slug.",
+    )
+    model = serializers.CharField(
+        required=False, allow_blank=True, max_length=200, help_text="Model name, where the files do not say."
+    )
+    run = serializers.CharField(
+        required=False, allow_blank=True, max_length=200, help_text="Run label; default: the model name."
+    )
+    judge = serializers.CharField(
+        required=False, allow_blank=True, max_length=200, help_text="Judge name for verdicts."
+    )
+    scaffold = serializers.CharField(
+        required=False, allow_blank=True, max_length=100, help_text="Scaffold the run used."
+    )
+    repetition = serializers.IntegerField(
+        required=False, min_value=1, max_value=MAX_REPETITION, help_text="Repetition number of the run (default 1)."
+    )
+    pass_threshold = serializers.FloatField(
+        required=False,
+        help_text="Least score that passes, where scores are numbers other than 0 and 1 (inspect, lm-eval).",
+    )
+    category_field = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        max_length=100,
+        help_text="Sample metadata field whose value groups the instances (inspect, lm-eval); default: the task.",
+    )
 
     def validate_pass_threshold(self, value):
         if value is not None and not math.isfinite(value):
@@ -91,11 +114,16 @@ class JobCreatedSerializer(serializers.Serializer):
 
 
 class ProgressSerializer(serializers.Serializer):
-    done = serializers.IntegerField(help_text="How much is done, in `unit`: an import's bytes read, a re-check's attempts checked.")
+    done = serializers.IntegerField(
+        help_text="How much is done, in `unit`: an import's bytes read, a re-check's attempts checked."
+    )
     total = serializers.IntegerField(help_text="How much there is to do, in `unit`.")
     percent = serializers.FloatField(help_text="done / total in percent, two decimals; 100 once succeeded.")
-    unit = serializers.CharField(allow_null=True, help_text='What done and total count: "bytes" (ingest), '
-                                 '"attempts checked" (recheck), or null for a job that reports no progress.')
+    unit = serializers.CharField(
+        allow_null=True,
+        help_text='What done and total count: "bytes" (ingest), '
+        '"attempts checked" (recheck), or null for a job that reports no progress.',
+    )
 
 
 class JobSerializer(serializers.ModelSerializer):
@@ -108,13 +136,30 @@ class JobSerializer(serializers.ModelSerializer):
     progress = serializers.SerializerMethodField()
     created_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
     counts = serializers.JSONField(help_text="created/updated/unchanged/rejected and by_kind {kind: {outcome: n}}.")
-    errors = serializers.ListField(child=serializers.CharField(), help_text="The first problems as 'file:line: reason'.")
+    errors = serializers.ListField(
+        child=serializers.CharField(), help_text="The first problems as 'file:line: reason'."
+    )
 
     class Meta:
         model = Job
         fields = [
-            "id", "url", "kind", "state", "format", "options", "file_names", "progress", "counts", "errors",
-            "error_count", "message", "retry_may_fix", "created_by", "created_at", "started_at", "finished_at",
+            "id",
+            "url",
+            "kind",
+            "state",
+            "format",
+            "options",
+            "file_names",
+            "progress",
+            "counts",
+            "errors",
+            "error_count",
+            "message",
+            "retry_may_fix",
+            "created_by",
+            "created_at",
+            "started_at",
+            "finished_at",
         ]
         read_only_fields = fields
 
@@ -155,7 +200,18 @@ class RunSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Run
-        fields = ["id", "benchmark", "label", "model", "repetition", "scaffold", "settings", "sources", "n_attempts", "created_at"]
+        fields = [
+            "id",
+            "benchmark",
+            "label",
+            "model",
+            "repetition",
+            "scaffold",
+            "settings",
+            "sources",
+            "n_attempts",
+            "created_at",
+        ]
         read_only_fields = fields
 
 
@@ -163,12 +219,16 @@ class JudgeReportSerializer(serializers.ModelSerializer):
     """What one judge's scores file said about the attempt as a whole (OctoBench: evaluate.py's result record)."""
 
     judge = serializers.CharField(source="judge.name", read_only=True)
-    status = serializers.CharField(read_only=True, help_text="scored, or why nothing was scored: not_json (the judge's "
-                                   "reply was not JSON), error (its reply was read as an error), no_checks, failed "
-                                   "(the judge API call failed).")
+    status = serializers.CharField(
+        read_only=True,
+        help_text="scored, or why nothing was scored: not_json (the judge's "
+        "reply was not JSON), error (its reply was read as an error), no_checks, failed "
+        "(the judge API call failed).",
+    )
     raw_reply = serializers.CharField(read_only=True, help_text="The judge's raw reply, when it could not be read.")
-    unrecognised = serializers.DictField(read_only=True, help_text="check id -> the result string evaluate.py does "
-                                         "not recognise (counted as failed).")
+    unrecognised = serializers.DictField(
+        read_only=True, help_text="check id -> the result string evaluate.py does not recognise (counted as failed)."
+    )
 
     class Meta:
         model = JudgeReport
@@ -183,15 +243,34 @@ class AttemptSerializer(serializers.ModelSerializer):
     run = serializers.CharField(source="run.label", read_only=True)
     model = serializers.CharField(source="run.model.name", read_only=True)
     instance = serializers.CharField(source="instance.external_id", read_only=True)
-    message_count = serializers.IntegerField(read_only=True, allow_null=True, help_text="Messages in the trajectory; null without one.")
-    trajectory_bytes = serializers.IntegerField(read_only=True, allow_null=True, help_text="Size of the trajectory; null without one.")
-    judge_reports = JudgeReportSerializer(many=True, read_only=True, help_text="Per judge: the reward and binary "
-                                          "reward its scores file wrote, and why it scored nothing when it did not.")
+    message_count = serializers.IntegerField(
+        read_only=True, allow_null=True, help_text="Messages in the trajectory; null without one."
+    )
+    trajectory_bytes = serializers.IntegerField(
+        read_only=True, allow_null=True, help_text="Size of the trajectory; null without one."
+    )
+    judge_reports = JudgeReportSerializer(
+        many=True,
+        read_only=True,
+        help_text="Per judge: the reward and binary "
+        "reward its scores file wrote, and why it scored nothing when it did not.",
+    )
 
     class Meta:
         model = Attempt
         fields = [
-            "id", "benchmark", "run", "model", "instance", "response", "outcome", "assistant_turns",
-            "message_count", "trajectory_bytes", "judge_reports", "created_at", "updated_at",
+            "id",
+            "benchmark",
+            "run",
+            "model",
+            "instance",
+            "response",
+            "outcome",
+            "assistant_turns",
+            "message_count",
+            "trajectory_bytes",
+            "judge_reports",
+            "created_at",
+            "updated_at",
         ]
         read_only_fields = fields

@@ -2,6 +2,7 @@
 
 Background jobs are `runs.jobs`; re-checks with the portal's checkers `runs.recheck`; imports `runs.ingest`.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
@@ -12,12 +13,21 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import Count, F, Q
 
-from .signals import benchmarks_written
-from .bulk import bulk_insert
-from .models import (
-    Attempt, AttemptRollup, Benchmark, ChecklistItem, GroupRollup, JudgeDisagreement, JudgeReport, ReportStatus, Run,
-    Verdict, VerdictResult,
+from runs.bulk import bulk_insert
+from runs.models import (
+    Attempt,
+    AttemptRollup,
+    Benchmark,
+    ChecklistItem,
+    GroupRollup,
+    JudgeDisagreement,
+    JudgeReport,
+    ReportStatus,
+    Run,
+    Verdict,
+    VerdictResult,
 )
+from runs.signals import benchmarks_written
 
 ROLLUP_BATCH = 2000
 #: facets of a checklist item that GroupRollup keeps, as (dimension, verdict field)
@@ -123,8 +133,12 @@ def benchmarks_of_attempts(attempt_ids: Sequence[int]) -> set[int]:
     """The benchmarks these attempts belong to (a query per ROLLUP_BATCH ids)."""
     out: set[int] = set()
     for start in range(0, len(attempt_ids), ROLLUP_BATCH):
-        out.update(Run.objects.filter(attempts__id__in=attempt_ids[start : start + ROLLUP_BATCH])
-                   .values_list("benchmark_id", flat=True).distinct().order_by())
+        out.update(
+            Run.objects.filter(attempts__id__in=attempt_ids[start : start + ROLLUP_BATCH])
+            .values_list("benchmark_id", flat=True)
+            .distinct()
+            .order_by()
+        )
     return out
 
 
@@ -219,10 +233,14 @@ def _rollups_rebuild_sql(batch: list[int], judges: list[int] | None) -> int:
     The same statement replaces the attempts' JudgeDisagreement rows from all their judges' verdicts
     (the verdicts it counted when it rebuilds every judge, else a second read of the batch's).
     """
-    t = {m: connection.ops.quote_name(m._meta.db_table)
-         for m in (AttemptRollup, GroupRollup, Verdict, Attempt, Run, ChecklistItem, JudgeReport, JudgeDisagreement)}
-    counts = ("count(*) FILTER (WHERE v.result <> 'na') AS n_applicable, "
-              "count(*) FILTER (WHERE v.result = 'pass') AS n_passed")
+    t = {
+        m: connection.ops.quote_name(m._meta.db_table)
+        for m in (AttemptRollup, GroupRollup, Verdict, Attempt, Run, ChecklistItem, JudgeReport, JudgeDisagreement)
+    }
+    counts = (
+        "count(*) FILTER (WHERE v.result <> 'na') AS n_applicable, "
+        "count(*) FILTER (WHERE v.result = 'pass') AS n_passed"
+    )
     # The batch's attempts drive every statement: the verdicts are picked first, through an
     # attempt-leading index, in a materialized CTE, and "+ 0" keeps the planner off the judge index.
     # Right after a bulk load (autovacuum lagging, or off) stale statistics otherwise make a scan of
@@ -240,8 +258,13 @@ def _rollups_rebuild_sql(batch: list[int], judges: list[int] | None) -> int:
         cursor.execute(f"DELETE FROM {t[GroupRollup]} WHERE attempt_id = ANY(%s){of_judges}", params)
         cursor.execute(f"DELETE FROM {t[JudgeDisagreement]} WHERE attempt_id = ANY(%s)", [batch])
         # the splits need every judge's verdicts: those counted above when every judge is rebuilt, else the batch's own
-        every_judge = "" if judges is None else (
-            f"dv AS MATERIALIZED (SELECT attempt_id, judge_id, item_id, result FROM {t[Verdict]} WHERE attempt_id = ANY(%s)), ")
+        every_judge = (
+            ""
+            if judges is None
+            else (
+                f"dv AS MATERIALIZED (SELECT attempt_id, judge_id, item_id, result FROM {t[Verdict]} WHERE attempt_id = ANY(%s)), "
+            )
+        )
         cursor.execute(
             f"WITH v AS MATERIALIZED (SELECT attempt_id, judge_id, item_id, result FROM {t[Verdict]} "
             f"WHERE attempt_id = ANY(%s){of_judges}), "
@@ -304,21 +327,27 @@ def _rollups_rebuild_batch(batch: list[int], judges: list[int] | None) -> int:
     AttemptRollup.objects.filter(attempt_id__in=batch, **of_judges).delete()
     GroupRollup.objects.filter(attempt_id__in=batch, **of_judges).delete()
     verdicts = Verdict.objects.filter(attempt_id__in=batch, **of_judges)
-    counts = dict(
-        n_items=Count("id"),
-        n_applicable=Count("id", filter=~Q(result=VerdictResult.NOT_APPLICABLE)),
-        n_passed=Count("id", filter=Q(result=VerdictResult.PASS)),
-    )
-    rows = {(row["attempt_id"], row["judge_id"]): row
-            for row in verdicts.values("attempt_id", "judge_id").annotate(**counts).order_by()}
-    reports = {(r["attempt_id"], r["judge_id"]): r for r in JudgeReport.objects.filter(
-        attempt_id__in=batch, **of_judges).values("attempt_id", "judge_id", "status", "n_applicable_extra",
-                                                   "n_passed_extra", "unrecognised")}
+    counts = {
+        "n_items": Count("id"),
+        "n_applicable": Count("id", filter=~Q(result=VerdictResult.NOT_APPLICABLE)),
+        "n_passed": Count("id", filter=Q(result=VerdictResult.PASS)),
+    }
+    rows = {
+        (row["attempt_id"], row["judge_id"]): row
+        for row in verdicts.values("attempt_id", "judge_id").annotate(**counts).order_by()
+    }
+    reports = {
+        (r["attempt_id"], r["judge_id"]): r
+        for r in JudgeReport.objects.filter(attempt_id__in=batch, **of_judges).values(
+            "attempt_id", "judge_id", "status", "n_applicable_extra", "n_passed_extra", "unrecognised"
+        )
+    }
     rollups = []
     for key in sorted(rows.keys() | reports.keys()):
         row = rows.get(key, {"n_items": 0, "n_applicable": 0, "n_passed": 0})
-        report = reports.get(key, {"status": ReportStatus.SCORED, "n_applicable_extra": 0, "n_passed_extra": 0,
-                                   "unrecognised": {}})
+        report = reports.get(
+            key, {"status": ReportStatus.SCORED, "n_applicable_extra": 0, "n_passed_extra": 0, "unrecognised": {}}
+        )
         f = facets[key[0]]
         rollups.append(
             AttemptRollup(
@@ -339,16 +368,20 @@ def _rollups_rebuild_batch(batch: list[int], judges: list[int] | None) -> int:
     groups = []
     for dimension, field in ROLLUP_DIMENSIONS:
         rows = (
-            verdicts.exclude(**{f"{field}__isnull": True})
-            .exclude(**{field: ""})
-            .values("attempt_id", "judge_id", field)
-            .annotate(n_applicable=counts["n_applicable"], n_passed=counts["n_passed"])
-            .order_by()
-        ) if dimension != "turn" else (
-            verdicts.exclude(item__turn__isnull=True)
-            .values("attempt_id", "judge_id", field)
-            .annotate(n_applicable=counts["n_applicable"], n_passed=counts["n_passed"])
-            .order_by()
+            (
+                verdicts.exclude(**{f"{field}__isnull": True})
+                .exclude(**{field: ""})
+                .values("attempt_id", "judge_id", field)
+                .annotate(n_applicable=counts["n_applicable"], n_passed=counts["n_passed"])
+                .order_by()
+            )
+            if dimension != "turn"
+            else (
+                verdicts.exclude(item__turn__isnull=True)
+                .values("attempt_id", "judge_id", field)
+                .annotate(n_applicable=counts["n_applicable"], n_passed=counts["n_passed"])
+                .order_by()
+            )
         )
         for row in rows:
             f = facets[row["attempt_id"]]
@@ -374,16 +407,30 @@ def _disagreements_rebuild_batch(batch: list[int], facets: dict[int, dict]) -> N
     """Replace the batch's JudgeDisagreement rows from all its verdicts (whichever judges the rollups rebuilt)."""
     JudgeDisagreement.objects.filter(attempt_id__in=batch).delete()
     sides: dict[tuple[int, int], tuple[dict, dict]] = {}
-    for attempt_id, item_id, judge_id, result in Verdict.objects.filter(
-            attempt_id__in=batch, result__in=[VerdictResult.PASS, VerdictResult.FAIL]).values_list(
-            "attempt_id", "item_id", "judge_id", "result").order_by():
+    for attempt_id, item_id, judge_id, result in (
+        Verdict.objects.filter(attempt_id__in=batch, result__in=[VerdictResult.PASS, VerdictResult.FAIL])
+        .values_list("attempt_id", "item_id", "judge_id", "result")
+        .order_by()
+    ):
         passed, failed = sides.setdefault((attempt_id, item_id), ({}, {}))
         (passed if result == VerdictResult.PASS else failed)[str(judge_id)] = 1
-    bulk_insert(JudgeDisagreement, [
-        JudgeDisagreement(attempt_id=a, item_id=i, benchmark_id=facets[a]["run__benchmark_id"], run_id=facets[a]["run_id"],
-                          model_id=facets[a]["run__model_id"], instance_id=facets[a]["instance_id"],
-                          passed_by=passed, failed_by=failed)
-        for (a, i), (passed, failed) in sorted(sides.items()) if passed and failed])
+    bulk_insert(
+        JudgeDisagreement,
+        [
+            JudgeDisagreement(
+                attempt_id=a,
+                item_id=i,
+                benchmark_id=facets[a]["run__benchmark_id"],
+                run_id=facets[a]["run_id"],
+                model_id=facets[a]["run__model_id"],
+                instance_id=facets[a]["instance_id"],
+                passed_by=passed,
+                failed_by=failed,
+            )
+            for (a, i), (passed, failed) in sorted(sides.items())
+            if passed and failed
+        ],
+    )
 
 
 def _unscored_group_rollups(reports: dict[tuple, dict], facets: dict[int, dict]) -> list[GroupRollup]:
@@ -394,7 +441,8 @@ def _unscored_group_rollups(reports: dict[tuple, dict], facets: dict[int, dict])
     fields = [field.removeprefix("item__") for _, field in ROLLUP_DIMENSIONS]
     items: dict[int, list[dict]] = {}
     for item in ChecklistItem.objects.filter(instance_id__in={facets[a]["instance_id"] for a, _ in unscored}).values(
-            "instance_id", *fields):
+        "instance_id", *fields
+    ):
         items.setdefault(item["instance_id"], []).append(item)
     groups = []
     for attempt_id, judge_id in unscored:
@@ -404,7 +452,17 @@ def _unscored_group_rollups(reports: dict[tuple, dict], facets: dict[int, dict])
             for (dimension, _), name in zip(ROLLUP_DIMENSIONS, fields):
                 if item[name] is not None and item[name] != "":
                     counted[(dimension, str(item[name]))] = counted.get((dimension, str(item[name])), 0) + 1
-        groups += [GroupRollup(attempt_id=attempt_id, judge_id=judge_id, benchmark_id=f["run__benchmark_id"],
-                               model_id=f["run__model_id"], dimension=dimension, value=value, n_applicable=n, n_passed=0)
-                   for (dimension, value), n in counted.items()]
+        groups += [
+            GroupRollup(
+                attempt_id=attempt_id,
+                judge_id=judge_id,
+                benchmark_id=f["run__benchmark_id"],
+                model_id=f["run__model_id"],
+                dimension=dimension,
+                value=value,
+                n_applicable=n,
+                n_passed=0,
+            )
+            for (dimension, value), n in counted.items()
+        ]
     return groups

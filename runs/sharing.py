@@ -7,6 +7,7 @@ link keeps showing what its creator saw after new verdicts arrive. With scope "a
 it also freezes which attempts stood behind its rows, and the link may open those
 attempts and no others, with the verdicts stored when it was made.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -76,8 +77,11 @@ def opened_attempts(link: ShareLink) -> list[dict]:
     a shared page whose frozen markup links to none of them (the page of one attempt, task or sample)."""
     if link.scope != ShareScope.ATTEMPTS or not link.attempt_ids:
         return []
-    return list(Attempt.objects.filter(id__in=link.attempt_ids[:OPENED_LISTED]).order_by("id").values(
-        "id", "instance__external_id", "run__label"))
+    return list(
+        Attempt.objects.filter(id__in=link.attempt_ids[:OPENED_LISTED])
+        .order_by("id")
+        .values("id", "instance__external_id", "run__label")
+    )
 
 
 def snapshot_markup(link: ShareLink, token: str) -> SafeString:
@@ -88,10 +92,21 @@ def snapshot_markup(link: ShareLink, token: str) -> SafeString:
     allowed = set(link.attempt_ids) if link.scope == ShareScope.ATTEMPTS else set()
     cells = ((link.snapshot.get("drilldown") or {}).get("cells") or {}) if allowed else {}
     routes = {target: _route(target) for target in {html.unescape(h) for h in _HREF.findall(body)}}
-    tasks = {external_id: attempt for external_id, attempt in Attempt.objects.filter(
-        id__in=allowed, run__benchmark_id=link.benchmark_id,
-        instance__external_id__in={kw.get("external_id") for name, kw, _ in routes.values() if name == "runs:choice-task"},
-    ).order_by("-id").values_list("instance__external_id", "id")} if allowed else {}  # a task's first attempt wins
+    tasks = (
+        dict(
+            Attempt.objects.filter(
+                id__in=allowed,
+                run__benchmark_id=link.benchmark_id,
+                instance__external_id__in={
+                    kw.get("external_id") for name, kw, _ in routes.values() if name == "runs:choice-task"
+                },
+            )
+            .order_by("-id")
+            .values_list("instance__external_id", "id")
+        )
+        if allowed
+        else {}
+    )  # a task's first attempt wins
 
     def href(target: str) -> str | None:
         if target.startswith("#"):
@@ -135,8 +150,9 @@ def token_hash(token: str) -> str:
     return hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def share_link_create(*, user, benchmark: Benchmark, state: dict, include_attempts: bool = False,
-                      expires_in_days: int | None = None) -> tuple[ShareLink, str]:
+def share_link_create(
+    *, user, benchmark: Benchmark, state: dict, include_attempts: bool = False, expires_in_days: int | None = None
+) -> tuple[ShareLink, str]:
     """Freeze the leaderboard of this state, as `user` sees it, into a new link through the frame (as its Share form
     does); returns the link and its token (shown once)."""
     query = state_query(state).urlencode()
@@ -172,13 +188,19 @@ def share_count_check(user) -> None:
     if limit <= 0:
         raise ShareRefused("Sharing is turned off on this portal (IFPORTAL_SHARE_LINKS_PER_DAY is 0).", status=403)
     since = timezone.now() - timedelta(days=1)
-    recent = list(ShareLink.objects.filter(created_by=user, created_at__gte=since).order_by("created_at")
-                  .values_list("created_at", flat=True)[:limit])
+    recent = list(
+        ShareLink.objects.filter(created_by=user, created_at__gte=since)
+        .order_by("created_at")
+        .values_list("created_at", flat=True)[:limit]
+    )
     if len(recent) >= limit:
         again = recent[0] + timedelta(days=1)
-        raise ShareRefused(f"You have made {len(recent)} share link{'s' if len(recent) != 1 else ''} in the last 24 "
-                           "hours, the most one user may make; "
-                           f"you can make another after {again:%Y-%m-%d %H:%M} UTC.", status=429)
+        raise ShareRefused(
+            f"You have made {len(recent)} share link{'s' if len(recent) != 1 else ''} in the last 24 "
+            "hours, the most one user may make; "
+            f"you can make another after {again:%Y-%m-%d %H:%M} UTC.",
+            status=429,
+        )
 
 
 def share_budget_check(user, snapshot: dict) -> None:
@@ -189,18 +211,26 @@ def share_budget_check(user, snapshot: dict) -> None:
     budget = settings.IFPORTAL_SHARE_MB_PER_USER * 2**20
     # the new snapshot as the JSON column writes it, twice over with its attempt list: never less than it stores
     size = len(json.dumps(snapshot, cls=DjangoJSONEncoder)) + len(json.dumps(snapshot.get("attempts") or []))
-    stored = ShareLink.objects.filter(created_by=user, revoked_at__isnull=True).aggregate(
-        n=Sum(StoredSize("snapshot") + StoredSize("attempt_ids") + StoredSize("state")))["n"] or 0
+    stored = (
+        ShareLink.objects.filter(created_by=user, revoked_at__isnull=True).aggregate(
+            n=Sum(StoredSize("snapshot") + StoredSize("attempt_ids") + StoredSize("state"))
+        )["n"]
+        or 0
+    )
     if stored + size > budget:
-        raise ShareRefused(f"This page's snapshot takes up to {size / 2**20:.1f} MB and your unrevoked share links "
-                           f"(expired ones included) take {stored / 2**20:.1f} MB of the "
-                           f"{settings.IFPORTAL_SHARE_MB_PER_USER} MB one user's links may take: revoke links you no "
-                           "longer need (their frozen data is then dropped), or share a narrower page, or this page "
-                           "without its attempts.", status=413)
+        raise ShareRefused(
+            f"This page's snapshot takes up to {size / 2**20:.1f} MB and your unrevoked share links "
+            f"(expired ones included) take {stored / 2**20:.1f} MB of the "
+            f"{settings.IFPORTAL_SHARE_MB_PER_USER} MB one user's links may take: revoke links you no "
+            "longer need (their frozen data is then dropped), or share a narrower page, or this page "
+            "without its attempts.",
+            status=413,
+        )
 
 
-def page_share_link_create(*, user, benchmark: Benchmark, snapshot: dict,
-                           expires_in_days: int | None = None) -> tuple[ShareLink, str]:
+def page_share_link_create(
+    *, user, benchmark: Benchmark, snapshot: dict, expires_in_days: int | None = None
+) -> tuple[ShareLink, str]:
     """A new link to a frozen page snapshot (`runs.pages.page_snapshot`); returns the link and its token (shown once).
 
     A snapshot made with its attempts gives the link the attempts scope: it opens those attempts and no others.
@@ -212,9 +242,14 @@ def page_share_link_create(*, user, benchmark: Benchmark, snapshot: dict,
         token = secrets.token_urlsafe(TOKEN_BYTES)
         attempt_ids = sorted(int(i) for i in snapshot.get("attempts") or ())
         link = ShareLink.objects.create(
-            token_hash=token_hash(token), benchmark=benchmark, state=snapshot["state"], snapshot=snapshot,
-            scope=ShareScope.ATTEMPTS if attempt_ids else ShareScope.LEADERBOARD, attempt_ids=attempt_ids,
-            data_version=data_version(benchmark.id), created_by=user,
+            token_hash=token_hash(token),
+            benchmark=benchmark,
+            state=snapshot["state"],
+            snapshot=snapshot,
+            scope=ShareScope.ATTEMPTS if attempt_ids else ShareScope.LEADERBOARD,
+            attempt_ids=attempt_ids,
+            data_version=data_version(benchmark.id),
+            created_by=user,
             expires_at=timezone.now() + timedelta(days=expires_in_days) if expires_in_days else None,
         )
     return link, token
@@ -255,13 +290,14 @@ def snapshot_verdict_scope(link: ShareLink) -> dict:
 
     {"judges": [names], "newest_verdict_id": id}, the keyword arguments of metrics.attempt_checklist."""
     newest = dict(part.split("=", 1) for part in link.data_version.split(";") if "=" in part).get("newest")
-    if link.snapshot.get("kind") == "page" and "drilldown" not in link.snapshot:  # the judges the page read, None for all
+    if (
+        link.snapshot.get("kind") == "page" and "drilldown" not in link.snapshot
+    ):  # the judges the page read, None for all
         judges = link.snapshot.get("judges")
     else:
         judges = (link.snapshot.get("drilldown") or {}).get("judges")
         judges = judges if judges is not None else link.state.get("judge") or None
-    return {"judges": judges,
-            "newest_verdict_id": int(newest) if newest and newest.isdigit() else None}
+    return {"judges": judges, "newest_verdict_id": int(newest) if newest and newest.isdigit() else None}
 
 
 def share_link_allows_attempt(link: ShareLink, attempt_id: int) -> bool:
@@ -270,7 +306,7 @@ def share_link_allows_attempt(link: ShareLink, attempt_id: int) -> bool:
 
 
 def share_link_status(link: ShareLink) -> str:
-    """"active", "expired" or "revoked", for the owner's list."""
+    """ "active", "expired" or "revoked", for the owner's list."""
     if link.revoked_at is not None:
         return "revoked"
     if link.expires_at is not None and link.expires_at <= timezone.now():

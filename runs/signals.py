@@ -5,6 +5,7 @@ runner once a job has finished (runs.jobs); its receiver warms the caches the ch
 (runs.cache_warming.after_write, connected in runs.apps). Writers name the event, not the renderer: importing a
 write service loads no HTML renderer.
 """
+
 from django.dispatch import Signal
 
 benchmarks_written = Signal()

@@ -1,8 +1,9 @@
 """Celery tasks: thin wrappers that take ids and call a service."""
+
 from celery import shared_task
 
-from .jobs import RUN_JOB_TASK, job_execute
-from .jobs import uploads_clean as job_uploads_clean
+from runs.jobs import RUN_JOB_TASK, job_execute
+from runs.jobs import uploads_clean as job_uploads_clean
 
 
 @shared_task(name=RUN_JOB_TASK, acks_late=True)

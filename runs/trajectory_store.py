@@ -14,6 +14,7 @@ import); both replace the attempt's message rows and its search rows (`runs.sear
 whole document (`stored_threads`) are for batch work (re-scoring, search rebuilds) and short
 dialogues; pages read windows through `runs.trajectory_view`.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -66,8 +67,13 @@ def thread_heads(threads: list[dict]) -> list[dict]:
     for thread in threads:
         messages = thread.get("messages") or []
         units, _ = units_of(messages)
-        heads.append({**{k: v for k, v in thread.items() if k != "messages"},
-                      "message_count": len(messages), "unit_count": (max(units) + 1) if units else 0})
+        heads.append(
+            {
+                **{k: v for k, v in thread.items() if k != "messages"},
+                "message_count": len(messages),
+                "unit_count": (max(units) + 1) if units else 0,
+            }
+        )
     return heads
 
 
@@ -78,9 +84,16 @@ def message_rows(attempt_id: int, threads: list[dict]) -> Iterator[dict]:
         units, turns = units_of(messages)
         for n, m in enumerate(messages):
             texts = {k: m[k] if isinstance(m.get(k), str) else None for k in TEXT_KEYS}
-            yield {"attempt_id": attempt_id, "thread": t, "index": n, "unit": units[n], "turn": turns[n],
-                   "role": str(m.get("role") or "unknown"), **texts,
-                   "rest": {k: v for k, v in m.items() if texts.get(k) is None}}
+            yield {
+                "attempt_id": attempt_id,
+                "thread": t,
+                "index": n,
+                "unit": units[n],
+                "turn": turns[n],
+                "role": str(m.get("role") or "unknown"),
+                **texts,
+                "rest": {k: v for k, v in m.items() if texts.get(k) is None},
+            }
 
 
 def _document_chunks(threads: list[dict], *, item_sep: str, key_sep: str, **dumps) -> Iterator[str]:
@@ -110,8 +123,10 @@ def document_digest(threads: list[dict]) -> tuple[str, int]:
     digest = hashlib.sha256()
     for chunk in _document_chunks(threads, item_sep=",", key_sep=":", sort_keys=True, ensure_ascii=False, default=str):
         digest.update(chunk.encode("utf-8", "surrogatepass"))
-    size = sum(len(chunk.encode("utf-8", "surrogatepass"))
-               for chunk in _document_chunks(threads, item_sep=", ", key_sep=": ", ensure_ascii=False))
+    size = sum(
+        len(chunk.encode("utf-8", "surrogatepass"))
+        for chunk in _document_chunks(threads, item_sep=", ", key_sep=": ", ensure_ascii=False)
+    )
     return digest.hexdigest(), size
 
 
@@ -120,7 +135,7 @@ def _messages_replace(threads_by_attempt: dict[int, list[dict]]) -> None:
     """Replace these attempts' message rows by their threads' (in batches: the rows share the text)."""
     ids = sorted(threads_by_attempt)
     for start in range(0, len(ids), _BATCH):
-        TrajectoryMessage.objects.filter(attempt_id__in=ids[start:start + _BATCH]).delete()
+        TrajectoryMessage.objects.filter(attempt_id__in=ids[start : start + _BATCH]).delete()
     batch: list[dict] = []
     for attempt_id in ids:
         for row in message_rows(attempt_id, threads_by_attempt[attempt_id]):
@@ -134,9 +149,13 @@ def _messages_replace(threads_by_attempt: dict[int, list[dict]]) -> None:
 def trajectory_head(attempt_id: int, threads: list[dict]) -> dict:
     """The Trajectory row of an attempt's threads: headings, counts, and the digest of the whole document."""
     digest, size = document_digest(threads)
-    return {"attempt_id": attempt_id, "threads": thread_heads(threads),
-            "message_count": sum(len(t.get("messages") or []) for t in threads),
-            "size_bytes": size, "content_hash": digest}
+    return {
+        "attempt_id": attempt_id,
+        "threads": thread_heads(threads),
+        "message_count": sum(len(t.get("messages") or []) for t in threads),
+        "size_bytes": size,
+        "content_hash": digest,
+    }
 
 
 def trajectories_upsert(ctx, rows: Iterable[dict]) -> None:
@@ -145,8 +164,14 @@ def trajectories_upsert(ctx, rows: Iterable[dict]) -> None:
     for the new and changed ones their message rows and search rows, in the ingest's transaction."""
     by_attempt = {row["attempt_id"]: row["threads"] for row in rows}
     changed: set[tuple] = set()
-    ctx.upsert(Trajectory, [trajectory_head(a, threads) for a, threads in by_attempt.items()],
-               key=("attempt_id",), compare=("content_hash",), kind="trajectories", changed=changed)
+    ctx.upsert(
+        Trajectory,
+        [trajectory_head(a, threads) for a, threads in by_attempt.items()],
+        key=("attempt_id",),
+        compare=("content_hash",),
+        kind="trajectories",
+        changed=changed,
+    )
     if ctx.failed:
         return
     written = {a: threads for a, threads in by_attempt.items() if (a,) in changed}
@@ -165,5 +190,12 @@ def trajectory_save(*, attempt_id: int, threads: list[dict]) -> Trajectory:
     return trajectory
 
 
-__all__ = ["units_of", "thread_heads", "message_rows", "document_digest", "trajectory_head", "trajectories_upsert",
-           "trajectory_save"]
+__all__ = [
+    "units_of",
+    "thread_heads",
+    "message_rows",
+    "document_digest",
+    "trajectory_head",
+    "trajectories_upsert",
+    "trajectory_save",
+]

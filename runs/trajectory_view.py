@@ -6,6 +6,7 @@ display units of one thread from `TrajectoryMessage` rows (`runs.trajectory_stor
 cut to CUT characters per part in the database: its memory does not grow with the thread. Long
 parts are loaded on demand (`message_part`, one message).
 """
+
 from __future__ import annotations
 
 import bisect
@@ -47,8 +48,17 @@ class StoredThread:
 def attempt_threads(attempt_id: int) -> list[StoredThread]:
     """The attempt's threads (main first), or [] when no trajectory is stored: headings only, one query."""
     heads = Trajectory.objects.filter(attempt_id=attempt_id).values_list("threads", flat=True).first() or []
-    return [StoredThread(attempt_id, n, (h.get("meta") or {}).get("thread", f"thread {n}"), h.get("tools") or [],
-                         h.get("message_count", 0), h.get("unit_count", 0)) for n, h in enumerate(heads)]
+    return [
+        StoredThread(
+            attempt_id,
+            n,
+            (h.get("meta") or {}).get("thread", f"thread {n}"),
+            h.get("tools") or [],
+            h.get("message_count", 0),
+            h.get("unit_count", 0),
+        )
+        for n, h in enumerate(heads)
+    ]
 
 
 def thread_names(threads: list[StoredThread]) -> list[str]:
@@ -96,10 +106,13 @@ def window_units(thread: StoredThread, units: list[int]) -> list[dict]:
     rows = _rows(thread).filter(unit__gte=units[0], unit__lte=units[-1])
     if len(units) < units[-1] - units[0] + 1:  # a window of matches: not every unit in between
         rows = rows.filter(unit__in=units)
-    texts = {f"{key}_head": Substr(key, 1, CUT) for key in TEXT_KEYS} | {f"{key}_size": Length(key) for key in TEXT_KEYS}
+    texts = {f"{key}_head": Substr(key, 1, CUT) for key in TEXT_KEYS} | {
+        f"{key}_size": Length(key) for key in TEXT_KEYS
+    }
     by_unit: dict[int, list[dict]] = {}
-    for row in rows.order_by("index").values("index", "unit", "turn", "role", "rest", **texts,
-                                             reminder=StrIndex("content", Value(REMINDER))):
+    for row in rows.order_by("index").values(
+        "index", "unit", "turn", "role", "rest", **texts, reminder=StrIndex("content", Value(REMINDER))
+    ):
         by_unit.setdefault(row["unit"], []).append(row)
     out = []
     for unit in units:
@@ -115,17 +128,35 @@ def window_units(thread: StoredThread, units: list[int]) -> list[dict]:
             found = results.pop(call.get("id"), None) if isinstance(call, dict) else None
             result = None
             if found is not None:
-                result = {"index": found["index"], **_piece(found, "content"), "error": bool(found["rest"].get("is_error"))}
+                result = {
+                    "index": found["index"],
+                    **_piece(found, "content"),
+                    "error": bool(found["rest"].get("is_error")),
+                }
             call = call if isinstance(call, dict) else {}
-            calls.append({"k": k, "field": f"call:{k}", "name": call.get("name", ""),
-                          "args": text_piece(pretty(call.get("arguments"))), "result": result})
+            calls.append(
+                {
+                    "k": k,
+                    "field": f"call:{k}",
+                    "name": call.get("name", ""),
+                    "args": text_piece(pretty(call.get("arguments"))),
+                    "result": result,
+                }
+            )
         has_reasoning = lead["reasoning_size"] if lead["reasoning_head"] is not None else message.get("reasoning")
-        out.append({
-            "index": lead["index"], "role": lead["role"], "turn": lead["turn"], "content": _piece(lead, "content"),
-            "reasoning": _piece(lead, "reasoning") if has_reasoning else None, "calls": calls,
-            "tool_name": message.get("tool_name", ""), "reminder": bool(lead["reminder"]),
-            "indices": [lead["index"]] + [c["result"]["index"] for c in calls if c["result"]],
-        })
+        out.append(
+            {
+                "index": lead["index"],
+                "role": lead["role"],
+                "turn": lead["turn"],
+                "content": _piece(lead, "content"),
+                "reasoning": _piece(lead, "reasoning") if has_reasoning else None,
+                "calls": calls,
+                "tool_name": message.get("tool_name", ""),
+                "reminder": bool(lead["reminder"]),
+                "indices": [lead["index"]] + [c["result"]["index"] for c in calls if c["result"]],
+            }
+        )
     return out
 
 
@@ -145,7 +176,9 @@ def matching_units(thread: StoredThread, found: ThreadFind) -> list[int]:
     messages = found.messages()
     units: set[int] = set()
     for start in range(0, len(messages), UNITS_BATCH):
-        units.update(_rows(thread).filter(index__in=messages[start:start + UNITS_BATCH]).values_list("unit", flat=True))
+        units.update(
+            _rows(thread).filter(index__in=messages[start : start + UNITS_BATCH]).values_list("unit", flat=True)
+        )
     return sorted(units)
 
 
@@ -154,8 +187,15 @@ def unit_of(thread: StoredThread, message_index: int) -> int | None:
     return _rows(thread).filter(index=message_index).values_list("unit", flat=True).first()
 
 
-def thread_page(threads: list[StoredThread], *, thread=None, q: str = "", page=None, at=None,
-                find: Callable[[StoredThread, str], ThreadFind] | None = None) -> dict:
+def thread_page(
+    threads: list[StoredThread],
+    *,
+    thread=None,
+    q: str = "",
+    page=None,
+    at=None,
+    find: Callable[[StoredThread, str], ThreadFind] | None = None,
+) -> dict:
     """One window of one thread (with `q`, only the units holding a message `find(thread, q)` finds, each unit with
     `found`: the text around each match; `at` opens the window of a message and marks it).
 
@@ -166,8 +206,15 @@ def thread_page(threads: list[StoredThread], *, thread=None, q: str = "", page=N
     at = str(at or "")
     at_index = int(at) if at.isdigit() else None
     if not threads:
-        return {"threads": [], "thread_no": 0, "thread": None, "q": q, "at": at_index,
-                "page": Paginator([], PAGE).get_page(1), "tools": []}
+        return {
+            "threads": [],
+            "thread_no": 0,
+            "thread": None,
+            "q": q,
+            "at": at_index,
+            "page": Paginator([], PAGE).get_page(1),
+            "tools": [],
+        }
     current = threads[clamp(thread, 0, len(threads) - 1)]
     if q and find is None:
         raise TypeError("a find in a thread (q) needs `find`")
@@ -190,8 +237,15 @@ def thread_page(threads: list[StoredThread], *, thread=None, q: str = "", page=N
         snippets = found.snippets(i for u in window.object_list for i in u["indices"])
         for u in window.object_list:
             u["found"] = [{"index": i, "segments": snippets[i]} for i in u["indices"] if i in snippets]
-    return {"threads": thread_names(threads), "thread_no": current.number, "thread": current, "q": q,
-            "at": at_index, "page": window, "tools": current.tools}
+    return {
+        "threads": thread_names(threads),
+        "thread_no": current.number,
+        "thread": current,
+        "q": q,
+        "at": at_index,
+        "page": window,
+        "tools": current.tools,
+    }
 
 
 def message_part(threads: list[StoredThread], thread, msg, field: str) -> str:
@@ -230,10 +284,15 @@ def message_of(row: dict) -> dict:
 def stored_threads_of(attempt_ids: Iterable[int]) -> dict[int, list[dict]]:
     """{attempt id: its whole threads (heading keys and "messages"), main first} for the attempts that
     have a trajectory. Holds every message in memory: for batch work and short dialogues, not windows."""
-    out = {a: [{**{k: v for k, v in head.items() if k not in HEAD_KEYS}, "messages": []} for head in heads or []]
-           for a, heads in Trajectory.objects.filter(attempt_id__in=list(attempt_ids)).values_list("attempt_id", "threads")}
-    rows = (TrajectoryMessage.objects.filter(attempt_id__in=list(out)).order_by("attempt_id", "thread", "index")
-            .values("attempt_id", "thread", "content", "reasoning", "rest"))
+    out = {
+        a: [{**{k: v for k, v in head.items() if k not in HEAD_KEYS}, "messages": []} for head in heads or []]
+        for a, heads in Trajectory.objects.filter(attempt_id__in=list(attempt_ids)).values_list("attempt_id", "threads")
+    }
+    rows = (
+        TrajectoryMessage.objects.filter(attempt_id__in=list(out))
+        .order_by("attempt_id", "thread", "index")
+        .values("attempt_id", "thread", "content", "reasoning", "rest")
+    )
     for row in rows.iterator(chunk_size=2000):
         threads = out[row["attempt_id"]]
         if row["thread"] < len(threads):

@@ -1,17 +1,10 @@
 """Pages of the runs app. Each area keeps its routes together below its heading; a kind's pages are named
 <kind>-<page> (checklist-leaderboard, dialogue-survival...), the pages of every kind plainly (attempt, share...)."""
+
 from django.urls import path
 
-from .views import checklist
-from .views import choice
-from .views import home, jobs
-from .views import dialogue
-from .views import sharing
-from .views import hierarchy
-from .views import conflict
-from .views import recheck
-from .views import search
-from .views import help as help_views
+from runs.views import checklist, choice, conflict, dialogue, hierarchy, home, jobs, recheck, search, sharing
+from runs.views import help as help_views
 
 app_name = "runs"
 urlpatterns = [
@@ -56,7 +49,9 @@ urlpatterns = [
     path("b/<slug:slug>/hierarchy/", hierarchy.metrics, name="hierarchy-metrics"),
     path("b/<slug:slug>/hierarchy/conflicts/", hierarchy.conflicts, name="hierarchy-conflicts"),
     path("b/<slug:slug>/hierarchy/recheck/", hierarchy.recheck, name="hierarchy-recheck"),
-    path("b/<slug:slug>/hierarchy/recheck/start/", recheck.start, {"kind": "hierarchy"}, name="hierarchy-recheck-start"),
+    path(
+        "b/<slug:slug>/hierarchy/recheck/start/", recheck.start, {"kind": "hierarchy"}, name="hierarchy-recheck-start"
+    ),
     path("b/<slug:slug>/hierarchy/attempts/<int:pk>/", hierarchy.sample, name="hierarchy-attempt"),
     # choice benchmarks (metrics, confusion, rules, task viewer)
     path("b/<slug:slug>/choice/", choice.metrics, name="choice-metrics"),

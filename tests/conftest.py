@@ -1,4 +1,5 @@
 """Shared fixtures: named actors and logged-in clients."""
+
 from pathlib import Path
 
 import pytest
@@ -42,8 +43,11 @@ def _cache_forget() -> None:
         cache.clear()
         return
     client = cache._cache.get_client(None, write=True)
-    patterns = [f"leaderboard:*:{_database_tag()}:*", TokenFailureThrottle.cache_format % {
-        "scope": TokenFailureThrottle.scope, "ident": "*"}, user_cache_key("*")]  # user ids repeat across test databases
+    patterns = [
+        f"leaderboard:*:{_database_tag()}:*",
+        TokenFailureThrottle.cache_format % {"scope": TokenFailureThrottle.scope, "ident": "*"},
+        user_cache_key("*"),
+    ]  # user ids repeat across test databases
     for pattern in patterns:
         for key in client.scan_iter(match=cache.make_key(pattern), count=1000):
             client.delete(key)
@@ -55,8 +59,10 @@ def postgres():
     from django.db import connection
 
     if connection.vendor != "postgresql":
-        pytest.skip("needs PostgreSQL (DATABASE_URL): SQLite serialises every writer on one lock, and its "
-                    "in-memory test database refuses a second writer ('table is locked') instead of waiting")
+        pytest.skip(
+            "needs PostgreSQL (DATABASE_URL): SQLite serialises every writer on one lock, and its "
+            "in-memory test database refuses a second writer ('table is locked') instead of waiting"
+        )
 
 
 @pytest.fixture
@@ -120,6 +126,9 @@ def evolif_logged(db) -> str:
 
     logs = FIXTURES / "evolif"
     ingest("evolif-dialogs", [Source.of(logs / "dialog_1.jsonl"), Source.of(logs / "dialog_2.jsonl")], Options())
-    ingest("evolif-eval", [Source.of(logs / "eval_1.jsonl"), Source.of(logs / "eval_2.jsonl")],
-           Options(model="acme", run="acme-r1"))
+    ingest(
+        "evolif-eval",
+        [Source.of(logs / "eval_1.jsonl"), Source.of(logs / "eval_2.jsonl")],
+        Options(model="acme", run="acme-r1"),
+    )
     return Benchmark.objects.get(kind=BenchmarkKind.DIALOGUE).slug

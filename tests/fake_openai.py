@@ -5,6 +5,7 @@
 reply: a string (the assistant message's content), or an `Error(status, message)` answered as an
 OpenAI error body (use a 4xx status: clients retry 5xx, with backoff). Requests are kept in `requests`.
 """
+
 from __future__ import annotations
 
 import json
@@ -30,20 +31,29 @@ class FakeChat:
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):  # noqa: N802 (http.server's name)
+            def do_POST(self):
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
                 if not self.path.endswith("/chat/completions"):
                     return self._send(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
                 fake.requests.append(body)
                 reply = fake.answer(body)
                 if isinstance(reply, Error):
-                    return self._send(reply.status, {"error": {"message": reply.message, "type": "invalid_request_error"}})
-                self._send(200, {
-                    "id": f"chatcmpl-{len(fake.requests)}", "object": "chat.completion", "created": 0,
-                    "model": body.get("model", "fake"),
-                    "choices": [{"index": 0, "message": {"role": "assistant", "content": reply}, "finish_reason": "stop"}],
-                    "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
-                })
+                    return self._send(
+                        reply.status, {"error": {"message": reply.message, "type": "invalid_request_error"}}
+                    )
+                self._send(
+                    200,
+                    {
+                        "id": f"chatcmpl-{len(fake.requests)}",
+                        "object": "chat.completion",
+                        "created": 0,
+                        "model": body.get("model", "fake"),
+                        "choices": [
+                            {"index": 0, "message": {"role": "assistant", "content": reply}, "finish_reason": "stop"}
+                        ],
+                        "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+                    },
+                )
 
             def _send(self, status: int, document: dict) -> None:
                 data = json.dumps(document, ensure_ascii=False).encode()
@@ -68,7 +78,10 @@ class FakeChat:
 
 def loopback_env(environ: dict[str, str]) -> dict[str, str]:
     """A subprocess environment that reaches loopback directly (no proxy) and has no real API settings."""
-    env = {k: v for k, v in environ.items()
-           if k.lower() not in ("http_proxy", "https_proxy", "all_proxy") and not k.startswith("OPENAI_")}
+    env = {
+        k: v
+        for k, v in environ.items()
+        if k.lower() not in ("http_proxy", "https_proxy", "all_proxy") and not k.startswith("OPENAI_")
+    }
     env["NO_PROXY"] = env["no_proxy"] = "127.0.0.1,localhost"
     return env

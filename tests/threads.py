@@ -1,6 +1,7 @@
 """Helpers for tests with real concurrency: writer threads with their own database connections, and the
 services (PostgreSQL, Redis) that Celery workers started by a test need. Imported by the test modules
 (`from ..threads import ...`); the `postgres` fixture is in tests/conftest.py."""
+
 from __future__ import annotations
 
 import threading

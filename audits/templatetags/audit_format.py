@@ -1,5 +1,6 @@
 """Formatting of audit figures: fractions as percentages with two decimals, kappa with three, rounded as every page
 rounds (runs.rounding)."""
+
 from django import template
 
 from runs.rounding import shown_number

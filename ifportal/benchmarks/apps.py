@@ -1,4 +1,5 @@
 """The benchmark's own app, so `manage.py benchmark` is found while its modules stay out of the runs app."""
+
 from django.apps import AppConfig
 
 

@@ -10,6 +10,7 @@ console errors and uncaught exceptions. Per page: median and p95 over the sample
 (first paint < 1 s). Chromium's and Playwright's absence is a "not measured: ..." string, as the
 benchmark says of wrk.
 """
+
 from __future__ import annotations
 
 import os
@@ -53,8 +54,9 @@ async () => {
 ERRORS_KEPT = 5
 
 
-def chromium_figures(base_url: str, cookie: str, pages: dict[str, str], *, samples: int = 5,
-                     executable: Path = CHROMIUM) -> dict | str:
+def chromium_figures(
+    base_url: str, cookie: str, pages: dict[str, str], *, samples: int = 5, executable: Path = CHROMIUM
+) -> dict | str:
     """Each page of `pages` ({label: path under `base_url`}) opened `samples` times in headless Chromium,
     each time in a new context (a cold browser cache) carrying `cookie` ("name=value", as
     `study.session_cookie_for` makes it): {"browser", "samples", "pages": {label: figures}, load averages}
@@ -73,8 +75,9 @@ def chromium_figures(base_url: str, cookie: str, pages: dict[str, str], *, sampl
         return thread.submit(_figures, sync_playwright, base_url, cookie, pages, samples, executable).result()
 
 
-def _figures(sync_playwright, base_url: str, cookie: str, pages: dict[str, str], samples: int,
-             executable: Path) -> dict | str:
+def _figures(
+    sync_playwright, base_url: str, cookie: str, pages: dict[str, str], samples: int, executable: Path
+) -> dict | str:
     """`chromium_figures`' measurement, in the thread it runs in."""
     name, _, value = cookie.partition("=")
     with sync_playwright() as playwright:
@@ -82,11 +85,17 @@ def _figures(sync_playwright, base_url: str, cookie: str, pages: dict[str, str],
             browser = playwright.chromium.launch(executable_path=str(executable), headless=True, args=CHROMIUM_ARGS)
         except Exception as exc:  # a chromium that cannot start is the machine's problem: said, not raised
             return f"not measured: {executable} could not be started: {str(exc).splitlines()[0]}"
-        out = {"browser": f"chromium {browser.version}", "samples": samples,
-               "load_average_at_start": [round(x, 2) for x in os.getloadavg()]}  # Chromium wants the cores too
+        out = {
+            "browser": f"chromium {browser.version}",
+            "samples": samples,
+            "load_average_at_start": [round(x, 2) for x in os.getloadavg()],
+        }  # Chromium wants the cores too
         try:
-            out["pages"] = {label: _page_figures(browser, base_url + path, {"name": name, "value": value, "url": base_url},
-                                                 samples) | {"path": path} for label, path in pages.items()}
+            out["pages"] = {
+                label: _page_figures(browser, base_url + path, {"name": name, "value": value, "url": base_url}, samples)
+                | {"path": path}
+                for label, path in pages.items()
+            }
         finally:
             browser.close()
     return out | {"load_average_at_end": [round(x, 2) for x in os.getloadavg()]}
@@ -105,7 +114,10 @@ def _page_figures(browser, url: str, cookie: dict, samples: int) -> dict:
             context.set_default_timeout(30_000)
             context.add_cookies([cookie])
             page = context.new_page()
-            page.on("console", lambda message: errors.extend([f"console: {message.text}"] if message.type == "error" else []))
+            page.on(
+                "console",
+                lambda message: errors.extend([f"console: {message.text}"] if message.type == "error" else []),
+            )
             page.on("pageerror", lambda error: errors.append(f"uncaught: {error}"))
             response = page.goto(url, wait_until="domcontentloaded")
             statuses.add(response.status if response else None)
@@ -117,14 +129,20 @@ def _page_figures(browser, url: str, cookie: dict, samples: int) -> dict:
         finally:
             context.close()
     charts = max((m["charts"] for m in measured), default=0)
-    return {"statuses": sorted(statuses, key=str), "charts": charts,
-            "first_paint": _median_p95([m["first_paint"] for m in measured]),
-            "usable": _median_p95([m["usable"] for m in measured]),
-            "charts_drawn": _median_p95([m["charts_drawn"] for m in measured if m["drawn"]]) if charts else None,
-            "failed_samples": failed, "not_painted": sum(m["first_paint"] is None for m in measured),
-            "charts_not_drawn": sum(not m["drawn"] for m in measured),
-            "console_errors": len(errors) - failed, "errors": errors[:ERRORS_KEPT],
-            "target_first_paint_ms": TARGETS["first_paint_ms"], "target_usable_ms": TARGETS["usable_ms"]}
+    return {
+        "statuses": sorted(statuses, key=str),
+        "charts": charts,
+        "first_paint": _median_p95([m["first_paint"] for m in measured]),
+        "usable": _median_p95([m["usable"] for m in measured]),
+        "charts_drawn": _median_p95([m["charts_drawn"] for m in measured if m["drawn"]]) if charts else None,
+        "failed_samples": failed,
+        "not_painted": sum(m["first_paint"] is None for m in measured),
+        "charts_not_drawn": sum(not m["drawn"] for m in measured),
+        "console_errors": len(errors) - failed,
+        "errors": errors[:ERRORS_KEPT],
+        "target_first_paint_ms": TARGETS["first_paint_ms"],
+        "target_usable_ms": TARGETS["usable_ms"],
+    }
 
 
 def _median_p95(values: list[float | None]) -> dict | None:
@@ -132,8 +150,10 @@ def _median_p95(values: list[float | None]) -> dict | None:
     got = sorted(v for v in values if v is not None)
     if not got:
         return None
-    return {"median_ms": round(statistics.median(got), 1),
-            "p95_ms": round(got[min(len(got) - 1, int(round(0.95 * (len(got) - 1))))], 1)}
+    return {
+        "median_ms": round(statistics.median(got), 1),
+        "p95_ms": round(got[min(len(got) - 1, int(round(0.95 * (len(got) - 1))))], 1),
+    }
 
 
 def chromium_lines(figures: dict | str) -> list[str]:
@@ -146,19 +166,27 @@ def chromium_lines(figures: dict | str) -> list[str]:
 def chromium_line(label: str, figures: dict) -> str:
     """One printed line of a page's figures, as `manage.py benchmark` prints its others."""
     paint, drawn = figures["first_paint"], figures["charts_drawn"]
-    text = (f"{label} in Chromium (cold cache): first paint " +
-            (f"median {paint['median_ms']:.0f} ms, p95 {paint['p95_ms']:.0f} ms" if paint else "never") +
-            f" (target {figures['target_first_paint_ms']} ms)")
+    text = (
+        f"{label} in Chromium (cold cache): first paint "
+        + (f"median {paint['median_ms']:.0f} ms, p95 {paint['p95_ms']:.0f} ms" if paint else "never")
+        + f" (target {figures['target_first_paint_ms']} ms)"
+    )
     usable = figures.get("usable")
-    text += "; usable " + (f"median {usable['median_ms']:.0f} ms, p95 {usable['p95_ms']:.0f} ms" if usable else "never") + \
-        f" (target {figures.get('target_usable_ms', TARGETS['usable_ms'])} ms)"
+    text += (
+        "; usable "
+        + (f"median {usable['median_ms']:.0f} ms, p95 {usable['p95_ms']:.0f} ms" if usable else "never")
+        + f" (target {figures.get('target_usable_ms', TARGETS['usable_ms'])} ms)"
+    )
     if figures["charts"]:
         text += f"; {figures['charts']} chart{'s' if figures['charts'] > 1 else ''} drawn " + (
-            f"median {drawn['median_ms']:.0f} ms, p95 {drawn['p95_ms']:.0f} ms" if drawn else "never")
+            f"median {drawn['median_ms']:.0f} ms, p95 {drawn['p95_ms']:.0f} ms" if drawn else "never"
+        )
     text += f"; {figures['console_errors']} console errors"
-    for count, what in ((figures["failed_samples"], "not loaded within 30 s"),
-                        (figures["not_painted"], "not painted within 10 s"),
-                        (figures["charts_not_drawn"], "charts not drawn within 10 s")):
+    for count, what in (
+        (figures["failed_samples"], "not loaded within 30 s"),
+        (figures["not_painted"], "not painted within 10 s"),
+        (figures["charts_not_drawn"], "charts not drawn within 10 s"),
+    ):
         if count:
             text += f"; {count} samples {what}"
     if figures["statuses"] not in ([], [200]):

@@ -11,6 +11,7 @@ control), by a judge's citation (the links the page renders) and by a search hit
 found nowhere), and the worker's resident memory before and after.
 Every figure is printed next to its target.
 """
+
 from __future__ import annotations
 
 import html
@@ -58,10 +59,20 @@ def long_trajectory_write(path: Path, *, messages: int, megabytes: int, seed: in
     out = [{"role": "system", "content": "You are a coding agent."}, {"role": "user", "content": "Fix the bug."}]
     for k in range(pairs):
         start = rng.randrange(0, len(pool) - per_result)
-        out.append({"role": "assistant", "content": f"Step {k}: reading /app/mod{k}/file.py",
-                    "tool_calls": [{"id": f"c{k}", "name": "Read", "arguments": {"file_path": f"/app/mod{k}/file.py"}}]})
-        out.append({"role": "tool", "tool_call_id": f"c{k}", "tool_name": "Read", "content": pool[start:start + per_result]})
-    line = json.dumps({"meta": {"session_id": SESSION, "model": MODEL}, "tools": [{"name": "Read"}], "messages": out}) + "\n"
+        out.append(
+            {
+                "role": "assistant",
+                "content": f"Step {k}: reading /app/mod{k}/file.py",
+                "tool_calls": [{"id": f"c{k}", "name": "Read", "arguments": {"file_path": f"/app/mod{k}/file.py"}}],
+            }
+        )
+        out.append(
+            {"role": "tool", "tool_call_id": f"c{k}", "tool_name": "Read", "content": pool[start : start + per_result]}
+        )
+    line = (
+        json.dumps({"meta": {"session_id": SESSION, "model": MODEL}, "tools": [{"name": "Read"}], "messages": out})
+        + "\n"
+    )
     path.write_text(line, encoding="utf-8")
     return {"bytes": len(line), "messages": len(out)}
 
@@ -70,23 +81,38 @@ def find_texts(messages: int, count: int, *, seed: int = 17) -> list[str]:
     """What "Find in this thread" looks for: the path one assistant message reads (`long_trajectory_write`), and
     every fifth time text found nowhere (the whole thread read for nothing)."""
     rng = random.Random(seed)
-    return [NOWHERE if n % 5 == 4 else f"/app/mod{rng.randrange(max(1, (messages - 2) // 2))}/file.py"
-            for n in range(count)]
+    return [
+        NOWHERE if n % 5 == 4 else f"/app/mod{rng.randrange(max(1, (messages - 2) // 2))}/file.py" for n in range(count)
+    ]
 
 
 def _instance_write(path: Path) -> None:
     checks = [{"check_id": f"C-{n}", "description": f"rule {n}", "check_type": "compliance"} for n in range(20)]
-    path.write_text(json.dumps({"instance_id": SESSION, "user_query": ["Fix the bug."], "system_prompt": "",
-                                "category": "Skill.md", "scaffold": "claudecode",
-                                "checklist": {"SP": {"description": "", "checks": checks}}}) + "\n", encoding="utf-8")
+    path.write_text(
+        json.dumps(
+            {
+                "instance_id": SESSION,
+                "user_query": ["Fix the bug."],
+                "system_prompt": "",
+                "category": "Skill.md",
+                "scaffold": "claudecode",
+                "checklist": {"SP": {"description": "", "checks": checks}},
+            }
+        )
+        + "\n",
+        encoding="utf-8",
+    )
 
 
 def _scores_write(path: Path, cited: list[int]) -> None:
     """One judge's verdicts on the attempt, each failed check citing one message."""
-    checks = [{"check_id": f"C-{n}", "result": "fail", "reasoning": f"see message {m}", "evidence": m}
-              for n, m in enumerate(cited)]
-    path.write_text(json.dumps({"results": [{"instance_id": SESSION, "eval_result": {"SP": {"checks": checks}}}]}),
-                    encoding="utf-8")
+    checks = [
+        {"check_id": f"C-{n}", "result": "fail", "reasoning": f"see message {m}", "evidence": m}
+        for n, m in enumerate(cited)
+    ]
+    path.write_text(
+        json.dumps({"results": [{"instance_id": SESSION, "eval_result": {"SP": {"checks": checks}}}]}), encoding="utf-8"
+    )
 
 
 def _timed_get(url: str, cookie: str) -> dict:
@@ -101,8 +127,13 @@ def _timed_get(url: str, cookie: str) -> dict:
     body = response.read()
     end = time.perf_counter()
     conn.close()
-    return {"ttfb_ms": 1000 * (first - start), "ms": 1000 * (end - start), "status": response.status,
-            "bytes": len(body), "body": body}
+    return {
+        "ttfb_ms": 1000 * (first - start),
+        "ms": 1000 * (end - start),
+        "status": response.status,
+        "bytes": len(body),
+        "body": body,
+    }
 
 
 def _series(urls: list[str], cookie: str) -> dict:
@@ -110,9 +141,13 @@ def _series(urls: list[str], cookie: str) -> dict:
     _timed_get(urls[0], cookie)
     got = [_timed_get(url, cookie) for url in urls]
     samples = sorted(g["ms"] for g in got)
-    return {"requests": len(samples), "median_ms": round(statistics.median(samples), 1),
-            "p95_ms": round(samples[min(len(samples) - 1, int(round(0.95 * (len(samples) - 1))))], 1),
-            "statuses": sorted({g["status"] for g in got}), "largest_bytes": max(g["bytes"] for g in got)}
+    return {
+        "requests": len(samples),
+        "median_ms": round(statistics.median(samples), 1),
+        "p95_ms": round(samples[min(len(samples) - 1, int(round(0.95 * (len(samples) - 1))))], 1),
+        "statuses": sorted({g["status"] for g in got}),
+        "largest_bytes": max(g["bytes"] for g in got),
+    }
 
 
 def _rss_kb(pid: int) -> dict:
@@ -124,9 +159,17 @@ def _rss_kb(pid: int) -> dict:
     return out
 
 
-def long_trajectory_figures(*, messages: int = 30_000, megabytes: int = 100, requests: int = 20, port: int | None = None,
-                            http: bool = True, keep: bool = False, say: Callable[[str], None] = print,
-                            chromium_samples: int = 0) -> dict:
+def long_trajectory_figures(
+    *,
+    messages: int = 30_000,
+    megabytes: int = 100,
+    requests: int = 20,
+    port: int | None = None,
+    http: bool = True,
+    keep: bool = False,
+    say: Callable[[str], None] = print,
+    chromium_samples: int = 0,
+) -> dict:
     """Import one attempt of `messages` messages (about `megabytes`) and, with `http`, read it over
     HTTP as a reviewer does, and open its page `chromium_samples` times in Chromium (0: not); every
     figure with its target. Removes what it stored unless `keep`."""
@@ -140,29 +183,46 @@ def long_trajectory_figures(*, messages: int = 30_000, megabytes: int = 100, req
         _instance_write(root / "instance.jsonl")
         ingest("octobench-instances", [Source.of(root / "instance.jsonl")], Options(benchmark=SLUG))
         seconds, rss, status, out = sb.peak_rss_of_command(
-            sb.manage_py("ingest", "octobench-trajectories", str(path), "--benchmark", SLUG, "--model", MODEL, "--no-progress"),
-            {**os.environ})
+            sb.manage_py(
+                "ingest", "octobench-trajectories", str(path), "--benchmark", SLUG, "--model", MODEL, "--no-progress"
+            ),
+            {**os.environ},
+        )
         if status != 0:
             raise RuntimeError(f"ingest of the long trajectory failed:\n{out[-2000:]}")
-        figures["import"] = {"file_mb": round(written["bytes"] / 2**20, 1), "messages": written["messages"],
-                             "seconds": round(seconds, 1), "peak_rss_mb": round(rss / 2**20, 1),
-                             "target_peak_rss_mb": TARGETS["import_peak_rss_mb"]}
-        say(f"long trajectory: {written['messages']:,} messages, {written['bytes'] / 2**20:.0f} MB imported in {seconds:.1f} s, "
-            f"peak RSS {rss / 2**20:.0f} MB (target < {TARGETS['import_peak_rss_mb']} MB)")
+        figures["import"] = {
+            "file_mb": round(written["bytes"] / 2**20, 1),
+            "messages": written["messages"],
+            "seconds": round(seconds, 1),
+            "peak_rss_mb": round(rss / 2**20, 1),
+            "target_peak_rss_mb": TARGETS["import_peak_rss_mb"],
+        }
+        say(
+            f"long trajectory: {written['messages']:,} messages, {written['bytes'] / 2**20:.0f} MB imported in {seconds:.1f} s, "
+            f"peak RSS {rss / 2**20:.0f} MB (target < {TARGETS['import_peak_rss_mb']} MB)"
+        )
         rng = random.Random(11)
         cited = sorted(rng.sample(range(written["messages"]), 20))
         _scores_write(root / "scores.json", cited)
-        ingest("octobench-scores", [Source.of(root / "scores.json")], Options(benchmark=SLUG, model=MODEL, judge="long-judge"))
+        ingest(
+            "octobench-scores",
+            [Source.of(root / "scores.json")],
+            Options(benchmark=SLUG, model=MODEL, judge="long-judge"),
+        )
         if connection.vendor == "postgresql":
             with connection.cursor() as cursor:
                 # what this attempt's rows take as stored (TOAST-compressed values included; indexes not)
-                cursor.execute("SELECT sum(pg_column_size(m.*)) FROM runs_trajectorymessage m JOIN runs_attempt a "
-                               "ON a.id = m.attempt_id JOIN runs_run r ON r.id = a.run_id JOIN runs_benchmark b "
-                               "ON b.id = r.benchmark_id WHERE b.slug = %s", [SLUG])
+                cursor.execute(
+                    "SELECT sum(pg_column_size(m.*)) FROM runs_trajectorymessage m JOIN runs_attempt a "
+                    "ON a.id = m.attempt_id JOIN runs_run r ON r.id = a.run_id JOIN runs_benchmark b "
+                    "ON b.id = r.benchmark_id WHERE b.slug = %s",
+                    [SLUG],
+                )
                 figures["message_rows_mb"] = round((cursor.fetchone()[0] or 0) / 2**20, 1)
         if http:
-            figures["http"] = _http_figures(messages=written["messages"], requests=requests, port=port, say=say,
-                                            chromium_samples=chromium_samples)
+            figures["http"] = _http_figures(
+                messages=written["messages"], requests=requests, port=port, say=say, chromium_samples=chromium_samples
+            )
     finally:
         if not keep:
             Benchmark.objects.filter(slug=SLUG).delete()
@@ -171,8 +231,9 @@ def long_trajectory_figures(*, messages: int = 30_000, megabytes: int = 100, req
     return figures
 
 
-def _http_figures(*, messages: int, requests: int, port: int | None, say: Callable[[str], None],
-                  chromium_samples: int) -> dict:
+def _http_figures(
+    *, messages: int, requests: int, port: int | None, say: Callable[[str], None], chromium_samples: int
+) -> dict:
     from django.contrib.auth import get_user_model
 
     attempt = Attempt.objects.get(run__benchmark__slug=SLUG)
@@ -191,19 +252,27 @@ def _http_figures(*, messages: int, requests: int, port: int | None, say: Callab
         # the first request a booted worker serves is the first paint a visitor gets after a deploy (a graceful
         # reload sends nobody to a worker still booting); then warm ones
         warm = sorted(g["ms"] for g in first[1:])
-        out["first_paint"] = {"worker_boot_ms": round(boot_ms), "cold_ttfb_ms": round(first[0]["ttfb_ms"], 1),
-                              "cold_ms": round(first[0]["ms"], 1),
-                              "median_ttfb_ms": round(statistics.median(sorted(g["ttfb_ms"] for g in first[1:])), 1),
-                              "median_ms": round(statistics.median(warm), 1),
-                              "p95_ms": round(warm[min(len(warm) - 1, int(round(0.95 * (len(warm) - 1))))], 1),
-                              "html_bytes": first[0]["bytes"], "target_ms": TARGETS["first_paint_ms"]}
-        say(f"long trajectory, attempt page first paint: the worker booted in {boot_ms:.0f} ms (imports, ifportal.warmup); "
+        out["first_paint"] = {
+            "worker_boot_ms": round(boot_ms),
+            "cold_ttfb_ms": round(first[0]["ttfb_ms"], 1),
+            "cold_ms": round(first[0]["ms"], 1),
+            "median_ttfb_ms": round(statistics.median(sorted(g["ttfb_ms"] for g in first[1:])), 1),
+            "median_ms": round(statistics.median(warm), 1),
+            "p95_ms": round(warm[min(len(warm) - 1, int(round(0.95 * (len(warm) - 1))))], 1),
+            "html_bytes": first[0]["bytes"],
+            "target_ms": TARGETS["first_paint_ms"],
+        }
+        say(
+            f"long trajectory, attempt page first paint: the worker booted in {boot_ms:.0f} ms (imports, ifportal.warmup); "
             f"its first request {first[0]['ms']:.0f} ms (first byte "
             f"{first[0]['ttfb_ms']:.0f} ms), then median {out['first_paint']['median_ms']:.0f} / p95 "
-            f"{out['first_paint']['p95_ms']:.0f} ms, {first[0]['bytes'] / 1024:.0f} kB of HTML (target < {TARGETS['first_paint_ms']} ms)")
+            f"{out['first_paint']['p95_ms']:.0f} ms, {first[0]['bytes'] / 1024:.0f} kB of HTML (target < {TARGETS['first_paint_ms']} ms)"
+        )
         by_number = [server.url(f"{page}?thread=0&at={rng.randrange(messages)}") for _ in range(requests)]
-        citations = [server.url(page + html.unescape(href)) for href in
-                     re.findall(r'href="(\?thread=\d+&amp;at=\d+)#m-[^"]*">long-judge cites', body)]
+        citations = [
+            server.url(page + html.unescape(href))
+            for href in re.findall(r'href="(\?thread=\d+&amp;at=\d+)#m-[^"]*">long-judge cites', body)
+        ]
         benchmark = Benchmark.objects.get(slug=SLUG)
         searched, too_slow = [], 0
         for k in rng.sample(range((messages - 2) // 2), SEARCHED):
@@ -213,32 +282,46 @@ def _http_figures(*, messages: int, requests: int, port: int | None, say: Callab
                 too_slow += 1
         if too_slow:
             out["searches_too_slow"] = too_slow
-            say(f"long trajectory: {too_slow} of {SEARCHED} searches for one message's path took longer than "
-                f"{settings.IFPORTAL_SEARCH_TIMEOUT_MS} ms and were refused (SearchTooSlow)")
+            say(
+                f"long trajectory: {too_slow} of {SEARCHED} searches for one message's path took longer than "
+                f"{settings.IFPORTAL_SEARCH_TIMEOUT_MS} ms and were refused (SearchTooSlow)"
+            )
         hits = [server.url(hit_url(benchmark, hit)) for hit in searched]
         found = [server.url(f"{page}?{urlencode({'thread': 0, 'q': text})}") for text in find_texts(messages, requests)]
-        for label, urls, target in (("jump by number", by_number, "jump_p95_ms"),
-                                    ("jump by citation", citations, "jump_p95_ms"),
-                                    ("jump by search hit", hits, "jump_p95_ms"), ("find in thread", found, "find_p95_ms")):
+        for label, urls, target in (
+            ("jump by number", by_number, "jump_p95_ms"),
+            ("jump by citation", citations, "jump_p95_ms"),
+            ("jump by search hit", hits, "jump_p95_ms"),
+            ("find in thread", found, "find_p95_ms"),
+        ):
             if not urls:
                 out[label] = "not measured: no such links"
                 say(f"long trajectory, {label}: {out[label]}")
                 continue
-            out[label] = _series(urls, cookie) | {"target_p95_ms": TARGETS[target],
-                                                  "example": urlsplit(urls[0]).path + "?" + urlsplit(urls[0]).query}
-            say(f"long trajectory, {label}: median {out[label]['median_ms']:.0f} / p95 {out[label]['p95_ms']:.0f} ms over "
-                f"{len(urls)} requests (target p95 < {TARGETS[target]} ms)")
+            out[label] = _series(urls, cookie) | {
+                "target_p95_ms": TARGETS[target],
+                "example": urlsplit(urls[0]).path + "?" + urlsplit(urls[0]).query,
+            }
+            say(
+                f"long trajectory, {label}: median {out[label]['median_ms']:.0f} / p95 {out[label]['p95_ms']:.0f} ms over "
+                f"{len(urls)} requests (target p95 < {TARGETS[target]} ms)"
+            )
         after = _rss_kb(worker)
         if chromium_samples:  # after the worker's memory is read: its figures stay those of the HTTP requests
-            out["chromium"] = browser.chromium_figures(server.url(""), cookie, {"long trajectory, attempt page": page},
-                                                             samples=chromium_samples)
+            out["chromium"] = browser.chromium_figures(
+                server.url(""), cookie, {"long trajectory, attempt page": page}, samples=chromium_samples
+            )
             for line in browser.chromium_lines(out["chromium"]):
                 say(line)
-    out["web_worker_memory"] = {"rss_after_first_request_mb": round(before["VmRSS"] / 1024, 1),
-                                "rss_after_mb": round(after["VmRSS"] / 1024, 1),
-                                "growth_mb": round((after["VmRSS"] - before["VmRSS"]) / 1024, 1),
-                                "peak_mb": round(after["VmHWM"] / 1024, 1)}
-    say(f"long trajectory, web worker memory: {out['web_worker_memory']['rss_after_first_request_mb']:.0f} MB after the first request, "
+    out["web_worker_memory"] = {
+        "rss_after_first_request_mb": round(before["VmRSS"] / 1024, 1),
+        "rss_after_mb": round(after["VmRSS"] / 1024, 1),
+        "growth_mb": round((after["VmRSS"] - before["VmRSS"]) / 1024, 1),
+        "peak_mb": round(after["VmHWM"] / 1024, 1),
+    }
+    say(
+        f"long trajectory, web worker memory: {out['web_worker_memory']['rss_after_first_request_mb']:.0f} MB after the first request, "
         f"{out['web_worker_memory']['rss_after_mb']:.0f} MB after (peak {out['web_worker_memory']['peak_mb']:.0f} MB) for a "
-        f"{out['trajectory_mb']:.0f} MB trajectory (target: bounded, not growing with the trajectory)")
+        f"{out['trajectory_mb']:.0f} MB trajectory (target: bounded, not growing with the trajectory)"
+    )
     return out

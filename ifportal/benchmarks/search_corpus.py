@@ -21,6 +21,7 @@ the ingest would, in minutes:
 The corpus lives in the search table only: no `Trajectory` rows (the trajectory store is measured by
 `ifportal.benchmarks.long_trajectory`), so `manage.py search_rebuild` would remove it; the benchmark deletes the study.
 """
+
 from __future__ import annotations
 
 import random
@@ -54,28 +55,40 @@ RARE_REASONING = "wombat_checksum_drift"
 NEEDLES = (FORCE_PUSH, RARE, MEDIUM, COMMON, NOWHERE)
 _BATCH = 5000
 
-_NOUNS = ("parser config handler cache session request response token buffer queue worker scheduler index table row "
-          "column schema migration fixture test module package function method class object instance record field "
-          "value key path file directory branch commit diff patch build image container volume socket stream "
-          "logger metric counter timeout retry limit offset cursor page batch chunk payload header cookie user "
-          "account role permission policy rule check item report result summary score judge model run attempt "
-          "trajectory message thread turn prompt template context window snippet query filter order group").split()
-_VERBS = ("read open parse load save write update delete create rename move copy check validate compare merge "
-          "split join sort filter map reduce fetch send handle raise catch retry skip cache flush reset restore "
-          "refactor simplify extract inline document test run build install configure deploy revert rebase").split()
-_ADJ = ("missing stale empty invalid duplicate nested optional default current previous next first last new old "
-        "broken failing flaky slow fast large small partial full cached unused private public local remote").split()
-_PARTS = ("get set is has load save parse build make run check find read write user item data config path name "
-          "size count index cache key value list dict map node tree graph edge root child parent base meta info "
-          "temp tmp old new raw clean safe fast slow max min total sum avg row col cell page view form field "
-          "token auth session client server host port url uri json yaml csv sql orm db log err warn debug trace "
-          "span event hook task job queue lock pool conn stream buf chunk line text word char byte bit flag mode "
-          "state status result score judge model run step turn thread msg tool call args kwargs opts env").split()
-_DIRS = ("src lib app core utils tests api web cli models views services workers scripts docs config migrations "
-         "internal pkg cmd handlers adapters storage").split()
+_NOUNS = (
+    "parser config handler cache session request response token buffer queue worker scheduler index table row "
+    "column schema migration fixture test module package function method class object instance record field "
+    "value key path file directory branch commit diff patch build image container volume socket stream "
+    "logger metric counter timeout retry limit offset cursor page batch chunk payload header cookie user "
+    "account role permission policy rule check item report result summary score judge model run attempt "
+    "trajectory message thread turn prompt template context window snippet query filter order group"
+).split()
+_VERBS = (
+    "read open parse load save write update delete create rename move copy check validate compare merge "
+    "split join sort filter map reduce fetch send handle raise catch retry skip cache flush reset restore "
+    "refactor simplify extract inline document test run build install configure deploy revert rebase"
+).split()
+_ADJ = (
+    "missing stale empty invalid duplicate nested optional default current previous next first last new old "
+    "broken failing flaky slow fast large small partial full cached unused private public local remote"
+).split()
+_PARTS = (
+    "get set is has load save parse build make run check find read write user item data config path name "
+    "size count index cache key value list dict map node tree graph edge root child parent base meta info "
+    "temp tmp old new raw clean safe fast slow max min total sum avg row col cell page view form field "
+    "token auth session client server host port url uri json yaml csv sql orm db log err warn debug trace "
+    "span event hook task job queue lock pool conn stream buf chunk line text word char byte bit flag mode "
+    "state status result score judge model run step turn thread msg tool call args kwargs opts env"
+).split()
+_DIRS = (
+    "src lib app core utils tests api web cli models views services workers scripts docs config migrations "
+    "internal pkg cmd handlers adapters storage"
+).split()
 _EXTS = (".py", ".py", ".py", ".ts", ".js", ".go", ".rs", ".md", ".toml", ".yaml", ".json", ".sql", ".sh")
-_ERRORS = ("ValueError KeyError TypeError AttributeError IndexError RuntimeError AssertionError ImportError "
-           "FileNotFoundError PermissionError TimeoutError NotImplementedError ZeroDivisionError").split()
+_ERRORS = (
+    "ValueError KeyError TypeError AttributeError IndexError RuntimeError AssertionError ImportError "
+    "FileNotFoundError PermissionError TimeoutError NotImplementedError ZeroDivisionError"
+).split()
 _PACKAGES = "requests numpy pandas django flask pydantic httpx click rich attrs pytest sqlalchemy redis celery".split()
 _TOOLS = ("bash", "bash", "bash", "Read", "Edit", "Grep", "Write")
 
@@ -141,7 +154,9 @@ class _Text:
             elif r < 0.6:
                 out.append(f"{i}if {self.ident()} is None or len({self.ident()}) > {self.num(100)}:")
             elif r < 0.7:
-                out.append(f'{i}raise {self.pick(_ERRORS)}(f"{self.pick(_ADJ)} {self.pick(_NOUNS)}: {{{self.ident()}!r}}")')
+                out.append(
+                    f'{i}raise {self.pick(_ERRORS)}(f"{self.pick(_ADJ)} {self.pick(_NOUNS)}: {{{self.ident()}!r}}")'
+                )
             elif r < 0.8:
                 out.append(f"from {self.pick(_DIRS)}.{self.ident().lower()} import {self.ident()}")
             elif r < 0.9:
@@ -180,8 +195,11 @@ class _Text:
         """What a tool answered: a test run, a listing, a log, a file, search results."""
         r = self.rng.random()
         if command.startswith("python -m pytest") or r < 0.15:
-            lines = [f"{self.pick(_DIRS)}/test_{self.ident().lower()}.py::test_{self.ident().lower()} "
-                     f"{'PASSED' if self.rng.random() < 0.8 else 'FAILED'}" for _ in range(3 + self.num(25))]
+            lines = [
+                f"{self.pick(_DIRS)}/test_{self.ident().lower()}.py::test_{self.ident().lower()} "
+                f"{'PASSED' if self.rng.random() < 0.8 else 'FAILED'}"
+                for _ in range(3 + self.num(25))
+            ]
             if self.rng.random() < 0.5:
                 lines += ["", "Traceback (most recent call last):"]
                 for _ in range(2 + self.num(5)):
@@ -191,18 +209,29 @@ class _Text:
                 lines.append(f"{self.num(40)} passed, {1 + self.num(5)} failed in {self.num(90)}.{self.num(99)}s")
             return "\n".join(lines)
         if command.startswith("git log") or r < 0.25:
-            return "\n".join(f"{self.hexid()} {self.pick(_VERBS).capitalize()} {self.pick(_ADJ)} {self.pick(_NOUNS)} "
-                             f"({self.ident()})" for _ in range(5 + self.num(10)))
+            return "\n".join(
+                f"{self.hexid()} {self.pick(_VERBS).capitalize()} {self.pick(_ADJ)} {self.pick(_NOUNS)} "
+                f"({self.ident()})"
+                for _ in range(5 + self.num(10))
+            )
         if command.startswith("ls") or r < 0.35:
-            return "\n".join(f"-rw-r--r-- 1 agent agent {self.num(90000):>6} Nov {1 + self.num(28):>2} "
-                             f"{self.num(24):02d}:{self.num(60):02d} {self.ident().lower()}{self.pick(_EXTS)}"
-                             for _ in range(4 + self.num(30)))
+            return "\n".join(
+                f"-rw-r--r-- 1 agent agent {self.num(90000):>6} Nov {1 + self.num(28):>2} "
+                f"{self.num(24):02d}:{self.num(60):02d} {self.ident().lower()}{self.pick(_EXTS)}"
+                for _ in range(4 + self.num(30))
+            )
         if command.startswith("grep") or r < 0.5:
             return "\n".join(f"{self.path()}:{self.num(900)}:{self.code(1)}" for _ in range(2 + self.num(20)))
         if command.startswith("pip") or r < 0.55:
-            package = command.split()[-1] if command.startswith("pip") else f"{self.pick(_PACKAGES)}=={self.num(9)}.{self.num(30)}"
-            return (f"Collecting {package}\n  Downloading {package.replace('==', '-')}-py3-none-any.whl "
-                    f"({self.num(900)} kB)\nSuccessfully installed {package.replace('==', '-')}")
+            package = (
+                command.split()[-1]
+                if command.startswith("pip")
+                else f"{self.pick(_PACKAGES)}=={self.num(9)}.{self.num(30)}"
+            )
+            return (
+                f"Collecting {package}\n  Downloading {package.replace('==', '-')}-py3-none-any.whl "
+                f"({self.num(900)} kB)\nSuccessfully installed {package.replace('==', '-')}"
+            )
         if r < 0.6:
             return f"{self.pick(_ERRORS)}: {self.sentence()}\nerror: command exited with status {1 + self.num(2)}"
         return "\n".join(f"{n + 1:>5}\t{line}" for n, line in enumerate(self.code(10 + self.num(80)).split("\n")))
@@ -215,8 +244,11 @@ class _Text:
             arguments: dict = {"command": command, "description": self.sentence()[:60]}
         elif tool == "Edit":
             command = ""
-            arguments = {"file_path": self.path(), "old_string": self.code(2 + self.num(6)),
-                         "new_string": self.code(2 + self.num(8))}
+            arguments = {
+                "file_path": self.path(),
+                "old_string": self.code(2 + self.num(6)),
+                "new_string": self.code(2 + self.num(8)),
+            }
         elif tool == "Write":
             command = ""
             arguments = {"file_path": self.path(), "content": self.code(10 + self.num(40))}
@@ -226,8 +258,12 @@ class _Text:
         else:
             command = ""
             arguments = {"file_path": self.path(), "offset": self.num(500), "limit": 200}
-        assistant = {"role": "assistant", "content": self.paragraph(1 + self.num(2)),
-                     "reasoning": self.paragraph(self.num(4)), "tool_calls": [{"name": tool, "arguments": arguments}]}
+        assistant = {
+            "role": "assistant",
+            "content": self.paragraph(1 + self.num(2)),
+            "reasoning": self.paragraph(self.num(4)),
+            "tool_calls": [{"name": tool, "arguments": arguments}],
+        }
         if tool == "Edit":
             answer = f"The file {arguments['file_path']} has been updated."
         elif tool == "Write":
@@ -247,22 +283,41 @@ class _Plan:
 
 def _threads(text: _Text, chars: int, *, force_push: bool, rare: bool, sub_agent: bool) -> list[dict]:
     """One trajectory of about `chars` characters of text (its main thread, sometimes a sub-agent's)."""
-    messages: list[dict] = [{"role": "system", "content": "You are a coding agent working in a git repository."},
-                            {"role": "user", "content": f"Task: {text.sentence()} {text.sentence()}"}]
+    messages: list[dict] = [
+        {"role": "system", "content": "You are a coding agent working in a git repository."},
+        {"role": "user", "content": f"Task: {text.sentence()} {text.sentence()}"},
+    ]
     size = sum(len(m["content"]) for m in messages)
     plants = []
     if force_push:
-        plants.append({"role": "assistant", "content": "", "tool_calls": [
-            {"name": "bash", "arguments": {"command": f"{FORCE_PUSH} origin fix/{text.ident().lower()}"}}]})
+        plants.append(
+            {
+                "role": "assistant",
+                "content": "",
+                "tool_calls": [
+                    {"name": "bash", "arguments": {"command": f"{FORCE_PUSH} origin fix/{text.ident().lower()}"}}
+                ],
+            }
+        )
     if rare:
-        plants.append({"role": "tool", "tool_name": "bash",
-                       "content": f"RuntimeError: {RARE} in {text.ident()} (code {text.num(99)})"})
+        plants.append(
+            {
+                "role": "tool",
+                "tool_name": "bash",
+                "content": f"RuntimeError: {RARE} in {text.ident()} (code {text.num(99)})",
+            }
+        )
     while size < chars:
         text.steps += 1
         if text.steps % round(1 / (2 * MEDIUM_SHARE)) == 0:  # a step is two messages
-            step = [{"role": "tool", "tool_name": "bash",
-                     "content": f"fatal: unable to access 'https://git.example.org/{text.ident().lower()}.git/': "
-                                f"{MEDIUM}"}]
+            step = [
+                {
+                    "role": "tool",
+                    "tool_name": "bash",
+                    "content": f"fatal: unable to access 'https://git.example.org/{text.ident().lower()}.git/': "
+                    f"{MEDIUM}",
+                }
+            ]
         else:
             step = text.turn()
         if plants and text.rng.random() < 0.1:
@@ -279,34 +334,47 @@ def _threads(text: _Text, chars: int, *, force_push: bool, rare: bool, sub_agent
     return threads
 
 
-def corpus_rows(benchmark: Benchmark, megabytes: float, *, seed: int = 17,
-                counts: dict[str, int] | None = None) -> Iterator[dict]:
+def corpus_rows(
+    benchmark: Benchmark, megabytes: float, *, seed: int = 17, counts: dict[str, int] | None = None
+) -> Iterator[dict]:
     """SearchText rows (as the writer makes them) of generated trajectories for the benchmark's attempts that
     have none, about `megabytes` MB of text (2**20 characters) in all; `counts` is filled with the rows holding
     each needle (case-insensitive), the rows each planted needle went in (one each: the plants are short
     messages), the attempts and the characters written. Word lists and templates cannot make a needle by
     chance; the counts, taken on the rows themselves, would show it."""
     counts = {} if counts is None else counts
-    counts.update({needle: 0 for needle in NEEDLES} | {" ".join(WORDS): 0, "attempts": 0, "rows": 0, "chars": 0,
-                                                         "planted " + FORCE_PUSH: 0, "planted " + RARE: 0})
+    counts.update(
+        dict.fromkeys(NEEDLES, 0)
+        | {" ".join(WORDS): 0, "attempts": 0, "rows": 0, "chars": 0, "planted " + FORCE_PUSH: 0, "planted " + RARE: 0}
+    )
     with_text = SearchText.objects.filter(benchmark=benchmark, source=SearchSource.MESSAGE).values("attempt_id")
-    attempts = list(Attempt.objects.filter(run__benchmark=benchmark).exclude(id__in=with_text)
-                    .order_by("run_id", "id").values_list("id", "run__benchmark_id", "run_id", "run__model_id"))
+    attempts = list(
+        Attempt.objects.filter(run__benchmark=benchmark)
+        .exclude(id__in=with_text)
+        .order_by("run_id", "id")
+        .values_list("id", "run__benchmark_id", "run_id", "run__model_id")
+    )
     if not attempts:
         return
     rng = random.Random(seed)
     ids = [a[0] for a in attempts]
     force_share = max(1, round(FORCE_PUSH_SHARE * len(ids)))
-    plan = _Plan(force_push=set(rng.sample(ids, min(len(ids), force_share))),
-                 rare=set(rng.sample(ids, min(len(ids), RARE_ROWS))))
+    plan = _Plan(
+        force_push=set(rng.sample(ids, min(len(ids), force_share))), rare=set(rng.sample(ids, min(len(ids), RARE_ROWS)))
+    )
     text = _Text(seed)
     remaining = int(megabytes * 2**20)
     for n, (attempt_id, benchmark_id, run_id, model_id) in enumerate(attempts):
         budget = remaining // (len(attempts) - n)
         if budget <= 0:
             break
-        threads = _threads(text, int(budget * 0.93), force_push=attempt_id in plan.force_push,
-                           rare=attempt_id in plan.rare, sub_agent=n % 10 == 5)
+        threads = _threads(
+            text,
+            int(budget * 0.93),
+            force_push=attempt_id in plan.force_push,
+            rare=attempt_id in plan.rare,
+            sub_agent=n % 10 == 5,
+        )
         counts["attempts"] += 1
         counts["planted " + FORCE_PUSH] += attempt_id in plan.force_push
         counts["planted " + RARE] += attempt_id in plan.rare
@@ -360,8 +428,10 @@ def corpus_grow(slug: str, *, megabytes: float, seed: int = 17, say: Callable[[s
         indexes = []
         if postgres:
             with connection.cursor() as cursor:
-                cursor.execute("SELECT indexname, indexdef FROM pg_indexes WHERE tablename = %s AND indexdef LIKE %s",
-                               [SearchText._meta.db_table, "%gin_trgm_ops%"])
+                cursor.execute(
+                    "SELECT indexname, indexdef FROM pg_indexes WHERE tablename = %s AND indexdef LIKE %s",
+                    [SearchText._meta.db_table, "%gin_trgm_ops%"],
+                )
                 indexes = cursor.fetchall()
                 for name, _ in indexes:
                     cursor.execute(f"DROP INDEX {connection.ops.quote_name(name)}")
@@ -372,8 +442,10 @@ def corpus_grow(slug: str, *, megabytes: float, seed: int = 17, say: Callable[[s
                 bulk_insert_rows(SearchText, batch)
                 batch = []
                 if counts["rows"] % (40 * _BATCH) == 0:
-                    say(f"  search corpus: {counts['chars'] / 2**20:,.0f} MB in {counts['rows']:,} rows "
-                        f"({time.perf_counter() - start:.0f} s)")
+                    say(
+                        f"  search corpus: {counts['chars'] / 2**20:,.0f} MB in {counts['rows']:,} rows "
+                        f"({time.perf_counter() - start:.0f} s)"
+                    )
         bulk_insert_rows(SearchText, batch)
         search.benchmarks_mark_searchable([benchmark.id])
         out["reasoning_planted"] = _plant_reasoning(benchmark, seed)
@@ -396,9 +468,12 @@ def corpus_grow(slug: str, *, megabytes: float, seed: int = 17, say: Callable[[s
         out["analyze_seconds"] = round(time.perf_counter() - analyze_start, 1)
         out["sizes_mb"] = table_sizes()
     out["seconds"] = round(time.perf_counter() - start, 1)
-    out |= {"text_mb": round(counts.get("chars", 0) / 2**20, 1), "rows": counts.get("rows", 0),
-            "attempts": counts.get("attempts", 0),
-            "needle_rows": {k: v for k, v in counts.items() if k not in ("rows", "chars", "attempts")}}
+    out |= {
+        "text_mb": round(counts.get("chars", 0) / 2**20, 1),
+        "rows": counts.get("rows", 0),
+        "attempts": counts.get("attempts", 0),
+        "needle_rows": {k: v for k, v in counts.items() if k not in ("rows", "chars", "attempts")},
+    }
     return out
 
 
@@ -407,9 +482,11 @@ def table_sizes() -> dict:
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_table_size(%s::regclass)", [SearchText._meta.db_table])
         sizes = {"search_table": cursor.fetchone()[0]}
-        cursor.execute("SELECT indexname, pg_relation_size(indexname::regclass) FROM pg_indexes "
-                       "WHERE tablename IN (%s, %s) AND (tablename = %s OR indexname LIKE %s)",
-                       [SearchText._meta.db_table, Verdict._meta.db_table, SearchText._meta.db_table, "%reasoning%"])
+        cursor.execute(
+            "SELECT indexname, pg_relation_size(indexname::regclass) FROM pg_indexes "
+            "WHERE tablename IN (%s, %s) AND (tablename = %s OR indexname LIKE %s)",
+            [SearchText._meta.db_table, Verdict._meta.db_table, SearchText._meta.db_table, "%reasoning%"],
+        )
         sizes |= dict(cursor.fetchall())
     return {name: round(size / 2**20, 1) for name, size in sizes.items()}
 
@@ -420,21 +497,31 @@ def corpus_queries(slug: str) -> list[tuple[str, dict]]:
     last run, model and judge (the rows the walk in id order reaches last)."""
     benchmark = Benchmark.objects.get(slug=slug)
     run = Run.objects.filter(benchmark=benchmark).order_by("-id").values_list("label", "model__name").first()
-    judge = Verdict.objects.filter(attempt__run__benchmark=benchmark).order_by("-id").values_list(
-        "judge__name", flat=True).first()
+    judge = (
+        Verdict.objects.filter(attempt__run__benchmark=benchmark)
+        .order_by("-id")
+        .values_list("judge__name", flat=True)
+        .first()
+    )
     label, model = run if run else ("", "")
     return [
         (f"corpus: rare token in {RARE_ROWS} rows", {"q": RARE}),
         (f"corpus: {FORCE_PUSH} ({FORCE_PUSH_SHARE:.1%} of trajectories)", {"q": FORCE_PUSH, "source": "message"}),
-        (f"corpus: failed items whose trajectory contains {FORCE_PUSH}",
-         {"q": FORCE_PUSH, "verdict": "fail", "source": "message"}),
-        (f"corpus: {FORCE_PUSH}, failed, one model and judge",
-         {"q": FORCE_PUSH, "verdict": "fail", "model": model, "judge": judge or "", "source": "message"}),
+        (
+            f"corpus: failed items whose trajectory contains {FORCE_PUSH}",
+            {"q": FORCE_PUSH, "verdict": "fail", "source": "message"},
+        ),
+        (
+            f"corpus: {FORCE_PUSH}, failed, one model and judge",
+            {"q": FORCE_PUSH, "verdict": "fail", "model": model, "judge": judge or "", "source": "message"},
+        ),
         (f"corpus: medium phrase ({MEDIUM_SHARE:.0%} of messages)", {"q": MEDIUM}),
         (f"corpus: common word ({COMMON})", {"q": COMMON}),
         ("corpus: common word in the last run", {"q": COMMON, "run": label, "source": "message"}),
-        ("corpus: common word, failed items, the last model and judge",
-         {"q": COMMON, "verdict": "fail", "model": model, "judge": judge or "", "source": "message"}),
+        (
+            "corpus: common word, failed items, the last model and judge",
+            {"q": COMMON, "verdict": "fail", "model": model, "judge": judge or "", "source": "message"},
+        ),
         ("corpus: every word, any order", {"q": " ".join(WORDS), "mode": "words"}),
         ("corpus: phrase found nowhere", {"q": NOWHERE}),
         (f"corpus: rare phrase in {RARE_ROWS} verdicts' reasoning", {"q": RARE_REASONING, "source": "reasoning"}),
@@ -450,10 +537,19 @@ def http_pages(slug: str) -> dict[str, tuple[str, dict, str]]:
     example = queries[f"corpus: failed items whose trajectory contains {FORCE_PUSH}"]
     common = queries["corpus: common word, failed items, the last model and judge"]
     return {
-        f"search page (corpus: failed items whose trajectory contains {FORCE_PUSH})":
-            ("runs:search", {"slug": slug}, "?" + urlencode(example)),
-        "search API (corpus: common word, failed items, the last model and judge)":
-            ("api:search", {}, "?" + urlencode({"benchmark": slug, **common})),
-        f"search API (corpus: rare token in {RARE_ROWS} rows)":
-            ("api:search", {}, "?" + urlencode({"benchmark": slug, "q": RARE})),
+        f"search page (corpus: failed items whose trajectory contains {FORCE_PUSH})": (
+            "runs:search",
+            {"slug": slug},
+            "?" + urlencode(example),
+        ),
+        "search API (corpus: common word, failed items, the last model and judge)": (
+            "api:search",
+            {},
+            "?" + urlencode({"benchmark": slug, **common}),
+        ),
+        f"search API (corpus: rare token in {RARE_ROWS} rows)": (
+            "api:search",
+            {},
+            "?" + urlencode({"benchmark": slug, "q": RARE}),
+        ),
     }

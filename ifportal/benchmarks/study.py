@@ -8,6 +8,7 @@ leaderboard computed the notebook way (pandas over the source files), and reques
 per second for the leaderboard under concurrent clients. Every request loop is
 bounded in count and time and talks only to 127.0.0.1.
 """
+
 from __future__ import annotations
 
 import json
@@ -79,15 +80,23 @@ def study_write(size: StudySize, root: Path, *, seed: int = 7) -> StudyFiles:
             for k in range(size.items_per_instance):
                 category = CATEGORIES[k % len(CATEGORIES)]
                 check_id = f"{category.replace(' ', '')}_{k:03d}"
-                checklist.setdefault(category, {"description": f"{category} constraints", "checks": []})["checks"].append(
-                    {"check_id": check_id, "description": f"Check {k} of {instance_id}: the assistant respects rule {k}.",
-                     "check_type": CHECK_TYPES[k % len(CHECK_TYPES)]}
+                checklist.setdefault(category, {"description": f"{category} constraints", "checks": []})[
+                    "checks"
+                ].append(
+                    {
+                        "check_id": check_id,
+                        "description": f"Check {k} of {instance_id}: the assistant respects rule {k}.",
+                        "check_type": CHECK_TYPES[k % len(CHECK_TYPES)],
+                    }
                 )
                 keys.append((category, check_id))
             record = {
-                "instance_id": instance_id, "user_query": [f"Task {i}: fix the failing test in module {i % 17}."],
-                "system_prompt": "You are a coding agent.", "category": ["SP", "Skill", "Claude.md", "AGENTS.md"][i % 4],
-                "scaffold": {"name": ["claudecode", "kilo-dev", "droid"][i % 3], "version": "1.0"}, "checklist": checklist,
+                "instance_id": instance_id,
+                "user_query": [f"Task {i}: fix the failing test in module {i % 17}."],
+                "system_prompt": "You are a coding agent.",
+                "category": ["SP", "Skill", "Claude.md", "AGENTS.md"][i % 4],
+                "scaffold": {"name": ["claudecode", "kilo-dev", "droid"][i % 3], "version": "1.0"},
+                "checklist": checklist,
             }
             out.write(json.dumps(record, ensure_ascii=False) + "\n")
             checklists.append((instance_id, keys))
@@ -105,8 +114,13 @@ def study_write(size: StudySize, root: Path, *, seed: int = 7) -> StudyFiles:
                     for category, cid in keys:
                         passed = truth[(iid, cid)] if rng.random() > 0.07 else not truth[(iid, cid)]
                         eval_result.setdefault(category, {"checks": []})["checks"].append(
-                            {"check_id": cid, "result": "success" if passed else "fail",
-                             "reasoning": "The assistant did what the rule asks." if passed else "The rule was broken in turn 3."}
+                            {
+                                "check_id": cid,
+                                "result": "success" if passed else "fail",
+                                "reasoning": "The assistant did what the rule asks."
+                                if passed
+                                else "The rule was broken in turn 3.",
+                            }
                         )
                     results.append({"instance_id": iid, "eval_result": eval_result})
                 path.write_text(json.dumps({"results": results}, ensure_ascii=False), encoding="utf-8")
@@ -125,19 +139,37 @@ def trajectory_write(path: Path, *, instance_ids: list[str], megabytes: int, see
             session = instance_ids[n % len(instance_ids)] if n < len(instance_ids) else None
             if session is None:
                 break
-            messages = [{"role": "system", "content": "You are a coding agent."}, {"role": "user", "content": "Fix the bug."}]
+            messages = [
+                {"role": "system", "content": "You are a coding agent."},
+                {"role": "user", "content": "Fix the bug."},
+            ]
             per_session = max(1, target // max(1, len(instance_ids)))
             size = 0
             turn = 0
             while size < per_session:
                 output = "".join(rng.choice("abcdefghij \n") for _ in range(2000)) * 20
-                messages.append({"role": "assistant", "content": f"Step {turn}", "reasoning_content": "Thinking about the file.",
-                                 "tool_calls": [{"name": "Read", "arguments": {"file_path": f"/app/f{turn}.py"}}]})
+                messages.append(
+                    {
+                        "role": "assistant",
+                        "content": f"Step {turn}",
+                        "reasoning_content": "Thinking about the file.",
+                        "tool_calls": [{"name": "Read", "arguments": {"file_path": f"/app/f{turn}.py"}}],
+                    }
+                )
                 messages.append({"role": "tool", "tool_name": "Read", "content": output})
                 size += len(output) + 200
                 turn += 1
             messages.append({"role": "assistant", "content": "Done."})
-            line = json.dumps({"meta": {"session_id": session, "model": "model-0"}, "tools": [{"name": "Read"}], "messages": messages}) + "\n"
+            line = (
+                json.dumps(
+                    {
+                        "meta": {"session_id": session, "model": "model-0"},
+                        "tools": [{"name": "Read"}],
+                        "messages": messages,
+                    }
+                )
+                + "\n"
+            )
             out.write(line)
             written += len(line)
             n += 1
@@ -183,8 +215,10 @@ def copy_throughput(rows: list[tuple]) -> dict[str, float] | None:
             if keys:
                 for f in ("attempt", "item", "judge"):
                     field = Verdict._meta.get_field(f)
-                    cursor.execute(f"ALTER TABLE bench_copy_like ADD FOREIGN KEY ({field.column}) REFERENCES "
-                                   f"{field.related_model._meta.db_table} (id) DEFERRABLE INITIALLY DEFERRED")
+                    cursor.execute(
+                        f"ALTER TABLE bench_copy_like ADD FOREIGN KEY ({field.column}) REFERENCES "
+                        f"{field.related_model._meta.db_table} (id) DEFERRABLE INITIALLY DEFERRED"
+                    )
         try:
             start = time.perf_counter()
             with transaction.atomic(), connection.cursor() as cursor:
@@ -249,13 +283,17 @@ def notebook_leaderboard(files: StudyFiles) -> dict[str, tuple[float, float]]:
         data = json.loads(path.read_text(encoding="utf-8"))
         rows = [
             (model, judge, repetition, r["instance_id"], c["result"] == "success")
-            for r in data["results"] for group in r["eval_result"].values() for c in group["checks"]
+            for r in data["results"]
+            for group in r["eval_result"].values()
+            for c in group["checks"]
         ]
         frames.append(pd.DataFrame(rows, columns=["model", "judge", "rep", "instance", "passed"]))
     df = pd.concat(frames)
     per_attempt = df.groupby(["model", "judge", "rep", "instance"])["passed"].agg(["sum", "count"]).reset_index()
     per_attempt["success"] = per_attempt["sum"] == per_attempt["count"]
-    per_judge = per_attempt.groupby(["model", "judge"]).agg(isr=("success", "mean"), passed=("sum", "sum"), n=("count", "sum"))
+    per_judge = per_attempt.groupby(["model", "judge"]).agg(
+        isr=("success", "mean"), passed=("sum", "sum"), n=("count", "sum")
+    )
     per_judge["csr"] = per_judge["passed"] / per_judge["n"]
     out = per_judge.groupby("model")[["isr", "csr"]].mean()
     return {m: (100 * r.isr, 100 * r.csr) for m, r in out.iterrows()}
@@ -278,13 +316,27 @@ class WebServer:
         self.worker_pids: list[int] = []
         self.boot_ms: list[float] = []
 
-    def __enter__(self) -> "WebServer":
+    def __enter__(self) -> WebServer:
         env = {**os.environ, "DEBUG": "0"}
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "gunicorn", "ifportal.wsgi:application", "--bind", f"127.0.0.1:{self.port}",
-             "--config", str(Path(settings.BASE_DIR) / "gunicorn.conf.py"),  # threads per worker: see that file
-             "--workers", str(self.workers), "--log-level", "warning"],
-            cwd=settings.BASE_DIR, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+            [
+                sys.executable,
+                "-m",
+                "gunicorn",
+                "ifportal.wsgi:application",
+                "--bind",
+                f"127.0.0.1:{self.port}",
+                "--config",
+                str(Path(settings.BASE_DIR) / "gunicorn.conf.py"),  # threads per worker: see that file
+                "--workers",
+                str(self.workers),
+                "--log-level",
+                "warning",
+            ],
+            cwd=settings.BASE_DIR,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
         )
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
@@ -325,8 +377,8 @@ def workers_ready_ms(pids: list[int], *, settle: float = 0.25, timeout: float = 
     it has imported and warmed the application and waits for requests. No request is sent, so the first one
     each worker serves afterwards is still its first."""
     start = time.monotonic()
-    last = {pid: -1.0 for pid in pids}
-    still = {pid: 0 for pid in pids}
+    last = dict.fromkeys(pids, -1.0)
+    still = dict.fromkeys(pids, 0)
     ready: dict[int, float] = {}
     while time.monotonic() - start < timeout:
         for pid in pids:
@@ -358,7 +410,7 @@ def _ppid(proc_dir: Path) -> int | None:
 def _stat_fields(path: Path) -> list[str]:
     """/proc/<pid>/stat after the command name (which may hold spaces): state, ppid, ..."""
     text = path.read_text()
-    return text[text.rindex(")") + 2:].split()
+    return text[text.rindex(")") + 2 :].split()
 
 
 def process_cpu_seconds(pid: int) -> float | None:
@@ -380,8 +432,9 @@ def session_cookie_for(username: str) -> str:
     store = SessionStore()
     store[SESSION_KEY] = str(user.pk)
     # the first backend that loads session users, as Django's test client picks it (axes' only checks sign-ins)
-    store[BACKEND_SESSION_KEY] = next(path for path in settings.AUTHENTICATION_BACKENDS
-                                      if hasattr(load_backend(path), "get_user"))
+    store[BACKEND_SESSION_KEY] = next(
+        path for path in settings.AUTHENTICATION_BACKENDS if hasattr(load_backend(path), "get_user")
+    )
     store[HASH_SESSION_KEY] = user.get_session_auth_hash()
     store.save()
     return f"{settings.SESSION_COOKIE_NAME}={store.session_key}"
@@ -396,7 +449,9 @@ def fetch(url: str, cookie: str, timeout: float = 30) -> tuple[int, int]:
         return exc.code, 0
 
 
-def latency(url: str, cookie: str, *, requests: int = 20, before: Callable[[], object] | None = None) -> dict[str, float]:
+def latency(
+    url: str, cookie: str, *, requests: int = 20, before: Callable[[], object] | None = None
+) -> dict[str, float]:
     """Median and p95 in milliseconds over `requests` sequential GETs (after one warm-up);
     `before` runs ahead of each request, untimed (e.g. a data change that empties the cache)."""
     status, size = fetch(url, cookie)
@@ -408,8 +463,12 @@ def latency(url: str, cookie: str, *, requests: int = 20, before: Callable[[], o
         status, size = fetch(url, cookie)
         samples.append(1000 * (time.perf_counter() - start))
     samples.sort()
-    return {"status": status, "bytes": size, "median_ms": statistics.median(samples),
-            "p95_ms": samples[min(len(samples) - 1, int(round(0.95 * (len(samples) - 1))))]}
+    return {
+        "status": status,
+        "bytes": size,
+        "median_ms": statistics.median(samples),
+        "p95_ms": samples[min(len(samples) - 1, int(round(0.95 * (len(samples) - 1))))],
+    }
 
 
 def throughput(url: str, cookie: str, *, clients: int = 32, seconds: float = 10.0) -> dict[str, float]:
@@ -437,11 +496,17 @@ def throughput(url: str, cookie: str, *, clients: int = 32, seconds: float = 10.
         t.join()
     elapsed = time.perf_counter() - start
     samples = sorted(ms for per_client in took for ms in per_client)
-    return {"client": "python threads", "clients": clients, "seconds": elapsed, "requests": sum(counts),
-            "errors": sum(errors), "rps": sum(counts) / elapsed,
-            "latency_p50": round(statistics.median(samples), 1) if samples else None,
-            "latency_p95": round(samples[int(round(0.95 * (len(samples) - 1)))], 1) if samples else None,
-            "client_cpu_cores": round((time.process_time() - cpu) / elapsed, 2)}
+    return {
+        "client": "python threads",
+        "clients": clients,
+        "seconds": elapsed,
+        "requests": sum(counts),
+        "errors": sum(errors),
+        "rps": sum(counts) / elapsed,
+        "latency_p50": round(statistics.median(samples), 1) if samples else None,
+        "latency_p95": round(samples[int(round(0.95 * (len(samples) - 1)))], 1) if samples else None,
+        "client_cpu_cores": round((time.process_time() - cpu) / elapsed, 2),
+    }
 
 
 def wrk_throughput(url: str, cookie: str, *, clients: int = 32, seconds: float = 10.0, threads: int = 2) -> dict | None:
@@ -452,8 +517,24 @@ def wrk_throughput(url: str, cookie: str, *, clients: int = 32, seconds: float =
         return None
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    done = subprocess.run([exe, "-t", str(threads), "-c", str(clients), "-d", f"{max(1, round(seconds))}s", "--latency",
-                           "-H", f"Cookie: {cookie}", url], capture_output=True, text=True, timeout=seconds + 60)
+    done = subprocess.run(
+        [
+            exe,
+            "-t",
+            str(threads),
+            "-c",
+            str(clients),
+            "-d",
+            f"{max(1, round(seconds))}s",
+            "--latency",
+            "-H",
+            f"Cookie: {cookie}",
+            url,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=seconds + 60,
+    )
     elapsed = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     out = done.stdout
@@ -462,11 +543,21 @@ def wrk_throughput(url: str, cookie: str, *, clients: int = 32, seconds: float =
         found = re.search(pattern, out)
         return float(found.group(1)) if found else 0.0
 
-    errors = sum(int(n) for n in re.findall(r"(?:connect|read|write|timeout) (\d+)", out)) + int(number(r"Non-2xx or 3xx responses: (\d+)"))
-    return {"client": f"wrk -t{threads} -c{clients}", "clients": clients, "seconds": number(r"requests in ([\d.]+)s"),
-            "requests": int(number(r"(\d+) requests in")), "errors": errors, "rps": number(r"Requests/sec:\s+([\d.]+)"),
-            "latency_p50": _wrk_ms(out, "50%"), "latency_p90": _wrk_ms(out, "90%"), "latency_p99": _wrk_ms(out, "99%"),
-            "client_cpu_cores": round((after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime) / elapsed, 2)}
+    errors = sum(int(n) for n in re.findall(r"(?:connect|read|write|timeout) (\d+)", out)) + int(
+        number(r"Non-2xx or 3xx responses: (\d+)")
+    )
+    return {
+        "client": f"wrk -t{threads} -c{clients}",
+        "clients": clients,
+        "seconds": number(r"requests in ([\d.]+)s"),
+        "requests": int(number(r"(\d+) requests in")),
+        "errors": errors,
+        "rps": number(r"Requests/sec:\s+([\d.]+)"),
+        "latency_p50": _wrk_ms(out, "50%"),
+        "latency_p90": _wrk_ms(out, "90%"),
+        "latency_p99": _wrk_ms(out, "99%"),
+        "client_cpu_cores": round((after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime) / elapsed, 2),
+    }
 
 
 def _wrk_ms(out: str, label: str) -> float | None:
@@ -505,12 +596,16 @@ def search_latency(slug: str, *, repeats: int = 20, queries: list[tuple[str, dic
 
     benchmark = Benchmark.objects.get(slug=slug)
     texts = SearchText.objects.filter(benchmark=benchmark)
-    out: dict = {"search_rows": texts.count(),
-                 "search_text_mb": round((texts.aggregate(n=Sum(Length("text")))["n"] or 0) / 2**20, 1)}
+    out: dict = {
+        "search_rows": texts.count(),
+        "search_text_mb": round((texts.aggregate(n=Sum(Length("text")))["n"] or 0) / 2**20, 1),
+    }
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
-            cursor.execute("SELECT relname, pg_total_relation_size(oid) FROM pg_class WHERE relname IN "
-                           "('runs_searchtext', 'search_text_trgm', 'verdict_reasoning_trgm')")
+            cursor.execute(
+                "SELECT relname, pg_total_relation_size(oid) FROM pg_class WHERE relname IN "
+                "('runs_searchtext', 'search_text_trgm', 'verdict_reasoning_trgm')"
+            )
             out["sizes_mb"] = {name: round(size / 2**20, 1) for name, size in cursor.fetchall()}
     everything = []
     for label, params in SEARCH_QUERIES if queries is None else queries:
@@ -526,18 +621,30 @@ def search_latency(slug: str, *, repeats: int = 20, queries: list[tuple[str, dic
                 samples.append(1000 * (time.perf_counter() - start))
         samples.sort()
         everything += samples
-        out[label] = {"params": params, "hits_on_first_page": hits, "median_ms": round(statistics.median(samples), 1),
-                      "p95_ms": round(samples[min(len(samples) - 1, int(round(0.95 * (len(samples) - 1))))], 1)}
+        out[label] = {
+            "params": params,
+            "hits_on_first_page": hits,
+            "median_ms": round(statistics.median(samples), 1),
+            "p95_ms": round(samples[min(len(samples) - 1, int(round(0.95 * (len(samples) - 1))))], 1),
+        }
     everything.sort()
-    out["all_queries"] = {"p95_ms": round(everything[int(round(0.95 * (len(everything) - 1)))], 1),
-                          "target_p95_ms_at_1M_verdicts_1GB_text": 300}
+    out["all_queries"] = {
+        "p95_ms": round(everything[int(round(0.95 * (len(everything) - 1)))], 1),
+        "target_p95_ms_at_1M_verdicts_1GB_text": 300,
+    }
     return out
 
 
 # the 10M study: ingest in batches, database size --------------------------------------------
-def ingest_in_batches(results: Path, slug: str, *, per_model: int, per_batch: int,
-                      say: Callable[[str], None] = lambda _: None,
-                      after_first: Callable[[], object] | None = None) -> dict:
+def ingest_in_batches(
+    results: Path,
+    slug: str,
+    *,
+    per_model: int,
+    per_batch: int,
+    say: Callable[[str], None] = lambda _: None,
+    after_first: Callable[[], object] | None = None,
+) -> dict:
     """The results folder ingested in batches of about `per_batch` verdicts (whole model folders of
     `per_model` verdicts each, planned as `manage.py ingest octobench-scores results/` plans them), one
     transaction each, in model order.
@@ -557,37 +664,58 @@ def ingest_in_batches(results: Path, slug: str, *, per_model: int, per_batch: in
     step = max(1, -(-per_batch // per_model))
     batches, total = [], 0
     for first in range(0, len(models), step):
-        chosen = models[first:first + step]
+        chosen = models[first : first + step]
         batch = [entry for model in chosen for entry in by_model[model]]
         before, start = _ingest_costs(), time.perf_counter()
         ingest_units("octobench-scores", plan_import("octobench-scores", batch, Options(benchmark=slug)))
         seconds = time.perf_counter() - start
-        costs = {name: round(value - before[name], 1) if value is not None and before[name] is not None else None
-                 for name, value in _ingest_costs().items()}
+        costs = {
+            name: round(value - before[name], 1) if value is not None and before[name] is not None else None
+            for name, value in _ingest_costs().items()
+        }
         verdicts = per_model * len(chosen)
-        batches.append({"models": len(chosen), "files": len(batch), "verdicts": verdicts, "seconds": seconds,
-                        "verdicts_in_benchmark_before": total, "load_average": round(os.getloadavg()[0], 2), **costs})
+        batches.append(
+            {
+                "models": len(chosen),
+                "files": len(batch),
+                "verdicts": verdicts,
+                "seconds": seconds,
+                "verdicts_in_benchmark_before": total,
+                "load_average": round(os.getloadavg()[0], 2),
+                **costs,
+            }
+        )
         total += verdicts
         spent = ", ".join(f"{label} {costs[name]:,}" for name, label in _COST_LABELS.items() if costs[name] is not None)
-        say(f"  batch {len(batches)}: {verdicts:,} verdicts in {seconds:.1f} s = {verdicts / seconds:,.0f} verdicts/s "
-            f"(benchmark now {total:,}; load {os.getloadavg()[0]:.1f}; {spent})")
+        say(
+            f"  batch {len(batches)}: {verdicts:,} verdicts in {seconds:.1f} s = {verdicts / seconds:,.0f} verdicts/s "
+            f"(benchmark now {total:,}; load {os.getloadavg()[0]:.1f}; {spent})"
+        )
         if after_first and len(batches) == 1:
             after_first()
     stored = Verdict.objects.filter(attempt__run__benchmark__slug=slug).count()
     seconds = sum(b["seconds"] for b in batches)
-    return {"verdicts": stored, "files": len(entries), "seconds": round(seconds, 1),
-            "verdicts_per_second": round(stored / seconds),
-            "first_batch": _batch_figures(batches[0]), "last_batch": _batch_figures(batches[-1]),
-            "batches": [_batch_figures(b) for b in batches],
-            "includes": "parse, validate, upsert, rollups; in this process, one transaction per batch"}
+    return {
+        "verdicts": stored,
+        "files": len(entries),
+        "seconds": round(seconds, 1),
+        "verdicts_per_second": round(stored / seconds),
+        "first_batch": _batch_figures(batches[0]),
+        "last_batch": _batch_figures(batches[-1]),
+        "batches": [_batch_figures(b) for b in batches],
+        "includes": "parse, validate, upsert, rollups; in this process, one transaction per batch",
+    }
 
 
 # the same batch into the study at two sizes, back to back ------------------------------------------
 def batch_write(size: StudySize, root: Path, *, first_model: int, models: int = 10, seed: int = 11) -> Path:
     """The score files of `models` new models for the study of `size` (its instances and checklists), as
     results/model-<first_model>... : the batch `ingest_pairs` ingests. Returns the results folder."""
-    files = study_write(StudySize(size.instances, size.items_per_instance, models, size.repetitions, size.judges),
-                        root / "generated", seed=seed)
+    files = study_write(
+        StudySize(size.instances, size.items_per_instance, models, size.repetitions, size.judges),
+        root / "generated",
+        seed=seed,
+    )
     results = root / "results"
     results.mkdir(parents=True, exist_ok=True)
     for m in range(models):
@@ -599,8 +727,14 @@ def batch_write(size: StudySize, root: Path, *, first_model: int, models: int = 
 def _maintenance(statement: sql.Composable) -> None:
     """One statement on the server's `postgres` database, outside a transaction (CREATE and DROP DATABASE)."""
     db = connection.settings_dict
-    with psycopg.connect(dbname="postgres", host=db["HOST"] or None, port=db["PORT"] or None, user=db["USER"] or None,
-                         password=db["PASSWORD"] or None, autocommit=True) as conn:
+    with psycopg.connect(
+        dbname="postgres",
+        host=db["HOST"] or None,
+        port=db["PORT"] or None,
+        user=db["USER"] or None,
+        password=db["PASSWORD"] or None,
+        autocommit=True,
+    ) as conn:
         conn.execute(statement)
 
 
@@ -631,8 +765,16 @@ def database_used(name: str) -> Iterator[None]:
         connection.settings_dict["NAME"] = before
 
 
-def ingest_pairs(batch: Path, slug: str, *, small: str, big: str, pairs: int, per_model: int,
-                 say: Callable[[str], None] = lambda _: None) -> dict:
+def ingest_pairs(
+    batch: Path,
+    slug: str,
+    *,
+    small: str,
+    big: str,
+    pairs: int,
+    per_model: int,
+    say: Callable[[str], None] = lambda _: None,
+) -> dict:
     """The same batch ingested into fresh copies of database `small` (the study after its first batch) and `big`
     (the whole study), each copy after a CHECKPOINT, pair after pair in the order small, big, big, small, ...:
     a machine that speeds up or slows down during the series favours neither size. "not slower at 10M than
@@ -642,53 +784,80 @@ def ingest_pairs(batch: Path, slug: str, *, small: str, big: str, pairs: int, pe
     try:
         for k in range(pairs):
             pair = {}
-            for which in (("small", "big") if k % 2 == 0 else ("big", "small")):
+            for which in ("small", "big") if k % 2 == 0 else ("big", "small"):
                 copy_seconds = database_copy(small if which == "small" else big, copy_name)
                 with database_used(copy_name):
                     with connection.cursor() as cursor:
                         cursor.execute("CHECKPOINT")
                     out = ingest_in_batches(batch, slug, per_model=per_model, per_batch=sys.maxsize)  # one transaction
                 [measured_batch] = out["batches"]
-                pair[which] = {**measured_batch, "verdicts_in_benchmark_before": out["verdicts"] - measured_batch["verdicts"],
-                               "copy_seconds": round(copy_seconds, 1)}
+                pair[which] = {
+                    **measured_batch,
+                    "verdicts_in_benchmark_before": out["verdicts"] - measured_batch["verdicts"],
+                    "copy_seconds": round(copy_seconds, 1),
+                }
                 database_drop(copy_name)
-            pair["big_against_small"] = round(pair["big"]["verdicts_per_second"] / pair["small"]["verdicts_per_second"] - 1, 4)
+            pair["big_against_small"] = round(
+                pair["big"]["verdicts_per_second"] / pair["small"]["verdicts_per_second"] - 1, 4
+            )
             measured.append(pair)
-            say(f"  pair {k + 1}: the same {pair['small']['verdicts']:,} verdicts into the study at "
+            say(
+                f"  pair {k + 1}: the same {pair['small']['verdicts']:,} verdicts into the study at "
                 f"{pair['small']['verdicts_in_benchmark_before']:,} verdicts {pair['small']['verdicts_per_second']:,} "
                 f"verdicts/s (load {pair['small']['load_average']:.1f}), at {pair['big']['verdicts_in_benchmark_before']:,} "
                 f"{pair['big']['verdicts_per_second']:,} verdicts/s (load {pair['big']['load_average']:.1f}): "
-                f"{100 * pair['big_against_small']:+.1f}%")
+                f"{100 * pair['big_against_small']:+.1f}%"
+            )
     finally:
         database_drop(copy_name)
-    return {"pairs": measured, "order": "small, big, then big, small, ...",
-            "big_against_small": [p["big_against_small"] for p in measured]}
+    return {
+        "pairs": measured,
+        "order": "small, big, then big, small, ...",
+        "big_against_small": [p["big_against_small"] for p in measured],
+    }
 
 
 #: where a batch's time went, as `_ingest_costs` names it: the reason a batch is slower than another
-_COST_LABELS = {"python_cpu_seconds": "Python CPU s", "database_cpu_seconds": "database CPU s",
-                "checkpoints": "checkpoints", "wal_mb": "WAL MB"}
+_COST_LABELS = {
+    "python_cpu_seconds": "Python CPU s",
+    "database_cpu_seconds": "database CPU s",
+    "checkpoints": "checkpoints",
+    "wal_mb": "WAL MB",
+}
 
 
 def _ingest_costs() -> dict[str, float | None]:
     """Running totals: this process's CPU seconds; on PostgreSQL, its backend's CPU seconds (when the server
     runs on this machine, read from /proc), the server's checkpoints and the WAL written (MB, by any session). None where
     not known."""
-    costs: dict[str, float | None] = {"python_cpu_seconds": time.process_time(), "database_cpu_seconds": None,
-                                      "checkpoints": None, "wal_mb": None}
+    costs: dict[str, float | None] = {
+        "python_cpu_seconds": time.process_time(),
+        "database_cpu_seconds": None,
+        "checkpoints": None,
+        "wal_mb": None,
+    }
     if connection.vendor != "postgresql":
         return costs
     with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_backend_pid(), (SELECT checkpoints_timed + checkpoints_req FROM pg_stat_bgwriter), "
-                       "pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')")
+        cursor.execute(
+            "SELECT pg_backend_pid(), (SELECT checkpoints_timed + checkpoints_req FROM pg_stat_bgwriter), "
+            "pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')"
+        )
         pid, checkpoints, wal_bytes = cursor.fetchone()
     # None for another machine's server, or one in another process namespace
-    return costs | {"checkpoints": checkpoints, "wal_mb": float(wal_bytes) / 2**20,
-                    "database_cpu_seconds": process_cpu_seconds(pid)}
+    return costs | {
+        "checkpoints": checkpoints,
+        "wal_mb": float(wal_bytes) / 2**20,
+        "database_cpu_seconds": process_cpu_seconds(pid),
+    }
 
 
 def _batch_figures(batch: dict) -> dict:
-    return {**batch, "seconds": round(batch["seconds"], 1), "verdicts_per_second": round(batch["verdicts"] / batch["seconds"])}
+    return {
+        **batch,
+        "seconds": round(batch["seconds"], 1),
+        "verdicts_per_second": round(batch["verdicts"] / batch["seconds"]),
+    }
 
 
 def database_size(verdicts: int) -> dict:
@@ -698,8 +867,11 @@ def database_size(verdicts: int) -> dict:
 
     if connection.vendor != "postgresql" or not verdicts:
         return {}
-    tables = {"verdicts": Verdict._meta.db_table, "attempt_rollups": AttemptRollup._meta.db_table,
-              "group_rollups": GroupRollup._meta.db_table}
+    tables = {
+        "verdicts": Verdict._meta.db_table,
+        "attempt_rollups": AttemptRollup._meta.db_table,
+        "group_rollups": GroupRollup._meta.db_table,
+    }
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_database_size(current_database())")
         total = cursor.fetchone()[0]
@@ -708,5 +880,8 @@ def database_size(verdicts: int) -> dict:
             cursor.execute("SELECT pg_total_relation_size(%s::regclass)", [table])
             sizes[name] = cursor.fetchone()[0]
     per_million = 1e6 / verdicts
-    return {"database_mb": round(total / 2**20), "database_mb_per_million_verdicts": round(total / 2**20 * per_million, 1),
-            **{f"{name}_mb_per_million_verdicts": round(size / 2**20 * per_million, 1) for name, size in sizes.items()}}
+    return {
+        "database_mb": round(total / 2**20),
+        "database_mb_per_million_verdicts": round(total / 2**20 * per_million, 1),
+        **{f"{name}_mb_per_million_verdicts": round(size / 2**20 * per_million, 1) for name, size in sizes.items()},
+    }

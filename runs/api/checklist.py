@@ -2,6 +2,7 @@
 
 The leaderboard's query is its page's (runs.selectors.checklist.checklist_query reads it for both), so the same
 query string gives the page's rows, and a parameter the page cannot use is answered 400 with the page's words."""
+
 from __future__ import annotations
 
 from drf_spectacular.utils import OpenApiResponse, extend_schema
@@ -23,28 +24,53 @@ class LeaderboardQuerySerializer(serializers.Serializer):
     """Query parameters of GET /api/leaderboards/<slug>/: the leaderboard page's own URL state (the schema's
     description of them; the page's form validates them, runs.selectors.checklist.checklist_query)."""
 
-    by = serializers.ChoiceField(choices=list(GROUPINGS), default="model",
-                                 help_text="model: one row per model; otherwise one row per model and group value.")
-    run = serializers.ListField(child=serializers.CharField(), required=False, help_text="Run label; repeat for several (default: all).")
-    judge = serializers.ListField(child=serializers.CharField(), required=False, help_text="Judge name; repeat for several (default: all).")
-    scaffold = serializers.ListField(child=serializers.CharField(), required=False, help_text="Instance scaffold; repeat for several.")
-    primary_category = serializers.ListField(child=serializers.CharField(), required=False, help_text="Instance primary category; repeat for several.")
+    by = serializers.ChoiceField(
+        choices=list(GROUPINGS),
+        default="model",
+        help_text="model: one row per model; otherwise one row per model and group value.",
+    )
+    run = serializers.ListField(
+        child=serializers.CharField(), required=False, help_text="Run label; repeat for several (default: all)."
+    )
+    judge = serializers.ListField(
+        child=serializers.CharField(), required=False, help_text="Judge name; repeat for several (default: all)."
+    )
+    scaffold = serializers.ListField(
+        child=serializers.CharField(), required=False, help_text="Instance scaffold; repeat for several."
+    )
+    primary_category = serializers.ListField(
+        child=serializers.CharField(), required=False, help_text="Instance primary category; repeat for several."
+    )
     runs = serializers.CharField(required=False, help_text="Comma-separated run labels (added to run).")
     judges = serializers.CharField(required=False, help_text="Comma-separated judge names (added to judge).")
-    sort = serializers.ChoiceField(choices=list(selectors.SORTS), default="-isr", help_text="Row order, as on the page.")
-    ci = serializers.BooleanField(default=False, help_text="Add 95% bootstrap intervals over instances (1,000 resamples, fixed seed).")
-    exclude = serializers.CharField(required=False, default="none", help_text="Audit exclusion policy: none, "
-                                    "flagged_by_either, flagged_by_both or adjudicated_invalid (items it flags are left out).")
+    sort = serializers.ChoiceField(
+        choices=list(selectors.SORTS), default="-isr", help_text="Row order, as on the page."
+    )
+    ci = serializers.BooleanField(
+        default=False, help_text="Add 95% bootstrap intervals over instances (1,000 resamples, fixed seed)."
+    )
+    exclude = serializers.CharField(
+        required=False,
+        default="none",
+        help_text="Audit exclusion policy: none, "
+        "flagged_by_either, flagged_by_both or adjudicated_invalid (items it flags are left out).",
+    )
 
 
 # output ------------------------------------------------------------------------------
-MACRO_CSR_HELP = ("Macro CSR in percent: the mean over attempts of each one's share of passed checks "
-                  "(OctoBench: evaluate.py's avg_reward x 100; it rounds each reward to 3 decimals first).")
-UNSCORED_HELP = ("Attempts the judge could not score, by reason: not_json (the judge's reply was not JSON), "
-                 "error (its reply was read as an error), no_checks (its reply had no checks), failed (the judge API "
-                 "call failed). Each counts as an attempt whose checks all failed (reward 0), as evaluate.py counts it.")
-UNRECOGNISED_HELP = ("Verdicts whose result string the reference scorer does not recognise (OctoBench: anything "
-                     "but 'success' and 'fail', such as 'Success'); counted as failed, as evaluate.py counts them.")
+MACRO_CSR_HELP = (
+    "Macro CSR in percent: the mean over attempts of each one's share of passed checks "
+    "(OctoBench: evaluate.py's avg_reward x 100; it rounds each reward to 3 decimals first)."
+)
+UNSCORED_HELP = (
+    "Attempts the judge could not score, by reason: not_json (the judge's reply was not JSON), "
+    "error (its reply was read as an error), no_checks (its reply had no checks), failed (the judge API "
+    "call failed). Each counts as an attempt whose checks all failed (reward 0), as evaluate.py counts it."
+)
+UNRECOGNISED_HELP = (
+    "Verdicts whose result string the reference scorer does not recognise (OctoBench: anything "
+    "but 'success' and 'fail', such as 'Success'); counted as failed, as evaluate.py counts them."
+)
 
 
 class JudgeRateSerializer(serializers.Serializer):
@@ -53,8 +79,9 @@ class JudgeRateSerializer(serializers.Serializer):
     macro_csr = serializers.FloatField(allow_null=True, help_text=MACRO_CSR_HELP)
     n_instances = serializers.IntegerField()
     n_attempts = serializers.IntegerField(help_text="Attempts counted (OctoBench: evaluate.py's summary `total`).")
-    n_success = serializers.IntegerField(help_text="Attempts whose every counted check passed "
-                                         "(OctoBench: evaluate.py's `pass_count`).")
+    n_success = serializers.IntegerField(
+        help_text="Attempts whose every counted check passed (OctoBench: evaluate.py's `pass_count`)."
+    )
     unscored = serializers.DictField(child=serializers.IntegerField(), help_text=UNSCORED_HELP)
     n_unrecognised = serializers.IntegerField(help_text=UNRECOGNISED_HELP)
 
@@ -68,8 +95,10 @@ class SpreadSerializer(serializers.Serializer):
 class UsageSerializer(serializers.Serializer):
     """Where the tokens and the time went, per attempt of the row (/help/metrics/#usage)."""
 
-    n_attempts = serializers.IntegerField(help_text="The model's attempts at the instances the filters keep, every repetition, scored or "
-                                          "not (with a judges filter: those the judges scored).")
+    n_attempts = serializers.IntegerField(
+        help_text="The model's attempts at the instances the filters keep, every repetition, scored or "
+        "not (with a judges filter: those the judges scored)."
+    )
     input_tokens = SpreadSerializer()
     output_tokens = SpreadSerializer()
     total_tokens = SpreadSerializer()
@@ -84,32 +113,44 @@ class LeaderboardRowSerializer(serializers.Serializer):
 
     model = serializers.CharField()
     group = serializers.CharField(allow_null=True, help_text="null when by=model.")
-    runs = serializers.ListField(child=serializers.CharField(), help_text="The labels of the runs a by-model row "
-                                 "pools (a model run twice has both); empty in model x group cells.")
+    runs = serializers.ListField(
+        child=serializers.CharField(),
+        help_text="The labels of the runs a by-model row "
+        "pools (a model run twice has both); empty in model x group cells.",
+    )
     isr = serializers.FloatField(allow_null=True)
     isr_std = serializers.FloatField(allow_null=True)
     csr = serializers.FloatField(allow_null=True)
     csr_std = serializers.FloatField(allow_null=True)
     macro_csr = serializers.FloatField(allow_null=True, help_text=MACRO_CSR_HELP + " Mean across judges.")
     macro_csr_std = serializers.FloatField(allow_null=True)
-    isr_ci = serializers.ListField(child=serializers.FloatField(), allow_null=True, help_text="[low, high] with ci=true, else null.")
-    csr_ci = serializers.ListField(child=serializers.FloatField(), allow_null=True, help_text="[low, high] with ci=true, else null.")
+    isr_ci = serializers.ListField(
+        child=serializers.FloatField(), allow_null=True, help_text="[low, high] with ci=true, else null."
+    )
+    csr_ci = serializers.ListField(
+        child=serializers.FloatField(), allow_null=True, help_text="[low, high] with ci=true, else null."
+    )
     n_instances = serializers.IntegerField()
     n_attempts = serializers.IntegerField()
     n_empty = serializers.IntegerField(help_text="Attempts left out because no item applied.")
     small = serializers.BooleanField(help_text="Fewer instances than the page's small-cell threshold.")
-    n_unscored = serializers.IntegerField(help_text="Judge results that scored nothing, summed over judges "
-                                          "(see per_judge.unscored).")
+    n_unscored = serializers.IntegerField(
+        help_text="Judge results that scored nothing, summed over judges (see per_judge.unscored)."
+    )
     n_unrecognised = serializers.IntegerField(help_text=UNRECOGNISED_HELP + " Summed over judges.")
     per_judge = serializers.DictField(child=JudgeRateSerializer())
-    usage = UsageSerializer(allow_null=True, help_text="Tokens, time and tool calls per attempt (by=model rows; "
-                            "null in model x group cells).")
+    usage = UsageSerializer(
+        allow_null=True,
+        help_text="Tokens, time and tool calls per attempt (by=model rows; null in model x group cells).",
+    )
 
 
 class LeaderboardSerializer(serializers.Serializer):
     benchmark = serializers.CharField()
     by = serializers.CharField()
-    state = serializers.DictField(help_text="The filters, grouping, sort and exclusion policy the rows were computed with.")
+    state = serializers.DictField(
+        help_text="The filters, grouping, sort and exclusion policy the rows were computed with."
+    )
     excluded_items = serializers.IntegerField(help_text="Checklist items the exclusion policy left out.")
     rows = LeaderboardRowSerializer(many=True)
 
@@ -144,9 +185,11 @@ class LeaderboardView(APIView):
         parameters=[LeaderboardQuerySerializer],
         responses={
             200: LeaderboardSerializer,
-            400: OpenApiResponse(description="A parameter is malformed, or names a run, judge, scaffold, category or "
-                                             "exclusion policy the benchmark does not have, as {parameter: [the "
-                                             "page's words]}."),
+            400: OpenApiResponse(
+                description="A parameter is malformed, or names a run, judge, scaffold, category or "
+                "exclusion policy the benchmark does not have, as {parameter: [the "
+                "page's words]}."
+            ),
             404: OpenApiResponse(description="No checklist benchmark has this slug."),
         },
         description="ISR, CSR and macro CSR in percent per model (or model x group with ?by=), each judge scored "
@@ -160,8 +203,13 @@ class LeaderboardView(APIView):
         if parsed.errors:
             return Response(parsed.errors, status=status.HTTP_400_BAD_REQUEST)
         board = selectors.leaderboard(benchmark, parsed.state)
-        body = {"benchmark": benchmark.slug, "by": parsed.state["by"], "state": board.layout["state"],
-                "excluded_items": len(board.excluded or ()), "rows": board.layout["rows"]}
+        body = {
+            "benchmark": benchmark.slug,
+            "by": parsed.state["by"],
+            "state": board.layout["state"],
+            "excluded_items": len(board.excluded or ()),
+            "rows": board.layout["rows"],
+        }
         return Response(LeaderboardSerializer(body).data)
 
 
@@ -181,12 +229,17 @@ class AttemptVerdictListView(generics.ListAPIView):
 
     serializer_class = AttemptVerdictSerializer
 
-    @extend_schema(operation_id="attempt_verdicts_list",
-                   responses={200: AttemptVerdictSerializer(many=True), 404: OpenApiResponse(description="No such attempt.")})
+    @extend_schema(
+        operation_id="attempt_verdicts_list",
+        responses={200: AttemptVerdictSerializer(many=True), 404: OpenApiResponse(description="No such attempt.")},
+    )
     def get(self, request, *args, **kwargs):
         return super().get(request, *args, **kwargs)
 
     def get_queryset(self):
         attempt = attempt_for(self.request, self.kwargs["pk"])
-        return (Verdict.objects.filter(attempt=attempt).select_related("judge", "item")
-                .order_by("item__position", "item__key", "judge__name", "id"))
+        return (
+            Verdict.objects.filter(attempt=attempt)
+            .select_related("judge", "item")
+            .order_by("item__position", "item__key", "judge__name", "id")
+        )

@@ -2,6 +2,7 @@
 
 The query is the choice pages' (runs.selectors.choice reads it for both), so ?run=<label>&view=... gives the metrics
 page's row for that run, and a parameter the page leaves at its default is answered 400 with the form's words."""
+
 from __future__ import annotations
 
 from drf_spectacular.utils import OpenApiResponse, extend_schema
@@ -23,7 +24,8 @@ class ChoiceMetricsQuerySerializer(serializers.Serializer):
         required=False, help_text="Benchmark slug; needed only when two choice benchmarks have a run with this label."
     )
     view = serializers.ChoiceField(
-        choices=[metrics.EXACT, metrics.NORMALISED], default=metrics.EXACT,
+        choices=[metrics.EXACT, metrics.NORMALISED],
+        default=metrics.EXACT,
         help_text="exact: the reference scorer's comparison (default); normalised: the lenient one.",
     )
 
@@ -36,9 +38,15 @@ class ChoiceCategorySerializer(serializers.Serializer):
     precision = serializers.FloatField()
     recall = serializers.FloatField()
     f1 = serializers.FloatField()
-    unanswered = serializers.IntegerField(help_text="Missing, empty or unparsable answers (scored as the reference's default).")
-    accuracy_ci = serializers.ListField(child=serializers.FloatField(), min_length=2, max_length=2,
-                                        help_text="Bootstrap 95% interval of accuracy (1,000 resamples, fixed seed).")
+    unanswered = serializers.IntegerField(
+        help_text="Missing, empty or unparsable answers (scored as the reference's default)."
+    )
+    accuracy_ci = serializers.ListField(
+        child=serializers.FloatField(),
+        min_length=2,
+        max_length=2,
+        help_text="Bootstrap 95% interval of accuracy (1,000 resamples, fixed seed).",
+    )
 
 
 class ChoiceMetricsSerializer(serializers.Serializer):
@@ -55,7 +63,8 @@ class ChoiceMetricsSerializer(serializers.Serializer):
         allow_null=True,
         help_text="GuideBench evaluate.py's 'all' figure: the accuracies of price, relevance, math, chat, summary and "
         "hallu weighted by the full benchmark's task counts (442, 192, 52, 180, 58, 118) whatever was imported, other "
-        "categories ignored; null unless the run has all six. overall_accuracy weights by the tasks imported instead.")
+        "categories ignored; null unless the run has all six. overall_accuracy weights by the tasks imported instead.",
+    )
     n = serializers.IntegerField()
     unanswered = serializers.IntegerField()
 
@@ -69,8 +78,10 @@ class ChoiceMetricsView(PageQueryView):
         parameters=[ChoiceMetricsQuerySerializer],
         responses={
             200: ChoiceMetricsSerializer,
-            400: OpenApiResponse(description="No run given, the label is ambiguous without ?benchmark=, or a parameter "
-                                             "the pages leave at its default (an unknown view...), as {parameter: [words]}."),
+            400: OpenApiResponse(
+                description="No run given, the label is ambiguous without ?benchmark=, or a parameter "
+                "the pages leave at its default (an unknown view...), as {parameter: [words]}."
+            ),
             404: OpenApiResponse(description="No choice-benchmark run has this label."),
         },
         description="Numbers in percent, computed as GuideBench's reference scorer (definitions: /help/metrics/#choice): "
@@ -80,16 +91,23 @@ class ChoiceMetricsView(PageQueryView):
         label = request.query_params.get("run")
         if not label:
             return Response({"run": ["Name a run: ?run=<label>."]}, status=status.HTTP_400_BAD_REQUEST)
-        runs = Run.objects.filter(label=label, benchmark__kind=BenchmarkKind.CHOICE).select_related("benchmark", "model")
+        runs = Run.objects.filter(label=label, benchmark__kind=BenchmarkKind.CHOICE).select_related(
+            "benchmark", "model"
+        )
         if request.query_params.get("benchmark"):
-            runs = runs.filter(benchmark=benchmark_for(request, request.query_params["benchmark"], kind=BenchmarkKind.CHOICE))
+            runs = runs.filter(
+                benchmark=benchmark_for(request, request.query_params["benchmark"], kind=BenchmarkKind.CHOICE)
+            )
         found = list(runs[:2])
         if not found:
-            return Response({"detail": f"No choice-benchmark run is labelled '{label}'."},
-                            status=status.HTTP_404_NOT_FOUND)
+            return Response(
+                {"detail": f"No choice-benchmark run is labelled '{label}'."}, status=status.HTTP_404_NOT_FOUND
+            )
         if len(found) > 1:
-            return Response({"detail": "Several choice benchmarks have a run with this label; pass ?benchmark=<slug>."},
-                            status=status.HTTP_400_BAD_REQUEST)
+            return Response(
+                {"detail": "Several choice benchmarks have a run with this label; pass ?benchmark=<slug>."},
+                status=status.HTTP_400_BAD_REQUEST,
+            )
         run = found[0]
         benchmark = benchmark_for(request, run.benchmark.slug, kind=BenchmarkKind.CHOICE)
         query = request.query_params.copy()
@@ -100,19 +118,35 @@ class ChoiceMetricsView(PageQueryView):
         state = chosen["state"]
         [result] = selectors.choice_metrics(benchmark=benchmark, state=state)["run_rows"] or [None]
         body = {
-            "run": run.label, "benchmark": benchmark.slug, "model": run.model.name, "view": state["view"],
-            "categories": {}, "overall_accuracy": None, "overall_accuracy_ci": None, "reference_overall_accuracy": None,
-            "n": 0, "unanswered": 0,
+            "run": run.label,
+            "benchmark": benchmark.slug,
+            "model": run.model.name,
+            "view": state["view"],
+            "categories": {},
+            "overall_accuracy": None,
+            "overall_accuracy_ci": None,
+            "reference_overall_accuracy": None,
+            "n": 0,
+            "unanswered": 0,
         }
         if result is not None:
             body.update(
                 categories={
-                    name: {"n": c.n, "accuracy": c.accuracy, "precision": c.precision, "recall": c.recall, "f1": c.f1,
-                           "unanswered": c.unanswered, "accuracy_ci": [c.ci_low, c.ci_high]}
+                    name: {
+                        "n": c.n,
+                        "accuracy": c.accuracy,
+                        "precision": c.precision,
+                        "recall": c.recall,
+                        "f1": c.f1,
+                        "unanswered": c.unanswered,
+                        "accuracy_ci": [c.ci_low, c.ci_high],
+                    }
                     for name, c in result.categories.items()
                 },
-                overall_accuracy=result.accuracy, overall_accuracy_ci=[result.ci_low, result.ci_high],
+                overall_accuracy=result.accuracy,
+                overall_accuracy_ci=[result.ci_low, result.ci_high],
                 reference_overall_accuracy=result.reference_accuracy,
-                n=result.n, unanswered=result.unanswered,
+                n=result.n,
+                unanswered=result.unanswered,
             )
         return Response(ChoiceMetricsSerializer(body).data)

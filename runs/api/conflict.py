@@ -4,6 +4,7 @@ The query is the conflict page's (runs.selectors.conflict reads it for both), so
 page's numbers, and a parameter the page shows an error for is answered 400 with the same words. The drill-down
 (attempts behind a cell) stays on the page: the API answers aggregates only.
 """
+
 from __future__ import annotations
 
 from dataclasses import asdict
@@ -22,10 +23,14 @@ class ConflictMetricsQuerySerializer(serializers.Serializer):
     """The conflict page's query (documentation only: runs.selectors.conflict reads it, for the page too)."""
 
     benchmark = serializers.SlugField(help_text="Slug of a conflict benchmark.")
-    run = serializers.ListField(child=serializers.CharField(max_length=200), required=False,
-                                help_text="Run label; repeat for several (default: every run of the benchmark).")
-    judge = serializers.CharField(required=False, help_text="Judge name (default: the first that read the resolutions, "
-                                                            "as on the page).")
+    run = serializers.ListField(
+        child=serializers.CharField(max_length=200),
+        required=False,
+        help_text="Run label; repeat for several (default: every run of the benchmark).",
+    )
+    judge = serializers.CharField(
+        required=False, help_text="Judge name (default: the first that read the resolutions, as on the page)."
+    )
     by = serializers.ChoiceField(choices=["model", "run"], required=False, help_text="Rows per model (default) or run.")
     exclude = serializers.CharField(required=False, help_text="Audit exclusion policy (none: every item).")
 
@@ -67,8 +72,10 @@ class ConflictMetricsSerializer(serializers.Serializer):
     attempts = serializers.IntegerField(help_text="Attempts counted (one conflict reading each).")
     resolution_rates = ResolutionRateSerializer(many=True)
     sp_rates = ScenarioRateSerializer(many=True)
-    exclusion = serializers.DictField(allow_null=True, help_text="Under a policy: Kendall's tau, each row's rank by SP "
-                                      "rate before and after, and the swaps.")
+    exclusion = serializers.DictField(
+        allow_null=True,
+        help_text="Under a policy: Kendall's tau, each row's rank by SP rate before and after, and the swaps.",
+    )
 
 
 @blind_safe
@@ -80,8 +87,10 @@ class ConflictMetricsView(PageQueryView):
         parameters=[ConflictMetricsQuerySerializer],
         responses={
             200: ConflictMetricsSerializer,
-            400: OpenApiResponse(description="No ?benchmark=, or a parameter the page shows an error for (an unknown "
-                                             "run, judge or exclusion policy...), as {parameter: [the page's words]}."),
+            400: OpenApiResponse(
+                description="No ?benchmark=, or a parameter the page shows an error for (an unknown "
+                "run, judge or exclusion policy...), as {parameter: [the page's words]}."
+            ),
             404: OpenApiResponse(description="No conflict benchmark has this slug, or no judge read its resolutions."),
         },
         description="Definitions: /help/metrics/#conflict; in percent; the same numbers as the conflict page "
@@ -90,23 +99,40 @@ class ConflictMetricsView(PageQueryView):
     def get(self, request):
         slug = request.query_params.get("benchmark")
         if not slug:
-            return Response({"benchmark": ["Name a conflict benchmark: ?benchmark=<slug>."]}, status=status.HTTP_400_BAD_REQUEST)
+            return Response(
+                {"benchmark": ["Name a conflict benchmark: ?benchmark=<slug>."]}, status=status.HTTP_400_BAD_REQUEST
+            )
         benchmark = benchmark_for(request, slug, kind=BenchmarkKind.CONFLICT)
         state = selectors.conflict_state(benchmark=benchmark, query=request.query_params)
         if state["errors"]:
             return Response(state["errors"], status=status.HTTP_400_BAD_REQUEST)
         if state["judge"] is None:
-            return Response({"detail": "No judge has read the resolutions of this benchmark."}, status=status.HTTP_404_NOT_FOUND)
+            return Response(
+                {"detail": "No judge has read the resolutions of this benchmark."}, status=status.HTTP_404_NOT_FOUND
+            )
         state["cell"] = {}  # aggregates only (the page's drill-down lists attempts)
         data = selectors.conflict_metrics(state)
         exclusion = data["exclusion"]
-        return Response(ConflictMetricsSerializer({
-            "benchmark": benchmark.slug, "judge": state["judge"].name, "by": state["by"], "exclude": state["exclude"],
-            "excluded_items": len(state["excluded"] or ()), "attempts": len(data["rows"]),
-            "resolution_rates": data["rates"], "sp_rates": data["scenario_rates"],
-            "exclusion": None if exclusion is None else {
-                "tau": exclusion["tau"],
-                "ranks": [asdict(line) | {"rank_change": line.rank_change} for line in exclusion["lines"].values()],
-                "swaps": [{"up": s["up"], "down": s["down"]} for s in exclusion["swaps"]],
-            },
-        }).data)
+        return Response(
+            ConflictMetricsSerializer(
+                {
+                    "benchmark": benchmark.slug,
+                    "judge": state["judge"].name,
+                    "by": state["by"],
+                    "exclude": state["exclude"],
+                    "excluded_items": len(state["excluded"] or ()),
+                    "attempts": len(data["rows"]),
+                    "resolution_rates": data["rates"],
+                    "sp_rates": data["scenario_rates"],
+                    "exclusion": None
+                    if exclusion is None
+                    else {
+                        "tau": exclusion["tau"],
+                        "ranks": [
+                            asdict(line) | {"rank_change": line.rank_change} for line in exclusion["lines"].values()
+                        ],
+                        "swaps": [{"up": s["up"], "down": s["down"]} for s in exclusion["swaps"]],
+                    },
+                }
+            ).data
+        )

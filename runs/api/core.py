@@ -1,15 +1,16 @@
 """REST API: ingest uploads as jobs, job status, and lists of benchmarks, runs and attempts."""
+
 from django.urls import reverse
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import generics, status
+from rest_framework.exceptions import ValidationError
 from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
-from rest_framework.exceptions import ValidationError
 from rest_framework.views import APIView
 
-from runs.access import blind_safe, job_for, writes
 from runs import selectors
+from runs.access import blind_safe, job_for, writes
 from runs.forms import ImportRefused, ingest_job_start, request_size_problem, upload_type_problem
 from runs.jobs import job_check_alive
 from runs.selectors.state import control_character_errors
@@ -48,8 +49,10 @@ class IngestView(APIView):  # not blind_safe: a blind annotator is refused too (
         request={"multipart/form-data": IngestInputSerializer},
         responses={
             202: JobCreatedSerializer,
-            400: OpenApiResponse(description="Invalid format, options or files (only .json/.jsonl/.ndjson text; "
-                                             "no compressed files or archives)."),
+            400: OpenApiResponse(
+                description="Invalid format, options or files (only .json/.jsonl/.ndjson text; "
+                "no compressed files or archives)."
+            ),
             403: OpenApiResponse(description="The user may not write (only editors and leads import)."),
             413: OpenApiResponse(description="The upload is larger than IFPORTAL_MAX_UPLOAD_BYTES."),
         },
@@ -67,8 +70,12 @@ class IngestView(APIView):  # not blind_safe: a blind annotator is refused too (
             return Response({"files": [wrong_type]}, status=status.HTTP_400_BAD_REQUEST)
         try:
             job = ingest_job_start(
-                format_name=values.pop("format"), files=values.pop("files"), paths=values.pop("paths", None),
-                options=values, user=request.user, surface="api",
+                format_name=values.pop("format"),
+                files=values.pop("files"),
+                paths=values.pop("paths", None),
+                options=values,
+                user=request.user,
+                surface="api",
             )
         except ImportRefused as refused:  # a manifest that does not fit, an option no file says: no job
             return Response(refused.errors, status=status.HTTP_400_BAD_REQUEST)

@@ -2,6 +2,7 @@
 
 The query is the dialogue metrics page's (runs.selectors.dialogue reads it for both), so the same query string gives
 the page's row for the model, and a parameter the page shows an error for is answered 400 with the same words."""
+
 from __future__ import annotations
 
 import math
@@ -12,7 +13,7 @@ from rest_framework.response import Response
 
 from runs.access import benchmark_for, blind_safe
 from runs.api.core import PageQueryView
-from runs.metrics import dialogue as m
+from runs.metrics import dialogue as metrics
 from runs.models import BenchmarkKind, Run
 from runs.selectors import dialogue as selectors
 
@@ -20,16 +21,29 @@ from runs.selectors import dialogue as selectors
 class DialogueMetricsQuerySerializer(serializers.Serializer):
     """Which runs (repeat `run` to pool runs of one model), which patience and judge."""
 
-    run = serializers.ListField(child=serializers.CharField(max_length=200), min_length=1,
-                                help_text="Run label; repeat to pool several runs of one model.")
-    patience = serializers.IntegerField(required=False, min_value=1,
-                                        help_text="Re-simulate at this patience (at most the recorded one; default: the "
-                                                  "lowest patience the dialogues were recorded with).")
-    judge = serializers.CharField(required=False, help_text="Judge name (default: the logged verdicts, as on the page).")
-    benchmark = serializers.SlugField(required=False, help_text="Benchmark slug, when a label exists in two benchmarks.")
-    exclude = serializers.CharField(required=False, default="none",
-                                    help_text="Audit exclusion policy: none, flagged_by_either, flagged_by_both, "
-                                              "adjudicated_invalid (the constraints of flagged user queries are left out).")
+    run = serializers.ListField(
+        child=serializers.CharField(max_length=200),
+        min_length=1,
+        help_text="Run label; repeat to pool several runs of one model.",
+    )
+    patience = serializers.IntegerField(
+        required=False,
+        min_value=1,
+        help_text="Re-simulate at this patience (at most the recorded one; default: the "
+        "lowest patience the dialogues were recorded with).",
+    )
+    judge = serializers.CharField(
+        required=False, help_text="Judge name (default: the logged verdicts, as on the page)."
+    )
+    benchmark = serializers.SlugField(
+        required=False, help_text="Benchmark slug, when a label exists in two benchmarks."
+    )
+    exclude = serializers.CharField(
+        required=False,
+        default="none",
+        help_text="Audit exclusion policy: none, flagged_by_either, flagged_by_both, "
+        "adjudicated_invalid (the constraints of flagged user queries are left out).",
+    )
 
 
 class ReferenceMetricsSerializer(serializers.Serializer):
@@ -45,20 +59,29 @@ class ReferenceMetricsSerializer(serializers.Serializer):
     lss = serializers.FloatField(allow_null=True, help_text="'Endurance_LSS'.")
     rob = serializers.FloatField(allow_null=True, help_text="'Robustness' x 100 (null where score.py prints nan).")
     rec = serializers.FloatField(allow_null=True, help_text="'Recovery' x 100 (null where score.py prints nan or inf).")
-    survival = serializers.ListField(child=serializers.IntegerField(),
-                                     help_text="'Turn number survival ratio': dialogues that reached turn 1, 2, ...")
-    undefined = serializers.DictField(child=serializers.CharField(),
-                                      help_text="Metric -> 'nan', 'inf' or '-inf' where score.py prints that.")
-    differs = serializers.ListField(child=serializers.CharField(),
-                                    help_text="Metrics where score.py's value is not the portal's (see docs/formats.md).")
+    survival = serializers.ListField(
+        child=serializers.IntegerField(),
+        help_text="'Turn number survival ratio': dialogues that reached turn 1, 2, ...",
+    )
+    undefined = serializers.DictField(
+        child=serializers.CharField(), help_text="Metric -> 'nan', 'inf' or '-inf' where score.py prints that."
+    )
+    differs = serializers.ListField(
+        child=serializers.CharField(),
+        help_text="Metrics where score.py's value is not the portal's (see docs/formats.md).",
+    )
 
 
-def _reference_data(reference: m.ReferenceMetrics, metrics: m.DialogueMetrics) -> dict:
-    data = {name: getattr(reference, name) for name in ("dialogues", "turns", *m.REFERENCE_FIELDS)}
+def _reference_data(reference: metrics.ReferenceMetrics, counted: metrics.DialogueMetrics) -> dict:
+    data = {name: getattr(reference, name) for name in ("dialogues", "turns", *metrics.REFERENCE_FIELDS)}
     undefined = {k: str(v) for k, v in data.items() if isinstance(v, float) and not math.isfinite(v)}
-    data.update({k: None for k in undefined})
-    return {**data, "survival": list(reference.survival), "undefined": undefined,
-            "differs": list(reference.differs_from(metrics))}
+    data.update(dict.fromkeys(undefined))
+    return {
+        **data,
+        "survival": list(reference.survival),
+        "undefined": undefined,
+        "differs": list(reference.differs_from(counted)),
+    }
 
 
 class DialogueMetricsSerializer(serializers.Serializer):
@@ -72,7 +95,9 @@ class DialogueMetricsSerializer(serializers.Serializer):
     recorded_patience = serializers.IntegerField(allow_null=True)
     exclude = serializers.CharField(help_text="The audit exclusion policy applied (none: every item).")
     excluded_items = serializers.IntegerField(help_text="Constraints the policy leaves out of this benchmark.")
-    excluded_turns = serializers.IntegerField(help_text="Turns of these dialogues left with no constraint (not counted).")
+    excluded_turns = serializers.IntegerField(
+        help_text="Turns of these dialogues left with no constraint (not counted)."
+    )
     dialogues = serializers.IntegerField()
     csr = serializers.FloatField(allow_null=True)
     isr = serializers.FloatField(allow_null=True)
@@ -82,12 +107,16 @@ class DialogueMetricsSerializer(serializers.Serializer):
     lss = serializers.FloatField(allow_null=True)
     rob = serializers.FloatField(allow_null=True)
     rec = serializers.FloatField(allow_null=True)
-    rec_dialogues = serializers.IntegerField(help_text="D': dialogues with at least one lapse, over which REC is averaged.")
+    rec_dialogues = serializers.IntegerField(
+        help_text="D': dialogues with at least one lapse, over which REC is averaged."
+    )
     survival = serializers.ListField(child=serializers.FloatField())
     constraints = serializers.DictField(child=serializers.FloatField(allow_null=True))
-    ended_by = serializers.DictField(child=serializers.IntegerField(),
-                                     help_text="Dialogues per ending: patience, script_end, stopped (the harness stopped "
-                                               "early, e.g. a failed model call; eval.py resumes it when run again).")
+    ended_by = serializers.DictField(
+        child=serializers.IntegerField(),
+        help_text="Dialogues per ending: patience, script_end, stopped (the harness stopped "
+        "early, e.g. a failed model call; eval.py resumes it when run again).",
+    )
     reference = ReferenceMetricsSerializer(help_text="EvolIF src/score.py's figures for the same dialogues.")
 
 
@@ -104,9 +133,11 @@ class DialogueMetricsView(PageQueryView):
         parameters=[DialogueMetricsQuerySerializer],
         responses={
             200: DialogueMetricsSerializer,
-            400: OpenApiResponse(description="Runs of different models or benchmarks, or a parameter the metrics page "
-                                             "shows an error for (a patience the logs cannot answer for, an unknown "
-                                             "judge or exclusion policy), as {parameter: [the page's words]}."),
+            400: OpenApiResponse(
+                description="Runs of different models or benchmarks, or a parameter the metrics page "
+                "shows an error for (a patience the logs cannot answer for, an unknown "
+                "judge or exclusion policy), as {parameter: [the page's words]}."
+            ),
             404: OpenApiResponse(description="No dialogue run has one of these labels, or no judge scored them."),
         },
         description="Definitions: /help/metrics/#dialogue. A patience above the one the logs were recorded with is refused: "
@@ -116,16 +147,22 @@ class DialogueMetricsView(PageQueryView):
     def get(self, request):
         labels = request.query_params.getlist("run")
         if not labels:
-            return Response({"run": ["Name one model's runs: ?run=<label>, repeated to pool several."]},
-                            status=status.HTTP_400_BAD_REQUEST)
+            return Response(
+                {"run": ["Name one model's runs: ?run=<label>, repeated to pool several."]},
+                status=status.HTTP_400_BAD_REQUEST,
+            )
         slug = request.query_params.get("benchmark")
-        runs = Run.objects.filter(label__in=labels, benchmark__kind=BenchmarkKind.DIALOGUE).select_related("benchmark", "model")
+        runs = Run.objects.filter(label__in=labels, benchmark__kind=BenchmarkKind.DIALOGUE).select_related(
+            "benchmark", "model"
+        )
         if slug:
             runs = runs.filter(benchmark=benchmark_for(request, slug, kind=BenchmarkKind.DIALOGUE))
         runs = list(runs)
         missing = sorted(set(labels) - {r.label for r in runs})
         if missing:
-            return _error(f"No dialogue run is labelled {', '.join(repr(x) for x in missing)}.", status.HTTP_404_NOT_FOUND)
+            return _error(
+                f"No dialogue run is labelled {', '.join(repr(x) for x in missing)}.", status.HTTP_404_NOT_FOUND
+            )
         if len({r.benchmark_id for r in runs}) > 1:
             return _error("These labels exist in more than one dialogue benchmark: add ?benchmark=<slug>.")
         if len({r.model_id for r in runs}) > 1:
@@ -137,17 +174,33 @@ class DialogueMetricsView(PageQueryView):
         if state["judge"] is None:
             return _error("These runs have no evaluated turns yet.", status.HTTP_404_NOT_FOUND)
         pooled = selectors.dialogue_pooled(state)
-        row, metrics = pooled["row"], pooled["row"].metrics if pooled["row"] else m.dialogue_metrics([])
-        return Response(DialogueMetricsSerializer({
-            "run": [r.label for r in state["runs"]], "model": runs[0].model.name, "benchmark": benchmark.slug,
-            "judge": state["judge"].name, "patience": state["patience"], "recorded_patience": state["recorded"],
-            "exclude": state["exclude"], "excluded_items": len(state["excluded"] or ()),
-            "excluded_turns": pooled["excluded_turns"],
-            "dialogues": metrics.dialogues, "csr": metrics.csr, "isr": metrics.isr, "act_len": metrics.act_len,
-            "act_acc": metrics.act_acc, "act_succ": metrics.act_succ, "lss": metrics.lss, "rob": metrics.rob,
-            "rec": metrics.rec, "rec_dialogues": metrics.rec_dialogues,
-            "survival": [p.percent for p in row.survival] if row else [],
-            "constraints": {g.group: g.percent for g in pooled["groups"]},
-            "ended_by": pooled["ended_by"],
-            "reference": _reference_data(row.reference if row else m.reference_metrics([]), metrics),
-        }).data)
+        row, counted = pooled["row"], pooled["row"].metrics if pooled["row"] else metrics.dialogue_metrics([])
+        return Response(
+            DialogueMetricsSerializer(
+                {
+                    "run": [r.label for r in state["runs"]],
+                    "model": runs[0].model.name,
+                    "benchmark": benchmark.slug,
+                    "judge": state["judge"].name,
+                    "patience": state["patience"],
+                    "recorded_patience": state["recorded"],
+                    "exclude": state["exclude"],
+                    "excluded_items": len(state["excluded"] or ()),
+                    "excluded_turns": pooled["excluded_turns"],
+                    "dialogues": counted.dialogues,
+                    "csr": counted.csr,
+                    "isr": counted.isr,
+                    "act_len": counted.act_len,
+                    "act_acc": counted.act_acc,
+                    "act_succ": counted.act_succ,
+                    "lss": counted.lss,
+                    "rob": counted.rob,
+                    "rec": counted.rec,
+                    "rec_dialogues": counted.rec_dialogues,
+                    "survival": [p.percent for p in row.survival] if row else [],
+                    "constraints": {g.group: g.percent for g in pooled["groups"]},
+                    "ended_by": pooled["ended_by"],
+                    "reference": _reference_data(row.reference if row else metrics.reference_metrics([]), counted),
+                }
+            ).data
+        )

@@ -1,7 +1,8 @@
 """API routes, included at /api/ by ifportal/urls.py."""
+
 from django.urls import path
 
-from . import checklist, choice, conflict, core, dialogue, hierarchy, search, verdicts
+from runs.api import checklist, choice, conflict, core, dialogue, hierarchy, search, verdicts
 
 app_name = "api"
 urlpatterns = [

@@ -4,6 +4,7 @@ Rows are read with `.iterator(chunk_size=CHUNK)` and written out chunk by chunk 
 StreamingHttpResponse, so a million verdicts cost the server a chunk's worth of memory,
 not the whole answer. Auth is the API's own (token or session), via DRF.
 """
+
 from __future__ import annotations
 
 import csv
@@ -22,10 +23,32 @@ from runs.models import Judge, Run, Verdict
 from runs.pages import csv_safe
 
 CHUNK = 2000  # rows per database fetch and per streamed piece
-COLUMNS = ("benchmark", "run", "model", "attempt", "instance", "item", "category", "check_type", "judge", "result", "reasoning")
-_FIELDS = ("attempt__run__benchmark__slug", "attempt__run__label", "attempt__run__model__name", "attempt_id",
-           "attempt__instance__external_id", "item__key", "item__category", "item__check_type", "judge__name",
-           "result", "reasoning")
+COLUMNS = (
+    "benchmark",
+    "run",
+    "model",
+    "attempt",
+    "instance",
+    "item",
+    "category",
+    "check_type",
+    "judge",
+    "result",
+    "reasoning",
+)
+_FIELDS = (
+    "attempt__run__benchmark__slug",
+    "attempt__run__label",
+    "attempt__run__model__name",
+    "attempt_id",
+    "attempt__instance__external_id",
+    "item__key",
+    "item__category",
+    "item__check_type",
+    "judge__name",
+    "result",
+    "reasoning",
+)
 
 
 class JSONLinesRenderer(renderers.BaseRenderer):
@@ -57,13 +80,20 @@ class CSVRenderer(renderers.BaseRenderer):
 class VerdictQuerySerializer(serializers.Serializer):
     """Query parameters of GET /api/verdicts/."""
 
-    run = serializers.ListField(child=serializers.CharField(), required=False,
-                                help_text="Run label; repeat for several (default: every run).")
-    judge = serializers.ListField(child=serializers.CharField(), required=False,
-                                  help_text="Judge name; repeat for several (default: every judge).")
+    run = serializers.ListField(
+        child=serializers.CharField(), required=False, help_text="Run label; repeat for several (default: every run)."
+    )
+    judge = serializers.ListField(
+        child=serializers.CharField(),
+        required=False,
+        help_text="Judge name; repeat for several (default: every judge).",
+    )
     benchmark = serializers.CharField(required=False, help_text="Benchmark slug: only runs of this benchmark.")
-    format = serializers.ChoiceField(choices=["jsonl", "csv"], required=False,
-                                     help_text="jsonl (default) or csv; an Accept header of text/csv works too.")
+    format = serializers.ChoiceField(
+        choices=["jsonl", "csv"],
+        required=False,
+        help_text="jsonl (default) or csv; an Accept header of text/csv works too.",
+    )
 
 
 class VerdictStreamView(APIView):
@@ -76,14 +106,32 @@ class VerdictStreamView(APIView):
         parameters=[VerdictQuerySerializer],
         responses={
             (200, "application/x-ndjson"): OpenApiResponse(
-                OpenApiTypes.STR, description="One JSON object per line with the keys " + ", ".join(COLUMNS) + ".",
-                examples=[OpenApiExample("a verdict", value={
-                    "benchmark": "octobench", "run": "model-x #1", "model": "model-x", "attempt": 17,
-                    "instance": "repo-fix-001", "item": "SP_01", "category": "System Prompt", "check_type": "compliance",
-                    "judge": "gpt-4.1", "result": "fail", "reasoning": "Violated at turn 8."})]),
+                OpenApiTypes.STR,
+                description="One JSON object per line with the keys " + ", ".join(COLUMNS) + ".",
+                examples=[
+                    OpenApiExample(
+                        "a verdict",
+                        value={
+                            "benchmark": "octobench",
+                            "run": "model-x #1",
+                            "model": "model-x",
+                            "attempt": 17,
+                            "instance": "repo-fix-001",
+                            "item": "SP_01",
+                            "category": "System Prompt",
+                            "check_type": "compliance",
+                            "judge": "gpt-4.1",
+                            "result": "fail",
+                            "reasoning": "Violated at turn 8.",
+                        },
+                    )
+                ],
+            ),
             (200, "text/csv"): OpenApiResponse(
-                OpenApiTypes.STR, description="A header line (" + ",".join(COLUMNS) + ") then one line per verdict; "
-                "cells starting with = + - @ are prefixed with ' so spreadsheets do not run them."),
+                OpenApiTypes.STR,
+                description="A header line (" + ",".join(COLUMNS) + ") then one line per verdict; "
+                "cells starting with = + - @ are prefixed with ' so spreadsheets do not run them.",
+            ),
             400: OpenApiResponse(description="A parameter is malformed, or names a run or judge that does not exist."),
             401: OpenApiResponse(description="No valid token or session."),
         },

@@ -13,6 +13,7 @@ logged ones. Two deliberate differences, both named in the reason they give:
 Emotion, reader age and style are judged by an LLM in EvolIF: `check_constraint`
 returns None for them (and for ids it does not know), and their logged verdicts stand.
 """
+
 from __future__ import annotations
 
 import csv
@@ -58,7 +59,7 @@ def check_startwith(args: Any, response: str) -> CheckResult:
             return CheckResult(False, "quotation constraint without both quotation marks")
         if not text.startswith(left):
             return CheckResult(False, f"does not start with {left!r}: starts with {text[:12]!r}")
-        if right not in text[len(left):]:
+        if right not in text[len(left) :]:
             return CheckResult(False, f"starts with {left!r} but {right!r} never follows")
         return CheckResult(True, f"starts with {left!r} and {right!r} follows")
     text = _LEADING_INVISIBLE.sub("", text)
@@ -73,7 +74,11 @@ def check_startwith(args: Any, response: str) -> CheckResult:
         ok = first.group(0).casefold() == expected.casefold()
         return CheckResult(ok, f"first letter is {first.group(0)!r}, expected {expected!r}")
     ok = text.casefold().startswith(expected.casefold())
-    return CheckResult(ok, f"{'starts' if ok else 'does not start'} with {expected!r}" + ("" if ok else f": starts with {text[:len(expected) + 10]!r}"))
+    return CheckResult(
+        ok,
+        f"{'starts' if ok else 'does not start'} with {expected!r}"
+        + ("" if ok else f": starts with {text[: len(expected) + 10]!r}"),
+    )
 
 
 def check_endwith(args: Any, response: str) -> CheckResult:
@@ -100,7 +105,11 @@ def check_endwith(args: Any, response: str) -> CheckResult:
         ok = letters[-1].casefold() == expected.casefold()
         return CheckResult(ok, f"last letter is {letters[-1]!r}, expected {expected!r}")
     ok = text.casefold().endswith(expected.casefold())
-    return CheckResult(ok, f"{'ends' if ok else 'does not end'} with {expected!r}" + ("" if ok else f": ends with {text[-(len(expected) + 10):]!r}"))
+    return CheckResult(
+        ok,
+        f"{'ends' if ok else 'does not end'} with {expected!r}"
+        + ("" if ok else f": ends with {text[-(len(expected) + 10) :]!r}"),
+    )
 
 
 # format ---------------------------------------------------------------------------------
@@ -112,7 +121,11 @@ def check_format(args: Any, response: str) -> CheckResult:
     if fenced:
         text = fenced.group(1).strip()
     validators: dict[str, Callable[[str], tuple[bool, str]]] = {
-        "json": _valid_json, "xml": _valid_xml, "html": _valid_html, "csv": _valid_csv, "markdown": _valid_markdown,
+        "json": _valid_json,
+        "xml": _valid_xml,
+        "html": _valid_html,
+        "csv": _valid_csv,
+        "markdown": _valid_markdown,
     }
     if mode not in validators:
         return CheckResult(False, f"unknown format {mode!r}")
@@ -139,7 +152,22 @@ def _valid_xml(text: str) -> tuple[bool, str]:
 
 
 _HTML_TAG = re.compile(r"</?([A-Za-z][A-Za-z0-9:-]*)\b[^>]*?>")
-_VOID_TAGS = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "param", "source", "track", "wbr"}
+_VOID_TAGS = {
+    "area",
+    "base",
+    "br",
+    "col",
+    "embed",
+    "hr",
+    "img",
+    "input",
+    "link",
+    "meta",
+    "param",
+    "source",
+    "track",
+    "wbr",
+}
 
 
 def _valid_html(text: str) -> tuple[bool, str]:
@@ -239,9 +267,44 @@ def check_countable_items(args: Any, response: str) -> CheckResult:
 
 
 _ABBREVIATIONS = {
-    "mr", "mrs", "ms", "dr", "prof", "sr", "jr", "st", "vs", "etc", "e.g", "i.e", "inc", "ltd", "co", "no",
-    "fig", "approx", "dept", "est", "jan", "feb", "mar", "apr", "jun", "jul", "aug", "sep", "sept", "oct",
-    "nov", "dec", "u.s", "u.k", "a.m", "p.m", "vol", "al",
+    "mr",
+    "mrs",
+    "ms",
+    "dr",
+    "prof",
+    "sr",
+    "jr",
+    "st",
+    "vs",
+    "etc",
+    "e.g",
+    "i.e",
+    "inc",
+    "ltd",
+    "co",
+    "no",
+    "fig",
+    "approx",
+    "dept",
+    "est",
+    "jan",
+    "feb",
+    "mar",
+    "apr",
+    "jun",
+    "jul",
+    "aug",
+    "sep",
+    "sept",
+    "oct",
+    "nov",
+    "dec",
+    "u.s",
+    "u.k",
+    "a.m",
+    "p.m",
+    "vol",
+    "al",
 }
 _SENTENCE_END = re.compile(r"(?P<mark>[.!?…]+)[\"'”’)\]]*(?=\s|$)|[。！？]+[\"'”’)\]]*")
 
@@ -252,7 +315,7 @@ def count_sentences(text: str) -> int:
     text = text.strip()
     count, start = 0, 0
     for m in _SENTENCE_END.finditer(text):
-        words = text[start:m.start()].split()
+        words = text[start : m.start()].split()
         if not words:
             continue
         last = words[-1].lower()

@@ -4,6 +4,7 @@ Model code is parsed with `ast` and `tokenize`; it is never imported or executed
 checker takes a `Code` (parsed once) and returns a `StyleVerdict`. Where the paper's
 one-line description leaves a choice open, the docstring of the checker says what we do.
 """
+
 from __future__ import annotations
 
 import ast
@@ -102,7 +103,12 @@ class Code:
         for node in [self.tree, *ast.walk(self.tree)]:
             if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
                 body = getattr(node, "body", [])
-                if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str):
+                if (
+                    body
+                    and isinstance(body[0], ast.Expr)
+                    and isinstance(body[0].value, ast.Constant)
+                    and isinstance(body[0].value.value, str)
+                ):
                     nodes.append(body[0].value)
         return list({id(n): n for n in nodes}.values())
 
@@ -130,7 +136,11 @@ class Code:
                 names.append((node.id, node.lineno))
             elif isinstance(node, ast.arg):
                 names.append((node.arg, node.lineno))
-        return [(n, line) for n, line in names if n not in ("self", "cls", "_") and not (n.startswith("__") and n.endswith("__"))]
+        return [
+            (n, line)
+            for n, line in names
+            if n not in ("self", "cls", "_") and not (n.startswith("__") and n.endswith("__"))
+        ]
 
     def unparsable(self) -> StyleVerdict | None:
         if self.tree is None:
@@ -211,11 +221,18 @@ def doc_required(code: Code) -> StyleVerdict:
 # blank lines inside functions --------------------------------------------------------------
 def _blank_lines_in(code: Code, fn: ast.AST) -> int:
     first = fn.body[0].lineno
-    if code.docstring_nodes and fn.body and isinstance(fn.body[0], ast.Expr) and fn.body[0].value in code.docstring_nodes:
+    if (
+        code.docstring_nodes
+        and fn.body
+        and isinstance(fn.body[0], ast.Expr)
+        and fn.body[0].value in code.docstring_nodes
+    ):
         first = fn.body[0].end_lineno or first
     last = fn.end_lineno or first
     skip = code.string_line_spans
-    return sum(1 for n in range(first, last + 1) if n not in skip and n - 1 < len(code.lines) and not code.lines[n - 1].strip())
+    return sum(
+        1 for n in range(first, last + 1) if n not in skip and n - 1 < len(code.lines) and not code.lines[n - 1].strip()
+    )
 
 
 def _blank_lines(code: Code, ok: Callable[[int], bool], want: str) -> StyleVerdict:
@@ -308,7 +325,40 @@ def _name_length(ok: Callable[[int], bool], what: str) -> Callable[[Code], Style
 _ARITH = {"+", "-", "*", "/", "//", "%", "**", "@", "<<", ">>", "&", "|", "^"}
 _COMPARE = {"==", "!=", "<", ">", "<=", ">="}
 _ASSIGN = {"=", "+=", "-=", "*=", "/=", "//=", "%=", "**=", "@=", "&=", "|=", "^=", ">>=", "<<=", ":="}
-_UNARY_AFTER = {"(", "[", "{", ",", ":", ";", "=", "->", "**", "*", "@", "lambda", "return", "yield", "in", "not", "and", "or", "if", "else", "elif", "while", "is", "print", "assert", "del", "await"} | _ARITH | _COMPARE | _ASSIGN
+_UNARY_AFTER = (
+    {
+        "(",
+        "[",
+        "{",
+        ",",
+        ":",
+        ";",
+        "=",
+        "->",
+        "**",
+        "*",
+        "@",
+        "lambda",
+        "return",
+        "yield",
+        "in",
+        "not",
+        "and",
+        "or",
+        "if",
+        "else",
+        "elif",
+        "while",
+        "is",
+        "print",
+        "assert",
+        "del",
+        "await",
+    }
+    | _ARITH
+    | _COMPARE
+    | _ASSIGN
+)
 
 
 @dataclass(frozen=True)
@@ -325,7 +375,11 @@ def _binary_operators(code: Code) -> list[_Op] | None:
     if code.tokens is None:
         return None
     ops = []
-    significant = [t for t in code.tokens if t.type not in (tokenize.NL, tokenize.COMMENT, tokenize.INDENT, tokenize.DEDENT, tokenize.ENCODING)]
+    significant = [
+        t
+        for t in code.tokens
+        if t.type not in (tokenize.NL, tokenize.COMMENT, tokenize.INDENT, tokenize.DEDENT, tokenize.ENCODING)
+    ]
     depth = 0
     for i, tok in enumerate(significant):
         if tok.type == tokenize.OP and tok.string in "([{":
@@ -345,7 +399,11 @@ def _binary_operators(code: Code) -> list[_Op] | None:
         ):
             continue  # unary sign, or *args / **kwargs
         before = None if prev is None or prev.end[0] != tok.start[0] else prev.end[1] < tok.start[1]
-        after = None if nxt is None or nxt.start[0] != tok.end[0] or nxt.type == tokenize.NEWLINE else nxt.start[1] > tok.end[1]
+        after = (
+            None
+            if nxt is None or nxt.start[0] != tok.end[0] or nxt.type == tokenize.NEWLINE
+            else nxt.start[1] > tok.end[1]
+        )
         ops.append(_Op(tok.string, tok.start[0], before, after))
     return ops
 
@@ -371,12 +429,16 @@ def op_space_around(code: Code) -> StyleVerdict:
 
 def op_space_arithmetic(code: Code) -> StyleVerdict:
     """Spaces around arithmetic and comparison operators; assignment is not judged."""
-    return _spacing(code, lambda op: True if op.op in _ARITH | _COMPARE else None, "spaces around arithmetic and comparison")
+    return _spacing(
+        code, lambda op: True if op.op in _ARITH | _COMPARE else None, "spaces around arithmetic and comparison"
+    )
 
 
 def op_space_minimal(code: Code) -> StyleVerdict:
     """Spaces around assignment only; arithmetic operators unspaced (comparisons not judged)."""
-    return _spacing(code, lambda op: True if op.op in _ASSIGN else (False if op.op in _ARITH else None), "spaces around = only")
+    return _spacing(
+        code, lambda op: True if op.op in _ASSIGN else (False if op.op in _ARITH else None), "spaces around = only"
+    )
 
 
 def op_space_none(code: Code) -> StyleVerdict:
@@ -447,11 +509,17 @@ def return_direct(code: Code) -> StyleVerdict:
                 continue
             for a, b in zip(block, block[1:]):
                 if (
-                    isinstance(b, ast.Return) and isinstance(b.value, ast.Name)
+                    isinstance(b, ast.Return)
+                    and isinstance(b.value, ast.Name)
                     and isinstance(a, (ast.Assign, ast.AnnAssign))
-                    and any(isinstance(t, ast.Name) and t.id == b.value.id for t in (a.targets if isinstance(a, ast.Assign) else [a.target]))
+                    and any(
+                        isinstance(t, ast.Name) and t.id == b.value.id
+                        for t in (a.targets if isinstance(a, ast.Assign) else [a.target])
+                    )
                 ):
-                    return _fail(f"line {b.lineno} returns '{b.value.id}', stored just before instead of returned directly")
+                    return _fail(
+                        f"line {b.lineno} returns '{b.value.id}', stored just before instead of returned directly"
+                    )
     return PASS
 
 
@@ -477,7 +545,9 @@ def _ends_explicitly(body: list[ast.stmt]) -> bool:
     if isinstance(last, (ast.With, ast.AsyncWith)):
         return _ends_explicitly(last.body)
     if isinstance(last, ast.Try):
-        return (_ends_explicitly(last.body) or _ends_explicitly(last.orelse)) and all(_ends_explicitly(h.body) for h in last.handlers)
+        return (_ends_explicitly(last.body) or _ends_explicitly(last.orelse)) and all(
+            _ends_explicitly(h.body) for h in last.handlers
+        )
     if isinstance(last, ast.While) and isinstance(last.test, ast.Constant) and last.test.value is True:
         return True
     return False

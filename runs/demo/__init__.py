@@ -9,6 +9,7 @@ One module per benchmark (`octobench.py`, `evolif.py`, `manyih.py`, `guidebench.
 planner, which returns a `plan.Plan`: the files it wrote and the ingest steps that read them. `plan.py` holds
 what they share (the study sizes, the seeded random source, the file writers); this module runs the plans.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -30,9 +31,21 @@ from runs.ingest import FORMATS, Source, ingest
 from runs.models import Attempt, Benchmark, ChecklistItem, Instance, Run, Verdict
 from runs.recheck import recheck_run
 
-__all__ = ["PLANNERS", "SCALES", "BenchmarkResult", "benchmark_counts", "conflict_plan", "demo_database_empty",
-           "demo_load", "evolif_plan", "format_available", "guidebench_plan", "manyih_plan", "octobench_plan",
-           "verdict_fingerprint"]
+__all__ = [
+    "PLANNERS",
+    "SCALES",
+    "BenchmarkResult",
+    "benchmark_counts",
+    "conflict_plan",
+    "demo_database_empty",
+    "demo_load",
+    "evolif_plan",
+    "format_available",
+    "guidebench_plan",
+    "manyih_plan",
+    "octobench_plan",
+    "verdict_fingerprint",
+]
 
 
 @dataclass
@@ -47,7 +60,13 @@ class BenchmarkResult:
 
 
 #: one planner per benchmark, in the order the demo loads them
-PLANNERS: list[Callable[[int, Scale, Path], Plan]] = [octobench_plan, evolif_plan, manyih_plan, guidebench_plan, conflict_plan]
+PLANNERS: list[Callable[[int, Scale, Path], Plan]] = [
+    octobench_plan,
+    evolif_plan,
+    manyih_plan,
+    guidebench_plan,
+    conflict_plan,
+]
 
 
 def format_available(name: str) -> bool:
@@ -65,7 +84,9 @@ def demo_database_empty() -> bool:
     return not Benchmark.objects.exists()
 
 
-def demo_load(*, seed: int = 1, scale: str = "default", log: Callable[[str], None] = lambda _: None) -> list[BenchmarkResult]:
+def demo_load(
+    *, seed: int = 1, scale: str = "default", log: Callable[[str], None] = lambda _: None
+) -> list[BenchmarkResult]:
     """Generate the demo study for `seed` and `scale` and ingest it; returns what each benchmark got."""
     sizes = SCALES[scale]
     results = []
@@ -75,7 +96,9 @@ def demo_load(*, seed: int = 1, scale: str = "default", log: Callable[[str], Non
             plan = planner(seed, sizes, Path(tmp))
             missing = [f for f in plan.formats if not format_available(f)]
             if missing:
-                result = BenchmarkResult(plan.benchmark, plan.slug, skipped=f"ingest format(s) not available: {', '.join(missing)}")
+                result = BenchmarkResult(
+                    plan.benchmark, plan.slug, skipped=f"ingest format(s) not available: {', '.join(missing)}"
+                )
                 log(f"{plan.benchmark}: skipped ({result.skipped})")
                 results.append(result)
                 continue
@@ -87,9 +110,14 @@ def demo_load(*, seed: int = 1, scale: str = "default", log: Callable[[str], Non
             if plan.recheck:
                 for run in Run.objects.filter(benchmark__slug=plan.slug).order_by("id"):
                     recheck_run(run=run)
-            result = BenchmarkResult(plan.benchmark, plan.slug, counts=benchmark_counts(plan.slug),
-                                     seconds=time.perf_counter() - started)
-            log(f"{plan.benchmark}: " + ", ".join(f"{v} {k}" for k, v in result.counts.items()) + f" ({result.seconds:.1f} s)")
+            result = BenchmarkResult(
+                plan.benchmark, plan.slug, counts=benchmark_counts(plan.slug), seconds=time.perf_counter() - started
+            )
+            log(
+                f"{plan.benchmark}: "
+                + ", ".join(f"{v} {k}" for k, v in result.counts.items())
+                + f" ({result.seconds:.1f} s)"
+            )
             results.append(result)
     return results
 
@@ -121,8 +149,12 @@ def verdict_fingerprint() -> str:
     """SHA-256 of every verdict as sorted (benchmark, run, instance, item, judge, result) tuples."""
     rows = sorted(
         Verdict.objects.values_list(
-            "attempt__run__benchmark__slug", "attempt__run__label", "attempt__instance__external_id",
-            "item__key", "judge__name", "result",
+            "attempt__run__benchmark__slug",
+            "attempt__run__label",
+            "attempt__instance__external_id",
+            "item__key",
+            "judge__name",
+            "result",
         )
     )
     return hashlib.sha256(json.dumps(rows, ensure_ascii=False).encode()).hexdigest()

@@ -1,5 +1,6 @@
 """What every benchmark's demo planner shares: the study sizes, the Plan of ingest Steps it returns, its seeded
 random source and the writers of its source files."""
+
 from __future__ import annotations
 
 import json
@@ -25,10 +26,22 @@ class Scale:
 
 
 SCALES = {
-    "small": Scale(octo_instances=8, octo_repetitions=2, evolif_dialogs=4, evolif_turns=(10, 18),
-                   manyih_samples=9, guidebench_per_category=5),
-    "default": Scale(octo_instances=40, octo_repetitions=3, evolif_dialogs=12, evolif_turns=(10, 40),
-                     manyih_samples=40, guidebench_per_category=20),
+    "small": Scale(
+        octo_instances=8,
+        octo_repetitions=2,
+        evolif_dialogs=4,
+        evolif_turns=(10, 18),
+        manyih_samples=9,
+        guidebench_per_category=5,
+    ),
+    "default": Scale(
+        octo_instances=40,
+        octo_repetitions=3,
+        evolif_dialogs=12,
+        evolif_turns=(10, 40),
+        manyih_samples=40,
+        guidebench_per_category=20,
+    ),
 }
 
 

@@ -6,6 +6,7 @@ one transaction: it stores everything or, if any record is bad, nothing, and rai
 `IngestFailed` listing the first problems as file:line: reason, and how many there were.
 `layout.plan_import` says which model, run, judge and repetition each file of a folder is.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -13,16 +14,38 @@ from collections.abc import Callable, Sequence
 
 from django.db import transaction
 
-from runs.models import (Attempt, AttemptRollup, ChecklistItem, GroupRollup, Instance, JudgeDisagreement, SearchText,
-                         TrajectoryMessage, Verdict)
-from runs.services import (benchmarks_generation_bump, rollups_rebuild_for_attempts, statistics_count_at_commit,
-                           statistics_refresh)
+from runs.ingest.base import Context, IngestFailed, Options, Problem, Report, Source
+from runs.ingest.layout import Unit
+from runs.models import (
+    Attempt,
+    AttemptRollup,
+    ChecklistItem,
+    GroupRollup,
+    Instance,
+    JudgeDisagreement,
+    SearchText,
+    TrajectoryMessage,
+    Verdict,
+)
+from runs.services import (
+    benchmarks_generation_bump,
+    rollups_rebuild_for_attempts,
+    statistics_count_at_commit,
+    statistics_refresh,
+)
 
-from .base import Context, IngestFailed, Options, Problem, Report, Source
-from .layout import Unit
-
-__all__ = ["FORMATS", "IngestFailed", "Options", "Problem", "Report", "Source", "Unit", "ingest", "ingest_each",
-           "ingest_units"]
+__all__ = [
+    "FORMATS",
+    "IngestFailed",
+    "Options",
+    "Problem",
+    "Report",
+    "Source",
+    "Unit",
+    "ingest",
+    "ingest_each",
+    "ingest_units",
+]
 
 #: format name -> "module:function"; imported on use so one format's import cost is its own
 FORMATS: dict[str, str] = {
@@ -42,8 +65,17 @@ FORMATS: dict[str, str] = {
 
 #: the tables ingests write many rows to at a time, whose planner statistics they keep fresh (a trajectory's
 #: messages and search rows too: the search planned a new benchmark's 90,000 rows as 1 and walked them all)
-BULK_WRITTEN = (Verdict, GroupRollup, AttemptRollup, JudgeDisagreement, Attempt, ChecklistItem, Instance, SearchText,
-                TrajectoryMessage)
+BULK_WRITTEN = (
+    Verdict,
+    GroupRollup,
+    AttemptRollup,
+    JudgeDisagreement,
+    Attempt,
+    ChecklistItem,
+    Instance,
+    SearchText,
+    TrajectoryMessage,
+)
 
 
 def format_function(name: str) -> Callable[[Sequence[Source], Context], None]:
@@ -124,6 +156,7 @@ def ingest_each(
     outcomes: list[tuple[Source, Report | IngestFailed]] = []
     for unit in units:
         for source in unit.sources:
+
             def shifted(done: int, _total: int, base: int = offset) -> None:
                 if progress is not None:
                     progress(base + done, total)

@@ -6,6 +6,7 @@ bad records with `ctx.problem(...)`, and writes through `ctx.upsert(...)`. The w
 command runs in one transaction; if any problem was reported, `IngestFailed` is raised
 at the end and nothing is stored.
 """
+
 from __future__ import annotations
 
 import codecs
@@ -24,11 +25,24 @@ from django.db import models
 
 from runs import search
 from runs.bulk import bulk_insert_rows
+from runs.ingest.decode import (
+    BATCH_HELD_BYTES,
+    MAX_HELD_BYTES,
+    MAX_RECORD_BYTES,
+    MAX_VALUES,
+    VALUE_BYTES,
+    Refused,
+    check,
+    digits_reason,
+    may_be_deep,
+    raw_size,
+    size_reason,
+    structure,
+    too_deep,
+    too_deep_reason,
+    value_end,
+)
 from runs.models import Attempt, ChecklistItem
-
-from .decode import (BATCH_HELD_BYTES, MAX_DEPTH, MAX_HELD_BYTES, MAX_RECORD_BYTES, MAX_VALUES, VALUE_BYTES, Refused,
-                     check, digits_reason, may_be_deep, raw_size, size_reason, structure, too_deep, too_deep_reason,
-                     value_end)
 
 MAX_LISTED_PROBLEMS = 50
 #: problems after which the rest of a file is not read: the import has failed by then, and a file of
@@ -78,7 +92,7 @@ class Source:
     name: str
 
     @classmethod
-    def of(cls, path: str | Path, name: str | None = None) -> "Source":
+    def of(cls, path: str | Path, name: str | None = None) -> Source:
         path = Path(path)
         return cls(path=path, name=name or path.name)
 
@@ -120,7 +134,7 @@ class Options:
 class IngestFailed(Exception):
     """Raised when any record was bad: the transaction is rolled back, nothing is stored."""
 
-    def __init__(self, problems: list[Problem], total: int, report: "Report", *, retry_may_fix: bool = False):
+    def __init__(self, problems: list[Problem], total: int, report: Report, *, retry_may_fix: bool = False):
         self.problems = problems
         self.total = total
         self.report = report
@@ -142,7 +156,7 @@ class Report:
         if n:
             self.counts[kind][outcome] += n
 
-    def merge(self, other: "Report") -> None:
+    def merge(self, other: Report) -> None:
         """Add another report's counts to this one (the files of a per-file import)."""
         for kind, counts in other.counts.items():
             for outcome, n in counts.items():
@@ -200,8 +214,10 @@ def content_hash(value: Any) -> str:
 #: rows a file may not change, by the field that marks them (not null) and why: an audit lead's
 #: rewrite of a checklist item is the lead's text, kept whatever a later import says
 _OWNED_ELSEWHERE: dict[type[models.Model], tuple[str, str]] = {
-    ChecklistItem: ("supersedes_id", "is an audit's rewrite of another item: a file may not redefine it "
-                                     "(give the file's item another key)"),
+    ChecklistItem: (
+        "supersedes_id",
+        "is an audit's rewrite of another item: a file may not redefine it (give the file's item another key)",
+    ),
 }
 
 
@@ -217,8 +233,11 @@ _SEARCHED = (Attempt,)
 @functools.cache
 def _text_limits(model: type[models.Model]) -> tuple[tuple[str, int], ...]:
     """(attname, max_length) of a model's bounded text columns."""
-    return tuple((f.attname, f.max_length) for f in model._meta.concrete_fields
-                 if isinstance(f, models.CharField) and f.max_length)
+    return tuple(
+        (f.attname, f.max_length)
+        for f in model._meta.concrete_fields
+        if isinstance(f, models.CharField) and f.max_length
+    )
 
 
 class Context:
@@ -270,8 +289,11 @@ class Context:
         opened); if so, says that the rest of it is not read."""
         if self.problem_count - since < MAX_PROBLEMS_PER_FILE:
             return False
-        self.problem(source, line, f"stopped reading this file after {MAX_PROBLEMS_PER_FILE:,} problems; "
-                                   "the rest of it was not checked")
+        self.problem(
+            source,
+            line,
+            f"stopped reading this file after {MAX_PROBLEMS_PER_FILE:,} problems; the rest of it was not checked",
+        )
         return True
 
     @property
@@ -285,8 +307,12 @@ class Context:
 
     def raise_if_failed(self) -> None:
         if self.failed:
-            raise IngestFailed(self._problems, self.problem_count, self.report,
-                               retry_may_fix=self.awaiting_import == self.problem_count)
+            raise IngestFailed(
+                self._problems,
+                self.problem_count,
+                self.report,
+                retry_may_fix=self.awaiting_import == self.problem_count,
+            )
 
     def check_lengths(self, model: type[models.Model], by_key: dict[tuple, dict[str, Any]], kind: str) -> None:
         """Report text longer than its column holds (formats check their own fields with line numbers first;
@@ -297,8 +323,12 @@ class Context:
                 value = row.get(name)
                 if isinstance(value, str) and len(value) > limit:
                     # the last key part is the file's own name for the row
-                    self.problem(self.source or kind, None, f"{kind} '{str(k[-1])[:100]}': {name} is {len(value):,} "
-                                                            f"characters long; at most {limit} fit: {value[:60]!r}...")
+                    self.problem(
+                        self.source or kind,
+                        None,
+                        f"{kind} '{str(k[-1])[:100]}': {name} is {len(value):,} "
+                        f"characters long; at most {limit} fit: {value[:60]!r}...",
+                    )
 
     # memory -------------------------------------------------------------------------
     def hold(self, weight: int) -> None:
@@ -306,9 +336,11 @@ class Context:
         reader hands out the next one when the format keeps none (`let_go`); refuses it (Refused) when
         that would pass MAX_HELD_BYTES, unless it is the only one held."""
         if self.held and self.held + weight > MAX_HELD_BYTES:
-            raise Refused(f"the records read and not yet stored would take more than {MAX_HELD_BYTES >> 20} MiB "
-                          "with this one (a format keeps a dialog, a log's header or a batch together until it "
-                          "writes it): split the file")
+            raise Refused(
+                f"the records read and not yet stored would take more than {MAX_HELD_BYTES >> 20} MiB "
+                "with this one (a format keeps a dialog, a log's header or a batch together until it "
+                "writes it): split the file"
+            )
         self.held += weight
 
     def release(self) -> None:
@@ -424,9 +456,14 @@ def _hashing_chunks(source: Source, ctx: Context) -> Iterator[bytes]:
     ctx.source_hashes[source.name] = digest.hexdigest()
 
 
-def iter_jsonl(source: Source, ctx: Context, *,
-               salvage: Callable[[str, bool], list[dict[str, Any]] | None] | None = None,
-               limit: int = MAX_RECORD_BYTES, keep: bool = False) -> Iterator[tuple[int, dict[str, Any]]]:
+def iter_jsonl(
+    source: Source,
+    ctx: Context,
+    *,
+    salvage: Callable[[str, bool], list[dict[str, Any]] | None] | None = None,
+    limit: int = MAX_RECORD_BYTES,
+    keep: bool = False,
+) -> Iterator[tuple[int, dict[str, Any]]]:
     """Yield (line number, object) for each non-blank line; bad lines become problems.
 
     Each line is checked against the bounds of runs.ingest.decode (`limit`: its text as held) before it is
@@ -464,8 +501,11 @@ def iter_jsonl(source: Source, ctx: Context, *,
                     ctx.advance(len(rest))
                 digest.update(rest)
                 ctx.advance(len(rest))
-                ctx.problem(source, lineno, f"the line is longer than {limit >> 20} MiB; at most {limit >> 20} MiB "
-                                            "are read per record")
+                ctx.problem(
+                    source,
+                    lineno,
+                    f"the line is longer than {limit >> 20} MiB; at most {limit >> 20} MiB are read per record",
+                )
                 continue
             last = not raw.endswith(b"\n")
             try:
@@ -494,8 +534,12 @@ def iter_jsonl(source: Source, ctx: Context, *,
             except json.JSONDecodeError as exc:
                 if not seen_record and not last and text.rstrip()[-1:] in ("{", "[") and exc.pos >= len(text.rstrip()):
                     # a record that goes on past its line: a pretty-printed JSON document
-                    ctx.problem(source, lineno, "this is one JSON document spread over many lines, not JSON Lines "
-                                "(one record per line): is the format right?")
+                    ctx.problem(
+                        source,
+                        lineno,
+                        "this is one JSON document spread over many lines, not JSON Lines "
+                        "(one record per line): is the format right?",
+                    )
                     for rest in handle:
                         digest.update(rest)
                         ctx.advance(len(rest))
@@ -507,7 +551,9 @@ def iter_jsonl(source: Source, ctx: Context, *,
                         yield lineno, obj
                     continue
                 hint = " (the last line looks truncated)" if last else ""
-                ctx.problem(source, lineno, f"not valid JSON: {exc.msg.removesuffix(' at')} at column {exc.colno}{hint}")
+                ctx.problem(
+                    source, lineno, f"not valid JSON: {exc.msg.removesuffix(' at')} at column {exc.colno}{hint}"
+                )
                 continue
             except ValueError:  # an integer of more digits than Python converts
                 ctx.problem(source, lineno, digits_reason())
@@ -540,8 +586,15 @@ class _DocReader:
     """Incremental reader of one JSON document that keeps line numbers, checking each value against the
     bounds of runs.ingest.decode (`limit`: a value's text as held) before decoding it."""
 
-    def __init__(self, source: Source, ctx: Context, *, allow_constants: bool = False, limit: int = MAX_RECORD_BYTES,
-                 keep: bool = False):
+    def __init__(
+        self,
+        source: Source,
+        ctx: Context,
+        *,
+        allow_constants: bool = False,
+        limit: int = MAX_RECORD_BYTES,
+        keep: bool = False,
+    ):
         self.source = source
         self.ctx = ctx
         self.limit = limit
@@ -640,7 +693,11 @@ class _DocReader:
                 if near_end and self._more():
                     continue
                 line = start_line + self.buf.count("\n", self.pos, exc.pos)
-                truncated = " (the file looks truncated)" if self.eof and (exc.pos >= len(self.buf) - 64 or exc.msg.startswith("Unterminated string")) else ""
+                truncated = (
+                    " (the file looks truncated)"
+                    if self.eof and (exc.pos >= len(self.buf) - 64 or exc.msg.startswith("Unterminated string"))
+                    else ""
+                )
                 raise _DocError(line, f"not valid JSON: {exc.msg.removesuffix(' at')}{truncated}") from None
             except ValueError:  # an integer of more digits than Python converts
                 raise _DocError(start_line, digits_reason()) from None
@@ -678,8 +735,14 @@ class _DocError(Exception):
 
 
 def iter_json_document(
-    source: Source, ctx: Context, *, list_keys: tuple[str, ...] = (), extra_hint: str = "is this a JSONL file?",
-    allow_constants: bool = False, limit: int = MAX_RECORD_BYTES, keep: bool = False,
+    source: Source,
+    ctx: Context,
+    *,
+    list_keys: tuple[str, ...] = (),
+    extra_hint: str = "is this a JSONL file?",
+    allow_constants: bool = False,
+    limit: int = MAX_RECORD_BYTES,
+    keep: bool = False,
 ) -> Iterator[tuple[str | None, int, Any]]:
     """Stream a JSON document, yielding (key, line, value) without loading it whole; each value is
     checked against the bounds of runs.ingest.decode (`limit`: its text as held) before it is decoded.

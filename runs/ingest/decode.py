@@ -20,6 +20,7 @@ with `keep=True`: they stay counted until it writes them (`Context.release`); fo
 consumer keeps none, a record is let go when the next one is read. A reader refuses a record that
 would take `Context.held` past `MAX_HELD_BYTES`.
 """
+
 from __future__ import annotations
 
 import codecs
@@ -77,8 +78,10 @@ def digits_reason() -> str:
 
 
 def size_reason(size: int, limit: int) -> str:
-    return (f"the record takes {_mib(size)} as decoded text; at most {_mib(limit)} are read per record "
-            "(characters beyond U+00FF take 2 bytes each, beyond U+FFFF 4)")
+    return (
+        f"the record takes {_mib(size)} as decoded text; at most {_mib(limit)} are read per record "
+        "(characters beyond U+00FF take 2 bytes each, beyond U+FFFF 4)"
+    )
 
 
 def _width(text: str, start: int = 0, end: int | None = None) -> int:
@@ -101,7 +104,7 @@ def raw_size(raw: bytes, limit: int) -> int:
     while at < len(raw):
         final = at + _DECODE_CHUNK >= len(raw)
         try:
-            part, used = codecs.utf_8_decode(view[at:at + _DECODE_CHUNK], "strict", final)
+            part, used = codecs.utf_8_decode(view[at : at + _DECODE_CHUNK], "strict", final)
         except UnicodeDecodeError as exc:
             raise UnicodeDecodeError("utf-8", raw, at + exc.start, at + exc.end, exc.reason) from None
         at += used
@@ -116,8 +119,12 @@ def raw_size(raw: bytes, limit: int) -> int:
 def structure(text: str, start: int = 0, end: int | None = None) -> int:
     """Commas, colons and opening brackets in `text[start:end]`, strings included (what bounds its values)."""
     end = len(text) if end is None else end
-    return text.count(",", start, end) + text.count(":", start, end) + text.count("[", start, end) + \
-        text.count("{", start, end)
+    return (
+        text.count(",", start, end)
+        + text.count(":", start, end)
+        + text.count("[", start, end)
+        + text.count("{", start, end)
+    )
 
 
 def count_values(text: str, start: int = 0, end: int | None = None) -> int:
@@ -180,8 +187,10 @@ def check(text: str, start: int = 0, end: int | None = None, *, limit: int = MAX
             raise Refused(size_reason(size, limit))
     values = count_values(text, start, end)
     if values > MAX_VALUES:
-        raise Refused(f"the record holds more than {MAX_VALUES:,} JSON values (objects, lists, keys, strings, "
-                      f"numbers); at most {MAX_VALUES:,} are read per record")
+        raise Refused(
+            f"the record holds more than {MAX_VALUES:,} JSON values (objects, lists, keys, strings, "
+            f"numbers); at most {MAX_VALUES:,} are read per record"
+        )
     return size + VALUE_BYTES * values
 
 

@@ -41,6 +41,7 @@ A log is read one record at a time, never listed whole: a file whose first recor
 like a log line is refused at that line without reading further, and any other file stops being
 read after MAX_PROBLEMS_PER_FILE problems, so junk costs bounded memory whatever its size.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -53,11 +54,8 @@ from pathlib import Path
 from typing import Any
 
 from runs.checkers.evolif import LLM_JUDGED
-from runs.models import BenchmarkKind, ChecklistItem, Instance, JudgeKind, Run, VerdictResult
-from runs.trajectory_store import trajectories_upsert
-
-from .base import STRICT_DECODER, Context, Source, content_hash, iter_jsonl, require
-from .lookups import (
+from runs.ingest.base import STRICT_DECODER, Context, Source, content_hash, iter_jsonl, require
+from runs.ingest.lookups import (
     InstanceIndex,
     attempts_upsert,
     benchmark_existing,
@@ -66,8 +64,10 @@ from .lookups import (
     judge_get_or_create,
     run_get_or_create,
 )
-from .options import model_missing, option_name, run_missing
-from .verdicts import verdicts_upsert
+from runs.ingest.options import model_missing, option_name, run_missing
+from runs.ingest.verdicts import verdicts_upsert
+from runs.models import BenchmarkKind, ChecklistItem, Instance, JudgeKind, Run, VerdictResult
+from runs.trajectory_store import trajectories_upsert
 
 DEFAULT_SLUG = "evolif"
 DEFAULT_JUDGE = "evolif-log"
@@ -76,8 +76,10 @@ _RECORD_START = re.compile(r'\{"turn":')  # eval.py writes "turn" first; inside 
 #: the fields every line of an evaluation log has; a file whose first record lacks one is not read further
 LOG_FIELDS = {"turn": int, "eval": dict, "remaining_patience": (int, type(None))}
 #: what the verdict says when eval.py logged [0, ""] for an LLM-judged constraint (its judge call raised)
-JUDGE_FAILED = ("the LLM judge gave no score: its call failed or its reply was not JSON with a score "
-                "(eval.py records 0 and counts the constraint as failed)")
+JUDGE_FAILED = (
+    "the LLM judge gave no score: its call failed or its reply was not JSON with a score "
+    "(eval.py records 0 and counts the constraint as failed)"
+)
 
 
 def item_key(turn: int, constraint_id: str, occurrence: int) -> str:
@@ -123,7 +125,9 @@ def _valid_turn(ctx: Context, source: Source, line: int, record: dict, previous:
         return False
     turn = record["turn"]
     if turn != previous + 1:
-        ctx.problem(source, line, f"turn {turn} where turn {previous + 1} was expected (turns are numbered 1, 2, ... in order)")
+        ctx.problem(
+            source, line, f"turn {turn} where turn {previous + 1} was expected (turns are numbered 1, 2, ... in order)"
+        )
         return False
     ok = True
     for n, instruction in enumerate(record["instructions"], 1):
@@ -142,11 +146,20 @@ def _write_dialog(ctx: Context, benchmark, source: Source, external_id: str, tur
     spec = {"turns": spec_turns, "style": style}
     ids = ctx.upsert(
         Instance,
-        [{
-            "benchmark_id": benchmark.id, "external_id": external_id, "primary_category": "", "scaffold": "",
-            "scaffold_version": "", "spec": spec, "content_hash": content_hash(spec),
-        }],
-        key=("benchmark_id", "external_id"), compare=("content_hash",), kind="instances",
+        [
+            {
+                "benchmark_id": benchmark.id,
+                "external_id": external_id,
+                "primary_category": "",
+                "scaffold": "",
+                "scaffold_version": "",
+                "spec": spec,
+                "content_hash": content_hash(spec),
+            }
+        ],
+        key=("benchmark_id", "external_id"),
+        compare=("content_hash",),
+        kind="instances",
     )
     instance_id = ids.get((benchmark.id, external_id))
     rows = []
@@ -181,7 +194,9 @@ def _write_dialog(ctx: Context, benchmark, source: Source, external_id: str, tur
     dropped = file_items(instance_id=instance_id).exclude(key__in=[r["key"] for r in rows])
     judged = list(dropped.filter(verdicts__isnull=False).values_list("key", flat=True).distinct()[:5])
     if judged:
-        ctx.problem(source, None, f"constraints {', '.join(judged)} have verdicts and cannot be removed from '{external_id}'")
+        ctx.problem(
+            source, None, f"constraints {', '.join(judged)} have verdicts and cannot be removed from '{external_id}'"
+        )
         return
     ctx.report.add("checklist items", "removed", dropped.delete()[1].get("runs.ChecklistItem", 0))
 
@@ -210,8 +225,12 @@ def ingest_eval(sources: Sequence[Source], ctx: Context) -> None:
             _write_log(ctx, run, judge, log)
             continue
         if patience_seen is not None and patience != patience_seen[0]:
-            ctx.problem(source, log["first_line"], f"this log was recorded with {_patience_words(patience)}, "
-                        f"but {patience_seen[1]} has {_patience_words(patience_seen[0])}; use another run label ({option_name(ctx.options, 'run')})")
+            ctx.problem(
+                source,
+                log["first_line"],
+                f"this log was recorded with {_patience_words(patience)}, "
+                f"but {patience_seen[1]} has {_patience_words(patience_seen[0])}; use another run label ({option_name(ctx.options, 'run')})",
+            )
             continue
         patience_seen = patience_seen or (patience, source.name)
         _write_log(ctx, run, judge, log)
@@ -286,12 +305,18 @@ def _read_log(ctx: Context, source: Source, index: InstanceIndex, seen: dict[str
             return None
         records = itertools.chain([first] if first else [], reader)
     if instance_id is None:
-        ctx.problem(source, first_line, f"dialog '{external_id}' was never ingested (ingest it with evolif-dialogs first)",
-                    awaits_import=True)
+        ctx.problem(
+            source,
+            first_line,
+            f"dialog '{external_id}' was never ingested (ingest it with evolif-dialogs first)",
+            awaits_import=True,
+        )
         _stop_reading(ctx, source, reader, started_at)
         return None
     if external_id in seen:
-        ctx.problem(source, first_line, f"dialog '{external_id}' already has a log in this ingest ({seen[external_id]})")
+        ctx.problem(
+            source, first_line, f"dialog '{external_id}' already has a log in this ingest ({seen[external_id]})"
+        )
         _stop_reading(ctx, source, reader, started_at)
         return None
     seen[external_id] = source.name
@@ -306,7 +331,9 @@ def _read_log(ctx: Context, source: Source, index: InstanceIndex, seen: dict[str
         replayed = record.get("turn") if cut_offs else None
         if isinstance(replayed, int) and not isinstance(replayed, bool) and 1 <= replayed <= previous:
             # eval.py could not read past a cut-off line, so it played this turn again: the later records stand
-            ctx.report.add("log turns played again after a cut-off line", "replaced", sum(t["turn"] >= replayed for t in turns))
+            ctx.report.add(
+                "log turns played again after a cut-off line", "replaced", sum(t["turn"] >= replayed for t in turns)
+            )
             turns = [t for t in turns if t["turn"] < replayed]
             previous = replayed - 1
         parsed = _valid_log_line(ctx, source, line, record, script, items, previous, turns, external_id)
@@ -328,8 +355,17 @@ def _read_log(ctx: Context, source: Source, index: InstanceIndex, seen: dict[str
     else:
         # eval.py stops a dialogue when the model call fails; running it again appends the rest
         ended_by = "stopped"
-    return {"source": source, "first_line": first_line, "external_id": external_id, "instance_id": instance_id,
-            "script": script, "items": items, "turns": turns, "patience": patience, "ended_by": ended_by}
+    return {
+        "source": source,
+        "first_line": first_line,
+        "external_id": external_id,
+        "instance_id": instance_id,
+        "script": script,
+        "items": items,
+        "turns": turns,
+        "patience": patience,
+        "ended_by": ended_by,
+    }
 
 
 def _read_records(ctx: Context, source: Source, cut_offs: list[bool]) -> Iterator[tuple[int, dict]]:
@@ -356,14 +392,19 @@ def _not_a_log(record: dict) -> str | None:
     """Why a file whose first record is `record` is not an EvolIF evaluation log, or None if it may be one."""
     if "instructions" in record and "eval" not in record:
         return "this looks like an EvolIF dialog script, not an evaluation log (use evolif-dialogs)"
-    wrong = [name for name, kind in LOG_FIELDS.items()
-             if name not in record or not isinstance(record[name], kind) or isinstance(record[name], bool)]
+    wrong = [
+        name
+        for name, kind in LOG_FIELDS.items()
+        if name not in record or not isinstance(record[name], kind) or isinstance(record[name], bool)
+    ]
     if not wrong:
         return None
     found = ", ".join(f"'{key}'" for key in list(record)[:6]) + (", ..." if len(record) > 6 else "")
-    return (f"this is not an EvolIF evaluation log: its first record has no valid {', '.join(repr(w) for w in wrong)} "
-            f"(each line needs 'turn': int, 'eval': object, 'remaining_patience': int or null; this one has "
-            f"{found or 'no fields'}); the rest of the file was not read")
+    return (
+        f"this is not an EvolIF evaluation log: its first record has no valid {', '.join(repr(w) for w in wrong)} "
+        f"(each line needs 'turn': int, 'eval': object, 'remaining_patience': int or null; this one has "
+        f"{found or 'no fields'}); the rest of the file was not read"
+    )
 
 
 def _stop_reading(ctx: Context, source: Source, reader: Iterator, started_at: int) -> None:
@@ -404,15 +445,22 @@ def _valid_log_line(ctx, source, line, record, script, items, previous, turns, e
         ctx.problem(source, line, "missing required field 'remaining_patience'")
         return None
     if record["remaining_patience"] is not None and (
-            not isinstance(record["remaining_patience"], int) or isinstance(record["remaining_patience"], bool)):
+        not isinstance(record["remaining_patience"], int) or isinstance(record["remaining_patience"], bool)
+    ):
         ctx.problem(source, line, "field 'remaining_patience' should be int (or null: no patience)")
         return None
     turn = record["turn"]
     if turn not in script:
-        ctx.problem(source, line, f"turn {turn} is not in the script of '{external_id}' (it has turns 1-{max(script, default=0)})")
+        ctx.problem(
+            source,
+            line,
+            f"turn {turn} is not in the script of '{external_id}' (it has turns 1-{max(script, default=0)})",
+        )
         return None
     if turn != previous + 1:
-        ctx.problem(source, line, f"turn {turn} where turn {previous + 1} was expected (a log holds turns 1, 2, ... in order)")
+        ctx.problem(
+            source, line, f"turn {turn} where turn {previous + 1} was expected (a log holds turns 1, 2, ... in order)"
+        )
         return None
     if turns and turns[-1]["remaining_patience"] == 0:  # score.py stops there too
         ctx.problem(source, line, f"turn {turn} comes after patience ran out at turn {turns[-1]['turn']}")
@@ -431,14 +479,21 @@ def _valid_log_line(ctx, source, line, record, script, items, previous, turns, e
     for constraint, value in details.items():
         n_active = active.count(constraint)
         if n_active == 0:
-            ctx.problem(source, line, f"turn {turn}: constraint '{constraint}' is not active at this turn of "
-                        f"'{external_id}' (active: {', '.join(active) or 'none'})")
+            ctx.problem(
+                source,
+                line,
+                f"turn {turn}: constraint '{constraint}' is not active at this turn of "
+                f"'{external_id}' (active: {', '.join(active) or 'none'})",
+            )
             ok = False
             continue
         values = value if isinstance(value, list) else [value] * n_active
         if len(values) != n_active or not all(isinstance(v, bool) for v in values):
-            ctx.problem(source, line, f"turn {turn}: details['{constraint}'] should be true or false "
-                        f"(or a list of {n_active} of them)")
+            ctx.problem(
+                source,
+                line,
+                f"turn {turn}: details['{constraint}'] should be true or false (or a list of {n_active} of them)",
+            )
             ok = False
             continue
         for n, passed in enumerate(values, 1):
@@ -452,15 +507,28 @@ def _valid_log_line(ctx, source, line, record, script, items, previous, turns, e
         return None
     recorded = [v == VerdictResult.PASS for v in verdicts.values()]
     if evaluation["overall_ok"] != all(recorded):
-        ctx.problem(source, line, f"turn {turn}: overall_ok is {str(evaluation['overall_ok']).lower()} but the "
-                    f"constraint results say {str(all(recorded)).lower()}")
+        ctx.problem(
+            source,
+            line,
+            f"turn {turn}: overall_ok is {str(evaluation['overall_ok']).lower()} but the "
+            f"constraint results say {str(all(recorded)).lower()}",
+        )
         return None
-    missing = [item_key(turn, c, n) for c in dict.fromkeys(active) for n in range(1, active.count(c) + 1)
-               if item_key(turn, c, n) not in verdicts]
+    missing = [
+        item_key(turn, c, n)
+        for c in dict.fromkeys(active)
+        for n in range(1, active.count(c) + 1)
+        if item_key(turn, c, n) not in verdicts
+    ]
     return {
-        "line": line, "turn": turn, "overall_ok": evaluation["overall_ok"], "verdicts": verdicts, "missing": missing,
+        "line": line,
+        "turn": turn,
+        "overall_ok": evaluation["overall_ok"],
+        "verdicts": verdicts,
+        "missing": missing,
         "judged": _judge_notes(evaluation.get("sub_details"), verdicts),
-        "remaining_patience": record["remaining_patience"], "sub_details": evaluation.get("sub_details"),
+        "remaining_patience": record["remaining_patience"],
+        "sub_details": evaluation.get("sub_details"),
         "response": record.get("response"),
     }
 
@@ -477,8 +545,14 @@ def _judge_notes(sub_details: Any, verdicts: dict[str, str]) -> dict[str, tuple[
         if constraint not in sub_details:
             continue
         value = sub_details[constraint]
-        if (isinstance(value, list) and len(value) == 2 and isinstance(value[0], (int, float))
-                and not isinstance(value[0], bool) and math.isfinite(value[0]) and isinstance(value[1], (str, type(None)))):
+        if (
+            isinstance(value, list)
+            and len(value) == 2
+            and isinstance(value[0], (int, float))
+            and not isinstance(value[0], bool)
+            and math.isfinite(value[0])
+            and isinstance(value[1], (str, type(None)))
+        ):
             score, rationale = float(value[0]), value[1] or ""
             if score == 0 and not rationale and constraint in LLM_JUDGED:
                 rationale = JUDGE_FAILED
@@ -497,8 +571,12 @@ def _patience(ctx: Context, source: Source, turns: list[dict]) -> int | None | b
     if nulls:
         if len(nulls) == len(turns):
             return None
-        ctx.problem(source, nulls[0]["line"], f"turn {nulls[0]['turn']}: remaining_patience is null but other turns "
-                    "of this log have a number (a log has a patience on every line or on none)")
+        ctx.problem(
+            source,
+            nulls[0]["line"],
+            f"turn {nulls[0]['turn']}: remaining_patience is null but other turns "
+            "of this log have a number (a log has a patience on every line or on none)",
+        )
         return False
     patience = None
     streak = 0
@@ -506,13 +584,19 @@ def _patience(ctx: Context, source: Source, turns: list[dict]) -> int | None | b
         streak = 0 if t["overall_ok"] else streak + 1
         implied = t["remaining_patience"] + streak
         if implied < 1:
-            ctx.problem(source, t["line"], f"turn {t['turn']}: remaining_patience {t['remaining_patience']} is impossible")
+            ctx.problem(
+                source, t["line"], f"turn {t['turn']}: remaining_patience {t['remaining_patience']} is impossible"
+            )
             return False
         if patience is None:
             patience = implied
         elif implied != patience:
-            ctx.problem(source, t["line"], f"turn {t['turn']}: remaining_patience {t['remaining_patience']} after "
-                        f"{streak} failed turn(s) in a row does not fit patience {patience} (earlier turns)")
+            ctx.problem(
+                source,
+                t["line"],
+                f"turn {t['turn']}: remaining_patience {t['remaining_patience']} after "
+                f"{streak} failed turn(s) in a row does not fit patience {patience} (earlier turns)",
+            )
             return False
     return patience
 
@@ -522,16 +606,30 @@ def _write_log(ctx: Context, run: Run, judge, log: dict) -> None:
     responses = [t["response"] for t in turns]
     last_response = responses[-1] if responses else None
     outcome = {
-        "turns": [{"turn": t["turn"], "overall_ok": t["overall_ok"], "remaining_patience": t["remaining_patience"],
-                   "sub_details": t["sub_details"]} for t in turns],
+        "turns": [
+            {
+                "turn": t["turn"],
+                "overall_ok": t["overall_ok"],
+                "remaining_patience": t["remaining_patience"],
+                "sub_details": t["sub_details"],
+            }
+            for t in turns
+        ],
         "ended_turn": turns[-1]["turn"] if turns else 0,
         "patience": log["patience"],
         "ended_by": log["ended_by"],
     }
     ids = attempts_upsert(
-        ctx, run,
-        [{"instance_id": log["instance_id"], "response": _text(last_response), "outcome": outcome,
-          "assistant_turns": len(turns)}],
+        ctx,
+        run,
+        [
+            {
+                "instance_id": log["instance_id"],
+                "response": _text(last_response),
+                "outcome": outcome,
+                "assistant_turns": len(turns),
+            }
+        ],
         compare=("response", "outcome", "assistant_turns"),
     )
     attempt_id = ids.get(log["instance_id"])
@@ -541,8 +639,13 @@ def _write_log(ctx: Context, run: Run, judge, log: dict) -> None:
         query = script_turn.get("user_query_verified") or script_turn.get("user_query") or ""
         messages.append({"role": "user", "content": _text(query), "turn": t["turn"]})
         messages.append({"role": "assistant", "content": _text(t["response"]), "turn": t["turn"]})
-    threads = [{"meta": {"thread": "main", "dialog": log["external_id"], "model": run.model.name},
-                "tools": [], "messages": messages}]
+    threads = [
+        {
+            "meta": {"thread": "main", "dialog": log["external_id"], "model": run.model.name},
+            "tools": [],
+            "messages": messages,
+        }
+    ]
     if ctx.failed:
         ctx.report.add("trajectories", "created")
     else:
@@ -552,11 +655,26 @@ def _write_log(ctx: Context, run: Run, judge, log: dict) -> None:
     for t in turns:
         for key, result in t["verdicts"].items():
             score, reasoning = t["judged"].get(key, (None, ""))
-            rows.append({"attempt_id": attempt_id, "item_id": items[key], "judge_id": judge.id, "result": result,
-                         "score": score, "reasoning": reasoning})
+            rows.append(
+                {
+                    "attempt_id": attempt_id,
+                    "item_id": items[key],
+                    "judge_id": judge.id,
+                    "result": result,
+                    "score": score,
+                    "reasoning": reasoning,
+                }
+            )
         for key in (k for k in t["missing"] if k in items):
-            rows.append({"attempt_id": attempt_id, "item_id": items[key], "judge_id": judge.id,
-                         "result": VerdictResult.NOT_APPLICABLE, "reasoning": "the log has no result for this constraint"})
+            rows.append(
+                {
+                    "attempt_id": attempt_id,
+                    "item_id": items[key],
+                    "judge_id": judge.id,
+                    "result": VerdictResult.NOT_APPLICABLE,
+                    "reasoning": "the log has no result for this constraint",
+                }
+            )
     verdicts_upsert(ctx, rows)
 
 

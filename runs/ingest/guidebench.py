@@ -4,6 +4,7 @@ A task is identified by its content: external id f"{category}-{h}", h the first 
 the SHA-256 of the task without its prediction fields, so a predictions file finds its
 tasks whatever order or formatting it has. Scoring is `runs.scoring.choice` (the reference scorer).
 """
+
 from __future__ import annotations
 
 import json
@@ -11,6 +12,16 @@ from collections.abc import Sequence
 from pathlib import PurePath
 from typing import Any
 
+from runs.ingest.base import Context, Source, content_hash, iter_json_document, require
+from runs.ingest.lookups import (
+    attempts_upsert,
+    benchmark_existing,
+    benchmark_get_or_create,
+    judge_get_or_create,
+    run_get_or_create,
+)
+from runs.ingest.options import model_missing, option_name, run_missing
+from runs.ingest.verdicts import verdicts_upsert
 from runs.models import BenchmarkKind, ChecklistItem, Instance, JudgeKind, Run
 from runs.scoring.choice import (
     ANSWER,
@@ -22,17 +33,6 @@ from runs.scoring.choice import (
     choice_missing_default,
     choice_task_scored,
 )
-
-from .base import Context, Source, content_hash, iter_json_document, require
-from .lookups import (
-    attempts_upsert,
-    benchmark_existing,
-    benchmark_get_or_create,
-    judge_get_or_create,
-    run_get_or_create,
-)
-from .options import model_missing, option_name, run_missing
-from .verdicts import verdicts_upsert
 
 DEFAULT_SLUG = "guidebench"
 DEFAULT_JUDGE = "exact-match"
@@ -64,8 +64,10 @@ def task_external_id(category: str, task: dict[str, Any], occurrence: int = 1) -
 
 
 #: generate_resp.py opens its output in append mode: a second run adds a second list to the same file
-_APPENDED = ("is this a JSONL file? GuideBench's generate_resp.py appends its list to an existing file on every run, "
-             "and its evaluate.py cannot read such a file either: keep one run's list per file")
+_APPENDED = (
+    "is this a JSONL file? GuideBench's generate_resp.py appends its list to an existing file on every run, "
+    "and its evaluate.py cannot read such a file either: keep one run's list per file"
+)
 
 
 class _FileTasks:
@@ -111,7 +113,9 @@ class _FileTasks:
         _, gt_key = choice_answer_field(kind)
         if task["Groundtruth"].get(gt_key) is None:
             label = "multiple-choice" if kind == OPTION else "answer"
-            ctx.problem(source, line, f"missing required field 'Groundtruth.{gt_key}' ({self.category} is an {label} category)")
+            ctx.problem(
+                source, line, f"missing required field 'Groundtruth.{gt_key}' ({self.category} is an {label} category)"
+            )
             return False
         if kind == OPTION and not isinstance(task["Groundtruth"][gt_key], str):
             ctx.problem(source, line, f"field 'Groundtruth.{gt_key}' should be str (an option letter)")
@@ -164,8 +168,11 @@ def ingest_tasks(sources: Sequence[Source], ctx: Context) -> None:
 
 def _is_choice(ctx: Context, benchmark, sources: Sequence[Source]) -> bool:
     if benchmark.kind != BenchmarkKind.CHOICE:
-        ctx.problem(sources[0] if sources else option_name(ctx.options, "benchmark"), None,
-                    f"benchmark '{benchmark.slug}' is a {benchmark.kind} benchmark, not a choice benchmark")
+        ctx.problem(
+            sources[0] if sources else option_name(ctx.options, "benchmark"),
+            None,
+            f"benchmark '{benchmark.slug}' is a {benchmark.kind} benchmark, not a choice benchmark",
+        )
         return False
     return True
 
@@ -177,17 +184,24 @@ def _write_tasks(ctx: Context, benchmark, category: str, batch: list[tuple[str, 
     rows = []
     for external_id, task in batch:
         spec = task_identity(task)
-        rows.append({
-            "benchmark_id": benchmark.id,
-            "external_id": external_id,
-            "primary_category": category,
-            "scaffold": ctx.options.scaffold or "",
-            "scaffold_version": "",
-            "spec": spec,
-            "content_hash": content_hash(spec),
-        })
-    ids = ctx.upsert(Instance, rows, key=("benchmark_id", "external_id"),
-                     compare=("content_hash", "primary_category", "scaffold"), kind="instances")
+        rows.append(
+            {
+                "benchmark_id": benchmark.id,
+                "external_id": external_id,
+                "primary_category": category,
+                "scaffold": ctx.options.scaffold or "",
+                "scaffold_version": "",
+                "spec": spec,
+                "content_hash": content_hash(spec),
+            }
+        )
+    ids = ctx.upsert(
+        Instance,
+        rows,
+        key=("benchmark_id", "external_id"),
+        compare=("content_hash", "primary_category", "scaffold"),
+        kind="instances",
+    )
     items = []
     for external_id, task in batch:
         kind = choice_kind(category, task["Groundtruth"])
@@ -195,21 +209,23 @@ def _write_tasks(ctx: Context, benchmark, category: str, batch: list[tuple[str, 
         truth = task["Groundtruth"][gt_key]
         default = choice_missing_default(category, kind)
         details = {"kind": kind, "ground_truth": truth, "missing_counts_as": default}
-        items.append({
-            "instance_id": ids.get((benchmark.id, external_id)),
-            "key": ITEM_KEY,
-            "position": 1,
-            "category": category,
-            "category_original": category,
-            "check_type": CHECK_TYPE,
-            "group": "",
-            "description": _item_description(kind, gt_key, truth, default),
-            "conditional": False,
-            "turn": None,
-            "privilege": None,
-            "details": details,
-            "content_hash": content_hash([category, details]),
-        })
+        items.append(
+            {
+                "instance_id": ids.get((benchmark.id, external_id)),
+                "key": ITEM_KEY,
+                "position": 1,
+                "category": category,
+                "category_original": category,
+                "check_type": CHECK_TYPE,
+                "group": "",
+                "description": _item_description(kind, gt_key, truth, default),
+                "conditional": False,
+                "turn": None,
+                "privilege": None,
+                "details": details,
+                "content_hash": content_hash([category, details]),
+            }
+        )
     if ctx.failed:
         ctx.report.add("checklist items", "created", len(items))
         return
@@ -218,8 +234,10 @@ def _write_tasks(ctx: Context, benchmark, category: str, batch: list[tuple[str, 
 
 def _item_description(kind: str, gt_key: str, truth: Any, default: Any) -> str:
     what = "option" if kind == OPTION else "answer"
-    return (f"The {what} equals Groundtruth.{gt_key} = {json.dumps(truth, ensure_ascii=False)} exactly "
-            f"(a missing {what} counts as {json.dumps(default, ensure_ascii=False)}).")
+    return (
+        f"The {what} equals Groundtruth.{gt_key} = {json.dumps(truth, ensure_ascii=False)} exactly "
+        f"(a missing {what} counts as {json.dumps(default, ensure_ascii=False)})."
+    )
 
 
 def _report_kept(ctx: Context, benchmark, category: str, in_file: set[str]) -> None:
@@ -227,7 +245,9 @@ def _report_kept(ctx: Context, benchmark, category: str, in_file: set[str]) -> N
     new instance, since its id is its content); the report counts them so nothing goes unnoticed."""
     if ctx.failed:
         return
-    stored = Instance.objects.filter(benchmark=benchmark, primary_category=category).values_list("external_id", flat=True)
+    stored = Instance.objects.filter(benchmark=benchmark, primary_category=category).values_list(
+        "external_id", flat=True
+    )
     kept = sum(1 for external_id in stored.iterator() if external_id not in in_file)
     ctx.report.add("instances", "kept (not in this file)", kept)
 
@@ -257,9 +277,13 @@ def ingest_predictions(sources: Sequence[Source], ctx: Context) -> None:
             answered += "LLMAnswer" in task
             instance_id = instances.get(external_id)
             if instance_id is None or instance_id not in items:
-                ctx.problem(source, line, f"task '{external_id}' was never ingested: no {tasks.category} task of "
-                            f"benchmark '{benchmark.slug}' has this content (ingest it with guidebench-tasks first)",
-                            awaits_import=True)
+                ctx.problem(
+                    source,
+                    line,
+                    f"task '{external_id}' was never ingested: no {tasks.category} task of "
+                    f"benchmark '{benchmark.slug}' has this content (ingest it with guidebench-tasks first)",
+                    awaits_import=True,
+                )
                 continue
             if external_id in seen:
                 ctx.problem(source, line, f"task '{external_id}' is predicted twice (first at {seen[external_id]})")
@@ -271,7 +295,9 @@ def ingest_predictions(sources: Sequence[Source], ctx: Context) -> None:
                 batch = []
         _write_predictions(ctx, run, judge, batch)
         if total and not answered:
-            ctx.problem(source, None, "no task has an 'LLMAnswer': this is a tasks file (use guidebench-tasks), not predictions")
+            ctx.problem(
+                source, None, "no task has an 'LLMAnswer': this is a tasks file (use guidebench-tasks), not predictions"
+            )
 
 
 def _run(ctx: Context, benchmark, source: Source):
@@ -330,21 +356,28 @@ def _write_predictions(ctx: Context, run, judge, batch: list[tuple[int, int, dic
     if not batch:
         return
     ids = attempts_upsert(
-        ctx, run,
-        [{"instance_id": instance_id, "response": p["response"], "outcome": p["outcome"]} for instance_id, _, p in batch],
+        ctx,
+        run,
+        [
+            {"instance_id": instance_id, "response": p["response"], "outcome": p["outcome"]}
+            for instance_id, _, p in batch
+        ],
         compare=("response", "outcome"),
     )
-    verdicts_upsert(ctx, [
-        {
-            "attempt_id": ids.get(instance_id),
-            "item_id": item_id,
-            "judge_id": judge.id,
-            "result": "pass" if p["correct"] else "fail",
-            "reasoning": p["reasoning"],
-            "score": 1.0 if p["correct"] else 0.0,
-        }
-        for instance_id, item_id, p in batch
-    ])
+    verdicts_upsert(
+        ctx,
+        [
+            {
+                "attempt_id": ids.get(instance_id),
+                "item_id": item_id,
+                "judge_id": judge.id,
+                "result": "pass" if p["correct"] else "fail",
+                "reasoning": p["reasoning"],
+                "score": 1.0 if p["correct"] else 0.0,
+            }
+            for instance_id, item_id, p in batch
+        ],
+    )
 
 
 __all__ = ["ANSWER", "OPTION", "category_from_name", "ingest_predictions", "ingest_tasks", "task_external_id"]

@@ -11,6 +11,7 @@ One log is one run of one model on one task; each epoch is a repetition (a run o
 its id. Each scorer is a judge; its value gives verdicts on checklist items (`runs.ingest.verdicts.score_verdict`).
 The samples become the portal's own records (runs.ingest.native), which check and store them.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -22,15 +23,14 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from runs.ingest.base import Context, Source, clean, content_hash, iter_json_document
+from runs.ingest.decode import MAX_RECORD_BYTES, Refused, loads, raw_size, size_reason
+from runs.ingest.lookups import benchmark_name_for, category_of, slug_for
+from runs.ingest.native import _NativeIngest
+from runs.ingest.options import option_ask, option_name
+from runs.ingest.usage import inspect_figures
+from runs.ingest.verdicts import score_verdict
 from runs.models import BenchmarkKind, Judge, JudgeKind
-
-from .base import Context, Source, clean, content_hash, iter_json_document
-from .decode import MAX_RECORD_BYTES, Refused, loads, raw_size, size_reason
-from .lookups import benchmark_name_for, category_of, slug_for
-from .native import _NativeIngest
-from .options import option_ask, option_name
-from .usage import inspect_figures
-from .verdicts import score_verdict
 
 #: log format versions read (EvalLog.version; 2 since inspect_ai 0.3.x, checked against 0.3.285)
 ACCEPTED_VERSIONS = (2,)
@@ -66,9 +66,11 @@ def _check_version(header: dict[str, Any]) -> None:
     version = header.get("version")
     if version not in ACCEPTED_VERSIONS:
         accepted = ", ".join(map(str, ACCEPTED_VERSIONS))
-        raise LogError(f"log format version {version!r} is not one this portal reads (it reads version {accepted}): "
-                       "convert the log with `inspect log convert` from an inspect_ai release that writes it, "
-                       "or ask for the version to be supported")
+        raise LogError(
+            f"log format version {version!r} is not one this portal reads (it reads version {accepted}): "
+            "convert the log with `inspect log convert` from an inspect_ai release that writes it, "
+            "or ask for the version to be supported"
+        )
     if not isinstance(header.get("eval"), dict):
         raise LogError("the log has no 'eval' section (task, model, configuration): is this an Inspect AI log?")
 
@@ -119,8 +121,10 @@ def _zstd_entry(archive: zipfile.ZipFile, info: zipfile.ZipInfo, limit: int) -> 
     try:
         import zstandard
     except ImportError:
-        raise LogError("the log's entries are compressed with zstandard: install the portal with its "
-                       "dependencies (pip install zstandard)") from None
+        raise LogError(
+            "the log's entries are compressed with zstandard: install the portal with its "
+            "dependencies (pip install zstandard)"
+        ) from None
     handle = archive.fp
     handle.seek(info.header_offset)
     local = handle.read(30)
@@ -151,7 +155,9 @@ def read_eval(source: Source, ctx: Context) -> Log:
     try:
         archive = zipfile.ZipFile(source.path)
     except (zipfile.BadZipFile, OSError, EOFError, ValueError, NotImplementedError) as exc:
-        raise LogError(f"not a complete .eval archive ({exc}): the file is truncated or is not an Inspect AI .eval log") from None
+        raise LogError(
+            f"not a complete .eval archive ({exc}): the file is truncated or is not an Inspect AI .eval log"
+        ) from None
     _file_hash(source, ctx)
     names = {info.filename: info for info in archive.infolist()}
     info = names.get("header.json") or names.get("_journal/start.json")
@@ -186,8 +192,14 @@ def read_eval(source: Source, ctx: Context) -> Log:
 
 def read_json(source: Source, ctx: Context) -> Log | None:
     """A `.json` log: streamed (the header keys come before `samples` in every log inspect_ai writes)."""
-    stream = iter_json_document(source, ctx, list_keys=("samples",), allow_constants=True, keep=True,
-                                extra_hint="a .json log is one JSON document")
+    stream = iter_json_document(
+        source,
+        ctx,
+        list_keys=("samples",),
+        allow_constants=True,
+        keep=True,
+        extra_hint="a .json log is one JSON document",
+    )
     header: dict[str, Any] = {}
     first_sample: tuple[int, Any] | None = None
     before = ctx.problem_count
@@ -226,7 +238,7 @@ def _resolve(value: Any, attachments: dict[str, str]) -> Any:
     """Put back the text inspect_ai moved to the sample's attachments ("attachment://<hash>")."""
     if isinstance(value, str):
         if value.startswith(_ATTACHMENT):
-            return attachments.get(value[len(_ATTACHMENT):], value)
+            return attachments.get(value[len(_ATTACHMENT) :], value)
         return value
     if isinstance(value, dict):
         return {k: _resolve(v, attachments) for k, v in value.items()}
@@ -247,7 +259,13 @@ def _text(content: Any) -> tuple[str, str]:
         if kind == "text":
             texts.append(str(part.get("text") or ""))
         elif kind == "reasoning":
-            reasoning.append(str(part.get("summary") or part.get("reasoning") or ("[redacted reasoning]" if part.get("redacted") else "")))
+            reasoning.append(
+                str(
+                    part.get("summary")
+                    or part.get("reasoning")
+                    or ("[redacted reasoning]" if part.get("redacted") else "")
+                )
+            )
         elif kind in ("image", "audio", "video", "document", "data"):
             texts.append(f"[{kind}]")
         elif kind:
@@ -268,9 +286,13 @@ def thread_messages(messages: list[Any]) -> list[dict[str, Any]]:
             converted["reasoning"] = reasoning
         if role == "assistant" and isinstance(message.get("tool_calls"), list):
             converted["tool_calls"] = [
-                {"id": str(call.get("id") or f"call_{len(out)}_{k}"), "name": str(call.get("function") or ""),
-                 "arguments": call.get("arguments")}
-                for k, call in enumerate(message["tool_calls"]) if isinstance(call, dict)
+                {
+                    "id": str(call.get("id") or f"call_{len(out)}_{k}"),
+                    "name": str(call.get("function") or ""),
+                    "arguments": call.get("arguments"),
+                }
+                for k, call in enumerate(message["tool_calls"])
+                if isinstance(call, dict)
             ]
         if role == "tool":
             if message.get("tool_call_id"):
@@ -279,7 +301,9 @@ def thread_messages(messages: list[Any]) -> list[dict[str, Any]]:
                 converted["tool_name"] = str(message["function"])
             error = message.get("error")
             if isinstance(error, dict) and error.get("message"):
-                converted["content"] = f"{text}\n[tool error: {error.get('type') or 'error'}] {error['message']}".strip()
+                converted["content"] = (
+                    f"{text}\n[tool error: {error.get('type') or 'error'}] {error['message']}".strip()
+                )
         out.append(converted)
     return out
 
@@ -299,25 +323,39 @@ def event_summary(event: dict[str, Any], attachments: dict[str, str] | None = No
     if kind == "model":
         output = event.get("output") if isinstance(event.get("output"), dict) else {}
         usage = output.get("usage") if isinstance(output.get("usage"), dict) else {}
-        row.update(model=event.get("model"), input_tokens=usage.get("input_tokens"), output_tokens=usage.get("output_tokens"),
-                   total_tokens=usage.get("total_tokens"), seconds=event.get("working_time") or output.get("time"),
-                   cached=bool(event.get("cache")), error=_cut(event["error"]) if event.get("error") else None)
+        row.update(
+            model=event.get("model"),
+            input_tokens=usage.get("input_tokens"),
+            output_tokens=usage.get("output_tokens"),
+            total_tokens=usage.get("total_tokens"),
+            seconds=event.get("working_time") or output.get("time"),
+            cached=bool(event.get("cache")),
+            error=_cut(event["error"]) if event.get("error") else None,
+        )
     elif kind == "tool":
         error = event.get("error")
-        row.update(function=event.get("function"), arguments=_cut(_resolve(event.get("arguments"), attachments or {})),
-                   result=_cut(_resolve(event.get("result"), attachments or {})),
-                   seconds=event.get("working_time"), agent=event.get("agent"),
-                   error=_cut(error.get("message") if isinstance(error, dict) else error) if error else None)
+        row.update(
+            function=event.get("function"),
+            arguments=_cut(_resolve(event.get("arguments"), attachments or {})),
+            result=_cut(_resolve(event.get("result"), attachments or {})),
+            seconds=event.get("working_time"),
+            agent=event.get("agent"),
+            error=_cut(error.get("message") if isinstance(error, dict) else error) if error else None,
+        )
     elif kind in ("span_begin", "span_end"):
         row.update(id=event.get("id"), name=event.get("name"), type=event.get("type"), parent=event.get("parent_id"))
     elif kind == "score":
         score = event.get("score") if isinstance(event.get("score"), dict) else {}
-        row.update(scorer=event.get("scorer"), value=_cut(score.get("value")), intermediate=bool(event.get("intermediate")))
+        row.update(
+            scorer=event.get("scorer"), value=_cut(score.get("value")), intermediate=bool(event.get("intermediate"))
+        )
     elif kind == "score_edit":
         edit = event.get("edit") if isinstance(event.get("edit"), dict) else {}
         row.update(scorer=event.get("score_name"), value=_cut(edit.get("value")), provenance=edit.get("provenance"))
     elif kind in ("error", "logger", "info", "approval", "sandbox", "input"):
-        detail = event.get("error") or event.get("message") or event.get("data") or event.get("cmd") or event.get("decision")
+        detail = (
+            event.get("error") or event.get("message") or event.get("data") or event.get("cmd") or event.get("decision")
+        )
         row["detail"] = _cut(detail) if detail is not None else None
     return {k: v for k, v in row.items() if v not in (None, "")}
 
@@ -351,11 +389,18 @@ class InspectIngest:
         default_slug = slug_for(str(spec.get("task") or task))
         slug = ctx.options.benchmark or default_slug
         name = benchmark_name_for(slug, default_slug=default_slug, format_name=task[:150], given=ctx.options.name)
-        yield source, None, {
-            "type": "benchmark", "slug": slug, "name": name[:200], "kind": BenchmarkKind.CHECKLIST,
-            "version": str(spec.get("task_version") or "")[:50],
-            "description": f"Imported from {SOURCE_LABEL}s of the task {task}.",
-        }
+        yield (
+            source,
+            None,
+            {
+                "type": "benchmark",
+                "slug": slug,
+                "name": name[:200],
+                "kind": BenchmarkKind.CHECKLIST,
+                "version": str(spec.get("task_version") or "")[:50],
+                "description": f"Imported from {SOURCE_LABEL}s of the task {task}.",
+            },
+        )
         model = ctx.options.model or str(spec.get("model") or "")
         if not model:
             ctx.problem(source, None, f"the log names no model (eval.model): {option_ask(ctx.options, 'model')}")
@@ -364,13 +409,23 @@ class InspectIngest:
         epochs = config.get("epochs") if isinstance(config.get("epochs"), int) else 1
         label = (ctx.options.run or model)[:180]
         threshold = ctx.options.pass_threshold
-        settings = finite({
-            "source": SOURCE_LABEL, "task": task, "eval_id": spec.get("eval_id"), "run_id": spec.get("run_id"),
-            "created": spec.get("created"), "log_version": header.get("version"), "status": header.get("status"),
-            "epochs": epochs, "pass_threshold": threshold,
-            "inspect_ai": (spec.get("packages") or {}).get("inspect_ai") if isinstance(spec.get("packages"), dict) else None,
-            "results": _reported(header.get("results")),
-        })
+        settings = finite(
+            {
+                "source": SOURCE_LABEL,
+                "task": task,
+                "eval_id": spec.get("eval_id"),
+                "run_id": spec.get("run_id"),
+                "created": spec.get("created"),
+                "log_version": header.get("version"),
+                "status": header.get("status"),
+                "epochs": epochs,
+                "pass_threshold": threshold,
+                "inspect_ai": (spec.get("packages") or {}).get("inspect_ai")
+                if isinstance(spec.get("packages"), dict)
+                else None,
+                "results": _reported(header.get("results")),
+            }
+        )
         runs: dict[int, str] = {}
         seen = 0
         for here, line, sample, unpacked in log.samples:
@@ -383,18 +438,33 @@ class InspectIngest:
             epoch = records[0]
             if epoch not in runs:
                 runs[epoch] = f"{label} epoch {epoch}" if epochs > 1 or epoch > 1 else label
-                yield source, None, {"type": "run", "label": runs[epoch], "model": model, "repetition": epoch,
-                                     "scaffold": ctx.options.scaffold or None, "settings": {**settings, "epoch": epoch}}
+                yield (
+                    source,
+                    None,
+                    {
+                        "type": "run",
+                        "label": runs[epoch],
+                        "model": model,
+                        "repetition": epoch,
+                        "scaffold": ctx.options.scaffold or None,
+                        "settings": {**settings, "epoch": epoch},
+                    },
+                )
             for record in records[1]:
                 if record["type"] in ("attempt", "verdict"):
                     record["run"] = runs[epoch]
                 yield here, line, record
         if not seen and not ctx.failed:
-            ctx.problem(source, None, f"the log holds no samples (status: {header.get('status')}): "
-                                      "was it written with log_samples off, or did the eval stop before any sample ended?")
+            ctx.problem(
+                source,
+                None,
+                f"the log holds no samples (status: {header.get('status')}): "
+                "was it written with log_samples off, or did the eval stop before any sample ended?",
+            )
 
-    def _sample(self, here: Source, line: int | None, sample: Any, slug: str, task: str,
-                threshold: float | None) -> tuple[int, list[dict]] | None:
+    def _sample(
+        self, here: Source, line: int | None, sample: Any, slug: str, task: str, threshold: float | None
+    ) -> tuple[int, list[dict]] | None:
         if not isinstance(sample, dict):
             self.ctx.problem(here, line, "a sample should be a JSON object")
             return None
@@ -406,7 +476,11 @@ class InspectIngest:
         reasons = []
         if not isinstance(sample.get("id"), (str, int)) or isinstance(sample.get("id"), bool):
             reasons.append("missing or bad field 'id' (a string or an integer)")
-        if not isinstance(sample.get("epoch"), int) or isinstance(sample.get("epoch"), bool) or sample.get("epoch", 0) < 1:
+        if (
+            not isinstance(sample.get("epoch"), int)
+            or isinstance(sample.get("epoch"), bool)
+            or sample.get("epoch", 0) < 1
+        ):
             reasons.append("missing or bad field 'epoch' (1 or more)")
         if not isinstance(sample.get("messages", []), list):
             reasons.append("field 'messages' should be a list")
@@ -432,72 +506,133 @@ class InspectIngest:
                 edits = [h for h in history if isinstance(h, dict) and isinstance(h.get("provenance"), dict)]
                 if edits:
                     who = edits[-1]["provenance"]
-                    explanation = (f"edited by {who.get('author') or 'someone'}"
-                                   f"{': ' + str(who['reason']) if who.get('reason') else ''}. {explanation}").strip()
+                    explanation = (
+                        f"edited by {who.get('author') or 'someone'}"
+                        f"{': ' + str(who['reason']) if who.get('reason') else ''}. {explanation}"
+                    ).strip()
             pairs = list(value.items()) if isinstance(value, dict) else [(ANSWER_ITEM, value)]
             for item, item_value in pairs:
                 found = score_verdict(str(item), item_value, threshold, explanation)
                 if isinstance(found, str):
                     problem(f"scorer '{scorer}': {found}")
                     continue
-                verdicts.append({"type": "verdict", "instance": instance, "item": found.item, "judge": str(scorer),
-                                 "judge_kind": self._judge_kind(str(scorer)), "result": found.result,
-                                 "score": found.score, "reasoning": found.reasoning})
-            score_details[str(scorer)] = finite({"value": value, "answer": score.get("answer"), "history": history,
-                                                  "reason": score.get("reason")})
+                verdicts.append(
+                    {
+                        "type": "verdict",
+                        "instance": instance,
+                        "item": found.item,
+                        "judge": str(scorer),
+                        "judge_kind": self._judge_kind(str(scorer)),
+                        "result": found.result,
+                        "score": found.score,
+                        "reasoning": found.reasoning,
+                    }
+                )
+            score_details[str(scorer)] = finite(
+                {"value": value, "answer": score.get("answer"), "history": history, "reason": score.get("reason")}
+            )
         items = {v["item"] for v in verdicts}
         records = self._instance(problem, sample, instance, slug, task, items, attachments)
         messages = thread_messages(_resolve(sample.get("messages") or [], attachments))
-        events = [e for e in (event_summary(e, attachments) for e in sample.get("events") or [] if isinstance(e, dict)) if e]
+        events = [
+            e for e in (event_summary(e, attachments) for e in sample.get("events") or [] if isinstance(e, dict)) if e
+        ]
         output = sample.get("output") if isinstance(sample.get("output"), dict) else {}
         response = output.get("completion") if isinstance(output.get("completion"), str) else ""
         if not response:
             response = next((m["content"] for m in reversed(messages) if m["role"] == "assistant"), "")
         error = sample.get("error")
-        outcome = finite({
-            "source": SOURCE_LABEL, "epoch": sample["epoch"], "scores": score_details, "events": events,
-            "model_usage": sample.get("model_usage") or {}, "total_time": sample.get("total_time"),
-            "working_time": sample.get("working_time"), "invalidated": sample.get("invalidation"),
-            "error": error.get("message") if isinstance(error, dict) else error, "pass_threshold": threshold,
-        })
+        outcome = finite(
+            {
+                "source": SOURCE_LABEL,
+                "epoch": sample["epoch"],
+                "scores": score_details,
+                "events": events,
+                "model_usage": sample.get("model_usage") or {},
+                "total_time": sample.get("total_time"),
+                "working_time": sample.get("working_time"),
+                "invalidated": sample.get("invalidation"),
+                "error": error.get("message") if isinstance(error, dict) else error,
+                "pass_threshold": threshold,
+            }
+        )
         tools = _tools(sample.get("events") or [])
-        main_ids = {m["id"] for m in sample.get("messages") or [] if isinstance(m, dict) and isinstance(m.get("id"), str)}
-        threads = [{"meta": {"thread": "main"}, "tools": tools, "messages": messages},
-                   *subagent_threads(sample.get("events") or [], sample.get("events_data"), main_ids, attachments)]
-        attempt = {"type": "attempt", "instance": instance, "response": _resolve(response, attachments), "outcome": outcome,
-                   "threads": threads, "usage": {k: v for k, v in inspect_figures(sample).items() if v is not None}}
+        main_ids = {
+            m["id"] for m in sample.get("messages") or [] if isinstance(m, dict) and isinstance(m.get("id"), str)
+        }
+        threads = [
+            {"meta": {"thread": "main"}, "tools": tools, "messages": messages},
+            *subagent_threads(sample.get("events") or [], sample.get("events_data"), main_ids, attachments),
+        ]
+        attempt = {
+            "type": "attempt",
+            "instance": instance,
+            "response": _resolve(response, attachments),
+            "outcome": outcome,
+            "threads": threads,
+            "usage": {k: v for k, v in inspect_figures(sample).items() if v is not None},
+        }
         return sample["epoch"], clean(finite([*records, attempt, *verdicts]))
 
-    def _instance(self, problem: Callable[[str], None], sample: dict, instance: str, slug: str, task: str,
-                  items: set[str], attachments: dict[str, str]) -> list[dict]:
+    def _instance(
+        self,
+        problem: Callable[[str], None],
+        sample: dict,
+        instance: str,
+        slug: str,
+        task: str,
+        items: set[str],
+        attachments: dict[str, str],
+    ) -> list[dict]:
         """The instance record the first time this command meets the sample (with the stored items kept),
         none after; a sample of the same id with another input, or new score keys, is a problem."""
-        spec = finite({
-            "input": _resolve(sample.get("input"), attachments), "target": sample.get("target"),
-            "choices": sample.get("choices"), "metadata": sample.get("metadata") or {},
-        })
+        spec = finite(
+            {
+                "input": _resolve(sample.get("input"), attachments),
+                "target": sample.get("target"),
+                "choices": sample.get("choices"),
+                "metadata": sample.get("metadata") or {},
+            }
+        )
         digest = content_hash(spec)
         known = self.defined.get((slug, instance))
         if known is not None:
             if known[1] != digest:
-                problem(f"another input, target or metadata than the sample '{instance}' of an earlier log in this "
-                        "import: logs of different tasks need a benchmark each (leave out "
-                        f"{option_name(self.ctx.options, 'benchmark')})")
+                problem(
+                    f"another input, target or metadata than the sample '{instance}' of an earlier log in this "
+                    "import: logs of different tasks need a benchmark each (leave out "
+                    f"{option_name(self.ctx.options, 'benchmark')})"
+                )
             elif not items <= known[0]:
-                problem(f"score keys {', '.join(sorted(items - known[0]))} that an earlier sample of '{instance}' in "
-                        "these logs did not have: import the logs one at a time")
+                problem(
+                    f"score keys {', '.join(sorted(items - known[0]))} that an earlier sample of '{instance}' in "
+                    "these logs did not have: import the logs one at a time"
+                )
             return []
         defined = self.native.benchmarks.get(slug)
         stored = defined.stored_file_keys(instance) if defined else frozenset()
         keys = sorted(items | stored, key=lambda k: (k != ANSWER_ITEM, k))
         self.defined[(slug, instance)] = (frozenset(keys), digest)
-        return [{
-            "type": "instance", "id": instance[:300], "spec": spec,
-            "primary_category": category_of(spec.get("metadata"), self.ctx.options.category_field, task),
-            "items": [{"key": key[:300], "category": (key.split(":")[0] if ":" in key else key)[:200],
-                       "description": ("Each scorer's verdict on the whole answer" if key == ANSWER_ITEM
-                                       else f"The score key '{key}'")} for key in keys],
-        }]
+        return [
+            {
+                "type": "instance",
+                "id": instance[:300],
+                "spec": spec,
+                "primary_category": category_of(spec.get("metadata"), self.ctx.options.category_field, task),
+                "items": [
+                    {
+                        "key": key[:300],
+                        "category": (key.split(":")[0] if ":" in key else key)[:200],
+                        "description": (
+                            "Each scorer's verdict on the whole answer"
+                            if key == ANSWER_ITEM
+                            else f"The score key '{key}'"
+                        ),
+                    }
+                    for key in keys
+                ],
+            }
+        ]
 
     def _judge_kind(self, name: str) -> str:
         """A judge already stored keeps its kind; a scorer new to the portal is a verdict the harness logged."""
@@ -507,8 +642,9 @@ class InspectIngest:
         return self.judge_kinds[name]
 
 
-def subagent_threads(events: list[Any], events_data: Any, main_ids: set[str],
-                     attachments: dict[str, str]) -> list[dict[str, Any]]:
+def subagent_threads(
+    events: list[Any], events_data: Any, main_ids: set[str], attachments: dict[str, str]
+) -> list[dict[str, Any]]:
     """A thread per sub-agent: the conversation of the last model call inside each `agent` span (its input,
     from the pool inspect_ai condenses inputs into, and its output). An agent whose last message is already
     in the sample's messages (the main agent, a handoff that shares the history) gets none."""
@@ -532,7 +668,11 @@ def subagent_threads(events: list[Any], events_data: Any, main_ids: set[str],
             agent_span = agent_of(event.get("span_id"))
             if agent_span is not None:
                 last[agent_span] = event
-    pool = events_data.get("messages") if isinstance(events_data, dict) and isinstance(events_data.get("messages"), list) else []
+    pool = (
+        events_data.get("messages")
+        if isinstance(events_data, dict) and isinstance(events_data.get("messages"), list)
+        else []
+    )
     threads = []
     for span, event in last.items():
         output = event.get("output") if isinstance(event.get("output"), dict) else {}
@@ -545,10 +685,15 @@ def subagent_threads(events: list[Any], events_data: Any, main_ids: set[str],
         if not given:
             for pair in refs:
                 if isinstance(pair, list) and len(pair) == 2 and all(isinstance(n, int) for n in pair):
-                    given += pool[max(pair[0], 0):max(pair[1], 0)]
+                    given += pool[max(pair[0], 0) : max(pair[1], 0)]
         messages = thread_messages(_resolve([*given, *([reply] if isinstance(reply, dict) else [])], attachments))
-        threads.append({"meta": {"thread": f"sub-agent {str(spans[span][2] or span)[:100]}", "span": span},
-                        "tools": _tools([event]), "messages": messages})
+        threads.append(
+            {
+                "meta": {"thread": f"sub-agent {str(spans[span][2] or span)[:100]}", "span": span},
+                "tools": _tools([event]),
+                "messages": messages,
+            }
+        )
     return threads
 
 
@@ -556,8 +701,11 @@ def _tools(events: list[Any]) -> list[dict[str, str]]:
     """The tools offered in the sample's last model call (name and description)."""
     for event in reversed(events):
         if isinstance(event, dict) and event.get("event") == "model" and isinstance(event.get("tools"), list):
-            return [{"name": str(t.get("name") or ""), "description": str(t.get("description") or "")}
-                    for t in event["tools"] if isinstance(t, dict)]
+            return [
+                {"name": str(t.get("name") or ""), "description": str(t.get("description") or "")}
+                for t in event["tools"]
+                if isinstance(t, dict)
+            ]
     return []
 
 
@@ -568,7 +716,9 @@ def _reported(results: Any) -> dict[str, dict[str, float]]:
     out: dict[str, dict[str, float]] = {}
     for score in results.get("scores") or []:
         if isinstance(score, dict) and isinstance(score.get("metrics"), dict):
-            out[str(score.get("name"))] = {str(k): m.get("value") for k, m in score["metrics"].items() if isinstance(m, dict)}
+            out[str(score.get("name"))] = {
+                str(k): m.get("value") for k, m in score["metrics"].items() if isinstance(m, dict)
+            }
     return out
 
 

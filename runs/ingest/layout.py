@@ -19,6 +19,7 @@ to last (the first that says a field wins):
 
 docs/formats.md ("A results folder in one command") is the user's description of these rules.
 """
+
 from __future__ import annotations
 
 import fnmatch
@@ -29,7 +30,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from .base import Options, Source
+from runs.ingest.base import Options, Source
 
 MANIFEST_NAME = "ifportal-import.json"
 #: fields a manifest entry (or the layout) may set for a file
@@ -57,8 +58,9 @@ _NAMES: dict[str, re.Pattern] = {
     "guidebench-predictions": re.compile(r".+_tasks\.json$"),
 }
 #: formats whose files are results of a model (the layout names model, run, judge, repetition)
-RESULT_FORMATS = frozenset({"octobench-trajectories", "octobench-scores", "evolif-eval", "manyih-results",
-                            "guidebench-predictions"})
+RESULT_FORMATS = frozenset(
+    {"octobench-trajectories", "octobench-scores", "evolif-eval", "manyih-results", "guidebench-predictions"}
+)
 _REPETITION = re.compile(r"^rep(?:etition)?[-_]?(\d+)$", re.I)
 _SCORES_JUDGE = re.compile(r"^scores[-_](.+)$")
 
@@ -140,7 +142,9 @@ def wanted(format_name: str, name: str) -> bool:
 def describe_wanted(format_name: str) -> str:
     pattern = _NAMES.get(format_name)
     if pattern is not None:
-        return "files named like " + pattern.pattern.rstrip("$").replace("\\d+", "N").replace("\\.", ".").replace(".+", "*")
+        return "files named like " + pattern.pattern.rstrip("$").replace("\\d+", "N").replace("\\.", ".").replace(
+            ".+", "*"
+        )
     return "files ending in " + " or ".join(_SUFFIXES.get(format_name, (".json", ".jsonl")))
 
 
@@ -194,8 +198,10 @@ def manifest_read(path: Path, *, name: str | None = None, folder: Path | None | 
             raise LayoutError(f"{label}: files[{n}] needs a 'path' (a file name or pattern relative to the manifest)")
         unknown = sorted(set(item) - {"path", *FILE_FIELDS})
         if unknown:
-            raise LayoutError(f"{label}: files[{n}] has unknown field(s) {', '.join(unknown)}; "
-                              f"a file may set {', '.join(FILE_FIELDS)}")
+            raise LayoutError(
+                f"{label}: files[{n}] has unknown field(s) {', '.join(unknown)}; "
+                f"a file may set {', '.join(FILE_FIELDS)}"
+            )
         values = {}
         for key in FILE_FIELDS:
             value = item.get(key)
@@ -233,8 +239,10 @@ def plan_import(
     for manifest in manifests:
         unused = manifest.unused()
         if unused:
-            raise LayoutError(f"the manifest names {', '.join(unused[:5])}, which match no file being imported "
-                              "(or only files an earlier entry already matched)")
+            raise LayoutError(
+                f"the manifest names {', '.join(unused[:5])}, which match no file being imported "
+                "(or only files an earlier entry already matched)"
+            )
     return list(units.values())
 
 

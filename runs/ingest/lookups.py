@@ -1,5 +1,6 @@
 """Find or create the rows an ingest hangs its records on: benchmark, model, judge, run,
 and indexes of existing instances and items for resolving references."""
+
 from __future__ import annotations
 
 import re
@@ -7,12 +8,10 @@ from typing import Any
 
 from django.db import connection
 
+from runs.ingest.base import Context, Source
+from runs.ingest.options import option_ask, option_name
 from runs.models import AgentModel, Attempt, Benchmark, ChecklistItem, Instance, Judge, JudgeKind, Run
 from runs.services import benchmarks_lock, catalog_lock
-
-from .base import Context, Source
-from .options import option_ask, option_name
-
 
 _SLUG_BAD = re.compile(r"[^-a-zA-Z0-9_]+")
 
@@ -53,8 +52,12 @@ def benchmark_name_check(ctx: Context, slug: str, name: str, source: Source | st
     taken = Benchmark.objects.filter(name__iexact=name).exclude(slug=slug).values_list("slug", "name").first()
     if taken is None:
         return True
-    ctx.problem(source, line, f"benchmark '{taken[0]}' is already named '{taken[1]}': give the benchmark '{slug}' "
-                              f"another name ({option_name(ctx.options, 'name')})")
+    ctx.problem(
+        source,
+        line,
+        f"benchmark '{taken[0]}' is already named '{taken[1]}': give the benchmark '{slug}' "
+        f"another name ({option_name(ctx.options, 'name')})",
+    )
     return False
 
 
@@ -72,8 +75,13 @@ def benchmark_existing(ctx: Context, source: Source, *, default_slug: str) -> Be
     slug = ctx.options.benchmark or default_slug
     benchmark = Benchmark.objects.filter(slug=slug).first()
     if benchmark is None:
-        ctx.problem(source, None, f"benchmark '{slug}' does not exist: ingest its instances first (or name the benchmark they "
-                                   f"are in: {option_ask(ctx.options, 'benchmark')})", awaits_import=True)
+        ctx.problem(
+            source,
+            None,
+            f"benchmark '{slug}' does not exist: ingest its instances first (or name the benchmark they "
+            f"are in: {option_ask(ctx.options, 'benchmark')})",
+            awaits_import=True,
+        )
         return None
     benchmark_lock_for_ingest(benchmark, ctx)
     return benchmark
@@ -129,7 +137,11 @@ def run_get_or_create(
         ctx.report.add("runs", "created")
         return run
     if run.model_id != model.id:
-        ctx.problem(option_name(ctx.options, "run"), None, f"run '{label}' belongs to model '{run.model.name}', not '{model_name}'")
+        ctx.problem(
+            option_name(ctx.options, "run"),
+            None,
+            f"run '{label}' belongs to model '{run.model.name}', not '{model_name}'",
+        )
         return run
     changed = False
     if settings:
@@ -164,8 +176,11 @@ class InstanceIndex:
         if not self._items:
             # fetched in one go, not through Django's row iterator: this runs once per ingest, and for a
             # 7,161-item benchmark the iterator took twice as long as the query (the dict holds it all anyway)
-            sql, params = ChecklistItem.objects.filter(instance__benchmark=self.benchmark).values_list(
-                "instance_id", "key", "id").query.sql_with_params()
+            sql, params = (
+                ChecklistItem.objects.filter(instance__benchmark=self.benchmark)
+                .values_list("instance_id", "key", "id")
+                .query.sql_with_params()
+            )
             with connection.cursor() as cursor:
                 cursor.execute(sql, params)
                 for iid, key, pk in cursor.fetchall():
@@ -198,4 +213,3 @@ def file_items(**filters):
     """The checklist items an import file owns and may remove when it no longer lists them: all but an
     audit's rewrites and the versions they superseded (both stay, linked, whatever a file says)."""
     return ChecklistItem.objects.filter(supersedes__isnull=True, superseded_by__isnull=True, **filters)
-

@@ -26,17 +26,14 @@ The reference counts the last two as failed samples (Acc, Acc_test, Acc_style), 
 active items get `fail` verdicts carrying the reason; it leaves them out of its per-style-
 group rates, which `runs.metrics.hierarchy.style_group_rates` does by their status.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
 
-from runs.metrics.hierarchy import ERROR, NO_CODE, SCORED
-from runs.models import BenchmarkKind, ChecklistItem, Instance, JudgeKind, Run, VerdictResult
-from runs.scoring.hierarchy import Resolution, active_styles, ordinal_ranks, parse_privilege_tags, resolve_privileges, same_text
-
-from .base import INT_MAX, INT_MIN, Context, Source, content_hash, iter_json_document, require, text_limit
-from .lookups import (
+from runs.ingest.base import INT_MAX, INT_MIN, Context, Source, content_hash, iter_json_document, require, text_limit
+from runs.ingest.lookups import (
     InstanceIndex,
     attempts_upsert,
     benchmark_existing,
@@ -45,8 +42,18 @@ from .lookups import (
     judge_get_or_create,
     run_get_or_create,
 )
-from .options import model_missing, run_missing
-from .verdicts import parse_result, verdicts_upsert
+from runs.ingest.options import model_missing, run_missing
+from runs.ingest.verdicts import parse_result, verdicts_upsert
+from runs.metrics.hierarchy import ERROR, NO_CODE, SCORED
+from runs.models import BenchmarkKind, ChecklistItem, Instance, JudgeKind, Run, VerdictResult
+from runs.scoring.hierarchy import (
+    Resolution,
+    active_styles,
+    ordinal_ranks,
+    parse_privilege_tags,
+    resolve_privileges,
+    same_text,
+)
 
 DEFAULT_SLUG = "manyih-coding"
 DEFAULT_JUDGE = "manyih-log"
@@ -57,7 +64,9 @@ BATCH = 200
 # dataset ------------------------------------------------------------------------------
 def ingest_data(sources: Sequence[Source], ctx: Context) -> None:
     """ManyIH coding dataset JSON: one instance per sample, one item per instruction."""
-    benchmark = benchmark_get_or_create(ctx, default_slug=DEFAULT_SLUG, kind=BenchmarkKind.HIERARCHY, name="ManyIH coding")
+    benchmark = benchmark_get_or_create(
+        ctx, default_slug=DEFAULT_SLUG, kind=BenchmarkKind.HIERARCHY, name="ManyIH coding"
+    )
     seen: dict[str, str] = {}
     for source in sources:
         interface: str | None = None
@@ -95,11 +104,16 @@ def _config_interface(ctx: Context, source: Source, line: int, config: Any) -> s
 
 
 #: instruction fields stored as text, and the columns that hold them (id -> key, style_key -> group, category -> check_type)
-_INSTRUCTION_TEXT = (("id", text_limit(ChecklistItem, "key")), ("style_key", text_limit(ChecklistItem, "group")),
-                     ("category", text_limit(ChecklistItem, "check_type")))
+_INSTRUCTION_TEXT = (
+    ("id", text_limit(ChecklistItem, "key")),
+    ("style_key", text_limit(ChecklistItem, "group")),
+    ("category", text_limit(ChecklistItem, "check_type")),
+)
 
 
-def _valid_sample(ctx: Context, source: Source, line: int, sample: Any, interface: str | None, seen: dict) -> dict | None:
+def _valid_sample(
+    ctx: Context, source: Source, line: int, sample: Any, interface: str | None, seen: dict
+) -> dict | None:
     """Check one sample; returns {"interface", "resolution", "positions"} or None (problems reported)."""
     if not isinstance(sample, dict):
         ctx.problem(source, line, "a sample should be an object")
@@ -124,10 +138,15 @@ def _valid_sample(ctx: Context, source: Source, line: int, sample: Any, interfac
             ctx.problem(source, line, f"{where}: instruction {n} has no {', '.join(repr(m) for m in missing)}")
             ok = False
             continue
-        wrong = [f for f in ("id", "style_key", "style_id") if not isinstance(instruction.get(f), (str, int))
-                 or isinstance(instruction.get(f), bool)]
+        wrong = [
+            f
+            for f in ("id", "style_key", "style_id")
+            if not isinstance(instruction.get(f), (str, int)) or isinstance(instruction.get(f), bool)
+        ]
         if wrong:  # ids are compared and used as keys; an object or list there cannot be
-            ctx.problem(source, line, f"{where}: instruction {n} has no string or integer {', '.join(map(repr, wrong))}")
+            ctx.problem(
+                source, line, f"{where}: instruction {n} has no string or integer {', '.join(map(repr, wrong))}"
+            )
             ok = False
             continue
         for name, limit in _INSTRUCTION_TEXT:
@@ -136,19 +155,34 @@ def _valid_sample(ctx: Context, source: Source, line: int, sample: Any, interfac
                 ctx.problem(source, line, f"{where}: instruction {n}: 'category' should be text")
                 ok = False
             elif value is not None and len(str(value)) > limit:
-                ctx.problem(source, line, f"{where}: instruction {n}: '{name}' is {len(str(value)):,} characters; "
-                                          f"at most {limit} fit")
+                ctx.problem(
+                    source,
+                    line,
+                    f"{where}: instruction {n}: '{name}' is {len(str(value)):,} characters; at most {limit} fit",
+                )
                 ok = False
         if isinstance(instruction["privilege"], bool) or not isinstance(instruction["privilege"], int):
-            ctx.problem(source, line, f"{where}: instruction {instruction['id']} has a privilege that is not an integer")
+            ctx.problem(
+                source, line, f"{where}: instruction {instruction['id']} has a privilege that is not an integer"
+            )
             ok = False
         elif not INT_MIN <= instruction["privilege"] <= INT_MAX:  # the column is an integer (PostgreSQL refuses more)
-            ctx.problem(source, line, f"{where}: instruction {instruction['id']}: its privilege is out of range "
-                                      f"(an integer from {INT_MIN} to {INT_MAX})")
+            ctx.problem(
+                source,
+                line,
+                f"{where}: instruction {instruction['id']}: its privilege is out of range "
+                f"(an integer from {INT_MIN} to {INT_MAX})",
+            )
             ok = False
         conflicts = instruction.get("conflicts_with", [])
-        if not isinstance(conflicts, list) or any(not isinstance(c, (str, int)) or isinstance(c, bool) for c in conflicts):
-            ctx.problem(source, line, f"{where}: instruction {instruction['id']}: 'conflicts_with' should be a list of instruction ids")
+        if not isinstance(conflicts, list) or any(
+            not isinstance(c, (str, int)) or isinstance(c, bool) for c in conflicts
+        ):
+            ctx.problem(
+                source,
+                line,
+                f"{where}: instruction {instruction['id']}: 'conflicts_with' should be a list of instruction ids",
+            )
             ok = False
         if instruction["id"] in ids:
             ctx.problem(source, line, f"{where}: instruction id {instruction['id']} appears twice")
@@ -163,7 +197,11 @@ def _valid_sample(ctx: Context, source: Source, line: int, sample: Any, interfac
     for instruction in instructions:
         unknown = [c for c in instruction.get("conflicts_with") or [] if c not in ids]
         if unknown:
-            ctx.problem(source, line, f"{where}: instruction {instruction['id']} conflicts with unknown instruction(s) {unknown}")
+            ctx.problem(
+                source,
+                line,
+                f"{where}: instruction {instruction['id']} conflicts with unknown instruction(s) {unknown}",
+            )
             ok = False
     if not ok:
         return None
@@ -176,8 +214,11 @@ def _valid_sample(ctx: Context, source: Source, line: int, sample: Any, interfac
     expected = metadata.get("expected_styles") if isinstance(metadata, dict) else None
     resolved_styles = active_styles(instructions, resolution)
     if expected is not None and resolved_styles != expected:
-        ctx.problem(source, line, f"{where}: metadata.expected_styles {expected} differs from the privilege "
-                    f"resolution {resolved_styles}")
+        ctx.problem(
+            source,
+            line,
+            f"{where}: metadata.expected_styles {expected} differs from the privilege resolution {resolved_styles}",
+        )
         return None
     return {"interface": interface or tags_interface or "scalar", "resolution": resolution, "positions": positions}
 
@@ -195,10 +236,14 @@ def _prompt_positions(ctx, source, line, sample, interface, where) -> tuple[str 
         return None
     tag_interface = kinds.pop()
     if interface and tag_interface != interface:
-        ctx.problem(source, line, f"{where}: the prompt uses {tag_interface} tags but config.hierarchy_format is {interface!r}")
+        ctx.problem(
+            source, line, f"{where}: the prompt uses {tag_interface} tags but config.hierarchy_format is {interface!r}"
+        )
         return None
     if len(tags) != len(instructions):
-        ctx.problem(source, line, f"{where}: the prompt tags {len(tags)} instructions, the sample lists {len(instructions)}")
+        ctx.problem(
+            source, line, f"{where}: the prompt tags {len(tags)} instructions, the sample lists {len(instructions)}"
+        )
         return None
     ranks = ordinal_ranks(i["privilege"] for i in instructions)
     positions: dict = {}
@@ -214,7 +259,8 @@ def _prompt_positions(ctx, source, line, sample, interface, where) -> tuple[str 
         expected = ranks[instruction["privilege"]] if tag_interface == "ordinal" else instruction["privilege"]
         if match.value != expected:
             ctx.problem(
-                source, line,
+                source,
+                line,
                 f"{where}: instruction {instruction['id']} is tagged {tag_interface} {match.value} in the prompt, "
                 f"but its privilege {instruction['privilege']} means {expected}",
             )
@@ -239,15 +285,17 @@ def _write_samples(ctx: Context, benchmark, batch: list[tuple[Source, int, dict,
     for _, _, sample, parsed in batch:
         spec = {k: v for k, v in sample.items() if k != "instructions"}
         spec["interface"] = parsed["interface"]
-        rows.append({
-            "benchmark_id": benchmark.id,
-            "external_id": str(sample["id"]),
-            "primary_category": "",
-            "scaffold": "",
-            "scaffold_version": "",
-            "spec": spec,
-            "content_hash": content_hash(spec | {"instructions": sample["instructions"]}),
-        })
+        rows.append(
+            {
+                "benchmark_id": benchmark.id,
+                "external_id": str(sample["id"]),
+                "primary_category": "",
+                "scaffold": "",
+                "scaffold_version": "",
+                "spec": spec,
+                "content_hash": content_hash(spec | {"instructions": sample["instructions"]}),
+            }
+        )
     ids = ctx.upsert(Instance, rows, key=("benchmark_id", "external_id"), compare=("content_hash",), kind="instances")
     item_rows = []
     for _, _, sample, parsed in batch:
@@ -288,13 +336,17 @@ def _write_samples(ctx: Context, benchmark, batch: list[tuple[Source, int, dict,
     ctx.upsert(ChecklistItem, item_rows, key=("instance_id", "key"), compare=("content_hash",), kind="checklist items")
     for source, line, sample, _ in batch:
         keys = {str(i["id"]) for i in sample["instructions"]}
-        _remove_dropped_items(ctx, source, line, ids[(benchmark.id, str(sample["id"]))], keys, f"sample '{sample['id']}'")
+        _remove_dropped_items(
+            ctx, source, line, ids[(benchmark.id, str(sample["id"]))], keys, f"sample '{sample['id']}'"
+        )
 
 
 _ITEM_FIELDS = {"id", "privilege", "description", "style_key", "style_id", "category", "conflicts_with"}
 
 
-def _remove_dropped_items(ctx: Context, source: Source, line: int, instance_id: int, keys: set[str], where: str) -> None:
+def _remove_dropped_items(
+    ctx: Context, source: Source, line: int, instance_id: int, keys: set[str], where: str
+) -> None:
     """A corrected sample that no longer lists an instruction loses its item, unless verdicts refer to it."""
     dropped = file_items(instance_id=instance_id).exclude(key__in=keys)
     judged = list(dropped.filter(verdicts__isnull=False).values_list("key", flat=True).distinct()[:5])
@@ -376,7 +428,9 @@ def _run_settings_update(ctx: Context, run: Run, eval_config: dict, run_is_new: 
         run.save(update_fields=["settings"])
 
 
-def _valid_result(ctx: Context, source: Source, line: int, result: Any, index: InstanceIndex, seen: dict) -> dict | None:
+def _valid_result(
+    ctx: Context, source: Source, line: int, result: Any, index: InstanceIndex, seen: dict
+) -> dict | None:
     if not isinstance(result, dict):
         ctx.problem(source, line, "a result should be an object")
         return None
@@ -385,8 +439,12 @@ def _valid_result(ctx: Context, source: Source, line: int, result: Any, index: I
     sample_id = str(result["id"])
     instance_id = index.instance_id(sample_id)
     if instance_id is None:
-        ctx.problem(source, line, f"unknown sample id '{sample_id}' (ingest the dataset with manyih-data first)",
-                    awaits_import=True)
+        ctx.problem(
+            source,
+            line,
+            f"unknown sample id '{sample_id}' (ingest the dataset with manyih-data first)",
+            awaits_import=True,
+        )
         return None
     if sample_id in seen:
         ctx.problem(source, line, f"sample '{sample_id}' has two results (first at {seen[sample_id]})")
@@ -404,8 +462,12 @@ def _valid_result(ctx: Context, source: Source, line: int, result: Any, index: I
     error = result.get("error") if status == ERROR else evaluation.get("error")
     each = evaluation.get("each_style_passed")
     if status == SCORED and each is None:
-        ctx.problem(source, line, f"sample '{sample_id}': evaluation has no 'each_style_passed', no top-level 'error' "
-                    "and no 'code_extracted: false' (not a record the ManyIH evaluator writes)")
+        ctx.problem(
+            source,
+            line,
+            f"sample '{sample_id}': evaluation has no 'each_style_passed', no top-level 'error' "
+            "and no 'code_extracted: false' (not a record the ManyIH evaluator writes)",
+        )
         ok = False
     elif each is not None and not isinstance(each, dict):
         ctx.problem(source, line, f"sample '{sample_id}': evaluation.each_style_passed should be an object")
@@ -418,9 +480,16 @@ def _valid_result(ctx: Context, source: Source, line: int, result: Any, index: I
     if not ok or logged is None:
         return None
     return {
-        "source": source, "line": line, "sample_id": sample_id, "instance_id": instance_id,
-        "result": result, "flags": flags, "each": each if status == SCORED else None, "error": error,
-        "status": status, "logged": logged,
+        "source": source,
+        "line": line,
+        "sample_id": sample_id,
+        "instance_id": instance_id,
+        "result": result,
+        "flags": flags,
+        "each": each if status == SCORED else None,
+        "error": error,
+        "status": status,
+        "logged": logged,
     }
 
 
@@ -430,7 +499,7 @@ _RATES = ("assertion_pass_rate", "style_satisfaction_rate")
 
 
 def result_status(result: dict) -> str:
-    """"error" (a top-level error: the evaluator raised), "no_code" (code_extracted false) or "scored"."""
+    """ "error" (a top-level error: the evaluator raised), "no_code" (code_extracted false) or "scored"."""
     if result.get("error") is not None:
         return ERROR
     if result.get("evaluation", {}).get("code_extracted") is False:
@@ -451,8 +520,12 @@ def _logged_fields(ctx: Context, source: Source, line: int, sample_id: str, eval
             ok = False
         out[name] = value
     if ok and out.get("passed_assertions", 0) > out.get("total_assertions", out.get("passed_assertions", 0)):
-        ctx.problem(source, line, f"sample '{sample_id}': evaluation.passed_assertions {out['passed_assertions']} "
-                    f"exceeds total_assertions {out['total_assertions']}")
+        ctx.problem(
+            source,
+            line,
+            f"sample '{sample_id}': evaluation.passed_assertions {out['passed_assertions']} "
+            f"exceeds total_assertions {out['total_assertions']}",
+        )
         ok = False
     for name in _RATES:
         value = evaluation.get(name)
@@ -488,12 +561,14 @@ def _write_results(ctx: Context, run: Run, judge, pending: list[dict]) -> None:
         if p["error"] is not None:
             outcome["error"] = str(p["error"])
         response = p["result"].get("response")
-        attempt_rows.append({
-            "instance_id": p["instance_id"],
-            "response": response if isinstance(response, str) else "",
-            "outcome": outcome,
-            "assistant_turns": 1 if isinstance(response, str) else 0,
-        })
+        attempt_rows.append(
+            {
+                "instance_id": p["instance_id"],
+                "response": response if isinstance(response, str) else "",
+                "outcome": outcome,
+                "assistant_turns": 1 if isinstance(response, str) else 0,
+            }
+        )
         verdicts.append((p["instance_id"], rows))
     ids = attempts_upsert(ctx, run, attempt_rows, compare=("response", "outcome", "assistant_turns"))
     rows = []
@@ -505,7 +580,9 @@ def _write_results(ctx: Context, run: Run, judge, pending: list[dict]) -> None:
 
 def _items_of(instance_ids: list[int]) -> dict[int, list[dict]]:
     out: dict[int, list[dict]] = {}
-    for item in ChecklistItem.objects.filter(instance_id__in=instance_ids).values("id", "instance_id", "key", "group", "details"):
+    for item in ChecklistItem.objects.filter(instance_id__in=instance_ids).values(
+        "id", "instance_id", "key", "group", "details"
+    ):
         out.setdefault(item["instance_id"], []).append(item)
     return out
 
@@ -520,24 +597,38 @@ def _verdict_rows(ctx: Context, p: dict, items: list[dict]) -> list[dict] | None
     results: dict[str, str] = {}
     for key, value in each.items():
         if key not in groups:
-            ctx.problem(source, line, f"sample '{sample_id}': style key '{key}' is not a style group of this sample "
-                        f"(groups: {', '.join(sorted(groups))})")
+            ctx.problem(
+                source,
+                line,
+                f"sample '{sample_id}': style key '{key}' is not a style group of this sample "
+                f"(groups: {', '.join(sorted(groups))})",
+            )
             ok = False
             continue
         if key not in active_groups:
-            ctx.problem(source, line, f"sample '{sample_id}': style group '{key}' has no active instruction, yet it has a result")
+            ctx.problem(
+                source,
+                line,
+                f"sample '{sample_id}': style group '{key}' has no active instruction, yet it has a result",
+            )
             ok = False
             continue
         result = parse_result(value)
         if result is None or result == VerdictResult.NOT_APPLICABLE:
-            ctx.problem(source, line, f"sample '{sample_id}': each_style_passed['{key}'] = {value!r} is not true or false")
+            ctx.problem(
+                source, line, f"sample '{sample_id}': each_style_passed['{key}'] = {value!r} is not true or false"
+            )
             ok = False
             continue
         results[key] = result
     if p["each"] is not None:
         missing = sorted(active_groups - set(each))
         if missing:
-            ctx.problem(source, line, f"sample '{sample_id}': each_style_passed has no result for style group(s) {', '.join(missing)}")
+            ctx.problem(
+                source,
+                line,
+                f"sample '{sample_id}': each_style_passed has no result for style group(s) {', '.join(missing)}",
+            )
             ok = False
     if not ok:
         return None
@@ -547,14 +638,24 @@ def _verdict_rows(ctx: Context, p: dict, items: list[dict]) -> list[dict] | None
     for item in items:
         if not item["details"].get("active"):
             beaten = ", ".join(str(k) for k in item["details"].get("suppressed_by") or [])
-            rows.append({"item_id": item["id"], "result": VerdictResult.NOT_APPLICABLE,
-                         "reasoning": f"suppressed by instruction {beaten}" if beaten else "suppressed"})
+            rows.append(
+                {
+                    "item_id": item["id"],
+                    "result": VerdictResult.NOT_APPLICABLE,
+                    "reasoning": f"suppressed by instruction {beaten}" if beaten else "suppressed",
+                }
+            )
         elif p["each"] is None:
             rows.append({"item_id": item["id"], "result": VerdictResult.FAIL, "reasoning": _unscored_reason(p)})
         else:
             message = messages.get(item["group"])
-            rows.append({"item_id": item["id"], "result": results[item["group"]],
-                         "reasoning": "" if message is None else str(message)})
+            rows.append(
+                {
+                    "item_id": item["id"],
+                    "result": results[item["group"]],
+                    "reasoning": "" if message is None else str(message),
+                }
+            )
     return rows
 
 

@@ -7,6 +7,7 @@ so a misspelt name never drops data silently. Records are validated as they stre
 written in batches (instances, then runs' attempts, then verdicts, so a batch only ever
 refers backwards).
 """
+
 from __future__ import annotations
 
 import json
@@ -16,7 +17,20 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from runs.categories import normalise_category
-from runs.metrics import conflict
+from runs.ingest.base import INT_MAX, INT_MIN, Context, Source, content_hash, iter_jsonl, overflows_float
+from runs.ingest.lookups import (
+    attempt_ids_for,
+    attempts_upsert,
+    benchmark_lock_for_ingest,
+    benchmark_name_check,
+    file_items,
+    judge_get_or_create,
+    model_get_or_create,
+)
+from runs.ingest.options import option_ask
+from runs.ingest.usage import USAGE_FIELDS, tool_calls_in
+from runs.ingest.verdicts import verdicts_upsert
+from runs.metrics import conflict as metrics
 from runs.models import (
     Benchmark,
     BenchmarkKind,
@@ -30,20 +44,6 @@ from runs.models import (
 from runs.services import catalog_lock
 from runs.trajectory_store import trajectories_upsert
 
-from .base import INT_MAX, INT_MIN, Context, Source, content_hash, iter_jsonl, overflows_float
-from .lookups import (
-    attempt_ids_for,
-    attempts_upsert,
-    benchmark_lock_for_ingest,
-    benchmark_name_check,
-    file_items,
-    judge_get_or_create,
-    model_get_or_create,
-)
-from .options import option_ask
-from .usage import USAGE_FIELDS, tool_calls_in
-from .verdicts import verdicts_upsert
-
 BATCH = 2000  # records per write; measured: 10x fewer round trips than 200, same memory bound (BATCH_BYTES)
 BATCH_BYTES = 16 << 20
 TYPES = ("benchmark", "instance", "run", "attempt", "verdict")
@@ -54,54 +54,98 @@ _SLUG = re.compile(r"^[-a-zA-Z0-9_]+$")
 # object, list, any. Optional fields may be null (meaning: the default).
 Spec = dict[str, tuple[str, bool, int | None]]
 BENCHMARK: Spec = {
-    "type": ("str", True, None), "slug": ("str", True, 100), "name": ("str", False, 200),
-    "kind": ("str", True, None), "version": ("str", False, 50), "description": ("str", False, None),
+    "type": ("str", True, None),
+    "slug": ("str", True, 100),
+    "name": ("str", False, 200),
+    "kind": ("str", True, None),
+    "version": ("str", False, 50),
+    "description": ("str", False, None),
 }
 INSTANCE: Spec = {
-    "type": ("str", True, None), "id": ("str", True, 300), "primary_category": ("str", False, 200),
-    "scaffold": ("str", False, 100), "scaffold_version": ("str", False, 50), "spec": ("object", False, None),
+    "type": ("str", True, None),
+    "id": ("str", True, 300),
+    "primary_category": ("str", False, 200),
+    "scaffold": ("str", False, 100),
+    "scaffold_version": ("str", False, 50),
+    "spec": ("object", False, None),
     "items": ("list", True, None),
 }
 ITEM: Spec = {
-    "key": ("str", True, 300), "category": ("str", False, 200), "check_type": ("str", False, 100),
-    "description": ("str", False, None), "conditional": ("bool", False, None), "turn": ("int", False, None),
-    "group": ("str", False, 100), "privilege": ("int", False, None), "details": ("object", False, None),
+    "key": ("str", True, 300),
+    "category": ("str", False, 200),
+    "check_type": ("str", False, 100),
+    "description": ("str", False, None),
+    "conditional": ("bool", False, None),
+    "turn": ("int", False, None),
+    "group": ("str", False, 100),
+    "privilege": ("int", False, None),
+    "details": ("object", False, None),
 }
 RUN: Spec = {
-    "type": ("str", True, None), "label": ("str", True, 200), "model": ("str", True, 200),
-    "repetition": ("int", False, None), "scaffold": ("str", False, 100), "settings": ("object", False, None),
+    "type": ("str", True, None),
+    "label": ("str", True, 200),
+    "model": ("str", True, 200),
+    "repetition": ("int", False, None),
+    "scaffold": ("str", False, 100),
+    "settings": ("object", False, None),
 }
 ATTEMPT: Spec = {
-    "type": ("str", True, None), "run": ("str", True, 200), "instance": ("str", True, 300),
-    "response": ("str", False, None), "outcome": ("object", False, None), "assistant_turns": ("int", False, None),
-    "threads": ("list", False, None), "usage": ("object", False, None),
+    "type": ("str", True, None),
+    "run": ("str", True, 200),
+    "instance": ("str", True, 300),
+    "response": ("str", False, None),
+    "outcome": ("object", False, None),
+    "assistant_turns": ("int", False, None),
+    "threads": ("list", False, None),
+    "usage": ("object", False, None),
 }
 #: an attempt's `usage` (docs/metrics.md, "Tokens, time and tool calls"): counts and seconds, each optional
 USAGE: Spec = {
-    "input_tokens": ("count", False, None), "output_tokens": ("count", False, None),
-    "total_tokens": ("count", False, None), "model_seconds": ("seconds", False, None),
-    "wall_seconds": ("seconds", False, None), "model_calls": ("calls", False, None),
+    "input_tokens": ("count", False, None),
+    "output_tokens": ("count", False, None),
+    "total_tokens": ("count", False, None),
+    "model_seconds": ("seconds", False, None),
+    "wall_seconds": ("seconds", False, None),
+    "model_calls": ("calls", False, None),
     "tool_calls": ("calls", False, None),
 }
 VERDICT: Spec = {
-    "type": ("str", True, None), "run": ("str", True, 200), "instance": ("str", True, 300),
-    "item": ("str", True, 300), "judge": ("str", False, 200), "judge_kind": ("str", False, None),
-    "result": ("str", True, None), "reasoning": ("str", False, None), "score": ("number", False, None),
+    "type": ("str", True, None),
+    "run": ("str", True, 200),
+    "instance": ("str", True, 300),
+    "item": ("str", True, 300),
+    "judge": ("str", False, 200),
+    "judge_kind": ("str", False, None),
+    "result": ("str", True, None),
+    "reasoning": ("str", False, None),
+    "score": ("number", False, None),
     "evidence": ("any", False, None),
 }
 THREAD: Spec = {"meta": ("object", False, None), "tools": ("list", False, None), "messages": ("list", True, None)}
 TOOL: Spec = {"name": ("str", True, None), "description": ("str", False, None)}
 #: messages may carry other keys (kept as they are); these are checked
 MESSAGE: Spec = {
-    "role": ("str", True, None), "content": ("str", False, None), "reasoning": ("str", False, None),
-    "tool_calls": ("list", False, None), "tool_call_id": ("str", False, None), "tool_name": ("str", False, None),
+    "role": ("str", True, None),
+    "content": ("str", False, None),
+    "reasoning": ("str", False, None),
+    "tool_calls": ("list", False, None),
+    "tool_call_id": ("str", False, None),
+    "tool_name": ("str", False, None),
     "turn": ("int", False, None),
 }
 TOOL_CALL: Spec = {"id": ("str", True, None), "name": ("str", True, None), "arguments": ("any", False, None)}
 
-_KIND_NAMES = {"str": "a string", "int": "an integer", "bool": "true or false", "number": "a number",
-               "object": "an object", "list": "a list", "count": "a whole number of 0 or more",
-               "calls": "a whole number from 0 to 2,147,483,647", "seconds": "a number of seconds, 0 or more"}
+_KIND_NAMES = {
+    "str": "a string",
+    "int": "an integer",
+    "bool": "true or false",
+    "number": "a number",
+    "object": "an object",
+    "list": "a list",
+    "count": "a whole number of 0 or more",
+    "calls": "a whole number from 0 to 2,147,483,647",
+    "seconds": "a number of seconds, 0 or more",
+}
 
 
 def _is(kind: str, value: Any) -> bool:
@@ -131,7 +175,9 @@ def _json_type(value: Any) -> str:
         return "null"
     if isinstance(value, bool):
         return "a boolean"
-    return {dict: "an object", list: "a list", str: "a string", int: "an integer", float: "a number"}.get(type(value), "a value")
+    return {dict: "an object", list: "a list", str: "a string", int: "an integer", float: "a number"}.get(
+        type(value), "a value"
+    )
 
 
 def check_fields(record: Any, spec: Spec, where: str = "", *, extra: bool = False) -> list[str]:
@@ -159,7 +205,9 @@ def check_fields(record: Any, spec: Spec, where: str = "", *, extra: bool = Fals
     if not extra:
         unknown = [k for k in record if k not in spec]
         if unknown:
-            reasons.append(f"unknown field(s) {', '.join(repr(prefix + k) for k in unknown)}; allowed: {', '.join(spec)}")
+            reasons.append(
+                f"unknown field(s) {', '.join(repr(prefix + k) for k in unknown)}; allowed: {', '.join(spec)}"
+            )
     return reasons
 
 
@@ -199,9 +247,11 @@ class _Defined:
         if not self._items_loaded:  # the whole benchmark's item keys in one query
             keys: dict[int, set[str]] = {}
             rewrites: dict[int, set[str]] = {}
-            for iid, key, supersedes in ChecklistItem.objects.filter(instance__benchmark=self.benchmark).values_list(
-                "instance_id", "key", "supersedes_id"
-            ).iterator(chunk_size=20000):
+            for iid, key, supersedes in (
+                ChecklistItem.objects.filter(instance__benchmark=self.benchmark)
+                .values_list("instance_id", "key", "supersedes_id")
+                .iterator(chunk_size=20000)
+            ):
                 keys.setdefault(iid, set()).add(key)
                 if supersedes is not None:
                     rewrites.setdefault(iid, set()).add(key)
@@ -306,10 +356,19 @@ class _NativeIngest:
             first = False
             if current is None:
                 if not told_no_benchmark:
-                    missing = f"benchmark '{ctx.options.benchmark}' does not exist" if ctx.options.benchmark else "no benchmark"
-                    ctx.problem(source, line, f"{missing}: start the file with a benchmark record "
-                                f"(or name a stored benchmark: {option_ask(ctx.options, 'benchmark')}); the records "
-                                "after it are not checked", awaits_import=bool(ctx.options.benchmark))
+                    missing = (
+                        f"benchmark '{ctx.options.benchmark}' does not exist"
+                        if ctx.options.benchmark
+                        else "no benchmark"
+                    )
+                    ctx.problem(
+                        source,
+                        line,
+                        f"{missing}: start the file with a benchmark record "
+                        f"(or name a stored benchmark: {option_ask(ctx.options, 'benchmark')}); the records "
+                        "after it are not checked",
+                        awaits_import=bool(ctx.options.benchmark),
+                    )
                     told_no_benchmark = True
                 continue
             getattr(self, f"_{kind}")(source, line, record, current)
@@ -329,8 +388,12 @@ class _NativeIngest:
             if follow.count:
                 rejected = ctx.report.rejected
                 lines = "1 more line refers" if follow.count == 1 else f"{follow.count:,} more lines refer"
-                ctx.problem(follow.source, None, f"{lines} to {kind} '{name}', {follow.cause}",
-                            awaits_import=follow.awaits_import)
+                ctx.problem(
+                    follow.source,
+                    None,
+                    f"{lines} to {kind} '{name}', {follow.cause}",
+                    awaits_import=follow.awaits_import,
+                )
                 ctx.report.rejected = rejected
         self.follow = {}
 
@@ -349,8 +412,10 @@ class _NativeIngest:
             if key in defined.rejected:
                 cause = f"refused at {self._where(source, defined.rejected[key])}"
             elif self.unplaced is not None:
-                cause = (f"which no earlier line defines ({self._where(source, self.unplaced)}, refused above, "
-                         "may have been its record)")
+                cause = (
+                    f"which no earlier line defines ({self._where(source, self.unplaced)}, refused above, "
+                    "may have been its record)"
+                )
             else:
                 self.follow[key] = _FollowOn(source, "which no earlier line defines", awaits_import=True)
                 return _Awaiting(reason)
@@ -385,8 +450,12 @@ class _NativeIngest:
             ctx.problem(source, line, reason)
         if reasons:
             return None
-        values = {"name": ctx.options.name or record.get("name") or slug, "kind": record["kind"],
-                  "version": record.get("version") or "", "description": record.get("description") or ""}
+        values = {
+            "name": ctx.options.name or record.get("name") or slug,
+            "kind": record["kind"],
+            "version": record.get("version") or "",
+            "description": record.get("description") or "",
+        }
         if not benchmark_name_check(ctx, slug, values["name"], source, line):
             return None
         benchmark = Benchmark.objects.filter(slug=slug).first()
@@ -398,7 +467,9 @@ class _NativeIngest:
         if created:
             ctx.report.add("benchmarks", "created")
         elif benchmark.kind != values["kind"]:
-            ctx.problem(source, line, f"benchmark '{slug}' is stored as a {benchmark.kind} benchmark, not {values['kind']}")
+            ctx.problem(
+                source, line, f"benchmark '{slug}' is stored as a {benchmark.kind} benchmark, not {values['kind']}"
+            )
             return None
         elif any(getattr(benchmark, k) != v for k, v in values.items()):
             for k, v in values.items():
@@ -425,11 +496,15 @@ class _NativeIngest:
                 keys.append(item["key"])
             reasons += item_reasons
         if not reasons and defined.benchmark.kind == BenchmarkKind.CONFLICT:  # docs/formats.md, conflict benchmarks
-            reasons += conflict.conflict_problems(record.get("spec"))
-            if conflict.ITEM_KEY not in keys:
-                reasons.append(f"a conflict instance needs an item with key '{conflict.ITEM_KEY}' (the judged side is a verdict on it)")
+            reasons += metrics.conflict_problems(record.get("spec"))
+            if metrics.ITEM_KEY not in keys:
+                reasons.append(
+                    f"a conflict instance needs an item with key '{metrics.ITEM_KEY}' (the judged side is a verdict on it)"
+                )
         if not reasons and record["id"] in defined.instances:
-            reasons.append(f"instance '{record['id']}' is defined twice (first at {defined.instances[record['id']][0]})")
+            reasons.append(
+                f"instance '{record['id']}' is defined twice (first at {defined.instances[record['id']][0]})"
+            )
         for reason in reasons[:20]:
             ctx.problem(source, line, reason)
         if reasons:
@@ -451,7 +526,9 @@ class _NativeIngest:
         if not reasons:
             known, stored = defined.run(record["label"])
             if stored is not None and stored.model.name != record["model"]:
-                reasons.append(f"run '{record['label']}' belongs to model '{stored.model.name}', not '{record['model']}'")
+                reasons.append(
+                    f"run '{record['label']}' belongs to model '{stored.model.name}', not '{record['model']}'"
+                )
         for reason in reasons:
             ctx.problem(source, line, reason)
         if reasons:
@@ -465,8 +542,11 @@ class _NativeIngest:
     def _write_run(self, defined: _Defined, record: dict) -> Run | None:
         """Runs are few: written at once (unless the ingest already failed), so attempts can refer to them."""
         ctx = self.ctx
-        values = {"repetition": record.get("repetition") or 1, "scaffold": record.get("scaffold") or "",
-                  "settings": record.get("settings") or {}}
+        values = {
+            "repetition": record.get("repetition") or 1,
+            "scaffold": record.get("scaffold") or "",
+            "settings": record.get("settings") or {},
+        }
         _, run = defined.run(record["label"])
         if ctx.failed:
             ctx.report.add("runs", "created" if run is None else "unchanged")
@@ -491,14 +571,22 @@ class _NativeIngest:
         reasons, refused = [], False
         known, run = defined.run(record["run"])
         if not known:
-            reason = self._unknown(source, ("run", record["run"]), defined,
-                                   f"unknown run '{record['run']}': define it with a run record on an earlier line")
+            reason = self._unknown(
+                source,
+                ("run", record["run"]),
+                defined,
+                f"unknown run '{record['run']}': define it with a run record on an earlier line",
+            )
             refused = reason is None
             reasons += [reason] if reason else []
         if defined.item_keys(record["instance"]) is None:
-            reason = self._unknown(source, ("instance", record["instance"]), defined,
-                                   f"unknown instance '{record['instance']}' of benchmark '{defined.benchmark.slug}': "
-                                   "define it with an instance record on an earlier line")
+            reason = self._unknown(
+                source,
+                ("instance", record["instance"]),
+                defined,
+                f"unknown instance '{record['instance']}' of benchmark '{defined.benchmark.slug}': "
+                "define it with an instance record on an earlier line",
+            )
             refused = refused or reason is None
             reasons += [reason] if reason else []
         return reasons, refused, run
@@ -519,7 +607,9 @@ class _NativeIngest:
         if not reasons:
             key = (record["run"], record["instance"])
             if key in defined.attempts:
-                reasons.append(f"attempt of run '{key[0]}' on instance '{key[1]}' appears twice (first at {defined.attempts[key]})")
+                reasons.append(
+                    f"attempt of run '{key[0]}' on instance '{key[1]}' appears twice (first at {defined.attempts[key]})"
+                )
             defined.attempts[key] = f"{source.name}:{line}"
         for reason in reasons[:20]:
             ctx.problem(source, line, reason, awaits_import=isinstance(reason, _Awaiting))
@@ -551,13 +641,15 @@ class _NativeIngest:
             keys = defined.item_keys(record["instance"]) or frozenset()
             if record["item"] not in keys:
                 reasons.append(f"unknown item '{record['item']}' of instance '{record['instance']}'")
-        if not reasons and defined.benchmark.kind == BenchmarkKind.CONFLICT and record["item"] == conflict.ITEM_KEY:
-            reasons += conflict.followed_problems(record.get("evidence"))
+        if not reasons and defined.benchmark.kind == BenchmarkKind.CONFLICT and record["item"] == metrics.ITEM_KEY:
+            reasons += metrics.followed_problems(record.get("evidence"))
         if not reasons:
             key = (record["run"], record["instance"], record["item"], judge)
             if key in defined.verdicts:
-                reasons.append(f"verdict of judge '{judge}' on item '{record['item']}' of run '{record['run']}', "
-                               f"instance '{record['instance']}' appears twice (first at {defined.verdicts[key]})")
+                reasons.append(
+                    f"verdict of judge '{judge}' on item '{record['item']}' of run '{record['run']}', "
+                    f"instance '{record['instance']}' appears twice (first at {defined.verdicts[key]})"
+                )
             defined.verdicts[key] = f"{source.name}:{line}"
         for reason in reasons:
             ctx.problem(source, line, reason, awaits_import=isinstance(reason, _Awaiting))
@@ -590,17 +682,25 @@ class _NativeIngest:
         if not records:
             return
         ctx, benchmark = self.ctx, defined.benchmark
-        rows = [{
-            "benchmark_id": benchmark.id,
-            "external_id": r["id"],
-            "primary_category": r.get("primary_category") or "",
-            "scaffold": r.get("scaffold") or "",
-            "scaffold_version": r.get("scaffold_version") or "",
-            "spec": r.get("spec") or {},
-            "content_hash": content_hash({k: v for k, v in r.items() if k != "type"}),
-        } for _, _, r in records]
-        ids = ctx.upsert(Instance, rows, key=("benchmark_id", "external_id"),
-                         compare=("content_hash", "primary_category", "scaffold", "scaffold_version"), kind="instances")
+        rows = [
+            {
+                "benchmark_id": benchmark.id,
+                "external_id": r["id"],
+                "primary_category": r.get("primary_category") or "",
+                "scaffold": r.get("scaffold") or "",
+                "scaffold_version": r.get("scaffold_version") or "",
+                "spec": r.get("spec") or {},
+                "content_hash": content_hash({k: v for k, v in r.items() if k != "type"}),
+            }
+            for _, _, r in records
+        ]
+        ids = ctx.upsert(
+            Instance,
+            rows,
+            key=("benchmark_id", "external_id"),
+            compare=("content_hash", "primary_category", "scaffold", "scaffold_version"),
+            kind="instances",
+        )
         items = []
         for _, _, r in records:
             instance_id = ids[(benchmark.id, r["id"])]
@@ -608,29 +708,37 @@ class _NativeIngest:
             defined.stored_items.pop(instance_id, None)
             for position, item in enumerate(r["items"], 1):
                 category = item.get("category") or ""
-                items.append({
-                    "instance_id": instance_id,
-                    "key": item["key"],
-                    "position": position,
-                    "category": normalise_category(category) if category else "",
-                    "category_original": category,
-                    "check_type": item.get("check_type") or "",
-                    "group": item.get("group") or "",
-                    "description": item.get("description") or "",
-                    "conditional": bool(item.get("conditional")),
-                    "turn": item.get("turn"),
-                    "privilege": item.get("privilege"),
-                    "details": item.get("details") or {},
-                    "content_hash": content_hash([position, item]),
-                })
+                items.append(
+                    {
+                        "instance_id": instance_id,
+                        "key": item["key"],
+                        "position": position,
+                        "category": normalise_category(category) if category else "",
+                        "category_original": category,
+                        "check_type": item.get("check_type") or "",
+                        "group": item.get("group") or "",
+                        "description": item.get("description") or "",
+                        "conditional": bool(item.get("conditional")),
+                        "turn": item.get("turn"),
+                        "privilege": item.get("privilege"),
+                        "details": item.get("details") or {},
+                        "content_hash": content_hash([position, item]),
+                    }
+                )
         if items:
-            ctx.upsert(ChecklistItem, items, key=("instance_id", "key"), compare=("content_hash",), kind="checklist items")
+            ctx.upsert(
+                ChecklistItem, items, key=("instance_id", "key"), compare=("content_hash",), kind="checklist items"
+            )
         for source, line, r in records:
             keys = {item["key"] for item in r["items"]}
             dropped = file_items(instance_id=ids[(benchmark.id, r["id"])]).exclude(key__in=keys)
             judged = list(dropped.filter(verdicts__isnull=False).values_list("key", flat=True).distinct()[:5])
             if judged:
-                ctx.problem(source, line, f"items {', '.join(judged)} have verdicts and cannot be removed from instance '{r['id']}'")
+                ctx.problem(
+                    source,
+                    line,
+                    f"items {', '.join(judged)} have verdicts and cannot be removed from instance '{r['id']}'",
+                )
                 continue
             ctx.report.add("checklist items", "removed", dropped.delete()[1].get("runs.ChecklistItem", 0))
 
@@ -647,16 +755,27 @@ class _NativeIngest:
                 turns = r.get("assistant_turns")
                 if turns is None and threads:
                     turns = sum(1 for m in threads[0]["messages"] if m.get("role") == "assistant")
-                rows.append({"instance_id": instance_id, "response": r.get("response") or "",
-                             "outcome": r.get("outcome") or {}, "assistant_turns": turns,
-                             **attempt_usage(r.get("usage"), threads)})
+                rows.append(
+                    {
+                        "instance_id": instance_id,
+                        "response": r.get("response") or "",
+                        "outcome": r.get("outcome") or {},
+                        "assistant_turns": turns,
+                        **attempt_usage(r.get("usage"), threads),
+                    }
+                )
                 if threads is not None:
                     trajectories[instance_id] = threads
             ids = attempts_upsert(ctx, run, rows, compare=("response", "outcome", "assistant_turns", *USAGE_FIELDS))
             ctx.touched_runs[run.id] = run
             if trajectories:
-                trajectories_upsert(ctx, [{"attempt_id": ids[instance_id], "threads": threads}
-                                          for instance_id, threads in trajectories.items()])
+                trajectories_upsert(
+                    ctx,
+                    [
+                        {"attempt_id": ids[instance_id], "threads": threads}
+                        for instance_id, threads in trajectories.items()
+                    ],
+                )
 
     def _write_verdicts(self, defined: _Defined, records: list[tuple[Run | None, dict]]) -> None:
         if not records:
@@ -665,7 +784,9 @@ class _NativeIngest:
         instance_ids = {defined.stored_instances[r["instance"]] for _, r in records}
         items = {
             (instance_id, key): pk
-            for instance_id, key, pk in ChecklistItem.objects.filter(instance_id__in=instance_ids).values_list("instance_id", "key", "id")
+            for instance_id, key, pk in ChecklistItem.objects.filter(instance_id__in=instance_ids).values_list(
+                "instance_id", "key", "id"
+            )
         }
         by_run: dict[int, tuple[Run, list[dict]]] = {}
         for run, r in records:
@@ -676,15 +797,17 @@ class _NativeIngest:
             attempts = attempt_ids_for(ctx, run, [defined.stored_instances[r["instance"]] for r in group])
             for r in group:
                 instance_id = defined.stored_instances[r["instance"]]
-                rows.append({
-                    "attempt_id": attempts[instance_id],
-                    "item_id": items[(instance_id, r["item"])],
-                    "judge_id": self._judge(r["judge"], r["judge_kind"]).id,
-                    "result": r["result"],
-                    "reasoning": r.get("reasoning") or "",
-                    "score": float(r["score"]) if r.get("score") is not None else None,
-                    "evidence": r.get("evidence"),
-                })
+                rows.append(
+                    {
+                        "attempt_id": attempts[instance_id],
+                        "item_id": items[(instance_id, r["item"])],
+                        "judge_id": self._judge(r["judge"], r["judge_kind"]).id,
+                        "result": r["result"],
+                        "reasoning": r.get("reasoning") or "",
+                        "score": float(r["score"]) if r.get("score") is not None else None,
+                        "evidence": r.get("evidence"),
+                    }
+                )
         verdicts_upsert(ctx, rows)
 
     def _judge(self, name: str, kind: str) -> Judge:

@@ -1,4 +1,5 @@
 """OctoBench (mini-vela harness): instances, trajectories (merged or raw proxy logs) and judge scores."""
+
 from __future__ import annotations
 
 import json
@@ -6,14 +7,18 @@ from collections.abc import Sequence
 from typing import Any
 
 from runs.categories import normalise_category
-from runs.models import (
-    BenchmarkKind, ChecklistItem, Instance, JudgeKind, JudgeReport, ReportStatus, Verdict, VerdictResult,
+from runs.ingest.base import (
+    Context,
+    Source,
+    content_hash,
+    iter_json_document,
+    iter_jsonl,
+    overflows_float,
+    require,
+    text_limit,
 )
-from runs.trajectory_store import trajectories_upsert
-
-from .base import Context, Source, content_hash, iter_json_document, iter_jsonl, overflows_float, require, text_limit
-from .decode import LARGE_RECORD_BYTES, MAX_VALUES, Refused, count_values, loads
-from .lookups import (
+from runs.ingest.decode import LARGE_RECORD_BYTES, MAX_VALUES, Refused, count_values, loads
+from runs.ingest.lookups import (
     InstanceIndex,
     attempt_ids_for,
     attempts_upsert,
@@ -23,9 +28,20 @@ from .lookups import (
     judge_get_or_create,
     run_get_or_create,
 )
-from .options import model_missing, option_ask, run_missing
-from .usage import USAGE_FIELDS, CallTally, tool_calls_in
-from .verdicts import verdicts_upsert
+from runs.ingest.options import model_missing, option_ask, run_missing
+from runs.ingest.usage import USAGE_FIELDS, CallTally, tool_calls_in
+from runs.ingest.verdicts import verdicts_upsert
+from runs.models import (
+    BenchmarkKind,
+    ChecklistItem,
+    Instance,
+    JudgeKind,
+    JudgeReport,
+    ReportStatus,
+    Verdict,
+    VerdictResult,
+)
+from runs.trajectory_store import trajectories_upsert
 
 DEFAULT_SLUG = "octobench"
 BATCH = 200
@@ -72,7 +88,11 @@ def _valid_instance(ctx: Context, source: Source, line: int, record: dict, seen:
             ok = False
             continue
         for n, check in enumerate(checks, 1):
-            if not isinstance(check, dict) or not check.get("check_id") or not isinstance(check["check_id"], (str, int)):
+            if (
+                not isinstance(check, dict)
+                or not check.get("check_id")
+                or not isinstance(check["check_id"], (str, int))
+            ):
                 ctx.problem(source, line, f"check {n} of category '{category}' has no 'check_id'")
                 ok = False
                 continue
@@ -99,8 +119,11 @@ def _valid_check_fields(ctx: Context, source: Source, line: int, category: str, 
             ctx.problem(source, line, f"check '{check['check_id']}' of category '{category}': '{name}' should be text")
             ok = False
         elif len(str(value)) > limit:
-            ctx.problem(source, line, f"check of category '{category}': '{name}' is {len(str(value)):,} characters; "
-                                      f"at most {limit} fit")
+            ctx.problem(
+                source,
+                line,
+                f"check of category '{category}': '{name}' is {len(str(value)):,} characters; at most {limit} fit",
+            )
             ok = False
     if len(category) > (limit := text_limit(ChecklistItem, "category_original")):
         ctx.problem(source, line, f"checklist category name is {len(category):,} characters; at most {limit} fit")
@@ -138,8 +161,11 @@ def _write_instances(ctx: Context, benchmark, batch: list[tuple[Source, int, dic
             }
         )
     ids = ctx.upsert(
-        Instance, rows, key=("benchmark_id", "external_id"),
-        compare=("content_hash", "primary_category", "scaffold"), kind="instances",
+        Instance,
+        rows,
+        key=("benchmark_id", "external_id"),
+        compare=("content_hash", "primary_category", "scaffold"),
+        kind="instances",
     )
     item_rows = []
     for _, _, record in batch:
@@ -195,10 +221,18 @@ def _remove_dropped_items(ctx: Context, batch, ids, benchmark) -> None:
         judged.setdefault(instance_id, []).append(key)
     for instance_id, keys in judged.items():
         source, line, record, _ = wanted[instance_id]
-        ctx.problem(source, line, f"checks {', '.join(sorted(keys)[:5])} have verdicts and cannot be removed from '{record['instance_id']}'")
+        ctx.problem(
+            source,
+            line,
+            f"checks {', '.join(sorted(keys)[:5])} have verdicts and cannot be removed from '{record['instance_id']}'",
+        )
     removable = [pk for pk, (instance_id, _) in dropped.items() if instance_id not in judged]
     if removable and not ctx.failed:
-        ctx.report.add("checklist items", "removed", ChecklistItem.objects.filter(id__in=removable).delete()[1].get("runs.ChecklistItem", 0))
+        ctx.report.add(
+            "checklist items",
+            "removed",
+            ChecklistItem.objects.filter(id__in=removable).delete()[1].get("runs.ChecklistItem", 0),
+        )
 
 
 # trajectories -------------------------------------------------------------------------
@@ -224,8 +258,12 @@ def ingest_trajectories(sources: Sequence[Source], ctx: Context) -> None:
                     _write_session(ctx, benchmark, index, runs, current)
                     done_sessions[current.session_id] = f"{source.name}:{current.first_line}"
                 if session_id in done_sessions:
-                    ctx.problem(source, line, f"session '{session_id}' continues here after other sessions "
-                                f"(it started at {done_sessions[session_id]}); keep a session's records together")
+                    ctx.problem(
+                        source,
+                        line,
+                        f"session '{session_id}' continues here after other sessions "
+                        f"(it started at {done_sessions[session_id]}); keep a session's records together",
+                    )
                     current = None
                     continue
                 current = _Session(session_id, source, line)
@@ -256,7 +294,9 @@ def _trajectory_record(ctx: Context, source: Source, line: int, record: dict) ->
     if "checklist" in record:
         ctx.problem(source, line, "this looks like an OctoBench instance, not a trajectory record")
     else:
-        ctx.problem(source, line, "not a trajectory record: expected 'messages' (merged) or 'request_body' (raw proxy log)")
+        ctx.problem(
+            source, line, "not a trajectory record: expected 'messages' (merged) or 'request_body' (raw proxy log)"
+        )
     return None
 
 
@@ -296,7 +336,9 @@ class _Session:
         raw = sorted(self.raw_threads.values(), key=lambda t: t[1])
         threads += [_normalise_raw(r) for _, _, r in raw]
         # the main agent's thread offers tools; of those, the longest; sub-agents follow in order
-        main = max(range(len(threads)), key=lambda i: (bool(threads[i]["tools"]), len(threads[i]["messages"])), default=None)
+        main = max(
+            range(len(threads)), key=lambda i: (bool(threads[i]["tools"]), len(threads[i]["messages"])), default=None
+        )
         if main is None:
             return []
         ordered = [threads[main]] + [t for i, t in enumerate(threads) if i != main]
@@ -309,12 +351,20 @@ class _Session:
 def _write_session(ctx: Context, benchmark, index: InstanceIndex, runs: dict, session: _Session) -> None:
     instance_id = index.instance_id(session.session_id)
     if instance_id is None:
-        ctx.problem(session.source, session.first_line,
-                    f"session '{session.session_id}' is not an instance of benchmark '{benchmark.slug}'", awaits_import=True)
+        ctx.problem(
+            session.source,
+            session.first_line,
+            f"session '{session.session_id}' is not an instance of benchmark '{benchmark.slug}'",
+            awaits_import=True,
+        )
         return
     model_name = ctx.options.model or session.model
     if not model_name:
-        ctx.problem(session.source, session.first_line, f"no model: the records do not name one; {option_ask(ctx.options, 'model')}")
+        ctx.problem(
+            session.source,
+            session.first_line,
+            f"no model: the records do not name one; {option_ask(ctx.options, 'model')}",
+        )
         return
     run = runs.get(model_name)
     if run is None:
@@ -327,7 +377,8 @@ def _write_session(ctx: Context, benchmark, index: InstanceIndex, runs: dict, se
     usage = session.calls.figures() if session.raw_threads else dict.fromkeys(USAGE_FIELDS)
     usage["tool_calls"] = tool_calls_in(threads)
     ids = attempts_upsert(
-        ctx, run,
+        ctx,
+        run,
         [{"instance_id": instance_id, "response": response, "assistant_turns": len(assistant), **usage}],
         compare=("response", "assistant_turns", *USAGE_FIELDS),
     )
@@ -388,7 +439,13 @@ def _normalise_merged(record: dict) -> dict:
                         decoded += values
                     except (ValueError, Refused):
                         pass
-                calls.append({"id": str(call.get("id") or f"call_{n}_{k}"), "name": str(function.get("name") or ""), "arguments": arguments})
+                calls.append(
+                    {
+                        "id": str(call.get("id") or f"call_{n}_{k}"),
+                        "name": str(function.get("name") or ""),
+                        "arguments": arguments,
+                    }
+                )
             out["tool_calls"] = calls
             pending = list(calls)
         if role == "tool":
@@ -430,7 +487,11 @@ def _normalise_raw(record: dict) -> dict:
     response = record.get("response_body") or {}
     if isinstance(response, dict) and response.get("content") is not None:
         messages.extend(_anthropic_message({"role": "assistant", "content": response["content"]}, names))
-    meta = {"session_id": str(record["session_id"]), "model": str(body.get("model") or ""), "request_time": record.get("request_time")}
+    meta = {
+        "session_id": str(record["session_id"]),
+        "model": str(body.get("model") or ""),
+        "request_time": record.get("request_time"),
+    }
     return {"meta": meta, "tools": _tool_names(body.get("tools")), "messages": messages}
 
 
@@ -456,7 +517,12 @@ def _anthropic_message(message: dict, names: dict[str, str]) -> list[dict]:
             calls.append({"id": call_id, "name": names[call_id], "arguments": block.get("input")})
         elif kind == "tool_result":
             call_id = str(block.get("tool_use_id") or "")
-            result = {"role": "tool", "tool_call_id": call_id, "tool_name": names.get(call_id, ""), "content": _text_of(block.get("content"))}
+            result = {
+                "role": "tool",
+                "tool_call_id": call_id,
+                "tool_name": names.get(call_id, ""),
+                "content": _text_of(block.get("content")),
+            }
             if block.get("is_error"):
                 result["is_error"] = True
             results.append(result)
@@ -560,7 +626,9 @@ def _score_rows(ctx, source, line, value, index: InstanceIndex, seen) -> tuple[i
         not_json = isinstance(eval_result, dict) and "raw_response" in eval_result
         report["status"] = ReportStatus.REPLY_NOT_JSON if not_json else ReportStatus.REPLY_ERROR
         report["error"] = _text(eval_result.get("error")) if isinstance(eval_result, dict) else ""
-        report["raw_reply"] = _text(eval_result["raw_response"]) if not_json else json.dumps(eval_result, ensure_ascii=False)
+        report["raw_reply"] = (
+            _text(eval_result["raw_response"]) if not_json else json.dumps(eval_result, ensure_ascii=False)
+        )
         return instance_id, [], _unscored(report, index.items(instance_id))
     if not isinstance(eval_result, dict):
         ctx.problem(source, line, "'eval_result' should be an object (evaluate.py writes no other shape)")
@@ -578,10 +646,17 @@ def _report_of(value: dict) -> dict:
     """The judge report row of a result, before its status and counts are known."""
     reward, binary = value.get("reward"), value.get("binary_reward")
     number = (int, float)
-    return {"status": ReportStatus.SCORED, "error": _text(value.get("error")) if "eval_result" not in value else "",
-            "raw_reply": "", "unrecognised": {}, "extra_checks": [], "n_applicable_extra": 0, "n_passed_extra": 0,
-            "reward": float(reward) if isinstance(reward, number) and not isinstance(reward, bool) else None,
-            "binary_reward": int(binary) if isinstance(binary, number) and not isinstance(binary, bool) else None}
+    return {
+        "status": ReportStatus.SCORED,
+        "error": _text(value.get("error")) if "eval_result" not in value else "",
+        "raw_reply": "",
+        "unrecognised": {},
+        "extra_checks": [],
+        "n_applicable_extra": 0,
+        "n_passed_extra": 0,
+        "reward": float(reward) if isinstance(reward, number) and not isinstance(reward, bool) else None,
+        "binary_reward": int(binary) if isinstance(binary, number) and not isinstance(binary, bool) else None,
+    }
 
 
 def _text(value: Any) -> str:
@@ -626,8 +701,9 @@ def _check_rows(ctx, source, line, eval_result: dict, items: dict, report: dict)
             reasoning = reasoning if type(reasoning) is str else _text(reasoning)
             if check_id not in items or check_id in used:
                 why = "no check id" if not check_id else "repeated" if check_id in used else "not in the checklist"
-                report["extra_checks"].append({"check_id": check_id, "category": str(category), "result": raw,
-                                               "reasoning": reasoning, "why": why})
+                report["extra_checks"].append(
+                    {"check_id": check_id, "category": str(category), "result": raw, "reasoning": reasoning, "why": why}
+                )
                 report["n_applicable_extra"] += 1
                 report["n_passed_extra"] += passed
                 continue
@@ -643,12 +719,22 @@ def _check_rows(ctx, source, line, eval_result: dict, items: dict, report: dict)
                     continue
             score = check.get("score")
             if overflows_float(score):
-                ctx.problem(source, line, f"check '{check_id}': score is out of range (a number of {len(str(abs(score)))} digits)")
+                ctx.problem(
+                    source,
+                    line,
+                    f"check '{check_id}': score is out of range (a number of {len(str(abs(score)))} digits)",
+                )
                 ok = False
                 continue
-            rows.append({"item_id": items[check_id], "result": VerdictResult.PASS if passed else VerdictResult.FAIL,
-                         "reasoning": reasoning,
-                         "score": float(score) if isinstance(score, (int, float)) else None, "evidence": evidence})
+            rows.append(
+                {
+                    "item_id": items[check_id],
+                    "result": VerdictResult.PASS if passed else VerdictResult.FAIL,
+                    "reasoning": reasoning,
+                    "score": float(score) if isinstance(score, (int, float)) else None,
+                    "evidence": evidence,
+                }
+            )
     return rows if ok else None
 
 
@@ -669,11 +755,19 @@ def _evidence(check: dict) -> tuple[dict | None, str]:
 
     if index(value):
         return {"thread": 0, "message": value}, ""
-    if has_evidence and isinstance(value, dict) and index(value.get("message")) and index(value.get("thread", 0)) \
-            and set(value) <= {"thread", "message"}:
+    if (
+        has_evidence
+        and isinstance(value, dict)
+        and index(value.get("message"))
+        and index(value.get("thread", 0))
+        and set(value) <= {"thread", "message"}
+    ):
         return {"thread": value.get("thread", 0), "message": value["message"]}, ""
-    shapes = ('a message index (an integer >= 0) or {"thread": n, "message": i}' if has_evidence
-              else "a message index (an integer >= 0)")
+    shapes = (
+        'a message index (an integer >= 0) or {"thread": n, "message": i}'
+        if has_evidence
+        else "a message index (an integer >= 0)"
+    )
     return None, f"'{name}' should be {shapes}, found {json.dumps(value, ensure_ascii=False)[:80]}"
 
 
@@ -693,8 +787,15 @@ def _write_scores(ctx: Context, run, judge, pending: list[tuple[int, list[dict],
             unscored.append(attempt_id)
     verdicts_upsert(ctx, rows)
     changed: set[tuple] = set()
-    ctx.upsert(JudgeReport, reports, key=("attempt_id", "judge_id"), compare=REPORT_FIELDS, kind="judge reports",
-               changed=changed, returning_ids=False)
+    ctx.upsert(
+        JudgeReport,
+        reports,
+        key=("attempt_id", "judge_id"),
+        compare=REPORT_FIELDS,
+        kind="judge reports",
+        changed=changed,
+        returning_ids=False,
+    )
     if unscored and not ctx.failed:  # a result that is unscored now drops what the judge said before
         stale = Verdict.objects.filter(attempt_id__in=unscored, judge_id=judge.id)
         if removed := stale.delete()[1].get("runs.Verdict", 0):
@@ -705,5 +806,14 @@ def _write_scores(ctx: Context, run, judge, pending: list[tuple[int, list[dict],
 
 
 #: the judge report fields an import compares with what is stored
-REPORT_FIELDS = ("status", "error", "raw_reply", "reward", "binary_reward", "unrecognised", "extra_checks",
-                 "n_applicable_extra", "n_passed_extra")
+REPORT_FIELDS = (
+    "status",
+    "error",
+    "raw_reply",
+    "reward",
+    "binary_reward",
+    "unrecognised",
+    "extra_checks",
+    "n_applicable_extra",
+    "n_passed_extra",
+)

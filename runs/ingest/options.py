@@ -6,13 +6,14 @@ the import was started from (`Options.surface`). `options_missing` is what the i
 check before a job is created, on the files as planned (`runs.ingest.layout`), so that no job fails
 for an option that a retry of the same job could not add.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
 
-from .base import Options
-from .layout import MANIFEST_NAME, LayoutError, Unit, plan_uploads
+from runs.ingest.base import Options
+from runs.ingest.layout import MANIFEST_NAME, LayoutError, Unit, plan_uploads
 
 #: where an import's options come from: the command line, the import page, the API
 SURFACES = ("cli", "form", "api")
@@ -38,11 +39,16 @@ NEEDED: dict[str, tuple[str, ...]] = {
 }
 #: what a needed option is, in a sentence, and the other places the files may say it
 _NEEDED_WORDS: dict[str, tuple[str, str]] = {
-    "judge": ("the judge whose verdicts they hold", f", or name each file scores_<judge>.json, or list it in an "
-                                                    f"{MANIFEST_NAME} manifest among the files"),
-    "model": ("the model whose results they are", f" (or {{run}} of a stored run), or upload them in a folder "
-                                                  f"named after the model, or list it in an {MANIFEST_NAME} manifest "
-                                                  "among the files"),
+    "judge": (
+        "the judge whose verdicts they hold",
+        f", or name each file scores_<judge>.json, or list it in an {MANIFEST_NAME} manifest among the files",
+    ),
+    "model": (
+        "the model whose results they are",
+        f" (or {{run}} of a stored run), or upload them in a folder "
+        f"named after the model, or list it in an {MANIFEST_NAME} manifest "
+        "among the files",
+    ),
 }
 
 
@@ -67,15 +73,19 @@ def options_missing(format_name: str, units: Sequence[Unit]) -> dict[str, str]:
     empty when every file has what its format needs."""
     missing: dict[str, str] = {}
     for name in NEEDED.get(format_name, ()):
-        lacking = [unit for unit in units if not (getattr(unit.options, name) or (name == "model" and unit.options.run))]
+        lacking = [
+            unit for unit in units if not (getattr(unit.options, name) or (name == "model" and unit.options.run))
+        ]
         if not lacking:
             continue
         options = lacking[0].options
         what, elsewhere = _NEEDED_WORDS[name]
         files = [source.name for unit in lacking for source in unit.sources]
         which = "" if len(lacking) == len(units) else f" ({', '.join(files[:5])}{', ...' if len(files) > 5 else ''})"
-        missing[name] = (f"The {format_name} files{which} do not say {what}: {option_ask(options, name)}"
-                         f"{elsewhere.format(run=option_name(options, 'run'))}.")
+        missing[name] = (
+            f"The {format_name} files{which} do not say {what}: {option_ask(options, name)}"
+            f"{elsewhere.format(run=option_name(options, 'run'))}."
+        )
     return missing
 
 
@@ -86,8 +96,10 @@ def run_missing(options: Options) -> str:
 
 def model_missing(options: Options, files: str) -> str:
     """The problem of results (`files`: "scores", "predictions"...) whose model nothing names."""
-    return (f"{files} do not name the model: {option_ask(options, 'model')} (and {option_name(options, 'run')} "
-            "for a run label other than the model name)")
+    return (
+        f"{files} do not name the model: {option_ask(options, 'model')} (and {option_name(options, 'run')} "
+        "for a run label other than the model name)"
+    )
 
 
 def upload_problems(format_name: str, files: Sequence[tuple[Path, str]], options: Options) -> dict[str, list[str]]:

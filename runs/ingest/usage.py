@@ -4,14 +4,22 @@ and tool calls"; docs/formats.md says which field of each format).
 Each figure is None when the source did not log it, never 0: a page says "not logged". Figures are
 tallied while a file streams (a few numbers per attempt, whatever its size).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
 
 #: the Attempt columns an import fills (and compares with what is stored)
-USAGE_FIELDS = ("input_tokens", "output_tokens", "total_tokens", "model_seconds", "wall_seconds", "model_calls",
-                "tool_calls")
+USAGE_FIELDS = (
+    "input_tokens",
+    "output_tokens",
+    "total_tokens",
+    "model_seconds",
+    "wall_seconds",
+    "model_calls",
+    "tool_calls",
+)
 
 
 def _count(value: Any) -> int | None:
@@ -59,8 +67,15 @@ def tokens_of(usage: Any) -> Tokens | None:
         cached = 0
     else:
         given_in, given_out = _count(usage.get("input_tokens")), _count(usage.get("output_tokens"))
-        cached = sum(_count(usage.get(k)) or 0 for k in ("cache_creation_input_tokens", "cache_read_input_tokens",
-                                                          "input_tokens_cache_write", "input_tokens_cache_read"))
+        cached = sum(
+            _count(usage.get(k)) or 0
+            for k in (
+                "cache_creation_input_tokens",
+                "cache_read_input_tokens",
+                "input_tokens_cache_write",
+                "input_tokens_cache_read",
+            )
+        )
     if given_in is None or given_out is None:
         return None
     total = _count(usage.get("total_tokens"))
@@ -73,8 +88,12 @@ def tool_calls_in(threads: list[dict] | None) -> int | None:
     None without a trajectory."""
     if threads is None:
         return None
-    return sum(len(m.get("tool_calls") or ()) for t in threads for m in t.get("messages") or ()
-               if isinstance(m, dict) and m.get("role") == "assistant")
+    return sum(
+        len(m.get("tool_calls") or ())
+        for t in threads
+        for m in t.get("messages") or ()
+        if isinstance(m, dict) and m.get("role") == "assistant"
+    )
 
 
 @dataclass
@@ -117,9 +136,14 @@ class CallTally:
         """The attempt's usage columns (model time is not in a proxy log: None)."""
         logged = self.calls > 0 and self.unlogged == 0
         wall = (self.last_ms - self.first_ms) / 1000.0 if self.calls > 1 and self.first_ms is not None else None
-        return {"input_tokens": self.input if logged else None, "output_tokens": self.output if logged else None,
-                "total_tokens": self.total if logged else None, "model_seconds": None, "wall_seconds": wall,
-                "model_calls": self.calls or None}
+        return {
+            "input_tokens": self.input if logged else None,
+            "output_tokens": self.output if logged else None,
+            "total_tokens": self.total if logged else None,
+            "model_seconds": None,
+            "wall_seconds": wall,
+            "model_calls": self.calls or None,
+        }
 
 
 def inspect_figures(sample: dict[str, Any]) -> dict[str, Any]:

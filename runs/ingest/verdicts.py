@@ -1,5 +1,6 @@
 """Verdict spellings, scores as verdicts (letter grades, booleans, numbers against a pass threshold), and the
 verdict upsert shared by every results format."""
+
 from __future__ import annotations
 
 import json
@@ -10,19 +11,30 @@ from typing import Any
 from django.db import connection
 
 from runs.bulk import bulk_insert_rows
+from runs.ingest.base import Context, overflows_float
 from runs.models import Run, Verdict, VerdictResult
 from runs.search import benchmarks_mark_searchable
 
-from .base import Context, overflows_float
-
 _RESULTS = {
-    "success": VerdictResult.PASS, "pass": VerdictResult.PASS, "passed": VerdictResult.PASS,
-    "true": VerdictResult.PASS, "yes": VerdictResult.PASS, "1": VerdictResult.PASS,
-    "fail": VerdictResult.FAIL, "failed": VerdictResult.FAIL, "failure": VerdictResult.FAIL,
-    "false": VerdictResult.FAIL, "no": VerdictResult.FAIL, "0": VerdictResult.FAIL,
-    "not_applicable": VerdictResult.NOT_APPLICABLE, "not applicable": VerdictResult.NOT_APPLICABLE,
-    "n/a": VerdictResult.NOT_APPLICABLE, "na": VerdictResult.NOT_APPLICABLE, "skip": VerdictResult.NOT_APPLICABLE,
-    "skipped": VerdictResult.NOT_APPLICABLE, "not_triggered": VerdictResult.NOT_APPLICABLE,
+    "success": VerdictResult.PASS,
+    "pass": VerdictResult.PASS,
+    "passed": VerdictResult.PASS,
+    "true": VerdictResult.PASS,
+    "yes": VerdictResult.PASS,
+    "1": VerdictResult.PASS,
+    "fail": VerdictResult.FAIL,
+    "failed": VerdictResult.FAIL,
+    "failure": VerdictResult.FAIL,
+    "false": VerdictResult.FAIL,
+    "no": VerdictResult.FAIL,
+    "0": VerdictResult.FAIL,
+    "not_applicable": VerdictResult.NOT_APPLICABLE,
+    "not applicable": VerdictResult.NOT_APPLICABLE,
+    "n/a": VerdictResult.NOT_APPLICABLE,
+    "na": VerdictResult.NOT_APPLICABLE,
+    "skip": VerdictResult.NOT_APPLICABLE,
+    "skipped": VerdictResult.NOT_APPLICABLE,
+    "not_triggered": VerdictResult.NOT_APPLICABLE,
 }
 
 
@@ -75,10 +87,16 @@ def score_verdict(item: str, value: Any, threshold: float | None, explanation: s
             return f"the value of '{item}' is {value}, not a number a verdict can hold"
         if threshold is None:
             if value in (0, 1):  # a 0/1 score (accuracy, exact match): 1 passes
-                return ScoredVerdict(item, VerdictResult.PASS if value == 1 else VerdictResult.FAIL, float(value), reasoning)
-            return (f"the value of '{item}' is a number ({value}): choose the score that passes with --pass-threshold "
-                    "(the import form's Pass threshold field)")
-        return ScoredVerdict(item, VerdictResult.PASS if value >= threshold else VerdictResult.FAIL, float(value), reasoning)
+                return ScoredVerdict(
+                    item, VerdictResult.PASS if value == 1 else VerdictResult.FAIL, float(value), reasoning
+                )
+            return (
+                f"the value of '{item}' is a number ({value}): choose the score that passes with --pass-threshold "
+                "(the import form's Pass threshold field)"
+            )
+        return ScoredVerdict(
+            item, VerdictResult.PASS if value >= threshold else VerdictResult.FAIL, float(value), reasoning
+        )
     shown = json.dumps(value, ensure_ascii=False)[:60]
     return f"the value of '{item}' is {shown}: a score value should be C, I, P, N, a number or a boolean"
 
@@ -106,8 +124,13 @@ def verdicts_upsert(ctx: Context, rows: list[dict[str, Any]]) -> None:
             _reasoning_searchable(rows)
         return
     ctx.upsert(
-        Verdict, rows, key=("attempt_id", "item_id", "judge_id"),
-        compare=("result", "reasoning", "score", "evidence"), kind="verdicts", changed=changed, returning_ids=False,
+        Verdict,
+        rows,
+        key=("attempt_id", "item_id", "judge_id"),
+        compare=("result", "reasoning", "score", "evidence"),
+        kind="verdicts",
+        changed=changed,
+        returning_ids=False,
     )
     ctx.touched_attempts.update(k[0] for k in changed if k[0] is not None)
     ctx.touched_judges.update(k[2] for k in changed if k[0] is not None)
@@ -123,8 +146,12 @@ def _reasoning_searchable(rows: list[dict[str, Any]]) -> None:
     """Judge reasoning is searched where it is stored: mark the benchmarks of the attempts that got some."""
     reasoned = sorted({row["attempt_id"] for row in rows if row["reasoning"] and row["attempt_id"] is not None})
     for start in range(0, len(reasoned), _REASONED_BATCH):
-        benchmarks_mark_searchable(Run.objects.filter(attempts__id__in=reasoned[start:start + _REASONED_BATCH])
-                                   .values_list("benchmark_id", flat=True).distinct().order_by())
+        benchmarks_mark_searchable(
+            Run.objects.filter(attempts__id__in=reasoned[start : start + _REASONED_BATCH])
+            .values_list("benchmark_id", flat=True)
+            .distinct()
+            .order_by()
+        )
 
 
 def _all_new(attempts: set[int | None], judges: set[int]) -> bool:
@@ -140,7 +167,9 @@ def _all_new(attempts: set[int | None], judges: set[int]) -> bool:
     # and EXISTS then scans it all, expecting an early match, for every file (9.5 s of a 1M-verdict
     # import); a sequential scan cannot give the order, the attempt-leading index gives it at once
     with connection.cursor() as cursor:
-        cursor.execute(f"SELECT 1 FROM {connection.ops.quote_name(Verdict._meta.db_table)} "
-                       f"WHERE attempt_id = ANY(%s) AND judge_id + 0 = ANY(%s) ORDER BY attempt_id LIMIT 1",
-                       [sorted(attempts), judges])
+        cursor.execute(
+            f"SELECT 1 FROM {connection.ops.quote_name(Verdict._meta.db_table)} "
+            f"WHERE attempt_id = ANY(%s) AND judge_id + 0 = ANY(%s) ORDER BY attempt_id LIMIT 1",
+            [sorted(attempts), judges],
+        )
         return cursor.fetchone() is None

@@ -1,4 +1,5 @@
 """Agreement between logged verdicts and the portal's own checkers, per constraint or style group."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass

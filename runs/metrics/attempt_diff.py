@@ -3,12 +3,13 @@
 Pure functions of rows: `attempt_verdict_diff` takes the instance's checklist items and the two attempts'
 verdicts as `runs.selectors.attempts.attempt_verdict_diff` reads them.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from .checklist import evidence_ref
+from runs.metrics.checklist import evidence_ref
 
 
 @dataclass(frozen=True)
@@ -56,14 +57,20 @@ class JudgeTotals:
     n_differ: int
 
 
-def verdict_diff(items: Sequence[dict], verdicts_a: Mapping[tuple[int, str], SideVerdict],
-                 verdicts_b: Mapping[tuple[int, str], SideVerdict], judges: Sequence[str]) -> list[ItemDiff]:
+def verdict_diff(
+    items: Sequence[dict],
+    verdicts_a: Mapping[tuple[int, str], SideVerdict],
+    verdicts_b: Mapping[tuple[int, str], SideVerdict],
+    judges: Sequence[str],
+) -> list[ItemDiff]:
     """Per item (dicts with "id" and "position") the judges' verdicts on A and B; items with differences first.
 
     Items are ordered by how many judges differ on them (most first), then by checklist position.
     """
-    out = [ItemDiff(item, [JudgePair(j, verdicts_a.get((item["id"], j)), verdicts_b.get((item["id"], j))) for j in judges])
-           for item in items]
+    out = [
+        ItemDiff(item, [JudgePair(j, verdicts_a.get((item["id"], j)), verdicts_b.get((item["id"], j))) for j in judges])
+        for item in items
+    ]
     return sorted(out, key=lambda d: (-d.n_differ, d.item.get("position", 0), d.item["id"]))
 
 
@@ -81,8 +88,9 @@ def judge_totals(diffs: Iterable[ItemDiff], judges: Sequence[str]) -> list[Judge
     return [JudgeTotals(j, (c[0], c[1]), (c[2], c[3]), c[4]) for j, c in counts.items()]
 
 
-def attempt_verdict_diff(items: Sequence[dict], verdicts: Iterable[tuple], attempt_a_id: int,
-                         attempt_b_id: int) -> dict:
+def attempt_verdict_diff(
+    items: Sequence[dict], verdicts: Iterable[tuple], attempt_a_id: int, attempt_b_id: int
+) -> dict:
     """{"judges", "items": [ItemDiff], "totals": [JudgeTotals], "n_differ_items"} for two attempts of an instance:
     `items` are its checklist items (dicts with "id" and "position"), `verdicts` (attempt id, item id, judge name,
     result, reasoning, evidence) the verdicts on either attempt."""
@@ -93,5 +101,9 @@ def attempt_verdict_diff(items: Sequence[dict], verdicts: Iterable[tuple], attem
         judges.add(judge)
     ordered = sorted(judges)
     diffs = verdict_diff(items, sides[attempt_a_id], sides[attempt_b_id], ordered)
-    return {"judges": ordered, "items": diffs, "totals": judge_totals(diffs, ordered),
-            "n_differ_items": sum(1 for d in diffs if d.n_differ)}
+    return {
+        "judges": ordered,
+        "items": diffs,
+        "totals": judge_totals(diffs, ordered),
+        "n_differ_items": sum(1 for d in diffs if d.n_differ),
+    }

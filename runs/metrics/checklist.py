@@ -5,6 +5,7 @@ applicable and how many passed), a `ModelBase` (a benchmark's rollups summed per
 rows runs.selectors.checklist reads, and return plain rows. The reads themselves (rollups, verdicts, judge reports)
 are the selector's; this module imports no model and issues no query.
 """
+
 from __future__ import annotations
 
 import json
@@ -18,9 +19,8 @@ from typing import NamedTuple
 import numpy as np
 
 from runs.categories import SOURCE_CATEGORIES
-
-from .rank_change import ranks as ranks_by_score
-from .stats import bootstrap_interval, kendall_tau, mean_std
+from runs.metrics.rank_change import ranks as ranks_by_score
+from runs.metrics.stats import bootstrap_interval, kendall_tau, mean_std
 
 #: grouping dimensions of the leaderboard: URL value -> label
 GROUPINGS = {
@@ -36,8 +36,12 @@ GROUPINGS = {
 TURN_BUCKETS = ((1, 5, "1-5"), (6, 10, "6-10"), (11, 20, "11-20"), (21, 40, "21-40"), (41, None, ">40"))
 UNKNOWN_BUCKET = "unknown"
 #: total-token buckets of the leaderboard grouped by tokens per attempt (docs/metrics.md, "Tokens, time and tool calls")
-TOKEN_BUCKETS = ((0, 10_000, "under 10k"), (10_000, 100_000, "10k-100k"), (100_000, 1_000_000, "100k-1M"),
-                 (1_000_000, None, "1M or more"))
+TOKEN_BUCKETS = (
+    (0, 10_000, "under 10k"),
+    (10_000, 100_000, "10k-100k"),
+    (100_000, 1_000_000, "100k-1M"),
+    (1_000_000, None, "1M or more"),
+)
 NOT_LOGGED = "not logged"
 SMALL_CELL = 10
 
@@ -151,8 +155,12 @@ class ScoreRow:
 # where the tokens and the time went (docs/metrics.md, "Tokens, time and tool calls") ----------------
 #: the per-attempt figures an import stores (runs.models.Attempt), in display order, with their labels
 USAGE_FIGURES = {
-    "input_tokens": "input tokens", "output_tokens": "output tokens", "total_tokens": "total tokens",
-    "model_seconds": "model time (s)", "wall_seconds": "wall time (s)", "model_calls": "model calls",
+    "input_tokens": "input tokens",
+    "output_tokens": "output tokens",
+    "total_tokens": "total tokens",
+    "model_seconds": "model time (s)",
+    "wall_seconds": "wall time (s)",
+    "model_calls": "model calls",
     "tool_calls": "tool calls",
 }
 
@@ -201,8 +209,10 @@ def usage_dict(usage: UsageSummary | None) -> dict | None:
     """A row's usage as plain JSON (API, exports, snapshots): {"n_attempts", <figure>: {"n", "mean", "median"}}."""
     if usage is None:
         return None
-    return {"n_attempts": usage.n_attempts,
-            **{name: {"n": s.n, "mean": s.mean, "median": s.median} for name, s in usage.figures.items()}}
+    return {
+        "n_attempts": usage.n_attempts,
+        **{name: {"n": s.n, "mean": s.mean, "median": s.median} for name, s in usage.figures.items()},
+    }
 
 
 #: the CSV export's usage columns: per figure its mean, median and how many attempts logged it
@@ -241,21 +251,44 @@ def judge_score(cells: Iterable[Cell]) -> JudgeScore:
         n_applicable += c.n_applicable
         n_passed += c.n_passed
         rate_sum += c.n_passed / c.n_applicable
-    return judge_score_of(n_attempts, n_success, n_applicable, n_passed, len(instances), len(empty),
-                          rate_sum=rate_sum, unscored=dict(unscored), n_unrecognised=n_unrecognised)
+    return judge_score_of(
+        n_attempts,
+        n_success,
+        n_applicable,
+        n_passed,
+        len(instances),
+        len(empty),
+        rate_sum=rate_sum,
+        unscored=dict(unscored),
+        n_unrecognised=n_unrecognised,
+    )
 
 
-def judge_score_of(n_attempts: int, n_success: int, n_applicable: int, n_passed: int, n_instances: int,
-                   n_empty: int, *, rate_sum: float = 0.0, unscored: dict[str, int] | None = None,
-                   n_unrecognised: int = 0) -> JudgeScore:
+def judge_score_of(
+    n_attempts: int,
+    n_success: int,
+    n_applicable: int,
+    n_passed: int,
+    n_instances: int,
+    n_empty: int,
+    *,
+    rate_sum: float = 0.0,
+    unscored: dict[str, int] | None = None,
+    n_unrecognised: int = 0,
+) -> JudgeScore:
     """A judge's ISR, CSR and macro CSR from its counts (counted attempts only; see judge_score);
     `rate_sum` is the sum of the counted attempts' pass rates."""
     return JudgeScore(
         isr=100.0 * n_success / n_attempts if n_attempts else None,
         csr=100.0 * n_passed / n_applicable if n_applicable else None,
-        n_instances=n_instances, n_attempts=n_attempts, n_empty=n_empty,
-        n_success=n_success, n_applicable=n_applicable, n_passed=n_passed,
-        macro_csr=macro_csr(rate_sum, n_attempts), unscored={k: v for k, v in (unscored or {}).items() if v},
+        n_instances=n_instances,
+        n_attempts=n_attempts,
+        n_empty=n_empty,
+        n_success=n_success,
+        n_applicable=n_applicable,
+        n_passed=n_passed,
+        macro_csr=macro_csr(rate_sum, n_attempts),
+        unscored={k: v for k, v in (unscored or {}).items() if v},
         n_unrecognised=n_unrecognised,
     )
 
@@ -275,20 +308,37 @@ def score_row(model: str, group: str | None, cells: Sequence[Cell]) -> ScoreRow:
     per_judge = {judge: judge_score(cs) for judge, cs in sorted(by_judge.items())}
     counted = [c for c in cells if c.n_applicable > 0]
     counted_attempts = {c.attempt_id for c in counted}
-    return score_row_of(model, group, per_judge, n_instances=len({c.instance_id for c in counted}),
-                        n_attempts=len(counted_attempts),
-                        n_empty=len({c.attempt_id for c in cells if c.n_applicable == 0} - counted_attempts))
+    return score_row_of(
+        model,
+        group,
+        per_judge,
+        n_instances=len({c.instance_id for c in counted}),
+        n_attempts=len(counted_attempts),
+        n_empty=len({c.attempt_id for c in cells if c.n_applicable == 0} - counted_attempts),
+    )
 
 
-def score_row_of(model: str, group: str | None, per_judge: dict[str, JudgeScore], *, n_instances: int,
-                 n_attempts: int, n_empty: int) -> ScoreRow:
+def score_row_of(
+    model: str, group: str | None, per_judge: dict[str, JudgeScore], *, n_instances: int, n_attempts: int, n_empty: int
+) -> ScoreRow:
     """A row from its judges' scores (in judge-name order) and its distinct counts across judges."""
     isr, isr_std = mean_std([s.isr for s in per_judge.values()])
     csr, csr_std = mean_std([s.csr for s in per_judge.values()])
     macro, macro_std = mean_std([s.macro_csr for s in per_judge.values()])
-    return ScoreRow(model=model, group=group, isr=isr, isr_std=isr_std, csr=csr, csr_std=csr_std,
-                    n_instances=n_instances, n_attempts=n_attempts, n_empty=n_empty, per_judge=per_judge,
-                    macro_csr=macro, macro_csr_std=macro_std)
+    return ScoreRow(
+        model=model,
+        group=group,
+        isr=isr,
+        isr_std=isr_std,
+        csr=csr,
+        csr_std=csr_std,
+        n_instances=n_instances,
+        n_attempts=n_attempts,
+        n_empty=n_empty,
+        per_judge=per_judge,
+        macro_csr=macro,
+        macro_csr_std=macro_std,
+    )
 
 
 def score_rows(cells: Iterable[Cell], *, group_order: Sequence[str] = ()) -> list[ScoreRow]:
@@ -355,6 +405,7 @@ def with_bootstrap(row: ScoreRow, cells: Sequence[Cell], **kwargs) -> ScoreRow:
             counted = (~np.isnan(per_judge)).sum(axis=1)
             total = np.nansum(per_judge, axis=1)
             return np.where(counted > 0, 100.0 * total / np.maximum(counted, 1), np.nan)
+
         return statistic
 
     row.isr_ci = bootstrap_interval(len(instances), ratio(successes, attempts), **kwargs)
@@ -411,8 +462,11 @@ def rank_stability(rows: Sequence[ScoreRow], *, metric: str = "isr") -> RankStab
     ranks: dict[str, dict[str, float]] = defaultdict(dict)
     values: dict[str, dict[str, float]] = defaultdict(dict)
     for judge in judges:
-        scored = [(r.model, getattr(r.per_judge[judge], metric)) for r in rows
-                  if judge in r.per_judge and getattr(r.per_judge[judge], metric) is not None]
+        scored = [
+            (r.model, getattr(r.per_judge[judge], metric))
+            for r in rows
+            if judge in r.per_judge and getattr(r.per_judge[judge], metric) is not None
+        ]
         for model, rank in ranks_by_score(dict(scored)).items():
             ranks[model][judge] = rank
         for model, value in scored:
@@ -447,7 +501,9 @@ class PairedComparison:
     judges: list[str]
 
 
-def paired_comparison(cells_a: Sequence[Cell], cells_b: Sequence[Cell], *, label_a: str, label_b: str) -> PairedComparison:
+def paired_comparison(
+    cells_a: Sequence[Cell], cells_b: Sequence[Cell], *, label_a: str, label_b: str
+) -> PairedComparison:
     """ISR and CSR of each side on the common instances and judges, and the gain B - A (METRICS.md section 1)."""
     inst_a, inst_b = {c.instance_id for c in cells_a}, {c.instance_id for c in cells_b}
     common = inst_a & inst_b
@@ -456,9 +512,16 @@ def paired_comparison(cells_a: Sequence[Cell], cells_b: Sequence[Cell], *, label
     keep_b = [c for c in cells_b if c.instance_id in common and c.judge in judges]
     a, b = score_row(label_a, None, keep_a), score_row(label_b, None, keep_b)
     return PairedComparison(
-        label_a=label_a, label_b=label_b, a=a, b=b,
-        isr_gain=_diff(b.isr, a.isr), csr_gain=_diff(b.csr, a.csr),
-        n_common=len(common), only_a=len(inst_a - common), only_b=len(inst_b - common), judges=judges,
+        label_a=label_a,
+        label_b=label_b,
+        a=a,
+        b=b,
+        isr_gain=_diff(b.isr, a.isr),
+        csr_gain=_diff(b.csr, a.csr),
+        n_common=len(common),
+        only_a=len(inst_a - common),
+        only_b=len(inst_b - common),
+        judges=judges,
     )
 
 
@@ -476,12 +539,15 @@ class FlippedItem:
     direction: str  # "fixed" (fail in A, pass in B) or "broken"
 
 
-def flipped_items(verdicts_a: Iterable[tuple[int, int, str, str]], verdicts_b: Iterable[tuple[int, int, str, str]]) -> list[FlippedItem]:
+def flipped_items(
+    verdicts_a: Iterable[tuple[int, int, str, str]], verdicts_b: Iterable[tuple[int, int, str, str]]
+) -> list[FlippedItem]:
     """Items whose outcome differs between sides; input rows are (instance, item, judge, result).
 
     Per side an item passes under a judge when all its applicable verdicts (over
     repetitions) pass; not-applicable verdicts are ignored.
     """
+
     def outcome(rows):
         out: dict[tuple[int, int, str], bool] = {}
         for instance, item, judge, result in rows:
@@ -636,8 +702,10 @@ def base_sums(instances: Iterable[tuple[int, str, str]], rollups: Iterable[tuple
         m[8] |= a[8]
 
     def cells_of(sums: dict[tuple, list]) -> list[tuple]:
-        return sorted((*key, a[0], a[1], a[2], a[3], a[4], a[5], tuple(sorted(a[6].items())), a[7], a[8])
-                      for key, a in sums.items())
+        return sorted(
+            (*key, a[0], a[1], a[2], a[3], a[4], a[5], tuple(sorted(a[6].items())), a[7], a[8])
+            for key, a in sums.items()
+        )
 
     return BaseSums(len(bits), model_of, cells_of(acc), cells_of(merged))
 
@@ -651,10 +719,28 @@ def base_rows(base: ModelBase, filters: Filters, *, by: str = "model") -> list[S
     statuses: dict[tuple, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     per_judge: dict[tuple, list] = {}  # (model, group, judge) -> sums, counted bits, empty count
     per_run: dict[tuple, list] = {}  # (model, group, run) -> counted bits, empty bits (across judges)
-    for model, judge, (run_id, _, scaffold, primary, n_attempts, success, applicable, passed, rate_sum, unrecognised,
-                       unscored, counted, none) in _base_cells_kept(base, filters, by=by):
-        group = (None if by == "model" else judge if by == "judge"
-                 else (scaffold if by == "scaffold" else primary) or "(none)")
+    for model, judge, (
+        run_id,
+        _,
+        scaffold,
+        primary,
+        n_attempts,
+        success,
+        applicable,
+        passed,
+        rate_sum,
+        unrecognised,
+        unscored,
+        counted,
+        none,
+    ) in _base_cells_kept(base, filters, by=by):
+        group = (
+            None
+            if by == "model"
+            else judge
+            if by == "judge"
+            else (scaffold if by == "scaffold" else primary) or "(none)"
+        )
         a = per_judge.get((model, group, judge))
         if a is None:
             a = per_judge[(model, group, judge)] = [0, 0, 0, 0, 0.0, 0, 0, 0]
@@ -677,8 +763,16 @@ def base_rows(base: ModelBase, filters: Filters, *, by: str = "model") -> list[S
     instances: dict[tuple, int] = defaultdict(int)
     for (model, group, judge), a in per_judge.items():
         scores[(model, group)][judge] = judge_score_of(
-            a[0], a[1], a[2], a[3], a[6].bit_count(), a[7], rate_sum=a[4],
-            unscored=dict(statuses.get((model, group, judge), {})), n_unrecognised=a[5])
+            a[0],
+            a[1],
+            a[2],
+            a[3],
+            a[6].bit_count(),
+            a[7],
+            rate_sum=a[4],
+            unscored=dict(statuses.get((model, group, judge), {})),
+            n_unrecognised=a[5],
+        )
         instances[(model, group)] |= a[6]
     attempts: dict[tuple, int] = defaultdict(int)
     empty: dict[tuple, int] = defaultdict(int)
@@ -686,23 +780,36 @@ def base_rows(base: ModelBase, filters: Filters, *, by: str = "model") -> list[S
         attempts[(model, group)] += counted.bit_count()
         empty[(model, group)] += (none & ~counted).bit_count()
     order = {g: i for i, g in enumerate(group_order(by))}
-    return [score_row_of(model, group, dict(sorted(scores[(model, group)].items())),
-                         n_instances=instances[(model, group)].bit_count(), n_attempts=attempts[(model, group)],
-                         n_empty=empty[(model, group)])
-            for model, group in sorted(scores, key=lambda k: (k[0], order.get(k[1], len(order)), k[1] or ""))]
+    return [
+        score_row_of(
+            model,
+            group,
+            dict(sorted(scores[(model, group)].items())),
+            n_instances=instances[(model, group)].bit_count(),
+            n_attempts=attempts[(model, group)],
+            n_empty=empty[(model, group)],
+        )
+        for model, group in sorted(scores, key=lambda k: (k[0], order.get(k[1], len(order)), k[1] or ""))
+    ]
 
 
 def _base_cells_kept(base: ModelBase, filters: Filters, *, by: str = "model") -> Iterator[tuple[str, str, tuple]]:
     """(model, judge, cell) of each cell of the base the filters keep: the cells per (run, judge) summed over
     scaffolds and primary categories, unless a filter or the grouping needs those facets apart."""
-    runs, judges, scaffolds, primaries, models = (set(v) for v in (filters.runs, filters.judges, filters.scaffolds,
-                                                                   filters.primary_categories, filters.models))
+    runs, judges, scaffolds, primaries, models = (
+        set(v) for v in (filters.runs, filters.judges, filters.scaffolds, filters.primary_categories, filters.models)
+    )
     facets = bool(scaffolds or primaries or by in ("scaffold", "primary_category"))
     for cell in base.cells if facets else base.merged:
         label, model_id = base.runs[cell[0]]
         model, judge = base.models[model_id], base.judges[cell[1]]
-        if ((runs and label not in runs) or (judges and judge not in judges) or (scaffolds and cell[2] not in scaffolds)
-                or (primaries and cell[3] not in primaries) or (models and model not in models)):
+        if (
+            (runs and label not in runs)
+            or (judges and judge not in judges)
+            or (scaffolds and cell[2] not in scaffolds)
+            or (primaries and cell[3] not in primaries)
+            or (models and model not in models)
+        ):
             continue
         yield model, judge, cell
 
@@ -776,8 +883,16 @@ def item_matrix(items: Iterable[dict], counts: Iterable[dict]) -> dict:
         row_cells = []
         for model in models:
             c = cells.get((item["id"], model))
-            row_cells.append(None if c is None else {
-                "rate": 100.0 * c["passed"] / c["n"] if c["n"] else None, "n": c["n"], "passed": c["passed"], "na": c["na"]})
+            row_cells.append(
+                None
+                if c is None
+                else {
+                    "rate": 100.0 * c["passed"] / c["n"] if c["n"] else None,
+                    "n": c["n"],
+                    "passed": c["passed"],
+                    "na": c["na"],
+                }
+            )
         groups.setdefault(item["category"], []).append({**item, "cells": row_cells})
     return {"models": models, "groups": [{"category": k, "items": v} for k, v in groups.items()]}
 
@@ -791,10 +906,19 @@ def failing_items(verdicts: Iterable[tuple[int, int, str, str, str, str]]) -> di
         entry = failing[attempt_id].get(item_id)
         if entry is None:
             # the description cut here, not by a template filter: a page lists hundreds of failing items
-            short = description if len(description) <= FAILING_DESCRIPTION_CHARS else \
-                description[:FAILING_DESCRIPTION_CHARS - 1] + "…"
-            entry = failing[attempt_id][item_id] = {"id": item_id, "key": key, "description": description,
-                                                    "short": short, "category": category, "judges": []}
+            short = (
+                description
+                if len(description) <= FAILING_DESCRIPTION_CHARS
+                else description[: FAILING_DESCRIPTION_CHARS - 1] + "…"
+            )
+            entry = failing[attempt_id][item_id] = {
+                "id": item_id,
+                "key": key,
+                "description": description,
+                "short": short,
+                "category": category,
+                "judges": [],
+            }
         entry["judges"].append(judge)
     return {attempt_id: list(items.values()) for attempt_id, items in failing.items()}
 
@@ -811,11 +935,20 @@ def checklist_items(checklist: Iterable[dict], written: Mapping[str, dict], verd
             continue
         ref = evidence_ref(v["evidence"])
         unrecognised = written.get(v["judge__name"], {})
-        item["verdicts"].append({"id": v["id"], "judge": v["judge__name"], "result": v["result"],
-                                 "reasoning": v["text"], "reasoning_size": v["size"],
-                                 "reasoning_cut": len(v["text"]) < v["size"], "evidence": ref,
-                                 "written": json.dumps(unrecognised[item["key"]], ensure_ascii=False)
-                                 if item["key"] in unrecognised else None})
+        item["verdicts"].append(
+            {
+                "id": v["id"],
+                "judge": v["judge__name"],
+                "result": v["result"],
+                "reasoning": v["text"],
+                "reasoning_size": v["size"],
+                "reasoning_cut": len(v["text"]) < v["size"],
+                "evidence": ref,
+                "written": json.dumps(unrecognised[item["key"]], ensure_ascii=False)
+                if item["key"] in unrecognised
+                else None,
+            }
+        )
         item["n_fail"] += v["result"] == "fail"
         item["n_pass"] += v["result"] == "pass"
         if ref and item["evidence"] is None:
@@ -874,14 +1007,25 @@ def harness_log(outcome: dict, *, limit: int = 500) -> HarnessLog | None:
         return sum(v for v in (r.get(key) for r in rows) if isinstance(v, (int, float)) and not isinstance(v, bool))
 
     return HarnessLog(
-        source=source, events=shown, n_events=len(events), model_calls=len(models),
-        input_tokens=int(total(models, "input_tokens")), output_tokens=int(total(models, "output_tokens")),
-        model_seconds=total(models, "seconds"), tool_calls=len(tools), tool_seconds=total(tools, "seconds"),
-        pass_threshold=outcome.get("pass_threshold"), invalidated=outcome.get("invalidated"),
-        scores={name: {**score, "value": _as_text(score.get("value"))} for name, score in (outcome.get("scores") or {}).items()
-                if isinstance(score, dict)},
+        source=source,
+        events=shown,
+        n_events=len(events),
+        model_calls=len(models),
+        input_tokens=int(total(models, "input_tokens")),
+        output_tokens=int(total(models, "output_tokens")),
+        model_seconds=total(models, "seconds"),
+        tool_calls=len(tools),
+        tool_seconds=total(tools, "seconds"),
+        pass_threshold=outcome.get("pass_threshold"),
+        invalidated=outcome.get("invalidated"),
+        scores={
+            name: {**score, "value": _as_text(score.get("value"))}
+            for name, score in (outcome.get("scores") or {}).items()
+            if isinstance(score, dict)
+        },
         metrics={name: _as_text(value) for name, value in (outcome.get("metrics") or {}).items()},
-        total_time=outcome.get("total_time"), working_time=outcome.get("working_time"),
+        total_time=outcome.get("total_time"),
+        working_time=outcome.get("working_time"),
     )
 
 

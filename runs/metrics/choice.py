@@ -10,6 +10,7 @@ already been replaced by the reference's default ("E", -1, "0", "-1(No Result)")
 numbers equal the reference's; `unanswered` keeps the fact visible. The selector
 (`runs.selectors.choice.choice_rows`) reads the attempts and builds the rows with `choice_row`.
 """
+
 from __future__ import annotations
 
 import bisect
@@ -240,9 +241,7 @@ def bootstrap_accuracy_interval(
         return 0.0, 0.0
     rng = random.Random(seed)
     cdfs = [_binomial_cdf(n, k / n) for n, k in strata]
-    draws = sorted(
-        100.0 * sum(bisect.bisect_left(cdf, rng.random()) for cdf in cdfs) / total for _ in range(resamples)
-    )
+    draws = sorted(100.0 * sum(bisect.bisect_left(cdf, rng.random()) for cdf in cdfs) / total for _ in range(resamples))
     tail = (1.0 - level) / 2 * 100
     return _percentile(draws, tail), _percentile(draws, 100 - tail)
 

@@ -8,6 +8,7 @@ documentation (MD: Agents.md/Claude.md), spelled any way runs.categories knows. 
 its two sources in a fixed order ("UQ vs SP", "SP vs MD", "UQ vs MD"), whatever order the
 instance gives them as a and b, so tables read "% followed UQ, % followed SP, % neither".
 """
+
 from __future__ import annotations
 
 import json
@@ -51,7 +52,7 @@ class ConflictPair:
 
 
 def short_source(name: Any) -> str | None:
-    """"SP", "UQ" or "MD" for any known spelling of the three conflict sources, else None."""
+    """ "SP", "UQ" or "MD" for any known spelling of the three conflict sources, else None."""
     return SHORT.get(normalise_category(name)) if isinstance(name, str) and name.strip() else None
 
 
@@ -68,7 +69,9 @@ def conflict_problems(spec: Any) -> list[str]:
     """Why an instance spec does not carry a valid conflict pair (empty when it does)."""
     conflict = spec.get("conflict") if isinstance(spec, dict) else None
     if not isinstance(conflict, dict):
-        return ["a conflict instance needs spec.conflict = {\"type\", \"scenario\", \"a\": {\"source\", \"instruction\"}, \"b\": {...}}"]
+        return [
+            'a conflict instance needs spec.conflict = {"type", "scenario", "a": {"source", "instruction"}, "b": {...}}'
+        ]
     reasons = []
     for name in ("type", "scenario"):
         if not isinstance(conflict.get(name), str) or not conflict[name].strip():
@@ -81,13 +84,15 @@ def conflict_problems(spec: Any) -> list[str]:
             continue
         source = short_source(value.get("source"))
         if source is None:
-            reasons.append(f"spec.conflict.{side}.source should be SP, UQ or MD (or a spelling of them), "
-                           f"found {value.get('source')!r}")
+            reasons.append(
+                f"spec.conflict.{side}.source should be SP, UQ or MD (or a spelling of them), "
+                f"found {value.get('source')!r}"
+            )
         sources[side] = source
         if not isinstance(value.get("instruction"), str) or not value["instruction"].strip():
             reasons.append(f"spec.conflict.{side}.instruction should be a non-empty string")
     if conflict.get("expected") is not None and conflict["expected"] not in ("A", "B"):
-        reasons.append(f"spec.conflict.expected should be \"A\" or \"B\" when given, found {conflict['expected']!r}")
+        reasons.append(f'spec.conflict.expected should be "A" or "B" when given, found {conflict["expected"]!r}')
     if reasons:
         return reasons
     if sources["a"] == sources["b"]:
@@ -96,8 +101,12 @@ def conflict_problems(spec: Any) -> list[str]:
     if kind is None:
         return [f"spec.conflict.type should be one of {', '.join(TYPES)}, found {conflict['type']!r}"]
     if set(TYPES[kind]) != {sources["a"], sources["b"]}:
-        return [(f"spec.conflict.type {conflict['type']!r} does not match the sources of a and b "
-                 f"({sources['a']}, {sources['b']})")]
+        return [
+            (
+                f"spec.conflict.type {conflict['type']!r} does not match the sources of a and b "
+                f"({sources['a']}, {sources['b']})"
+            )
+        ]
     return []
 
 
@@ -106,17 +115,27 @@ def conflict_pair(spec: Mapping[str, Any] | None) -> ConflictPair | None:
     if not spec or conflict_problems(spec):
         return None
     c = spec["conflict"]
-    return ConflictPair(type=type_of(c["type"]), scenario=c["scenario"].strip().lower(), a=short_source(c["a"]["source"]),
-                        b=short_source(c["b"]["source"]), a_instruction=c["a"]["instruction"],
-                        b_instruction=c["b"]["instruction"], expected=c.get("expected"))
+    return ConflictPair(
+        type=type_of(c["type"]),
+        scenario=c["scenario"].strip().lower(),
+        a=short_source(c["a"]["source"]),
+        b=short_source(c["b"]["source"]),
+        a_instruction=c["a"]["instruction"],
+        b_instruction=c["b"]["instruction"],
+        expected=c.get("expected"),
+    )
 
 
 def followed_problems(evidence: Any) -> list[str]:
     """Why a resolution verdict's evidence does not say which side was followed (empty when it does)."""
     followed = evidence.get("followed") if isinstance(evidence, dict) else None
     if followed not in SIDES:
-        return [(f"a verdict on item '{ITEM_KEY}' needs evidence {{\"followed\": \"A\" | \"B\" | \"neither\"}}, "
-                 f"found {json_text(evidence)}")]
+        return [
+            (
+                f'a verdict on item \'{ITEM_KEY}\' needs evidence {{"followed": "A" | "B" | "neither"}}, '
+                f"found {json_text(evidence)}"
+            )
+        ]
     return []
 
 
@@ -145,7 +164,7 @@ class ConflictRow:
 
     @property
     def followed_source(self) -> str:
-        """"SP", "UQ", "MD" or "neither"."""
+        """ "SP", "UQ", "MD" or "neither"."""
         return {"A": self.a, "B": self.b}.get(self.followed, NEITHER)
 
     @property
@@ -229,8 +248,10 @@ def resolution_rates(rows: Iterable[ConflictRow], *, by: str = "model") -> list[
     grouped: dict[tuple[str, str], Counter] = defaultdict(Counter)
     for r in rows:
         grouped[(_label(r, by), r.type)][r.followed_source] += 1
-    return [ResolutionRate(label, kind, sum(c.values()), dict(c))
-            for (label, kind), c in sorted(grouped.items(), key=lambda x: (x[0][0], type_order(x[0][1])))]
+    return [
+        ResolutionRate(label, kind, sum(c.values()), dict(c))
+        for (label, kind), c in sorted(grouped.items(), key=lambda x: (x[0][0], type_order(x[0][1])))
+    ]
 
 
 ALL_SCENARIOS = "all scenarios"
@@ -246,22 +267,39 @@ def sp_rates(rows: Iterable[ConflictRow], *, by: str = "model") -> list[Scenario
         slot = 0 if r.followed_source == SP else 2 if r.followed == NEITHER else 1
         for scenario in (r.scenario, ALL_SCENARIOS):
             grouped[(_label(r, by), scenario)][slot] += 1
-    return [ScenarioRate(label, scenario, sum(c), *c)
-            for (label, scenario), c in sorted(grouped.items(), key=lambda x: (x[0][0], x[0][1] != ALL_SCENARIOS, x[0][1]))]
+    return [
+        ScenarioRate(label, scenario, sum(c), *c)
+        for (label, scenario), c in sorted(grouped.items(), key=lambda x: (x[0][0], x[0][1] != ALL_SCENARIOS, x[0][1]))
+    ]
 
 
 def matrix(rates: Sequence[Any], column: str) -> tuple[list[str], list[tuple[str, list[Any]]]]:
     """(columns, [(label, [rate of each column or None])]) for a label x type (or scenario) table."""
-    columns = list(dict.fromkeys(getattr(r, column) for r in sorted(
-        rates, key=lambda r: type_order(r.type) if column == "type" else (r.scenario != ALL_SCENARIOS, r.scenario))))
+    columns = list(
+        dict.fromkeys(
+            getattr(r, column)
+            for r in sorted(
+                rates,
+                key=lambda r: type_order(r.type) if column == "type" else (r.scenario != ALL_SCENARIOS, r.scenario),
+            )
+        )
+    )
     cells: dict[str, dict[str, Any]] = defaultdict(dict)
     for r in rates:
         cells[r.label][getattr(r, column)] = r
     return columns, [(label, [cells[label].get(c) for c in columns]) for label in sorted(cells)]
 
 
-def drill(rows: Iterable[ConflictRow], *, by: str = "model", label: str = "", type: str = "", scenario: str = "",
-          followed: str = "", sp_only: bool = False) -> list[ConflictRow]:
+def drill(
+    rows: Iterable[ConflictRow],
+    *,
+    by: str = "model",
+    label: str = "",
+    type: str = "",
+    scenario: str = "",
+    followed: str = "",
+    sp_only: bool = False,
+) -> list[ConflictRow]:
     """The attempts behind one table cell. followed: a source ("SP", "UQ", "MD"), "neither", or "other"
     (the non-SP side of a conflict with an SP side)."""
     out = []
@@ -331,8 +369,11 @@ def conflict_rows(conflicts: Iterable[tuple[int, Any]], verdicts: Iterable[tuple
         if pair is None or followed not in SIDES:
             continue
         seen.add(attempt_id)
-        rows.append(ConflictRow(attempt_id, run, model, external_id, pair.type, pair.scenario, pair.a, pair.b, followed,
-                                item_id))
+        rows.append(
+            ConflictRow(
+                attempt_id, run, model, external_id, pair.type, pair.scenario, pair.a, pair.b, followed, item_id
+            )
+        )
     return rows
 
 

@@ -6,6 +6,7 @@ constraints (n_applicable) and how many were satisfied (n_passed). Everything el
 (N_d, s_{d,t}, r_{d,t}, the patience cut) is derived here, so every page, the API and
 the tests compute the same numbers.
 """
+
 from __future__ import annotations
 
 import json
@@ -107,7 +108,8 @@ class ReferenceMetrics(EightMetrics):
         for name in REFERENCE_FIELDS:
             mine, theirs = getattr(metrics, name), getattr(self, name)
             same = (mine is None and theirs is None) or (
-                mine is not None and theirs is not None and math.isclose(mine, theirs, rel_tol=1e-9, abs_tol=1e-9))
+                mine is not None and theirs is not None and math.isclose(mine, theirs, rel_tol=1e-9, abs_tol=1e-9)
+            )
             if not same:
                 out[name] = theirs
         return out
@@ -440,8 +442,9 @@ def build_dialogues(attempts: dict[int, dict], turns: dict[int, list[TurnRow]]) 
     return sorted(out, key=lambda d: (d.model, d.run, d.instance))
 
 
-def verdicts_behind(counts: Iterable[tuple[int, Any, int, str, int]], dialogues: Sequence[Dialogue], *,
-                    by: str = "model") -> dict[str, dict[int, dict[str, int]]]:
+def verdicts_behind(
+    counts: Iterable[tuple[int, Any, int, str, int]], dialogues: Sequence[Dialogue], *, by: str = "model"
+) -> dict[str, dict[int, dict[str, int]]]:
     """Model (or run) -> item id -> {"pass": n, "fail": n} from (attempt id, turn, item id, result, n) counts of
     applicable verdicts, over the turns these dialogues kept (what rank_change.items_behind reads)."""
     if by not in ("model", "run"):
@@ -460,12 +463,22 @@ def kept_turns(dialogues: Iterable[Dialogue]) -> dict[Any, set[int]]:
     return {d.key: {t.turn for t in d.turns} for d in dialogues}
 
 
-def metric_rank_change(before: Sequence[ModelDialogueRow], after: Sequence[ModelDialogueRow], metric: str,
-                       verdicts: dict | None = None, *, limit: int = 10):
+def metric_rank_change(
+    before: Sequence[ModelDialogueRow],
+    after: Sequence[ModelDialogueRow],
+    metric: str,
+    verdicts: dict | None = None,
+    *,
+    limit: int = 10,
+):
     """Ranks by one metric (higher is better) before and after, Kendall's tau-b and the swapped pairs with the
     excluded items behind each (runs.metrics.rank_change.score_rank_change: the checklist leaderboard's rules)."""
-    return score_rank_change({r.label: getattr(r.metrics, metric) for r in before},
-                             {r.label: getattr(r.metrics, metric) for r in after}, verdicts, limit=limit)
+    return score_rank_change(
+        {r.label: getattr(r.metrics, metric) for r in before},
+        {r.label: getattr(r.metrics, metric) for r in after},
+        verdicts,
+        limit=limit,
+    )
 
 
 def any_cut(dialogues: Sequence[Dialogue], full: Sequence[Dialogue]) -> bool:
@@ -483,8 +496,9 @@ def group_rows(rollups: Iterable[tuple[int, str, int, int]]) -> dict[Any, list[t
     return out
 
 
-def group_rows_by_turn(counts: Iterable[tuple[int, str, Any, int, int]], dialogues: Sequence[Dialogue]
-                       ) -> dict[Any, list[tuple[str, int, int]]]:
+def group_rows_by_turn(
+    counts: Iterable[tuple[int, str, Any, int, int]], dialogues: Sequence[Dialogue]
+) -> dict[Any, list[tuple[str, int, int]]]:
     """(group, n_applicable, n_passed) rows per attempt, over the turns each dialogue kept, from verdicts counted by
     (attempt id, group, turn, n_applicable, n_passed)."""
     kept = kept_turns(dialogues)
@@ -551,8 +565,9 @@ class ViewerTurn:
     is_end: bool = False
 
 
-def viewer_turns(*, spec: dict, outcome: dict, messages: Sequence[dict], items: Sequence[dict],
-                 verdicts: Sequence[dict]) -> list[ViewerTurn]:
+def viewer_turns(
+    *, spec: dict, outcome: dict, messages: Sequence[dict], items: Sequence[dict], verdicts: Sequence[dict]
+) -> list[ViewerTurn]:
     """Turn-by-turn rows of one attempt: script turn, topic event, constraint changes against the
     previous turn of the same topic, response, verdicts per judge, remaining patience.
 
@@ -580,7 +595,9 @@ def viewer_turns(*, spec: dict, outcome: dict, messages: Sequence[dict], items: 
         if not isinstance(turn, int) or (ended is not None and turn > ended):
             continue
         topic = script.get("active_topic")
-        event = "start" if not rows else "same" if topic == previous_topic else "return" if topic in seen_topics else "new"
+        event = (
+            "start" if not rows else "same" if topic == previous_topic else "return" if topic in seen_topics else "new"
+        )
         previous = last_args_of_topic.get(topic, {})
         constraints, current = [], {}
         for item in items_by_turn.get(turn, []):
@@ -588,27 +605,47 @@ def viewer_turns(*, spec: dict, outcome: dict, messages: Sequence[dict], items: 
             current[item["key"].split(":", 1)[1]] = (item["group"], args)
             before = previous.get(item["key"].split(":", 1)[1])
             change = "added" if before is None else "changed" if before[1] != args else "kept"
-            constraints.append(ViewerConstraint(
-                key=item["key"], group=item["group"], description=item.get("description", ""), args=args,
-                change=change, previous_args=before[1] if before and change == "changed" else None,
-                verdicts=by_item.get(item["id"], {}),
-            ))
-        removed = [{"group": g, "args": json.dumps(a, ensure_ascii=False)} for k, (g, a) in previous.items() if k not in current]
+            constraints.append(
+                ViewerConstraint(
+                    key=item["key"],
+                    group=item["group"],
+                    description=item.get("description", ""),
+                    args=args,
+                    change=change,
+                    previous_args=before[1] if before and change == "changed" else None,
+                    verdicts=by_item.get(item["id"], {}),
+                )
+            )
+        removed = [
+            {"group": g, "args": json.dumps(a, ensure_ascii=False)}
+            for k, (g, a) in previous.items()
+            if k not in current
+        ]
         log = logged.get(turn, {})
-        rows.append(ViewerTurn(
-            turn=turn, topic=topic, topic_event=event,
-            user=users.get(turn) or script.get("user_query_verified") or script.get("user_query") or "",
-            response=responses.get(turn), evaluated=turn in logged, overall_ok=log.get("overall_ok"),
-            remaining_patience=log.get("remaining_patience"), constraints=constraints, removed=removed,
-            is_end=turn == ended,
-        ))
+        rows.append(
+            ViewerTurn(
+                turn=turn,
+                topic=topic,
+                topic_event=event,
+                user=users.get(turn) or script.get("user_query_verified") or script.get("user_query") or "",
+                response=responses.get(turn),
+                evaluated=turn in logged,
+                overall_ok=log.get("overall_ok"),
+                remaining_patience=log.get("remaining_patience"),
+                constraints=constraints,
+                removed=removed,
+                is_end=turn == ended,
+            )
+        )
         last_args_of_topic[topic] = current
         seen_topics.add(topic)
         previous_topic = topic
     return rows
 
 
-def group_profile(dialogues: Sequence[Dialogue], per_attempt: dict[Any, list[tuple[str, int, int]]], *, by: str = "model") -> dict:
+def group_profile(
+    dialogues: Sequence[Dialogue], per_attempt: dict[Any, list[tuple[str, int, int]]], *, by: str = "model"
+) -> dict:
     """Constraint-group pass rates per model (or run): {"groups", "series": [(label, rates)], "table": rows with one cell per group}."""
     buckets: dict[str, list[tuple[str, int, int]]] = defaultdict(list)
     for d in dialogues:

@@ -10,6 +10,7 @@ Conflict outcomes need a verdict on suppressed instructions too: the style re-ch
 `Verdict.score` (1 or 0); suppressed instructions get result "na" so rollups count only
 active ones.
 """
+
 from __future__ import annotations
 
 import re
@@ -22,9 +23,8 @@ import numpy as np
 
 from runs.metrics.agreement import AgreementRow
 from runs.metrics.rank_change import score_rank_change
+from runs.metrics.stats import bootstrap_interval
 from runs.scoring.hierarchy import parse_privilege_tags
-
-from .stats import bootstrap_interval
 
 LOGGED_JUDGE = "manyih-log"
 CHECKER_JUDGE = "manyih-style-checker"
@@ -198,9 +198,16 @@ def accuracy(rows: Sequence[SampleRow], *, label: str = "", tiers: int | None = 
     tests = [r.test_passed for r in rows]
     styles = [r.style_passed for r in rows]
     return AccRow(
-        label=label, n=len(rows), acc=_percent(passed), acc_test=_percent(tests), acc_style=_percent(styles),
-        acc_ci=_mean_interval(passed), acc_test_ci=_mean_interval(tests), acc_style_ci=_mean_interval(styles),
-        runs=tuple(sorted({r.run for r in rows})), tiers=tiers,
+        label=label,
+        n=len(rows),
+        acc=_percent(passed),
+        acc_test=_percent(tests),
+        acc_style=_percent(styles),
+        acc_ci=_mean_interval(passed),
+        acc_test_ci=_mean_interval(tests),
+        acc_style_ci=_mean_interval(styles),
+        runs=tuple(sorted({r.run for r in rows})),
+        tiers=tiers,
     )
 
 
@@ -281,9 +288,13 @@ def evaluator_summary(rows: Sequence[SampleRow], *, label: str = "") -> Evaluato
                 groups[name][0] += int(ok)
                 groups[name][1] += 1
     return EvaluatorSummary(
-        label=label, total=len(rows), test_passed=sum(r.test_passed for r in rows),
-        style_passed=sum(r.style_passed for r in rows), overall_passed=sum(r.passed for r in rows),
-        no_code=sum(r.status == NO_CODE for r in rows), errors=sum(r.status == ERROR for r in rows),
+        label=label,
+        total=len(rows),
+        test_passed=sum(r.test_passed for r in rows),
+        style_passed=sum(r.style_passed for r in rows),
+        overall_passed=sum(r.passed for r in rows),
+        no_code=sum(r.status == NO_CODE for r in rows),
+        errors=sum(r.status == ERROR for r in rows),
         test_failure_reasons={k: reasons[k] for k in TEST_FAILURE_REASONS if reasons[k]},
         assertion_pass_rate=sum(r.assertion_pass_rate for r in assertions) / len(assertions) if assertions else None,
         total_assertions=sum(r.total_assertions or 0 for r in assertions),
@@ -302,15 +313,23 @@ def compare_runs(a_rows: Sequence[SampleRow], b_rows: Sequence[SampleRow], *, a:
     pb = [b_by[i].passed for i in common]
     flips = [
         Flip(a_by[i].sample, i, a_by[i].attempt_id, b_by[i].attempt_id, a_by[i].passed, b_by[i].passed, a_by[i].tiers)
-        for i in common if a_by[i].passed != b_by[i].passed
+        for i in common
+        if a_by[i].passed != b_by[i].passed
     ]
     acc_a, acc_b = _percent(pa), _percent(pb)
     diff = [float(y) - float(x) for x, y in zip(pa, pb)]
     return Comparison(
-        a=a, b=b, n=len(common), acc_a=acc_a, acc_b=acc_b,
-        delta=None if acc_a is None else acc_b - acc_a, delta_ci=_mean_interval(diff),
-        flip_rate=100.0 * len(flips) / len(common) if common else None, flips=flips,
-        only_a=len(set(a_by) - set(b_by)), only_b=len(set(b_by) - set(a_by)),
+        a=a,
+        b=b,
+        n=len(common),
+        acc_a=acc_a,
+        acc_b=acc_b,
+        delta=None if acc_a is None else acc_b - acc_a,
+        delta_ci=_mean_interval(diff),
+        flip_rate=100.0 * len(flips) / len(common) if common else None,
+        flips=flips,
+        only_a=len(set(a_by) - set(b_by)),
+        only_b=len(set(b_by) - set(a_by)),
     )
 
 
@@ -433,8 +452,15 @@ def agreement(pairs: Iterable[tuple[str, str, str]]) -> list[AgreementRow]:
             s[3] += 1
     rows = [AgreementRow(g, *v) for g, v in sorted(sums.items())]
     if len(rows) > 1:
-        rows.append(AgreementRow("all groups", *(sum(getattr(r, f) for r in rows) for f in (
-            "pairs", "agree", "logged_pass_checker_fail", "logged_fail_checker_pass"))))
+        rows.append(
+            AgreementRow(
+                "all groups",
+                *(
+                    sum(getattr(r, f) for r in rows)
+                    for f in ("pairs", "agree", "logged_pass_checker_fail", "logged_fail_checker_pass")
+                ),
+            )
+        )
     return rows
 
 
@@ -447,8 +473,9 @@ def instance_facts(privileges: Iterable[tuple[int, Any]]) -> dict[int, dict[str,
     return {i: {"tiers": tiers_of(p), "n_instructions": len(p)} for i, p in by_instance.items()}
 
 
-def rollup_facts(totals: Iterable[tuple[int, int, int]], groups: Iterable[tuple[int, str, int, int]]
-                 ) -> tuple[dict[int, tuple[int, int]], dict[int, dict[str, bool]]]:
+def rollup_facts(
+    totals: Iterable[tuple[int, int, int]], groups: Iterable[tuple[int, str, int, int]]
+) -> tuple[dict[int, tuple[int, int]], dict[int, dict[str, bool]]]:
     """(attempt -> (n_applicable, n_passed), attempt -> {style group: all its active instructions pass}) from the
     rollups: `totals` (attempt id, n_applicable, n_passed), `groups` (attempt id, style group, n_applicable,
     n_passed) of the groups with an applicable verdict."""
@@ -459,8 +486,9 @@ def rollup_facts(totals: Iterable[tuple[int, int, int]], groups: Iterable[tuple[
     return by_attempt, by_group
 
 
-def verdict_facts(counts: Iterable[tuple[int, str, int, int]]
-                  ) -> tuple[dict[int, tuple[int, int]], dict[int, dict[str, bool]]]:
+def verdict_facts(
+    counts: Iterable[tuple[int, str, int, int]],
+) -> tuple[dict[int, tuple[int, int]], dict[int, dict[str, bool]]]:
     """The same facts as `rollup_facts`, from (attempt id, style group, n_applicable, n_passed) counted per attempt
     and group from the verdicts.
 
@@ -478,8 +506,12 @@ def verdict_facts(counts: Iterable[tuple[int, str, int, int]]
     return {a: (n_app, n_pass) for a, (n_app, n_pass) in totals.items()}, groups
 
 
-def sample_rows(attempts: Iterable[tuple], facts: dict[int, dict[str, Any]], totals: dict[int, tuple[int, int]],
-                groups: dict[int, dict[str, bool]]) -> list[SampleRow]:
+def sample_rows(
+    attempts: Iterable[tuple],
+    facts: dict[int, dict[str, Any]],
+    totals: dict[int, tuple[int, int]],
+    groups: dict[int, dict[str, bool]],
+) -> list[SampleRow]:
     """One SampleRow per attempt the judge scored (those in `totals`): `attempts` is (attempt id, run label, model
     name, run settings, instance id, sample id, outcome, spec interface), `facts` what `instance_facts` gives,
     `totals` and `groups` what `rollup_facts` or `verdict_facts` gives. Tiers and instruction counts are those of the
@@ -491,13 +523,22 @@ def sample_rows(attempts: Iterable[tuple], facts: dict[int, dict[str, Any]], tot
         n_app, n_pass = totals[attempt_id]
         fact = facts.get(instance_id, {"tiers": 0, "n_instructions": 0})
         outcome = outcome or {}
-        rows.append(SampleRow(
-            attempt_id=attempt_id, run=run, model=model,
-            interface=str((settings or {}).get("hierarchy_format") or spec_interface or ""),
-            sample=sample, instance_id=instance_id, tiers=fact["tiers"], n_instructions=fact["n_instructions"],
-            test_passed=bool(outcome.get("test_passed")), style_passed=n_app > 0 and n_pass == n_app,
-            groups=groups.get(attempt_id, {}), **_logged_facts(outcome),
-        ))
+        rows.append(
+            SampleRow(
+                attempt_id=attempt_id,
+                run=run,
+                model=model,
+                interface=str((settings or {}).get("hierarchy_format") or spec_interface or ""),
+                sample=sample,
+                instance_id=instance_id,
+                tiers=fact["tiers"],
+                n_instructions=fact["n_instructions"],
+                test_passed=bool(outcome.get("test_passed")),
+                style_passed=n_app > 0 and n_pass == n_app,
+                groups=groups.get(attempt_id, {}),
+                **_logged_facts(outcome),
+            )
+        )
     return rows
 
 
@@ -533,15 +574,21 @@ def verdicts_behind(counts: Iterable[tuple[str, int, str, int]]) -> dict[str, di
     return out
 
 
-def acc_rank_change(before: Sequence[AccRow], after: Sequence[AccRow], verdicts: dict | None = None, *,
-                    limit: int = 10):
+def acc_rank_change(
+    before: Sequence[AccRow], after: Sequence[AccRow], verdicts: dict | None = None, *, limit: int = 10
+):
     """Ranks by Acc before and after, Kendall's tau-b between the two rankings and the swapped pairs with the
     items behind each (runs.metrics.rank_change.score_rank_change: the checklist leaderboard's rules, Acc for ISR)."""
     return score_rank_change({r.label: r.acc for r in before}, {r.label: r.acc for r in after}, verdicts, limit=limit)
 
 
-def conflict_outcomes(*, items: Iterable[tuple], satisfied_scores: Iterable[tuple[int, int, float | None]],
-                      attempts: Iterable[tuple], facts: dict[int, dict[str, Any]]) -> list[ConflictOutcome]:
+def conflict_outcomes(
+    *,
+    items: Iterable[tuple],
+    satisfied_scores: Iterable[tuple[int, int, float | None]],
+    attempts: Iterable[tuple],
+    facts: dict[int, dict[str, Any]],
+) -> list[ConflictOutcome]:
     """Every conflict group of every attempt, with which member the checker found satisfied: `items` is (item id,
     instance id, key, position, style group, details) of the benchmark's items, `satisfied_scores` (attempt id,
     item id, score) of the checker's verdicts (satisfied when the score is at least 0.5), `attempts` (attempt id,
@@ -552,7 +599,8 @@ def conflict_outcomes(*, items: Iterable[tuple], satisfied_scores: Iterable[tupl
         details = details or {}
         if details.get("conflict_group"):
             members[instance_id][details["conflict_group"]].append(
-                (item_id, {"key": key, "position": position, "group": group, **details}))
+                (item_id, {"key": key, "position": position, "group": group, **details})
+            )
     satisfied: dict[tuple[int, int], bool | None] = {}
     for attempt_id, item_id, score in satisfied_scores:
         satisfied[(attempt_id, item_id)] = None if score is None else score >= 0.5
@@ -560,18 +608,34 @@ def conflict_outcomes(*, items: Iterable[tuple], satisfied_scores: Iterable[tupl
     for attempt_id, run, model, instance_id, sample in attempts:
         for number, group_items in sorted(members.get(instance_id, {}).items()):
             group_members = tuple(
-                Member(d["key"], str(d.get("style_id") or ""), int(d.get("rank") or 0), d["position"],
-                       bool(d.get("active")), satisfied.get((attempt_id, item_id)))
+                Member(
+                    d["key"],
+                    str(d.get("style_id") or ""),
+                    int(d.get("rank") or 0),
+                    d["position"],
+                    bool(d.get("active")),
+                    satisfied.get((attempt_id, item_id)),
+                )
                 for item_id, d in sorted(group_items, key=lambda x: x[1]["position"])
             )
             if all(m.satisfied is None for m in group_members):
                 continue  # the checker has not seen this attempt
             outcome, rank, place = conflict_outcome(group_members)
-            out.append(ConflictOutcome(
-                attempt_id=attempt_id, run=run, model=model, sample=sample,
-                tiers=facts.get(instance_id, {}).get("tiers", 0), group=number, style_group=group_items[0][1]["group"],
-                members=group_members, outcome=outcome, suppressed_rank=rank, suppressed_place=place,
-            ))
+            out.append(
+                ConflictOutcome(
+                    attempt_id=attempt_id,
+                    run=run,
+                    model=model,
+                    sample=sample,
+                    tiers=facts.get(instance_id, {}).get("tiers", 0),
+                    group=number,
+                    style_group=group_items[0][1]["group"],
+                    members=group_members,
+                    outcome=outcome,
+                    suppressed_rank=rank,
+                    suppressed_place=place,
+                )
+            )
     return out
 
 
@@ -595,7 +659,9 @@ def why(instruction: dict, by_key: dict[str, dict]) -> str:
         if not stronger:
             tied = [r for r in rivals if r["rank"] == instruction["rank"]]
             if tied:
-                return f"tie on privilege rank {instruction['rank']} with {_keys(tied)}: the later one in the prompt wins"
+                return (
+                    f"tie on privilege rank {instruction['rank']} with {_keys(tied)}: the later one in the prompt wins"
+                )
             return "highest privilege among the instructions it conflicts with"
         return f"active: the higher-privilege {_keys(stronger)} it conflicts with {'was' if len(stronger) == 1 else 'were'} suppressed"
     winners = [by_key[str(k)] for k in instruction.get("suppressed_by") or () if str(k) in by_key]
@@ -630,7 +696,7 @@ def prompt_segments(prompt: str) -> list[dict[str, Any]]:
             end = len(prompt) if newline < 0 else newline
         start = tag.offset
         if tag.instruction_id is not None:
-            start += len(prompt[tag.offset:end]) - len(prompt[tag.offset:end].lstrip(" \t-"))
+            start += len(prompt[tag.offset : end]) - len(prompt[tag.offset : end].lstrip(" \t-"))
         if start > cursor:
             out.append({"text": prompt[cursor:start]})
         out.append({"tag": tag, "position": tag.position + 1})
@@ -649,7 +715,18 @@ def conflict_groups(items: list[dict]) -> list[dict]:
         checked = [i["verdicts"].get(CHECKER_JUDGE) for i in members]
         outcome = None
         if all(c is not None and c["score"] is not None for c in checked):
-            outcome = conflict_outcome([Member(i["key"], str(i.get("style_id") or ""), i["rank"], i["position"],
-                                                   bool(i.get("active")), c["score"] >= 0.5) for i, c in zip(members, checked)])
+            outcome = conflict_outcome(
+                [
+                    Member(
+                        i["key"],
+                        str(i.get("style_id") or ""),
+                        i["rank"],
+                        i["position"],
+                        bool(i.get("active")),
+                        c["score"] >= 0.5,
+                    )
+                    for i, c in zip(members, checked)
+                ]
+            )
         out.append({"number": n, "style_group": members[0]["group"], "members": members, "outcome": outcome})
     return out

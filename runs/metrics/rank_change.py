@@ -7,6 +7,7 @@ The items behind a swap are the excluded items the gaining model failed more oft
 other (`items_behind`). Used by the leaderboard page under an exclusion policy, the audit
 effect page and the hierarchy metrics page.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -56,9 +57,18 @@ def compare(before: Sequence, after: Sequence) -> tuple[list[EffectRow], float |
     rb = ranks({m: r.isr for m, r in b.items()})
     ra = ranks({m: r.isr for m, r in a.items()})
     models = sorted(set(b) | set(a), key=lambda m: (ra.get(m, 1e9), m))
-    rows = [EffectRow(m, getattr(b.get(m), "isr", None), getattr(a.get(m), "isr", None),
-                      getattr(b.get(m), "csr", None), getattr(a.get(m), "csr", None), rb.get(m), ra.get(m))
-            for m in models]
+    rows = [
+        EffectRow(
+            m,
+            getattr(b.get(m), "isr", None),
+            getattr(a.get(m), "isr", None),
+            getattr(b.get(m), "csr", None),
+            getattr(a.get(m), "csr", None),
+            rb.get(m),
+            ra.get(m),
+        )
+        for m in models
+    ]
     common = [m for m in models if m in rb and m in ra]
     tau = kendall_tau([-rb[m] for m in common], [-ra[m] for m in common])
     swaps = []
@@ -80,8 +90,14 @@ def items_behind(up: str, down: str, verdicts: dict, limit: int) -> list[dict]:
         rate_down = _rate(verdicts.get(down, {}).get(item_id))
         if rate_up is None or rate_down is None or rate_down <= rate_up:
             continue  # an item `up` passed as often or more: leaving it out did not help `up` past `down`
-        out.append({"item_id": item_id, "pass_rate_up": rate_up, "pass_rate_down": rate_down,
-                    "difference": rate_down - rate_up})
+        out.append(
+            {
+                "item_id": item_id,
+                "pass_rate_up": rate_up,
+                "pass_rate_down": rate_down,
+                "difference": rate_down - rate_up,
+            }
+        )
     return sorted(out, key=lambda d: (-d["difference"], d["item_id"]))[:limit]
 
 
@@ -132,12 +148,12 @@ class _Scored:
     csr: None = None
 
 
-def score_rank_change(before: dict[str, float | None], after: dict[str, float | None], verdicts: dict | None = None,
-                      *, limit: int = 10) -> tuple[list[RankLine], float | None, list[RankSwap]]:
+def score_rank_change(
+    before: dict[str, float | None], after: dict[str, float | None], verdicts: dict | None = None, *, limit: int = 10
+) -> tuple[list[RankLine], float | None, list[RankSwap]]:
     """Ranks by a score (higher is better, label -> score) with every item and under a policy, Kendall's tau-b between
     the two rankings, and the swapped pairs with the excluded items behind each (`items_behind` over `verdicts`)."""
     rows, tau, pairs = compare([_Scored(k, v) for k, v in before.items()], [_Scored(k, v) for k, v in after.items()])
     lines = [RankLine(r.model, r.isr_before, r.isr_after, r.rank_before, r.rank_after) for r in rows]
     swaps = [RankSwap(up, down, tuple(items_behind(up, down, verdicts or {}, limit))) for up, down in pairs]
     return lines, tau, swaps
-

@@ -3,6 +3,7 @@
 Pure functions over plain numbers (METRICS.md sections 1, 4 and 6); pages and other
 metric modules reuse them.
 """
+
 from __future__ import annotations
 
 import math

@@ -25,6 +25,7 @@ the ground truth it has (`OptimalOption` -> multiple choice, else answer with -1
 "170.0" = "170", 1 = "1", "B." = "B"). It is offered as a labelled alternative view and
 never replaces the exact one.
 """
+
 from __future__ import annotations
 
 import math
@@ -80,7 +81,7 @@ class NormalisedAnswer:
 
 
 def choice_kind(category: str, groundtruth: Any = None) -> Kind:
-    """"option" or "answer" for a category: by name when the reference knows it, else by its ground truth."""
+    """ "option" or "answer" for a category: by name when the reference knows it, else by its ground truth."""
     name = category.strip().lower()
     if name in OPTION_CATEGORIES:
         return OPTION
@@ -143,16 +144,20 @@ def choice_answer_scored(category: str, llm_answer: Any, groundtruth: Any, *, pr
     if not reason and isinstance(raw, str) and not raw.strip():
         reason = "empty"
     return ScoredAnswer(
-        category=category, kind=kind, raw=raw, answer=answer, ground_truth=ground_truth,
-        correct=_equal(answer, ground_truth), unanswered=bool(reason), reason=reason,
+        category=category,
+        kind=kind,
+        raw=raw,
+        answer=answer,
+        ground_truth=ground_truth,
+        correct=_equal(answer, ground_truth),
+        unanswered=bool(reason),
+        reason=reason,
     )
 
 
 def choice_task_scored(category: str, task: dict[str, Any]) -> ScoredAnswer:
     """Score a task of a predictions file (its LLMAnswer against its Groundtruth)."""
-    return choice_answer_scored(
-        category, task.get("LLMAnswer"), task.get("Groundtruth"), present="LLMAnswer" in task
-    )
+    return choice_answer_scored(category, task.get("LLMAnswer"), task.get("Groundtruth"), present="LLMAnswer" in task)
 
 
 def _equal(a: Any, b: Any) -> bool:
@@ -168,7 +173,9 @@ _NUMBER = re.compile(r"^[-+]?(\d+(\.\d*)?|\.\d+)")
 _OPTION = re.compile(r"^(?:选项|option)?\s*[(\[]?([a-e])[)\]]?(?:$|[\s.、:,;)，。：；])")
 
 
-def choice_answer_normalised(category: str, llm_answer: Any, groundtruth: Any, *, present: bool = True) -> NormalisedAnswer:
+def choice_answer_normalised(
+    category: str, llm_answer: Any, groundtruth: Any, *, present: bool = True
+) -> NormalisedAnswer:
     """The lenient comparison (not the reference's): text normalised on both sides (NFKC, case,
     spaces), options reduced to their letter, answers to their leading number when they start
     with one. A missing answer is never correct."""

@@ -14,6 +14,7 @@ Two prompt interfaces encode the same order (ManyIH paper, section 3; reference
 scalar values share a rank). The legacy "inline" annotation style writes
 `Instruction <id> (z=N): text` and `Instruction <id> (Privilege N): text`.
 """
+
 from __future__ import annotations
 
 import re
@@ -210,9 +211,17 @@ def parse_privilege_tags(prompt: str) -> list[PrivilegeTag]:
     tags: list[PrivilegeTag] = []
     for match in _BOUNDARY.finditer(prompt):
         if match.group("ordinal") is not None:
-            tags.append(PrivilegeTag("ordinal", int(match.group("ordinal")), match.group("otext").strip(), len(tags), match.start()))
+            tags.append(
+                PrivilegeTag(
+                    "ordinal", int(match.group("ordinal")), match.group("otext").strip(), len(tags), match.start()
+                )
+            )
         else:
-            tags.append(PrivilegeTag("scalar", _number(match.group("scalar")), match.group("stext").strip(), len(tags), match.start()))
+            tags.append(
+                PrivilegeTag(
+                    "scalar", _number(match.group("scalar")), match.group("stext").strip(), len(tags), match.start()
+                )
+            )
     if tags:
         return tags
     for match in _INLINE.finditer(prompt):
@@ -220,7 +229,9 @@ def parse_privilege_tags(prompt: str) -> list[PrivilegeTag]:
             interface, value = "ordinal", int(match.group("ordinal"))
         else:
             interface, value = "scalar", _number(match.group("scalar"))
-        tags.append(PrivilegeTag(interface, value, match.group("text").strip(), len(tags), match.start(), match.group("id")))
+        tags.append(
+            PrivilegeTag(interface, value, match.group("text").strip(), len(tags), match.start(), match.group("id"))
+        )
     return tags
 
 

@@ -4,9 +4,10 @@ state -> the page's data, called by its page and its API alike) is `runs/selecto
 Counts come from a fixed number of grouped queries (never one per row), and verdict
 counts from AttemptRollup (n_items per attempt x judge), so no page scans the verdict table.
 """
+
 from __future__ import annotations
 
-import datetime
+import datetime as dt
 from collections import defaultdict
 from dataclasses import dataclass, field
 from urllib.parse import urlencode
@@ -46,8 +47,13 @@ class BenchmarkRow:
 
 #: what the home page calls the files of each ingest format (by the format name's first word)
 ORIGINS = {
-    "octobench": "OctoBench files", "evolif": "EvolIF files", "manyih": "ManyIH files", "guidebench": "GuideBench files",
-    "native": "native JSONL", "inspect": "Inspect AI logs", "lm": "lm-evaluation-harness samples",
+    "octobench": "OctoBench files",
+    "evolif": "EvolIF files",
+    "manyih": "ManyIH files",
+    "guidebench": "GuideBench files",
+    "native": "native JSONL",
+    "inspect": "Inspect AI logs",
+    "lm": "lm-evaluation-harness samples",
 }
 
 
@@ -66,7 +72,7 @@ class RunRow:
     model: str
     repetition: int
     scaffold: str
-    created_at: datetime.datetime
+    created_at: dt.datetime
     n_attempts: int = 0
     n_verdicts: int = 0
     judges: list[str] = field(default_factory=list)
@@ -108,8 +114,13 @@ def overview() -> Overview:
     """Every benchmark and every run with their counts, in six queries whatever the number of rows."""
     benchmarks = {
         b.id: BenchmarkRow(
-            id=b.id, slug=b.slug, name=b.name, kind=b.kind, kind_label=b.get_kind_display(),
-            version=b.version, url=benchmark_page_url(b),
+            id=b.id,
+            slug=b.slug,
+            name=b.name,
+            kind=b.kind,
+            kind_label=b.get_kind_display(),
+            version=b.version,
+            url=benchmark_page_url(b),
         )
         for b in Benchmark.objects.all()
     }
@@ -123,14 +134,24 @@ def overview() -> Overview:
     run_benchmark: dict[int, int] = {}
     for run in Run.objects.select_related("benchmark", "model").order_by("benchmark__slug", "label"):
         runs[run.id] = RunRow(
-            id=run.id, benchmark_slug=run.benchmark.slug, benchmark_name=str(run.benchmark), label=run.label,
-            model=str(run.model), repetition=run.repetition, scaffold=run.scaffold, created_at=run.created_at,
+            id=run.id,
+            benchmark_slug=run.benchmark.slug,
+            benchmark_name=str(run.benchmark),
+            label=run.label,
+            model=str(run.model),
+            repetition=run.repetition,
+            scaffold=run.scaffold,
+            created_at=run.created_at,
         )
         run_benchmark[run.id] = run.benchmark_id
         benchmarks[run.benchmark_id].n_runs += 1
         origins = benchmarks[run.benchmark_id].origins
         for source in run.sources:
-            origin = origin_of(str(source.get("format") or "")) if isinstance(source, dict) and source.get("format") else None
+            origin = (
+                origin_of(str(source.get("format") or ""))
+                if isinstance(source, dict) and source.get("format")
+                else None
+            )
             if origin and origin not in origins:
                 origins.append(origin)
     for row in Attempt.objects.values("run_id").annotate(n=Count("id")).order_by():
@@ -167,8 +188,13 @@ def job_can_retry(user, job: Job) -> bool:
     """Only the person who started a failed job (or staff), while they may write (runs.access.can_write), queues it
     again, while its uploads are kept (runs.jobs.uploads_clean deletes them after the retention period), and only
     when a retry may end otherwise (`Job.retry_may_fix`: not when the job's own files were refused)."""
-    return (job.state == JobState.FAILED and job.retry_may_fix and (user.is_staff or job.created_by_id == user.id)
-            and can_write(user) and not job_files_removed(job))
+    return (
+        job.state == JobState.FAILED
+        and job.retry_may_fix
+        and (user.is_staff or job.created_by_id == user.id)
+        and can_write(user)
+        and not job_files_removed(job)
+    )
 
 
 def job_files_removed(job: Job) -> bool:
@@ -199,12 +225,18 @@ def runs_list(*, benchmark: str | None = None, model: str | None = None) -> Quer
     return qs.order_by("benchmark__slug", "label")
 
 
-def attempts_list(*, benchmark: str | None = None, run: str | None = None, instance: str | None = None) -> QuerySet[Attempt]:
+def attempts_list(
+    *, benchmark: str | None = None, run: str | None = None, instance: str | None = None
+) -> QuerySet[Attempt]:
     """Attempts filtered by benchmark slug, run label and instance external id; trajectories are not loaded."""
-    qs = Attempt.objects.select_related("run__benchmark", "run__model", "instance").annotate(
-        message_count=F("trajectory__message_count"), trajectory_bytes=F("trajectory__size_bytes")
-    ).defer("instance__spec").prefetch_related(
-        Prefetch("judge_reports", queryset=JudgeReport.objects.select_related("judge").order_by("judge__name")))
+    qs = (
+        Attempt.objects.select_related("run__benchmark", "run__model", "instance")
+        .annotate(message_count=F("trajectory__message_count"), trajectory_bytes=F("trajectory__size_bytes"))
+        .defer("instance__spec")
+        .prefetch_related(
+            Prefetch("judge_reports", queryset=JudgeReport.objects.select_related("judge").order_by("judge__name"))
+        )
+    )
     if benchmark:
         qs = qs.filter(run__benchmark__slug=benchmark)
     if run:
@@ -250,7 +282,9 @@ def job_rechecked(job: Job) -> RecheckedRuns | None:
     left out); None for other jobs. Two queries: the job page calls it, not the job lists."""
     if job.kind != "recheck":
         return None
-    runs = list(Run.objects.filter(id__in=job.params.get("run_ids") or []).select_related("benchmark").order_by("label"))
+    runs = list(
+        Run.objects.filter(id__in=job.params.get("run_ids") or []).select_related("benchmark").order_by("label")
+    )
     benchmark = runs[0].benchmark if runs else Benchmark.objects.filter(slug=job.params.get("benchmark") or "").first()
     url_name = RECHECK_PAGES.get(benchmark.kind, "") if benchmark is not None else ""
     try:
@@ -259,9 +293,12 @@ def job_rechecked(job: Job) -> RecheckedRuns | None:
         page = None
     if page is None:
         return None
-    return RecheckedRuns(benchmark=benchmark, url_name=url_name,
-                         url=page + ("?" + urlencode([("run", r.label) for r in runs]) if runs else ""),
-                         runs=[(r.label, f"{page}?{urlencode({'run': r.label})}") for r in runs])
+    return RecheckedRuns(
+        benchmark=benchmark,
+        url_name=url_name,
+        url=page + ("?" + urlencode([("run", r.label) for r in runs]) if runs else ""),
+        runs=[(r.label, f"{page}?{urlencode({'run': r.label})}") for r in runs],
+    )
 
 
 def job_status(job: Job) -> JobStatus:
@@ -278,8 +315,14 @@ def job_status(job: Job) -> JobStatus:
     rows = [(kind, [counts.get(o, 0) for o in outcomes]) for kind, counts in by_kind.items()]
     errors = list(job.errors or [])
     return JobStatus(
-        job=job, done=done, total=total, percent=percent, outcomes=outcomes, by_kind=rows,
-        errors=errors, more_errors=max(0, job.error_count - len(errors)),
+        job=job,
+        done=done,
+        total=total,
+        percent=percent,
+        outcomes=outcomes,
+        by_kind=rows,
+        errors=errors,
+        more_errors=max(0, job.error_count - len(errors)),
         seconds=(job.finished_at - job.started_at).total_seconds() if job.finished_at and job.started_at else None,
         unit=JOB_PROGRESS_UNITS.get(job.kind),
     )
@@ -292,9 +335,13 @@ def item_versions(instance_id: int) -> dict[int, dict]:
     "superseded_by": the newer version's {id, key, version, description} or None}. An audit
     rewrite keeps both versions in the same instance (ChecklistItem.supersedes).
     """
-    rows = {r["id"]: r for r in ChecklistItem.objects.filter(instance_id=instance_id).filter(
-        Q(supersedes__isnull=False) | Q(superseded_by__isnull=False)).values(
-        "id", "key", "version", "description", "supersedes_id").order_by()}
+    rows = {
+        r["id"]: r
+        for r in ChecklistItem.objects.filter(instance_id=instance_id)
+        .filter(Q(supersedes__isnull=False) | Q(superseded_by__isnull=False))
+        .values("id", "key", "version", "description", "supersedes_id")
+        .order_by()
+    }
     out = {pk: {"version": r["version"], "supersedes": None, "superseded_by": None} for pk, r in rows.items()}
     for pk, row in rows.items():
         older = rows.get(row["supersedes_id"])

@@ -15,6 +15,7 @@ filters the usage (tokens, time, tool calls) its rows by model carry (one query 
 precompute the base of the generation they commit, and the default page with it (runs.cache_warming.after_write),
 so no request after a change reads the rollups to score them.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -87,13 +88,21 @@ from runs.widgets import CheckboxDropdown
 
 # the page state ------------------------------------------------------------------------------
 SORTS = {
-    "-isr": "ISR, high first", "isr": "ISR, low first", "-csr": "CSR, high first", "csr": "CSR, low first",
-    "model": "model name", "-n": "most instances",
+    "-isr": "ISR, high first",
+    "isr": "ISR, low first",
+    "-csr": "CSR, high first",
+    "csr": "CSR, low first",
+    "model": "model name",
+    "-n": "most instances",
     # per attempt, as logged (docs/metrics.md, "Tokens, time and tool calls"); models that logged none go last
-    "tokens": "fewest tokens per attempt", "-tokens": "most tokens per attempt",
-    "wall_time": "shortest wall time per attempt", "-wall_time": "longest wall time per attempt",
-    "model_time": "shortest model time per attempt", "-model_time": "longest model time per attempt",
-    "tool_calls": "fewest tool calls per attempt", "-tool_calls": "most tool calls per attempt",
+    "tokens": "fewest tokens per attempt",
+    "-tokens": "most tokens per attempt",
+    "wall_time": "shortest wall time per attempt",
+    "-wall_time": "longest wall time per attempt",
+    "model_time": "shortest model time per attempt",
+    "-model_time": "longest model time per attempt",
+    "tool_calls": "fewest tool calls per attempt",
+    "-tool_calls": "most tool calls per attempt",
 }
 
 #: the leaderboard's parameters whose unknown values it says rather than passes over (the others fall back quietly)
@@ -107,14 +116,24 @@ class LeaderboardFilterForm(forms.Form):
     """Filters, grouping, sort, the bootstrap flag and the audit exclusion policy of a checklist leaderboard;
     choices come from the benchmark (and the policies from runs.exclusions)."""
 
-    run = forms.MultipleChoiceField(required=False, label="Runs", widget=CheckboxDropdown(summary_noun="runs"),
-                                    error_messages={"invalid_choice": RUN_UNKNOWN})
-    judge = forms.MultipleChoiceField(required=False, label="Judges", widget=CheckboxDropdown(summary_noun="judges"),
-                                      error_messages={"invalid_choice": JUDGE_UNKNOWN})
-    scaffold = forms.MultipleChoiceField(required=False, label="Scaffolds",
-                                         widget=CheckboxDropdown(summary_noun="scaffolds"))
-    primary_category = forms.MultipleChoiceField(required=False, label="Primary categories",
-                                                 widget=CheckboxDropdown(summary_noun="categories"))
+    run = forms.MultipleChoiceField(
+        required=False,
+        label="Runs",
+        widget=CheckboxDropdown(summary_noun="runs"),
+        error_messages={"invalid_choice": RUN_UNKNOWN},
+    )
+    judge = forms.MultipleChoiceField(
+        required=False,
+        label="Judges",
+        widget=CheckboxDropdown(summary_noun="judges"),
+        error_messages={"invalid_choice": JUDGE_UNKNOWN},
+    )
+    scaffold = forms.MultipleChoiceField(
+        required=False, label="Scaffolds", widget=CheckboxDropdown(summary_noun="scaffolds")
+    )
+    primary_category = forms.MultipleChoiceField(
+        required=False, label="Primary categories", widget=CheckboxDropdown(summary_noun="categories")
+    )
     by = forms.ChoiceField(choices=list(GROUPINGS.items()), required=False, label="Group by")
     sort = forms.ChoiceField(choices=list(SORTS.items()), required=False, label="Sort")
     ci = SwitchField(label="Bootstrap 95% interval")
@@ -136,12 +155,17 @@ class LeaderboardFilterForm(forms.Form):
 def state_of(data: dict) -> dict:
     """A leaderboard state from cleaned form data; `state_of({})` is the default state (no filters,
     by model, best ISR first, no interval, every item)."""
+
     def values(name: str) -> list[str]:  # sorted, without repeats: one state however the query lists them
         return sorted(set(data.get(name) or []))
 
     return {
-        "filters": Filters(runs=values("run"), judges=values("judge"), scaffolds=values("scaffold"),
-                           primary_categories=values("primary_category")),
+        "filters": Filters(
+            runs=values("run"),
+            judges=values("judge"),
+            scaffolds=values("scaffold"),
+            primary_categories=values("primary_category"),
+        ),
         "by": data.get("by") or "model",
         "sort": data.get("sort") or "-isr",
         "ci": bool(data.get("ci")),
@@ -157,8 +181,12 @@ def state_query(state: dict) -> QueryDict:
     default = state_of({})
     query = QueryDict(mutable=True)
     f = state["filters"]
-    for name, values in (("run", f.runs), ("judge", f.judges), ("scaffold", f.scaffolds),
-                         ("primary_category", f.primary_categories)):
+    for name, values in (
+        ("run", f.runs),
+        ("judge", f.judges),
+        ("scaffold", f.scaffolds),
+        ("primary_category", f.primary_categories),
+    ):
         if values:
             query.setlist(name, list(values))
     for name in ("by", "sort", "exclude", "cols"):
@@ -180,10 +208,12 @@ def _filter_choices(benchmark) -> dict[str, list[str]]:
     names = ("run", "judge", "scaffold", "primary_category")
     judge_ids = AttemptRollup.objects.filter(benchmark=benchmark).values("judge_id").distinct()
     instances = Instance.objects.filter(benchmark=benchmark)
-    parts = [_choices_part(Run.objects.filter(benchmark=benchmark), 0, "label"),
-             _choices_part(Judge.objects.filter(id__in=judge_ids), 1, "name"),
-             _choices_part(instances.exclude(scaffold=""), 2, "scaffold"),
-             _choices_part(instances.exclude(primary_category=""), 3, "primary_category")]
+    parts = [
+        _choices_part(Run.objects.filter(benchmark=benchmark), 0, "label"),
+        _choices_part(Judge.objects.filter(id__in=judge_ids), 1, "name"),
+        _choices_part(instances.exclude(scaffold=""), 2, "scaffold"),
+        _choices_part(instances.exclude(primary_category=""), 3, "primary_category"),
+    ]
     out: dict[str, list[str]] = {name: [] for name in names}
     # UNION (not ALL) also makes each list distinct; ORDER BY sorts in the database's collation, as before
     for part, value in parts[0].union(*parts[1:]).order_by("choice_part", "choice_value"):
@@ -192,8 +222,11 @@ def _filter_choices(benchmark) -> dict[str, list[str]]:
 
 
 def _choices_part(qs, n: int, field: str):
-    return qs.annotate(choice_part=Value(n, output_field=IntegerField()), choice_value=F(field)).values_list(
-        "choice_part", "choice_value").order_by()
+    return (
+        qs.annotate(choice_part=Value(n, output_field=IntegerField()), choice_value=F(field))
+        .values_list("choice_part", "choice_value")
+        .order_by()
+    )
 
 
 def _form_notes(form: LeaderboardFilterForm) -> list[str]:
@@ -243,7 +276,6 @@ def checklist_query(benchmark, query) -> ChecklistQuery:
     return ChecklistQuery(benchmark, state, _form_notes(form), errors, state_query(state), form)
 
 
-
 # the leaderboard's tables ------------------------------------------------------------------
 @dataclass
 class LeaderboardTables:
@@ -279,15 +311,23 @@ def matrix_layout(overall: Sequence[ScoreRow], cells: Sequence[ScoreRow], by: st
 
 def filters_document(f) -> dict:
     """The filters as a JSON document that does not depend on the order values were given in."""
-    return {"runs": sorted(f.runs), "judges": sorted(f.judges), "scaffolds": sorted(f.scaffolds),
-            "primary_categories": sorted(f.primary_categories), "models": sorted(getattr(f, "models", ()) or ())}
+    return {
+        "runs": sorted(f.runs),
+        "judges": sorted(f.judges),
+        "scaffolds": sorted(f.scaffolds),
+        "primary_categories": sorted(f.primary_categories),
+        "models": sorted(getattr(f, "models", ()) or ()),
+    }
 
 
 def state_digest(state: dict, excluded_items: Collection[int] | None) -> str:
     """A stable hash of everything a table depends on besides the data: filters, grouping, sort,
     interval flag, exclusion policy and the excluded items themselves (order-independent)."""
     document = {
-        **filters_document(state["filters"]), "by": state["by"], "sort": state["sort"], "ci": bool(state["ci"]),
+        **filters_document(state["filters"]),
+        "by": state["by"],
+        "sort": state["sort"],
+        "ci": bool(state["ci"]),
         "exclude": state.get("exclude") or "none",
         "excluded": sorted(excluded_items) if excluded_items else None,
     }
@@ -297,18 +337,27 @@ def state_digest(state: dict, excluded_items: Collection[int] | None) -> str:
 def leaderboard_tables(benchmark, state: dict, *, excluded_items: Collection[int] | None = None) -> LeaderboardTables:
     """The leaderboard of a benchmark for a state (filters, by, sort, ci) exactly as its page lays it out,
     optionally leaving out excluded checklist items (an audit exclusion policy); cached per data generation."""
-    return cached(benchmark.id, state_digest(state, excluded_items),
-                  lambda: compute_tables(benchmark.id, state, excluded_items=excluded_items), kind=LeaderboardTables,
-                  charged=not is_default(state, excluded_items))
+    return cached(
+        benchmark.id,
+        state_digest(state, excluded_items),
+        lambda: compute_tables(benchmark.id, state, excluded_items=excluded_items),
+        kind=LeaderboardTables,
+        charged=not is_default(state, excluded_items),
+    )
 
 
 def is_default(state: dict, excluded_items: Collection[int] | None = None) -> bool:
     """Whether this is the page as first opened (no filters, by model, best ISR first, no interval, every
     item): one per data generation whoever asks, so what it caches is charged to no one's budget."""
     f = state["filters"]
-    return (not (f.runs or f.judges or f.scaffolds or f.primary_categories or getattr(f, "models", ()))
-            and state["by"] == "model" and state["sort"] == "-isr" and not state["ci"]
-            and (state.get("exclude") or "none") == "none" and not excluded_items)
+    return (
+        not (f.runs or f.judges or f.scaffolds or f.primary_categories or getattr(f, "models", ()))
+        and state["by"] == "model"
+        and state["sort"] == "-isr"
+        and not state["ci"]
+        and (state.get("exclude") or "none") == "none"
+        and not excluded_items
+    )
 
 
 def leaderboard_base(benchmark_id: int) -> ModelBase:
@@ -326,8 +375,13 @@ def leaderboard_usage(benchmark_id: int, filters, base: ModelBase) -> dict[str, 
         filters = replace(filters, judges=())
     document = filters_document(filters)
     digest = hashlib.sha256(json.dumps(document, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
-    return cached(benchmark_id, f"usage:{digest}", lambda: usage_by_model(benchmark_id, filters, base=base),
-                  kind=dict, charged=any(document.values()))
+    return cached(
+        benchmark_id,
+        f"usage:{digest}",
+        lambda: usage_by_model(benchmark_id, filters, base=base),
+        kind=dict,
+        charged=any(document.values()),
+    )
 
 
 def _rows(benchmark_id: int, filters, *, by: str, ci: bool, excluded_items) -> list[ScoreRow]:
@@ -342,8 +396,9 @@ def _rows(benchmark_id: int, filters, *, by: str, ci: bool, excluded_items) -> l
     return leaderboard_rows(benchmark_id, filters, by=by, bootstrap=ci, excluded_items=excluded_items)
 
 
-def compute_tables(benchmark_id: int, state: dict, *,
-                   excluded_items: Collection[int] | None = None) -> LeaderboardTables:
+def compute_tables(
+    benchmark_id: int, state: dict, *, excluded_items: Collection[int] | None = None
+) -> LeaderboardTables:
     """The tables computed from the base, the rollups (bootstrap intervals, item facets) or the verdicts (items
     excluded), without caching the tables themselves."""
     filters, by, ci = state["filters"], state["by"], state["ci"]
@@ -360,21 +415,40 @@ def compute_tables(benchmark_id: int, state: dict, *,
     return LeaderboardTables(overall, rows, groups, matrix, figure)
 
 
-
 # the leaderboard as plain JSON: what its API, exports and snapshots keep -----------------------
 def score_row_dict(row: ScoreRow) -> dict:
     """A leaderboard row as plain JSON (rates in percent): the shape of snapshots, exports and the API."""
     return {
-        "model": row.model, "group": row.group, "runs": list(row.runs),
-        "isr": row.isr, "isr_std": row.isr_std, "csr": row.csr, "csr_std": row.csr_std,
-        "macro_csr": row.macro_csr, "macro_csr_std": row.macro_csr_std,
-        "isr_ci": list(row.isr_ci) if row.isr_ci else None, "csr_ci": list(row.csr_ci) if row.csr_ci else None,
-        "n_instances": row.n_instances, "n_attempts": row.n_attempts, "n_empty": row.n_empty, "small": row.small,
-        "n_unscored": row.n_unscored, "n_unrecognised": row.n_unrecognised,
-        "per_judge": {judge: {"isr": s.isr, "csr": s.csr, "macro_csr": s.macro_csr, "n_instances": s.n_instances,
-                              "n_attempts": s.n_attempts, "n_success": s.n_success, "unscored": s.unscored,
-                              "n_unrecognised": s.n_unrecognised}
-                      for judge, s in row.per_judge.items()},
+        "model": row.model,
+        "group": row.group,
+        "runs": list(row.runs),
+        "isr": row.isr,
+        "isr_std": row.isr_std,
+        "csr": row.csr,
+        "csr_std": row.csr_std,
+        "macro_csr": row.macro_csr,
+        "macro_csr_std": row.macro_csr_std,
+        "isr_ci": list(row.isr_ci) if row.isr_ci else None,
+        "csr_ci": list(row.csr_ci) if row.csr_ci else None,
+        "n_instances": row.n_instances,
+        "n_attempts": row.n_attempts,
+        "n_empty": row.n_empty,
+        "small": row.small,
+        "n_unscored": row.n_unscored,
+        "n_unrecognised": row.n_unrecognised,
+        "per_judge": {
+            judge: {
+                "isr": s.isr,
+                "csr": s.csr,
+                "macro_csr": s.macro_csr,
+                "n_instances": s.n_instances,
+                "n_attempts": s.n_attempts,
+                "n_success": s.n_success,
+                "unscored": s.unscored,
+                "n_unrecognised": s.n_unrecognised,
+            }
+            for judge, s in row.per_judge.items()
+        },
         "usage": metrics.usage_dict(row.usage),
     }
 
@@ -382,9 +456,16 @@ def score_row_dict(row: ScoreRow) -> dict:
 def state_dict(state: dict) -> dict:
     """A leaderboard state (filters, grouping, sort, interval flag, exclusion policy) as plain JSON."""
     f: Filters = state["filters"]
-    return {"run": list(f.runs), "judge": list(f.judges), "scaffold": list(f.scaffolds),
-            "primary_category": list(f.primary_categories), "by": state["by"], "sort": state["sort"], "ci": state["ci"],
-            "exclude": state.get("exclude", "none")}
+    return {
+        "run": list(f.runs),
+        "judge": list(f.judges),
+        "scaffold": list(f.scaffolds),
+        "primary_category": list(f.primary_categories),
+        "by": state["by"],
+        "sort": state["sort"],
+        "ci": state["ci"],
+        "exclude": state.get("exclude", "none"),
+    }
 
 
 _KEY_SEP = "\x1f"
@@ -407,18 +488,19 @@ def _drilldown(benchmark: Benchmark, state: dict, tables: LeaderboardTables) -> 
         cells += [(r.model, state["by"], r.group) for r in tables.rows]
     frozen: dict[str, list[AttemptRow]] = {}
     for model, by, group in cells:
-        frozen[cell_key(model, group)] = drilldown_rows(
-            benchmark.id, state["filters"], model=model, by=by, group=group)
+        frozen[cell_key(model, group)] = drilldown_rows(benchmark.id, state["filters"], model=model, by=by, group=group)
     rows = [r for cell_rows in frozen.values() for r in cell_rows]
     judges = sorted({j for r in rows for j in r.judges})
     external = dict(Instance.objects.filter(id__in={r.instance_id for r in rows}).values_list("id", "external_id"))
     return {
         "judges": judges,
-        "attempts": {str(r.attempt_id): [r.instance_id, external.get(r.instance_id, ""), r.run, r.assistant_turns]
-                     for r in rows},
-        "cells": {key: [[r.attempt_id, [list(r.judges[j]) if j in r.judges else None for j in judges]]
-                        for r in cell_rows]
-                  for key, cell_rows in frozen.items()},
+        "attempts": {
+            str(r.attempt_id): [r.instance_id, external.get(r.instance_id, ""), r.run, r.assistant_turns] for r in rows
+        },
+        "cells": {
+            key: [[r.attempt_id, [list(r.judges[j]) if j in r.judges else None for j in judges]] for r in cell_rows]
+            for key, cell_rows in frozen.items()
+        },
     }
 
 
@@ -444,13 +526,22 @@ def leaderboard_layout(benchmark: Benchmark, state: dict, tables: LeaderboardTab
     """What the leaderboard's export and snapshot keep besides the frame's tables: its rows as plain JSON (the shape
     of the API), the matrix's groups, the chart, and the exclusion policy applied."""
     layout = {
-        "benchmark": benchmark.slug, "state": state_dict(state), "by": state["by"], "by_label": GROUPINGS[state["by"]],
-        "overall": [score_row_dict(r) for r in tables.overall], "rows": [score_row_dict(r) for r in tables.rows],
-        "groups": tables.groups, "figure": tables.figure, "small_cell": metrics.SMALL_CELL,
+        "benchmark": benchmark.slug,
+        "state": state_dict(state),
+        "by": state["by"],
+        "by_label": GROUPINGS[state["by"]],
+        "overall": [score_row_dict(r) for r in tables.overall],
+        "rows": [score_row_dict(r) for r in tables.rows],
+        "groups": tables.groups,
+        "figure": tables.figure,
+        "small_cell": metrics.SMALL_CELL,
     }
     if excluded is not None:
-        layout["exclusion"] = {"policy": state["exclude"], "label": exclusion_policy_label(state["exclude"]),
-                               "n_excluded": len(excluded)}
+        layout["exclusion"] = {
+            "policy": state["exclude"],
+            "label": exclusion_policy_label(state["exclude"]),
+            "n_excluded": len(excluded),
+        }
     return layout
 
 
@@ -459,8 +550,6 @@ def leaderboard_attempt_lists(benchmark: Benchmark, state: dict) -> dict:
     (`_drilldown`)."""
     excluded = excluded_item_ids(benchmark, state.get("exclude"))
     return _drilldown(benchmark, state, leaderboard_tables(benchmark, state, excluded_items=excluded))
-
-
 
 
 # what the page's #results fragment shows besides the tables -------------------------------------
@@ -472,9 +561,12 @@ SCORED_BY = ("octobench", "inspect", "lm", "native")
 def scorers_of(benchmark) -> list[str]:
     """Which of SCORED_BY the benchmark's runs were imported in, from the files each run records (Run.sources): the
     reference scorers the page speaks of (read when the fragment is rendered, so once per data generation and state)."""
-    formats = {str(source.get("format") or "").split("-")[0]
-               for sources in Run.objects.filter(benchmark=benchmark).values_list("sources", flat=True).order_by()
-               for source in sources if isinstance(source, dict)}
+    formats = {
+        str(source.get("format") or "").split("-")[0]
+        for sources in Run.objects.filter(benchmark=benchmark).values_list("sources", flat=True).order_by()
+        for source in sources
+        if isinstance(source, dict)
+    }
     return [name for name in SCORED_BY if name in formats]
 
 
@@ -485,12 +577,17 @@ def exclusion_effect(benchmark, state: dict, tables: LeaderboardTables, excluded
     rows, tau, swaps = rank_change.compare(before, tables.overall)
     explain = exclusion_explain_url(benchmark, state["exclude"])
     filters = params_with(params, exclude=None, by=None, sort=None, ci=None)
-    return {"policy": state["exclude"], "label": exclusion_policy_label(state["exclude"]), "n_excluded": len(excluded),
-            "sources": exclusion_sources(benchmark, state["exclude"]),
-            "rows": {r.model: r for r in rows}, "tau": tau, "swaps": swaps,
-            "explain_url": f"{explain}&{filters}" if explain and filters else explain,
-            "off_query": params_with(params, exclude=None)}
-
+    return {
+        "policy": state["exclude"],
+        "label": exclusion_policy_label(state["exclude"]),
+        "n_excluded": len(excluded),
+        "sources": exclusion_sources(benchmark, state["exclude"]),
+        "rows": {r.model: r for r in rows},
+        "tau": tau,
+        "swaps": swaps,
+        "explain_url": f"{explain}&{filters}" if explain and filters else explain,
+        "off_query": params_with(params, exclude=None),
+    }
 
 
 # the reads: rows from the database, scored by runs.metrics.checklist ------------------------------
@@ -503,27 +600,39 @@ def usage_by_model(benchmark_id: int, filters: Filters, *, base: ModelBase | Non
     takes the medians (a 48-model study's 31,248 attempts are not sent); elsewhere the figures are read.
     With a judges filter and the generation's `base`, which attempts the judges scored is read from the base's
     bits, not from the rollups (the figures are read, and one query finds the instances' bits)."""
-    attempts = _filter(Attempt.objects.filter(run__benchmark_id=benchmark_id),
-                       Filters(runs=filters.runs, scaffolds=filters.scaffolds,
-                               primary_categories=filters.primary_categories, models=filters.models),
-                       model="run__model__name")
+    attempts = _filter(
+        Attempt.objects.filter(run__benchmark_id=benchmark_id),
+        Filters(
+            runs=filters.runs,
+            scaffolds=filters.scaffolds,
+            primary_categories=filters.primary_categories,
+            models=filters.models,
+        ),
+        model="run__model__name",
+    )
     if filters.judges and base is not None:
         judges = set(filters.judges)
         scored: dict[int, int] = defaultdict(int)  # run id -> bits of the instances the judges scored
         for run_id, judge_id, *_, counted, empty in base.merged:
             if base.judges[judge_id] in judges:
                 scored[run_id] |= counted | empty
-        bit_of = {pk: n for n, pk in enumerate(Instance.objects.filter(benchmark_id=benchmark_id).order_by("id")
-                                               .values_list("id", flat=True))}
+        bit_of = {
+            pk: n
+            for n, pk in enumerate(
+                Instance.objects.filter(benchmark_id=benchmark_id).order_by("id").values_list("id", flat=True)
+            )
+        }
         kept: dict[str, list[tuple]] = defaultdict(list)
         for run_id, instance_id, model, *figures in attempts.values_list(
-                "run_id", "instance_id", "run__model__name", *USAGE_FIGURES).order_by():
+            "run_id", "instance_id", "run__model__name", *USAGE_FIGURES
+        ).order_by():
             if instance_id in bit_of and scored.get(run_id, 0) >> bit_of[instance_id] & 1:
                 kept[model].append(figures)
         return {model: usage_summary(rows) for model, rows in kept.items()}
     if filters.judges:
-        attempts = attempts.filter(Exists(AttemptRollup.objects.filter(attempt_id=OuterRef("pk"),
-                                                                       judge__name__in=list(filters.judges))))
+        attempts = attempts.filter(
+            Exists(AttemptRollup.objects.filter(attempt_id=OuterRef("pk"), judge__name__in=list(filters.judges)))
+        )
     if connection.vendor != "postgresql":
         by_model: dict[str, list[tuple]] = defaultdict(list)
         for model, *figures in attempts.values_list("run__model__name", *USAGE_FIGURES).order_by():
@@ -531,16 +640,24 @@ def usage_by_model(benchmark_id: int, filters: Filters, *, base: ModelBase | Non
         return {model: usage_summary(rows) for model, rows in by_model.items()}
     aggregates = {"n_attempts": Count("id")}
     for name in USAGE_FIGURES:
-        aggregates |= {f"{name}_n": Count(name), f"{name}_mean": Avg(name, output_field=FloatField()),
-                       f"{name}_median": _Median(name)}
-    return {r["run__model__name"]: UsageSummary(r["n_attempts"], {
-                name: Spread(r[f"{name}_n"], r[f"{name}_mean"], r[f"{name}_median"]) for name in USAGE_FIGURES})
-            for r in attempts.values("run__model__name").annotate(**aggregates).order_by()}
+        aggregates |= {
+            f"{name}_n": Count(name),
+            f"{name}_mean": Avg(name, output_field=FloatField()),
+            f"{name}_median": _Median(name),
+        }
+    return {
+        r["run__model__name"]: UsageSummary(
+            r["n_attempts"],
+            {name: Spread(r[f"{name}_n"], r[f"{name}_mean"], r[f"{name}_median"]) for name in USAGE_FIGURES},
+        )
+        for r in attempts.values("run__model__name").annotate(**aggregates).order_by()
+    }
 
 
 class _Median(Aggregate):
     """PostgreSQL's median: the continuous 50th percentile (the mean of the two middle values, as
     statistics.median); NULLs are left out, like not-logged figures in `spread`."""
+
     function = "PERCENTILE_CONT"
     name = "Median"
     template = "%(function)s(0.5) WITHIN GROUP (ORDER BY %(expressions)s)"
@@ -576,11 +693,27 @@ def attempt_cells(benchmark_id: int, filters: Filters, *, by: str = "model") -> 
     qs = _filter(AttemptRollup.objects.filter(benchmark_id=benchmark_id), filters)
     # grouped by tokens, each rollup also brings its attempt's total tokens (None otherwise: not read)
     tokens = "attempt__total_tokens" if by == "tokens" else "n_unrecognised"
-    rows = list(qs.values_list("attempt_id", "instance_id", "model_id", "run_id", "judge_id", "n_applicable", "n_passed",
-                               "attempt__assistant_turns", "unscored", "n_unrecognised", tokens).order_by())
+    rows = list(
+        qs.values_list(
+            "attempt_id",
+            "instance_id",
+            "model_id",
+            "run_id",
+            "judge_id",
+            "n_applicable",
+            "n_passed",
+            "attempt__assistant_turns",
+            "unscored",
+            "n_unrecognised",
+            tokens,
+        ).order_by()
+    )
     facet = {"scaffold": "scaffold", "primary_category": "primary_category"}.get(by)
-    wanted = [(AgentModel, "name", {r[2] for r in rows}), (Run, "label", {r[3] for r in rows}),
-              (Judge, "name", {r[4] for r in rows})] + ([(Instance, facet, {r[1] for r in rows})] if facet else [])
+    wanted = [
+        (AgentModel, "name", {r[2] for r in rows}),
+        (Run, "label", {r[3] for r in rows}),
+        (Judge, "name", {r[4] for r in rows}),
+    ] + ([(Instance, facet, {r[1] for r in rows})] if facet else [])
     models, runs, judges, *facets = _names(wanted)
     groups = {i: value or "(none)" for i, value in facets[0].items()} if facet else {}
 
@@ -589,14 +722,22 @@ def attempt_cells(benchmark_id: int, filters: Filters, *, by: str = "model") -> 
             return token_bucket(total)
         return judges[judge_id] if by == "judge" else groups.get(instance_id) if facet else None
 
-    return [Cell(a, i, models[m], runs[r], judges[j], n_app, n_pass, group(i, j, total), turns, unscored, n_unrecognised)
-            for a, i, m, r, j, n_app, n_pass, turns, unscored, n_unrecognised, total in rows]
+    return [
+        Cell(a, i, models[m], runs[r], judges[j], n_app, n_pass, group(i, j, total), turns, unscored, n_unrecognised)
+        for a, i, m, r, j, n_app, n_pass, turns, unscored, n_unrecognised, total in rows
+    ]
 
 
 def _names(wanted: list[tuple[type, str, set[int]]]) -> list[dict]:
     """For each (model class, field, ids): {id: field} of those rows; one query for all (UNION ALL)."""
-    parts = [model.objects.filter(id__in=sorted(ids)).annotate(_part=Value(n, output_field=IntegerField()))
-             .values_list("_part", "id", field).order_by() for n, (model, field, ids) in enumerate(wanted) if ids]
+    parts = [
+        model.objects.filter(id__in=sorted(ids))
+        .annotate(_part=Value(n, output_field=IntegerField()))
+        .values_list("_part", "id", field)
+        .order_by()
+        for n, (model, field, ids) in enumerate(wanted)
+        if ids
+    ]
     out: list[dict] = [{} for _ in wanted]
     if parts:
         for part, pk, value in parts[0].union(*parts[1:], all=True) if len(parts) > 1 else parts[0]:
@@ -607,57 +748,115 @@ def _names(wanted: list[tuple[type, str, set[int]]]) -> list[dict]:
 def group_cells(benchmark_id: int, filters: Filters, *, dimension: str) -> list[Cell]:
     """Cells from GroupRollup for an item facet ("category" or "check_type"), as ids named afterwards."""
     qs = _filter(GroupRollup.objects.filter(benchmark_id=benchmark_id, dimension=dimension), filters, via="attempt__")
-    rows = list(qs.values_list(
-        "attempt_id", "attempt__instance_id", "model_id", "attempt__run_id", "judge_id",
-        "n_applicable", "n_passed", "value", "attempt__assistant_turns",
-    ).order_by())
-    models, runs, judges = _names([(AgentModel, "name", {r[2] for r in rows}), (Run, "label", {r[3] for r in rows}),
-                                   (Judge, "name", {r[4] for r in rows})])
-    return [Cell(a, i, models[m], runs[r], judges[j], n_app, n_pass, value, turns)
-            for a, i, m, r, j, n_app, n_pass, value, turns in rows]
+    rows = list(
+        qs.values_list(
+            "attempt_id",
+            "attempt__instance_id",
+            "model_id",
+            "attempt__run_id",
+            "judge_id",
+            "n_applicable",
+            "n_passed",
+            "value",
+            "attempt__assistant_turns",
+        ).order_by()
+    )
+    models, runs, judges = _names(
+        [
+            (AgentModel, "name", {r[2] for r in rows}),
+            (Run, "label", {r[3] for r in rows}),
+            (Judge, "name", {r[4] for r in rows}),
+        ]
+    )
+    return [
+        Cell(a, i, models[m], runs[r], judges[j], n_app, n_pass, value, turns)
+        for a, i, m, r, j, n_app, n_pass, value, turns in rows
+    ]
 
 
 def verdict_cells(benchmark_id: int, filters: Filters, *, by: str, excluded_items: Collection[int]) -> list[Cell]:
     """Cells recomputed from verdicts with some items left out (the exclusion-policy path only)."""
-    field_of = {"category": "item__category", "check_type": "item__check_type", "scaffold": "attempt__instance__scaffold",
-                "primary_category": "attempt__instance__primary_category", "judge": "judge__name",
-                "tokens": "attempt__total_tokens"}
+    field_of = {
+        "category": "item__category",
+        "check_type": "item__check_type",
+        "scaffold": "attempt__instance__scaffold",
+        "primary_category": "attempt__instance__primary_category",
+        "judge": "judge__name",
+        "tokens": "attempt__total_tokens",
+    }
     qs = _filter(Verdict.objects.filter(attempt__run__benchmark_id=benchmark_id), filters, **VIA_ATTEMPT)
     qs = qs.exclude(item_id__in=list(excluded_items))
-    keys = ["attempt_id", "attempt__instance_id", "attempt__run__model__name", "attempt__run__label", "judge__name",
-            "attempt__assistant_turns"]
+    keys = [
+        "attempt_id",
+        "attempt__instance_id",
+        "attempt__run__model__name",
+        "attempt__run__label",
+        "judge__name",
+        "attempt__assistant_turns",
+    ]
     group_field = field_of.get(by)
     if group_field and group_field not in keys:
         keys.append(group_field)
-    rows = qs.values(*keys).annotate(
-        n_applicable=Count("id", filter=~Q(result=VerdictResult.NOT_APPLICABLE)),
-        n_passed=Count("id", filter=Q(result=VerdictResult.PASS)),
-    ).order_by()
+    rows = (
+        qs.values(*keys)
+        .annotate(
+            n_applicable=Count("id", filter=~Q(result=VerdictResult.NOT_APPLICABLE)),
+            n_passed=Count("id", filter=Q(result=VerdictResult.PASS)),
+        )
+        .order_by()
+    )
     # keyed by the group as named (a token bucket, "(none)"), as _add_judge_reports finds the cells
     cells = {}
     for r in rows:
         group = group_value(by, r[group_field]) if group_field else None
         cells[(r["attempt_id"], r["judge__name"], group)] = Cell(
-            r["attempt_id"], r["attempt__instance_id"], r["attempt__run__model__name"], r["attempt__run__label"],
-            r["judge__name"], r["n_applicable"], r["n_passed"], group, r["attempt__assistant_turns"])
+            r["attempt_id"],
+            r["attempt__instance_id"],
+            r["attempt__run__model__name"],
+            r["attempt__run__label"],
+            r["judge__name"],
+            r["n_applicable"],
+            r["n_passed"],
+            group,
+            r["attempt__assistant_turns"],
+        )
     _add_judge_reports(cells, benchmark_id, filters, keys, group_field, excluded_items, by=by)
     return list(cells.values())
 
 
-def _add_judge_reports(cells: dict[tuple, Cell], benchmark_id: int, filters: Filters, keys: list[str],
-                       group_field: str | None, excluded_items: Collection[int], *, by: str = "model") -> None:
+def _add_judge_reports(
+    cells: dict[tuple, Cell],
+    benchmark_id: int,
+    filters: Filters,
+    keys: list[str],
+    group_field: str | None,
+    excluded_items: Collection[int],
+    *,
+    by: str = "model",
+) -> None:
     """Judge reports added to verdict cells as runs.services adds them to the rollups: an attempt the judge
     could not score counts its instance's items (those not excluded, at least one) as failed, per item facet
     when grouped by one; a scored attempt adds the checks the checklist lacks (not per item facet)."""
     by_item = group_field is not None and group_field.startswith("item__")
     qs = _filter(JudgeReport.objects.filter(attempt__run__benchmark_id=benchmark_id), filters, **VIA_ATTEMPT)
-    reports = list(qs.values(*(k for k in keys if not k.startswith("item__")), "status", "n_applicable_extra",
-                             "n_passed_extra", "unrecognised").order_by())
+    reports = list(
+        qs.values(
+            *(k for k in keys if not k.startswith("item__")),
+            "status",
+            "n_applicable_extra",
+            "n_passed_extra",
+            "unrecognised",
+        ).order_by()
+    )
     facet = group_field.removeprefix("item__") if by_item else "key"
     items: dict[int, list[str]] = defaultdict(list)
-    for instance_id, value in ChecklistItem.objects.filter(
-            instance_id__in={r["attempt__instance_id"] for r in reports if r["status"] != ReportStatus.SCORED}).exclude(
-            id__in=list(excluded_items)).values_list("instance_id", facet):
+    for instance_id, value in (
+        ChecklistItem.objects.filter(
+            instance_id__in={r["attempt__instance_id"] for r in reports if r["status"] != ReportStatus.SCORED}
+        )
+        .exclude(id__in=list(excluded_items))
+        .values_list("instance_id", facet)
+    ):
         items[instance_id].append(value)
     for r in reports:
         unscored = "" if r["status"] == ReportStatus.SCORED else r["status"]
@@ -672,18 +871,31 @@ def _add_judge_reports(cells: dict[tuple, Cell], benchmark_id: int, filters: Fil
             if key not in cells and not n:  # a scored attempt whose verdicts were all left out stays out
                 continue
             cell = cells.get(key) or Cell(
-                r["attempt_id"], r["attempt__instance_id"], r["attempt__run__model__name"], r["attempt__run__label"],
-                r["judge__name"], 0, 0, group, r["attempt__assistant_turns"])
+                r["attempt_id"],
+                r["attempt__instance_id"],
+                r["attempt__run__model__name"],
+                r["attempt__run__label"],
+                r["judge__name"],
+                0,
+                0,
+                group,
+                r["attempt__assistant_turns"],
+            )
             passed = 0 if unscored or by_item else r["n_passed_extra"]
             if by_item:  # as GroupRollup, which keeps counts only
                 cells[key] = cell._replace(n_applicable=cell.n_applicable + n)
                 continue
-            cells[key] = cell._replace(n_applicable=cell.n_applicable + n, n_passed=cell.n_passed + passed,
-                                       unscored=unscored, n_unrecognised=len(r["unrecognised"] or {}))
+            cells[key] = cell._replace(
+                n_applicable=cell.n_applicable + n,
+                n_passed=cell.n_passed + passed,
+                unscored=unscored,
+                n_unrecognised=len(r["unrecognised"] or {}),
+            )
 
 
-def leaderboard_cells(benchmark_id: int, filters: Filters, *, by: str = "model",
-                      excluded_items: Collection[int] | None = None) -> list[Cell]:
+def leaderboard_cells(
+    benchmark_id: int, filters: Filters, *, by: str = "model", excluded_items: Collection[int] | None = None
+) -> list[Cell]:
     """The cells behind a leaderboard grouped `by` (a key of GROUPINGS); rollups unless items are excluded."""
     if by not in GROUPINGS:
         raise ValueError(f"unknown grouping {by!r}")
@@ -694,8 +906,14 @@ def leaderboard_cells(benchmark_id: int, filters: Filters, *, by: str = "model",
     return attempt_cells(benchmark_id, filters, by=by)
 
 
-def leaderboard_rows(benchmark_id: int, filters: Filters, *, by: str = "model", bootstrap: bool = False,
-                     excluded_items: Collection[int] | None = None) -> list[ScoreRow]:
+def leaderboard_rows(
+    benchmark_id: int,
+    filters: Filters,
+    *,
+    by: str = "model",
+    bootstrap: bool = False,
+    excluded_items: Collection[int] | None = None,
+) -> list[ScoreRow]:
     """Leaderboard rows (by model, or a model x group matrix), with bootstrap intervals when asked."""
     if by == "model" and not bootstrap and not excluded_items:
         return rows_with_usage(model_rows_counted(benchmark_id, filters), benchmark_id, filters)
@@ -722,58 +940,114 @@ def model_rows_counted(benchmark_id: int, filters: Filters) -> list[ScoreRow]:
     rollups = _filter(AttemptRollup.objects.filter(benchmark_id=benchmark_id), filters).order_by()
     counted = Q(n_applicable__gt=0)
     statuses = [s for s in ReportStatus.values if s != ReportStatus.SCORED]
-    per_judge = list(rollups.values("model_id", "judge_id").annotate(
-        attempts=Count("id", filter=counted),
-        success=Count("id", filter=counted & Q(n_passed=F("n_applicable"))),
-        applicable=Sum("n_applicable", filter=counted, default=0),
-        passed=Sum("n_passed", filter=counted, default=0),
-        instances=Count("instance_id", filter=counted, distinct=True),
-        empty=Count("attempt_id", filter=Q(n_applicable=0), distinct=True),
-        rate_sum=Sum(Cast("n_passed", FloatField()) / NullIf("n_applicable", 0), filter=counted, default=0.0),
-        unrecognised=Sum("n_unrecognised", default=0),
-        **{f"unscored_{s}": Count("id", filter=Q(unscored=s)) for s in statuses},
-    ).values_list("model_id", "judge_id", "attempts", "success", "applicable", "passed", "instances", "empty",
-                  "rate_sum", "unrecognised", *(f"unscored_{s}" for s in statuses)))
+    per_judge = list(
+        rollups.values("model_id", "judge_id")
+        .annotate(
+            attempts=Count("id", filter=counted),
+            success=Count("id", filter=counted & Q(n_passed=F("n_applicable"))),
+            applicable=Sum("n_applicable", filter=counted, default=0),
+            passed=Sum("n_passed", filter=counted, default=0),
+            instances=Count("instance_id", filter=counted, distinct=True),
+            empty=Count("attempt_id", filter=Q(n_applicable=0), distinct=True),
+            rate_sum=Sum(Cast("n_passed", FloatField()) / NullIf("n_applicable", 0), filter=counted, default=0.0),
+            unrecognised=Sum("n_unrecognised", default=0),
+            **{f"unscored_{s}": Count("id", filter=Q(unscored=s)) for s in statuses},
+        )
+        .values_list(
+            "model_id",
+            "judge_id",
+            "attempts",
+            "success",
+            "applicable",
+            "passed",
+            "instances",
+            "empty",
+            "rate_sum",
+            "unrecognised",
+            *(f"unscored_{s}" for s in statuses),
+        )
+    )
     # across judges: an attempt counts when any judge had an applicable item, else it is empty
-    inner, params = rollups.values("model_id", "attempt_id", "instance_id").annotate(
-        most=Max("n_applicable")).values_list("model_id", "attempt_id", "instance_id", "most").query.sql_with_params()
+    inner, params = (
+        rollups.values("model_id", "attempt_id", "instance_id")
+        .annotate(most=Max("n_applicable"))
+        .values_list("model_id", "attempt_id", "instance_id", "most")
+        .query.sql_with_params()
+    )
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT t.model_id, COUNT(DISTINCT t.instance_id) FILTER (WHERE t.most > 0), "
             "COUNT(*) FILTER (WHERE t.most > 0), COUNT(*) FILTER (WHERE t.most = 0) "
-            f"FROM ({inner}) t GROUP BY t.model_id", params)
+            f"FROM ({inner}) t GROUP BY t.model_id",
+            params,
+        )
         across = {m: (i, a, e) for m, i, a, e in cursor.fetchall()}
     names = _names([(AgentModel, "name", set(across)), (Judge, "name", {j for _, j, *_ in per_judge})])
     judges: dict[int, dict[str, JudgeScore]] = defaultdict(dict)
     for m, j, attempts, success, applicable, passed, instances, empty, rate_sum, unrecognised, *unscored in per_judge:
-        judges[m][names[1][j]] = judge_score_of(attempts, success, applicable, passed, instances, empty,
-                                                rate_sum=rate_sum, unscored=dict(zip(statuses, unscored)),
-                                                n_unrecognised=unrecognised)
-    rows = [score_row_of(names[0][m], None, dict(sorted(judges[m].items())), n_instances=i, n_attempts=a, n_empty=e)
-            for m, (i, a, e) in across.items()]
+        judges[m][names[1][j]] = judge_score_of(
+            attempts,
+            success,
+            applicable,
+            passed,
+            instances,
+            empty,
+            rate_sum=rate_sum,
+            unscored=dict(zip(statuses, unscored)),
+            n_unrecognised=unrecognised,
+        )
+    rows = [
+        score_row_of(names[0][m], None, dict(sorted(judges[m].items())), n_instances=i, n_attempts=a, n_empty=e)
+        for m, (i, a, e) in across.items()
+    ]
     return sorted(rows, key=lambda r: r.model)
 
 
 def model_base(benchmark_id: int) -> ModelBase:
     """The ModelBase of a benchmark from its AttemptRollup rows as committed now (one pass over them)."""
-    instances = Instance.objects.filter(benchmark_id=benchmark_id).order_by("id").values_list(
-        "id", "scaffold", "primary_category")
-    rollups = AttemptRollup.objects.filter(benchmark_id=benchmark_id).values_list(
-        "run_id", "model_id", "judge_id", "instance_id", "n_applicable", "n_passed", "unscored", "n_unrecognised").order_by()
+    instances = (
+        Instance.objects.filter(benchmark_id=benchmark_id)
+        .order_by("id")
+        .values_list("id", "scaffold", "primary_category")
+    )
+    rollups = (
+        AttemptRollup.objects.filter(benchmark_id=benchmark_id)
+        .values_list(
+            "run_id", "model_id", "judge_id", "instance_id", "n_applicable", "n_passed", "unscored", "n_unrecognised"
+        )
+        .order_by()
+    )
     sums = metrics.base_sums(instances, rollups.iterator(chunk_size=20000))
-    labels, models, judges = _names([(Run, "label", set(sums.model_of)),
-                                     (AgentModel, "name", set(sums.model_of.values())),
-                                     (Judge, "name", {c[1] for c in sums.cells})])
+    labels, models, judges = _names(
+        [
+            (Run, "label", set(sums.model_of)),
+            (AgentModel, "name", set(sums.model_of.values())),
+            (Judge, "name", {c[1] for c in sums.cells}),
+        ]
+    )
     runs = {pk: (label, sums.model_of[pk]) for pk, label in labels.items()}
-    return ModelBase(runs, models, judges, sums.cells, sums.merged, n_instances=sums.n_instances,
-                     n_runs=Run.objects.filter(benchmark_id=benchmark_id).count())
+    return ModelBase(
+        runs,
+        models,
+        judges,
+        sums.cells,
+        sums.merged,
+        n_instances=sums.n_instances,
+        n_runs=Run.objects.filter(benchmark_id=benchmark_id).count(),
+    )
 
 
-def drilldown_rows(benchmark_id: int, filters: Filters, *, model: str, by: str = "model",
-                   group: str | None = None) -> list[AttemptRow]:
+def drilldown_rows(
+    benchmark_id: int, filters: Filters, *, model: str, by: str = "model", group: str | None = None
+) -> list[AttemptRow]:
     """The attempts behind one cell (model, and group value when grouped), failing first, worst first."""
-    scoped = Filters(runs=filters.runs, judges=filters.judges, scaffolds=filters.scaffolds,
-                     primary_categories=filters.primary_categories, models=[model])
+    scoped = Filters(
+        runs=filters.runs,
+        judges=filters.judges,
+        scaffolds=filters.scaffolds,
+        primary_categories=filters.primary_categories,
+        models=[model],
+    )
     cells = leaderboard_cells(benchmark_id, scoped, by=by)
     if by != "model":
         cells = [c for c in cells if c.group == group]
@@ -789,15 +1063,25 @@ def drilldown_rows(benchmark_id: int, filters: Filters, *, model: str, by: str =
     return sorted(rows.values(), key=lambda r: (not r.failing, r.pass_ratio, -r.n_failed, r.attempt_id))
 
 
-def attach_failing_items(rows: Sequence[AttemptRow], *, by: str = "model", group: str | None = None,
-                         judges: Collection[str] | None = (), newest_verdict_id: int | None = None) -> None:
+def attach_failing_items(
+    rows: Sequence[AttemptRow],
+    *,
+    by: str = "model",
+    group: str | None = None,
+    judges: Collection[str] | None = (),
+    newest_verdict_id: int | None = None,
+) -> None:
     """Fill external ids, usage (tokens, wall time, tool calls) and failing items (with the judges that failed
     them) of a page of rows; two queries. `newest_verdict_id` keeps only verdicts stored up to it (a share link's
     attempts, as they were when it was made)."""
     if not rows:
         return
-    facts = {a: rest for a, *rest in Attempt.objects.filter(id__in=[r.attempt_id for r in rows]).values_list(
-        "id", "instance__external_id", "total_tokens", "wall_seconds", "tool_calls").order_by()}
+    facts = {
+        a: rest
+        for a, *rest in Attempt.objects.filter(id__in=[r.attempt_id for r in rows])
+        .values_list("id", "instance__external_id", "total_tokens", "wall_seconds", "tool_calls")
+        .order_by()
+    }
     qs = Verdict.objects.filter(attempt_id__in=[r.attempt_id for r in rows], result=VerdictResult.FAIL)
     if judges:
         qs = qs.filter(judge__name__in=list(judges))
@@ -809,16 +1093,25 @@ def attach_failing_items(rows: Sequence[AttemptRow], *, by: str = "model", group
         qs = qs.filter(item__check_type=group)
     elif by == "judge":
         qs = qs.filter(judge__name=group)
-    failing = metrics.failing_items(qs.values_list(
-        "attempt_id", "item_id", "item__key", "item__description", "item__category", "judge__name"
-    ).order_by("item__position", "judge__name"))
+    failing = metrics.failing_items(
+        qs.values_list(
+            "attempt_id", "item_id", "item__key", "item__description", "item__category", "judge__name"
+        ).order_by("item__position", "judge__name")
+    )
     for row in rows:
-        row.external_id, row.total_tokens, row.wall_seconds, row.tool_calls = facts.get(row.attempt_id, ("", None, None, None))
+        row.external_id, row.total_tokens, row.wall_seconds, row.tool_calls = facts.get(
+            row.attempt_id, ("", None, None, None)
+        )
         row.failing_items = list(failing.get(row.attempt_id, ()))
 
 
-def attempt_checklist(attempt_id: int, *, reasoning_cut: int | None = None, judges: Collection[str] | None = None,
-                      newest_verdict_id: int | None = None) -> list[dict]:
+def attempt_checklist(
+    attempt_id: int,
+    *,
+    reasoning_cut: int | None = None,
+    judges: Collection[str] | None = None,
+    newest_verdict_id: int | None = None,
+) -> list[dict]:
     """The attempt's checklist with each judge's verdict and reasoning; items any judge failed come first.
 
     With `reasoning_cut`, each reasoning is read only up to that many characters (the database cuts it:
@@ -827,22 +1120,34 @@ def attempt_checklist(attempt_id: int, *, reasoning_cut: int | None = None, judg
     id: a share link shows what its snapshot saw, not verdicts imported after it was made. A verdict's
     `written` is the result the judge wrote when the reference scorer does not recognise it (as JSON)."""
     instance_id = Attempt.objects.filter(id=attempt_id).values_list("instance_id", flat=True).first()
-    items = list(ChecklistItem.objects.filter(instance_id=instance_id).values(
-        "id", "key", "description", "category", "category_original", "check_type", "position"))
-    written = dict(JudgeReport.objects.filter(attempt_id=attempt_id).exclude(unrecognised={}).values_list(
-        "judge__name", "unrecognised"))
+    items = list(
+        ChecklistItem.objects.filter(instance_id=instance_id).values(
+            "id", "key", "description", "category", "category_original", "check_type", "position"
+        )
+    )
+    written = dict(
+        JudgeReport.objects.filter(attempt_id=attempt_id)
+        .exclude(unrecognised={})
+        .values_list("judge__name", "unrecognised")
+    )
     text = F("reasoning") if reasoning_cut is None else Substr("reasoning", 1, reasoning_cut)
     verdicts = Verdict.objects.filter(attempt_id=attempt_id).annotate(text=text, size=Length("reasoning"))
     if judges is not None:
         verdicts = verdicts.filter(judge__name__in=list(judges))
     if newest_verdict_id is not None:
         verdicts = verdicts.filter(id__lte=newest_verdict_id)
-    return metrics.checklist_items(items, written, verdicts.values(
-        "id", "item_id", "judge__name", "result", "text", "size", "evidence").order_by("judge__name"))
+    return metrics.checklist_items(
+        items,
+        written,
+        verdicts.values("id", "item_id", "judge__name", "result", "text", "size", "evidence").order_by("judge__name"),
+    )
 
 
 #: evaluate.py's error texts for an instance it could not give the judge, in plain words
-REFERENCE_ERRORS = {"轨迹文件为空": "the trajectory file was empty", "case 中没有 checklist": "the instance has no checklist"}
+REFERENCE_ERRORS = {
+    "轨迹文件为空": "the trajectory file was empty",
+    "case 中没有 checklist": "the instance has no checklist",
+}
 
 
 def attempt_judge_reports(attempt_id: int, *, judges: Collection[str] | None = None) -> list[dict]:
@@ -857,22 +1162,42 @@ def attempt_judge_reports(attempt_id: int, *, judges: Collection[str] | None = N
         reason = ReportStatus(r.status).label if r.unscored else ""
         if r.status == ReportStatus.FAILED and r.error in REFERENCE_ERRORS:
             reason = f"evaluate.py did not call the judge: {REFERENCE_ERRORS[r.error]}"
-        out.append({"judge": r.judge.name, "judge_id": r.judge_id, "status": r.status, "unscored": r.unscored,
-                    "reason": reason, "error": r.error, "reply": r.raw_reply, "reward": r.reward,
-                    "binary_reward": r.binary_reward, "unrecognised": r.unrecognised, "extra_checks": r.extra_checks,
-                    "counted_failed": r.n_applicable_extra if r.unscored else 0})
+        out.append(
+            {
+                "judge": r.judge.name,
+                "judge_id": r.judge_id,
+                "status": r.status,
+                "unscored": r.unscored,
+                "reason": reason,
+                "error": r.error,
+                "reply": r.raw_reply,
+                "reward": r.reward,
+                "binary_reward": r.binary_reward,
+                "unrecognised": r.unrecognised,
+                "extra_checks": r.extra_checks,
+                "counted_failed": r.n_applicable_extra if r.unscored else 0,
+            }
+        )
     return out
 
 
 def item_model_matrix(instance_id: int) -> dict:
     """Per checklist item and model: pass rate over applicable verdicts (all judges, all repetitions) of one instance."""
-    items = list(ChecklistItem.objects.filter(instance_id=instance_id).values(
-        "id", "key", "description", "category", "category_original", "check_type", "position"))
-    counts = Verdict.objects.filter(attempt__instance_id=instance_id).values("item_id", "attempt__run__model__name").annotate(
-        n=Count("id", filter=~Q(result=VerdictResult.NOT_APPLICABLE)),
-        passed=Count("id", filter=Q(result=VerdictResult.PASS)),
-        na=Count("id", filter=Q(result=VerdictResult.NOT_APPLICABLE)),
-    ).order_by()
+    items = list(
+        ChecklistItem.objects.filter(instance_id=instance_id).values(
+            "id", "key", "description", "category", "category_original", "check_type", "position"
+        )
+    )
+    counts = (
+        Verdict.objects.filter(attempt__instance_id=instance_id)
+        .values("item_id", "attempt__run__model__name")
+        .annotate(
+            n=Count("id", filter=~Q(result=VerdictResult.NOT_APPLICABLE)),
+            passed=Count("id", filter=Q(result=VerdictResult.PASS)),
+            na=Count("id", filter=Q(result=VerdictResult.NOT_APPLICABLE)),
+        )
+        .order_by()
+    )
     return metrics.item_matrix(items, counts)
 
 
@@ -888,17 +1213,32 @@ def judge_disagreements(benchmark_id: int, filters: Filters, *, limit: int = 20)
         if not judge_keys:
             return []
         pairs = pairs.filter(passed_by__has_any_keys=judge_keys, failed_by__has_any_keys=judge_keys)
-    top = list(pairs.values("item_id").annotate(n=Count("id")).order_by("-n", "item_id").values_list("item_id", "n")[:limit])
+    top = list(
+        pairs.values("item_id").annotate(n=Count("id")).order_by("-n", "item_id").values_list("item_id", "n")[:limit]
+    )
     if not top:
         return []
     ids = [i for i, _ in top]
-    qs = _filter(Verdict.objects.filter(attempt__run__benchmark_id=benchmark_id, item_id__in=ids), filters, **VIA_ATTEMPT)
-    judged = dict(qs.exclude(result=VerdictResult.NOT_APPLICABLE).values("item_id")
-                  .annotate(n=Count("attempt_id", distinct=True)).order_by().values_list("item_id", "n"))
-    info = {i["id"]: i for i in ChecklistItem.objects.filter(id__in=ids).values(
-        "id", "key", "description", "category", "instance_id", "instance__external_id")}
-    return [{**info[i], "split": n, "judged": judged.get(i, 0),
-             "rate": 100.0 * n / judged[i] if judged.get(i) else None} for i, n in top]
+    qs = _filter(
+        Verdict.objects.filter(attempt__run__benchmark_id=benchmark_id, item_id__in=ids), filters, **VIA_ATTEMPT
+    )
+    judged = dict(
+        qs.exclude(result=VerdictResult.NOT_APPLICABLE)
+        .values("item_id")
+        .annotate(n=Count("attempt_id", distinct=True))
+        .order_by()
+        .values_list("item_id", "n")
+    )
+    info = {
+        i["id"]: i
+        for i in ChecklistItem.objects.filter(id__in=ids).values(
+            "id", "key", "description", "category", "instance_id", "instance__external_id"
+        )
+    }
+    return [
+        {**info[i], "split": n, "judged": judged.get(i, 0), "rate": 100.0 * n / judged[i] if judged.get(i) else None}
+        for i, n in top
+    ]
 
 
 def _side_filters(side: str) -> Filters:
@@ -917,22 +1257,41 @@ def compare_sides(benchmark_id: int, a: str, b: str, *, limit: int = 200) -> dic
 
     def verdicts(side: str):
         f = _side_filters(side)
-        qs = Verdict.objects.filter(attempt__run__benchmark_id=benchmark_id, attempt__instance_id__in=common,
-                                    judge__name__in=paired.judges)
-        qs = qs.filter(attempt__run__label__in=list(f.runs)) if f.runs else qs.filter(attempt__run__model__name__in=list(f.models))
+        qs = Verdict.objects.filter(
+            attempt__run__benchmark_id=benchmark_id, attempt__instance_id__in=common, judge__name__in=paired.judges
+        )
+        qs = (
+            qs.filter(attempt__run__label__in=list(f.runs))
+            if f.runs
+            else qs.filter(attempt__run__model__name__in=list(f.models))
+        )
         return qs.values_list("attempt__instance_id", "item_id", "judge__name", "result").order_by()
 
     flips = flipped_items(verdicts(a), verdicts(b)) if common else []
     ids = {f.item_id for f in flips}
-    items = {i["id"]: i for i in ChecklistItem.objects.filter(id__in=ids).values("id", "key", "description", "category")}
+    items = {
+        i["id"]: i for i in ChecklistItem.objects.filter(id__in=ids).values("id", "key", "description", "category")
+    }
     external = dict(Instance.objects.filter(id__in={f.instance_id for f in flips}).values_list("id", "external_id"))
     merged: dict[tuple[int, int, str], dict] = {}
     for f in flips:
-        entry = merged.setdefault((f.instance_id, f.item_id, f.direction), {
-            **items.get(f.item_id, {}), "instance_id": f.instance_id, "external_id": external.get(f.instance_id, ""),
-            "direction": f.direction, "judges": []})
+        entry = merged.setdefault(
+            (f.instance_id, f.item_id, f.direction),
+            {
+                **items.get(f.item_id, {}),
+                "instance_id": f.instance_id,
+                "external_id": external.get(f.instance_id, ""),
+                "direction": f.direction,
+                "judges": [],
+            },
+        )
         entry["judges"].append(f.judge)
     fixed = [e for e in merged.values() if e["direction"] == "fixed"]
     broken = [e for e in merged.values() if e["direction"] == "broken"]
-    return {"paired": paired, "fixed": fixed[:limit], "broken": broken[:limit],
-            "n_fixed": len(fixed), "n_broken": len(broken)}
+    return {
+        "paired": paired,
+        "fixed": fixed[:limit],
+        "broken": broken[:limit],
+        "n_fixed": len(fixed),
+        "n_broken": len(broken),
+    }

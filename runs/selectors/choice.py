@@ -1,5 +1,6 @@
 """Choice pages' state (GuideBench): the query string validated with its defaults, and what each page and
 /api/choice-metrics/ show for it. Numbers come from runs.metrics.choice (docs/metrics.md#choice)."""
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -78,9 +79,14 @@ def choice_metrics(*, benchmark: Benchmark, state: dict) -> dict:
     the page's order with their category cells in `overall`) and the per-category tables."""
     runs = metrics.run_metrics(choice_rows(benchmark.id, state["runs"], view=state["view"]))
     categories = sorted({c for r in runs for c in r.categories})
-    return {"run_rows": runs, "categories": categories,
-            "overall": [(r, [r.categories.get(c) for c in categories]) for r in metrics.run_metrics_sorted(runs, state["sort"])],
-            "tables": metrics.category_tables(runs, state["dsort"])}
+    return {
+        "run_rows": runs,
+        "categories": categories,
+        "overall": [
+            (r, [r.categories.get(c) for c in categories]) for r in metrics.run_metrics_sorted(runs, state["sort"])
+        ],
+        "tables": metrics.category_tables(runs, state["dsort"]),
+    }
 
 
 def choice_confusion(*, benchmark: Benchmark, state: dict) -> dict:
@@ -91,8 +97,12 @@ def choice_confusion(*, benchmark: Benchmark, state: dict) -> dict:
     rows = [r for r in rows if r.category == category]
     cell = None
     if state["crun"]:
-        cell = metrics.rows_matching([r for r in rows if r.run == state["crun"]],
-                                     true_key=state["true"], pred_key=state["pred"], unanswered=state["missing"])
+        cell = metrics.rows_matching(
+            [r for r in rows if r.run == state["crun"]],
+            true_key=state["true"],
+            pred_key=state["pred"],
+            unanswered=state["missing"],
+        )
     return {"categories": categories, "category": category, "matrices": metrics.confusion_matrices(rows), "cell": cell}
 
 
@@ -112,17 +122,27 @@ def choice_tasks(*, benchmark: Benchmark, state: dict) -> dict:
     rows = choice_rows(benchmark.id, state["runs"], view=state["view"])
     categories = sorted({r.category for r in rows})
     rows = metrics.rows_matching(
-        rows, category=state["category"] or None, true_key=state["true"], pred_key=state["pred"],
-        unanswered=state["missing"], correct={"wrong": False, "right": True}.get(state["outcome"]),
+        rows,
+        category=state["category"] or None,
+        true_key=state["true"],
+        pred_key=state["pred"],
+        unanswered=state["missing"],
+        correct={"wrong": False, "right": True}.get(state["outcome"]),
     )
-    return {"rows": rows, "categories": categories, "page": Paginator(rows, TASKS_PAGE).get_page(state["page"]),
-            "outcomes": OUTCOMES}
+    return {
+        "rows": rows,
+        "categories": categories,
+        "page": Paginator(rows, TASKS_PAGE).get_page(state["page"]),
+        "outcomes": OUTCOMES,
+    }
 
 
 def choice_task(*, instance: Instance, state: dict) -> dict:
     """One task as shown, and every selected run's answer to it."""
-    return {"task": metrics.choice_task_view(instance.spec, instance.primary_category),
-            "answers": choice_task_answers(instance.id, state["runs"])}
+    return {
+        "task": metrics.choice_task_view(instance.spec, instance.primary_category),
+        "answers": choice_task_answers(instance.id, state["runs"]),
+    }
 
 
 def choice_rows(

@@ -1,5 +1,6 @@
 """Conflict page's state (OctoBench-Conflict): the query string validated with its defaults, and what the page and
 /api/conflict-metrics/ show for it. Numbers come from runs.metrics.conflict (docs/metrics.md#conflict)."""
+
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
@@ -8,7 +9,7 @@ from django import forms
 from django.db.models import Q
 
 from runs.exclusions import exclusion_box
-from runs.metrics import conflict as m
+from runs.metrics import conflict as metrics
 from runs.models import Benchmark, ChecklistItem, Instance, Judge, Run, Verdict
 from runs.selectors.state import KindQuery, SwitchField, kind_state
 
@@ -23,7 +24,7 @@ class ConflictQuery(KindQuery):
     is drilled into."""
 
     label = forms.CharField(required=False, max_length=200)
-    type = forms.ChoiceField(required=False, choices=[("", "")] + [(t, t) for t in m.TYPES])
+    type = forms.ChoiceField(required=False, choices=[("", "")] + [(t, t) for t in metrics.TYPES])
     scenario = forms.CharField(required=False, max_length=200)
     followed = forms.ChoiceField(required=False, choices=[("", "")] + FOLLOWED)
     sp = SwitchField()
@@ -53,22 +54,35 @@ def conflict_metrics(state: dict) -> dict:
     """The page's data: resolution rate per model (or run) and conflict type, SP rate per scenario, what an exclusion
     policy did to the ranking by SP rate, and the attempts behind the chosen cell."""
     judge, excluded, by = state["judge"], state["excluded"], state["by"]
-    rows = conflict_rows_select(benchmark=state["benchmark"], judge=judge, run_ids=state["run_ids"],
-                                excluded_items=excluded) if judge else []
-    rates, scenarios = m.resolution_rates(rows, by=by), m.sp_rates(rows, by=by)
+    rows = (
+        conflict_rows_select(
+            benchmark=state["benchmark"], judge=judge, run_ids=state["run_ids"], excluded_items=excluded
+        )
+        if judge
+        else []
+    )
+    rates, scenarios = metrics.resolution_rates(rows, by=by), metrics.sp_rates(rows, by=by)
     exclusion = None
     if judge and excluded is not None:
         before = conflict_rows_select(benchmark=state["benchmark"], judge=judge, run_ids=state["run_ids"])
         exclusion = _exclusion(state["exclude"], excluded, before, rows, by)
-    types, type_table = m.matrix(rates, "type")
-    scenario_names, scenario_table = m.matrix(scenarios, "scenario")
+    types, type_table = metrics.matrix(rates, "type")
+    scenario_names, scenario_table = metrics.matrix(scenarios, "scenario")
     lines = exclusion["lines"] if exclusion else {}
-    data = {"rows": rows, "rates": rates, "scenario_rates": scenarios, "exclusion": exclusion, "headline": m.HEADLINE,
-            "types": types, "type_table": type_table, "type_heads": [(t, m.TYPES[t]) for t in types],
-            "scenarios": scenario_names,
-            "scenario_table": [(label, cells, lines.get(label)) for label, cells in scenario_table]}
+    data = {
+        "rows": rows,
+        "rates": rates,
+        "scenario_rates": scenarios,
+        "exclusion": exclusion,
+        "headline": metrics.HEADLINE,
+        "types": types,
+        "type_table": type_table,
+        "type_heads": [(t, metrics.TYPES[t]) for t in types],
+        "scenarios": scenario_names,
+        "scenario_table": [(label, cells, lines.get(label)) for label, cells in scenario_table],
+    }
     if state["cell"]:
-        picked = m.drill(rows, by=by, **state["cell"])
+        picked = metrics.drill(rows, by=by, **state["cell"])
         data.update(examples=picked[:EXAMPLES_LIMIT], n_examples=len(picked))
     return data
 
@@ -77,27 +91,35 @@ def _exclusion(policy: str, excluded: set[int], before: list, after: list, by: s
     """What the exclusion policy did: the attempts no longer counted (and those read from an audit's rewrite), ranks
     by SP rate before and after, Kendall's tau, the swaps with the resolution items behind each, and the excluded
     items (resolutions first)."""
-    lines, tau, swaps = m.sp_rank_change(before, after, by=by)
+    lines, tau, swaps = metrics.sp_rank_change(before, after, by=by)
     kept = {r.attempt_id for r in after}
     dropped = [r for r in before if r.attempt_id not in kept]
     originals = {r.item_id for r in before}
     items = excluded_items_select(excluded)
     shown = sorted(items, key=lambda i: not i["resolution"])
-    return {**exclusion_box(policy, excluded, lines, tau, swaps, {i["id"]: i for i in items}, shown),
-            "n_resolution": sum(i["resolution"] for i in items), "n_dropped": len(dropped),
-            "n_rewritten": sum(r.item_id not in originals for r in after),
-            "dropped_instances": sorted({r.instance for r in dropped})}
+    return {
+        **exclusion_box(policy, excluded, lines, tau, swaps, {i["id"]: i for i in items}, shown),
+        "n_resolution": sum(i["resolution"] for i in items),
+        "n_dropped": len(dropped),
+        "n_rewritten": sum(r.item_id not in originals for r in after),
+        "dropped_instances": sorted({r.instance for r in dropped}),
+    }
 
 
 def conflict_judges(benchmark) -> list:
     """Judges with a verdict on this benchmark's resolution items, by name."""
-    ids = Verdict.objects.filter(item__instance__benchmark=benchmark, item__key=m.ITEM_KEY).values_list(
-        "judge_id", flat=True).distinct().order_by()
+    ids = (
+        Verdict.objects.filter(item__instance__benchmark=benchmark, item__key=metrics.ITEM_KEY)
+        .values_list("judge_id", flat=True)
+        .distinct()
+        .order_by()
+    )
     return list(Judge.objects.filter(id__in=list(ids)).order_by("name"))
 
 
-def conflict_rows_select(*, benchmark, judge, run_ids: Sequence[int],
-                         excluded_items: Collection[int] | None = None) -> list[m.ConflictRow]:
+def conflict_rows_select(
+    *, benchmark, judge, run_ids: Sequence[int], excluded_items: Collection[int] | None = None
+) -> list[metrics.ConflictRow]:
     """One row per attempt of these runs that the judge read (attempts on instances without a valid pair are left out).
 
     With `excluded_items` (an audit exclusion policy's checklist items), verdicts on those items are
@@ -109,21 +131,36 @@ def conflict_rows_select(*, benchmark, judge, run_ids: Sequence[int],
     conflicts = Instance.objects.filter(benchmark=benchmark).values_list("id", "spec__conflict").order_by()
     verdicts = Verdict.objects.filter(judge=judge, attempt__run_id__in=list(run_ids))
     if excluded_items is None:
-        verdicts = verdicts.filter(item__key=m.ITEM_KEY)
+        verdicts = verdicts.filter(item__key=metrics.ITEM_KEY)
     else:
-        verdicts = verdicts.filter(Q(item__key=m.ITEM_KEY) | Q(item__key__startswith=m.REWRITE_PREFIX)).exclude(
-            item_id__in=list(excluded_items))
+        verdicts = verdicts.filter(
+            Q(item__key=metrics.ITEM_KEY) | Q(item__key__startswith=metrics.REWRITE_PREFIX)
+        ).exclude(item_id__in=list(excluded_items))
     verdicts = verdicts.values_list(
-        "attempt_id", "attempt__run__label", "attempt__run__model__name", "attempt__instance_id",
-        "attempt__instance__external_id", "evidence", "item_id").order_by(
-        "attempt__run__label", "attempt__instance__external_id", "item__version")
-    return m.conflict_rows(list(conflicts), verdicts)
+        "attempt_id",
+        "attempt__run__label",
+        "attempt__run__model__name",
+        "attempt__instance_id",
+        "attempt__instance__external_id",
+        "evidence",
+        "item_id",
+    ).order_by("attempt__run__label", "attempt__instance__external_id", "item__version")
+    return metrics.conflict_rows(list(conflicts), verdicts)
 
 
 def excluded_items_select(item_ids: Collection[int]) -> list[dict]:
     """The checklist items an exclusion policy leaves out, with their instance and whether each is a conflict's
     resolution item (the only item this page reads), by instance then key."""
-    items = ChecklistItem.objects.filter(id__in=list(item_ids)).values(
-        "id", "key", "description", "instance__external_id", "instance__spec__conflict__type",
-        "instance__spec__conflict__scenario").order_by("instance__external_id", "key")
-    return [{**i, "resolution": m.is_resolution_key(i["key"])} for i in items]
+    items = (
+        ChecklistItem.objects.filter(id__in=list(item_ids))
+        .values(
+            "id",
+            "key",
+            "description",
+            "instance__external_id",
+            "instance__spec__conflict__type",
+            "instance__spec__conflict__scenario",
+        )
+        .order_by("instance__external_id", "key")
+    )
+    return [{**i, "resolution": metrics.is_resolution_key(i["key"])} for i in items]

@@ -6,6 +6,7 @@ logged without one; the dialogues are re-simulated at the asked patience, else a
 dialogue is counted at one patience). A patience the logs cannot answer for is refused with
 runs.metrics.dialogue.PatienceRefused's words: the page says so and shows the recorded patience, the API answers
 400 with the same words."""
+
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
@@ -16,15 +17,21 @@ from django.db.models import Count, F, OuterRef, Q, QuerySet, Subquery
 
 from runs.checkers.evolif import LLM_JUDGED
 from runs.exclusions import exclusion_box
-from runs.metrics import dialogue as m
+from runs.metrics import dialogue as metrics
 from runs.models import Attempt, Benchmark, ChecklistItem, GroupRollup, Judge, JudgeKind, Run, Verdict, VerdictResult
 from runs.recheck import EVOLIF_CHECKER, logged_judge_for
 from runs.selectors.state import KindQuery, kind_state, query_errors
 from runs.trajectory_view import stored_threads
 
 METRIC_COLUMNS = [
-    ("csr", "CSR %"), ("isr", "ISR %"), ("act_len", "ACT len"), ("act_acc", "ACT acc"),
-    ("act_succ", "ACT succ"), ("lss", "LSS"), ("rob", "ROB %"), ("rec", "REC %"),
+    ("csr", "CSR %"),
+    ("isr", "ISR %"),
+    ("act_len", "ACT len"),
+    ("act_acc", "ACT acc"),
+    ("act_succ", "ACT succ"),
+    ("lss", "LSS"),
+    ("rob", "ROB %"),
+    ("rec", "REC %"),
 ]
 SORTS = [("label", "name")] + [(f"-{k}", f"{label} (high first)") for k, label in METRIC_COLUMNS]
 #: the metric rows are ranked by under an exclusion policy when the page is sorted by name (its default)
@@ -50,20 +57,30 @@ def dialogue_state(*, benchmark: Benchmark, query, exclusion: bool = False) -> d
     state = kind_state(form, benchmark=benchmark, runs=runs, judges=judges, exclusion=exclusion)
     clean = form.cleaned_data
     judge = state["judge"]
-    full = dialogues_select(benchmark=benchmark, judge=judge, run_ids=state["run_ids"],
-                              excluded_items=state["excluded"]) if judge else []
+    full = (
+        dialogues_select(benchmark=benchmark, judge=judge, run_ids=state["run_ids"], excluded_items=state["excluded"])
+        if judge
+        else []
+    )
     known = [d.patience for d in full]
     recorded = min(known) if known and None not in known else None
     asked = clean.get("patience")
     patience, refused = asked or recorded, None
     try:
-        dialogues = m.resimulate(full, patience)
-    except m.PatienceRefused as exc:
-        refused, patience, dialogues = str(exc), recorded, m.resimulate(full, recorded)
-    state.update(full=full, dialogues=dialogues, recorded=recorded, patience=patience, refused=refused,
-                 sort=clean.get("sort") or "label", group=clean.get("group") or "",
-                 patience_choices=list(range(1, (recorded or 0) + 1)),
-                 errors=query_errors(form, {"patience": refused} if refused else None))
+        dialogues = metrics.resimulate(full, patience)
+    except metrics.PatienceRefused as exc:
+        refused, patience, dialogues = str(exc), recorded, metrics.resimulate(full, recorded)
+    state.update(
+        full=full,
+        dialogues=dialogues,
+        recorded=recorded,
+        patience=patience,
+        refused=refused,
+        sort=clean.get("sort") or "label",
+        group=clean.get("group") or "",
+        patience_choices=list(range(1, (recorded or 0) + 1)),
+        errors=query_errors(form, {"patience": refused} if refused else None),
+    )
     return state
 
 
@@ -86,12 +103,17 @@ def _sorted(rows, sort: str):
 def dialogue_metrics(state: dict) -> dict:
     """The metrics page's data: a row per model (or run) in the page's order, and under an exclusion policy what it
     did to the ranking (each row's rank line in `lines`)."""
-    rows = _sorted(m.rows_by(state["dialogues"], by=state["by"]), state["sort"])
+    rows = _sorted(metrics.rows_by(state["dialogues"], by=state["by"]), state["sort"])
     ranked_by = rank_metric(state["sort"])
     exclusion = None if state["excluded"] is None or state["judge"] is None else _exclusion(state, ranked_by[0])
     effects = exclusion["lines"] if exclusion else {}
-    return {"rows": rows, "columns": METRIC_COLUMNS, "rank_metric": ranked_by, "exclusion": exclusion,
-            "lines": [{"row": r, "effect": effects.get(r.label)} for r in rows]}
+    return {
+        "rows": rows,
+        "columns": METRIC_COLUMNS,
+        "rank_metric": ranked_by,
+        "exclusion": exclusion,
+        "lines": [{"row": r, "effect": effects.get(r.label)} for r in rows],
+    }
 
 
 def _exclusion(state: dict, key: str) -> dict:
@@ -100,26 +122,37 @@ def _exclusion(state: dict, key: str) -> dict:
     excluded, judge = state["excluded"], state["judge"]
     full = dialogues_select(benchmark=state["benchmark"], judge=judge, run_ids=state["run_ids"])
     try:
-        before = m.resimulate(full, state["patience"])
-    except m.PatienceRefused:  # a dialogue the policy emptied was logged without a patience: none can be simulated
-        before = m.resimulate(full, None)
+        before = metrics.resimulate(full, state["patience"])
+    except (
+        metrics.PatienceRefused
+    ):  # a dialogue the policy emptied was logged without a patience: none can be simulated
+        before = metrics.resimulate(full, None)
     after_turns = {d.key: len(d.turns) for d in state["full"]}
     dropped_turns = sum(len(d.turns) - after_turns.get(d.key, 0) for d in full)
     dropped_dialogues = sum(d.key not in after_turns for d in full)
-    verdicts = excluded_verdicts_select(judge=judge, dialogues=before, item_ids=excluded, by=state["by"]) \
-        if excluded else {}
-    lines, tau, swaps = m.metric_rank_change(m.rows_by(before, by=state["by"]), m.rows_by(state["dialogues"], by=state["by"]),
-                                             key, verdicts)
-    items = {i["id"]: i for i in ChecklistItem.objects.filter(id__in=list(excluded)).values(
-        "id", "key", "turn", "group", "description", "instance__external_id")}
+    verdicts = (
+        excluded_verdicts_select(judge=judge, dialogues=before, item_ids=excluded, by=state["by"]) if excluded else {}
+    )
+    lines, tau, swaps = metrics.metric_rank_change(
+        metrics.rows_by(before, by=state["by"]), metrics.rows_by(state["dialogues"], by=state["by"]), key, verdicts
+    )
+    items = {
+        i["id"]: i
+        for i in ChecklistItem.objects.filter(id__in=list(excluded)).values(
+            "id", "key", "turn", "group", "description", "instance__external_id"
+        )
+    }
     shown = sorted(items.values(), key=lambda i: (i["instance__external_id"], i["turn"] or 0, i["key"]))
-    return {**exclusion_box(state["exclude"], excluded, lines, tau, swaps, items, shown),
-            "dropped_turns": dropped_turns, "dropped_dialogues": dropped_dialogues}
+    return {
+        **exclusion_box(state["exclude"], excluded, lines, tau, swaps, items, shown),
+        "dropped_turns": dropped_turns,
+        "dropped_dialogues": dropped_dialogues,
+    }
 
 
 def dialogue_survival(state: dict) -> dict:
     """The survival page's data: a row per model (or run) with its curve and steepest drop."""
-    return {"rows": m.rows_by(state["dialogues"], by=state["by"])}
+    return {"rows": metrics.rows_by(state["dialogues"], by=state["by"])}
 
 
 def dialogue_groups(state: dict) -> dict:
@@ -127,7 +160,7 @@ def dialogue_groups(state: dict) -> dict:
     group (verdicts: runs.access drops `group` for blind annotators)."""
     judge = state["judge"]
     per_attempt = group_rows_select(judge=judge, dialogues=state["dialogues"], full=state["full"]) if judge else {}
-    data = m.group_profile(state["dialogues"], per_attempt, by=state["by"])
+    data = metrics.group_profile(state["dialogues"], per_attempt, by=state["by"])
     if state["group"] and judge:
         data["failures"] = failing_turns(run_ids=state["run_ids"], judge=judge, group=state["group"])
     return data
@@ -141,17 +174,22 @@ def dialogue_list(state: dict) -> dict:
 def dialogue_pooled(state: dict) -> dict:
     """One model's runs pooled, as /api/dialogue-metrics/ answers: the metrics page's row for them (rows per model),
     the excluded turns, and the pass rate per constraint group over the turns counted (under the policy)."""
-    [row] = m.rows_by(state["dialogues"], by="model") or [None]
+    [row] = metrics.rows_by(state["dialogues"], by="model") or [None]
     excluded, judge = state["excluded"], state["judge"]
     excluded_turns = 0
     if excluded:
         every = dialogues_select(benchmark=state["benchmark"], judge=judge, run_ids=state["run_ids"])
         excluded_turns = sum(d.length for d in every) - sum(d.length for d in state["full"])
-    per_attempt = group_rows_select(judge=judge, dialogues=state["dialogues"], full=state["full"],
-                                    excluded_items=excluded)
-    groups = m.group_pass_rates(r for rows in per_attempt.values() for r in rows)
-    return {"row": row, "excluded_turns": excluded_turns, "groups": groups,
-            "ended_by": m.ending_counts(state["dialogues"])}
+    per_attempt = group_rows_select(
+        judge=judge, dialogues=state["dialogues"], full=state["full"], excluded_items=excluded
+    )
+    groups = metrics.group_pass_rates(r for rows in per_attempt.values() for r in rows)
+    return {
+        "row": row,
+        "excluded_turns": excluded_turns,
+        "groups": groups,
+        "ended_by": metrics.ending_counts(state["dialogues"]),
+    }
 
 
 def dialogue_judges(benchmark) -> list:
@@ -166,8 +204,9 @@ def dialogue_judges(benchmark) -> list:
     return sorted(judges, key=lambda j: (j.kind != JudgeKind.LOGGED, j.name))
 
 
-def dialogues_select(*, benchmark, judge, run_ids: Sequence[int] | None = None,
-                     excluded_items: Collection[int] | None = None) -> list[m.Dialogue]:
+def dialogues_select(
+    *, benchmark, judge, run_ids: Sequence[int] | None = None, excluded_items: Collection[int] | None = None
+) -> list[metrics.Dialogue]:
     """The dialogues of these runs (all runs of the benchmark if None) under one judge, from
     GroupRollup rows of dimension "turn" (two queries, whatever the number of dialogues).
 
@@ -182,53 +221,75 @@ def dialogues_select(*, benchmark, judge, run_ids: Sequence[int] | None = None,
     meta = {
         a["id"]: a
         for a in attempts.values(
-            "id", "run__label", "run__model__name", "instance__external_id",
-            "run__settings__patience", "outcome__patience", "outcome__ended_by", "outcome__ended_turn",
+            "id",
+            "run__label",
+            "run__model__name",
+            "instance__external_id",
+            "run__settings__patience",
+            "outcome__patience",
+            "outcome__ended_by",
+            "outcome__ended_turn",
         )
     }
-    turns = (_verdict_turns(judge, list(meta), excluded_items) if excluded_items
-             else _rollup_turns(benchmark, judge, list(meta)))
-    return m.build_dialogues(meta, turns)
+    turns = (
+        _verdict_turns(judge, list(meta), excluded_items)
+        if excluded_items
+        else _rollup_turns(benchmark, judge, list(meta))
+    )
+    return metrics.build_dialogues(meta, turns)
 
 
-def _rollup_turns(benchmark, judge, attempt_ids: list[int]) -> dict[int, list[m.TurnRow]]:
+def _rollup_turns(benchmark, judge, attempt_ids: list[int]) -> dict[int, list[metrics.TurnRow]]:
     """attempt -> its TurnRows, from the GroupRollup rows of dimension "turn" (one query)."""
     rollups = GroupRollup.objects.filter(
         benchmark=benchmark, dimension="turn", judge=judge, attempt_id__in=attempt_ids
     ).values_list("attempt_id", "value", "n_applicable", "n_passed")
-    return m.turn_rows(rollups.order_by())
+    return metrics.turn_rows(rollups.order_by())
 
 
-def _verdict_turns(judge, attempt_ids: list[int], excluded_items: Collection[int]) -> dict[int, list[m.TurnRow]]:
+def _verdict_turns(judge, attempt_ids: list[int], excluded_items: Collection[int]) -> dict[int, list[metrics.TurnRow]]:
     """The same rows as `_rollup_turns`, counted from the verdicts with `excluded_items` left out (one query).
 
     Counts as runs.services rebuilds the "turn" rollups: verdicts on items with a turn, grouped by
     attempt and turn; applicable = result other than "na", passed = result "pass". A turn is there
     when the judge gave it any verdict that is not left out.
     """
-    return m.turn_rows(
+    return metrics.turn_rows(
         Verdict.objects.filter(judge=judge, attempt_id__in=attempt_ids, item__turn__isnull=False)
         .exclude(item_id__in=list(excluded_items))
         .values("attempt_id", "item__turn")
-        .annotate(a=Count("id", filter=~Q(result=VerdictResult.NOT_APPLICABLE)),
-                  p=Count("id", filter=Q(result=VerdictResult.PASS)))
+        .annotate(
+            a=Count("id", filter=~Q(result=VerdictResult.NOT_APPLICABLE)),
+            p=Count("id", filter=Q(result=VerdictResult.PASS)),
+        )
         .values_list("attempt_id", "item__turn", "a", "p")
         .order_by()
     )
 
 
-def excluded_verdicts_select(*, judge, dialogues: Sequence[m.Dialogue], item_ids: Collection[int], by: str = "model"
-                             ) -> dict[str, dict[int, dict[str, int]]]:
+def excluded_verdicts_select(
+    *, judge, dialogues: Sequence[metrics.Dialogue], item_ids: Collection[int], by: str = "model"
+) -> dict[str, dict[int, dict[str, int]]]:
     """Model (or run) -> excluded item id -> {"pass": n, "fail": n}: the judge's verdicts on the items an exclusion
     policy leaves out, over the turns these dialogues kept ("na" not counted; what rank_change.items_behind reads)."""
-    counts = (Verdict.objects.filter(judge=judge, attempt_id__in=[d.key for d in dialogues], item_id__in=list(item_ids))
-              .exclude(result=VerdictResult.NOT_APPLICABLE).values("attempt_id", "item__turn", "item_id", "result")
-              .annotate(n=Count("id")).values_list("attempt_id", "item__turn", "item_id", "result", "n").order_by())
-    return m.verdicts_behind(counts, dialogues, by=by)
+    counts = (
+        Verdict.objects.filter(judge=judge, attempt_id__in=[d.key for d in dialogues], item_id__in=list(item_ids))
+        .exclude(result=VerdictResult.NOT_APPLICABLE)
+        .values("attempt_id", "item__turn", "item_id", "result")
+        .annotate(n=Count("id"))
+        .values_list("attempt_id", "item__turn", "item_id", "result", "n")
+        .order_by()
+    )
+    return metrics.verdicts_behind(counts, dialogues, by=by)
 
 
-def group_rows_select(*, judge, dialogues: Sequence[m.Dialogue], full: Sequence[m.Dialogue],
-                      excluded_items: Collection[int] | None = None) -> dict[Any, list[tuple[str, int, int]]]:
+def group_rows_select(
+    *,
+    judge,
+    dialogues: Sequence[metrics.Dialogue],
+    full: Sequence[metrics.Dialogue],
+    excluded_items: Collection[int] | None = None,
+) -> dict[Any, list[tuple[str, int, int]]]:
     """(group, n_applicable, n_passed) rows per attempt, over the turns each dialogue kept.
 
     When no dialogue was cut and no item is excluded these are the attempt's "group" rollups;
@@ -237,9 +298,9 @@ def group_rows_select(*, judge, dialogues: Sequence[m.Dialogue], full: Sequence[
     verdicts of these attempts, by group and turn, without `excluded_items`.
     """
     attempt_ids = list(dict.fromkeys(d.key for d in dialogues))
-    if not m.any_cut(dialogues, full) and not excluded_items:
+    if not metrics.any_cut(dialogues, full) and not excluded_items:
         rows = GroupRollup.objects.filter(dimension="group", judge=judge, attempt_id__in=attempt_ids)
-        return m.group_rows(rows.values_list("attempt_id", "value", "n_applicable", "n_passed").order_by())
+        return metrics.group_rows(rows.values_list("attempt_id", "value", "n_applicable", "n_passed").order_by())
     counts = (
         Verdict.objects.filter(judge=judge, attempt_id__in=attempt_ids)
         .exclude(item__group="")
@@ -252,14 +313,15 @@ def group_rows_select(*, judge, dialogues: Sequence[m.Dialogue], full: Sequence[
         .values_list("attempt_id", "item__group", "item__turn", "a", "p")
         .order_by()
     )
-    return m.group_rows_by_turn(counts, dialogues)
+    return metrics.group_rows_by_turn(counts, dialogues)
 
 
 def _paired_verdicts(*, run_ids: Sequence[int], logged, checker) -> QuerySet:
     """The logged judge's applicable verdicts on deterministic constraints that the checker also judged, each with
     the checker's result as `checker`."""
-    other = Verdict.objects.filter(judge=checker, attempt_id=OuterRef("attempt_id"),
-                                   item_id=OuterRef("item_id")).values("result")[:1]
+    other = Verdict.objects.filter(
+        judge=checker, attempt_id=OuterRef("attempt_id"), item_id=OuterRef("item_id")
+    ).values("result")[:1]
     return (
         Verdict.objects.filter(judge=logged, attempt__run_id__in=list(run_ids))
         .exclude(item__group__in=LLM_JUDGED)
@@ -269,11 +331,11 @@ def _paired_verdicts(*, run_ids: Sequence[int], logged, checker) -> QuerySet:
     )
 
 
-def agreement_rows(*, run_ids: Sequence[int], logged, checker) -> list[m.AgreementRow]:
+def agreement_rows(*, run_ids: Sequence[int], logged, checker) -> list[metrics.AgreementRow]:
     """Agreement of the logged verdicts with the checker's, per deterministic constraint group (one grouped query)."""
     rows = _paired_verdicts(run_ids=run_ids, logged=logged, checker=checker).values("item__group", "result", "checker")
     counts = rows.annotate(n=Count("id")).order_by()
-    return m.agreement_rows((r["item__group"], r["result"], r["checker"], r["n"]) for r in counts)
+    return metrics.agreement_rows((r["item__group"], r["result"], r["checker"], r["n"]) for r in counts)
 
 
 def disagreements(*, run_ids: Sequence[int], logged, checker, group: str | None = None, limit: int = 200) -> list[dict]:
@@ -283,8 +345,14 @@ def disagreements(*, run_ids: Sequence[int], logged, checker, group: str | None 
         qs = qs.filter(item__group=group)
     return list(
         qs.order_by("attempt__run__label", "attempt__instance__external_id", "item__turn", "item__position").values(
-            "attempt_id", "attempt__run__label", "attempt__instance__external_id", "item__turn", "item__key",
-            "item__group", "result", "checker",
+            "attempt_id",
+            "attempt__run__label",
+            "attempt__instance__external_id",
+            "item__turn",
+            "item__key",
+            "item__group",
+            "result",
+            "checker",
         )[:limit]
     )
 
@@ -292,11 +360,19 @@ def disagreements(*, run_ids: Sequence[int], logged, checker, group: str | None 
 def failing_turns(*, run_ids: Sequence[int], judge, group: str, limit: int = 200) -> list[dict]:
     """Drill-down of a constraint group: the turns where it failed under this judge."""
     return list(
-        Verdict.objects.filter(judge=judge, attempt__run_id__in=list(run_ids), item__group=group,
-                               result=VerdictResult.FAIL)
+        Verdict.objects.filter(
+            judge=judge, attempt__run_id__in=list(run_ids), item__group=group, result=VerdictResult.FAIL
+        )
         .order_by("attempt__run__model__name", "attempt__run__label", "attempt__instance__external_id", "item__turn")
-        .values("attempt_id", "attempt__run__label", "attempt__run__model__name", "attempt__instance__external_id",
-                "item__turn", "item__key", "reasoning")[:limit]
+        .values(
+            "attempt_id",
+            "attempt__run__label",
+            "attempt__run__model__name",
+            "attempt__instance__external_id",
+            "item__turn",
+            "item__key",
+            "reasoning",
+        )[:limit]
     )
 
 
@@ -305,16 +381,24 @@ def dialogue_viewer(attempt: Attempt) -> dict:
     verdicts), the judges that scored it and the patience it was logged with."""
     threads = stored_threads(attempt.id)  # a dialogue: a few dozen messages
     messages = [msg for thread in threads for msg in thread.get("messages", [])]
-    items = list(attempt.instance.items.filter(turn__isnull=False).values("id", "key", "turn", "group", "description",
-                                                                          "details"))
-    verdicts = list(Verdict.objects.filter(attempt=attempt).values("item_id", "judge__name", "result", "reasoning",
-                                                                   "score"))
+    items = list(
+        attempt.instance.items.filter(turn__isnull=False).values("id", "key", "turn", "group", "description", "details")
+    )
+    verdicts = list(
+        Verdict.objects.filter(attempt=attempt).values("item_id", "judge__name", "result", "reasoning", "score")
+    )
     for v in verdicts:
         v["judge"] = v.pop("judge__name")
-    turns = m.viewer_turns(spec=attempt.instance.spec, outcome=attempt.outcome, messages=messages, items=items,
-                           verdicts=verdicts)
-    return {"benchmark": attempt.run.benchmark, "attempt": attempt, "turns": turns,
-            "judges": sorted({v["judge"] for v in verdicts}), "patience": attempt.outcome.get("patience")}
+    turns = metrics.viewer_turns(
+        spec=attempt.instance.spec, outcome=attempt.outcome, messages=messages, items=items, verdicts=verdicts
+    )
+    return {
+        "benchmark": attempt.run.benchmark,
+        "attempt": attempt,
+        "turns": turns,
+        "judges": sorted({v["judge"] for v in verdicts}),
+        "patience": attempt.outcome.get("patience"),
+    }
 
 
 def dialogue_recheck(state: dict) -> dict:
@@ -323,10 +407,12 @@ def dialogue_recheck(state: dict) -> dict:
     run_ids = [r.id for r in state["runs"]]
     checker = Judge.objects.filter(name=EVOLIF_CHECKER, kind=JudgeKind.CHECKER).first()
     logged = next((j for j in state["judges"] if j.kind == JudgeKind.LOGGED), None) or (
-        logged_judge_for(state["runs"][0]) if state["runs"] else None)
+        logged_judge_for(state["runs"][0]) if state["runs"] else None
+    )
     data = {"checker": checker, "checker_name": EVOLIF_CHECKER, "logged": logged}
     if checker and logged:
         data["agreement"] = agreement_rows(run_ids=run_ids, logged=logged, checker=checker)
-        data["disagreements"] = disagreements(run_ids=run_ids, logged=logged, checker=checker,
-                                              group=state["group"] or None)
+        data["disagreements"] = disagreements(
+            run_ids=run_ids, logged=logged, checker=checker, group=state["group"] or None
+        )
     return data

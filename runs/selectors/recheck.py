@@ -1,5 +1,6 @@
 """What a re-check would change, read before it starts: the confirmation page of `runs.views.recheck.start` says it
 to the person about to press the button, since the checker judge's verdicts then show on every user's pages."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass

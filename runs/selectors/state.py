@@ -2,6 +2,7 @@
 policy, their defaults, and the errors a page shows beside its defaults and its API answers with (400), in the
 same words. A parameter holding a control character (a NUL byte: PostgreSQL text cannot hold one) is refused here
 for every kind: left out of the page's state with a note, answered 400 by the API before any lookup."""
+
 from __future__ import annotations
 
 import re
@@ -21,8 +22,10 @@ BY = [("model", "model (runs pooled)"), ("run", "run")]
 #: characters no query parameter may hold: NUL (PostgreSQL text cannot store it) and the other control characters
 #: but tab and line breaks, which no run label, judge, group or filter value is made of
 CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
-CONTROL_MESSAGE = ("'{name}' holds a control character (e.g. a NUL byte): no run, judge, group or filter is named "
-                   "with one, so it was left out.")
+CONTROL_MESSAGE = (
+    "'{name}' holds a control character (e.g. a NUL byte): no run, judge, group or filter is named "
+    "with one, so it was left out."
+)
 
 
 def _parameters(query):
@@ -62,7 +65,16 @@ def without_control_characters(query):
 
 #: the words a page's on/off parameter takes (any case); DRF's BooleanField takes the same, so an API client's
 #: `ci=no` means off on the page too
-SWITCH_VALUES = {"on": True, "true": True, "1": True, "yes": True, "off": False, "false": False, "0": False, "no": False}
+SWITCH_VALUES = {
+    "on": True,
+    "true": True,
+    "1": True,
+    "yes": True,
+    "off": False,
+    "false": False,
+    "0": False,
+    "no": False,
+}
 
 
 class SwitchInput(forms.CheckboxInput):
@@ -116,10 +128,13 @@ class KindQuery(RefusesControlCharacters):
     A field that does not validate is left out (its default applies) and its error is kept: the page shows it,
     the API answers 400 with it."""
 
-    run = forms.MultipleChoiceField(required=False, label="Runs", widget=CheckboxDropdown(summary_noun="runs"),
-                                    error_messages={"invalid_choice": RUN_UNKNOWN})
-    judge = forms.ChoiceField(required=False, label="Judge",
-                              error_messages={"invalid_choice": JUDGE_UNKNOWN})
+    run = forms.MultipleChoiceField(
+        required=False,
+        label="Runs",
+        widget=CheckboxDropdown(summary_noun="runs"),
+        error_messages={"invalid_choice": RUN_UNKNOWN},
+    )
+    judge = forms.ChoiceField(required=False, label="Judge", error_messages={"invalid_choice": JUDGE_UNKNOWN})
     by = forms.ChoiceField(required=False, choices=BY, label="Rows per")
     exclude = forms.ChoiceField(required=False, label="Audit exclusion")
 
@@ -131,8 +146,16 @@ class KindQuery(RefusesControlCharacters):
         self.fields["judge"].choices = [(j.name, f"{j.name} ({j.get_kind_display()})") for j in judges]
 
 
-def kind_state(form: KindQuery, *, benchmark, runs: Sequence, judges: Sequence, default_judge=None,
-               default_by: str = "model", exclusion: bool = True) -> dict:
+def kind_state(
+    form: KindQuery,
+    *,
+    benchmark,
+    runs: Sequence,
+    judges: Sequence,
+    default_judge=None,
+    default_by: str = "model",
+    exclusion: bool = True,
+) -> dict:
     """The state every kind's page shares: chosen runs (every run when none is chosen), judge (the default one when
     none is chosen), grouping (`default_by` when none valid is chosen), exclusion policy and (with `exclusion`) the
     items it excludes, and the query's errors."""
@@ -142,10 +165,20 @@ def kind_state(form: KindQuery, *, benchmark, runs: Sequence, judges: Sequence, 
     default = default_judge if default_judge is not None else (judges[0] if judges else None)
     judge = next((j for j in judges if j.name == clean.get("judge")), default)
     exclude = clean.get("exclude") or "none"
-    return {"benchmark": benchmark, "form": form, "all_runs": list(runs), "runs": chosen, "run_ids": [r.id for r in chosen],
-            "judge": judge, "judges": list(judges), "by": clean.get("by") or default_by, "exclude": exclude,
-            "excluded": excluded_item_ids(benchmark, exclude) if exclusion else None, "errors": query_errors(form),
-            "query_notes": query_notes(form, shown_beside=("exclude",))}
+    return {
+        "benchmark": benchmark,
+        "form": form,
+        "all_runs": list(runs),
+        "runs": chosen,
+        "run_ids": [r.id for r in chosen],
+        "judge": judge,
+        "judges": list(judges),
+        "by": clean.get("by") or default_by,
+        "exclude": exclude,
+        "excluded": excluded_item_ids(benchmark, exclude) if exclusion else None,
+        "errors": query_errors(form),
+        "query_notes": query_notes(form, shown_beside=("exclude",)),
+    }
 
 
 def query_notes(form: forms.Form, *, shown_beside: tuple[str, ...] = ()) -> list[str]:

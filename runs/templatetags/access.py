@@ -3,6 +3,7 @@
 Pages leave out tabs, drill-down links and forms that would answer 403 or be ignored for a
 blind annotator; the rule is the routes' own declaration, not a second list in the templates.
 """
+
 from django import template
 
 from runs.access import may_open

@@ -11,6 +11,7 @@ Every string of the figure is therefore entity-escaped for Plotly (which shows `
 `<`), except the hover and text templates the chart modules write themselves (they name
 data only through `%{...}` placeholders, whose values come escaped from the traces).
 """
+
 import json
 
 from django import template

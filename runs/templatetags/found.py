@@ -1,4 +1,5 @@
 """`text|found_in:q`: a text cut around each match of a find in a thread, for `runs/partials/_segments.html`."""
+
 from __future__ import annotations
 
 from django import template

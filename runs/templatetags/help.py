@@ -1,9 +1,10 @@
 """{% how_computed "anchor" %}: the "How is this computed" link to a section of the metrics help page."""
+
 from django import template
 from django.urls import reverse
 from django.utils.html import format_html
 
-from ..help_pages import metrics_help
+from runs.help_pages import metrics_help
 
 register = template.Library()
 

@@ -1,6 +1,7 @@
 """Sortable column headers, one rule for every page that has them: a number sorts high-first on its
 first click and reverses on the next (the dialogue page, whose metrics sort one way, asks for `one_way`); the
 column the table is sorted by shows an arrow."""
+
 from django import template
 from django.template.defaulttags import querystring
 
@@ -16,5 +17,4 @@ def sort_link(context, label, field, current, query=None, param="sort", target="
     bare = field.lstrip("-")
     wanted = field if one_way else bare if current == f"-{bare}" else f"-{bare}"
     arrow = " ↓" if current == f"-{bare}" else " ↑" if current == bare else ""
-    return {"href": querystring(context, query, **{param: wanted}), "label": label, "arrow": arrow,
-            "target": target}
+    return {"href": querystring(context, query, **{param: wanted}), "label": label, "arrow": arrow, "target": target}

@@ -3,6 +3,7 @@
 Every page reads its state (selected runs, exact or normalised view, sort, category) from the query string
 through runs.selectors.choice, as /api/choice-metrics/ does; numbers come from runs.metrics.choice.
 """
+
 from __future__ import annotations
 
 from django.contrib.auth.decorators import login_required
@@ -12,7 +13,7 @@ from django.shortcuts import render
 from runs.access import benchmark_for, blind_safe, instance_for
 from runs.charts import choice as choice_charts
 from runs.exports import choice as exports
-from runs.metrics import choice as m
+from runs.metrics.choice import EXACT
 from runs.models import Benchmark, BenchmarkKind
 from runs.pages import PageDataBuilder, render_page
 from runs.selectors import choice as selectors
@@ -29,15 +30,21 @@ def _state(request, benchmark: Benchmark) -> dict:
     return selectors.choice_state(benchmark=benchmark, query=request.GET)
 
 
-def _page(request, benchmark: Benchmark, template: str, context: dict, fragment: str | None = None,
-          page_data: PageDataBuilder | None = None):
+def _page(
+    request,
+    benchmark: Benchmark,
+    template: str,
+    context: dict,
+    fragment: str | None = None,
+    page_data: PageDataBuilder | None = None,
+):
     """Render the page (through the frame, with its exports and share, when it has `page_data`), or only `fragment`
     when htmx targets it; `keep` carries runs and view across pages."""
     state = context["state"]
     selected = [r for r in request.GET.getlist("run") if r in state["runs"]]
     keep = QueryDict(mutable=True)
     keep.setlist("run", selected)
-    if state["view"] != m.EXACT:
+    if state["view"] != EXACT:
         keep["view"] = state["view"]
     context = {"benchmark": benchmark, "views": VIEWS, "keep": keep.urlencode(), "selected_runs": selected, **context}
     if page_data is not None:
@@ -56,7 +63,9 @@ def metrics(request, slug):
     context = _state(request, benchmark)
     context.update(selectors.choice_metrics(benchmark=benchmark, state=context["state"]))
     context["figure"] = choice_charts.accuracy_figure(context["run_rows"])
-    return _page(request, benchmark, "runs/choice/metrics.html", context, fragment="tables", page_data=exports.metrics_page)
+    return _page(
+        request, benchmark, "runs/choice/metrics.html", context, fragment="tables", page_data=exports.metrics_page
+    )
 
 
 # confusion ------------------------------------------------------------------------------
@@ -67,7 +76,14 @@ def confusion(request, slug):
     benchmark = _benchmark(request, slug)
     context = _state(request, benchmark)
     context.update(selectors.choice_confusion(benchmark=benchmark, state=context["state"]))
-    return _page(request, benchmark, "runs/choice/confusion.html", context, fragment="cell-tasks", page_data=exports.confusion_page)
+    return _page(
+        request,
+        benchmark,
+        "runs/choice/confusion.html",
+        context,
+        fragment="cell-tasks",
+        page_data=exports.confusion_page,
+    )
 
 
 # rule types -----------------------------------------------------------------------------
@@ -89,7 +105,9 @@ def tasks(request, slug):
     benchmark = _benchmark(request, slug)
     context = _state(request, benchmark)
     context.update(selectors.choice_tasks(benchmark=benchmark, state=context["state"]))
-    return _page(request, benchmark, "runs/choice/tasks.html", context, fragment="task-list", page_data=exports.tasks_page)
+    return _page(
+        request, benchmark, "runs/choice/tasks.html", context, fragment="task-list", page_data=exports.tasks_page
+    )
 
 
 @login_required

@@ -1,4 +1,5 @@
 """Conflict benchmark page (OctoBench-Conflict): resolution rates per conflict type, SP rate per scenario, drill-down."""
+
 from __future__ import annotations
 
 from django.contrib.auth.decorators import login_required
@@ -19,8 +20,11 @@ def metrics(request, slug):
     under an audit exclusion policy, each row's rank by SP rate before and after and the swaps."""
     benchmark = benchmark_for(request, slug, kind=BenchmarkKind.CONFLICT)
     state = selectors.conflict_state(benchmark=benchmark, query=request.GET)
-    context = {**state, **selectors.conflict_metrics(state),
-               "query": query_with(request, **dict.fromkeys(selectors.DRILL_DOWN_KEYS)),
-               "off_query": query_with(request, exclude=None)}
+    context = {
+        **state,
+        **selectors.conflict_metrics(state),
+        "query": query_with(request, **dict.fromkeys(selectors.DRILL_DOWN_KEYS)),
+        "off_query": query_with(request, exclude=None),
+    }
     context["figure"] = charts.resolution_figure(context["rates"])
     return render_page(request, "runs/conflict/metrics.html", context, page_data=exports.metrics_page)

@@ -1,4 +1,5 @@
 """Dialogue-benchmark pages (EvolIF): metrics, survival curves, constraint groups, dialogue viewer, re-check."""
+
 from __future__ import annotations
 
 from django.contrib.auth.decorators import login_required
@@ -22,8 +23,10 @@ def _benchmark(request, slug: str) -> Benchmark:
 
 def _state(request, benchmark: Benchmark, *, exclusion: bool = False) -> dict:
     """The page state of the query string (runs.selectors.dialogue, as /api/dialogue-metrics/ reads it)."""
-    return {**selectors.dialogue_state(benchmark=benchmark, query=request.GET, exclusion=exclusion),
-            "query": request.GET.urlencode()}
+    return {
+        **selectors.dialogue_state(benchmark=benchmark, query=request.GET, exclusion=exclusion),
+        "query": request.GET.urlencode(),
+    }
 
 
 @blind_safe
@@ -32,7 +35,9 @@ def metrics(request, slug):
     """The eight EvolIF metrics per model (or run) with dialogue counts, at a chosen patience."""
     state = _state(request, _benchmark(request, slug), exclusion=True)
     state.update(selectors.dialogue_metrics(state), off_query=query_with(request, exclude=None))
-    return render_page(request, "runs/dialogue/metrics.html", {**state, "active": "metrics"}, page_data=exports.metrics_page)
+    return render_page(
+        request, "runs/dialogue/metrics.html", {**state, "active": "metrics"}, page_data=exports.metrics_page
+    )
 
 
 @blind_safe
@@ -42,7 +47,9 @@ def survival(request, slug):
     state = _state(request, _benchmark(request, slug))
     state.update(selectors.dialogue_survival(state))
     state["figure"] = dialogue_charts.survival_figure(state["rows"], patience=state["patience"])
-    return render_page(request, "runs/dialogue/survival.html", {**state, "active": "survival"}, page_data=exports.survival_page)
+    return render_page(
+        request, "runs/dialogue/survival.html", {**state, "active": "survival"}, page_data=exports.survival_page
+    )
 
 
 @blind_safe(drop=("group",))
@@ -52,7 +59,9 @@ def groups(request, slug):
     state = _state(request, _benchmark(request, slug))
     state.update(selectors.dialogue_groups(state))
     state["figure"] = dialogue_charts.groups_figure(state["series"], state["groups"])
-    return render_page(request, "runs/dialogue/groups.html", {**state, "active": "groups"}, page_data=exports.groups_page)
+    return render_page(
+        request, "runs/dialogue/groups.html", {**state, "active": "groups"}, page_data=exports.groups_page
+    )
 
 
 @login_required
@@ -60,7 +69,9 @@ def dialogues(request, slug):
     """Every selected dialogue with its length and how it ended, linking to the viewer."""
     state = _state(request, _benchmark(request, slug))
     state.update(selectors.dialogue_list(state))
-    return render_page(request, "runs/dialogue/dialogues.html", {**state, "active": "dialogues"}, page_data=exports.dialogues_page)
+    return render_page(
+        request, "runs/dialogue/dialogues.html", {**state, "active": "dialogues"}, page_data=exports.dialogues_page
+    )
 
 
 @login_required
@@ -77,4 +88,3 @@ def recheck(request, slug):
     state = _state(request, _benchmark(request, slug))
     state.update(selectors.dialogue_recheck(state), active="rescore")
     return render_page(request, "runs/recheck.html", state, page_data=exports.recheck_page)
-

@@ -1,9 +1,10 @@
 """Help pages: the portal's own account of every metric, open to anyone a page links from it
 (share-link viewers included), since it holds definitions only."""
+
 from django.shortcuts import render
 
-from ..access import blind_safe
-from ..help_pages import metrics_help
+from runs.access import blind_safe
+from runs.help_pages import metrics_help
 
 
 @blind_safe  # definitions only: every role, and share-link viewers, read them

@@ -1,4 +1,5 @@
 """Privilege-hierarchy pages (ManyIH): metrics, conflict resolution, style re-check agreement, sample viewer."""
+
 from __future__ import annotations
 
 from django.contrib.auth.decorators import login_required
@@ -34,7 +35,9 @@ def metrics(request, slug):
     state.update(selectors.hierarchy_metrics(state), off_query=query_with(request, exclude=None))
     state["figure"] = charts.accuracy_figure(state["rows"])
     state["tiers_figure"] = charts.tiers_figure(state["tier_rows"])
-    return render_page(request, "runs/hierarchy/metrics.html", {**state, "active": "metrics"}, page_data=exports.metrics_page)
+    return render_page(
+        request, "runs/hierarchy/metrics.html", {**state, "active": "metrics"}, page_data=exports.metrics_page
+    )
 
 
 @blind_safe(drop=("outcome",))
@@ -44,7 +47,9 @@ def conflicts(request, slug):
     state = _state(request, _benchmark(request, slug))
     state.update(selectors.hierarchy_conflicts(state))
     state["figure"] = charts.resolution_figure([r for r in state["rates"] if r.tiers is not None] or state["rates"])
-    return render_page(request, "runs/hierarchy/conflicts.html", {**state, "active": "conflicts"}, page_data=exports.conflicts_page)
+    return render_page(
+        request, "runs/hierarchy/conflicts.html", {**state, "active": "conflicts"}, page_data=exports.conflicts_page
+    )
 
 
 @login_required
@@ -55,11 +60,9 @@ def recheck(request, slug):
     return render_page(request, "runs/recheck.html", state, page_data=exports.recheck_page)
 
 
-
 @login_required
 def sample(request, slug, pk):
     """One attempt at one sample: tagged prompt, conflict groups with the winner and why, code, verdicts, tests."""
     attempt = attempt_for(request, pk, kinds=(BenchmarkKind.HIERARCHY,), slug=slug)
     context = {**selectors.hierarchy_sample(attempt), "active": "samples"}
     return render_page(request, "runs/hierarchy/sample.html", context, page_data=exports.sample_page, fragment=None)
-

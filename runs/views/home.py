@@ -1,11 +1,12 @@
 """Home page (benchmarks and runs with their counts) and the import page."""
+
 from django.contrib.auth.decorators import login_required
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
+from runs import selectors
 from runs.access import blind_safe, writes
-from .. import selectors
-from ..forms import ImportForm
+from runs.forms import ImportForm
 
 
 @blind_safe

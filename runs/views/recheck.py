@@ -3,6 +3,7 @@
 The re-check pages themselves (agreement of the log with the checker) are pages of their kind
 (`views/dialogue.py`, `views/hierarchy.py`), rendered with one template, `runs/recheck.html`.
 """
+
 from urllib.parse import urlencode
 
 from django.contrib.auth.decorators import login_required
@@ -31,13 +32,21 @@ def start(request, slug, kind):
     if request.POST.get("confirm") != "1":
         preview = recheck_preview(benchmark=benchmark, runs=runs)
         back = reverse(RECHECK_PAGES[kind], args=[benchmark.slug]) + "?" + urlencode([("run", r.label) for r in runs])
-        return render(request, "runs/confirm.html", {
-            "heading": f"Re-check {len(runs)} run{'s' if len(runs) != 1 else ''} of {benchmark.name}?",
-            "consequences": recheck_consequences(preview), "action": request.path,
-            "fields": [("run", label) for label in labels], "confirm_label": "Confirm: start the re-check",
-            "cancel_url": back})
-    job = job_create(kind="recheck", params={"run_ids": [r.id for r in runs], "benchmark": benchmark.slug},
-                     user=request.user)
+        return render(
+            request,
+            "runs/confirm.html",
+            {
+                "heading": f"Re-check {len(runs)} run{'s' if len(runs) != 1 else ''} of {benchmark.name}?",
+                "consequences": recheck_consequences(preview),
+                "action": request.path,
+                "fields": [("run", label) for label in labels],
+                "confirm_label": "Confirm: start the re-check",
+                "cancel_url": back,
+            },
+        )
+    job = job_create(
+        kind="recheck", params={"run_ids": [r.id for r in runs], "benchmark": benchmark.slug}, user=request.user
+    )
     job_enqueue(job)
     return redirect("runs:job", job_id=job.id)
 
@@ -46,16 +55,23 @@ def recheck_consequences(preview: RecheckPreview) -> list[str]:
     """What a re-check changes for every user, in sentences, from its preview."""
     runs = f"{len(preview.runs)} run{'s' if len(preview.runs) != 1 else ''} ({', '.join(preview.runs)})"
     if preview.existing:
-        lines = [f"Judge {preview.judge} already has {preview.existing:,} verdicts on {runs}. The re-check "
-                 f"judges up to {preview.verdicts:,} again from the stored responses of {preview.attempts:,} attempts "
-                 f"and replaces those that differ, so {preview.judge}'s numbers on these runs may change on every "
-                 f"user's pages."]
+        lines = [
+            f"Judge {preview.judge} already has {preview.existing:,} verdicts on {runs}. The re-check "
+            f"judges up to {preview.verdicts:,} again from the stored responses of {preview.attempts:,} attempts "
+            f"and replaces those that differ, so {preview.judge}'s numbers on these runs may change on every "
+            f"user's pages."
+        ]
     else:
-        lines = [f"This adds up to {preview.verdicts:,} verdicts from judge {preview.judge} to {runs}, "
-                 f"{preview.attempts:,} attempts."]
+        lines = [
+            f"This adds up to {preview.verdicts:,} verdicts from judge {preview.judge} to {runs}, "
+            f"{preview.attempts:,} attempts."
+        ]
     if preview.new_judge:
-        lines.append(f"Every user's leaderboard and metric pages of this benchmark will show judge {preview.judge}, "
-                     f"which they do not show today.")
-    lines.append("No verdict of another judge is changed. The re-check runs in the background; its job page says "
-                 "what it wrote.")
+        lines.append(
+            f"Every user's leaderboard and metric pages of this benchmark will show judge {preview.judge}, "
+            f"which they do not show today."
+        )
+    lines.append(
+        "No verdict of another judge is changed. The re-check runs in the background; its job page says what it wrote."
+    )
     return lines

@@ -1,4 +1,5 @@
 """The transcript search page of a benchmark: /b/<slug>/search/ (the selector is `runs.search.search`)."""
+
 from __future__ import annotations
 
 from django.contrib.auth.decorators import login_required
@@ -21,16 +22,27 @@ def search(request, slug):
     benchmark = benchmark_for(request, slug)
     runs = list(Run.objects.filter(benchmark=benchmark).select_related("model").order_by("label"))
     context = {
-        "benchmark": benchmark, "kind_home": KIND_PAGES.get(benchmark.kind, "runs:home"),
+        "benchmark": benchmark,
+        "kind_home": KIND_PAGES.get(benchmark.kind, "runs:home"),
         "example": SEARCH_EXAMPLES.get(benchmark.kind, ""),
-        "runs": runs, "models": sorted({r.model.name for r in runs}),
+        "runs": runs,
+        "models": sorted({r.model.name for r in runs}),
         "judges": filter_choices(benchmark)["judge"],
-        "verdicts": VerdictResult.choices, "sources": s.SearchSource.choices, "modes": s.MODES,
-        "max_query": s.MAX_QUERY, "min_query": s.MIN_QUERY, "q": request.GET.get("q", "")[: s.MAX_QUERY * 2],
-        "chosen": {"run": request.GET.getlist("run"), "model": request.GET.getlist("model"),
-                   "judge": request.GET.get("judge", ""), "verdict": request.GET.get("verdict", ""),
-                   "item": request.GET.get("item", ""), "mode": request.GET.get("mode", "text"),
-                   "source": request.GET.getlist("source")},
+        "verdicts": VerdictResult.choices,
+        "sources": s.SearchSource.choices,
+        "modes": s.MODES,
+        "max_query": s.MAX_QUERY,
+        "min_query": s.MIN_QUERY,
+        "q": request.GET.get("q", "")[: s.MAX_QUERY * 2],
+        "chosen": {
+            "run": request.GET.getlist("run"),
+            "model": request.GET.getlist("model"),
+            "judge": request.GET.get("judge", ""),
+            "verdict": request.GET.get("verdict", ""),
+            "item": request.GET.get("item", ""),
+            "mode": request.GET.get("mode", "text"),
+            "source": request.GET.getlist("source"),
+        },
     }
     busy = None
     counting = request.GET.get("count") == "1"
@@ -63,7 +75,8 @@ def hits_total(request, benchmark, context: dict):
     context["count_url"] = "?" + query_with(request)
     try:
         context["total"], context["total_exact"] = s.hits_total(
-            benchmark, s.search_query_of(request.GET), known=clamp(request.GET.get("known"), 0, s.PAGE_SIZE + 1))
+            benchmark, s.search_query_of(request.GET), known=clamp(request.GET.get("known"), 0, s.PAGE_SIZE + 1)
+        )
         context["counted"] = True
     except (s.SearchRefused, s.SearchTooSlow, s.SearchBusy) as exc:
         context["count_error"] = str(exc)

@@ -1,5 +1,6 @@
 """Audit actors (lead, annotator_a, annotator_b, outsider) and a tiny checklist benchmark whose
 leaderboard flips when its "bad" items are excluded."""
+
 import pytest
 from django.contrib.auth.models import Group
 from django.test import Client
@@ -68,15 +69,30 @@ def bench(db):
     items = {}
     attempts = []
     for n in range(1, 4):
-        instance = Instance.objects.create(benchmark=benchmark, external_id=f"task-{n}", primary_category="code",
-                                           spec={"system_prompt": "Be terse.", "user_query": f"Task {n}"}, content_hash="h")
-        for pos, (key, desc, cat, cond) in enumerate((
+        instance = Instance.objects.create(
+            benchmark=benchmark,
+            external_id=f"task-{n}",
+            primary_category="code",
+            spec={"system_prompt": "Be terse.", "user_query": f"Task {n}"},
+            content_hash="h",
+        )
+        for pos, (key, desc, cat, cond) in enumerate(
+            (
                 ("x", "Check the output is nice", "User Query", False),
                 ("y", "Check the assistant uses tabs for indentation", "System Prompt", False),
-                ("z", "When a test fails, check the assistant reruns it", "System Prompt", True))):
-            items[(n, key)] = ChecklistItem.objects.create(instance=instance, key=key, position=pos, category=cat,
-                                                           check_type="compliance", description=desc,
-                                                           conditional=cond, content_hash="h")
+                ("z", "When a test fails, check the assistant reruns it", "System Prompt", True),
+            )
+        ):
+            items[(n, key)] = ChecklistItem.objects.create(
+                instance=instance,
+                key=key,
+                position=pos,
+                category=cat,
+                check_type="compliance",
+                description=desc,
+                conditional=cond,
+                content_hash="h",
+            )
         for name, run in runs.items():
             attempt = Attempt.objects.create(run=run, instance=instance, response=f"{name} answer {n}")
             attempts.append(attempt.id)
@@ -96,8 +112,16 @@ def bench(db):
 @pytest.fixture
 def campaign(bench, lead):
     """A started campaign over all 9 items, stratified by source category, two annotators per unit."""
-    c = services.campaign_create(name="pilot", subject="checklist_items", benchmarks=[bench["benchmark"]],
-                                 strata=["category"], allocation="proportional", size=9, seed=11, user=lead)
+    c = services.campaign_create(
+        name="pilot",
+        subject="checklist_items",
+        benchmarks=[bench["benchmark"]],
+        strata=["category"],
+        allocation="proportional",
+        size=9,
+        seed=11,
+        user=lead,
+    )
     return services.campaign_start(c)
 
 

@@ -1,6 +1,7 @@
 """Krippendorff's alpha (nominal, with a bootstrap interval) and Gwet's AC1 for any
 number of annotators per unit, units some annotators skipped included, per campaign and per stratum,
 checked against the `krippendorff` package and hand-computed textbook figures."""
+
 import math
 import random
 
@@ -54,7 +55,9 @@ def test_alpha_equals_the_krippendorff_package_with_skipped_units(seed):
     units = []
     for _ in range(60):
         truth = rng.choice(labels)
-        units.append([truth if rng.random() < 0.7 else rng.choice(labels) for _ in range(rng.choice([1, 2, 3, 3, 4, 5]))])
+        units.append(
+            [truth if rng.random() < 0.7 else rng.choice(labels) for _ in range(rng.choice([1, 2, 3, 3, 4, 5]))]
+        )
     assert krippendorff_alpha(units, labels) == pytest.approx(reference_alpha(units, labels), abs=1e-12)
     low, high = alpha_interval([u for u in units if len(u) > 1], labels)
     assert low < krippendorff_alpha(units, labels) < high and high - low < 0.6
@@ -73,9 +76,15 @@ def items_bench(db):
     for n in range(4):
         instance = Instance.objects.create(benchmark=benchmark, external_id=f"t{n}", spec={}, content_hash="h")
         for k in range(10):
-            ChecklistItem.objects.create(instance=instance, key=f"i{k}", position=k, content_hash="h",
-                                         category="System Prompt" if k % 2 else "User Query",
-                                         check_type="compliance", description=f"item {n}-{k}")
+            ChecklistItem.objects.create(
+                instance=instance,
+                key=f"i{k}",
+                position=k,
+                content_hash="h",
+                category="System Prompt" if k % 2 else "User Query",
+                check_type="compliance",
+                description=f"item {n}-{k}",
+            )
     return benchmark
 
 
@@ -90,24 +99,39 @@ def _play(campaign, annotators, rng):
                 skipped.append(assignment.pk)
                 continue
             base = truth.setdefault(assignment.unit_id, {c.name: rng.choice(c.values[:2]) for c in rubric.criteria})
-            services.label_submit(assignment, {c.name: base[c.name] if rng.random() < 0.75 else rng.choice(c.values)
-                                               for c in rubric.criteria})
+            services.label_submit(
+                assignment,
+                {c.name: base[c.name] if rng.random() < 0.75 else rng.choice(c.values) for c in rubric.criteria},
+            )
 
 
 @pytest.mark.django_db
 @pytest.mark.parametrize("n_annotators", [2, 3, 5])
 def test_campaign_alpha_equals_the_krippendorff_package_per_campaign_and_per_stratum(
-        items_bench, lead, django_user_model, n_annotators):
+    items_bench, lead, django_user_model, n_annotators
+):
     people = [_user(django_user_model, f"ann{i}", "annotator") for i in range(n_annotators)]
-    campaign = services.campaign_start(services.campaign_create(
-        name=f"c{n_annotators}", subject="checklist_items", benchmarks=[items_bench], strata=["category"],
-        allocation="proportional", size=30, seed=n_annotators, annotators_per_unit=n_annotators, user=lead))
+    campaign = services.campaign_start(
+        services.campaign_create(
+            name=f"c{n_annotators}",
+            subject="checklist_items",
+            benchmarks=[items_bench],
+            strata=["category"],
+            allocation="proportional",
+            size=30,
+            seed=n_annotators,
+            annotators_per_unit=n_annotators,
+            user=lead,
+        )
+    )
     _play(campaign, people, random.Random(n_annotators))
     rubric = rubric_for(campaign.subject)
     rows = {}
     for unit in campaign.units.all():
-        rows[unit.pk] = (unit.stratum, list(unit.assignments.filter(label__isnull=False).order_by("slot")
-                                            .values_list("label__values", flat=True)))
+        rows[unit.pk] = (
+            unit.stratum,
+            list(unit.assignments.filter(label__isnull=False).order_by("slot").values_list("label__values", flat=True)),
+        )
     counts = [len(v) for _, v in rows.values()]
     assert max(counts) == n_annotators and min(counts) < n_annotators  # some annotators skipped some units
     figures = campaign_agreement(campaign)
@@ -122,7 +146,9 @@ def test_campaign_alpha_equals_the_krippendorff_package_per_campaign_and_per_str
             sub = [[v[c.name] for v in values] for s, values in rows.values() if values and s == stratum]
             got = next(x for x in per if x.criterion == c.name)
             if sum(len(u) > 1 for u in sub) and len({v for u in sub if len(u) > 1 for v in u}) > 1:
-                assert got.alpha == pytest.approx(reference_alpha([u for u in sub if len(u) > 1], got.labels), abs=1e-12)
+                assert got.alpha == pytest.approx(
+                    reference_alpha([u for u in sub if len(u) > 1], got.labels), abs=1e-12
+                )
             else:
                 assert got.alpha is None
     # the page and the API carry them

@@ -1,4 +1,5 @@
 """An annotator never sees another annotator's label, identity or the judges' verdicts before the unit closes."""
+
 from audits import services
 from audits.models import AuditUnit
 
@@ -30,7 +31,12 @@ def test_it_refuses_another_annotators_assignment_by_page_and_api(campaign, anno
     a, b = _split(campaign, annotator_a, annotator_b)
     client = client_for(annotator_a)
     assert client.get(f"/api/audits/assignments/{b.pk}/").status_code == 404
-    assert client.post(f"/api/audits/assignments/{b.pk}/label/", {"values": OK}, content_type="application/json").status_code == 404
+    assert (
+        client.post(
+            f"/api/audits/assignments/{b.pk}/label/", {"values": OK}, content_type="application/json"
+        ).status_code
+        == 404
+    )
     assert client.post(f"/audits/assignments/{b.pk}/label/", OK).status_code == 404
 
 
@@ -47,7 +53,12 @@ def test_it_hides_disagreements_agreement_and_adjudication_from_annotators(campa
 def test_it_keeps_the_labelling_screen_free_of_verdicts_and_other_labels(campaign, annotator_a, annotator_b):
     label_next(campaign, annotator_a, BAD)
     html = client_for(annotator_b).post(f"/audits/{campaign.pk}/label/", follow=True).content.decode()
-    assert "judge-1" not in html and "badge-fail" not in html and "badge-pass" not in html and "verdict" not in html.lower()
+    assert (
+        "judge-1" not in html
+        and "badge-fail" not in html
+        and "badge-pass" not in html
+        and "verdict" not in html.lower()
+    )
     assert "ambiguous" in html  # the rubric's own choice is there, but no label of annotator_a is checked
     assert "checked" not in html
 
@@ -84,8 +95,14 @@ def test_a_blind_annotator_reads_results_only_in_aggregate(campaign, bench, anno
     attempt = Attempt.objects.filter(run__benchmark=bench["benchmark"]).first()
     client = client_for(annotator_a)
     assert client.get("/b/octo-test/leaderboard/").status_code == 200  # aggregates stay open
-    for url in (f"/attempts/{attempt.pk}/", f"/instances/{attempt.instance_id}/", "/b/octo-test/attempts/?model=alpha",
-                "/b/octo-test/judges/", f"/api/attempts/{attempt.pk}/verdicts/", "/api/verdicts/"):
+    for url in (
+        f"/attempts/{attempt.pk}/",
+        f"/instances/{attempt.instance_id}/",
+        "/b/octo-test/attempts/?model=alpha",
+        "/b/octo-test/judges/",
+        f"/api/attempts/{attempt.pk}/verdicts/",
+        "/api/verdicts/",
+    ):
         response = client.get(url)
         assert response.status_code == 403, url
         assert "Annotators label blind" in response.content.decode(), url
@@ -96,15 +113,23 @@ def test_a_blind_annotator_reads_results_only_in_aggregate(campaign, bench, anno
     assert client.get(f"/api/attempts/{attempt.pk}/verdicts/").status_code == 200
 
 
-def test_a_blind_annotator_is_shown_no_control_that_would_refuse_them(campaign, bench, annotator_a,
-                                                                     django_capture_on_commit_callbacks):
+def test_a_blind_annotator_is_shown_no_control_that_would_refuse_them(
+    campaign, bench, annotator_a, django_capture_on_commit_callbacks
+):
     from django.contrib.auth.models import Group
 
     reviewer = annotator_a.__class__.objects.create_user("reviewer_r", password="pw-reviewer-r-1")
     reviewer.groups.add(Group.objects.get_or_create(name="reviewer")[0], Group.objects.get_or_create(name="editor")[0])
-    refused = ("/b/octo-test/judges/", "/b/octo-test/compare/", "/b/octo-test/attempts/?", "/b/octo-test/share-page/",
-               'name="exclude"')
-    with django_capture_on_commit_callbacks(execute=True):  # the reviewer's (and editor's: Share) fragments are cached first
+    refused = (
+        "/b/octo-test/judges/",
+        "/b/octo-test/compare/",
+        "/b/octo-test/attempts/?",
+        "/b/octo-test/share-page/",
+        'name="exclude"',
+    )
+    with django_capture_on_commit_callbacks(
+        execute=True
+    ):  # the reviewer's (and editor's: Share) fragments are cached first
         seen = client_for(reviewer).get("/b/octo-test/leaderboard/").content.decode()
     blind = client_for(annotator_a).get("/b/octo-test/leaderboard/").content.decode()
     assert [c for c in refused if c not in seen] == []
@@ -113,8 +138,8 @@ def test_a_blind_annotator_is_shown_no_control_that_would_refuse_them(campaign, 
 
 def test_a_conditional_items_examples_say_nothing_of_the_judges_applicability_verdicts(campaign):
     """The labelling screen shows responses to the task for a conditional item, chosen without verdicts."""
-    from django.test.utils import CaptureQueriesContext
     from django.db import connection
+    from django.test.utils import CaptureQueriesContext
 
     from audits.selectors import unit_evidence
 

@@ -16,8 +16,10 @@ from .conftest import BAD, OK
 
 def _skip_on_shared_cache_sqlite():
     if connection.vendor == "sqlite" and "memorydb" in str(connection.settings_dict["NAME"]):
-        pytest.skip("in-memory SQLite (shared cache) answers 'table is locked' to concurrent writers instead of "
-                    "waiting; this test runs on PostgreSQL")
+        pytest.skip(
+            "in-memory SQLite (shared cache) answers 'table is locked' to concurrent writers instead of "
+            "waiting; this test runs on PostgreSQL"
+        )
 
 
 @pytest.mark.django_db(transaction=True)
@@ -38,8 +40,12 @@ def test_it_keeps_both_labels_when_two_annotators_submit_at_once(campaign, annot
 def test_it_reserves_distinct_slots_when_annotatorsrace(campaign, annotator_a, annotator_b, annotator_c):
     _skip_on_shared_cache_sqlite()
     got = {}
-    errors = race([lambda u=u: got.__setitem__(u.username, services.assignment_next(campaign, u))
-                    for u in (annotator_a, annotator_b, annotator_c)])
+    errors = race(
+        [
+            lambda u=u: got.__setitem__(u.username, services.assignment_next(campaign, u))
+            for u in (annotator_a, annotator_b, annotator_c)
+        ]
+    )
     assert errors == []
     per_unit = {}
     for assignment in got.values():
@@ -48,8 +54,9 @@ def test_it_reserves_distinct_slots_when_annotatorsrace(campaign, annotator_a, a
 
 
 @pytest.mark.django_db
-def test_it_looks_again_when_the_last_slot_goes_between_its_two_queries(campaign, annotator_a, annotator_b,
-                                                                        annotator_c, monkeypatch):
+def test_it_looks_again_when_the_last_slot_goes_between_its_two_queries(
+    campaign, annotator_a, annotator_b, annotator_c, monkeypatch
+):
     # seen in CI on PostgreSQL: the unit query saw a free slot, the slot query found none, and min() of nothing raised
     from django.db.models.query import QuerySet
     from django.utils import timezone
@@ -63,8 +70,13 @@ def test_it_looks_again_when_the_last_slot_goes_between_its_two_queries(campaign
         if self.model is AuditUnit and found is not None and not raced:
             raced.append(found.pk)  # both slots taken by others right after the unit query
             for slot, user in ((1, annotator_b), (2, annotator_c)):
-                Assignment.objects.create(unit=found, annotator=user, slot=slot, reserved_at=timezone.now(),
-                                          expires_at=timezone.now() + timezone.timedelta(minutes=30))
+                Assignment.objects.create(
+                    unit=found,
+                    annotator=user,
+                    slot=slot,
+                    reserved_at=timezone.now(),
+                    expires_at=timezone.now() + timezone.timedelta(minutes=30),
+                )
         return found
 
     monkeypatch.setattr(QuerySet, "first", first_then_someone_fills_it)

@@ -1,4 +1,5 @@
 """The demo's pilot audit: a first look at the portal finds campaigns, disagreements and exclusion effects."""
+
 from io import StringIO
 
 import pytest
@@ -31,7 +32,9 @@ def test_it_plays_a_pilot_campaign_with_every_unit_state(study):
     settled = Campaign.objects.get(name=SETTLED_NAME)
     assert campaign.pilot and not settled.units.exclude(state=UnitState.CLOSED).exists()
     assert selectors.policy_campaigns(octobench) == [settled]
-    either, both = (selectors.excluded_item_ids(octobench, p, [campaign.pk]) for p in ("flagged_by_either", "flagged_by_both"))
+    either, both = (
+        selectors.excluded_item_ids(octobench, p, [campaign.pk]) for p in ("flagged_by_either", "flagged_by_both")
+    )
     assert either > both
     assert selectors.excluded_item_ids(octobench, "adjudicated_invalid")  # the settled audit found invalid items
 

@@ -45,7 +45,9 @@ def test_it_distinguishes_flagged_by_either_from_flagged_by_both(bench, campaign
     both = selectors.excluded_item_ids(benchmark, "flagged_by_both", [campaign.pk])
     assert both == {bench["items"][(n, "x")].id for n in (1, 2, 3)}
     assert either == both | {bench["items"][(n, "y")].id for n in (1, 2, 3)}
-    assert selectors.excluded_item_ids(benchmark, "adjudicated_invalid", [campaign.pk]) == both  # y: disputed, not closed
+    assert (
+        selectors.excluded_item_ids(benchmark, "adjudicated_invalid", [campaign.pk]) == both
+    )  # y: disputed, not closed
     for unit in AuditUnit.objects.filter(state="disputed"):
         services.unit_adjudicate(unit, lead=lead, final_status="valid")
     assert selectors.excluded_item_ids(benchmark, "adjudicated_invalid") == both
@@ -64,15 +66,19 @@ def test_it_shows_the_rank_change_on_the_effect_page(bench, campaign, lead, anno
     assert "Check the output is nice" in html
 
 
-def test_the_effect_page_exports_its_tables_and_shares_through_the_frame(bench, campaign, lead, annotator_a, annotator_b):
+def test_the_effect_page_exports_its_tables_and_shares_through_the_frame(
+    bench, campaign, lead, annotator_a, annotator_b
+):
     """The effect page, a leaderboard before and after a policy, had no export and no share link."""
     _label_all(campaign, [annotator_a, annotator_b], {"annotator_a": ("x",), "annotator_b": ("x",)})
     client, url = client_for(lead), "/audits/effect/octo-test/?exclude=adjudicated_invalid"
     html = client.get(url).content.decode()
     assert f"{url}&amp;export=csv&amp;table=effect" in html and "Share…" in html
     lines = list(csv.DictReader(io.StringIO(client.get(url + "&export=csv&table=effect").content.decode())))
-    assert [(line["Model"], line["Rank before"], line["Rank after"], line["ISR % after"]) for line in lines] \
-        == [("alpha", "2.0", "1.0", "100.00"), ("beta", "1.0", "2.0", "33.33")]
+    assert [(line["Model"], line["Rank before"], line["Rank after"], line["ISR % after"]) for line in lines] == [
+        ("alpha", "2.0", "1.0", "100.00"),
+        ("beta", "1.0", "2.0", "33.33"),
+    ]
     document = client.get(url + "&export=json").json()
     assert document["facts"]["kendall_tau"] == -1.0 and document["facts"]["items_excluded"] == 3
     swaps = next(t for t in document["tables"] if t["name"] == "swaps")["rows"]
@@ -92,8 +98,6 @@ def test_it_computes_ranks_with_ties_sharing_the_mean_rank():
     assert effect.ranks({"a": 50.0, "b": 50.0, "c": 10.0, "d": None}) == {"a": 1.5, "b": 1.5, "c": 3}
 
 
-
-
 def test_the_leaderboard_api_leaves_out_what_an_exclusion_policy_flags(bench, campaign, lead, annotator_a, annotator_b):
     _label_all(campaign, [annotator_a, annotator_b], {"annotator_a": ("x",), "annotator_b": ("x",)})
     api = client_for(lead)
@@ -106,23 +110,25 @@ def test_the_leaderboard_api_leaves_out_what_an_exclusion_policy_flags(bench, ca
     assert api.get("/api/leaderboards/octo-test/?exclude=nope").status_code == 400
 
 
-def test_the_leaderboard_page_offers_the_policies_and_shows_ranks_before_and_after(bench, campaign, lead, annotator_a, annotator_b):
+def test_the_leaderboard_page_offers_the_policies_and_shows_ranks_before_and_after(
+    bench, campaign, lead, annotator_a, annotator_b
+):
     _label_all(campaign, [annotator_a, annotator_b], {"annotator_a": ("x",), "annotator_b": ("x",)})
     page = client_for(lead)
     plain = page.get("/b/octo-test/leaderboard/").content.decode()
     assert 'name="exclude"' in plain and "final status invalid" in plain and 'id="exclusion"' not in plain
 
     html = page.get("/b/octo-test/leaderboard/?exclude=adjudicated_invalid").content.decode()
-    box = html[html.index('id="exclusion"'):html.index("</div>", html.index("exclusion-stats"))]
+    box = html[html.index('id="exclusion"') : html.index("</div>", html.index("exclusion-stats"))]
     assert "3 checklist items left out" in box
     assert "<dd>-1.000</dd>" in box  # the two models swap: tau = -1
     assert "alpha now above beta" in html
     assert "/audits/effect/octo-test/?exclude=adjudicated_invalid" in html
-    table = html[html.index("<tbody>"):html.index("</tbody>")]
+    table = html[html.index("<tbody>") : html.index("</tbody>")]
     assert table.index(">alpha<") < table.index(">beta<")  # ordered after the exclusion
-    alpha = table[table.index(">alpha<"):table.index("</tr>", table.index(">alpha<"))]
+    alpha = table[table.index(">alpha<") : table.index("</tr>", table.index(">alpha<"))]
     assert "▲ 1" in alpha and ">100.00 <" in alpha  # rank 2 -> 1, ISR 100 after
-    beta = table[table.index(">beta<"):table.index("</tr>", table.index(">beta<"))]
+    beta = table[table.index(">beta<") : table.index("</tr>", table.index(">beta<"))]
     assert "▼ 1" in beta and "▼ -1" not in beta  # a fall reads as how far, the arrow says which way
 
 
@@ -137,14 +143,17 @@ def test_exports_and_share_snapshots_carry_the_exclusion_policy(bench, campaign,
     plain = page.get("/b/octo-test/leaderboard/?export=json").json()
     assert plain["state"]["exclude"] == "none" and plain["rows"][0]["model"] == "beta"
 
-    assert page.post("/b/octo-test/share/", {"query": "exclude=adjudicated_invalid", "expires_in": ""}).status_code == 200
+    assert (
+        page.post("/b/octo-test/share/", {"query": "exclude=adjudicated_invalid", "expires_in": ""}).status_code == 200
+    )
     snapshot = ShareLink.objects.get().snapshot
     assert snapshot["state"]["exclude"] == "adjudicated_invalid" and snapshot["overall"][0]["model"] == "alpha"
     assert snapshot["exclusion"]["n_excluded"] == 3
 
 
-
-def test_the_effect_page_keeps_the_leaderboard_filters_it_was_opened_with(bench, campaign, lead, annotator_a, annotator_b):
+def test_the_effect_page_keeps_the_leaderboard_filters_it_was_opened_with(
+    bench, campaign, lead, annotator_a, annotator_b
+):
     _label_all(campaign, [annotator_a, annotator_b], {"annotator_a": ("x",), "annotator_b": ("x",)})
     page = client_for(lead)
     whole = page.get("/audits/effect/octo-test/?exclude=adjudicated_invalid").content.decode()
@@ -156,14 +165,17 @@ def test_the_effect_page_keeps_the_leaderboard_filters_it_was_opened_with(bench,
 
 
 def test_only_items_the_gaining_model_failed_more_often_are_behind_a_swap():
-    verdicts = {"up": {1: {"pass": 1, "fail": 1}, 2: {"pass": 2, "fail": 0}, 3: {"pass": 1, "fail": 0}},
-                "down": {1: {"pass": 2, "fail": 0}, 2: {"pass": 0, "fail": 2}, 3: {"pass": 1, "fail": 0}}}
+    verdicts = {
+        "up": {1: {"pass": 1, "fail": 1}, 2: {"pass": 2, "fail": 0}, 3: {"pass": 1, "fail": 0}},
+        "down": {1: {"pass": 2, "fail": 0}, 2: {"pass": 0, "fail": 2}, 3: {"pass": 1, "fail": 0}},
+    }
     behind = effect._items_behind("up", "down", verdicts, limit=10)
     assert behind == [{"item_id": 1, "pass_rate_up": 0.5, "pass_rate_down": 1.0, "difference": 0.5}]
 
 
 def test_it_says_where_the_lead_decides_that_decisions_count_only_once_the_campaign_settles(
-        bench, campaign, lead, annotator_a, annotator_b):
+    bench, campaign, lead, annotator_a, annotator_b
+):
     label_all(campaign, [annotator_a], lambda user, unit: values_for(unit))
     label_all(campaign, [annotator_b], lambda user, unit: values_for(unit, bad_keys=()))  # they disagree on every x
     disputed = list(AuditUnit.objects.filter(campaign=campaign, state="disputed"))
@@ -175,7 +187,9 @@ def test_it_says_where_the_lead_decides_that_decisions_count_only_once_the_campa
     assert f"{len(disputed) - 1} units of this one are still being labelled or awaiting adjudication" in queue
     assert f'href="{effect_url}?exclude=adjudicated_invalid&amp;campaigns={campaign.pk}"' in queue
     page = client.get(effect_url).content.decode()
-    assert f"Not counted:</strong> pilot ({len(disputed) - 1} units still being labelled or awaiting adjudication)" in page
+    assert (
+        f"Not counted:</strong> pilot ({len(disputed) - 1} units still being labelled or awaiting adjudication)" in page
+    )
     assert "neither settled nor ticked below are not counted" in page
     assert 'id="not-counted"' not in client.get(f"{effect_url}?campaigns={campaign.pk}").content.decode()
     for unit in disputed[1:]:

@@ -8,6 +8,7 @@ c2 also has a second item, "tone", scored like any checklist item but not read b
 Both annotators call c2's resolution item ambiguous: m1 then has 5/6 = 83.3 and m2 2/3 = 66.7, so m1
 moves above m2, and c2 is the item behind the swap (m2 followed its system prompt, m1 never did).
 """
+
 import json
 
 import pytest
@@ -27,7 +28,11 @@ FOLLOWED = {  # run -> instance -> side
     "m1-r2": {"c1": "B", "c2": "A", "c3": "B", "c4": "A", "c5": "A"},
     "m2-r1": {"c1": "B", "c2": "B", "c3": "B", "c4": "A", "c5": "B"},
 }
-RESOLUTION = {"key": "resolution", "check_type": "conflict", "description": "Which side did the final behaviour follow?"}
+RESOLUTION = {
+    "key": "resolution",
+    "check_type": "conflict",
+    "description": "Which side did the final behaviour follow?",
+}
 
 
 def _unknown_policy() -> str:
@@ -37,14 +42,22 @@ def _unknown_policy() -> str:
 
 def _instance(key):
     if key == "c5":
-        conflict = {"type": "UQ vs MD", "scenario": "indentation", "a": {"source": "AGENTS.md", "instruction": "Use 4 spaces."},
-                    "b": {"source": "UQ", "instruction": "Use 2 spaces."}}
+        conflict = {
+            "type": "UQ vs MD",
+            "scenario": "indentation",
+            "a": {"source": "AGENTS.md", "instruction": "Use 4 spaces."},
+            "b": {"source": "UQ", "instruction": "Use 2 spaces."},
+        }
     else:
-        conflict = {"type": "UQ vs SP", "scenario": {"c1": "emoji", "c2": "safety"}.get(key, "language"),
-                    "a": {"source": "UQ", "instruction": f"User wants {key}."},
-                    "b": {"source": "SP", "instruction": f"System forbids {key}."}}
-    items = [RESOLUTION] + ([{"key": "tone", "check_type": "compliance", "description": "The reply is polite."}]
-                            if key == "c2" else [])
+        conflict = {
+            "type": "UQ vs SP",
+            "scenario": {"c1": "emoji", "c2": "safety"}.get(key, "language"),
+            "a": {"source": "UQ", "instruction": f"User wants {key}."},
+            "b": {"source": "SP", "instruction": f"System forbids {key}."},
+        }
+    items = [RESOLUTION] + (
+        [{"key": "tone", "check_type": "compliance", "description": "The reply is polite."}] if key == "c2" else []
+    )
     return {"type": "instance", "id": key, "spec": {"conflict": conflict}, "items": items}
 
 
@@ -56,11 +69,21 @@ def study(db, tmp_path):
         records.append({"type": "run", "label": run, "model": run.split("-")[0]})
         for key, side in sides.items():
             records.append({"type": "attempt", "run": run, "instance": key, "response": f"reply of {run} to {key}"})
-            records.append({"type": "verdict", "run": run, "instance": key, "item": "resolution", "judge": "j1",
-                            "result": "na", "evidence": {"followed": side}})
+            records.append(
+                {
+                    "type": "verdict",
+                    "run": run,
+                    "instance": key,
+                    "item": "resolution",
+                    "judge": "j1",
+                    "result": "na",
+                    "evidence": {"followed": side},
+                }
+            )
             if key == "c2":
-                records.append({"type": "verdict", "run": run, "instance": key, "item": "tone", "judge": "j1",
-                                "result": "pass"})
+                records.append(
+                    {"type": "verdict", "run": run, "instance": key, "item": "tone", "judge": "j1", "result": "pass"}
+                )
     path = tmp_path / "study.jsonl"
     path.write_text("\n".join(json.dumps(r) for r in records) + "\n", encoding="utf-8")
     ingest("native", [Source.of(path)], Options())
@@ -69,9 +92,18 @@ def study(db, tmp_path):
 
 def _audit(benchmark, lead, annotators, bad_keys):
     """Both annotators label every checklist item of the benchmark; the units named in bad_keys are ambiguous."""
-    campaign = services.campaign_start(services.campaign_create(
-        name="conflict items", subject="checklist_items", benchmarks=[benchmark], strata=["benchmark"],
-        allocation="proportional", size=6, seed=3, user=lead))
+    campaign = services.campaign_start(
+        services.campaign_create(
+            name="conflict items",
+            subject="checklist_items",
+            benchmarks=[benchmark],
+            strata=["benchmark"],
+            allocation="proportional",
+            size=6,
+            seed=3,
+            user=lead,
+        )
+    )
     assert campaign.units.count() == 6
     label_all(campaign, annotators, lambda user, unit: BAD if unit.key in bad_keys else OK)
     return benchmark
@@ -113,7 +145,9 @@ def test_a_policy_that_flags_a_resolution_item_moves_the_ranking_on_the_page(aud
     assert (lines["m2"].rank_before, lines["m2"].rank_after, lines["m2"].value_after) == (1, 2, pytest.approx(200 / 3))
     [swap] = exclusion["swaps"]
     assert (swap["up"], swap["down"], swap["tied"]) == ("m1", "m2", False)
-    assert [(d["instance__external_id"], d["pass_rate_up"], d["pass_rate_down"]) for d in swap["items"]] == [("c2", 0.0, 1.0)]
+    assert [(d["instance__external_id"], d["pass_rate_up"], d["pass_rate_down"]) for d in swap["items"]] == [
+        ("c2", 0.0, 1.0)
+    ]
     assert 'id="exclusion"' in body and "Audit exclusion: final status invalid" in body
     assert "1 checklist item left out, 1 of them conflict resolution." in body
     assert "3 attempts on excluded items are not counted (instance c2)" in body
@@ -128,11 +162,23 @@ def test_a_policy_that_flags_a_resolution_item_moves_the_ranking_on_the_page(aud
 
 
 def test_flagged_by_either_needs_one_annotator_and_by_both_needs_two(study, lead, annotator_a, annotator_b):
-    campaign = services.campaign_start(services.campaign_create(
-        name="one", subject="checklist_items", benchmarks=[study], strata=["benchmark"], allocation="proportional",
-        size=6, seed=3, user=lead))
-    label_all(campaign, [annotator_a, annotator_b],
-              lambda user, unit: BAD if user == annotator_a and unit.key == f"{SLUG}/c2/resolution" else OK)
+    campaign = services.campaign_start(
+        services.campaign_create(
+            name="one",
+            subject="checklist_items",
+            benchmarks=[study],
+            strata=["benchmark"],
+            allocation="proportional",
+            size=6,
+            seed=3,
+            user=lead,
+        )
+    )
+    label_all(
+        campaign,
+        [annotator_a, annotator_b],
+        lambda user, unit: BAD if user == annotator_a and unit.key == f"{SLUG}/c2/resolution" else OK,
+    )
     # policies read settled campaigns: the lead settles the one dispute (the item is fine; a's flag stays a flag)
     services.unit_adjudicate(campaign.units.get(state="disputed"), lead=lead, final_status="valid")
     client = client_for(lead)
@@ -183,7 +229,7 @@ def test_the_htmx_partial_carries_the_box_and_the_rank_columns(audited, lead):
     page = client_for(lead).get(PAGE, {"exclude": "flagged_by_both"}, HTTP_HX_REQUEST="true")
     body = page.content.decode()
     assert body.lstrip().startswith('<section id="results"')
-    assert 'id="exclusion"' in body and "With every item" in body and "<th class=\"num\"" in body
+    assert 'id="exclusion"' in body and "With every item" in body and '<th class="num"' in body
 
 
 def test_a_rewritten_resolution_item_is_read_in_place_of_the_excluded_version(audited, lead, tmp_path):
@@ -195,8 +241,18 @@ def test_a_rewritten_resolution_item_is_read_in_place_of_the_excluded_version(au
     new = services.item_rewrite(item=old, lead=lead, description="Which side did the final reply follow?")
     assert new.key == "resolution@v2"
     records = [{"type": "benchmark", "slug": SLUG, "name": "Octo conflict audit", "kind": "conflict"}]
-    records += [{"type": "verdict", "run": run, "instance": "c2", "item": "resolution@v2", "judge": "j1", "result": "na",
-                 "evidence": {"followed": "B" if run.startswith("m1") else "A"}} for run in FOLLOWED]
+    records += [
+        {
+            "type": "verdict",
+            "run": run,
+            "instance": "c2",
+            "item": "resolution@v2",
+            "judge": "j1",
+            "result": "na",
+            "evidence": {"followed": "B" if run.startswith("m1") else "A"},
+        }
+        for run in FOLLOWED
+    ]
     path = tmp_path / "rerun.jsonl"
     path.write_text("\n".join(json.dumps(r) for r in records) + "\n", encoding="utf-8")
     ingest("native", [Source.of(path)], Options())

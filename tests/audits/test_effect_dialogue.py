@@ -6,6 +6,7 @@ beta passes d1 and fails `length` on d2's turn 3: CSR 5.5/6, ISR 5/6. Ranked by 
 Annotators say d1's turn-2 query does not express its constraints: with its two constraints left out, that
 turn is not counted; alpha then has five perfect turns (CSR 100) and moves above beta (4.5/5 = 90).
 """
+
 import pytest
 from django.utils.html import escape
 
@@ -13,7 +14,7 @@ from audits import services
 from runs.demo import SCALES, evolif_plan
 from runs.exclusions import exclusion_policies
 from runs.ingest import Source, ingest
-from runs.metrics import dialogue as m
+from runs.metrics import dialogue as metrics
 from runs.models import (
     AgentModel,
     Attempt,
@@ -49,20 +50,36 @@ def study(db):
     judge = Judge.objects.create(name="evolif-log", kind=JudgeKind.LOGGED)
     items = {}
     for name in ("d1", "d2"):
-        spec = {"turns": [{"turn": t, "active_topic": "a", "user_query_verified": f"{name} query {t}"} for t in (1, 2, 3)]}
+        spec = {
+            "turns": [{"turn": t, "active_topic": "a", "user_query_verified": f"{name} query {t}"} for t in (1, 2, 3)]
+        }
         instance = Instance.objects.create(benchmark=benchmark, external_id=name, spec=spec, content_hash="h")
         for turn in (1, 2, 3):
             for pos, group in enumerate(("format", "length")):
                 items[(name, turn, group)] = ChecklistItem.objects.create(
-                    instance=instance, key=f"t{turn}:{group}", turn=turn, group=group, position=pos,
-                    description=f"Answer in the {group} asked for <b>here</b>", content_hash="h")
+                    instance=instance,
+                    key=f"t{turn}:{group}",
+                    turn=turn,
+                    group=group,
+                    position=pos,
+                    description=f"Answer in the {group} asked for <b>here</b>",
+                    content_hash="h",
+                )
     attempts = []
     for model in ("alpha", "beta"):
-        run = Run.objects.create(benchmark=benchmark, model=AgentModel.objects.create(name=model), label=f"{model}-r1",
-                                 settings={"patience": 3})
+        run = Run.objects.create(
+            benchmark=benchmark,
+            model=AgentModel.objects.create(name=model),
+            label=f"{model}-r1",
+            settings={"patience": 3},
+        )
         for instance in benchmark.instances.all():
-            attempt = Attempt.objects.create(run=run, instance=instance, response="...",
-                                             outcome={"patience": 3, "ended_by": "script_end", "ended_turn": 3})
+            attempt = Attempt.objects.create(
+                run=run,
+                instance=instance,
+                response="...",
+                outcome={"patience": 3, "ended_by": "script_end", "ended_turn": 3},
+            )
             attempts.append(attempt.id)
             for (name, turn, group), item in items.items():
                 if name == instance.external_id:
@@ -74,9 +91,18 @@ def study(db):
 
 def _audit(benchmark, lead, annotators, flagged=(FLAGGED,)):
     """Every turn of the study audited by both annotators; they say the `flagged` queries miss their constraints."""
-    campaign = services.campaign_start(services.campaign_create(
-        name="queries", subject="dialogue_queries", benchmarks=[benchmark], strata=["benchmark"],
-        allocation="proportional", size=6, seed=3, user=lead))
+    campaign = services.campaign_start(
+        services.campaign_create(
+            name="queries",
+            subject="dialogue_queries",
+            benchmarks=[benchmark],
+            strata=["benchmark"],
+            allocation="proportional",
+            size=6,
+            seed=3,
+            user=lead,
+        )
+    )
     assert campaign.units.count() == 6
     label_all(campaign, annotators, lambda user, unit: {"expresses": "no" if unit.key in flagged else "yes"})
     return campaign
@@ -161,11 +187,23 @@ def test_the_api_recomputes_a_models_metrics_under_a_policy(audited, lead):
 
 
 def test_one_annotator_flagging_is_enough_for_flagged_by_either_only(study, lead, annotator_a, annotator_b):
-    campaign = services.campaign_start(services.campaign_create(
-        name="queries", subject="dialogue_queries", benchmarks=[study], strata=["benchmark"],
-        allocation="proportional", size=6, seed=3, user=lead))
-    label_all(campaign, [annotator_a, annotator_b],
-              lambda user, unit: {"expresses": "no" if user == annotator_a and unit.key == FLAGGED else "yes"})
+    campaign = services.campaign_start(
+        services.campaign_create(
+            name="queries",
+            subject="dialogue_queries",
+            benchmarks=[study],
+            strata=["benchmark"],
+            allocation="proportional",
+            size=6,
+            seed=3,
+            user=lead,
+        )
+    )
+    label_all(
+        campaign,
+        [annotator_a, annotator_b],
+        lambda user, unit: {"expresses": "no" if user == annotator_a and unit.key == FLAGGED else "yes"},
+    )
     # policies read settled campaigns: the lead settles the one dispute (a's flag stays a flag)
     services.unit_adjudicate(campaign.units.get(state="disputed"), lead=lead, final_status="valid")
     client = client_for(lead)
@@ -210,7 +248,9 @@ def test_the_verdict_path_gives_the_rollups_dialogues_when_nothing_is_excluded(d
     judges = dialogue_judges(demo_study)
     assert judges
     # an edge the logs can produce: every verdict of one turn is "na" (the turn has a row with nothing applicable)
-    verdict = Verdict.objects.filter(attempt__run__benchmark=demo_study, judge=judges[0], item__turn__isnull=False).first()
+    verdict = Verdict.objects.filter(
+        attempt__run__benchmark=demo_study, judge=judges[0], item__turn__isnull=False
+    ).first()
     Verdict.objects.filter(attempt=verdict.attempt, item__turn=verdict.item.turn, judge=judges[0]).update(result="na")
     rollups_rebuild_for_attempts([verdict.attempt_id])
     for judge in judges:
@@ -219,7 +259,7 @@ def test_the_verdict_path_gives_the_rollups_dialogues_when_nothing_is_excluded(d
         assert len(rollups) >= 8 and any(not s for d in rollups for s in d.successes)
         assert any(t.n_applicable == 0 for d in verdicts for t in d.turns)
         assert verdicts == rollups
-        assert m.rows_by(m.resimulate(verdicts, 2)) == m.rows_by(m.resimulate(rollups, 2))
+        assert metrics.rows_by(metrics.resimulate(verdicts, 2)) == metrics.rows_by(metrics.resimulate(rollups, 2))
 
 
 def test_excluding_items_gives_what_rollups_without_their_verdicts_give(demo_study):
@@ -229,7 +269,8 @@ def test_excluding_items_gives_what_rollups_without_their_verdicts_give(demo_stu
     group = instance.items.filter(turn=3).order_by("position").values_list("group", flat=True).first()
     assert group and instance.items.filter(turn=2).exists()
     excluded = set(instance.items.filter(turn=2).values_list("id", flat=True)) | set(
-        ChecklistItem.objects.filter(instance__benchmark=demo_study, group=group).values_list("id", flat=True))
+        ChecklistItem.objects.filter(instance__benchmark=demo_study, group=group).values_list("id", flat=True)
+    )
     recomputed = dialogues_select(benchmark=demo_study, judge=judge, excluded_items=excluded)
     assert recomputed != dialogues_select(benchmark=demo_study, judge=judge)  # the exclusion changes something
     Verdict.objects.filter(item_id__in=excluded).delete()
@@ -237,4 +278,3 @@ def test_excluding_items_gives_what_rollups_without_their_verdicts_give(demo_stu
     rebuilt = dialogues_select(benchmark=demo_study, judge=judge)
     assert recomputed == rebuilt
     assert all(2 not in {t.turn for t in d.turns} for d in rebuilt if d.instance == instance.external_id)
-

@@ -8,6 +8,7 @@ acme/coder-2 passes indent in both runs; its second run fails naming on sample 1
 Annotators flag sample 1's #1 and #3 as incorrect: coder-1 then passes sample 1 in both runs (4/6) and
 moves above coder-2 (still 3/6).
 """
+
 import json
 from pathlib import Path
 
@@ -18,7 +19,7 @@ from audits import services
 from runs.demo import SCALES, manyih_plan
 from runs.exclusions import exclusion_policies
 from runs.ingest import Options, Source, ingest
-from runs.metrics import hierarchy as m
+from runs.metrics import hierarchy as metrics
 from runs.models import Benchmark, Verdict
 from runs.recheck import recheck_run
 from runs.selectors.hierarchy import hierarchy_judges, sample_rows_select
@@ -64,12 +65,23 @@ def study(db, tmp_path):
 @pytest.fixture
 def audited(study, lead, annotator_a, annotator_b):
     """Every generated constraint audited by both annotators; both call sample 1's #1 and #3 incorrect."""
-    campaign = services.campaign_create(name="constraints", subject="hierarchy_constraints", benchmarks=[study],
-                                        strata=["benchmark"], allocation="proportional", size=11, seed=5, user=lead)
+    campaign = services.campaign_create(
+        name="constraints",
+        subject="hierarchy_constraints",
+        benchmarks=[study],
+        strata=["benchmark"],
+        allocation="proportional",
+        size=11,
+        seed=5,
+        user=lead,
+    )
     campaign = services.campaign_start(campaign)
     assert campaign.units.count() == 11
-    label_all(campaign, [annotator_a, annotator_b],
-              lambda user, unit: {"faithful": "incorrect" if unit.key in FLAGGED else "faithful"})
+    label_all(
+        campaign,
+        [annotator_a, annotator_b],
+        lambda user, unit: {"faithful": "incorrect" if unit.key in FLAGGED else "faithful"},
+    )
     return study
 
 
@@ -94,7 +106,10 @@ def test_a_policy_that_flags_constraints_changes_acc_and_the_ranking_on_the_page
     assert (lines["acme/coder-2"].rank_before, lines["acme/coder-2"].rank_after) == (1, 2)
     assert [(s["up"], s["down"]) for s in exclusion["swaps"]] == [("acme/coder-1", "acme/coder-2")]
     # coder-1 failed both flagged constraints every time, coder-2 passed them: both are behind the swap
-    assert sorted((d["instance__external_id"], d["key"]) for d in exclusion["swaps"][0]["items"]) == [("1", "1"), ("1", "3")]
+    assert sorted((d["instance__external_id"], d["key"]) for d in exclusion["swaps"][0]["items"]) == [
+        ("1", "1"),
+        ("1", "3"),
+    ]
     assert 'id="exclusion"' in html and "Audit exclusion: final status invalid" in html
     assert "2 generated constraints left out" in html and "-1.000" in html
     assert "acme/coder-1 now above acme/coder-2" in html and "sample 1 #3 (indent)" in html
@@ -107,11 +122,23 @@ def test_a_policy_that_flags_constraints_changes_acc_and_the_ranking_on_the_page
 def test_without_a_policy_the_numbers_are_those_before_the_audit(study, lead, annotator_a, annotator_b):
     client = client_for(lead)
     before = client.get(API, {"benchmark": SLUG, "by": "run"}).json()
-    services_audit = services.campaign_start(services.campaign_create(
-        name="c", subject="hierarchy_constraints", benchmarks=[study], strata=["benchmark"], allocation="proportional",
-        size=11, seed=5, user=lead))
-    label_all(services_audit, [annotator_a, annotator_b],
-              lambda user, unit: {"faithful": "incorrect" if unit.key in FLAGGED else "faithful"})
+    services_audit = services.campaign_start(
+        services.campaign_create(
+            name="c",
+            subject="hierarchy_constraints",
+            benchmarks=[study],
+            strata=["benchmark"],
+            allocation="proportional",
+            size=11,
+            seed=5,
+            user=lead,
+        )
+    )
+    label_all(
+        services_audit,
+        [annotator_a, annotator_b],
+        lambda user, unit: {"faithful": "incorrect" if unit.key in FLAGGED else "faithful"},
+    )
     after = client.get(API, {"benchmark": SLUG, "by": "run"}).json()
     none = client.get(API, {"benchmark": SLUG, "by": "run", "exclude": "none"}).json()
     assert after == before == none
@@ -121,14 +148,18 @@ def test_without_a_policy_the_numbers_are_those_before_the_audit(study, lead, an
 def test_the_json_of_the_page_states_the_policy_and_the_rank_change(audited, lead):
     body = client_for(lead).get(API, {"benchmark": SLUG, "exclude": "flagged_by_both"}).json()
     assert body["exclude"] == "flagged_by_both" and body["excluded_items"] == 2
-    assert {r["label"]: r["acc"] for r in body["rows"]} == {"acme/coder-1": pytest.approx(400 / 6),
-                                                            "acme/coder-2": pytest.approx(50.0)}
+    assert {r["label"]: r["acc"] for r in body["rows"]} == {
+        "acme/coder-1": pytest.approx(400 / 6),
+        "acme/coder-2": pytest.approx(50.0),
+    }
     assert body["exclusion"]["tau"] == -1.0
     assert {r["label"]: r["rank_change"] for r in body["exclusion"]["ranks"]} == {"acme/coder-1": 1, "acme/coder-2": -1}
     swap = body["exclusion"]["swaps"][0]
     assert (swap["up"], swap["down"]) == ("acme/coder-1", "acme/coder-2")
     assert {(d["sample"], d["key"], d["pass_rate_up"], d["pass_rate_down"]) for d in swap["items"]} == {
-        ("1", "1", 0.0, 1.0), ("1", "3", 0.0, 1.0)}
+        ("1", "1", 0.0, 1.0),
+        ("1", "3", 0.0, 1.0),
+    }
 
 
 def test_the_api_recomputes_a_runs_acc_under_a_policy(audited, lead):
@@ -179,7 +210,7 @@ def demo_study(db, tmp_path):
 def test_the_verdict_path_gives_the_rollups_numbers_when_nothing_is_excluded(demo_study):
     run_ids = list(demo_study.runs.values_list("id", flat=True))
     judges = hierarchy_judges(demo_study)
-    assert [j.name for j in judges] == [m.LOGGED_JUDGE, m.CHECKER_JUDGE]
+    assert [j.name for j in judges] == [metrics.LOGGED_JUDGE, metrics.CHECKER_JUDGE]
     # an edge the harness can produce: one attempt's verdicts on a whole style group are "na" (the group has no row)
     verdict = Verdict.objects.filter(attempt__run__benchmark=demo_study, judge=judges[0]).exclude(result="na").first()
     Verdict.objects.filter(attempt=verdict.attempt, item__group=verdict.item.group).update(result="na")
@@ -195,11 +226,16 @@ def test_excluding_items_gives_what_rollups_without_their_verdicts_give(demo_stu
     run_ids = list(demo_study.runs.values_list("id", flat=True))
     # every instruction of two style groups, and every instruction of sample 0 (its attempts lose all their verdicts)
     items = demo_study.instances.get(external_id="0").items.values_list("id", flat=True)
-    excluded = set(Verdict.objects.filter(attempt__run__benchmark=demo_study, item__group__in=["indent", "license"])
-                   .values_list("item_id", flat=True)) | set(items)
+    excluded = set(
+        Verdict.objects.filter(attempt__run__benchmark=demo_study, item__group__in=["indent", "license"]).values_list(
+            "item_id", flat=True
+        )
+    ) | set(items)
     judges = hierarchy_judges(demo_study)
-    recomputed = {j.name: sample_rows_select(benchmark=demo_study, judge=j, run_ids=run_ids, excluded_items=excluded)
-                  for j in judges}
+    recomputed = {
+        j.name: sample_rows_select(benchmark=demo_study, judge=j, run_ids=run_ids, excluded_items=excluded)
+        for j in judges
+    }
     Verdict.objects.filter(item_id__in=excluded).delete()
     rollups_rebuild_for_attempts(list(demo_study.runs.values_list("attempts__id", flat=True)))
     for judge in judges:
@@ -209,13 +245,29 @@ def test_excluding_items_gives_what_rollups_without_their_verdicts_give(demo_stu
 
 
 def test_a_sample_whose_every_constraint_is_left_out_is_not_counted_and_named(study, lead, annotator_a, annotator_b):
-    campaign = services.campaign_start(services.campaign_create(
-        name="sample 2", subject="hierarchy_constraints", benchmarks=[study], strata=["benchmark"],
-        allocation="proportional", size=11, seed=5, user=lead))
-    label_all(campaign, [annotator_a, annotator_b],
-              lambda user, unit: {"faithful": "unclear" if unit.key.startswith(f"{SLUG}/2/") else "faithful"})
+    campaign = services.campaign_start(
+        services.campaign_create(
+            name="sample 2",
+            subject="hierarchy_constraints",
+            benchmarks=[study],
+            strata=["benchmark"],
+            allocation="proportional",
+            size=11,
+            seed=5,
+            user=lead,
+        )
+    )
+    label_all(
+        campaign,
+        [annotator_a, annotator_b],
+        lambda user, unit: {"faithful": "unclear" if unit.key.startswith(f"{SLUG}/2/") else "faithful"},
+    )
     page = client_for(lead).get(PAGE, {"exclude": "flagged_by_both", "by": "run"})
     assert {r.label: (r.n, r.acc) for r in page.context["rows"]} == {
-        "c1-a": (2, 50.0), "c1-b": (2, 50.0), "c2-a": (2, 100.0), "c2-b": (2, 50.0)}
+        "c1-a": (2, 50.0),
+        "c1-b": (2, 50.0),
+        "c2-a": (2, 100.0),
+        "c2-b": (2, 50.0),
+    }
     assert page.context["exclusion"]["dropped_samples"] == ["2"]
     assert "Sample 2 has no constraint left and is not counted (4 attempts)." in page.content.decode()

@@ -1,5 +1,6 @@
 """Rewriting an audited item as a new version linked to the old: the service, the pages, the API,
 the "superseded" exclusion policy, re-imports that keep both versions, and verdicts on the new key."""
+
 import json
 import threading
 from pathlib import Path
@@ -36,14 +37,22 @@ def test_it_rewrites_an_item_as_v2_linked_to_v1(bench, campaign, lead):
     new = _rewrite(old, lead, unit=unit)
 
     assert (new.key, new.version, new.supersedes_id, new.instance_id) == ("x@v2", 2, old.id, old.instance_id)
-    assert (new.position, new.category, new.check_type, new.conditional) == (old.position, old.category,
-                                                                             old.check_type, old.conditional)
+    assert (new.position, new.category, new.check_type, new.conditional) == (
+        old.position,
+        old.category,
+        old.check_type,
+        old.conditional,
+    )
     assert new.description == NEW_TEXT
     old.refresh_from_db()
     assert old.description == "Check the output is nice" and old.superseded_by == new and old.verdicts.count() == 2
     provenance = new.details["audit_rewrite"]
-    assert (provenance["rewrites"], provenance["by"], provenance["reason"], provenance["unit"]) == ("x", "lead",
-                                                                                                  "ambiguous", unit.pk)
+    assert (provenance["rewrites"], provenance["by"], provenance["reason"], provenance["unit"]) == (
+        "x",
+        "lead",
+        "ambiguous",
+        unit.pk,
+    )
     revision = ItemRevision.objects.get()
     assert (revision.old_item, revision.new_item, revision.lead, revision.unit) == (old, new, lead, unit)
     assert (revision.old_description, revision.new_description) == ("Check the output is nice", NEW_TEXT)
@@ -51,8 +60,17 @@ def test_it_rewrites_an_item_as_v2_linked_to_v1(bench, campaign, lead):
 
 def test_it_hashes_the_new_version_as_a_native_import_of_its_record(bench, lead):
     new = _rewrite(bench["items"][(1, "x")], lead, category="SP", check_type="format")
-    record = {"key": "x@v2", "category": "SP", "check_type": "format", "group": "", "description": NEW_TEXT,
-              "conditional": False, "turn": None, "privilege": None, "details": new.details}
+    record = {
+        "key": "x@v2",
+        "category": "SP",
+        "check_type": "format",
+        "group": "",
+        "description": NEW_TEXT,
+        "conditional": False,
+        "turn": None,
+        "privilege": None,
+        "details": new.details,
+    }
 
     assert new.content_hash == content_hash([new.position, record])
     assert (new.category, new.category_original, new.check_type) == ("System Prompt", "SP", "format")
@@ -92,8 +110,9 @@ def test_it_refuses_a_unit_that_is_not_about_the_item(bench, campaign, lead):
 def test_it_picks_a_free_key_and_keeps_it_within_the_column(bench, lead):
     instance = bench["items"][(1, "x")].instance
     ChecklistItem.objects.create(instance=instance, key="x@v2", position=9, content_hash="h")  # an imported key
-    long_item = ChecklistItem.objects.create(instance=instance, key="k" * 300, position=10, description="d",
-                                             content_hash="h")
+    long_item = ChecklistItem.objects.create(
+        instance=instance, key="k" * 300, position=10, description="d", content_hash="h"
+    )
 
     assert _rewrite(bench["items"][(1, "x")], lead).key == "x@v2-2"
     long_new = _rewrite(long_item, lead)
@@ -108,7 +127,9 @@ def test_it_keeps_nul_characters_out_of_the_stored_text(bench, lead):
 @pytest.mark.django_db(transaction=True)
 def test_it_creates_one_version_when_two_rewrites_race(bench, lead):
     if connection.vendor == "sqlite" and "memorydb" in str(connection.settings_dict["NAME"]):
-        pytest.skip("in-memory SQLite (shared cache) answers 'table is locked' to concurrent writers; runs on PostgreSQL")
+        pytest.skip(
+            "in-memory SQLite (shared cache) answers 'table is locked' to concurrent writers; runs on PostgreSQL"
+        )
     item = bench["items"][(1, "x")]
     barrier, outcomes = threading.Barrier(2), []
 
@@ -147,9 +168,16 @@ def test_it_rewrites_from_the_unit_page_and_shows_the_version_chain(bench, campa
     unit = _unit_of(campaign, old)
     client = client_for(lead)
 
-    response = client.post(f"/audits/units/{unit.pk}/rewrite/", {
-        "description": "<b>No</b> line over 80 characters", "check_type": "format", "category": "User Query",
-        "reason": "ambiguous: 'nice'", "back": "unit"})
+    response = client.post(
+        f"/audits/units/{unit.pk}/rewrite/",
+        {
+            "description": "<b>No</b> line over 80 characters",
+            "check_type": "format",
+            "category": "User Query",
+            "reason": "ambiguous: 'nice'",
+            "back": "unit",
+        },
+    )
 
     assert response.status_code == 302 and response["Location"] == f"/audits/units/{unit.pk}/"
     new = ChecklistItem.objects.get(supersedes=old)
@@ -179,8 +207,10 @@ def test_it_returns_to_the_adjudication_of_a_disputed_unit(bench, campaign, lead
     unit = _unit_of(campaign, bench["items"][(1, "x")])
     AuditUnit.objects.filter(pk=unit.pk).update(state="disputed")
 
-    response = client_for(lead).post(f"/audits/units/{unit.pk}/rewrite/", {
-        "description": NEW_TEXT, "check_type": "compliance", "category": "User Query", "back": "adjudicate"})
+    response = client_for(lead).post(
+        f"/audits/units/{unit.pk}/rewrite/",
+        {"description": NEW_TEXT, "check_type": "compliance", "category": "User Query", "back": "adjudicate"},
+    )
 
     assert response.status_code == 302 and response["Location"] == f"/audits/units/{unit.pk}/adjudicate/"
 
@@ -218,9 +248,18 @@ def test_it_shows_the_version_on_the_labelling_screen(bench, campaign, annotator
 
 def test_it_samples_only_the_newest_version_in_a_new_campaign(bench, lead):
     _rewrite(bench["items"][(1, "x")], lead)
-    c = services.campaign_start(services.campaign_create(
-        name="round 2", subject="checklist_items", benchmarks=[bench["benchmark"]], strata=[],
-        allocation="proportional", size=100, seed=1, user=lead))
+    c = services.campaign_start(
+        services.campaign_create(
+            name="round 2",
+            subject="checklist_items",
+            benchmarks=[bench["benchmark"]],
+            strata=[],
+            allocation="proportional",
+            size=100,
+            seed=1,
+            user=lead,
+        )
+    )
 
     keys = set(c.units.values_list("key", flat=True))
     assert "octo-test/task-1/x@v2" in keys and "octo-test/task-1/x" not in keys and len(keys) == 9
@@ -238,9 +277,17 @@ def test_it_rewrites_by_api_and_refuses_the_second_submission(bench, campaign, l
 
     new = ChecklistItem.objects.get(supersedes=old)
     assert first.status_code == 201
-    assert first.json() == {"id": new.id, "key": "x@v2", "version": 2, "supersedes": old.id, "supersedes_key": "x",
-                            "instance": "task-1", "description": NEW_TEXT, "category": "User Query",
-                            "check_type": "compliance"}
+    assert first.json() == {
+        "id": new.id,
+        "key": "x@v2",
+        "version": 2,
+        "supersedes": old.id,
+        "supersedes_key": "x",
+        "instance": "task-1",
+        "description": NEW_TEXT,
+        "category": "User Query",
+        "check_type": "compliance",
+    }
     assert second.status_code == 409 and "already rewritten" in second.json()["detail"]
     assert ItemRevision.objects.get().unit == unit
 
@@ -250,14 +297,23 @@ def test_it_refuses_the_api_rewrite_to_non_leads_and_bad_input(bench, lead, anno
     url = f"/api/audits/items/{item.pk}/rewrite/"
 
     assert client.post(url, {"description": NEW_TEXT}, content_type="application/json").status_code in (401, 403)
-    assert client_for(annotator_a).post(url, {"description": NEW_TEXT},
-                                        content_type="application/json").status_code == 403
+    assert (
+        client_for(annotator_a).post(url, {"description": NEW_TEXT}, content_type="application/json").status_code == 403
+    )
     api = client_for(lead)
     assert api.post(url, {}, content_type="application/json").status_code == 400
-    assert api.post(url, {"description": "Check the output is nice"}, content_type="application/json").status_code == 400
-    assert api.post(url, {"description": NEW_TEXT, "unit": 2**31 - 1}, content_type="application/json").status_code == 404
-    assert api.post("/api/audits/items/999999/rewrite/", {"description": NEW_TEXT},
-                    content_type="application/json").status_code == 404
+    assert (
+        api.post(url, {"description": "Check the output is nice"}, content_type="application/json").status_code == 400
+    )
+    assert (
+        api.post(url, {"description": NEW_TEXT, "unit": 2**31 - 1}, content_type="application/json").status_code == 404
+    )
+    assert (
+        api.post(
+            "/api/audits/items/999999/rewrite/", {"description": NEW_TEXT}, content_type="application/json"
+        ).status_code
+        == 404
+    )
     assert not ChecklistItem.objects.filter(supersedes__isnull=False).exists()
 
 
@@ -282,8 +338,9 @@ def test_the_superseded_policy_leaves_old_versions_out_of_the_leaderboard_api(be
     assert excluded["items"] == sorted(bench["items"][(n, "x")].id for n in (1, 2, 3))
 
 
-def test_a_rewrite_bumps_the_generation_so_a_cached_leaderboard_follows(bench, lead,
-                                                                       django_capture_on_commit_callbacks):
+def test_a_rewrite_bumps_the_generation_so_a_cached_leaderboard_follows(
+    bench, lead, django_capture_on_commit_callbacks
+):
     api = client_for(lead)
     url = "/api/leaderboards/octo-test/?exclude=superseded"
     with django_capture_on_commit_callbacks(execute=True):
@@ -346,8 +403,11 @@ def test_a_corrected_file_without_the_old_key_keeps_both_versions_and_still_drop
     old = ChecklistItem.objects.get(key="a")
     new = _rewrite(old, lead)
 
-    report = ingest("native", [_native(tmp_path, [bench, {"type": "instance", "id": "t1", "items": items[1:2]}],
-                                       "corrected.jsonl")], Options())
+    report = ingest(
+        "native",
+        [_native(tmp_path, [bench, {"type": "instance", "id": "t1", "items": items[1:2]}], "corrected.jsonl")],
+        Options(),
+    )
 
     assert set(ChecklistItem.objects.values_list("key", flat=True)) == {"a", "a@v2", "b"}
     assert ChecklistItem.objects.get(key="a@v2").supersedes_id == old.id == new.supersedes_id
@@ -363,11 +423,15 @@ def test_a_file_may_not_overwrite_a_rewrite_under_its_key(tmp_path, lead):
     clash = items + [{"key": new.key, "description": "the file's own idea of a@v2"}]
 
     with pytest.raises(IngestFailed) as failed:
-        ingest("native", [_native(tmp_path, [bench, {"type": "instance", "id": "t1", "items": clash}], "clash.jsonl")],
-               Options())
+        ingest(
+            "native",
+            [_native(tmp_path, [bench, {"type": "instance", "id": "t1", "items": clash}], "clash.jsonl")],
+            Options(),
+        )
 
     assert [p.reason for p in failed.value.problems] == [
-        "is an audit's rewrite of another item: a file may not redefine it (give the file's item another key)"]
+        "is an audit's rewrite of another item: a file may not redefine it (give the file's item another key)"
+    ]
     assert "a@v2" in str(failed.value.problems[0])
     new.refresh_from_db()
     assert new.description != "the file's own idea of a@v2" and new.supersedes is not None
@@ -377,9 +441,19 @@ def test_a_file_may_not_overwrite_a_rewrite_under_its_key(tmp_path, lead):
 def test_native_verdicts_address_the_new_version_by_its_key(bench, lead, tmp_path):
     for n in (1, 2, 3):
         _rewrite(bench["items"][(n, "x")], lead)
-    records = [{"type": "verdict", "run": f"{model}-r1", "instance": f"task-{n}", "item": "x@v2", "judge": "judge-2",
-                "result": "pass", "reasoning": "re-run on the rewritten item"}
-               for model in ("alpha", "beta") for n in (1, 2, 3)]
+    records = [
+        {
+            "type": "verdict",
+            "run": f"{model}-r1",
+            "instance": f"task-{n}",
+            "item": "x@v2",
+            "judge": "judge-2",
+            "result": "pass",
+            "reasoning": "re-run on the rewritten item",
+        }
+        for model in ("alpha", "beta")
+        for n in (1, 2, 3)
+    ]
 
     report = ingest("native", [_native(tmp_path, records, "rerun.jsonl")], Options(benchmark="octo-test"))
 

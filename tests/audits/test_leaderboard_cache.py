@@ -1,13 +1,14 @@
 """Audit decisions bump the benchmark's data generation, and a cached leaderboard under an
 exclusion policy changes as soon as a unit is adjudicated."""
+
 import pytest
 
 from audits import services
 from audits.models import AuditUnit
 from runs.exclusions import excluded_item_ids
-from runs.selectors.checklist import compute_tables, leaderboard_tables
 from runs.metrics.checklist import Filters
 from runs.models import Benchmark
+from runs.selectors.checklist import compute_tables, leaderboard_tables
 
 from .conftest import OK, values_for
 
@@ -27,10 +28,13 @@ def _isr(tables) -> dict[str, float]:
 
 
 def test_settling_and_adjudicating_a_unit_bump_the_generation_and_the_cached_leaderboard_follows(
-        bench, campaign, lead, annotator_a, annotator_b, django_capture_on_commit_callbacks):
+    bench, campaign, lead, annotator_a, annotator_b, django_capture_on_commit_callbacks
+):
     benchmark = bench["benchmark"]
     with django_capture_on_commit_callbacks(execute=True):
-        before = leaderboard_tables(benchmark, _state(), excluded_items=excluded_item_ids(benchmark, "adjudicated_invalid"))
+        before = leaderboard_tables(
+            benchmark, _state(), excluded_items=excluded_item_ids(benchmark, "adjudicated_invalid")
+        )
     assert _isr(before) == {"beta": 33.33, "alpha": 0.0}
 
     disputed = []
@@ -54,5 +58,6 @@ def test_settling_and_adjudicating_a_unit_bump_the_generation_and_the_cached_lea
 
     after = leaderboard_tables(benchmark, _state(), excluded_items=excluded_item_ids(benchmark, "adjudicated_invalid"))
     assert _isr(after) == {"alpha": 100.0, "beta": 33.33}
-    assert _isr(after) == _isr(compute_tables(benchmark.id, _state(),
-                                              excluded_items=excluded_item_ids(benchmark, "adjudicated_invalid")))
+    assert _isr(after) == _isr(
+        compute_tables(benchmark.id, _state(), excluded_items=excluded_item_ids(benchmark, "adjudicated_invalid"))
+    )

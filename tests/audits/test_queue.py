@@ -1,6 +1,7 @@
 """A queue people can work through: assigned annotators, "x of y done", skip, release,
 correcting the last label until the unit settles, reserving by POST only, an adjudication page with what the
 annotators saw, no import for annotators and no labelling controls for reviewers."""
+
 from datetime import timedelta
 
 import pytest
@@ -16,8 +17,11 @@ pytestmark = pytest.mark.django_db
 
 def test_only_the_assigned_annotators_receive_units(campaign, lead, annotator_a, annotator_b, annotator_c):
     held = services.assignment_next(campaign, annotator_c)
-    response = client_for(lead).post(f"/api/audits/campaigns/{campaign.pk}/annotators/",
-                                     {"annotators": ["annotator_a", "annotator_b"]}, content_type="application/json")
+    response = client_for(lead).post(
+        f"/api/audits/campaigns/{campaign.pk}/annotators/",
+        {"annotators": ["annotator_a", "annotator_b"]},
+        content_type="application/json",
+    )
     assert response.status_code == 200 and response.json()["annotators"] == ["annotator_a", "annotator_b"]
     assert not Assignment.objects.filter(pk=held.pk).exists()  # c's reservation went back
     assert services.assignment_next(campaign, annotator_c) is None
@@ -28,17 +32,30 @@ def test_only_the_assigned_annotators_receive_units(campaign, lead, annotator_a,
     # the page form does the same; nobody ticked opens the campaign to every annotator again
     client_for(lead).post(f"/audits/{campaign.pk}/annotators/", {"annotators": []})
     assert services.assignment_next(campaign, annotator_c) is not None
-    refused = client_for(lead).post(f"/api/audits/campaigns/{campaign.pk}/annotators/", {"annotators": ["nobody"]},
-                                    content_type="application/json")
+    refused = client_for(lead).post(
+        f"/api/audits/campaigns/{campaign.pk}/annotators/", {"annotators": ["nobody"]}, content_type="application/json"
+    )
     assert refused.status_code == 400
 
 
-def test_a_campaign_created_for_three_annotators_serves_only_them(bench, lead, annotator_a, annotator_b, annotator_c,
-                                                                  django_user_model):
+def test_a_campaign_created_for_three_annotators_serves_only_them(
+    bench, lead, annotator_a, annotator_b, annotator_c, django_user_model
+):
     outsider = _user(django_user_model, "annotator_d", "annotator")
-    c = services.campaign_start(services.campaign_create(
-        name="three", subject="checklist_items", benchmarks=[bench["benchmark"]], strata=[], allocation="proportional",
-        size=9, seed=2, annotators_per_unit=3, annotators=[annotator_a, annotator_b, annotator_c], user=lead))
+    c = services.campaign_start(
+        services.campaign_create(
+            name="three",
+            subject="checklist_items",
+            benchmarks=[bench["benchmark"]],
+            strata=[],
+            allocation="proportional",
+            size=9,
+            seed=2,
+            annotators_per_unit=3,
+            annotators=[annotator_a, annotator_b, annotator_c],
+            user=lead,
+        )
+    )
     assert services.assignment_next(c, outsider) is None
     for user in (annotator_a, annotator_b, annotator_c):
         while (a := services.assignment_next(c, user)) is not None:
@@ -52,7 +69,10 @@ def test_an_annotator_sees_x_of_y_done(campaign, annotator_a, annotator_b, annot
         label_next(campaign, annotator_a, OK)
     page = client_for(annotator_a).get(f"/audits/{campaign.pk}/label/").content.decode()
     assert "3 of 9 done" in page
-    assert client_for(annotator_a).get(f"/api/audits/campaigns/{campaign.pk}/").json()["queue"] == {"done": 3, "total": 9}
+    assert client_for(annotator_a).get(f"/api/audits/campaigns/{campaign.pk}/").json()["queue"] == {
+        "done": 3,
+        "total": 9,
+    }
     for _ in range(9):
         if services.assignment_next(campaign, annotator_b) is None:
             break
@@ -120,7 +140,9 @@ def test_an_annotator_corrects_the_last_label_until_the_unit_settles(campaign, a
     assert theirs.unit_id == mine.unit_id
     services.label_submit(theirs, BAD)  # the unit settles (closed: both say BAD)
     assert AuditUnit.objects.get(pk=mine.unit_id).state == UnitState.CLOSED
-    response = client.post(f"/audits/assignments/{mine.pk}/label/", {**OK, "correct": "1"}, HTTP_ACCEPT="application/json")
+    response = client.post(
+        f"/audits/assignments/{mine.pk}/label/", {**OK, "correct": "1"}, HTTP_ACCEPT="application/json"
+    )
     assert response.status_code == 400 and "can no longer change" in response.json()["error"]
     assert Label.objects.get(assignment=mine).values == BAD
     assert "can no longer change" in client.get(f"/audits/assignments/{mine.pk}/correct/", follow=True).content.decode()
@@ -133,8 +155,11 @@ def test_the_api_corrects_a_label_while_the_unit_is_open(campaign, annotator_a):
     client = client_for(annotator_a)
     mine = services.assignment_next(campaign, annotator_a)
     for values in (OK, BAD):
-        response = client.post(f"/api/audits/assignments/{mine.pk}/label/", {"values": values, "note": "n"},
-                               content_type="application/json")
+        response = client.post(
+            f"/api/audits/assignments/{mine.pk}/label/",
+            {"values": values, "note": "n"},
+            content_type="application/json",
+        )
         assert response.status_code == 200 and response.json()["values"] == values
     assert Label.objects.get(assignment=mine).values == BAD and Label.objects.filter(assignment=mine).count() == 1
 
@@ -147,8 +172,9 @@ def test_reservations_expire(campaign, annotator_a, annotator_b):
     assert taken.unit_id == held.unit_id and taken.slot == 1
 
 
-def test_adjudication_shows_what_the_annotators_saw_and_leads_to_the_next_dispute(campaign, lead, annotator_a,
-                                                                                  annotator_b):
+def test_adjudication_shows_what_the_annotators_saw_and_leads_to_the_next_dispute(
+    campaign, lead, annotator_a, annotator_b
+):
     for _ in range(9):
         a = services.assignment_next(campaign, annotator_a)
         services.label_submit(a, OK, note="reads fine to me")

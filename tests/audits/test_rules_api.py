@@ -1,5 +1,6 @@
 """Exclusion policies name the campaigns they draw on, a lead never adjudicates a unit they
 labelled, a slot that does not exist is refused, and the API carries what the lead reads on the pages."""
+
 import csv
 import io
 
@@ -19,9 +20,19 @@ def _x_ids(bench):
 
 
 def _campaign(bench, lead, name, **kw):
-    return services.campaign_start(services.campaign_create(
-        name=name, subject="checklist_items", benchmarks=[bench["benchmark"]], strata=["category"],
-        allocation="proportional", size=9, seed=11, user=lead, **kw))
+    return services.campaign_start(
+        services.campaign_create(
+            name=name,
+            subject="checklist_items",
+            benchmarks=[bench["benchmark"]],
+            strata=["category"],
+            allocation="proportional",
+            size=9,
+            seed=11,
+            user=lead,
+            **kw,
+        )
+    )
 
 
 def test_policies_draw_on_settled_campaigns_unless_others_are_chosen(bench, lead, annotator_a, annotator_b):
@@ -48,7 +59,9 @@ def test_policies_draw_on_settled_campaigns_unless_others_are_chosen(bench, lead
     api = client_for(lead)
     body = api.get("/api/audits/excluded-items/octo-test/?exclude=flagged_by_either").json()
     assert body["campaigns"] == [main.pk] and len(body["items"]) == 3
-    body = api.get(f"/api/audits/excluded-items/octo-test/?exclude=flagged_by_either&campaigns={pilot.pk},{main.pk}").json()
+    body = api.get(
+        f"/api/audits/excluded-items/octo-test/?exclude=flagged_by_either&campaigns={pilot.pk},{main.pk}"
+    ).json()
     assert body["campaigns"] == [pilot.pk, main.pk] and "pilot run (pilot)" in body["sources"]
     refused = api.get("/api/audits/excluded-items/octo-test/?exclude=flagged_by_either&campaigns=99999")
     assert refused.status_code == 400 and "99999" in refused.json()["campaigns"][0]
@@ -79,8 +92,9 @@ def test_a_lead_who_labelled_a_unit_cannot_adjudicate_it(bench, campaign, lead, 
     assert unit.state == UnitState.DISPUTED
     with pytest.raises(services.AuditError, match="You labelled this unit yourself"):
         services.unit_adjudicate(unit, lead=lead, final_status="valid")
-    response = client_for(lead).post(f"/api/audits/units/{unit.pk}/adjudicate/", {"final_status": "valid"},
-                                     content_type="application/json")
+    response = client_for(lead).post(
+        f"/api/audits/units/{unit.pk}/adjudicate/", {"final_status": "valid"}, content_type="application/json"
+    )
     assert response.status_code == 409 and "another lead" in response.json()["detail"]
     page = client_for(lead).get(f"/audits/units/{unit.pk}/adjudicate/").content.decode()
     assert "you cannot adjudicate it" in page and "Record decision" not in page
@@ -95,18 +109,25 @@ def test_an_adjudication_naming_a_slot_that_does_not_exist_is_refused(bench, cam
     label_all(campaign, [annotator_a], lambda user, unit: OK)
     label_all(campaign, [annotator_b], lambda user, unit: BAD if unit.position == 1 else OK)
     unit = campaign.units.get(state=UnitState.DISPUTED)
-    response = client_for(lead).post(f"/api/audits/units/{unit.pk}/adjudicate/", {"final_status": "valid", "upheld_slot": 9},
-                                     content_type="application/json")
+    response = client_for(lead).post(
+        f"/api/audits/units/{unit.pk}/adjudicate/",
+        {"final_status": "valid", "upheld_slot": 9},
+        content_type="application/json",
+    )
     assert response.status_code == 400
     assert response.json()["detail"] == "upheld_slot 9 does not exist: this unit's labels are in slots 1, 2"
     assert AuditUnit.objects.get(pk=unit.pk).state == UnitState.DISPUTED  # nothing recorded
-    ok = client_for(lead).post(f"/api/audits/units/{unit.pk}/adjudicate/", {"final_status": "invalid", "upheld_slot": 2},
-                               content_type="application/json")
+    ok = client_for(lead).post(
+        f"/api/audits/units/{unit.pk}/adjudicate/",
+        {"final_status": "invalid", "upheld_slot": 2},
+        content_type="application/json",
+    )
     assert ok.status_code == 200 and ok.json()["final_source"] == "adjudicated"
 
 
-def test_the_api_gives_the_sample_provenance_labels_adjudications_and_effect(bench, campaign, lead, annotator_a,
-                                                                             annotator_b, django_user_model):
+def test_the_api_gives_the_sample_provenance_labels_adjudications_and_effect(
+    bench, campaign, lead, annotator_a, annotator_b, django_user_model
+):
     reviewer = _user(django_user_model, "rev", "reviewer")
     # a says every x is bad, b says every item is fine: three disputes; the lead sides with a twice, one stays unresolved
     label_all(campaign, [annotator_a], lambda user, unit: values_for(unit))
@@ -115,7 +136,9 @@ def test_the_api_gives_the_sample_provenance_labels_adjudications_and_effect(ben
     assert len(disputed) == 3
     slot_a = {u.pk: u.assignments.get(annotator=annotator_a).slot for u in disputed}
     for unit in disputed[:2]:
-        services.unit_adjudicate(unit, lead=lead, final_status="invalid", reason="ambiguous", upheld_slot=slot_a[unit.pk])
+        services.unit_adjudicate(
+            unit, lead=lead, final_status="invalid", reason="ambiguous", upheld_slot=slot_a[unit.pk]
+        )
     services.unit_adjudicate(disputed[2], lead=lead, final_status="unresolved")
     api = client_for(reviewer)
 
@@ -125,7 +148,9 @@ def test_the_api_gives_the_sample_provenance_labels_adjudications_and_effect(ben
     sample = api.get(f"/api/audits/campaigns/{campaign.pk}/sample/?limit=4").json()
     assert sample["count"] == 9 and len(sample["units"]) == 4 and sample["units"][0]["position"] == 1
     assert {s["stratum"]: (s["population"], s["sampled"], s["expected"]) for s in sample["strata"]} == {
-        "System Prompt": (6, 6, 6.0), "User Query": (3, 3, 3.0)}
+        "System Prompt": (6, 6, 6.0),
+        "User Query": (3, 3, 3.0),
+    }
     first = sample["units"][0]
     unit = AuditUnit.objects.get(pk=first["id"])
     assert first["items"][0]["key"] == unit.item.key and first["items"][0]["description"] == unit.item.description
@@ -135,7 +160,9 @@ def test_the_api_gives_the_sample_provenance_labels_adjudications_and_effect(ben
     assert len(labels) == 18
     overruled = [(r["annotator"], r["key"].rsplit("/", 1)[-1]) for r in labels if r["overruled"]]
     assert sorted(overruled) == [("annotator_b", "x"), ("annotator_b", "x")]  # b's "fine" lost twice
-    assert sum(r["upheld"] is True for r in labels) == 2 and all(r["upheld"] is None for r in labels if r["final_source"] == "unanimous")
+    assert sum(r["upheld"] is True for r in labels) == 2 and all(
+        r["upheld"] is None for r in labels if r["final_source"] == "unanimous"
+    )
     assert [r["overruled"] for r in labels if r["final_status"] == "unresolved"] == [None, None]
 
     response = api.get(f"/api/audits/campaigns/{campaign.pk}/labels/?format=csv")
@@ -145,9 +172,15 @@ def test_the_api_gives_the_sample_provenance_labels_adjudications_and_effect(ben
 
     adjudications = api.get(f"/api/audits/campaigns/{campaign.pk}/adjudications/").json()["rows"]
     assert [(a["final_status"], a["reason"], a["lead"]) for a in adjudications] == [
-        ("invalid", "ambiguous", "lead"), ("invalid", "ambiguous", "lead"), ("unresolved", "", "lead")]
-    assert api.get(f"/api/audits/campaigns/{campaign.pk}/adjudications/?format=csv").content.decode().startswith(
-        "unit,position,key,stratum,lead,final_status")
+        ("invalid", "ambiguous", "lead"),
+        ("invalid", "ambiguous", "lead"),
+        ("unresolved", "", "lead"),
+    ]
+    assert (
+        api.get(f"/api/audits/campaigns/{campaign.pk}/adjudications/?format=csv")
+        .content.decode()
+        .startswith("unit,position,key,stratum,lead,final_status")
+    )
 
     effect = api.get(f"/api/audits/effect/octo-test/?exclude=adjudicated_invalid&campaigns={campaign.pk}").json()
     assert effect["n_excluded"] == 2 and effect["sources"] == "1 chosen campaign: pilot"
@@ -159,15 +192,27 @@ def test_the_api_gives_the_sample_provenance_labels_adjudications_and_effect(ben
 
     # annotators see none of it
     blind = client_for(annotator_a)
-    for url in (f"/api/audits/campaigns/{campaign.pk}/sample/", f"/api/audits/campaigns/{campaign.pk}/labels/",
-                f"/api/audits/campaigns/{campaign.pk}/adjudications/", "/api/audits/effect/octo-test/?exclude=flagged_by_both"):
+    for url in (
+        f"/api/audits/campaigns/{campaign.pk}/sample/",
+        f"/api/audits/campaigns/{campaign.pk}/labels/",
+        f"/api/audits/campaigns/{campaign.pk}/adjudications/",
+        "/api/audits/effect/octo-test/?exclude=flagged_by_both",
+    ):
         assert blind.get(url).status_code == 403, url
     assert "provenance" not in blind.get(f"/api/audits/campaigns/{campaign.pk}/").json()
 
 
 def test_the_draft_sample_is_in_the_api_too(bench, lead):
-    draft = services.campaign_create(name="d", subject="checklist_items", benchmarks=[bench["benchmark"]],
-                                     strata=["category"], allocation="proportional", size=4, seed=3, user=lead)
+    draft = services.campaign_create(
+        name="d",
+        subject="checklist_items",
+        benchmarks=[bench["benchmark"]],
+        strata=["category"],
+        allocation="proportional",
+        size=4,
+        seed=3,
+        user=lead,
+    )
     body = client_for(lead).get(f"/api/audits/campaigns/{draft.pk}/sample/").json()
     assert body["state"] == "draft" and body["count"] == 4
     assert {s["stratum"]: s["sampled"] for s in body["strata"]} == {"System Prompt": 3, "User Query": 1}

@@ -6,8 +6,11 @@ from audits.sampling import Candidate, allocate, near_duplicates, sample
 
 
 def _cands(n_per_stratum: dict[str, int]) -> list[Candidate]:
-    return [Candidate(key=f"{s}-{i:03d}", instance_id=i, item_id=i, turn=None, facets={"category": s})
-            for s, n in n_per_stratum.items() for i in range(n)]
+    return [
+        Candidate(key=f"{s}-{i:03d}", instance_id=i, item_id=i, turn=None, facets={"category": s})
+        for s, n in n_per_stratum.items()
+        for i in range(n)
+    ]
 
 
 def test_it_allocates_proportionally_with_the_exact_size():
@@ -38,14 +41,30 @@ def test_it_draws_the_same_sample_from_the_same_seed_and_another_from_another_se
 
 
 def test_it_recreates_a_frozen_campaign_sample_exactly_from_its_seed(bench, lead):
-    c = services.campaign_create(name="p", subject="checklist_items", benchmarks=[bench["benchmark"]],
-                                 strata=["category", "conditional"], allocation="equal", size=5, seed=42, user=lead)
+    c = services.campaign_create(
+        name="p",
+        subject="checklist_items",
+        benchmarks=[bench["benchmark"]],
+        strata=["category", "conditional"],
+        allocation="equal",
+        size=5,
+        seed=42,
+        user=lead,
+    )
     services.campaign_start(c)
     frozen = list(AuditUnit.objects.filter(campaign=c).order_by("position").values_list("stratum", "key"))
     redrawn = [(s, cand.key) for s, cand in services.campaign_sample(c)]
     assert len(frozen) == 5 and frozen == redrawn
-    twin = services.campaign_create(name="twin", subject="checklist_items", benchmarks=[bench["benchmark"]],
-                                    strata=["category", "conditional"], allocation="equal", size=5, seed=42, user=lead)
+    twin = services.campaign_create(
+        name="twin",
+        subject="checklist_items",
+        benchmarks=[bench["benchmark"]],
+        strata=["category", "conditional"],
+        allocation="equal",
+        size=5,
+        seed=42,
+        user=lead,
+    )
     services.campaign_start(twin)
     assert list(twin.units.order_by("position").values_list("stratum", "key")) == frozen
 
@@ -69,17 +88,23 @@ def test_it_finds_near_duplicates_within_an_instance_only():
 def test_it_measures_the_full_ratio_only_of_pairs_that_may_reach_it(monkeypatch):
     """The draft page's near-duplicates took seconds on the demo's 12,648 item pairs: difflib's ratio() of every
     pair, where its cheap upper bound rules out all but a few. The answer is the same as pair by pair."""
-    texts = ["Check the assistant reads the file before editing it.",
-             "check the assistant reads the file before editing it",
-             "Check the reply is written in British English, with British spelling throughout.",
-             "Check the reply is written in British English with British spelling throughout!",
-             "Never use emoji.", "Use tabs for indentation in every Python file.",
-             "Run the tests after each change and report their results.",
-             "Keep the summary under one hundred words.", "Do not touch files outside src/.",
-             "Answer in Markdown with one heading per section."]
+    texts = [
+        "Check the assistant reads the file before editing it.",
+        "check the assistant reads the file before editing it",
+        "Check the reply is written in British English, with British spelling throughout.",
+        "Check the reply is written in British English with British spelling throughout!",
+        "Never use emoji.",
+        "Use tabs for indentation in every Python file.",
+        "Run the tests after each change and report their results.",
+        "Keep the summary under one hundred words.",
+        "Do not touch files outside src/.",
+        "Answer in Markdown with one heading per section.",
+    ]
     cands = [Candidate(f"i1/{n:02d}", 1, n, None, text=text) for n, text in enumerate(texts)]
-    by_pair = sorted(((a.key, b.key) + sampling.similarity(a.text, b.text)
-                      for n, a in enumerate(cands) for b in cands[n + 1:]), key=lambda p: (-max(p[2], p[3]), p[0], p[1]))
+    by_pair = sorted(
+        ((a.key, b.key) + sampling.similarity(a.text, b.text) for n, a in enumerate(cands) for b in cands[n + 1 :]),
+        key=lambda p: (-max(p[2], p[3]), p[0], p[1]),
+    )
     expected = [p for p in by_pair if p[2] >= sampling.JACCARD_THRESHOLD or p[3] >= sampling.RATIO_THRESHOLD]
     ratio = sampling.difflib.SequenceMatcher.ratio
     measured = []
@@ -87,6 +112,7 @@ def test_it_measures_the_full_ratio_only_of_pairs_that_may_reach_it(monkeypatch)
     def counted(matcher):
         measured.append(matcher)
         return ratio(matcher)
+
     monkeypatch.setattr(sampling.difflib.SequenceMatcher, "ratio", counted)
     dups = near_duplicates(cands)
     assert [(d.a, d.b, d.jaccard, d.ratio) for d in dups] == expected and len(expected) == 2

@@ -71,11 +71,15 @@ def test_it_closes_a_unanimous_unit_and_disputes_a_split_one(campaign, annotator
     assert selectors.adjudication_queue(campaign) == [unit]
 
 
-def test_it_records_the_source_of_an_adjudicated_status_and_shows_who_was_overruled(campaign, lead, annotator_a, annotator_b):
+def test_it_records_the_source_of_an_adjudicated_status_and_shows_who_was_overruled(
+    campaign, lead, annotator_a, annotator_b
+):
     a = label_next(campaign, annotator_a, OK)
     label_next(campaign, annotator_b, BAD)
     unit = AuditUnit.objects.get(pk=a.unit_id)
-    services.unit_adjudicate(unit, lead=lead, final_status="invalid", reason="ambiguous", upheld_slot=2, shown_order=[2, 1])
+    services.unit_adjudicate(
+        unit, lead=lead, final_status="invalid", reason="ambiguous", upheld_slot=2, shown_order=[2, 1]
+    )
     unit.refresh_from_db()
     assert (unit.state, unit.final_status, unit.final_source) == ("closed", "invalid", "adjudicated")
     assert Adjudication.objects.get(unit=unit).shown_order == [2, 1]
@@ -104,12 +108,19 @@ def test_it_samples_dialogue_turns_as_units(db, lead):
     from runs.models import Benchmark, ChecklistItem, Instance
 
     b = Benchmark.objects.create(slug="evo", name="evo", kind="dialogue")
-    inst = Instance.objects.create(benchmark=b, external_id="dialog_1", content_hash="h",
-                                   spec={"turns": [{"turn": 1, "user_query": "Answer in JSON."}, {"turn": 2, "user_query": "Three bullets."}]})
+    inst = Instance.objects.create(
+        benchmark=b,
+        external_id="dialog_1",
+        content_hash="h",
+        spec={"turns": [{"turn": 1, "user_query": "Answer in JSON."}, {"turn": 2, "user_query": "Three bullets."}]},
+    )
     for turn, key in ((1, "t1:format"), (2, "t2:format"), (2, "t2:countableItems")):
         ChecklistItem.objects.create(instance=inst, key=key, turn=turn, content_hash="h", description=key)
-    c = services.campaign_start(services.campaign_create(
-        name="q", subject="dialogue_queries", benchmarks=[b], strata=[], allocation="proportional", size=5, seed=1))
+    c = services.campaign_start(
+        services.campaign_create(
+            name="q", subject="dialogue_queries", benchmarks=[b], strata=[], allocation="proportional", size=5, seed=1
+        )
+    )
     assert sorted(c.units.values_list("key", flat=True)) == ["evo/dialog_1/turn-001", "evo/dialog_1/turn-002"]
     unit = c.units.get(turn=2)
     assert [i.key for i in selectors.unit_items(unit)] == ["t2:format", "t2:countableItems"]

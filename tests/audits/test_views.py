@@ -16,10 +16,21 @@ def test_it_sends_anonymous_visitors_to_the_login_page(campaign, client):
 
 def test_it_lets_a_lead_create_preview_and_start_a_campaign(bench, lead):
     client = client_for(lead)
-    response = client.post("/audits/new/", {
-        "name": "round 1", "subject": "checklist_items", "benchmarks": [bench["benchmark"].pk], "strata": ["category"],
-        "allocation": "equal", "minimum_per_stratum": "", "size": "4", "seed": "9", "annotators_per_unit": "2",
-        "reservation_minutes": "30"})
+    response = client.post(
+        "/audits/new/",
+        {
+            "name": "round 1",
+            "subject": "checklist_items",
+            "benchmarks": [bench["benchmark"].pk],
+            "strata": ["category"],
+            "allocation": "equal",
+            "minimum_per_stratum": "",
+            "size": "4",
+            "seed": "9",
+            "annotators_per_unit": "2",
+            "reservation_minutes": "30",
+        },
+    )
     campaign = Campaign.objects.get(name="round 1")
     assert response.status_code == 302 and campaign.state == "draft"
     html = client.get(f"/audits/{campaign.pk}/").content.decode()
@@ -30,9 +41,19 @@ def test_it_lets_a_lead_create_preview_and_start_a_campaign(bench, lead):
 
 
 def test_it_refuses_a_benchmark_of_the_wrong_kind_for_the_subject(bench, lead):
-    response = client_for(lead).post("/audits/new/", {
-        "name": "x", "subject": "dialogue_queries", "benchmarks": [bench["benchmark"].pk], "allocation": "equal",
-        "size": "4", "seed": "1", "annotators_per_unit": "2", "reservation_minutes": "30"})
+    response = client_for(lead).post(
+        "/audits/new/",
+        {
+            "name": "x",
+            "subject": "dialogue_queries",
+            "benchmarks": [bench["benchmark"].pk],
+            "allocation": "equal",
+            "size": "4",
+            "seed": "1",
+            "annotators_per_unit": "2",
+            "reservation_minutes": "30",
+        },
+    )
     assert response.status_code == 200 and "nothing to audit" in response.content.decode()
 
 
@@ -64,7 +85,9 @@ def test_it_saves_a_label_from_the_screen_as_json_and_once(campaign, annotator_a
     client.post(f"/audits/{campaign.pk}/label/")
     a = Assignment.objects.get(annotator=annotator_a)
     for _ in range(2):
-        response = client.post(f"/audits/assignments/{a.pk}/label/", {**OK, "note": "fine"}, HTTP_ACCEPT="application/json")
+        response = client.post(
+            f"/audits/assignments/{a.pk}/label/", {**OK, "note": "fine"}, HTTP_ACCEPT="application/json"
+        )
         assert response.json() == {"saved": True, "error": None}
     assert Label.objects.filter(assignment=a).count() == 1
     bad = client.post(f"/audits/assignments/{a.pk}/label/", {"decidable": "yes"}, HTTP_ACCEPT="application/json")
@@ -88,8 +111,10 @@ def test_it_shows_the_queue_adjudication_form_and_agreement_to_a_lead(campaign, 
     assert 'href="/help/metrics/#audits"' in queue  # what agreement means
     form = client.get(f"/audits/units/{a.unit_id}/adjudicate/").content.decode()
     assert "Annotator 1" in form and "Annotator 2" in form and "annotator_a" not in form
-    response = client.post(f"/audits/units/{a.unit_id}/adjudicate/", {"final_status": "invalid", "reason": "ambiguous",
-                                                                       "upheld": "1", "note": ""})
+    response = client.post(
+        f"/audits/units/{a.unit_id}/adjudicate/",
+        {"final_status": "invalid", "reason": "ambiguous", "upheld": "1", "note": ""},
+    )
     assert response.status_code == 302
     agreement = client.get(f"/audits/{campaign.pk}/agreement/").content.decode()
     assert "Cohen" in agreement and "Wilson" in agreement and 'href="/help/metrics/#audits"' in agreement
@@ -118,8 +143,10 @@ def test_it_lists_campaigns_in_a_fixed_number_of_queries(campaign, lead, django_
 
 
 def _sign_in(client, user, **query):
-    return client.post("/login/" + (f"?next={query['next']}" if query else ""),
-                       {"username": user.username, "password": f"pw-{user.username}-1"})
+    return client.post(
+        "/login/" + (f"?next={query['next']}" if query else ""),
+        {"username": user.username, "password": f"pw-{user.username}-1"},
+    )
 
 
 def test_it_lands_a_blind_annotator_on_the_labelling_screen_of_their_one_campaign(campaign, annotator_a, client):
@@ -129,12 +156,31 @@ def test_it_lands_a_blind_annotator_on_the_labelling_screen_of_their_one_campaig
 
 
 def test_it_lands_a_blind_annotator_with_several_campaigns_on_their_queue(campaign, bench, lead, annotator_a, client):
-    second = services.campaign_start(services.campaign_create(
-        name="second round", subject="checklist_items", benchmarks=[bench["benchmark"]], strata=["category"],
-        allocation="proportional", size=3, seed=2, user=lead))
-    finished = services.campaign_start(services.campaign_create(
-        name="not for her", subject="checklist_items", benchmarks=[bench["benchmark"]], strata=["category"],
-        allocation="proportional", size=3, seed=2, user=lead, annotators=[lead]))
+    second = services.campaign_start(
+        services.campaign_create(
+            name="second round",
+            subject="checklist_items",
+            benchmarks=[bench["benchmark"]],
+            strata=["category"],
+            allocation="proportional",
+            size=3,
+            seed=2,
+            user=lead,
+        )
+    )
+    finished = services.campaign_start(
+        services.campaign_create(
+            name="not for her",
+            subject="checklist_items",
+            benchmarks=[bench["benchmark"]],
+            strata=["category"],
+            allocation="proportional",
+            size=3,
+            seed=2,
+            user=lead,
+            annotators=[lead],
+        )
+    )
     response = _sign_in(client, annotator_a)
     assert response.status_code == 302 and response["Location"] == "/audits/mine/"
     html = client.get("/audits/mine/").content.decode()
@@ -180,7 +226,16 @@ def test_my_queue_costs_two_queries_per_campaign_and_none_per_label(campaign, be
     for _ in range(4):
         label_next(campaign, annotator_a, OK)
     assert queries() == first  # labels are read in one query whatever their number
-    services.campaign_start(services.campaign_create(
-        name="second round", subject="checklist_items", benchmarks=[bench["benchmark"]], strata=["category"],
-        allocation="proportional", size=3, seed=2, user=lead))
+    services.campaign_start(
+        services.campaign_create(
+            name="second round",
+            subject="checklist_items",
+            benchmarks=[bench["benchmark"]],
+            strata=["category"],
+            allocation="proportional",
+            size=3,
+            seed=2,
+            user=lead,
+        )
+    )
     assert queries() == first + 2

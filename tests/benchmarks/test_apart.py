@@ -1,6 +1,7 @@
 """The benchmark apart from the product: its modules and its command are outside the code version that keys
 every cache (runs.cache.code_version_files), so changing a benchmark keeps users' cached pages, while changing a
 product module still moves the version; and no product module imports the benchmark."""
+
 import ast
 import shutil
 from importlib import import_module
@@ -59,8 +60,12 @@ def _imported(path: Path) -> list[str]:
 
 def test_no_product_module_imports_the_benchmark():
     app = apps.get_app_config("benchmarks")
-    found = [f"{path.relative_to(PROJECT_ROOT)}: {name}"
-             for package in PRODUCT for path in sorted((PROJECT_ROOT / package).rglob("*.py"))
-             if Path(app.path) not in path.parents
-             for name in _imported(path) if name == app.name or name.startswith(f"{app.name}.")]
+    found = [
+        f"{path.relative_to(PROJECT_ROOT)}: {name}"
+        for package in PRODUCT
+        for path in sorted((PROJECT_ROOT / package).rglob("*.py"))
+        if Path(app.path) not in path.parents
+        for name in _imported(path)
+        if name == app.name or name.startswith(f"{app.name}.")
+    ]
     assert found == []

@@ -1,6 +1,7 @@
 """ifportal.benchmarks.browser, the Chromium figure of `manage.py benchmark`, against a live server: a page with a
 chart and one without paint and draw, signed in through the benchmark's session cookie, with numeric
 figures and no console error; an error page's errors are counted; no chromium is said, not raised."""
+
 import pytest
 from django.contrib.auth import get_user_model
 from django.urls import reverse
@@ -34,9 +35,11 @@ def study_cookie(transactional_db, tmp_path) -> str:
 @pytest.mark.browser
 def test_it_times_first_paint_and_charts_of_each_page_on_a_cold_cache_with_no_console_error(study_cookie, live_server):
     _chromium_or_skip()
-    pages = {"leaderboard": reverse("runs:checklist-leaderboard", args=[SLUG]),
-             "drill-down": reverse("runs:checklist-attempts", args=[SLUG]) + "?model=model-0",
-             "missing page": "/b/no-such-benchmark/leaderboard/"}
+    pages = {
+        "leaderboard": reverse("runs:checklist-leaderboard", args=[SLUG]),
+        "drill-down": reverse("runs:checklist-attempts", args=[SLUG]) + "?model=model-0",
+        "missing page": "/b/no-such-benchmark/leaderboard/",
+    }
     figures = chromium_figures(live_server.url, study_cookie, pages, samples=2)
 
     assert isinstance(figures, dict), figures  # chromium is here: a "not measured" string is a failure
@@ -57,7 +60,11 @@ def test_it_times_first_paint_and_charts_of_each_page_on_a_cold_cache_with_no_co
     assert missing["statuses"] == [404] and missing["console_errors"] >= 2 and missing["errors"]
     line = chromium_line("leaderboard", board)
     assert line.startswith("leaderboard in Chromium (cold cache): first paint median ")
-    assert "(target 1000 ms); usable median " in line and "(target 1000 ms); 1 chart drawn median " in line and line.endswith("; 0 console errors")
+    assert (
+        "(target 1000 ms); usable median " in line
+        and "(target 1000 ms); 1 chart drawn median " in line
+        and line.endswith("; 0 console errors")
+    )
 
 
 def test_it_says_not_measured_when_chromium_is_absent(tmp_path):
@@ -76,4 +83,5 @@ def test_it_counts_a_page_that_does_not_load_and_goes_on_to_the_next():
     assert chromium_line("down", figures["pages"]["down"]) == (
         "down in Chromium (cold cache): first paint never (target 1000 ms); usable never (target 1000 ms); "
         "0 console errors; "
-        "2 samples not loaded within 30 s")
+        "2 samples not loaded within 30 s"
+    )

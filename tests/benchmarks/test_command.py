@@ -1,5 +1,6 @@
 """`manage.py benchmark` end to end on a tiny study (PostgreSQL): the figures of its targets come out, the
 COPY baselines are of the same rows, and nothing of the study is left behind."""
+
 import io
 import json
 import os
@@ -24,16 +25,33 @@ def test_benchmark_prints_every_ingest_figure_and_cleans_up(postgres, tmp_path, 
     study = tmp_path / "study"
     monkeypatch.setattr("ifportal.benchmarks.study.tmpdir", lambda: study)
     out = tmp_path / "figures.json"
-    call_command("benchmark", instances=4, items=3, models=2, repetitions=1, judges=2, trajectory_mb=1,
-                 long_trajectory_messages=400, long_trajectory_mb=1,
-                 skip_http=True, json=str(out), stdout=open(tmp_path / "stdout", "w"))
+    call_command(
+        "benchmark",
+        instances=4,
+        items=3,
+        models=2,
+        repetitions=1,
+        judges=2,
+        trajectory_mb=1,
+        long_trajectory_messages=400,
+        long_trajectory_mb=1,
+        skip_http=True,
+        json=str(out),
+        stdout=open(tmp_path / "stdout", "w"),
+    )
     figures = json.loads(out.read_text())
 
     assert figures["size"]["verdicts"] == 4 * 3 * 2 * 1 * 2
     assert figures["ingest"]["verdicts"] == 48
     assert figures["ingest"]["verdicts_per_second"] > 0
-    raw, like, table = (figures[k] for k in ("copy_rows_per_second", "copy_into_verdict_like_table_rows_per_second",
-                                             "copy_into_verdict_table_rows_per_second"))
+    raw, like, table = (
+        figures[k]
+        for k in (
+            "copy_rows_per_second",
+            "copy_into_verdict_like_table_rows_per_second",
+            "copy_into_verdict_table_rows_per_second",
+        )
+    )
     assert raw > 0 and like > 0 and table > 0
     # the rate as printed (whole verdicts/s): "seconds" is rounded to 0.01 s, too coarse for a 50 ms ingest
     rate = figures["ingest"]["verdicts_per_second"]
@@ -44,7 +62,8 @@ def test_benchmark_prints_every_ingest_figure_and_cleans_up(postgres, tmp_path, 
     assert cli["seconds"] == pytest.approx(cli["instances_seconds"] + cli["scores_seconds"], abs=0.02)
     assert cli["verdicts_per_second"] == pytest.approx(48 / cli["seconds"], rel=0.05)
     assert figures["ingest_cli_share_of_copy_into_verdict_table"] == pytest.approx(
-        cli["verdicts_per_second"] / table, rel=0.05, abs=1e-4)
+        cli["verdicts_per_second"] / table, rel=0.05, abs=1e-4
+    )
     assert figures["ingest"]["files"] == 2 * 1 * 2
     assert figures["large_trajectory"]["peak_rss_mb"] > 0
     assert figures["notebook_leaderboard_seconds"] > 0
@@ -67,15 +86,30 @@ def test_benchmark_prints_every_ingest_figure_and_cleans_up(postgres, tmp_path, 
         assert cursor.fetchone()[0] == 0
 
 
-def test_the_10m_options_ingest_in_batches_and_report_size_and_the_first_and_last_batch(postgres, tmp_path, monkeypatch):
+def test_the_10m_options_ingest_in_batches_and_report_size_and_the_first_and_last_batch(
+    postgres, tmp_path, monkeypatch
+):
     """`make benchmark-10m`'s options on a tiny study: whole models per batch, the first batch into an empty
     benchmark and the last at full size side by side, COPY on a sample, no CLI load, size per million verdicts."""
     monkeypatch.setenv("DATABASE_URL", worker_database_url())
     monkeypatch.setattr("ifportal.benchmarks.study.tmpdir", lambda: tmp_path / "study")
     out = tmp_path / "figures.json"
-    call_command("benchmark", instances=4, items=3, models=5, repetitions=1, judges=2, trajectory_mb=1,
-                 skip_http=True, skip_cli=True, ingest_batch_verdicts=50, copy_rows=30, ingest_pairs=2, json=str(out),
-                 stdout=open(tmp_path / "stdout", "w"))
+    call_command(
+        "benchmark",
+        instances=4,
+        items=3,
+        models=5,
+        repetitions=1,
+        judges=2,
+        trajectory_mb=1,
+        skip_http=True,
+        skip_cli=True,
+        ingest_batch_verdicts=50,
+        copy_rows=30,
+        ingest_pairs=2,
+        json=str(out),
+        stdout=open(tmp_path / "stdout", "w"),
+    )
     figures = json.loads(out.read_text())
     ingest = figures["ingest"]
     per_model = 4 * 3 * 1 * 2
@@ -101,12 +135,17 @@ def test_the_10m_options_ingest_in_batches_and_report_size_and_the_first_and_las
     assert len(pairs) == 2
     for pair in pairs:
         assert (pair["small"]["verdicts_in_benchmark_before"], pair["big"]["verdicts_in_benchmark_before"]) == (
-            3 * per_model, 5 * per_model)
+            3 * per_model,
+            5 * per_model,
+        )
         assert pair["small"]["verdicts"] == pair["big"]["verdicts"] == 10 * per_model
         assert pair["big_against_small"] == pytest.approx(
-            pair["big"]["verdicts_per_second"] / pair["small"]["verdicts_per_second"] - 1, abs=1e-4)
+            pair["big"]["verdicts_per_second"] / pair["small"]["verdicts_per_second"] - 1, abs=1e-4
+        )
     with connection.cursor() as cursor:
-        cursor.execute("SELECT count(*) FROM pg_database WHERE datname LIKE %s", [connection.settings_dict["NAME"] + "_%"])
+        cursor.execute(
+            "SELECT count(*) FROM pg_database WHERE datname LIKE %s", [connection.settings_dict["NAME"] + "_%"]
+        )
         assert cursor.fetchone()[0] == 0
     assert Verdict.objects.count() == 0
 
@@ -117,9 +156,21 @@ def test_the_search_corpus_option_grows_the_corpus_and_measures_its_searches(pos
     monkeypatch.setenv("DATABASE_URL", worker_database_url())
     monkeypatch.setattr("ifportal.benchmarks.study.tmpdir", lambda: tmp_path / "study")
     out = tmp_path / "figures.json"
-    call_command("benchmark", instances=4, items=3, models=2, repetitions=1, judges=2, trajectory_mb=1,
-                 skip_http=True, skip_cli=True, skip_long_trajectory=True, search_corpus_mb=0.2, json=str(out),
-                 stdout=open(tmp_path / "stdout", "w"))
+    call_command(
+        "benchmark",
+        instances=4,
+        items=3,
+        models=2,
+        repetitions=1,
+        judges=2,
+        trajectory_mb=1,
+        skip_http=True,
+        skip_cli=True,
+        skip_long_trajectory=True,
+        search_corpus_mb=0.2,
+        json=str(out),
+        stdout=open(tmp_path / "stdout", "w"),
+    )
     figures = json.loads(out.read_text())
     corpus = figures["search_corpus"]
     # 8 attempts, 5 with a trajectory already (the large file's 4 of model-0, the 5 MB one of model-1): 3 get one
@@ -147,10 +198,25 @@ def test_the_http_figures_include_every_html_page_and_the_long_trajectory_in_chr
     monkeypatch.setenv("DATABASE_URL", worker_database_url())  # the web server's workers read this test database
     monkeypatch.setattr("ifportal.benchmarks.study.tmpdir", lambda: tmp_path / "study")
     out = tmp_path / "figures.json"
-    call_command("benchmark", instances=4, items=3, models=2, repetitions=1, judges=2, trajectory_mb=1,
-                 long_trajectory_messages=400, long_trajectory_mb=1, skip_cli=True, requests=2, clients=2,
-                 load_seconds=0.5, chromium_samples=2, json=str(out), stdout=io.StringIO(),
-                 stderr=(said := io.StringIO()))
+    call_command(
+        "benchmark",
+        instances=4,
+        items=3,
+        models=2,
+        repetitions=1,
+        judges=2,
+        trajectory_mb=1,
+        long_trajectory_messages=400,
+        long_trajectory_mb=1,
+        skip_cli=True,
+        requests=2,
+        clients=2,
+        load_seconds=0.5,
+        chromium_samples=2,
+        json=str(out),
+        stdout=io.StringIO(),
+        stderr=(said := io.StringIO()),
+    )
     figures = json.loads(out.read_text())
     chromium = figures["http"]["chromium"]
 
@@ -164,7 +230,10 @@ def test_the_http_figures_include_every_html_page_and_the_long_trajectory_in_chr
     for page in [*chromium["pages"].values(), long]:
         assert page["statuses"] == [200] and page["console_errors"] == 0, page["errors"]
         assert 0 < page["first_paint"]["median_ms"] <= page["first_paint"]["p95_ms"] and page["not_painted"] == 0
-    assert chromium["pages"]["leaderboard"]["charts"] == 1 and chromium["pages"]["leaderboard"]["charts_drawn"]["p95_ms"] > 0
+    assert (
+        chromium["pages"]["leaderboard"]["charts"] == 1
+        and chromium["pages"]["leaderboard"]["charts_drawn"]["p95_ms"] > 0
+    )
     first = figures["long_trajectory"]["http"]["first_paint"]
     assert first["worker_boot_ms"] > 0 and first["cold_ms"] > 0  # the first request waited for no boot
     found = figures["long_trajectory"]["http"]["find in thread"]  # "Find in this thread", by the search index
@@ -178,9 +247,13 @@ def test_the_http_figures_include_every_html_page_and_the_long_trajectory_in_chr
 def test_a_worker_is_ready_once_its_cpu_time_stops_growing():
     """Timed requests go to workers that have booted (ifportal.benchmarks.study.workers_ready_ms, which WebServer waits
     for): a process that computes for about 0.8 s and then waits is ready after about 0.8 s, not before."""
-    busy = subprocess.Popen([sys.executable, "-c",
-                             "import time\nend = time.process_time() + 0.8\nwhile time.process_time() < end: pass\n"
-                             "time.sleep(30)"])
+    busy = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import time\nend = time.process_time() + 0.8\nwhile time.process_time() < end: pass\ntime.sleep(30)",
+        ]
+    )
     try:
         [ready] = workers_ready_ms([busy.pid], settle=0.1)
         assert 700 <= ready < 5000 and busy.poll() is None

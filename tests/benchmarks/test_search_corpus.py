@@ -2,6 +2,7 @@
 out as the ingest's writer lays them, needles found by the search exactly as often as they were planted, text
 varied enough for a realistic trigram index. On PostgreSQL also: the trigram index is there again after the
 load (it is dropped for the COPY and rebuilt) and the search goes through it."""
+
 from __future__ import annotations
 
 import json
@@ -23,9 +24,14 @@ INSTANCES, RUNS = 6, 3
 
 def _study(tmp_path, slug: str = "corpus", runs=range(RUNS)) -> Benchmark:
     records = [{"type": "benchmark", "slug": slug, "name": slug.title(), "kind": "checklist"}]
-    records += [{"type": "instance", "id": f"task-{i}", "items": [{"key": "a", "description": "A"},
-                                                                 {"key": "b", "description": "B"}]}
-                for i in range(INSTANCES)]
+    records += [
+        {
+            "type": "instance",
+            "id": f"task-{i}",
+            "items": [{"key": "a", "description": "A"}, {"key": "b", "description": "B"}],
+        }
+        for i in range(INSTANCES)
+    ]
     records += [{"type": "run", "label": f"m{r}-r1", "model": f"model-{r}"} for r in runs]
     for r in runs:
         for i in range(INSTANCES):
@@ -33,9 +39,17 @@ def _study(tmp_path, slug: str = "corpus", runs=range(RUNS)) -> Benchmark:
             for key in ("a", "b"):
                 for judge in ("judge-1", "judge-2"):
                     failed = (r + i + len(key) + len(judge)) % 3 == 0
-                    records.append({"type": "verdict", "run": f"m{r}-r1", "instance": f"task-{i}", "item": key,
-                                    "judge": judge, "result": "fail" if failed else "pass",
-                                    "reasoning": "Broken." if failed else "Fine."})
+                    records.append(
+                        {
+                            "type": "verdict",
+                            "run": f"m{r}-r1",
+                            "instance": f"task-{i}",
+                            "item": key,
+                            "judge": judge,
+                            "result": "fail" if failed else "pass",
+                            "reasoning": "Broken." if failed else "Fine.",
+                        }
+                    )
     path = tmp_path / f"{slug}-{min(runs)}.jsonl"
     path.write_text("\n".join(json.dumps(r) for r in records) + "\n", encoding="utf-8")
     ingest("native", [Source.of(path)], Options())
@@ -62,11 +76,13 @@ def test_corpus_rows_are_the_writers_and_needles_are_found_as_often_as_planted(t
     # about the size asked, over every attempt, each row filed by its attempt's run and model
     assert 0.2 <= figures["text_mb"] <= 0.3 and figures["attempts"] == INSTANCES * RUNS
     assert rows.count() == figures["rows"] and set(rows.values_list("source", flat=True)) == {SearchSource.MESSAGE}
-    facets = {a: (b, r, m) for a, b, r, m in Attempt.objects.values_list("id", "run__benchmark_id", "run_id",
-                                                                           "run__model_id")}
-    assert all(facets[a] == (b, r, m) for a, b, r, m in rows.values_list("attempt_id", "benchmark_id", "run_id",
-                                                                          "model_id"))
-    assert {a for a in rows.values_list("attempt_id", flat=True)} == set(facets)
+    facets = {
+        a: (b, r, m) for a, b, r, m in Attempt.objects.values_list("id", "run__benchmark_id", "run_id", "run__model_id")
+    }
+    assert all(
+        facets[a] == (b, r, m) for a, b, r, m in rows.values_list("attempt_id", "benchmark_id", "run_id", "model_id")
+    )
+    assert set(rows.values_list("attempt_id", flat=True)) == set(facets)
     assert max(len(t) for t in rows.values_list("text", flat=True)) <= s.PIECE
     assert rows.filter(piece__gt=0).exists() and rows.filter(thread=1).exists()  # long outputs, sub-agents
     # varied text: thousands of distinct words, no line repeated throughout
@@ -80,7 +96,9 @@ def test_corpus_rows_are_the_writers_and_needles_are_found_as_often_as_planted(t
     # planted: git push --force in 0.1% of trajectories (at least one), the rare token in exactly 5 rows
     needles = figures["needle_rows"]
     attempts = INSTANCES * RUNS
-    assert needles[bs.FORCE_PUSH] == needles["planted " + bs.FORCE_PUSH] == max(1, round(bs.FORCE_PUSH_SHARE * attempts))
+    assert (
+        needles[bs.FORCE_PUSH] == needles["planted " + bs.FORCE_PUSH] == max(1, round(bs.FORCE_PUSH_SHARE * attempts))
+    )
     assert needles[bs.RARE] == needles["planted " + bs.RARE] == bs.RARE_ROWS
     assert needles[bs.NOWHERE] == 0 and needles[bs.MEDIUM] > 0 and needles[bs.COMMON] > rows.count() / 5
     assert figures["reasoning_planted"] == bs.RARE_ROWS
@@ -120,7 +138,9 @@ def test_attempts_with_a_trajectory_keep_theirs(tmp_path):
     attempt = Attempt.objects.filter(run__benchmark=benchmark).order_by("id").first()
     s.trajectories_index({attempt.id: [{"messages": [{"role": "assistant", "content": "my own trajectory"}]}]})
     bs.corpus_grow("corpus", megabytes=0.05)
-    assert list(SearchText.objects.filter(attempt_id=attempt.id).values_list("text", flat=True)) == ["my own trajectory"]
+    assert list(SearchText.objects.filter(attempt_id=attempt.id).values_list("text", flat=True)) == [
+        "my own trajectory"
+    ]
 
 
 def _python_hits(benchmark, text: str, *, run: str = "", model: str = "", verdict: str = "") -> list[int]:
@@ -131,8 +151,11 @@ def _python_hits(benchmark, text: str, *, run: str = "", model: str = "", verdic
         rows = rows.filter(run__label=run)
     if model:
         rows = rows.filter(model__name=model)
-    return [pk for pk, body, attempt in rows.values_list("id", "text", "attempt_id")
-            if text.lower() in body.lower() and (failed is None or attempt in failed)]
+    return [
+        pk
+        for pk, body, attempt in rows.values_list("id", "text", "attempt_id")
+        if text.lower() in body.lower() and (failed is None or attempt in failed)
+    ]
 
 
 CASES = ({}, {"run": f"m{RUNS - 1}-r1"}, {"model": f"model-{RUNS - 1}", "verdict": "fail"}, {"run": "m0-r1"})
@@ -158,8 +181,9 @@ def test_walks_and_candidates_taking_turns_find_the_hits_computed_in_python(post
         assert found(params) == expected[str(params)], params
     real_tried = s._tried
     monkeypatch.setattr(s, "WALK_ROWS", (3, 7, 11))
-    monkeypatch.setattr(s, "_tried", lambda ordered, budget_ms, *, walk: None if not walk else real_tried(
-        ordered, budget_ms, walk=walk))  # every candidate try outlasts its budget
+    monkeypatch.setattr(
+        s, "_tried", lambda ordered, budget_ms, *, walk: None if not walk else real_tried(ordered, budget_ms, walk=walk)
+    )  # every candidate try outlasts its budget
     for params in CASES:
         assert found(params) == expected[str(params)], params
     monkeypatch.setattr(s, "WALK_ROWS", (1, 1))
@@ -180,8 +204,7 @@ def _python_reasoning_hits(benchmark, text: str, *, run: str = "", model: str = 
     return [pk for pk, reasoning in rows.values_list("id", "reasoning") if text.lower() in reasoning.lower()]
 
 
-def test_reasoning_walks_and_candidates_taking_turns_find_the_hits_computed_in_python(postgres, tmp_path,
-                                                                                     monkeypatch):
+def test_reasoning_walks_and_candidates_taking_turns_find_the_hits_computed_in_python(postgres, tmp_path, monkeypatch):
     """Judge reasoning (runs.search._reasoning_ids) is walked by the benchmark's attempts (verdicts have no
     benchmark column), or the filtered runs' attempts, with tries of the trigram candidates between, as transcripts
     are. Whichever way answers (walks only, in chunks of a few attempts, with another benchmark's attempts between
@@ -203,12 +226,15 @@ def test_reasoning_walks_and_candidates_taking_turns_find_the_hits_computed_in_p
         if text == "broken":  # a page goes on from a cursor whose verdict a re-check has deleted meanwhile
             first = s.search(benchmark, s.search_query_of({"q": [text], "source": ["reasoning"]}), page_size=2)
             Verdict.objects.filter(id=first.hits[-1].id).delete()
-            rest = s.search(benchmark, s.search_query_of({"q": [text], "source": ["reasoning"],
-                                                           "after": [first.next_after]}), page_size=2)
+            rest = s.search(
+                benchmark,
+                s.search_query_of({"q": [text], "source": ["reasoning"], "after": [first.next_after]}),
+                page_size=2,
+            )
             assert [h.id for h in rest.hits] == expected["{}"][2:4]
             expected = {str(p): _python_reasoning_hits(benchmark, text, **p) for p in cases}
 
-        def found(params):
+        def found(params, text=text):
             return [h.id for h in _hits(benchmark, text, source="reasoning", **params)]
 
         for params in cases:  # as they come
@@ -235,13 +261,19 @@ def test_walk_chunks_are_the_next_rows_by_benchmark_or_by_run_from_the_walk_inde
     chunk = s._walk_chunk(benchmark, SearchSource.MESSAGE, None, start=0, size=5)
     with connection.cursor() as cursor:
         cursor.execute(chunk.sql, chunk.params)
-        assert [pk for (pk,) in cursor.fetchall()] == list(SearchText.objects.filter(
-            benchmark=benchmark, source=SearchSource.MESSAGE).order_by("id").values_list("id", flat=True)[:5])
+        assert [pk for (pk,) in cursor.fetchall()] == list(
+            SearchText.objects.filter(benchmark=benchmark, source=SearchSource.MESSAGE)
+            .order_by("id")
+            .values_list("id", flat=True)[:5]
+        )
         runs = list(Run.objects.filter(benchmark=benchmark).order_by("-id").values_list("id", flat=True)[:2])
         chunk = s._walk_chunk(benchmark, SearchSource.MESSAGE, runs, start=0, size=7)
         cursor.execute(chunk.sql, chunk.params)
-        assert [pk for (pk,) in cursor.fetchall()] == list(SearchText.objects.filter(
-            run_id__in=runs, source=SearchSource.MESSAGE).order_by("id").values_list("id", flat=True)[:7])
+        assert [pk for (pk,) in cursor.fetchall()] == list(
+            SearchText.objects.filter(run_id__in=runs, source=SearchSource.MESSAGE)
+            .order_by("id")
+            .values_list("id", flat=True)[:7]
+        )
 
 
 def test_the_whole_search_is_bounded_by_the_timeout_however_many_walks(postgres, tmp_path, monkeypatch, settings):
@@ -276,7 +308,9 @@ def test_a_search_on_sqlite_stops_at_its_time_limit_and_lists_what_it_found(tmp_
     spans SQLite reads a statement at a time are cut to fit in it (a span cut by the limit loses its hits).
     PostgreSQL answers these through the trigram index, not a scan; its bound is the test above."""
     if connection.vendor != "sqlite":
-        pytest.skip("SQLite's scan; PostgreSQL's bound: test_the_whole_search_is_bounded_by_the_timeout_however_many_walks")
+        pytest.skip(
+            "SQLite's scan; PostgreSQL's bound: test_the_whole_search_is_bounded_by_the_timeout_however_many_walks"
+        )
     monkeypatch.setattr(s, "SPAN", 200)
     benchmark = _study(tmp_path)
     bs.corpus_grow("corpus", megabytes=16)

@@ -2,13 +2,17 @@
 
 They skip, with the reason, when /usr/bin/chromium is absent (`.ci/run` installs it).
 """
+
 import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from ifportal.benchmarks.browser import CHROMIUM, CHROMIUM_ARGS  # one chromium and one set of flags for tests and benchmark
+from ifportal.benchmarks.browser import (  # one chromium and one set of flags for tests and benchmark
+    CHROMIUM,
+    CHROMIUM_ARGS,
+)
 
 # Playwright's sync API runs an event loop in this thread; Django would then refuse ORM
 # calls from the test ("you cannot call this from an async context").

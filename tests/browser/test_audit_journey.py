@@ -4,6 +4,7 @@ annotator who is not assigned gets nothing, the lead adjudicates with the keyboa
 unit to the next, and the leaderboard under the exclusion policy shows the rank change. An annotator typing at 80 ms per key the moment
 a unit shows (or before it shows) loses no key, and neither does a lead adjudicating before the page has loaded or while a
 decision is on its way, which is posted once."""
+
 import re
 import time
 
@@ -24,21 +25,35 @@ pytestmark = pytest.mark.browser
 def audit_world(transactional_db, django_user_model):
     """Lead, two annotators, and a benchmark where model alpha fails only the vague "x" items (beta wins until they go)."""
     users = {}
-    for name, group in (("lead", "lead"), ("ann_a", "annotator"), ("ann_b", "annotator"), ("ann_c", "annotator"),
-                        ("ann_out", "annotator")):
+    for name, group in (
+        ("lead", "lead"),
+        ("ann_a", "annotator"),
+        ("ann_b", "annotator"),
+        ("ann_c", "annotator"),
+        ("ann_out", "annotator"),
+    ):
         users[name] = django_user_model.objects.create_user(name, password=f"pw-{name}-1")
         users[name].groups.add(Group.objects.get_or_create(name=group)[0])
     bench = Benchmark.objects.create(slug="octo-journey", name="Octo journey", kind=BenchmarkKind.CHECKLIST)
     judge = Judge.objects.create(name="judge-1")
-    runs = {m: Run.objects.create(benchmark=bench, model=AgentModel.objects.create(name=m), label=f"{m}-r1")
-            for m in ("alpha", "beta")}
+    runs = {
+        m: Run.objects.create(benchmark=bench, model=AgentModel.objects.create(name=m), label=f"{m}-r1")
+        for m in ("alpha", "beta")
+    }
     attempts = []
     for n in (1, 2, 3):
-        inst = Instance.objects.create(benchmark=bench, external_id=f"task-{n}", content_hash="h",
-                                       spec={"system_prompt": "Use tabs.", "user_query": f"Fix bug {n}"})
-        items = {key: ChecklistItem.objects.create(instance=inst, key=key, position=i, category="System Prompt",
-                                                   description=desc, content_hash="h")
-                 for i, (key, desc) in enumerate((("x", "Check the output is nice"), ("y", "Check tabs are used")))}
+        inst = Instance.objects.create(
+            benchmark=bench,
+            external_id=f"task-{n}",
+            content_hash="h",
+            spec={"system_prompt": "Use tabs.", "user_query": f"Fix bug {n}"},
+        )
+        items = {
+            key: ChecklistItem.objects.create(
+                instance=inst, key=key, position=i, category="System Prompt", description=desc, content_hash="h"
+            )
+            for i, (key, desc) in enumerate((("x", "Check the output is nice"), ("y", "Check tabs are used")))
+        }
         for model, run in runs.items():
             attempt = Attempt.objects.create(run=run, instance=inst, response=f"{model} {n}")
             attempts.append(attempt.id)
@@ -85,7 +100,8 @@ def _label_everything(page, flag_x: bool, artifacts, name) -> int:
             saved += 1
         page.wait_for_function(
             "a => !document.querySelector('article.unit') || document.querySelector('article.unit').dataset.assignment !== a",
-            arg=assignment)
+            arg=assignment,
+        )
         assert re.search(rf"{saved} of \d+ done", page.locator("#queue-progress").inner_text())
     assert page.get_by_text("Nothing left for you").is_visible()
     return saved
@@ -180,8 +196,16 @@ def labelling(audit_world, monkeypatch):
     (so keys typed at 80 ms arrive while the next unit is on its way)."""
     lead, ann = audit_world["users"]["lead"], audit_world["users"]["ann_a"]
     campaign = audit_services.campaign_create(
-        name="keys", subject="checklist_items", benchmarks=[audit_world["benchmark"]], strata=["category"],
-        allocation="proportional", size=6, seed=3, user=lead, annotators=[ann])
+        name="keys",
+        subject="checklist_items",
+        benchmarks=[audit_world["benchmark"]],
+        strata=["category"],
+        allocation="proportional",
+        size=6,
+        seed=3,
+        user=lead,
+        annotators=[ann],
+    )
     audit_services.campaign_start(campaign)
     for name in ("assignment_next", "label_submit"):
         original = getattr(audit_services, name)
@@ -189,6 +213,7 @@ def labelling(audit_world, monkeypatch):
         def slow(*args, _original=original, **kwargs):
             time.sleep(0.3)
             return _original(*args, **kwargs)
+
         monkeypatch.setattr(audit_services, name, slow)
     return {"campaign": campaign, "annotator": ann}
 
@@ -199,7 +224,10 @@ def _wait_for_done_or_error(page, done: int) -> None:
     try:
         page.wait_for_function(
             "n => new RegExp('\\\\b' + n + ' of \\\\d+ done').test(document.getElementById('queue-progress').innerText)"
-            " || document.querySelector('#save-status.is-error')", arg=done, timeout=15_000)
+            " || document.querySelector('#save-status.is-error')",
+            arg=done,
+            timeout=15_000,
+        )
     except PlaywrightTimeoutError:
         pass
 
@@ -259,6 +287,7 @@ def test_it_shows_that_the_draft_is_being_created_until_it_is(session, live_serv
     def slow_create(**kwargs):
         time.sleep(1.5)
         return create(**kwargs)
+
     monkeypatch.setattr(audit_services, "campaign_create", slow_create)
     lead = session("lead", "pw-lead-1")
     lead.goto(f"{live_server.url}/audits/new/")
@@ -279,9 +308,19 @@ def test_it_shows_that_the_draft_is_being_created_until_it_is(session, live_serv
 def test_it_updates_the_campaign_counts_while_people_label(session, live_server, audit_world, monkeypatch, console):
     monkeypatch.setattr("audits.views.CAMPAIGN_POLL_SECONDS", 1)
     users = audit_world["users"]
-    campaign = audit_services.campaign_start(audit_services.campaign_create(
-        name="live", subject="checklist_items", benchmarks=[audit_world["benchmark"]], strata=["category"],
-        allocation="proportional", size=2, seed=3, user=users["lead"], annotators=[users["ann_a"], users["ann_b"]]))
+    campaign = audit_services.campaign_start(
+        audit_services.campaign_create(
+            name="live",
+            subject="checklist_items",
+            benchmarks=[audit_world["benchmark"]],
+            strata=["category"],
+            allocation="proportional",
+            size=2,
+            seed=3,
+            user=users["lead"],
+            annotators=[users["ann_a"], users["ann_b"]],
+        )
+    )
     lead = session("lead", "pw-lead-1")
     lead.goto(f"{live_server.url}/audits/{campaign.pk}/")
     saved = lead.locator(".stat", has_text="labels saved").locator(".stat-value")
@@ -289,18 +328,32 @@ def test_it_updates_the_campaign_counts_while_people_label(session, live_server,
     for name in ("ann_a", "ann_b"):
         assignment = audit_services.assignment_next(campaign, users[name])
         audit_services.label_submit(assignment, ANSWERS)
-    lead.wait_for_function("() => document.querySelector('#campaign-live .stat-value + .stat-label') &&"
-                           " /2 \\/ 4/.test(document.getElementById('campaign-live').innerText)", timeout=5000)
+    lead.wait_for_function(
+        "() => document.querySelector('#campaign-live .stat-value + .stat-label') &&"
+        " /2 \\/ 4/.test(document.getElementById('campaign-live').innerText)",
+        timeout=5000,
+    )
     assert "0 still being labelled" not in lead.locator("#campaign-live").inner_text()  # one unit is left
     assert console.errors == [] and lead.evaluate("window.__csp") == []
 
 
 def test_it_tells_the_lead_that_fresh_decisions_count_only_where_the_campaign_is_ticked(
-        session, live_server, audit_world, console):
+    session, live_server, audit_world, console
+):
     users = audit_world["users"]
-    campaign = audit_services.campaign_start(audit_services.campaign_create(
-        name="Fresh audit", subject="checklist_items", benchmarks=[audit_world["benchmark"]], strata=["category"],
-        allocation="proportional", size=4, seed=3, user=users["lead"], annotators=[users["ann_a"], users["ann_b"]]))
+    campaign = audit_services.campaign_start(
+        audit_services.campaign_create(
+            name="Fresh audit",
+            subject="checklist_items",
+            benchmarks=[audit_world["benchmark"]],
+            strata=["category"],
+            allocation="proportional",
+            size=4,
+            seed=3,
+            user=users["lead"],
+            annotators=[users["ann_a"], users["ann_b"]],
+        )
+    )
     flagged = {**ANSWERS, "overall": "ambiguous"}
     for name, answers in (("ann_a", ANSWERS), ("ann_b", flagged)):
         assignment = audit_services.assignment_next(campaign, users[name])
@@ -320,8 +373,10 @@ def test_it_tells_the_lead_that_fresh_decisions_count_only_where_the_campaign_is
     assert "Drawn from 1 chosen campaign: Fresh audit" in lead.locator("main").inner_text()
     assert lead.locator("#not-counted").count() == 0
     lead.goto(f"{live_server.url}/audits/effect/{audit_world['benchmark'].slug}/")
-    assert "Not counted: Fresh audit (3 units still being labelled or awaiting adjudication)" in \
-        lead.locator("#not-counted").inner_text()
+    assert (
+        "Not counted: Fresh audit (3 units still being labelled or awaiting adjudication)"
+        in lead.locator("#not-counted").inner_text()
+    )
     assert console.errors == [] and lead.evaluate("window.__csp") == []
 
 
@@ -342,9 +397,19 @@ def adjudicating(audit_world, monkeypatch):
     """Three units disputed between ann_a and ann_b, on a server that takes 0.3 s to record a decision (so keys
     typed at 80 ms arrive while it is on its way)."""
     users = audit_world["users"]
-    campaign = audit_services.campaign_start(audit_services.campaign_create(
-        name="Keys audit", subject="checklist_items", benchmarks=[audit_world["benchmark"]], strata=["category"],
-        allocation="proportional", size=6, seed=3, user=users["lead"], annotators=[users["ann_a"], users["ann_b"]]))
+    campaign = audit_services.campaign_start(
+        audit_services.campaign_create(
+            name="Keys audit",
+            subject="checklist_items",
+            benchmarks=[audit_world["benchmark"]],
+            strata=["category"],
+            allocation="proportional",
+            size=6,
+            seed=3,
+            user=users["lead"],
+            annotators=[users["ann_a"], users["ann_b"]],
+        )
+    )
     flagged = {**ANSWERS, "overall": "ambiguous"}
     for _ in range(3):
         for name, answers in (("ann_a", ANSWERS), ("ann_b", flagged)):
@@ -356,12 +421,14 @@ def adjudicating(audit_world, monkeypatch):
     def slow(*args, **kwargs):
         time.sleep(0.3)
         return original(*args, **kwargs)
+
     monkeypatch.setattr(audit_services, "unit_adjudicate", slow)
     return {"campaign": campaign, "lead": users["lead"]}
 
 
 def test_it_keeps_every_adjudication_key_typed_before_the_page_loads_and_posts_each_decision_once(
-        session, live_server, adjudicating, console):
+    session, live_server, adjudicating, console
+):
     """Typing at 80 ms/key at a unit whose page has not finished loading (a deferred script held back), and on through
     each decision's slow submit (Enter again included): every key lands on the unit it was typed for, once."""
     campaign = adjudicating["campaign"]
@@ -386,7 +453,9 @@ def test_it_keeps_every_adjudication_key_typed_before_the_page_loads_and_posts_e
         lead.get_by_text("No disputed unit is left").wait_for(timeout=15_000)
     except PlaywrightTimeoutError:
         pass  # stuck: the decisions recorded say what was lost
-    decided = list(Adjudication.objects.filter(unit__campaign=campaign).order_by("id").values_list("unit_id", "final_status"))
+    decided = list(
+        Adjudication.objects.filter(unit__campaign=campaign).order_by("id").values_list("unit_id", "final_status")
+    )
     assert [status for _, status in decided] == ["invalid", "valid", "unresolved"]
     assert len({unit for unit, _ in decided}) == 3
     assert len(posts) == 3 and len(set(posts)) == 3  # one POST per unit, none twice
@@ -394,7 +463,8 @@ def test_it_keeps_every_adjudication_key_typed_before_the_page_loads_and_posts_e
 
 
 def test_it_says_that_keys_typed_while_a_refused_decision_was_on_its_way_were_not_applied(
-        session, live_server, adjudicating, django_user_model, console):
+    session, live_server, adjudicating, django_user_model, console
+):
     campaign = adjudicating["campaign"]
     lead = session("lead", "pw-lead-1")
     lead.goto(f"{live_server.url}/audits/{campaign.pk}/adjudicate/")

@@ -1,5 +1,6 @@
 """In Chromium, the ManyIH metrics page comparing two runs: a reviewer is offered the samples that flip (CSV) and a
 blind annotator is not, and no export the blind annotator's toolbar offers carries a sample's pass/fail."""
+
 import json
 import re
 from pathlib import Path
@@ -35,8 +36,9 @@ def _offered(page) -> dict[str, str]:
     return {links.nth(i).inner_text(): links.nth(i).get_attribute("href") for i in range(links.count())}
 
 
-def test_only_the_reviewer_is_offered_the_samples_that_flip(session, live_server, django_user_model, compared_runs,
-                                                              artifacts, console):
+def test_only_the_reviewer_is_offered_the_samples_that_flip(
+    session, live_server, django_user_model, compared_runs, artifacts, console
+):
     django_user_model.objects.create_user("reviewer", password="pw-reviewer-1")
     blind = django_user_model.objects.create_user("blind", password="pw-blind-1")
     blind.groups.add(Group.objects.get_or_create(name="annotator")[0])

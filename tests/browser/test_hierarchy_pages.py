@@ -1,4 +1,5 @@
 """Hierarchy pages in a real browser: a hierarchy sample page and the conflict-resolution table, after a style re-check."""
+
 from pathlib import Path
 
 import pytest
@@ -20,7 +21,9 @@ def rechecked_run():
     return run
 
 
-def test_a_reviewer_reads_a_sample_and_the_conflict_table(page, live_server, console, reviewer, log_in, artifacts, rechecked_run):
+def test_a_reviewer_reads_a_sample_and_the_conflict_table(
+    page, live_server, console, reviewer, log_in, artifacts, rechecked_run
+):
     log_in("reviewer", "pw-reviewer-1")
     slug = rechecked_run.benchmark.slug
     attempt = Attempt.objects.filter(run=rechecked_run).order_by("id").first()

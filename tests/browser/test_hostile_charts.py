@@ -4,6 +4,7 @@ Plotly renders a subset of HTML in labels (`<a href>` becomes a clickable SVG li
 restyles); runs.templatetags.figures escapes every name for it. Checked on the leaderboard and on the
 public share page, where anyone with the URL sees the chart.
 """
+
 import re
 import runpy
 from pathlib import Path
@@ -14,7 +15,9 @@ from django.urls import reverse
 
 pytestmark = pytest.mark.browser
 
-build_study = runpy.run_path(str(Path(__file__).resolve().parents[1] / "runs" / "test_views_checklist.py"))["build_study"]
+build_study = runpy.run_path(str(Path(__file__).resolve().parents[1] / "runs" / "test_views_checklist.py"))[
+    "build_study"
+]
 
 LINK = '<a href="https://example.org/pwned">plotly link</a>'
 HUGE = '<span style="font-size:200px">HUGE</span>'
@@ -24,7 +27,9 @@ def test_model_names_with_plotly_markup_draw_as_text(session, live_server, conso
     bench, _ = build_study(models=(LINK, HUGE))
     owner = Client()
     owner.force_login(editor)  # share links are an editor's; the reviewer reads them
-    created = owner.post(reverse("runs:page-share-create", args=[bench.slug]), {"path": f"/b/{bench.slug}/leaderboard/"})
+    created = owner.post(
+        reverse("runs:page-share-create", args=[bench.slug]), {"path": f"/b/{bench.slug}/leaderboard/"}
+    )
     token = re.search(r"/s/([A-Za-z0-9_-]+)/", created.content.decode()).group(1)
     page = session("reviewer", "pw-reviewer-1")
     problems = {}

@@ -1,5 +1,6 @@
 """The import page in a real browser: files that lack an option their format needs are refused at once, in the
 page's own words next to the field, and no job is started."""
+
 import json
 import re
 
@@ -10,11 +11,22 @@ from runs.models import Job
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
-def test_scores_without_a_judge_are_refused_next_to_the_judge_field(page, live_server, console, editor, log_in, tmp_path,
-                                                                   artifacts):
+def test_scores_without_a_judge_are_refused_next_to_the_judge_field(
+    page, live_server, console, editor, log_in, tmp_path, artifacts
+):
     scores = tmp_path / "scores.json"
-    scores.write_text(json.dumps({"results": [{"instance_id": "t-1", "eval_result": {"SP": {"checks": [
-        {"check_id": "SP-1", "result": "success"}]}}}]}))
+    scores.write_text(
+        json.dumps(
+            {
+                "results": [
+                    {
+                        "instance_id": "t-1",
+                        "eval_result": {"SP": {"checks": [{"check_id": "SP-1", "result": "success"}]}},
+                    }
+                ]
+            }
+        )
+    )
     log_in("editor", "pw-editor-1")
 
     page.goto(f"{live_server.url}/import/")
@@ -33,8 +45,9 @@ def test_scores_without_a_judge_are_refused_next_to_the_judge_field(page, live_s
     assert [e for e in console.errors if "/import/" not in e or "400" not in e] == []
 
 
-def test_a_job_whose_file_was_refused_offers_no_retry_but_a_new_import(page, live_server, console, editor, log_in,
-                                                                       tmp_path):
+def test_a_job_whose_file_was_refused_offers_no_retry_but_a_new_import(
+    page, live_server, console, editor, log_in, tmp_path
+):
     bad = tmp_path / "instances.jsonl"
     bad.write_text('{"instance_id": "t-1", "checklist": \n')
     log_in("editor", "pw-editor-1")

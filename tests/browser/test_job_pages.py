@@ -1,5 +1,6 @@
 """The job page in a real browser speaks of each kind of job in its own terms: a re-check counts the attempts it
 checked (not bytes) and leads back to the runs it checked, instead of offering a new import."""
+
 from pathlib import Path
 
 import pytest
@@ -20,10 +21,14 @@ def two_runs() -> list[Run]:
     return list(Run.objects.order_by("label"))
 
 
-def test_a_recheck_job_counts_attempts_and_leads_to_the_runs_it_checked(page, live_server, console, editor, log_in,
-                                                                          two_runs, artifacts):
-    job = job_create(kind="recheck", params={"run_ids": [r.id for r in two_runs], "benchmark": two_runs[0].benchmark.slug},
-                     user=editor)
+def test_a_recheck_job_counts_attempts_and_leads_to_the_runs_it_checked(
+    page, live_server, console, editor, log_in, two_runs, artifacts
+):
+    job = job_create(
+        kind="recheck",
+        params={"run_ids": [r.id for r in two_runs], "benchmark": two_runs[0].benchmark.slug},
+        user=editor,
+    )
     job_execute(job.id)
     attempts = Attempt.objects.filter(run__in=two_runs).count()
     log_in("editor", "pw-editor-1")

@@ -10,6 +10,7 @@ The reviewer's path leaderboard -> cell -> attempt -> cited message -> side by s
 test_review_journey.py; the lead/annotator audit to a leaderboard change is test_audit_journey.py.
 The journeys here cover what those leave out.
 """
+
 from __future__ import annotations
 
 import csv
@@ -55,19 +56,20 @@ def _user(django_user_model, name: str, group: str | None = None, **extra):
 
 def _refused(console, page, status: int) -> None:
     """Drop Chromium's own "Failed to load resource ... status of <status>" line for a page refused on purpose."""
-    console.errors[:] = [e for e in console.errors
-                         if not (f"status of {status}" in e and page.url.split("#")[0] in e)]
+    console.errors[:] = [e for e in console.errors if not (f"status of {status}" in e and page.url.split("#")[0] in e)]
 
 
 def _study():
     ingest("native", [Source.of(STUDY)], Options())
     from runs.models import Benchmark
+
     return Benchmark.objects.get(slug="acme-agent-if")
 
 
 # anonymous ---------------------------------------------------------------------------------
 def test_anonymous_is_sent_to_the_login_form_signs_in_after_a_typo_and_logs_out(
-        session, live_server, console, django_user_model, shot):
+    session, live_server, console, django_user_model, shot
+):
     _user(django_user_model, "rita", "editor")  # the import page she was going to is an editor's
     url = live_server.url
     page = session()
@@ -113,8 +115,8 @@ def test_anonymous_is_sent_to_the_login_form_signs_in_after_a_typo_and_logs_out(
 def shared(transactional_db, django_user_model):
     """The study and four links made by a reviewer: whole leaderboard, "bug fix" with attempts, revoked, expired."""
     from runs.models import Attempt
-    from runs.sharing import share_link_create, share_link_revoke
     from runs.selectors.checklist import checklist_query  # the state exactly as the page parses it
+    from runs.sharing import share_link_create, share_link_revoke
 
     benchmark = _study()
     owner = _user(django_user_model, "rita", "reviewer")
@@ -123,12 +125,18 @@ def shared(transactional_db, django_user_model):
         state = checklist_query(benchmark, QueryDict(query)).state
         return share_link_create(user=owner, benchmark=benchmark, state=state, **options)
 
-    links = {"whole": make(), "bug fix": make("primary_category=bug fix", include_attempts=True),
-             "revoked": make(include_attempts=True), "expired": make(expires_in_days=1)}
+    links = {
+        "whole": make(),
+        "bug fix": make("primary_category=bug fix", include_attempts=True),
+        "revoked": make(include_attempts=True),
+        "expired": make(expires_in_days=1),
+    }
     share_link_revoke(user=owner, link_id=links["revoked"][0].pk)
     links["expired"][0].expires_at = timezone.now() - timedelta(minutes=1)
     links["expired"][0].save(update_fields=["expires_at"])
-    attempts = {a.instance.external_id: a for a in Attempt.objects.filter(run__benchmark=benchmark).select_related("instance")}
+    attempts = {
+        a.instance.external_id: a for a in Attempt.objects.filter(run__benchmark=benchmark).select_related("instance")
+    }
     return {"links": {name: (link, token) for name, (link, token) in links.items()}, "attempts": attempts}
 
 
@@ -139,7 +147,8 @@ def _only_share_links(page, token: str) -> list[str]:
 
 
 def test_a_share_link_holder_sees_the_snapshot_and_nothing_beyond_its_scope(
-        shared, session, live_server, console, shot):
+    shared, session, live_server, console, shot
+):
     url = live_server.url
     page = session()
     whole, token = shared["links"]["whole"]
@@ -226,8 +235,16 @@ def audit(transactional_db, django_user_model):
     ann_a, ann_b = _user(django_user_model, "ann_a", "annotator"), _user(django_user_model, "ann_b", "annotator")
 
     def campaign(name: str, size: int, start: bool = True):
-        made = services.campaign_create(name=name, subject="checklist_items", benchmarks=[benchmark], strata=[],
-                                        allocation="proportional", size=size, seed=3, user=lead)
+        made = services.campaign_create(
+            name=name,
+            subject="checklist_items",
+            benchmarks=[benchmark],
+            strata=[],
+            allocation="proportional",
+            size=size,
+            seed=3,
+            user=lead,
+        )
         return services.campaign_start(made) if start else made
 
     def label_all(campaign, annotator, valid: bool = True) -> None:
@@ -254,12 +271,14 @@ def _keyboard_label(page, answers: list[list[str]]) -> list[str]:
         page.keyboard.press("Enter")
         page.wait_for_function(
             "a => !document.querySelector('article.unit') || document.querySelector('article.unit').dataset.assignment !== a",
-            arg=assignment)
+            arg=assignment,
+        )
     return keys
 
 
 def test_an_annotator_labels_their_own_queue_blind_and_sees_where_they_were_overruled(
-        audit, session, live_server, console, shot):
+    audit, session, live_server, console, shot
+):
     from audits import services
     from audits.models import Assignment, AuditUnit, UnitState
 
@@ -290,8 +309,12 @@ def test_an_annotator_labels_their_own_queue_blind_and_sees_where_they_were_over
     # my labels: mine only, the disputed one still open
     page.get_by_role("link", name="See your labels").click()
     page.wait_for_url(f"{url}/audits/mine/")
-    expect(page.locator("table:not(#my-queue) tbody tr")).to_have_count(4)  # ann_b's labels (in both campaigns) are not here
-    assert "Other audit" not in page.locator("table:not(#my-queue)").inner_text()  # a campaign in the queue, no label yet
+    expect(page.locator("table:not(#my-queue) tbody tr")).to_have_count(
+        4
+    )  # ann_b's labels (in both campaigns) are not here
+    assert (
+        "Other audit" not in page.locator("table:not(#my-queue)").inner_text()
+    )  # a campaign in the queue, no label yet
     disputed = AuditUnit.objects.get(campaign=campaign, state=UnitState.DISPUTED)
     disputed_row = page.locator("tr", has=page.locator(f"a[href='/audits/units/{disputed.pk}/']"))
     assert "open" in disputed_row.inner_text() and "overruled" not in disputed_row.inner_text()
@@ -307,11 +330,13 @@ def test_an_annotator_labels_their_own_queue_blind_and_sees_where_they_were_over
 
     # pages of the other annotator and of leads: refused with a readable reason
     theirs = Assignment.objects.get(unit=audit["other"].units.get(), annotator=audit["ann_b"])
-    for path, status, text in ((f"/audits/units/{theirs.unit_id}/", 404, "No such unit."),
-                               # refused by runs.access before the view runs: the blind rule's own reason
-                               (f"/audits/{campaign.pk}/agreement/", 403, "Annotators label blind"),
-                               (f"/audits/{campaign.pk}/adjudicate/", 403, "Annotators label blind"),
-                               ("/audits/new/", 403, "Annotators label blind")):
+    for path, status, text in (
+        (f"/audits/units/{theirs.unit_id}/", 404, "No such unit."),
+        # refused by runs.access before the view runs: the blind rule's own reason
+        (f"/audits/{campaign.pk}/agreement/", 403, "Annotators label blind"),
+        (f"/audits/{campaign.pk}/adjudicate/", 403, "Annotators label blind"),
+        ("/audits/new/", 403, "Annotators label blind"),
+    ):
         response = page.goto(url + path)
         _refused(console, page, status)
         assert response.status == status, path
@@ -321,8 +346,13 @@ def test_an_annotator_labels_their_own_queue_blind_and_sees_where_they_were_over
     assert api.status == 404 and "ann_b" not in api.text()
 
     # the lead sides with the other annotator: the disputed unit closes as valid
-    services.unit_adjudicate(disputed, lead=audit["lead"], final_status="valid", reason="annotator-error",
-                             upheld_slot=Assignment.objects.get(unit=disputed, annotator=audit["ann_b"]).slot)
+    services.unit_adjudicate(
+        disputed,
+        lead=audit["lead"],
+        final_status="valid",
+        reason="annotator-error",
+        upheld_slot=Assignment.objects.get(unit=disputed, annotator=audit["ann_b"]).slot,
+    )
     page.goto(f"{url}/audits/mine/")
     disputed_row = page.locator("tr", has=page.locator(f"a[href='/audits/units/{disputed.pk}/']"))
     assert "valid (adjudicated)" in disputed_row.inner_text()
@@ -353,7 +383,8 @@ def _chart_drawn(page, name: str) -> None:
 
 
 def test_a_reviewer_compares_judges_and_runs_filters_exports_finds_and_reads_the_other_kinds(
-        demo_results, session, live_server, console, django_user_model, shot):
+    demo_results, session, live_server, console, django_user_model, shot
+):
     from runs.models import Run
 
     _user(django_user_model, "rita", "reviewer")
@@ -394,12 +425,16 @@ def test_a_reviewer_compares_judges_and_runs_filters_exports_finds_and_reads_the
     judges.locator("summary").click()  # the dropdown of checkboxes opens: no Ctrl to pick several
     judge = judges.locator("input[type=checkbox]").first.get_attribute("value")
     judges.locator("input[type=checkbox]").first.check()  # htmx swaps the results and pushes the state into the address
-    assert judges.locator("summary").inner_text().startswith("1 of ") and judge in judges.locator("summary").inner_text()
+    assert (
+        judges.locator("summary").inner_text().startswith("1 of ") and judge in judges.locator("summary").inner_text()
+    )
     page.wait_for_url(re.compile(rf"/leaderboard/\?(.*&)?judge={judge}"))
     badges = page.locator("#results table.grid tbody tr td .badge").all_inner_texts()
     assert badges and all(b.startswith(f"{judge}:") for b in badges)
-    shown = [r.split("\t")[0].splitlines()[0].split(" small")[0].strip()  # the name, not its "3 runs" under it
-             for r in page.locator("#results table.grid tbody tr").all_inner_texts()]
+    shown = [
+        r.split("\t")[0].splitlines()[0].split(" small")[0].strip()  # the name, not its "3 runs" under it
+        for r in page.locator("#results table.grid tbody tr").all_inner_texts()
+    ]
     shot(page, "reviewer-3-filtered")
     with page.expect_download() as download:
         page.locator("#page-tools").get_by_role("link", name="CSV").click()
@@ -463,7 +498,8 @@ def _import(page, url: str, fmt: str, path: Path, **options) -> None:
 
 
 def test_a_lead_imports_retries_a_failed_job_starts_an_audit_and_reads_its_agreement(
-        transactional_db, settings, session, live_server, console, django_user_model, shot):
+    transactional_db, settings, session, live_server, console, django_user_model, shot
+):
     from audits import services
     from audits.models import Campaign
 
@@ -518,8 +554,9 @@ def test_a_lead_imports_retries_a_failed_job_starts_an_audit_and_reads_its_agree
     campaign = Campaign.objects.get(name="Octo items")
     for annotator, decidable in zip(annotators, ("yes", "no")):  # they disagree on every unit's first question
         while (assignment := services.assignment_next(campaign, annotator)) is not None:
-            services.label_submit(assignment, {"decidable": decidable, "grounded": "yes", "duplicate": "none",
-                                               "overall": "ok"})
+            services.label_submit(
+                assignment, {"decidable": decidable, "grounded": "yes", "duplicate": "none", "overall": "ok"}
+            )
 
     page.get_by_role("link", name="Agreement").click()
     overall = page.locator("table", has=page.locator("th", has_text="Cohen's κ")).first.locator("tbody tr")
@@ -533,7 +570,8 @@ def test_a_lead_imports_retries_a_failed_job_starts_an_audit_and_reads_its_agree
 
 # admin -------------------------------------------------------------------------------------
 def test_an_admin_reaches_the_django_admin_and_a_reviewer_does_not(
-        transactional_db, session, live_server, console, django_user_model, shot):
+    transactional_db, session, live_server, console, django_user_model, shot
+):
     django_user_model.objects.create_superuser("ada", password="pw-ada-1")
     _user(django_user_model, "rita", "reviewer")
     url = live_server.url
@@ -551,8 +589,10 @@ def test_an_admin_reaches_the_django_admin_and_a_reviewer_does_not(
     other = session("rita", "pw-rita-1")
     other.goto(f"{url}/admin/")
     assert other.url.startswith(f"{url}/admin/login/?next=/admin/")
-    assert "You are authenticated as rita, but are not authorized to access this page" in other.locator(
-        "#content").inner_text()
+    assert (
+        "You are authenticated as rita, but are not authorized to access this page"
+        in other.locator("#content").inner_text()
+    )
     other.goto(f"{url}/admin/auth/user/")
     assert other.url.startswith(f"{url}/admin/login/")
     shot(other, "admin-2-refused")

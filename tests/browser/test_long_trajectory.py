@@ -2,6 +2,7 @@
 the thread's length, "go to message" and a judge's citation land on the window holding the message
 with it marked and in view, and htmx loads the windows around it. First paint and jump times are
 printed and written to test-artifacts/long-trajectory.json."""
+
 import json
 import time
 
@@ -34,20 +35,50 @@ def long_attempt(transactional_db, django_user_model):
     from runs.trajectory_store import trajectory_save
 
     bench = Benchmark.objects.create(slug="octo", name="Octo", kind="checklist")
-    instance = Instance.objects.create(benchmark=bench, external_id="long-0", scaffold="claudecode", content_hash="x",
-                                       spec={"system_prompt": "", "user_query": ["Fix the bug."]})
-    item = ChecklistItem.objects.create(instance=instance, key="c0", position=0, category="System Prompt",
-                                        check_type="compliance", description="reads before writing", content_hash="x")
+    instance = Instance.objects.create(
+        benchmark=bench,
+        external_id="long-0",
+        scaffold="claudecode",
+        content_hash="x",
+        spec={"system_prompt": "", "user_query": ["Fix the bug."]},
+    )
+    item = ChecklistItem.objects.create(
+        instance=instance,
+        key="c0",
+        position=0,
+        category="System Prompt",
+        check_type="compliance",
+        description="reads before writing",
+        content_hash="x",
+    )
     run = Run.objects.create(benchmark=bench, label="long-r1", model=AgentModel.objects.create(name="long-model"))
     attempt = Attempt.objects.create(run=run, instance=instance, assistant_turns=(MESSAGES - 2) // 2)
     messages = [{"role": "system", "content": "You are a coding agent."}, {"role": "user", "content": "Fix the bug."}]
     for k in range((MESSAGES - 2) // 2):
-        messages += [{"role": "assistant", "content": f"step {k}",
-                      "tool_calls": [{"id": f"c{k}", "name": "Read", "arguments": {"file_path": f"/app/f{k}.py"}}]},
-                     {"role": "tool", "tool_call_id": f"c{k}", "tool_name": "Read", "content": f"contents of f{k} <b>not bold</b>"}]
-    trajectory_save(attempt_id=attempt.id, threads=[{"meta": {"thread": "main"}, "tools": [{"name": "Read"}], "messages": messages}])
-    Verdict.objects.create(attempt=attempt, item=item, judge=Judge.objects.create(name="judge-1"), result="fail",
-                           reasoning="it never read f12499", evidence={"thread": 0, "message": CITED})
+        messages += [
+            {
+                "role": "assistant",
+                "content": f"step {k}",
+                "tool_calls": [{"id": f"c{k}", "name": "Read", "arguments": {"file_path": f"/app/f{k}.py"}}],
+            },
+            {
+                "role": "tool",
+                "tool_call_id": f"c{k}",
+                "tool_name": "Read",
+                "content": f"contents of f{k} <b>not bold</b>",
+            },
+        ]
+    trajectory_save(
+        attempt_id=attempt.id, threads=[{"meta": {"thread": "main"}, "tools": [{"name": "Read"}], "messages": messages}]
+    )
+    Verdict.objects.create(
+        attempt=attempt,
+        item=item,
+        judge=Judge.objects.create(name="judge-1"),
+        result="fail",
+        reasoning="it never read f12499",
+        evidence={"thread": 0, "message": CITED},
+    )
     django_user_model.objects.create_user("reviewer", password="pw-reviewer-1")
     return attempt
 
@@ -62,7 +93,8 @@ def _seen(page, selector: str) -> bool:
 
 
 def test_a_30000_message_attempt_paints_its_first_window_and_jumps_to_any_message(
-        long_attempt, session, live_server, console, artifacts):
+    long_attempt, session, live_server, console, artifacts
+):
     page = session("reviewer", "pw-reviewer-1")
     url = live_server.url + reverse("runs:attempt", args=[long_attempt.id])
     page.goto(url)
@@ -99,11 +131,17 @@ def test_a_30000_message_attempt_paints_its_first_window_and_jumps_to_any_messag
     assert page.get_by_role("link", name="Load the previous 40 messages").count() == 1
     assert page.get_by_role("link", name="Load the next 40 messages").count() == 1
 
-    figures = {"messages": MESSAGES, "first_paint_ms": first_paint, "jump_by_number_ms": round(by_number),
-               "jump_by_citation_ms": round(by_citation)}
+    figures = {
+        "messages": MESSAGES,
+        "first_paint_ms": first_paint,
+        "jump_by_number_ms": round(by_number),
+        "jump_by_citation_ms": round(by_citation),
+    }
     (artifacts / "long-trajectory.json").write_text(json.dumps(figures, indent=1))
-    print(f"{MESSAGES} messages: first paint {first_paint} ms, go to message {by_number:.0f} ms, "
-          f"citation {by_citation:.0f} ms")
+    print(
+        f"{MESSAGES} messages: first paint {first_paint} ms, go to message {by_number:.0f} ms, "
+        f"citation {by_citation:.0f} ms"
+    )
     assert first_paint is not None and first_paint < FIRST_PAINT_MS
     assert by_number < JUMP_MS and by_citation < JUMP_MS
     assert not console.errors, console.errors
@@ -115,8 +153,9 @@ FIND_MS = 1000
 
 
 def test_find_in_a_30000_message_thread_marks_the_match_and_opens_it_in_its_window(
-        long_attempt, session, live_server, console, artifacts):
-    """"Find in this thread" took 1.7 s on this thread, marked nothing, and its matches led nowhere: typed in, it
+    long_attempt, session, live_server, console, artifacts
+):
+    """ "Find in this thread" took 1.7 s on this thread, marked nothing, and its matches led nowhere: typed in, it
     lists the matching message with the text marked, and "Open # in context" lands on that message's window with
     the message marked and in view, its neighbours around it."""
     page = session("reviewer", "pw-reviewer-1")

@@ -4,6 +4,7 @@ printed and written to test-artifacts/page-timing.json, not asserted: speed is m
 benchmark command on a quiet machine, and a timed assertion on a shared CI machine fails with the
 machine (a host half as fast per core painted some pages in 1.1-1.2 s and drew charts in 1.5-2.9 s
 while the suite ran, the pages' server time unchanged)."""
+
 import json
 import os
 import re
@@ -14,8 +15,8 @@ from django.contrib.auth.models import Group
 from django.test import Client
 from django.urls import reverse
 
-from runs.access import EDITOR
 from ifportal.benchmarks.browser import MEASURE
+from runs.access import EDITOR
 
 pytestmark = pytest.mark.browser
 
@@ -72,7 +73,8 @@ def _share_link(slug: str) -> str:
 
 
 def test_every_chart_page_paints_and_draws_its_charts_on_a_cold_browser_cache(
-        study, browser, session, live_server, console, artifacts):
+    study, browser, session, live_server, console, artifacts
+):
     signed_in = session("reviewer", "pw-reviewer-1").context.storage_state()
     pages = [(kind, reverse(name, args=[slug]), signed_in) for kind, name, slug in CHART_PAGES]
     pages.append(("checklist share link", _share_link("octobench"), None))
@@ -88,20 +90,30 @@ def test_every_chart_page_paints_and_draws_its_charts_on_a_cold_browser_cache(
         figures.append({"kind": kind, "path": path, "overflowing": overflowing, **measured})
     (artifacts / "page-timing.json").write_text(json.dumps(figures, indent=1))
     for f in figures:
-        print(f"{f['kind']:>22} {f['path']:<44} first paint {f['first_paint']:7.0f} ms, usable {f['usable']:7.0f} ms, "
-              f"charts ({f['charts']}) {f['charts_drawn']:7.0f} ms")
-    assert all(f["charts"] and f["drawn"] for f in figures), [f["path"] for f in figures if not (f["charts"] and f["drawn"])]
+        print(
+            f"{f['kind']:>22} {f['path']:<44} first paint {f['first_paint']:7.0f} ms, usable {f['usable']:7.0f} ms, "
+            f"charts ({f['charts']}) {f['charts_drawn']:7.0f} ms"
+        )
+    assert all(f["charts"] and f["drawn"] for f in figures), [
+        f["path"] for f in figures if not (f["charts"] and f["drawn"])
+    ]
     assert [(f["path"], f["overflowing"]) for f in figures if f["overflowing"]] == []  # every chart inside its card
     assert [f["path"] for f in figures if f["first_paint"] is None] == []  # painted, within MEASURE's 10 s
-    slow = [(f["path"], round(f["first_paint"]), round(f["usable"]), round(f["charts_drawn"])) for f in figures
-            if f["first_paint"] >= FIRST_PAINT_MS or f["usable"] >= USABLE_MS or f["charts_drawn"] >= CHARTS_DRAWN_MS]
-    print(f"past the targets ({FIRST_PAINT_MS} ms paint, {USABLE_MS} ms usable, {CHARTS_DRAWN_MS} ms charts) "
-          f"on this machine now (load {os.getloadavg()[0]:.2f}): {slow or 'none'}")
+    slow = [
+        (f["path"], round(f["first_paint"]), round(f["usable"]), round(f["charts_drawn"]))
+        for f in figures
+        if f["first_paint"] >= FIRST_PAINT_MS or f["usable"] >= USABLE_MS or f["charts_drawn"] >= CHARTS_DRAWN_MS
+    ]
+    print(
+        f"past the targets ({FIRST_PAINT_MS} ms paint, {USABLE_MS} ms usable, {CHARTS_DRAWN_MS} ms charts) "
+        f"on this machine now (load {os.getloadavg()[0]:.2f}): {slow or 'none'}"
+    )
     assert console.errors == []
 
 
 def test_a_chart_page_is_usable_before_the_chart_library_arrives_and_draws_its_charts_when_it_does(
-        study, browser, session, live_server, console):
+    study, browser, session, live_server, console
+):
     """The 1.5 MB chart library must not hold the page: with the library held back by HELD_BACK_MS, each kind's
     first chart page still finishes DOMContentLoaded (its links, forms and htmx controls work) well before the
     library arrives, and its charts are drawn once it does."""
@@ -123,5 +135,9 @@ def test_a_chart_page_is_usable_before_the_chart_library_arrives_and_draws_its_c
         measured = page.evaluate(MEASURE)
         context.close()
         assert measured["usable"] < HELD_BACK_MS, (kind, path, measured)
-        assert measured["charts"] and measured["drawn"] and measured["charts_drawn"] >= HELD_BACK_MS, (kind, path, measured)
+        assert measured["charts"] and measured["drawn"] and measured["charts_drawn"] >= HELD_BACK_MS, (
+            kind,
+            path,
+            measured,
+        )
     assert console.errors == []

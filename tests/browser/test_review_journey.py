@@ -1,5 +1,6 @@
 """Review journey in Chromium on the demo's OctoBench study: leaderboard -> a cell -> an attempt -> a failing
 item -> the message it concerns (highlighted) -> the side-by-side comparison -> a share link opened logged out."""
+
 import re
 
 import pytest
@@ -28,7 +29,8 @@ def _watch(page, console):
 
 
 def test_it_walks_from_the_leaderboard_to_the_message_and_shares_a_snapshot(
-        octobench_demo, page, live_server, console, log_in, artifacts, browser):
+    octobench_demo, page, live_server, console, log_in, artifacts, browser
+):
     log_in("reviewer", "pw-reviewer-1")
 
     # leaderboard, grouped by source category
@@ -51,7 +53,7 @@ def test_it_walks_from_the_leaderboard_to_the_message_and_shares_a_snapshot(
     item_link.click()
     page.wait_for_load_state("networkidle")
     assert re.search(r"/attempts/\d+/#item-\d+$", page.url)
-    item = page.locator(page.url[page.url.index("#"):])
+    item = page.locator(page.url[page.url.index("#") :])
     assert item.locator("code").first.inner_text() == item_key and "failed" in item.get_attribute("class")
     page.screenshot(path=str(artifacts / "journey-3-attempt.png"))
 
@@ -94,7 +96,9 @@ def test_it_walks_from_the_leaderboard_to_the_message_and_shares_a_snapshot(
         assert public.url == url  # no login redirect
         assert public.get_by_role("button", name="Log out").count() == 0
         assert public.locator("h1").inner_text() == "Leaderboard"  # the page's own heading, as the reviewer saw it
-        assert public.get_by_text("OctoBench").first.is_visible() and public.get_by_text("shared page").first.is_visible()
+        assert (
+            public.get_by_text("OctoBench").first.is_visible() and public.get_by_text("shared page").first.is_visible()
+        )
         assert public.locator("table.grid tbody tr").count() >= 6
         public.wait_for_selector('[data-plotly="leaderboard-figure"] .main-svg')  # the page's chart, frozen
         public.screenshot(path=str(artifacts / "journey-7-shared.png"), full_page=True)

@@ -1,4 +1,5 @@
 """The transcript search page in Chromium: how many hits there are, and what a search cut at its time limit says."""
+
 import re
 
 import pytest
@@ -20,15 +21,18 @@ def searchable(transactional_db, django_user_model):
     instance = Instance.objects.create(benchmark=bench, external_id="task-0", content_hash="x", spec={})
     run = Run.objects.create(benchmark=bench, label="r1", model=AgentModel.objects.create(name="m"))
     attempt = Attempt.objects.create(run=run, instance=instance)
-    messages = [{"role": "assistant", "content": f"step {n}: git push --force" if n % 2 else f"step {n}"}
-                for n in range(2 * HITS)]
+    messages = [
+        {"role": "assistant", "content": f"step {n}: git push --force" if n % 2 else f"step {n}"}
+        for n in range(2 * HITS)
+    ]
     trajectory_save(attempt_id=attempt.id, threads=[{"meta": {"thread": "main"}, "tools": [], "messages": messages}])
     django_user_model.objects.create_user("reviewer", password="pw-reviewer-1")
     return bench
 
 
 def test_the_search_page_says_how_many_hits_and_when_the_time_limit_cut_it_short(
-        searchable, session, live_server, console, monkeypatch):
+    searchable, session, live_server, console, monkeypatch
+):
     """The page showed 25 hits and nothing of how many more: it counts them once the hits are shown ("60 hits"),
     and a search its time limit cut short says it is partial and that there are at least the hits it shows."""
     page = session("reviewer", "pw-reviewer-1")

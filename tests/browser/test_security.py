@@ -4,6 +4,7 @@ and the hostile corpus of tests/security/hostile.py rendered inert on every page
 Each page must raise no console error and no `securitypolicyviolation` event (a listener is
 injected before any page script runs; devtools-injected scripts are exempt from the CSP).
 """
+
 import importlib.util
 from pathlib import Path
 
@@ -13,7 +14,8 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 pytestmark = pytest.mark.browser
 
 _spec = importlib.util.spec_from_file_location(
-    "_ifportal_hostile_b", Path(__file__).resolve().parents[1] / "security" / "hostile.py")
+    "_ifportal_hostile_b", Path(__file__).resolve().parents[1] / "security" / "hostile.py"
+)
 hostile_corpus = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(hostile_corpus)
 
@@ -37,8 +39,9 @@ def _demo_pages() -> list[tuple[str, str, int]]:
     sample = Attempt.objects.filter(run__benchmark__slug="manyih-coding").order_by("pk").first()
     task = Instance.objects.filter(benchmark__slug="guidebench").order_by("pk").first()
     instance = Instance.objects.filter(benchmark__slug="octobench").order_by("pk").first()
-    job = ingest_job_start(format_name="native", files=[SimpleUploadedFile("bad.jsonl", b"{not json\n")],
-                           options={}, user=None)
+    job = ingest_job_start(
+        format_name="native", files=[SimpleUploadedFile("bad.jsonl", b"{not json\n")], options={}, user=None
+    )
     assert Benchmark.objects.count() == 5
     return [
         ("home", "/", 0),
@@ -78,7 +81,8 @@ def test_it_renders_the_main_pages_under_the_policy_with_charts(page, live_serve
         if charts:
             page.wait_for_selector(".main-svg", state="attached")
             drawn = page.locator("[data-plotly]").evaluate_all(
-                "els => els.filter(el => el.querySelector('.main-svg')).length")
+                "els => els.filter(el => el.querySelector('.main-svg')).length"
+            )
             if drawn != charts:
                 found.append(f"{drawn} of {charts} charts drawn")
         found += page.evaluate("window.__csp")
@@ -91,8 +95,9 @@ def test_it_renders_the_main_pages_under_the_policy_with_charts(page, live_serve
 
 
 @pytest.mark.usefixtures("watched")
-def test_it_renders_the_admin_and_the_browsable_api_under_the_policy(page, live_server, console, django_user_model,
-                                                                     log_in, artifacts):
+def test_it_renders_the_admin_and_the_browsable_api_under_the_policy(
+    page, live_server, console, django_user_model, log_in, artifacts
+):
     django_user_model.objects.create_superuser("boss", password="pw-boss-1")
     log_in("boss", "pw-boss-1")
     problems: dict[str, list[str]] = {}
@@ -111,8 +116,9 @@ def test_it_renders_the_admin_and_the_browsable_api_under_the_policy(page, live_
 
 
 @pytest.mark.usefixtures("watched")
-def test_it_renders_the_hostile_corpus_inert_in_chromium(page, live_server, console, editor, log_in,
-                                                         tmp_path, artifacts):
+def test_it_renders_the_hostile_corpus_inert_in_chromium(
+    page, live_server, console, editor, log_in, tmp_path, artifacts
+):
     from playwright.sync_api import expect
 
     pages = hostile_corpus.pages(tmp_path, editor)

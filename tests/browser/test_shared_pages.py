@@ -1,6 +1,7 @@
 """What an outsider with a share link sees, in Chromium: the page as its creator saw it, frozen, with its caveats,
 spreads, judge and layout (the demo's OctoBench leaderboard and OctoBench-Conflict page), and nothing to click
 beyond the link's scope."""
+
 import re
 
 import pytest
@@ -41,13 +42,16 @@ def _outside(page, token: str) -> list[str]:
 
 
 def test_an_outsider_reads_the_leaderboards_caveats_and_spreads_as_its_creator_did(
-        demo, session, live_server, console, artifacts):
+    demo, session, live_server, console, artifacts
+):
     token = _share(demo, "octobench", reverse("runs:checklist-leaderboard", args=["octobench"]))
     page = session()
     page.goto(f"{live_server.url}/s/{token}/")
     notes = page.locator("#reference-notes")
     assert notes.is_visible()
-    assert re.search(r"\d+ verdicts? carried a result string the reference scorer does not recognise", notes.inner_text())
+    assert re.search(
+        r"\d+ verdicts? carried a result string the reference scorer does not recognise", notes.inner_text()
+    )
     assert re.search(r"\d+ judge results? scored nothing", notes.inner_text())
     assert page.get_by_role("columnheader", name="Macro CSR %").is_visible()
     spread = page.locator("table.grid tbody tr").first.locator("td").nth(3)  # macro CSR, ± the std across judges
@@ -66,7 +70,8 @@ def test_an_outsider_reads_the_leaderboards_caveats_and_spreads_as_its_creator_d
 
 
 def test_an_outsider_sees_the_conflict_page_laid_out_as_its_source_with_its_judge(
-        demo, session, live_server, console, artifacts):
+    demo, session, live_server, console, artifacts
+):
     path = reverse("runs:conflict-metrics", args=["octobench-conflict"])
     token = _share(demo, "octobench-conflict", path)
     page = session()

@@ -1,5 +1,6 @@
 """What a person meets when someone guesses at their password: from the address they use they sign in as always;
 from a new one they are told how long to wait, and an administrator's one-time link lets them in at once."""
+
 import re
 from io import StringIO
 
@@ -25,7 +26,8 @@ def sign_in(page, url: str, username: str, password: str) -> None:
 
 @pytest.mark.django_db(transaction=True)
 def test_a_guessed_at_user_signs_in_from_their_address_and_a_newcomer_is_told_to_wait_or_uses_a_link(
-        page, live_server, console, django_user_model, settings):
+    page, live_server, console, django_user_model, settings
+):
     settings.IFPORTAL_LOGIN_DELAY_SECONDS = 120  # a wait that outlasts the test's own steps
     django_user_model.objects.create_superuser("lead", password=PASSWORD)
     django_user_model.objects.create_user("newcomer", password="newcomer-pass-31")

@@ -1,4 +1,5 @@
 """Smoke: a person logs in through the form and sees the home page, with no errors in the console."""
+
 import pytest
 
 pytestmark = pytest.mark.browser

@@ -1,13 +1,15 @@
 """A table wider than its card says that it scrolls (static/js/portal.js): found walking the demo at 1366 px, where
 the dialogue metrics' last column and the conflict page's later scenarios were cut off with nothing to show it."""
+
 import pytest
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 NOTE = "window.getComputedStyle(document.querySelector('#results .table-scroll'), '::before').content"
 
 
-def test_a_table_wider_than_the_page_says_it_scrolls_and_a_fitting_one_does_not(page, live_server, console, reviewer,
-                                                                                   log_in, artifacts, evolif_logged):
+def test_a_table_wider_than_the_page_says_it_scrolls_and_a_fitting_one_does_not(
+    page, live_server, console, reviewer, log_in, artifacts, evolif_logged
+):
     log_in("reviewer", "pw-reviewer-1")
     page.set_viewport_size({"width": 900, "height": 900})
     page.goto(f"{live_server.url}/b/{evolif_logged}/dialogue/")

@@ -1,5 +1,6 @@
 """In Chromium: a reviewer reads and is offered nothing that writes; an editor's re-check and revoke each stop on a
 page that says what will change, and happen only after Confirm."""
+
 from pathlib import Path
 
 import pytest
@@ -70,13 +71,17 @@ def test_an_editors_re_check_says_what_it_adds_and_starts_on_confirm(study, sess
     assert _no_csp_violation(page) == [] and console.errors == []
 
 
-def test_an_editors_revoke_says_who_loses_the_link_and_cancel_keeps_it(study, session, live_server, console,
-                                                                       django_user_model):
+def test_an_editors_revoke_says_who_loses_the_link_and_cancel_keeps_it(
+    study, session, live_server, console, django_user_model
+):
     path = reverse("runs:hierarchy-metrics", args=[study.benchmark.slug])
     request = RequestFactory().get(path)
     request.user = django_user_model.objects.get(username="ed")
-    link, _ = page_share_link_create(user=request.user, benchmark=study.benchmark, snapshot=page_snapshot(
-        request, path=path, benchmark_slug=study.benchmark.slug, include_attempts=False))
+    link, _ = page_share_link_create(
+        user=request.user,
+        benchmark=study.benchmark,
+        snapshot=page_snapshot(request, path=path, benchmark_slug=study.benchmark.slug, include_attempts=False),
+    )
     page = session("ed", "pw-ed-1")
 
     page.goto(f"{live_server.url}/share-links/")

@@ -1,5 +1,6 @@
 """Durability tests reuse the audit actors of tests/audits/conftest.py (loaded by path: tests are
 not a package under --import-mode=importlib)."""
+
 import importlib.util
 from pathlib import Path
 

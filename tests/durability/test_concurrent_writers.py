@@ -10,6 +10,7 @@ guarantee are in tests/runs/test_concurrency.py; this file adds writers of diffe
 the same rows: annotators with annotators, imports of one run from two files, an import that
 rewrites the verdicts a campaign is auditing, and an import whose backend is terminated.
 """
+
 import json
 import os
 import signal
@@ -48,10 +49,29 @@ def worker(postgres, settings):
     queue = f"test-durable-{os.getpid()}"
     env = {**os.environ, "DATABASE_URL": url, "IFPORTAL_JOBS": "celery", "DB_CONN_MAX_AGE": "0"}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "ifportal", "worker", "--pool=solo", "--concurrency=1",
-         "-n", f"durable-{os.getpid()}@%h", "--without-heartbeat", "--without-gossip", "--without-mingle",
-         "-Q", queue, "--loglevel=WARNING"],
-        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+        [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "ifportal",
+            "worker",
+            "--pool=solo",
+            "--concurrency=1",
+            "-n",
+            f"durable-{os.getpid()}@%h",
+            "--without-heartbeat",
+            "--without-gossip",
+            "--without-mingle",
+            "-Q",
+            queue,
+            "--loglevel=WARNING",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
     )
     settings.IFPORTAL_JOBS = "celery"
     from ifportal.celery import app
@@ -98,10 +118,20 @@ def stall(postgres):
 def _instances(path: Path) -> Path:
     with open(path, "w") as out:
         for i in range(N_INSTANCES):
-            checks = [{"check_id": f"c{k}", "description": f"rule {k} of {i}", "check_type": ["compliance", "testing"][k % 2]}
-                      for k in range(N_ITEMS)]
-            out.write(json.dumps({"instance_id": f"i-{i}", "category": ["code", "docs"][i % 2],
-                                  "checklist": {"SP": {"checks": checks}}}) + "\n")
+            checks = [
+                {"check_id": f"c{k}", "description": f"rule {k} of {i}", "check_type": ["compliance", "testing"][k % 2]}
+                for k in range(N_ITEMS)
+            ]
+            out.write(
+                json.dumps(
+                    {
+                        "instance_id": f"i-{i}",
+                        "category": ["code", "docs"][i % 2],
+                        "checklist": {"SP": {"checks": checks}},
+                    }
+                )
+                + "\n"
+            )
     return path
 
 
@@ -110,20 +140,33 @@ def _result(i: int, k: int, seed: int) -> str:
 
 
 def _scores(path: Path, seed: int, instances=range(N_INSTANCES)) -> Path:
-    results = [{"instance_id": f"i-{i}", "eval_result": {"SP": {"checks": [
-        {"check_id": f"c{k}", "result": _result(i, k, seed)} for k in range(N_ITEMS)]}}} for i in instances]
+    results = [
+        {
+            "instance_id": f"i-{i}",
+            "eval_result": {
+                "SP": {"checks": [{"check_id": f"c{k}", "result": _result(i, k, seed)} for k in range(N_ITEMS)]}
+            },
+        }
+        for i in instances
+    ]
     path.write_text(json.dumps({"results": results}))
     return path
 
 
 def _expected(seed: int, instances=range(N_INSTANCES)) -> set[tuple[str, str, str]]:
-    return {(f"i-{i}", f"c{k}", VerdictResult.PASS if _result(i, k, seed) == "success" else VerdictResult.FAIL)
-            for i in instances for k in range(N_ITEMS)}
+    return {
+        (f"i-{i}", f"c{k}", VerdictResult.PASS if _result(i, k, seed) == "success" else VerdictResult.FAIL)
+        for i in instances
+        for k in range(N_ITEMS)
+    }
 
 
 def _stored(model: str) -> list[tuple[str, str, str]]:
-    return list(Verdict.objects.filter(attempt__run__model__name=model).values_list(
-        "attempt__instance__external_id", "item__key", "result"))
+    return list(
+        Verdict.objects.filter(attempt__run__model__name=model).values_list(
+            "attempt__instance__external_id", "item__key", "result"
+        )
+    )
 
 
 def _load_instances(tmp_path) -> Benchmark:
@@ -132,8 +175,9 @@ def _load_instances(tmp_path) -> Benchmark:
 
 
 def _ingest_job(path: Path, fmt: str = "octobench-scores", **options) -> Job:
-    return runner.job_create(kind="ingest", params={"format": fmt, "options": options},
-                               files=[{"path": str(path), "name": path.name}])
+    return runner.job_create(
+        kind="ingest", params={"format": fmt, "options": options}, files=[{"path": str(path), "name": path.name}]
+    )
 
 
 def _enqueue(*jobs):
@@ -158,8 +202,15 @@ def _wait(jobs, timeout=90):
 # annotators --------------------------------------------------------------------------------
 def _campaign(benchmark, lead, size):
     campaign = audit_services.campaign_create(
-        name="durable", subject="checklist_items", benchmarks=[benchmark], strata=["category"],
-        allocation="proportional", size=size, seed=7, user=lead)
+        name="durable",
+        subject="checklist_items",
+        benchmarks=[benchmark],
+        strata=["category"],
+        allocation="proportional",
+        size=size,
+        seed=7,
+        user=lead,
+    )
     return audit_services.campaign_start(campaign)
 
 
@@ -195,13 +246,15 @@ def _assert_every_label_once(campaign, annotators, units_labelled):
 
 
 def test_it_keeps_every_label_when_two_annotators_label_a_whole_campaign_at_once(
-        postgres, tmp_path, lead, annotator_a, annotator_b):
+    postgres, tmp_path, lead, annotator_a, annotator_b
+):
     benchmark = _load_instances(tmp_path)
     campaign = _campaign(benchmark, lead, size=30)
     labelled = {}
 
-    errors = race([lambda u=u: labelled.__setitem__(u.username, _label_queue(campaign, u))
-                       for u in (annotator_a, annotator_b)])
+    errors = race(
+        [lambda u=u: labelled.__setitem__(u.username, _label_queue(campaign, u)) for u in (annotator_a, annotator_b)]
+    )
 
     assert errors == []
     _assert_every_label_once(campaign, [annotator_a, annotator_b], labelled)
@@ -232,12 +285,15 @@ def test_it_keeps_every_verdict_when_two_imports_fill_one_run_at_once(postgres, 
     assert Run.objects.count() == 1 and Attempt.objects.count() == N_INSTANCES
     assert AttemptRollup.objects.count() == N_INSTANCES
     sources = Run.objects.get().sources
-    assert sorted((s["name"], s["format"]) for s in sources) == [("first.json", "octobench-scores"),
-                                                                  ("second.json", "octobench-scores")]
+    assert sorted((s["name"], s["format"]) for s in sources) == [
+        ("first.json", "octobench-scores"),
+        ("second.json", "octobench-scores"),
+    ]
 
 
 def test_it_keeps_every_label_and_the_whole_import_when_an_import_rewrites_the_audited_benchmark(
-        postgres, settings, tmp_path, lead, annotator_a, annotator_b):
+    postgres, settings, tmp_path, lead, annotator_a, annotator_b
+):
     settings.IFPORTAL_JOBS = "thread"
     benchmark = _load_instances(tmp_path)
     ingest("octobench-scores", [Source.of(_scores(tmp_path / "before.json", 1))], Options(model="m-a", judge="judge-1"))
@@ -253,8 +309,13 @@ def test_it_keeps_every_label_and_the_whole_import_when_an_import_rewrites_the_a
         _enqueue(rewrite, added)
         _wait([rewrite, added])
 
-    errors = race([lambda u=u: labelled.__setitem__(u.username, _label_queue(campaign, u, pause=0.01))
-                       for u in (annotator_a, annotator_b)] + [import_both])
+    errors = race(
+        [
+            lambda u=u: labelled.__setitem__(u.username, _label_queue(campaign, u, pause=0.01))
+            for u in (annotator_a, annotator_b)
+        ]
+        + [import_both]
+    )
 
     assert errors == []
     _assert_every_label_once(campaign, [annotator_a, annotator_b], labelled)
@@ -279,7 +340,8 @@ def _stalled_backend(timeout=30) -> tuple[int, str]:
             cursor.execute(
                 "SELECT pid, application_name FROM pg_stat_activity WHERE datname = current_database() "
                 "AND pid <> pg_backend_pid() AND wait_event = 'PgSleep' AND query ILIKE %s",
-                ["%" + Verdict._meta.db_table + "%"])
+                ["%" + Verdict._meta.db_table + "%"],
+            )
             row = cursor.fetchone()
             if row:
                 return row
@@ -334,15 +396,20 @@ def test_it_fails_cleanly_and_retries_when_a_workers_connection_is_killed_mid_im
 
 
 def test_it_fails_cleanly_and_retries_when_a_thread_jobs_connection_is_killed_mid_import(
-        postgres, stall, settings, tmp_path):
+    postgres, stall, settings, tmp_path
+):
     settings.IFPORTAL_JOBS = "thread"
     _lose_the_connection_then_retry(tmp_path, stall, _terminate)
 
 
 def _restart_postgres(pid: int) -> None:
     cluster = sorted(os.listdir("/etc/postgresql"))[0]
-    subprocess.run(["pg_ctlcluster", "--skip-systemctl-redirect", cluster, "main", "restart"], check=True,
-                   capture_output=True, timeout=120)
+    subprocess.run(
+        ["pg_ctlcluster", "--skip-systemctl-redirect", cluster, "main", "restart"],
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
     for _ in range(60):
         if subprocess.run(["pg_isready", "-q", "-h", "127.0.0.1"], check=False).returncode == 0:
             break
@@ -350,10 +417,10 @@ def _restart_postgres(pid: int) -> None:
     connection.close()  # the test's own session died with the server
 
 
-@pytest.mark.skipif(os.environ.get("IFPORTAL_TEST_PG_RESTART") != "1",
-                    reason="restarts the PostgreSQL server: only where nothing else uses it (.ci/run sets "
-                           "IFPORTAL_TEST_PG_RESTART=1)")
+@pytest.mark.skipif(
+    os.environ.get("IFPORTAL_TEST_PG_RESTART") != "1",
+    reason="restarts the PostgreSQL server: only where nothing else uses it (.ci/run sets IFPORTAL_TEST_PG_RESTART=1)",
+)
 def test_it_fails_cleanly_and_retries_when_postgresql_restarts_mid_import(worker, stall, tmp_path):
     _lose_the_connection_then_retry(tmp_path, stall, _restart_postgres, app_name=APP_NAME)
     assert worker.poll() is None, "the worker died with the server"
-

@@ -5,6 +5,7 @@ The lock is that of another writer (a CLI import on the embedded SQLite, a row l
 lock_timeout); a worker lost after a commit is a BaseException that leaves the runner where it was, as a
 killed process would, and the stale-heartbeat check that the job pages run then judges the job.
 """
+
 import threading
 import time
 from contextlib import contextmanager
@@ -40,8 +41,12 @@ def locked_job_table(times: int):
     left = [times]
 
     def wrapper(execute, sql, params, many, context):
-        if (sql.lstrip().upper().startswith("UPDATE") and JOB_TABLE in sql and left[0] > 0
-                and not connection.in_atomic_block):
+        if (
+            sql.lstrip().upper().startswith("UPDATE")
+            and JOB_TABLE in sql
+            and left[0] > 0
+            and not connection.in_atomic_block
+        ):
             left[0] -= 1
             raise OperationalError("database is locked")
         return execute(sql, params, many, context)
@@ -56,12 +61,18 @@ def quick_retries(monkeypatch):
 
 
 def _native_job(lead) -> Job:
-    return jobs.job_create(kind="ingest", params={"format": "native", "options": {}},
-                           files=[{"path": str(NATIVE), "name": NATIVE.name}], user=lead)
+    return jobs.job_create(
+        kind="ingest",
+        params={"format": "native", "options": {}},
+        files=[{"path": str(NATIVE), "name": NATIVE.name}],
+        user=lead,
+    )
 
 
 def _worker_lost_long_ago(job: Job) -> Job:
-    Job.objects.filter(pk=job.pk).update(started_at=timezone.now() - timedelta(seconds=jobs.HEARTBEAT_STALE_SECONDS + 5))
+    Job.objects.filter(pk=job.pk).update(
+        started_at=timezone.now() - timedelta(seconds=jobs.HEARTBEAT_STALE_SECONDS + 5)
+    )
     return jobs.job_check_alive(Job.objects.get(pk=job.pk))
 
 
@@ -133,8 +144,9 @@ def _two_manyih_runs() -> list[Run]:
 
 def test_a_recheck_whose_worker_is_lost_after_its_first_run_says_what_it_stored(lead, monkeypatch):
     runs = _two_manyih_runs()
-    job = jobs.job_create(kind="recheck", params={"run_ids": [r.id for r in runs], "benchmark": runs[0].benchmark.slug},
-                          user=lead)
+    job = jobs.job_create(
+        kind="recheck", params={"run_ids": [r.id for r in runs], "benchmark": runs[0].benchmark.slug}, user=lead
+    )
     real_recheck = jobs.recheck_run
 
     def second_run_dies(*, run, progress=None):

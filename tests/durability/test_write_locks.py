@@ -5,6 +5,7 @@ style) read a run's attempts and verdicts before writing. Each test holds the be
 lock in another transaction that changes the rows, and checks that the writer waited and
 then worked from what that transaction committed.
 """
+
 import importlib.util
 import threading
 import time
@@ -15,8 +16,8 @@ from django.db import transaction
 
 from runs import services
 from runs.ingest import IngestFailed, Options, Source, ingest
-from runs.models import Attempt, Benchmark, Run, Verdict
 from runs.metrics.hierarchy import CHECKER_JUDGE as STYLE_CHECKER
+from runs.models import Attempt, Benchmark, Run, Verdict
 from runs.recheck import EVOLIF_CHECKER, recheck_run
 
 from ..threads import in_thread
@@ -67,8 +68,13 @@ def _load(name: str, path: Path):
 
 
 def test_two_native_imports_of_the_same_file_wait_for_the_lock_and_the_second_finds_it_unchanged():
-    bench = Benchmark.objects.create(slug="acme-agent-if", name="Acme agent IF", kind="checklist", version="2025.1",
-                                     description="Checklist-scored agent tasks from the Acme harness")
+    bench = Benchmark.objects.create(
+        slug="acme-agent-if",
+        name="Acme agent IF",
+        kind="checklist",
+        version="2025.1",
+        description="Checklist-scored agent tasks from the Acme harness",
+    )
     holder = Holder(bench.id)
     writers = [in_thread(ingest, "native", [Source.of(NATIVE)], Options()) for _ in range(2)]
     _waits_then_finishes(holder, writers)
@@ -85,7 +91,10 @@ def test_a_native_import_naming_a_stored_benchmark_waits_for_its_lock(tmp_path):
     holder = Holder(bench.id)
     writers = [in_thread(ingest, "native", [Source.of(source)], Options(benchmark="acme-agent-if")) for _ in range(2)]
     _waits_then_finishes(holder, writers)
-    assert sorted((dict(r.counts["verdicts"]) for _, [r], _ in writers), key=str) == [{"created": 12}, {"unchanged": 12}]
+    assert sorted((dict(r.counts["verdicts"]) for _, [r], _ in writers), key=str) == [
+        {"created": 12},
+        {"unchanged": 12},
+    ]
 
 
 def test_a_dialogue_recheck_waits_for_the_lock_and_scores_the_attempts_committed_before_it():

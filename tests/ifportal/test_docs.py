@@ -1,5 +1,6 @@
 """Comments and docs speak of the code as it is: a mention of a doc's section names a section that exists,
 and nothing points at the issue or the work session a change came from (git keeps that history)."""
+
 import re
 from pathlib import Path
 
@@ -18,15 +19,24 @@ HISTORY = re.compile(r"\b(?:[Ii]ssues?|[Ss]essions?) \d+")
 def _scanned() -> list[Path]:
     files = [ROOT / name for name in SCANNED_FILES if (ROOT / name).exists()]
     for folder in SCANNED_DIRS:
-        files += [p for p in sorted((ROOT / folder).rglob("*")) if p.is_file() and p.suffix in SUFFIXES
-                  and "__pycache__" not in p.parts and p.resolve() != Path(__file__).resolve()]
+        files += [
+            p
+            for p in sorted((ROOT / folder).rglob("*"))
+            if p.is_file()
+            and p.suffix in SUFFIXES
+            and "__pycache__" not in p.parts
+            and p.resolve() != Path(__file__).resolve()
+        ]
     return files
 
 
 def _headings(doc: Path) -> set[str]:
     """The doc's section titles, without an anchor attribute (`{#usage}`)."""
-    return {re.sub(r"\s*\{#[\w-]+\}$", "", line.lstrip("#").strip())
-            for line in doc.read_text().splitlines() if re.match(r"#{1,6} ", line)}
+    return {
+        re.sub(r"\s*\{#[\w-]+\}$", "", line.lstrip("#").strip())
+        for line in doc.read_text().splitlines()
+        if re.match(r"#{1,6} ", line)
+    }
 
 
 def _names(title: str, headings: set[str]) -> bool:
@@ -66,8 +76,10 @@ def test_the_checks_find_a_stale_mention_and_a_history_note(tmp_path):
     doc.write_text("# Guide\n\n## Caching {#cache}\n\n## Session 8: what was tried\n")
     assert _headings(doc) == {"Guide", "Caching", "Session 8: what was tried"}
     mention = '# see guide.md, "The old\n    # way" and guide.md, "Caching"'
-    assert [(m.group(1), _title(m.group(2))) for m in MENTION.finditer(mention)] == \
-        [("guide.md", "The old way"), ("guide.md", "Caching")]
+    assert [(m.group(1), _title(m.group(2))) for m in MENTION.finditer(mention)] == [
+        ("guide.md", "The old way"),
+        ("guide.md", "Caching"),
+    ]
     assert _names("Caching", _headings(doc)) and _names("Session 8", _headings(doc))
     assert not _names("The old way", _headings(doc)) and not _names("Cach", _headings(doc))
     assert HISTORY.search("measured in session 13") and HISTORY.search("(issue 17, item 2)")

@@ -2,6 +2,7 @@
 by a rename sends the next reader looking for code that is gone. Code itself is checked by running it; this
 reads the prose: docs/*.md, README.md, and the comments and docstrings of runs/, audits/, ifportal/ and tests/
 (migrations are history and keep the names of their day)."""
+
 import ast
 import importlib
 import io
@@ -72,9 +73,14 @@ def test_every_dotted_name_in_a_doc_or_a_comment_exists():
 
 def test_it_finds_a_name_that_is_gone_in_a_comment_a_docstring_and_a_doc(tmp_path):
     module = tmp_path / "example.py"
-    module.write_text('"""Built by runs.services.rollups_rebuild_for_attempts."""\n'
-                      "x = 1  # read by runs.search._prefix_ids\n"
-                      "runs = []\nruns.append(1)  # code, not prose\n")
+    module.write_text(
+        '"""Built by runs.services.rollups_rebuild_for_attempts."""\n'
+        "x = 1  # read by runs.search._prefix_ids\n"
+        "runs = []\nruns.append(1)  # code, not prose\n"
+    )
     doc = tmp_path / "example.md"
     doc.write_text("See `runs.pages.csv_safe` and runs.sharing.csv_safe.\n")
-    assert _stale([module, doc]) == {"runs.search._prefix_ids": ["example.py:2"], "runs.sharing.csv_safe": ["example.md:1"]}
+    assert _stale([module, doc]) == {
+        "runs.search._prefix_ids": ["example.py:2"],
+        "runs.sharing.csv_safe": ["example.md:1"],
+    }

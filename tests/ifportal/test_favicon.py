@@ -1,4 +1,5 @@
 """/favicon.ico: browsers ask for it on their own, signed in or not; it must not be a 404 in their console."""
+
 import pytest
 from django.contrib.auth.models import Group
 from django.contrib.staticfiles import finders

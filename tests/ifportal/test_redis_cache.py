@@ -1,5 +1,6 @@
 """The Redis cache backend builds one `redis.Redis` per connection pool (ifportal.redis_cache), and otherwise
 behaves as Django's: writes to the first server, reads from the others."""
+
 import pytest
 from django.core.cache import caches
 from django.core.cache.backends.redis import RedisCache

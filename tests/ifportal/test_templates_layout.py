@@ -6,6 +6,7 @@
   only that folder's templates include it; one shared across folders lives in `templates/runs/partials/`;
 - the audit pages have no kinds: their partials live in `templates/audits/partials/`.
 """
+
 import re
 from pathlib import Path
 
@@ -18,8 +19,10 @@ INCLUDED = re.compile(r"""\{%\s*include\s+["']([^"']+)["']""")
 
 
 def _templates() -> dict[str, str]:
-    return {path.relative_to(TEMPLATES).as_posix(): path.read_text(encoding="utf-8")
-            for path in sorted(TEMPLATES.rglob("*.html"))}
+    return {
+        path.relative_to(TEMPLATES).as_posix(): path.read_text(encoding="utf-8")
+        for path in sorted(TEMPLATES.rglob("*.html"))
+    }
 
 
 def _included() -> dict[str, set[str]]:
@@ -40,14 +43,26 @@ def test_every_included_template_is_named_as_a_partial():
 
 
 def test_every_partial_is_included_or_rendered_somewhere():
-    code = "\n".join([*(p.read_text(encoding="utf-8") for folder in ("runs", "audits", "ifportal")
-                        for p in (ROOT / folder).rglob("*.py")), *_templates().values()])
+    code = "\n".join(
+        [
+            *(
+                p.read_text(encoding="utf-8")
+                for folder in ("runs", "audits", "ifportal")
+                for p in (ROOT / folder).rglob("*.py")
+            ),
+            *_templates().values(),
+        ]
+    )
     assert sorted(name for name in _templates() if _is_partial(name) and name.rsplit("/", 1)[-1] not in code) == []
 
 
 def test_every_template_named_in_code_exists():
-    code = {name for folder in ("runs", "audits", "ifportal") for p in (ROOT / folder).rglob("*.py")
-            for name in NAMED.findall(p.read_text(encoding="utf-8"))}
+    code = {
+        name
+        for folder in ("runs", "audits", "ifportal")
+        for p in (ROOT / folder).rglob("*.py")
+        for name in NAMED.findall(p.read_text(encoding="utf-8"))
+    }
     assert sorted(code - set(_templates())) == []
 
 

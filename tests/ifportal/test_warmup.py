@@ -1,4 +1,5 @@
 """A web process builds its URLconf, templates and help page before its first request (ifportal.warmup)."""
+
 import gc
 import json
 import os
@@ -13,8 +14,9 @@ from django.test import override_settings
 
 from ifportal.warmup import warm_process
 
-PROJECT_TEMPLATES = sorted(p.relative_to(settings.BASE_DIR / "templates").as_posix()
-                           for p in (settings.BASE_DIR / "templates").rglob("*.html"))
+PROJECT_TEMPLATES = sorted(
+    p.relative_to(settings.BASE_DIR / "templates").as_posix() for p in (settings.BASE_DIR / "templates").rglob("*.html")
+)
 
 
 @pytest.fixture(autouse=True)
@@ -58,18 +60,21 @@ def test_a_template_that_does_not_compile_is_logged_and_skipped(tmp_path, caplog
 def test_importing_the_wsgi_application_warms_the_process():
     """What gunicorn's worker does on boot, in a fresh interpreter: no view module, template or help
     page is left for the first request to build, and what it built is frozen out of the collector."""
-    probe = ("import gc, json, sys, ifportal.wsgi\n"
-             "from django.template import engines\n"
-             "from runs.help_pages import _render\n"
-             "loader = engines['django'].engine.template_loaders[0]\n"
-             "while not hasattr(loader, 'get_template_cache'):\n"
-             "    loader = loader.loaders[0]\n"
-             "print(json.dumps({'views': 'runs.views.checklist' in sys.modules and 'audits.views' in sys.modules,\n"
-             "                  'templates': sorted({k.split('-')[0] for k in loader.get_template_cache}),\n"
-             "                  'help': _render.cache_info().currsize, 'frozen': gc.get_freeze_count()}))\n")
+    probe = (
+        "import gc, json, sys, ifportal.wsgi\n"
+        "from django.template import engines\n"
+        "from runs.help_pages import _render\n"
+        "loader = engines['django'].engine.template_loaders[0]\n"
+        "while not hasattr(loader, 'get_template_cache'):\n"
+        "    loader = loader.loaders[0]\n"
+        "print(json.dumps({'views': 'runs.views.checklist' in sys.modules and 'audits.views' in sys.modules,\n"
+        "                  'templates': sorted({k.split('-')[0] for k in loader.get_template_cache}),\n"
+        "                  'help': _render.cache_info().currsize, 'frozen': gc.get_freeze_count()}))\n"
+    )
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": "ifportal.settings", "DEBUG": "0"}
-    out = subprocess.run([sys.executable, "-c", probe], cwd=Path(settings.BASE_DIR), env=env,
-                         capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-c", probe], cwd=Path(settings.BASE_DIR), env=env, capture_output=True, text=True, timeout=120
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     seen = json.loads(out.stdout.strip().splitlines()[-1])
     assert seen["views"] and seen["help"] == 1

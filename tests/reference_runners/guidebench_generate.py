@@ -16,6 +16,7 @@ differs between categories).
 Answers keep the ground truth's type (price: integers), so evaluate.py's scikit-learn calls
 see no mix of label types. The reference writes its files to ./.YOUR_PATH/ (its own default).
 """
+
 from __future__ import annotations
 
 import json
@@ -82,8 +83,14 @@ def main() -> None:
         def generate(self, prompts, sampling_params=None):
             replies = []
             for prompt in prompts:
-                found = next((c, n, t) for c, n, t in tasks if t["Context"] in prompt and t["Instruction"] in prompt
-                             and str(t["Guidelines"]) in prompt and str(t.get("MultipleOptions", "")) in prompt)
+                found = next(
+                    (c, n, t)
+                    for c, n, t in tasks
+                    if t["Context"] in prompt
+                    and t["Instruction"] in prompt
+                    and str(t["Guidelines"]) in prompt
+                    and str(t.get("MultipleOptions", "")) in prompt
+                )
                 replies.append(_Output(answer(*found)))
             return replies
 
@@ -94,7 +101,7 @@ def main() -> None:
     transformers.AutoModelForCausalLM = transformers.AutoTokenizer = object
     sys.modules.update(vllm=vllm, transformers=transformers)
     try:
-        import openai  # noqa: F401
+        import openai
     except ImportError:
         openai = types.ModuleType("openai")
         openai.OpenAI = object

@@ -20,6 +20,7 @@ The environment variable FAKE_PLAN (JSON: sample id -> kind) overrides the plan.
 The evaluator imports aiohttp only to open a session it hands to the client; the fake
 client never uses it, so a stand-in module is installed when aiohttp is absent.
 """
+
 from __future__ import annotations
 
 import json
@@ -97,8 +98,16 @@ def main() -> None:
             kind = kinds[prompt]
             if kind == "api_failure":
                 raise Exception("HTTP 500: upstream model overloaded")
-            result = {"model": self.model, "choices": [{"message": {"role": "assistant", "content": reply(kind, sample)}}]}
-            return {"content": self._extract_content(result), "model": self.model, "usage": None, "raw_response": result}
+            result = {
+                "model": self.model,
+                "choices": [{"message": {"role": "assistant", "content": reply(kind, sample)}}],
+            }
+            return {
+                "content": self._extract_content(result),
+                "model": self.model,
+                "usage": None,
+                "raw_response": result,
+            }
 
     evaluator.CachingAsyncOpenRouterClient = FakeModel
     sys.argv = ["manyih.coding.evaluator", *argv]

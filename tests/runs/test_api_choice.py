@@ -1,4 +1,5 @@
 """GET /api/choice-metrics/?run=<label>."""
+
 from pathlib import Path
 
 import pytest
@@ -34,7 +35,7 @@ def test_it_answers_per_category_metrics_in_percent_equal_to_sklearn(api):
     predicted = {"chat": ["A", "B", "E"], "price": ["1", "text 0"]}
     for category, cell in body["categories"].items():
         t, p = truth[category], predicted[category]
-        kwargs = dict(average="macro", zero_division=0)
+        kwargs = {"average": "macro", "zero_division": 0}
         assert cell["n"] == len(t)
         assert cell["accuracy"] == pytest.approx(100 * accuracy_score(t, p))
         assert cell["precision"] == pytest.approx(100 * precision_score(t, p, **kwargs))
@@ -92,13 +93,16 @@ def test_it_scores_the_odd_records_generate_resp_writes_as_evaluate_py_does(api)
     a number where an option letter belongs, a null answer, a bare JSON number as the whole answer, right answers."""
     fixtures = Path(__file__).resolve().parents[1] / "fixtures" / "guidebench"
     ingest("guidebench-tasks", [Source.of(fixtures / f"{c}_tasks.json") for c in ("chat", "price")], Options())
-    ingest("guidebench-predictions", [Source.of(fixtures / "generated" / f"{c}_tasks.json") for c in ("chat", "price")],
-           Options(model="m", run="generated"))
+    ingest(
+        "guidebench-predictions",
+        [Source.of(fixtures / "generated" / f"{c}_tasks.json") for c in ("chat", "price")],
+        Options(model="m", run="generated"),
+    )
     body = api.get(URL, {"run": "generated"}).json()
     # evaluate.py: a missing or non-string option counts as "E"; a null price answer as -1 (a bare number as the
     # whole answer makes evaluate.py crash on .get; the portal counts it as missing: -1 too)
     labels = {"chat": (["A", "D", "B"], ["E", "E", "B"]), "price": ([1, 0, 1], [-1, -1, 1])}
-    kwargs = dict(average="macro", zero_division=0)
+    kwargs = {"average": "macro", "zero_division": 0}
     for category, (t, p) in labels.items():
         cell = body["categories"][category]
         assert (cell["n"], cell["unanswered"]) == (3, 2)

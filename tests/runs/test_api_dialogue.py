@@ -3,6 +3,7 @@
 Fixture logs (patience 2): dialog_1 turns s = 1,0,1,1 with r = 1, 0/2, 4/4, 1/1;
 dialog_2 turns s = 0,0 with r = 0/1, 1/2 (ended by patience).
 """
+
 from pathlib import Path
 
 import pytest
@@ -23,7 +24,9 @@ def test_it_answers_the_eight_metrics_survival_and_constraints(reviewer_client, 
     assert body["rob"] == pytest.approx(37.5)
     assert body["rec"] == pytest.approx(50.0) and body["rec_dialogues"] == 2
     assert body["survival"] == pytest.approx([100.0, 100.0, 50.0, 50.0])
-    assert body["constraints"] == pytest.approx({"format": 200 / 3, "countableItems": 50.0, "existence": 100.0, "endwith": 50.0})
+    assert body["constraints"] == pytest.approx(
+        {"format": 200 / 3, "countableItems": 50.0, "existence": 100.0, "endwith": 50.0}
+    )
 
 
 def test_it_resimulates_a_lower_patience(reviewer_client, evolif_logged):

@@ -6,6 +6,7 @@ the later wins), type_hints 5 (z=10) alone; sample 1: indent chain 1 (90) x 2 (6
 results_small.json: sample 0 passes tests and every style; sample 1 passes tests, indent fails, naming passes;
 sample 2 fails tests and has no style verdicts (its active items fail).
 """
+
 import json
 from pathlib import Path
 
@@ -29,7 +30,9 @@ def samples():
 
 @pytest.fixture
 def run(samples):
-    ingest("manyih-results", [Source.of(FIXTURES / "results_small.json")], Options(model="acme/coder-1", run="coder-r1"))
+    ingest(
+        "manyih-results", [Source.of(FIXTURES / "results_small.json")], Options(model="acme/coder-1", run="coder-r1")
+    )
 
 
 def test_it_resolves_every_sample_with_ties_and_chains(reviewer_client, samples):
@@ -57,9 +60,11 @@ def test_it_pages_with_limit_and_offset_in_natural_order(reviewer_client, sample
 
 
 def test_it_reads_ordinal_ranks_with_gaps_like_dense_ones():
-    items = [{"key": "a", "position": 1, "privilege": 5, "details": {"rank": 3, "conflicts_with": ["b"]}},
-             {"key": "b", "position": 2, "privilege": 9, "details": {"rank": 1, "conflicts_with": ["a"]}},
-             {"key": "c", "position": 3, "privilege": 9, "details": {"rank": 1, "conflicts_with": ["b"]}}]
+    items = [
+        {"key": "a", "position": 1, "privilege": 5, "details": {"rank": 3, "conflicts_with": ["b"]}},
+        {"key": "b", "position": 2, "privilege": 9, "details": {"rank": 1, "conflicts_with": ["a"]}},
+        {"key": "c", "position": 3, "privilege": 9, "details": {"rank": 1, "conflicts_with": ["b"]}},
+    ]
     for interface in ("scalar", "ordinal"):
         assert sample_resolution(items, interface=interface)["active"] == ["c", "a"]
 
@@ -80,16 +85,33 @@ def test_it_answers_acc_and_style_groups_of_a_run_in_percent(reviewer_client, ru
     # sample 2 is an evaluator error: the reference leaves it out of its per-group rates (function_doc has no
     # style-checked sample), while Acc and Acc_style count it as failed
     rates = {g: r for g, r in body["by_style_group"].items() if r is not None}
-    assert rates == pytest.approx({"quotes": 100.0, "license": 100.0, "type_hints": 100.0,
-                                   "indent": 0.0, "naming_convention": 100.0})
+    assert rates == pytest.approx(
+        {"quotes": 100.0, "license": 100.0, "type_hints": 100.0, "indent": 0.0, "naming_convention": 100.0}
+    )
     assert body["by_style_group"]["function_doc"] is None
-    assert body["style_groups"]["function_doc"] == {"passed": 0, "total": 0, "left_out": 1, "rate": None,
-                                                    "rate_errors_as_failures": 0.0}
-    assert body["style_groups"]["indent"] == {"passed": 0, "total": 1, "left_out": 0, "rate": 0.0,
-                                              "rate_errors_as_failures": 0.0}
+    assert body["style_groups"]["function_doc"] == {
+        "passed": 0,
+        "total": 0,
+        "left_out": 1,
+        "rate": None,
+        "rate_errors_as_failures": 0.0,
+    }
+    assert body["style_groups"]["indent"] == {
+        "passed": 0,
+        "total": 1,
+        "left_out": 0,
+        "rate": 0.0,
+        "rate_errors_as_failures": 0.0,
+    }
     evaluator = body["evaluator"]
-    assert (evaluator["total"], evaluator["test_passed"], evaluator["style_passed"], evaluator["overall_passed"],
-            evaluator["errors"], evaluator["no_code"]) == (3, 2, 1, 1, 1, 0)
+    assert (
+        evaluator["total"],
+        evaluator["test_passed"],
+        evaluator["style_passed"],
+        evaluator["overall_passed"],
+        evaluator["errors"],
+        evaluator["no_code"],
+    ) == (3, 2, 1, 1, 1, 0)
     assert evaluator["style_satisfaction_rate"] == pytest.approx((1.0 + 0.5) / 2)
 
 
@@ -128,18 +150,32 @@ def test_it_answers_the_figures_the_evaluator_wrote_in_its_file(reviewer_client,
     body = reviewer_client.get(METRICS, {"run": "fake-r1"}).json()
     summary, fine = analysis["summary"], analysis["fine_grained"]
     ev = body["evaluator"]
-    assert (ev["total"], ev["test_passed"], ev["style_passed"], ev["overall_passed"]) == (
-        summary["total_samples"], summary["test_passed"], summary["style_passed"], summary["overall_passed"]) == (3, 1, 1, 1)
+    assert (
+        (ev["total"], ev["test_passed"], ev["style_passed"], ev["overall_passed"])
+        == (summary["total_samples"], summary["test_passed"], summary["style_passed"], summary["overall_passed"])
+        == (3, 1, 1, 1)
+    )
     assert round(body["acc"], 2) == summary["overall_passed_pct"] == 33.33
     assert ev["test_failure_reasons"] == {k: v["count"] for k, v in analysis["test_failures"]["by_reason"].items()}
-    assert (ev["assertion_pass_rate"], ev["total_assertions"], ev["passed_assertions"]) == (
-        fine["assertion_stats"]["avg_pass_rate"], fine["assertion_stats"]["total_assertions"],
-        fine["assertion_stats"]["passed_assertions"]) == (0.5, 1, 1)
+    assert (
+        (ev["assertion_pass_rate"], ev["total_assertions"], ev["passed_assertions"])
+        == (
+            fine["assertion_stats"]["avg_pass_rate"],
+            fine["assertion_stats"]["total_assertions"],
+            fine["assertion_stats"]["passed_assertions"],
+        )
+        == (0.5, 1, 1)
+    )
     assert ev["style_satisfaction_rate"] == fine["style_satisfaction"]["avg_satisfaction_rate"] == 1.0
     assert {g: c["rate"] for g, c in fine["style_satisfaction"]["by_category"].items()} == {"function_doc": 1.0}
     assert {g: r for g, r in body["by_style_group"].items() if r is not None} == {"function_doc": 100.0}
-    assert body["style_groups"]["indent"] == {"passed": 0, "total": 0, "left_out": 1, "rate": None,
-                                              "rate_errors_as_failures": 0.0}
+    assert body["style_groups"]["indent"] == {
+        "passed": 0,
+        "total": 0,
+        "left_out": 1,
+        "rate": None,
+        "rate_errors_as_failures": 0.0,
+    }
     assert (ev["no_code"], ev["errors"]) == (1, 1)
 
 
@@ -149,8 +185,15 @@ def test_the_attempts_api_keeps_what_the_evaluator_logged(reviewer_client, sampl
     by_sample = {a["instance"]: a["outcome"] for a in body["results"]}
     assert by_sample["0"]["status"] == "error" and by_sample["0"]["error"].startswith("unindent does not match")
     assert (by_sample["1"]["status"], by_sample["1"]["error"]) == ("no_code", "No code found in response")
-    assert (by_sample["2"]["extracted_code"], by_sample["2"]["passed_assertions"], by_sample["2"]["total_assertions"]) == (
-        "def f(x):\n    return x", 1, 1)
-    verdicts = reviewer_client.get(f"/api/attempts/{next(a['id'] for a in body['results'] if a['instance'] == '1')}/verdicts/")
+    assert (
+        by_sample["2"]["extracted_code"],
+        by_sample["2"]["passed_assertions"],
+        by_sample["2"]["total_assertions"],
+    ) == ("def f(x):\n    return x", 1, 1)
+    verdicts = reviewer_client.get(
+        f"/api/attempts/{next(a['id'] for a in body['results'] if a['instance'] == '1')}/verdicts/"
+    )
     reasons = {v["reasoning"] for v in verdicts.json()["results"] if v["result"] == "fail"}
-    assert reasons == {"the response had no code block; the evaluator counts the sample as failed (No code found in response)"}
+    assert reasons == {
+        "the response had no code block; the evaluator counts the sample as failed (No code found in response)"
+    }

@@ -1,4 +1,5 @@
 """GET /api/leaderboards/<slug>/ and GET /api/attempts/<id>/verdicts/: shape, equality with the page, auth."""
+
 import re
 
 import pytest
@@ -33,13 +34,19 @@ def test_it_answers_the_documented_shape_in_percent(reviewer_client):
     assert [r["model"] for r in body["rows"]] == ["beta", "alpha"]  # the page's default sort: ISR, high first
 
 
-@pytest.mark.parametrize("query,by,filters", [
-    ("?by=category", "category", Filters()),
-    ("?by=judge&judge=j1", "judge", Filters(judges=["j1"])),
-    ("?judges=j1,j2&runs=alpha-r1", "model", Filters(judges=["j1", "j2"], runs=["alpha-r1"])),
-    ("?run=alpha-r1&run=beta-r1&scaffold=claudecode&by=scaffold", "scaffold",
-     Filters(runs=["alpha-r1", "beta-r1"], scaffolds=["claudecode"])),
-])
+@pytest.mark.parametrize(
+    "query,by,filters",
+    [
+        ("?by=category", "category", Filters()),
+        ("?by=judge&judge=j1", "judge", Filters(judges=["j1"])),
+        ("?judges=j1,j2&runs=alpha-r1", "model", Filters(judges=["j1", "j2"], runs=["alpha-r1"])),
+        (
+            "?run=alpha-r1&run=beta-r1&scaffold=claudecode&by=scaffold",
+            "scaffold",
+            Filters(runs=["alpha-r1", "beta-r1"], scaffolds=["claudecode"]),
+        ),
+    ],
+)
 def test_it_returns_the_same_rows_as_the_page(reviewer_client, query, by, filters):
     bench, _ = build_study()
     body = reviewer_client.get(url() + query).json()
@@ -48,8 +55,10 @@ def test_it_returns_the_same_rows_as_the_page(reviewer_client, query, by, filter
         row.runs = (f"{row.model}-r1",)  # the page names the runs a by-model row pools: one each here
     key = lambda r: (r["model"], r["group"] or "")  # noqa: E731
     assert sorted(body["rows"], key=key) == sorted((score_row_dict(r) for r in expected), key=key)
-    page = reviewer_client.get(reverse("runs:checklist-leaderboard", args=[bench.slug]) + query.replace("?", "?export=json&")
-                               .replace("judges=j1,j2", "judge=j1&judge=j2").replace("runs=", "run=")).json()
+    page = reviewer_client.get(
+        reverse("runs:checklist-leaderboard", args=[bench.slug])
+        + query.replace("?", "?export=json&").replace("judges=j1,j2", "judge=j1&judge=j2").replace("runs=", "run=")
+    ).json()
     assert body["rows"] == page["rows"]
 
 
@@ -131,7 +140,12 @@ def test_it_lists_an_attempts_verdicts_with_judge_and_item(reviewer_client):
     assert body["count"] == 4
     first = body["results"][0]
     assert set(first) == {"id", "judge", "judge_kind", "item", "result", "reasoning", "score", "evidence"}
-    assert [(v["item"]["key"], v["judge"]) for v in body["results"]] == [("c0", "j1"), ("c0", "j2"), ("c1", "j1"), ("c1", "j2")]
+    assert [(v["item"]["key"], v["judge"]) for v in body["results"]] == [
+        ("c0", "j1"),
+        ("c0", "j2"),
+        ("c1", "j1"),
+        ("c1", "j2"),
+    ]
     c1 = body["results"][2]
     assert c1["result"] == "fail" and c1["reasoning"] == "missing tests " + XSS  # JSON carries it verbatim
     assert c1["item"]["category"] == "User Query" and c1["evidence"] == {"thread": 0, "message": 2}

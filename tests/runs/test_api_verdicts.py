@@ -1,4 +1,5 @@
 """GET /api/verdicts/: streamed verdicts as JSON lines or CSV, filtered by run and judge, auth like the API."""
+
 import csv
 import io
 import json
@@ -27,18 +28,30 @@ def study(n_instances=2):
     """Runs alpha-r1 and beta-r1, judges j1 and j2, two items per instance; alpha fails c1 under j1 with a formula-like reasoning."""
     bench = Benchmark.objects.create(slug="octo", name="Octo", kind="checklist")
     judges = [Judge.objects.create(name=j) for j in ("j1", "j2")]
-    runs = [Run.objects.create(benchmark=bench, model=AgentModel.objects.create(name=m), label=f"{m}-r1") for m in ("alpha", "beta")]
+    runs = [
+        Run.objects.create(benchmark=bench, model=AgentModel.objects.create(name=m), label=f"{m}-r1")
+        for m in ("alpha", "beta")
+    ]
     for n in range(n_instances):
         inst = Instance.objects.create(benchmark=bench, external_id=f"task-{n}", content_hash="h")
-        items = [ChecklistItem.objects.create(instance=inst, key=k, position=p, category=c, check_type=t, content_hash="h")
-                 for p, (k, c, t) in enumerate((("c0", "System Prompt", "compliance"), ("c1", "User Query", "implementation")))]
+        items = [
+            ChecklistItem.objects.create(instance=inst, key=k, position=p, category=c, check_type=t, content_hash="h")
+            for p, (k, c, t) in enumerate(
+                (("c0", "System Prompt", "compliance"), ("c1", "User Query", "implementation"))
+            )
+        ]
         for run in runs:
             attempt = Attempt.objects.create(run=run, instance=inst)
             for judge in judges:
                 for item in items:
                     fail = run.label == "alpha-r1" and item.key == "c1" and judge.name == "j1"
-                    Verdict.objects.create(attempt=attempt, item=item, judge=judge, result="fail" if fail else "pass",
-                                           reasoning="=HYPERLINK(\"http://x\")" if fail else "ok, “fine”")
+                    Verdict.objects.create(
+                        attempt=attempt,
+                        item=item,
+                        judge=judge,
+                        result="fail" if fail else "pass",
+                        reasoning='=HYPERLINK("http://x")' if fail else "ok, “fine”",
+                    )
     return bench
 
 
@@ -56,7 +69,9 @@ def test_it_streams_json_lines_with_every_column_by_default(api):
     assert set(rows[0]) == set(api_verdicts.COLUMNS)
     failed = [r for r in rows if r["result"] == "fail"]
     assert [(r["instance"], r["item"], r["category"], r["check_type"], r["model"], r["judge"]) for r in failed] == [
-        ("task-0", "c1", "User Query", "implementation", "alpha", "j1"), ("task-1", "c1", "User Query", "implementation", "alpha", "j1")]
+        ("task-0", "c1", "User Query", "implementation", "alpha", "j1"),
+        ("task-1", "c1", "User Query", "implementation", "alpha", "j1"),
+    ]
     assert failed[0]["reasoning"] == '=HYPERLINK("http://x")'  # JSON keeps data as it is
 
 
@@ -78,7 +93,7 @@ def test_it_answers_csv_with_formula_cells_neutralised(api):
     rows = list(csv.reader(io.StringIO(_body(response))))
     assert tuple(rows[0]) == api_verdicts.COLUMNS and len(rows) == 5
     reasoning = {r[-1] for r in rows[1:] if r[-2] == "fail"}
-    assert reasoning == {"'=HYPERLINK(\"http://x\")"}
+    assert reasoning == {'\'=HYPERLINK("http://x")'}
     assert "ok, “fine”" in {r[-1] for r in rows[1:]}
 
 

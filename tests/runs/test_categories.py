@@ -1,4 +1,5 @@
 """Source-category spellings as METRICS.md section 1 normalises them."""
+
 import re
 from pathlib import Path
 
@@ -50,7 +51,9 @@ def test_it_collapses_inner_whitespace():
     assert normalise_category("memory  bank  ( notes )") == "Memory"
 
 
-@pytest.mark.parametrize("name", ["testing", "Mystery Source", "用户查询", "Memory banks", "SPX", "Tool", "MD files", "memory bank notes"])
+@pytest.mark.parametrize(
+    "name", ["testing", "Mystery Source", "用户查询", "Memory banks", "SPX", "Tool", "MD files", "memory bank notes"]
+)
 def test_it_keeps_an_unknown_name_as_it_is(name):
     assert normalise_category(name) == name
 
@@ -59,7 +62,7 @@ def test_it_covers_every_alias_quoted_in_metrics_md():
     if not METRICS_MD.is_file():
         pytest.skip("../shared/design/METRICS.md is absent")
     text = METRICS_MD.read_text()
-    section = text[text.index("Category names arrive in many spellings"):text.index("## 2.")]
+    section = text[text.index("Category names arrive in many spellings") : text.index("## 2.")]
     quoted = set(re.findall(r'"([^"]+)"', section))
 
     assert quoted and quoted <= set(ALIASES)

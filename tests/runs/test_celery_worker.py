@@ -1,4 +1,5 @@
 """Jobs on a real Celery worker over Redis, against PostgreSQL (skipped on the embedded default)."""
+
 import os
 import signal
 import subprocess
@@ -25,9 +26,27 @@ def worker(settings):
     url = worker_database_url()
     env = {**os.environ, "DATABASE_URL": url, "IFPORTAL_JOBS": "celery", "DB_CONN_MAX_AGE": "0"}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "ifportal", "worker", "--pool=solo", "--concurrency=1",
-         "--without-heartbeat", "--without-gossip", "--without-mingle", "-Q", f"test-{os.getpid()}", "--loglevel=WARNING"],
-        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+        [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "ifportal",
+            "worker",
+            "--pool=solo",
+            "--concurrency=1",
+            "--without-heartbeat",
+            "--without-gossip",
+            "--without-mingle",
+            "-Q",
+            f"test-{os.getpid()}",
+            "--loglevel=WARNING",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
     )
     settings.IFPORTAL_JOBS = "celery"
     settings.CELERY_TASK_DEFAULT_QUEUE = f"test-{os.getpid()}"
@@ -62,8 +81,11 @@ def _instances_file(path: Path, n: int, items: int = 5) -> Path:
 
 def test_it_runs_an_ingest_job_on_a_worker(worker, tmp_path):
     path = _instances_file(tmp_path / "instances.jsonl", 20)
-    job = jobs.job_create(kind="ingest", params={"format": "octobench-instances", "options": {}},
-                              files=[{"path": str(path), "name": "instances.jsonl"}])
+    job = jobs.job_create(
+        kind="ingest",
+        params={"format": "octobench-instances", "options": {}},
+        files=[{"path": str(path), "name": "instances.jsonl"}],
+    )
     jobs.job_enqueue(job)
     job = _wait(job, {JobState.SUCCEEDED, JobState.FAILED})
     assert job.state == JobState.SUCCEEDED, job.errors
@@ -73,8 +95,11 @@ def test_it_runs_an_ingest_job_on_a_worker(worker, tmp_path):
 
 def test_a_worker_killed_mid_job_leaves_the_data_as_it_was_and_the_job_failed(worker, tmp_path, monkeypatch):
     path = _instances_file(tmp_path / "big.jsonl", 60000, items=10)
-    job = jobs.job_create(kind="ingest", params={"format": "octobench-instances", "options": {}},
-                              files=[{"path": str(path), "name": "big.jsonl"}])
+    job = jobs.job_create(
+        kind="ingest",
+        params={"format": "octobench-instances", "options": {}},
+        files=[{"path": str(path), "name": "big.jsonl"}],
+    )
     jobs.job_enqueue(job)
     _wait(job, {JobState.RUNNING})
     deadline = time.monotonic() + 60

@@ -1,4 +1,5 @@
 """EvolIF deterministic checkers: each family on passing and failing responses."""
+
 import json
 
 import pytest
@@ -59,7 +60,7 @@ def test_it_accepts_json_inside_a_markdown_code_fence():
     payload = json.dumps({"a": [1, 2]})
     assert ok("format", {"mode": "json"}, f"```json\n{payload}\n```")
     assert ok("format", {"mode": "json"}, payload)
-    assert not ok("format", {"mode": "json"}, "Here you go:\n```json\n{\"a\": 1}\n```")
+    assert not ok("format", {"mode": "json"}, 'Here you go:\n```json\n{"a": 1}\n```')
     assert not ok("format", {"mode": "json"}, "{'a': 1}")
 
 

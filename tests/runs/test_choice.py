@@ -1,4 +1,5 @@
 """runs.scoring.choice: the GuideBench reference comparison and its metrics, checked against scikit-learn."""
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -112,8 +113,10 @@ def test_it_offers_a_separate_lenient_comparison(category, candidate, truth, cor
 # metrics against scikit-learn ----------------------------------------------------------
 def _rows(category, tasks):
     """The portal's rows for scored tasks (what runs.metrics.choice reads from the database)."""
-    return [ChoiceRow("run", "model", category, i, f"t{i}", s.ground_truth, s.answer, s.unanswered)
-            for i, s in enumerate(choice_task_scored(category, t) for t in tasks)]
+    return [
+        ChoiceRow("run", "model", category, i, f"t{i}", s.ground_truth, s.answer, s.unanswered)
+        for i, s in enumerate(choice_task_scored(category, t) for t in tasks)
+    ]
 
 
 def _assert_like_sklearn(category, tasks):
@@ -126,14 +129,25 @@ def _assert_like_sklearn(category, tasks):
 
     p, r, f, _ = precision_recall_fscore_support(y_true, y_pred, average="macro", zero_division=0)
     assert metrics.accuracy == pytest.approx(100 * accuracy_score(y_true, y_pred))
-    assert (metrics.precision, metrics.recall, metrics.f1) == (pytest.approx(100 * p), pytest.approx(100 * r), pytest.approx(100 * f))
+    assert (metrics.precision, metrics.recall, metrics.f1) == (
+        pytest.approx(100 * p),
+        pytest.approx(100 * r),
+        pytest.approx(100 * f),
+    )
     assert metrics.n == len(tasks)
     return metrics
 
 
 def test_it_equals_sklearn_with_missing_answers_and_labels_only_predicted():
     truths = ["A", "B", "C", "A", "D", "B"]
-    answers = [{"OptimalOption": "A"}, {}, MISSING, {"OptimalOption": "F"}, {"OptimalOption": ""}, {"OptimalOption": "B"}]
+    answers = [
+        {"OptimalOption": "A"},
+        {},
+        MISSING,
+        {"OptimalOption": "F"},
+        {"OptimalOption": ""},
+        {"OptimalOption": "B"},
+    ]
     tasks = [_task("chat", "OptimalOption", t, a) for t, a in zip(truths, answers)]
 
     metrics = _assert_like_sklearn("chat", tasks)
@@ -152,11 +166,21 @@ def test_it_equals_sklearn_on_price_where_empty_and_missing_count_as_minus_one()
 
 
 OPTION_ANSWERS = st.one_of(
-    st.just(MISSING), st.just({}), st.just(None), st.just("A"),
-    st.fixed_dictionaries({"OptimalOption": st.one_of(st.sampled_from(["A", "B", "C", "D", "E", "F", "", "a"]), st.none(), st.integers(0, 3))}),
+    st.just(MISSING),
+    st.just({}),
+    st.just(None),
+    st.just("A"),
+    st.fixed_dictionaries(
+        {
+            "OptimalOption": st.one_of(
+                st.sampled_from(["A", "B", "C", "D", "E", "F", "", "a"]), st.none(), st.integers(0, 3)
+            )
+        }
+    ),
 )
 PRICE_ANSWERS = st.one_of(
-    st.just(MISSING), st.just({}),
+    st.just(MISSING),
+    st.just({}),
     st.fixed_dictionaries({"CandidateAnswer": st.one_of(st.sampled_from([0, 1, 2, -1, ""]), st.none())}),
 )
 MATH_ANSWERS = st.one_of(
@@ -166,7 +190,9 @@ MATH_ANSWERS = st.one_of(
 RELEVANCE = ["2（强相关）", "1（弱相关）", "0（不相关）"]
 RELEVANCE_ANSWERS = st.one_of(
     st.just(MISSING),
-    st.fixed_dictionaries({"CandidateAnswer": st.one_of(st.sampled_from([*RELEVANCE, "2", "-1(No Result)", ""]), st.none())}),
+    st.fixed_dictionaries(
+        {"CandidateAnswer": st.one_of(st.sampled_from([*RELEVANCE, "2", "-1(No Result)", ""]), st.none())}
+    ),
 )
 CASES = {
     "hallu": ("OptimalOption", st.sampled_from(["A", "B", "C", "D"]), OPTION_ANSWERS),

@@ -1,4 +1,5 @@
 """Side by side: two attempts on one instance, verdict differences per judge first, both trajectories paged."""
+
 import csv
 import io
 
@@ -18,10 +19,20 @@ XSS = "<script>alert(1)</script>"
 # pure --------------------------------------------------------------------------------
 def test_it_puts_items_with_the_most_differing_judges_first_then_checklist_order():
     items = [{"id": 1, "position": 0}, {"id": 2, "position": 1}, {"id": 3, "position": 2}]
-    a = {(1, "j1"): SideVerdict("pass"), (2, "j1"): SideVerdict("pass"), (2, "j2"): SideVerdict("fail"),
-         (3, "j1"): SideVerdict("fail"), (3, "j2"): SideVerdict("na")}
-    b = {(1, "j1"): SideVerdict("pass"), (2, "j1"): SideVerdict("fail"), (2, "j2"): SideVerdict("fail"),
-         (3, "j1"): SideVerdict("pass"), (3, "j2"): SideVerdict("pass")}
+    a = {
+        (1, "j1"): SideVerdict("pass"),
+        (2, "j1"): SideVerdict("pass"),
+        (2, "j2"): SideVerdict("fail"),
+        (3, "j1"): SideVerdict("fail"),
+        (3, "j2"): SideVerdict("na"),
+    }
+    b = {
+        (1, "j1"): SideVerdict("pass"),
+        (2, "j1"): SideVerdict("fail"),
+        (2, "j2"): SideVerdict("fail"),
+        (3, "j1"): SideVerdict("pass"),
+        (3, "j2"): SideVerdict("pass"),
+    }
 
     diffs = verdict_diff(items, a, b, ["j1", "j2"])
 
@@ -48,18 +59,31 @@ def _world(n_messages=5):
     """One instance, three attempts (alpha r1, alpha r2, beta r1), judges j1 and j2; a second instance with one attempt."""
     bench = Benchmark.objects.create(slug="octo", name="Octo", kind="checklist")
     judges = [Judge.objects.create(name=j) for j in ("j1", "j2")]
-    inst = Instance.objects.create(benchmark=bench, external_id="task-1", content_hash="h", spec={"user_query": ["fix"]})
+    inst = Instance.objects.create(
+        benchmark=bench, external_id="task-1", content_hash="h", spec={"user_query": ["fix"]}
+    )
     other = Instance.objects.create(benchmark=bench, external_id="task-2", content_hash="h")
-    items = [ChecklistItem.objects.create(instance=inst, key=k, position=n, category="System Prompt",
-                                          description=f"{k} description {XSS}", content_hash="h")
-             for n, k in enumerate(("c0", "c1", "c2"))]
+    items = [
+        ChecklistItem.objects.create(
+            instance=inst,
+            key=k,
+            position=n,
+            category="System Prompt",
+            description=f"{k} description {XSS}",
+            content_hash="h",
+        )
+        for n, k in enumerate(("c0", "c1", "c2"))
+    ]
     attempts = {}
     for model, label in (("alpha", "alpha-r1"), ("alpha", "alpha-r2"), ("beta", "beta-r1")):
         run = Run.objects.create(benchmark=bench, model=AgentModel.objects.get_or_create(name=model)[0], label=label)
         attempts[label] = Attempt.objects.create(run=run, instance=inst, assistant_turns=2)
         messages = [{"role": "user", "content": f"task for {label}"}] + [
-            {"role": "assistant", "content": f"{label} step {n} {XSS}"} for n in range(n_messages)]
-        trajectory_save(attempt_id=attempts[label].id, threads=[{"meta": {"thread": "main"}, "tools": [], "messages": messages}])
+            {"role": "assistant", "content": f"{label} step {n} {XSS}"} for n in range(n_messages)
+        ]
+        trajectory_save(
+            attempt_id=attempts[label].id, threads=[{"meta": {"thread": "main"}, "tools": [], "messages": messages}]
+        )
     attempts["other"] = Attempt.objects.create(run=Run.objects.get(label="beta-r1"), instance=other)
     # c1: alpha-r1 fails under j1 only (j2 passes), beta passes everything; c2: j2 finds alpha-r1 not applicable
     for label, attempt in attempts.items():
@@ -69,15 +93,23 @@ def _world(n_messages=5):
             for item in items:
                 fail = label == "alpha-r1" and item.key == "c1" and judge.name == "j1"
                 na = label == "alpha-r1" and item.key == "c2" and judge.name == "j2"
-                Verdict.objects.create(attempt=attempt, item=item, judge=judge, result="fail" if fail else "na" if na else "pass",
-                                       reasoning=f"{label} {judge.name} {XSS}", evidence={"thread": 0, "message": 3} if fail else None)
+                Verdict.objects.create(
+                    attempt=attempt,
+                    item=item,
+                    judge=judge,
+                    result="fail" if fail else "na" if na else "pass",
+                    reasoning=f"{label} {judge.name} {XSS}",
+                    evidence={"thread": 0, "message": 3} if fail else None,
+                )
     rollups_rebuild_for_attempts([a.id for a in attempts.values()])
     return inst, attempts
 
 
 def _url(inst, a=None, b=None, **extra):
     params = {k: v for k, v in {"a": a.id if a else None, "b": b.id if b else None, **extra}.items() if v is not None}
-    return reverse("runs:instance-compare", args=[inst.id]) + ("?" + "&".join(f"{k}={v}" for k, v in params.items()) if params else "")
+    return reverse("runs:instance-compare", args=[inst.id]) + (
+        "?" + "&".join(f"{k}={v}" for k, v in params.items()) if params else ""
+    )
 
 
 @pytest.mark.django_db
@@ -156,7 +188,7 @@ def test_it_is_reachable_from_the_instance_and_the_attempt_pages(reviewer_client
     assert "compare with…" in attempt_page
     for label in ("alpha-r2", "beta-r1"):
         assert f"?a={at['alpha-r1'].id}&amp;b={at[label].id}" in attempt_page
-    assert f"b={at['other'].id}" not in attempt_page and f"b={at['alpha-r1'].id}\"" not in attempt_page
+    assert f"b={at['other'].id}" not in attempt_page and f'b={at["alpha-r1"].id}"' not in attempt_page
 
 
 @pytest.mark.django_db
@@ -172,12 +204,19 @@ def test_it_has_the_frame_crumbs_kind_badge_exports_and_share(reviewer_client):
     url = _url(inst, at["alpha-r1"], at["beta-r1"])
     body = reviewer_client.get(url).content.decode()
     assert 'class="crumbs"' in body and f'href="{reverse("runs:instance", args=[inst.id])}"' in body
-    assert 'badge-kind-checklist' in body and 'id="page-tools"' in body
+    assert "badge-kind-checklist" in body and 'id="page-tools"' in body
     assert 'class="btn btn-primary btn-small" type="submit">Compare side by side' in body
     rows = list(csv.DictReader(io.StringIO(reviewer_client.get(url + "&export=csv&table=items").content.decode())))
     assert [(r["Item"], r["Judge"], r["A"], r["B"], r["Differs"]) for r in rows] == [
-        ("c1", "j1", "fail", "pass", "yes"), ("c1", "j2", "pass", "pass", "no"), ("c2", "j1", "pass", "pass", "no"),
-        ("c2", "j2", "na", "pass", "yes"), ("c0", "j1", "pass", "pass", "no"), ("c0", "j2", "pass", "pass", "no")]
+        ("c1", "j1", "fail", "pass", "yes"),
+        ("c1", "j2", "pass", "pass", "no"),
+        ("c2", "j1", "pass", "pass", "no"),
+        ("c2", "j2", "na", "pass", "yes"),
+        ("c0", "j1", "pass", "pass", "no"),
+        ("c0", "j2", "pass", "pass", "no"),
+    ]
     totals = reviewer_client.get(url + "&export=json&table=judges").json()
     assert [(r["judge"], r["a_passed"], r["a_applicable"], r["n_differ"]) for r in totals["tables"][0]["rows"]] == [
-        ("j1", 2, 3, 1), ("j2", 2, 2, 1)]
+        ("j1", 2, 3, 1),
+        ("j2", 2, 2, 1),
+    ]

@@ -5,6 +5,7 @@ rollup rebuilds of the same attempts are serialised; a reader polling the leader
 during a rebuild sees only complete states; tasks are safe to run twice; a failed job's
 retry succeeds once its cause is fixed.
 """
+
 import json
 import os
 import signal
@@ -21,7 +22,18 @@ from runs import jobs as runner
 from runs import services, tasks
 from runs.ingest import Options, Source, ingest
 from runs.metrics.checklist import Filters
-from runs.models import Attempt, AttemptRollup, Benchmark, GroupRollup, Instance, Job, JobState, Run, Verdict, VerdictResult
+from runs.models import (
+    Attempt,
+    AttemptRollup,
+    Benchmark,
+    GroupRollup,
+    Instance,
+    Job,
+    JobState,
+    Run,
+    Verdict,
+    VerdictResult,
+)
 from runs.selectors import checklist
 
 from ..threads import in_thread, redis_up, worker_database_url
@@ -42,10 +54,29 @@ def workers(postgres, settings):
     env = {**os.environ, "DATABASE_URL": url, "IFPORTAL_JOBS": "celery", "DB_CONN_MAX_AGE": "0"}
     procs = [
         subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "ifportal", "worker", "--pool=solo", "--concurrency=1",
-             "-n", f"w{k}-{os.getpid()}@%h", "--without-heartbeat", "--without-gossip", "--without-mingle",
-             "-Q", queue, "--loglevel=WARNING"],
-            cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+            [
+                sys.executable,
+                "-m",
+                "celery",
+                "-A",
+                "ifportal",
+                "worker",
+                "--pool=solo",
+                "--concurrency=1",
+                "-n",
+                f"w{k}-{os.getpid()}@%h",
+                "--without-heartbeat",
+                "--without-gossip",
+                "--without-mingle",
+                "-Q",
+                queue,
+                "--loglevel=WARNING",
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
         )
         for k in range(2)
     ]
@@ -77,23 +108,37 @@ def _wait(jobs, timeout=120):
 def _instances(path: Path) -> Path:
     with open(path, "w") as out:
         for i in range(N_INSTANCES):
-            checks = [{"check_id": f"c{k}", "description": f"rule {k}", "check_type": ["compliance", "testing"][k % 2]}
-                      for k in range(N_ITEMS)]
+            checks = [
+                {"check_id": f"c{k}", "description": f"rule {k}", "check_type": ["compliance", "testing"][k % 2]}
+                for k in range(N_ITEMS)
+            ]
             out.write(json.dumps({"instance_id": f"i-{i}", "checklist": {"SP": {"checks": checks}}}) + "\n")
     return path
 
 
 def _scores(path: Path, seed: int) -> Path:
-    results = [{"instance_id": f"i-{i}", "eval_result": {"SP": {"checks": [
-        {"check_id": f"c{k}", "result": "success" if (i * 7 + k * 3 + seed) % 5 else "fail"} for k in range(N_ITEMS)]}}}
-        for i in range(N_INSTANCES)]
+    results = [
+        {
+            "instance_id": f"i-{i}",
+            "eval_result": {
+                "SP": {
+                    "checks": [
+                        {"check_id": f"c{k}", "result": "success" if (i * 7 + k * 3 + seed) % 5 else "fail"}
+                        for k in range(N_ITEMS)
+                    ]
+                }
+            },
+        }
+        for i in range(N_INSTANCES)
+    ]
     path.write_text(json.dumps({"results": results}))
     return path
 
 
 def _ingest_job(path: Path, fmt: str, **options) -> Job:
-    return runner.job_create(kind="ingest", params={"format": fmt, "options": options},
-                               files=[{"path": str(path), "name": path.name}])
+    return runner.job_create(
+        kind="ingest", params={"format": fmt, "options": options}, files=[{"path": str(path), "name": path.name}]
+    )
 
 
 def _enqueue_together(jobs):
@@ -105,14 +150,19 @@ def _enqueue_together(jobs):
 def _load_study(tmp_path, models=("m-a", "m-b")) -> None:
     ingest("octobench-instances", [Source.of(_instances(tmp_path / "instances.jsonl"))], Options())
     for n, model in enumerate(models):
-        ingest("octobench-scores", [Source.of(_scores(tmp_path / f"scores-{model}.json", n))],
-               Options(model=model, judge="judge-1"))
+        ingest(
+            "octobench-scores",
+            [Source.of(_scores(tmp_path / f"scores-{model}.json", n))],
+            Options(model=model, judge="judge-1"),
+        )
 
 
 def test_it_ingests_different_files_on_two_workers_at_once(workers, tmp_path):
     ingest("octobench-instances", [Source.of(_instances(tmp_path / "instances.jsonl"))], Options())
-    jobs = [_ingest_job(_scores(tmp_path / f"scores-{m}.json", n), "octobench-scores", model=m, judge="judge-1")
-            for n, m in enumerate(["m-a", "m-b", "m-c", "m-d"])]
+    jobs = [
+        _ingest_job(_scores(tmp_path / f"scores-{m}.json", n), "octobench-scores", model=m, judge="judge-1")
+        for n, m in enumerate(["m-a", "m-b", "m-c", "m-d"])
+    ]
     _enqueue_together(jobs)
     for job in _wait(jobs):
         assert job.state == JobState.SUCCEEDED, job.errors

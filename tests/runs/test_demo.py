@@ -1,4 +1,5 @@
 """The demo command: an empty database gets a realistic, deterministic study of every available benchmark."""
+
 from collections import defaultdict
 from io import StringIO
 
@@ -13,9 +14,13 @@ pytestmark = pytest.mark.django_db
 
 
 def _available_kinds(directory) -> set[str]:
-    kinds = {"octobench": BenchmarkKind.CHECKLIST, "evolif": BenchmarkKind.DIALOGUE,
-             "manyih-coding": BenchmarkKind.HIERARCHY, "guidebench": BenchmarkKind.CHOICE,
-             "octobench-conflict": BenchmarkKind.CONFLICT}
+    kinds = {
+        "octobench": BenchmarkKind.CHECKLIST,
+        "evolif": BenchmarkKind.DIALOGUE,
+        "manyih-coding": BenchmarkKind.HIERARCHY,
+        "guidebench": BenchmarkKind.CHOICE,
+        "octobench-conflict": BenchmarkKind.CONFLICT,
+    }
     out = set()
     for planner in PLANNERS:
         plan = planner(1, SCALES["small"], directory)
@@ -50,13 +55,17 @@ def test_it_makes_judges_disagree_on_some_but_not_most_items(small_study):
     judges = Verdict.objects.filter(attempt__run__benchmark__slug="octobench").values("judge").distinct().count()
     assert judges == 3
     # the judges answer "success" or "fail" only, as evaluate.py's prompt asks
-    assert not Verdict.objects.filter(attempt__run__benchmark__slug="octobench", result=VerdictResult.NOT_APPLICABLE).exists()
+    assert not Verdict.objects.filter(
+        attempt__run__benchmark__slug="octobench", result=VerdictResult.NOT_APPLICABLE
+    ).exists()
 
 
 def test_it_shows_what_evaluate_py_records_when_a_judge_goes_wrong(small_study):
     reports = JudgeReport.objects.filter(attempt__run__benchmark__slug="octobench")
     assert sorted(reports.exclude(status=ReportStatus.SCORED).values_list("status", "judge__name")) == [
-        ("failed", "judge-lyra"), ("not_json", "judge-vega")]
+        ("failed", "judge-lyra"),
+        ("not_json", "judge-vega"),
+    ]
     capitalised = [r.unrecognised for r in reports.exclude(unrecognised={})]
     assert capitalised and all(set(u.values()) == {"Success"} for u in capitalised)
     assert set(reports.exclude(unrecognised={}).values_list("judge__name", flat=True)) == {"judge-orion"}

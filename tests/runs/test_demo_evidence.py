@@ -1,4 +1,5 @@
 """The OctoBench demo cites, for each failed check, the assistant message of the turn its reasoning names."""
+
 import json
 import re
 
@@ -25,7 +26,9 @@ def _main_threads(path) -> dict[str, list[dict]]:
 
 def test_it_points_each_failed_check_at_the_assistant_message_of_the_named_turn(tmp_path):
     plan = octobench_plan(3, SCALES["small"], tmp_path)
-    trajectories = {step.options.run: _main_threads(step.paths[0]) for step in plan.steps if step.format == "octobench-trajectories"}
+    trajectories = {
+        step.options.run: _main_threads(step.paths[0]) for step in plan.steps if step.format == "octobench-trajectories"
+    }
     cited = 0
     for step in (s for s in plan.steps if s.format == "octobench-scores"):
         for result in json.loads(step.paths[0].read_text())["results"]:

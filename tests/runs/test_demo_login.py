@@ -1,4 +1,5 @@
 """manage.py demo_login: the demo's logins, one per kind of team member, each printed with a password that works."""
+
 import io
 import re
 

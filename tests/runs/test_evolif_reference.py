@@ -25,6 +25,7 @@ the reference figure beside it. The logs and printouts are kept under
 tests/fixtures/evolif/harness/, so the same comparison runs without ../shared (and the live run
 checks they are still what eval.py writes).
 """
+
 from __future__ import annotations
 
 import ast
@@ -54,8 +55,16 @@ MODEL = "fake-model"
 # model call fails (HTTP 400, which the OpenAI client does not retry) during pass 1.
 _LOWER = {"id": "case", "args": {"mode": "all_lower"}, "description": "All letters must be lowercase."}
 _UPPER = {"id": "case", "args": {"mode": "all_upper"}, "description": "All letters must be uppercase."}
-_HAPPY = {"id": "emotion", "args": {"emotion": "happy"}, "description": "The response should adopt a 'happy' emotional tone throughout."}
-_CHILD = {"id": "reader_age", "args": {"reader_age": "child"}, "description": "The response should be tailored for 'child' readers."}
+_HAPPY = {
+    "id": "emotion",
+    "args": {"emotion": "happy"},
+    "description": "The response should adopt a 'happy' emotional tone throughout.",
+}
+_CHILD = {
+    "id": "reader_age",
+    "args": {"reader_age": "child"},
+    "description": "The response should be tailored for 'child' readers.",
+}
 _FORMAL = {"id": "style", "args": {"style": "formal"}, "description": "The response should be in a formal style."}
 SCRIPTS = {
     1: [  # T F T F F F: patience 3 runs out at turn 6 of 8
@@ -107,9 +116,19 @@ data = types.SimpleNamespace(load=lambda name: _Sentences())
 def dialog_rows(n: int) -> list[dict]:
     """dialog_<n>.jsonl in the released format (README: Record Format)."""
     style = {"uuid": f"harness-{n}", "persona": "A test persona.", "styles": ["plain"]}
-    return [{"turn": t, "active_topic": n, "user_query_verified": query, "user_query": query, "instructions": instructions,
-             "style": style, "instruction_success": True, "topic_success": True}
-            for t, (query, instructions, _) in enumerate(SCRIPTS[n], 1)]
+    return [
+        {
+            "turn": t,
+            "active_topic": n,
+            "user_query_verified": query,
+            "user_query": query,
+            "instructions": instructions,
+            "style": style,
+            "instruction_success": True,
+            "topic_success": True,
+        }
+        for t, (query, instructions, _) in enumerate(SCRIPTS[n], 1)
+    ]
 
 
 # the fake model ------------------------------------------------------------------------
@@ -118,7 +137,7 @@ class FakeModel(BaseHTTPRequestHandler):
 
     failing = True  # pass 1: the calls whose reply is None fail
 
-    def do_POST(self):  # noqa: N802 (http.server's name)
+    def do_POST(self):
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         prompt = body["messages"][-1]["content"]
         if body["model"] != MODEL:  # eval.py's LLM judges ask for gpt-4.1
@@ -140,9 +159,19 @@ class FakeModel(BaseHTTPRequestHandler):
         return json.dumps({"rationale": f"the fake judge read marker {score}", "score": score})
 
     def _reply(self, model: str, content: str):
-        self._send(200, {"id": "fake", "object": "chat.completion", "created": 0, "model": model,
-                         "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
-                         "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}})
+        self._send(
+            200,
+            {
+                "id": "fake",
+                "object": "chat.completion",
+                "created": 0,
+                "model": model,
+                "choices": [
+                    {"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}
+                ],
+                "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+            },
+        )
 
     def _send(self, status: int, payload: dict):
         data = json.dumps(payload).encode()
@@ -178,16 +207,35 @@ def _prepare(work: Path) -> None:
     (work / "stubs" / "nltk" / "__init__.py").write_text(NLTK_STUB)
     (work / "data").mkdir()  # instruction_utils reads its topic keywords from ./data at import
     (work / "data" / "input_data_modified_keywords_v2.jsonl").write_text(
-        json.dumps({"key": "sea", "keywords": ["tide"], "prompt": "Tell me about the sea."}) + "\n")
+        json.dumps({"key": "sea", "keywords": ["tide"], "prompt": "Tell me about the sea."}) + "\n"
+    )
     (work / "dialog").mkdir()
     for n in SCRIPTS:
         (work / "dialog" / f"dialog_{n}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in dialog_rows(n)))
 
 
 def run_eval(work: Path, base_url: str) -> subprocess.CompletedProcess:
-    command = [sys.executable, "-B", str(REFERENCE / "src" / "eval.py"), "--dialogs_dir", "dialog", "--output_dir", "out",
-               "--start_id", "1", "--end_id", str(len(SCRIPTS)), "--model_name", MODEL, "--api_key", "test",
-               "--base_url", base_url, "--patience", "3"]
+    command = [
+        sys.executable,
+        "-B",
+        str(REFERENCE / "src" / "eval.py"),
+        "--dialogs_dir",
+        "dialog",
+        "--output_dir",
+        "out",
+        "--start_id",
+        "1",
+        "--end_id",
+        str(len(SCRIPTS)),
+        "--model_name",
+        MODEL,
+        "--api_key",
+        "test",
+        "--base_url",
+        base_url,
+        "--patience",
+        "3",
+    ]
     done = subprocess.run(command, cwd=work, env=_env(work), capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
     return done
@@ -195,8 +243,18 @@ def run_eval(work: Path, base_url: str) -> subprocess.CompletedProcess:
 
 def run_score(work: Path, *extra: str, readable: bool = True) -> str:
     """score.py's printout; with readable=False, its error output (it must fail)."""
-    command = [sys.executable, "-B", str(REFERENCE / "src" / "score.py"), "--input_dir", f"out/{MODEL}",
-               "--start_id", "1", "--end_id", str(len(SCRIPTS)), *extra]
+    command = [
+        sys.executable,
+        "-B",
+        str(REFERENCE / "src" / "score.py"),
+        "--input_dir",
+        f"out/{MODEL}",
+        "--start_id",
+        "1",
+        "--end_id",
+        str(len(SCRIPTS)),
+        *extra,
+    ]
     done = subprocess.run(command, cwd=work, env=_env(work), capture_output=True, text=True, timeout=120)
     assert (done.returncode == 0) == readable, done.stderr[-2000:]
     return done.stdout if readable else done.stderr
@@ -216,10 +274,16 @@ def parse_printout(text: str) -> dict:
     while survival and survival[-1] == 0:
         survival.pop()
     return {
-        "dialogues": int(lines["Total dialog number"]), "act_len": act[0], "act_acc": act[1], "act_succ": act[2],
-        "lss": numbers(lines["Endurance_LSS"])[0], "csr": numbers(lines["Constraint Satisfaction Rate (CSR)"])[0],
-        "isr": numbers(lines["Instruction Satisfaction Rate (ISR)"])[0], "rob": numbers(lines["Robustness"])[0],
-        "rec": numbers(lines["Recovery"])[0], "survival": [int(x) for x in survival],
+        "dialogues": int(lines["Total dialog number"]),
+        "act_len": act[0],
+        "act_acc": act[1],
+        "act_succ": act[2],
+        "lss": numbers(lines["Endurance_LSS"])[0],
+        "csr": numbers(lines["Constraint Satisfaction Rate (CSR)"])[0],
+        "isr": numbers(lines["Instruction Satisfaction Rate (ISR)"])[0],
+        "rob": numbers(lines["Robustness"])[0],
+        "rec": numbers(lines["Recovery"])[0],
+        "survival": [int(x) for x in survival],
         "constraints": ast.literal_eval(lines["Constraint pass rate"]),
     }
 
@@ -249,7 +313,7 @@ def assert_matches_printout(body: dict, printed: dict) -> set[str]:
     alive = [round(p * body["dialogues"] / 100) for p in body["survival"]]
     assert alive == printed["survival"]
     assert set(body["constraints"]) == set(printed["constraints"])
-    for key, (passed, total, rate) in printed["constraints"].items():
+    for key, (_passed, _total, rate) in printed["constraints"].items():
         assert body["constraints"][key] == pytest.approx(100 * rate), key
     return differs
 
@@ -266,7 +330,9 @@ def check_pass(client, logs: Path, dialogs: Path, printout: str, run: str = MODE
 
 
 # the tests -------------------------------------------------------------------------------
-def _check_both_passes(client, pass1: Path, pass2: Path, dialogs: Path, score1: str, score2: str, score2_p2: str) -> None:
+def _check_both_passes(
+    client, pass1: Path, pass2: Path, dialogs: Path, score1: str, score2: str, score2_p2: str
+) -> None:
     body, differs = check_pass(client, pass1, dialogs, score1)
     assert body["dialogues"] == 4 and body["ended_by"] == {"patience": 1, "script_end": 1, "stopped": 2}
     # dialog_4's empty log: score.py's Robustness is nan (0/0), the portal's ROB leaves the 0-turn dialogue out
@@ -285,8 +351,12 @@ def _check_both_passes(client, pass1: Path, pass2: Path, dialogs: Path, score1: 
     assert body["patience"] == 2 and assert_matches_printout(body, parse_printout(score2_p2)) == {"rec"}
     assert body["ended_by"] == {"patience": 2, "script_end": 2, "stopped": 0}
 
-    judged = {(v.item.key, v.attempt.instance.external_id): (v.result, v.score, v.reasoning)
-              for v in Verdict.objects.filter(item__group__in=["emotion", "reader_age", "style"]).select_related("item", "attempt__instance")}
+    judged = {
+        (v.item.key, v.attempt.instance.external_id): (v.result, v.score, v.reasoning)
+        for v in Verdict.objects.filter(item__group__in=["emotion", "reader_age", "style"]).select_related(
+            "item", "attempt__instance"
+        )
+    }
     assert judged[("t3:emotion", "dialog_1")] == ("pass", 8.0, "the fake judge read marker 8")
     assert judged[("t2:reader_age", "dialog_2")] == ("fail", 4.0, "the fake judge read marker 4")
     result, score, reasoning = judged[("t2:style", "dialog_3")]
@@ -296,9 +366,15 @@ def _check_both_passes(client, pass1: Path, pass2: Path, dialogs: Path, score1: 
 
 def test_the_portal_gives_score_py_figures_for_the_kept_harness_logs(reviewer_client):
     """Without ../shared: the logs and printouts eval.py and score.py wrote, kept as fixtures."""
-    _check_both_passes(reviewer_client, HARNESS / "pass1", HARNESS / "pass2", HARNESS / "dialog",
-                       (HARNESS / "score_pass1.txt").read_text(), (HARNESS / "score_pass2.txt").read_text(),
-                       (HARNESS / "score_pass2_patience2.txt").read_text())
+    _check_both_passes(
+        reviewer_client,
+        HARNESS / "pass1",
+        HARNESS / "pass2",
+        HARNESS / "dialog",
+        (HARNESS / "score_pass1.txt").read_text(),
+        (HARNESS / "score_pass2.txt").read_text(),
+        (HARNESS / "score_pass2_patience2.txt").read_text(),
+    )
 
 
 def test_eval_py_output_imports_and_the_api_matches_score_py(reviewer_client, fake_model, tmp_path):
@@ -324,8 +400,9 @@ def test_eval_py_output_imports_and_the_api_matches_score_py(reviewer_client, fa
     # the kept fixtures are what eval.py and score.py write today
     kept = {p.name: p.read_text() for p in (HARNESS / "pass1").glob("eval_*.jsonl")}
     assert kept == pass1
-    assert {p.name: p.read_text() for p in (HARNESS / "pass2").glob("eval_*.jsonl")} == \
-        {p.name: p.read_text() for p in logs.glob("eval_*.jsonl")}
+    assert {p.name: p.read_text() for p in (HARNESS / "pass2").glob("eval_*.jsonl")} == {
+        p.name: p.read_text() for p in logs.glob("eval_*.jsonl")
+    }
     assert (HARNESS / "score_pass1.txt").read_text() == score1
     assert (HARNESS / "score_pass2.txt").read_text() == score2
     assert (HARNESS / "score_pass2_patience2.txt").read_text() == score2_p2

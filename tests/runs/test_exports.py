@@ -1,5 +1,6 @@
 """CSV and JSON exports of a leaderboard (live, for logged-in users) and of a share link's snapshot: the frame's
 exports (runs.pages), at the leaderboard's export address of old and at its own ?export=."""
+
 import csv
 import io
 import json
@@ -36,17 +37,25 @@ def test_it_exports_json_equal_to_the_page_rows(reviewer_client):
         row.runs = (f"{row.model}-r1",)  # the page names the runs a by-model row pools: one each here
     assert document["benchmark"] == "octo" and document["by"] == "model" and document["state"]["judge"] == ["j1"]
     assert document["rows"] == [score_row_dict(r) for r in sorted(expected, key=lambda r: r.model)]
-    assert document["rows"][0]["isr"] == pytest.approx(200 / 3) and document["rows"][0]["per_judge"]["j1"]["csr"] == pytest.approx(500 / 6)
+    assert document["rows"][0]["isr"] == pytest.approx(200 / 3) and document["rows"][0]["per_judge"]["j1"][
+        "csr"
+    ] == pytest.approx(500 / 6)
 
 
 def test_it_exports_a_matrix_as_csv_in_the_page_order(reviewer_client):
     bench, _ = build_study()
-    page = reviewer_client.get(reverse("runs:checklist-leaderboard", args=[bench.slug]) + "?by=category").content.decode()
+    page = reviewer_client.get(
+        reverse("runs:checklist-leaderboard", args=[bench.slug]) + "?by=category"
+    ).content.decode()
     response = export(reviewer_client, bench, "by=category", "csv")
     assert response.status_code == 200 and response["Content-Type"].startswith("text/csv")
     rows = list(csv.DictReader(io.StringIO(response.content.decode())))
     assert [(r["model"], r["group"]) for r in rows] == [
-        ("beta", "System Prompt"), ("beta", "User Query"), ("alpha", "System Prompt"), ("alpha", "User Query")]
+        ("beta", "System Prompt"),
+        ("beta", "User Query"),
+        ("alpha", "System Prompt"),
+        ("alpha", "User Query"),
+    ]
     alpha_user = rows[3]
     # the CSV holds the numbers as the page shows them (two decimals); the JSON keeps the full precision
     assert alpha_user["isr"] == "66.67" and alpha_user["isr_std"] == "0.00"

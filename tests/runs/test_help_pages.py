@@ -1,4 +1,5 @@
 """The metrics help page: every "How is this computed" link opens a section that exists."""
+
 import re
 from pathlib import Path
 
@@ -16,7 +17,16 @@ def test_it_serves_the_metrics_page_to_anyone_with_an_anchor_per_section(db):
     response = Client().get("/help/metrics/")
     assert response.status_code == 200
     body = response.content.decode()
-    for anchor in ("checklist", "conflict", "dialogue", "dialogue-rec", "hierarchy", "choice", "audits", "audits-effect"):
+    for anchor in (
+        "checklist",
+        "conflict",
+        "dialogue",
+        "dialogue-rec",
+        "hierarchy",
+        "choice",
+        "audits",
+        "audits-effect",
+    ):
         assert f'id="{anchor}"' in body
     assert "Macro CSR" in body
 
@@ -28,7 +38,11 @@ def test_every_template_link_names_an_anchor_the_page_has():
 
 
 def test_no_template_points_at_a_file_the_user_cannot_open():
-    offenders = [str(p.relative_to(TEMPLATES)) for p in TEMPLATES.rglob("*.html") if "METRICS.md" in p.read_text(encoding="utf-8")]
+    offenders = [
+        str(p.relative_to(TEMPLATES))
+        for p in TEMPLATES.rglob("*.html")
+        if "METRICS.md" in p.read_text(encoding="utf-8")
+    ]
     assert offenders == []
 
 
@@ -51,7 +65,10 @@ def test_it_refuses_an_anchor_the_page_does_not_have():
 
 def test_no_template_comment_spans_lines():
     """{# #} comments end at the line's end in Django: one left open shows its text on the page."""
-    opened = [f"{p.relative_to(TEMPLATES)}:{n}" for p in TEMPLATES.rglob("*.html")
-              for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
-              if line.count("{#") > line.count("#}")]
+    opened = [
+        f"{p.relative_to(TEMPLATES)}:{n}"
+        for p in TEMPLATES.rglob("*.html")
+        for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
+        if line.count("{#") > line.count("#}")
+    ]
     assert opened == []

@@ -1,4 +1,5 @@
 """The privilege resolution engine (METRICS.md section 4) and the privilege tag parser."""
+
 import json
 
 import pytest
@@ -7,8 +8,13 @@ from runs.scoring.hierarchy import active_styles, ordinal_ranks, parse_privilege
 
 
 def ins(id, privilege, conflicts=(), style_key="g", style_id=None):
-    return {"id": id, "privilege": privilege, "conflicts_with": list(conflicts),
-            "style_key": style_key, "style_id": style_id or f"s{id}"}
+    return {
+        "id": id,
+        "privilege": privilege,
+        "conflicts_with": list(conflicts),
+        "style_key": style_key,
+        "style_id": style_id or f"s{id}",
+    }
 
 
 def test_it_makes_the_highest_privilege_win_a_conflict():
@@ -65,13 +71,21 @@ def test_it_leaves_instructions_without_conflicts_out_of_the_conflict_groups():
 
 
 def test_it_resolves_the_same_with_scalar_values_and_their_ordinal_ranks():
-    scalar = [ins(1, 91, [5]), ins(2, 1, [11]), ins(5, 73, [1, 8]), ins(8, 10, [5]), ins(11, 37, [2]),
-              ins(12, 37, [13]), ins(13, 37, [12])]
+    scalar = [
+        ins(1, 91, [5]),
+        ins(2, 1, [11]),
+        ins(5, 73, [1, 8]),
+        ins(8, 10, [5]),
+        ins(11, 37, [2]),
+        ins(12, 37, [13]),
+        ins(13, 37, [12]),
+    ]
     ranks = ordinal_ranks(i["privilege"] for i in scalar)
     ordinal = [{**i, "privilege": ranks[i["privilege"]]} for i in scalar]
     a = resolve_privileges(scalar)
     b = resolve_privileges(ordinal, interface="ordinal")
     assert a.visit_order == b.visit_order
+
     def fate(r):
         return {k: (v.active, v.rank, v.suppressed_by, v.group) for k, v in r.instructions.items()}
 
@@ -89,23 +103,29 @@ def test_it_rejects_a_conflict_with_an_unknown_instruction():
 
 
 def test_it_reads_ordinal_and_scalar_boundary_tags_in_prompt_order():
-    prompt = ("## Style\n- [[Privilege 12]]Do not use any type hints.[[/Privilege]]\n"
-              "- [[Privilege 2]]Ensure the file includes the Apache 2.0 License notice\n.[[/Privilege]]\n")
+    prompt = (
+        "## Style\n- [[Privilege 12]]Do not use any type hints.[[/Privilege]]\n"
+        "- [[Privilege 2]]Ensure the file includes the Apache 2.0 License notice\n.[[/Privilege]]\n"
+    )
     tags = parse_privilege_tags(prompt)
     assert [(t.interface, t.value, t.position) for t in tags] == [("ordinal", 12, 0), ("ordinal", 2, 1)]
     assert tags[0].text == "Do not use any type hints."
     assert same_text(tags[1].text, "Ensure the file includes the Apache 2.0 License notice .")
-    assert prompt[tags[1].offset:].startswith("[[Privilege 2]]")
+    assert prompt[tags[1].offset :].startswith("[[Privilege 2]]")
     scalar = parse_privilege_tags("- [[z=46]]Use triple double quotes. [[/z]]\n- [[z=1]]No hints. [[/z]]")
     assert [(t.interface, t.value, t.text) for t in scalar] == [
-        ("scalar", 46, "Use triple double quotes."), ("scalar", 1, "No hints.")]
+        ("scalar", 46, "Use triple double quotes."),
+        ("scalar", 1, "No hints."),
+    ]
 
 
 def test_it_reads_the_legacy_inline_labels_with_their_instruction_ids():
     prompt = "- Instruction 3 (Privilege 2): Use tabs.\n- Instruction 7 (z=55): Use single quotes.\n"
     tags = parse_privilege_tags(prompt)
     assert [(t.instruction_id, t.interface, t.value, t.text) for t in tags] == [
-        ("3", "ordinal", 2, "Use tabs."), ("7", "scalar", 55, "Use single quotes.")]
+        ("3", "ordinal", 2, "Use tabs."),
+        ("7", "scalar", 55, "Use single quotes."),
+    ]
 
 
 def test_it_finds_no_tags_in_an_untagged_prompt():
@@ -131,6 +151,8 @@ def test_it_reproduces_expected_styles_of_every_released_coding_sample(shared_da
         assert [t.value for t in tags] == [ranks[i["privilege"]] for i in instructions]
         # resolving on the ordinal tags gives the same winners
         by_tags = resolve_privileges(
-            [{**i, "privilege": t.value, "position": t.position} for t, i in zip(tags, instructions)], interface="ordinal")
+            [{**i, "privilege": t.value, "position": t.position} for t, i in zip(tags, instructions)],
+            interface="ordinal",
+        )
         assert by_tags.active == resolution.active
     assert mismatches == []

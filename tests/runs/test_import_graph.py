@@ -4,13 +4,24 @@ Read from the source (every import statement, at module top or inside a function
 behind a function-level import is found too. A cycle between `runs.services`, `runs.ingest` and
 `runs.tasks` once made the job framework a registry filled by import side effects.
 """
+
 import ast
 from pathlib import Path
 
 RUNS = Path(__file__).resolve().parents[2] / "runs"
 #: modules that must import only at module top (no import inside a function to dodge a cycle)
-TOP_ONLY = ("runs.jobs", "runs.services", "runs.recheck", "runs.tasks", "runs.ingest", "runs.ingest.lookups",
-            "runs.ingest.native", "runs.selectors", "runs.views.jobs", "runs.views.recheck")
+TOP_ONLY = (
+    "runs.jobs",
+    "runs.services",
+    "runs.recheck",
+    "runs.tasks",
+    "runs.ingest",
+    "runs.ingest.lookups",
+    "runs.ingest.native",
+    "runs.selectors",
+    "runs.views.jobs",
+    "runs.views.recheck",
+)
 
 
 def _modules() -> dict[str, tuple[Path, bool]]:
@@ -26,6 +37,7 @@ def _modules() -> dict[str, tuple[Path, bool]]:
 
 def _imports(modules) -> dict[str, dict[str, bool]]:
     """module -> {imported runs module: whether the import is at module top}."""
+
     def known(name: str) -> str | None:
         while name and name not in modules:
             name = name.rpartition(".")[0]
@@ -98,7 +110,12 @@ def test_the_job_runner_and_the_write_services_import_at_module_top():
 
 
 def test_it_finds_a_cycle_through_a_function_level_import():
-    graph = {"runs.a": {"runs.b": True}, "runs.b": {"runs.c": True}, "runs.c": {"runs.a": False}, "runs.d": {"runs.a": True}}
+    graph = {
+        "runs.a": {"runs.b": True},
+        "runs.b": {"runs.c": True},
+        "runs.c": {"runs.a": False},
+        "runs.d": {"runs.a": True},
+    }
     assert _cycles(graph) == [["runs.a", "runs.b", "runs.c"]]
 
 
@@ -125,8 +142,12 @@ def test_a_write_service_does_not_import_the_html_renderer():
     for writer in ("runs.services", "runs.jobs"):
         loaded = _imported_at_top(graph, writer)
         assert "runs.signals" in loaded
-        assert not loaded & {"runs.cache_warming", "runs.leaderboard_page", "runs.selectors",
-                             "runs.selectors.checklist"}, writer
+        assert not loaded & {
+            "runs.cache_warming",
+            "runs.leaderboard_page",
+            "runs.selectors",
+            "runs.selectors.checklist",
+        }, writer
 
 
 #: what a metrics module may not import: metrics are pure functions of rows, the reads are selectors
@@ -156,8 +177,9 @@ def test_metrics_are_pure_functions_of_rows():
     for name, (path, package) in _modules().items():
         if not name.startswith("runs.metrics."):
             continue
-        reads = sorted(n for n in _imported_names(name, path, package)
-                       if any(n == r or n.startswith(f"{r}.") for r in READS))
+        reads = sorted(
+            n for n in _imported_names(name, path, package) if any(n == r or n.startswith(f"{r}.") for r in READS)
+        )
         if reads:
             found[name] = reads
     assert found == {}

@@ -1,5 +1,6 @@
 """An import's options are checked before a job exists, and its problems name an option as the place the
 import came from does: the import page's field labels, the API's field names, the command line's flags."""
+
 import json
 from pathlib import Path
 
@@ -14,13 +15,29 @@ pytestmark = pytest.mark.django_db
 
 
 def _instances(*ids: str) -> bytes:
-    return "".join(json.dumps({"instance_id": i, "checklist": {"SP": {"checks": [
-        {"check_id": "SP-1", "description": "no emoji", "check_type": "compliance"}]}}}) + "\n" for i in ids).encode()
+    return "".join(
+        json.dumps(
+            {
+                "instance_id": i,
+                "checklist": {
+                    "SP": {"checks": [{"check_id": "SP-1", "description": "no emoji", "check_type": "compliance"}]}
+                },
+            }
+        )
+        + "\n"
+        for i in ids
+    ).encode()
 
 
 def _scores(*ids: str) -> bytes:
-    return json.dumps({"results": [{"instance_id": i, "eval_result": {"SP": {"checks": [
-        {"check_id": "SP-1", "result": "success"}]}}} for i in ids]}).encode()
+    return json.dumps(
+        {
+            "results": [
+                {"instance_id": i, "eval_result": {"SP": {"checks": [{"check_id": "SP-1", "result": "success"}]}}}
+                for i in ids
+            ]
+        }
+    ).encode()
 
 
 @pytest.fixture
@@ -43,10 +60,16 @@ def _uploads(settings) -> list[Path]:
     return list(root.rglob("*")) if root.exists() else []
 
 
-def test_the_page_refuses_scores_without_a_judge_at_once_in_its_own_words(importer_client, settings,
-                                                                          django_capture_on_commit_callbacks):
-    response = _post(importer_client, "/import/", django_capture_on_commit_callbacks, [("scores.json", _scores("task-1"))],
-                     model="model-a")
+def test_the_page_refuses_scores_without_a_judge_at_once_in_its_own_words(
+    importer_client, settings, django_capture_on_commit_callbacks
+):
+    response = _post(
+        importer_client,
+        "/import/",
+        django_capture_on_commit_callbacks,
+        [("scores.json", _scores("task-1"))],
+        model="model-a",
+    )
 
     assert response.status_code == 400
     [error] = response.context["form"].errors["judge"]
@@ -55,10 +78,15 @@ def test_the_page_refuses_scores_without_a_judge_at_once_in_its_own_words(import
     assert not Job.objects.exists() and _uploads(settings) == []
 
 
-def test_the_api_refuses_scores_without_a_model_at_once_in_its_own_words(importer_client, settings,
-                                                                        django_capture_on_commit_callbacks):
-    response = _post(importer_client, "/api/ingest/", django_capture_on_commit_callbacks,
-                     [("scores_judge-x.json", _scores("task-1"))])
+def test_the_api_refuses_scores_without_a_model_at_once_in_its_own_words(
+    importer_client, settings, django_capture_on_commit_callbacks
+):
+    response = _post(
+        importer_client,
+        "/api/ingest/",
+        django_capture_on_commit_callbacks,
+        [("scores_judge-x.json", _scores("task-1"))],
+    )
 
     assert response.status_code == 400
     body = response.json()
@@ -67,8 +95,13 @@ def test_the_api_refuses_scores_without_a_model_at_once_in_its_own_words(importe
 
 
 def test_a_judge_the_file_name_gives_needs_no_judge_field(importer_client, django_capture_on_commit_callbacks):
-    response = _post(importer_client, "/import/", django_capture_on_commit_callbacks,
-                     [("scores_judge-x.json", _scores("task-1"))], model="model-a")
+    response = _post(
+        importer_client,
+        "/import/",
+        django_capture_on_commit_callbacks,
+        [("scores_judge-x.json", _scores("task-1"))],
+        model="model-a",
+    )
 
     job = Job.objects.get()
     assert response.status_code == 302 and job.state == JobState.SUCCEEDED, job.errors
@@ -77,8 +110,14 @@ def test_a_judge_the_file_name_gives_needs_no_judge_field(importer_client, djang
 
 def test_a_manifest_that_fits_no_file_is_refused_before_a_job(importer_client, django_capture_on_commit_callbacks):
     manifest = json.dumps({"files": [{"path": "other.json", "judge": "j"}]}).encode()
-    response = _post(importer_client, "/import/", django_capture_on_commit_callbacks,
-                     [("scores.json", _scores("task-1")), ("ifportal-import.json", manifest)], model="m", judge="j")
+    response = _post(
+        importer_client,
+        "/import/",
+        django_capture_on_commit_callbacks,
+        [("scores.json", _scores("task-1")), ("ifportal-import.json", manifest)],
+        model="m",
+        judge="j",
+    )
 
     assert response.status_code == 400
     assert "other.json" in response.context["form"].errors["files"][0]
@@ -86,8 +125,14 @@ def test_a_manifest_that_fits_no_file_is_refused_before_a_job(importer_client, d
 
 
 def test_a_job_names_the_options_as_its_page_does(importer_client, django_capture_on_commit_callbacks):
-    _post(importer_client, "/import/", django_capture_on_commit_callbacks, [("scores.json", _scores("task-1"))],
-          run="no-such-run", judge="judge-x")
+    _post(
+        importer_client,
+        "/import/",
+        django_capture_on_commit_callbacks,
+        [("scores.json", _scores("task-1"))],
+        run="no-such-run",
+        judge="judge-x",
+    )
 
     job = Job.objects.get()
     assert job.state == JobState.FAILED
@@ -104,7 +149,13 @@ def test_the_command_line_keeps_its_flags(importer_client, tmp_path):
 
 def test_a_job_whose_own_files_were_refused_offers_no_retry(importer_client, django_capture_on_commit_callbacks):
     bad = _instances("task-2") + b'{"instance_id": "task-3", "checklist": \n'
-    _post(importer_client, "/import/", django_capture_on_commit_callbacks, [("bad.jsonl", bad)], format="octobench-instances")
+    _post(
+        importer_client,
+        "/import/",
+        django_capture_on_commit_callbacks,
+        [("bad.jsonl", bad)],
+        format="octobench-instances",
+    )
 
     job = Job.objects.get()
     page = importer_client.get(f"/jobs/{job.id}/").content.decode()
@@ -115,8 +166,15 @@ def test_a_job_whose_own_files_were_refused_offers_no_retry(importer_client, dja
 
 
 def test_a_job_that_waits_for_another_import_offers_retry(importer_client, django_capture_on_commit_callbacks):
-    _post(importer_client, "/import/", django_capture_on_commit_callbacks, [("scores.json", _scores("task-1"))],
-          model="model-a", judge="judge-x", benchmark="octobench-v2")
+    _post(
+        importer_client,
+        "/import/",
+        django_capture_on_commit_callbacks,
+        [("scores.json", _scores("task-1"))],
+        model="model-a",
+        judge="judge-x",
+        benchmark="octobench-v2",
+    )
 
     job = Job.objects.get()
     assert job.state == JobState.FAILED and job.retry_may_fix, job.errors

@@ -1,4 +1,5 @@
 """The shared ingest machinery: streaming readers, problems, text cleaning, upserts."""
+
 import hashlib
 import json
 import tracemalloc
@@ -38,10 +39,15 @@ def problems(ctx: Context) -> list[str]:
 
 # clean --------------------------------------------------------------------------------
 def test_it_replaces_lone_surrogates_and_nul_everywhere_in_a_record():
-    record = {"k\u0000": ["a\ud800b", {"x": "\udfff\ud83d", "n": 3, "f": 1.5, "t": True, "z": None}], "ok": "中文 🙂 \u202e"}
+    record = {
+        "k\u0000": ["a\ud800b", {"x": "\udfff\ud83d", "n": 3, "f": 1.5, "t": True, "z": None}],
+        "ok": "中文 🙂 \u202e",
+    }
 
-    assert clean(record) == {"k\ufffd": ["a\ufffdb", {"x": "\ufffd\ufffd", "n": 3, "f": 1.5, "t": True, "z": None}],
-                             "ok": "中文 🙂 \u202e"}
+    assert clean(record) == {
+        "k\ufffd": ["a\ufffdb", {"x": "\ufffd\ufffd", "n": 3, "f": 1.5, "t": True, "z": None}],
+        "ok": "中文 🙂 \u202e",
+    }
 
 
 def test_it_keeps_clean_text_as_the_same_object():
@@ -124,7 +130,10 @@ def test_it_reports_a_line_that_is_not_an_object(tmp_path):
     rows = list(iter_jsonl(source(tmp_path, "f.jsonl", '[1, 2]\n"text"\n{"ok": 1}\n'), ctx))
 
     assert rows == [(3, {"ok": 1})]
-    assert problems(ctx) == ["f.jsonl:1: expected a JSON object, found a list", "f.jsonl:2: expected a JSON object, found a string"]
+    assert problems(ctx) == [
+        "f.jsonl:1: expected a JSON object, found a list",
+        "f.jsonl:2: expected a JSON object, found a string",
+    ]
 
 
 def test_it_says_when_the_last_line_looks_truncated(tmp_path):
@@ -132,7 +141,9 @@ def test_it_says_when_the_last_line_looks_truncated(tmp_path):
 
     list(iter_jsonl(source(tmp_path, "f.jsonl", '{"a": 1}\n{"a": "cut'), ctx))
 
-    assert problems(ctx) == ["f.jsonl:2: not valid JSON: Unterminated string starting at column 7 (the last line looks truncated)"]
+    assert problems(ctx) == [
+        "f.jsonl:2: not valid JSON: Unterminated string starting at column 7 (the last line looks truncated)"
+    ]
 
 
 def test_it_reports_an_empty_jsonl_file(tmp_path):
@@ -154,18 +165,25 @@ def test_it_reports_a_pretty_printed_document_once(tmp_path):
 @pytest.mark.parametrize("reader", ["jsonl", "document"])
 def test_every_escape_of_nul_or_a_surrogate_is_cleaned_and_nothing_else_changes(tmp_path, reader):
     records = [
-        r'{"k\u0000": "a", "b": {"c": ["\uDFFF", 1]}}',         # a key, upper-case hex, nested
-        r'{"a": "\ud83d\ude00 \uD800", "n": null}',              # a pair stays, a lone one goes
+        r'{"k\u0000": "a", "b": {"c": ["\uDFFF", 1]}}',  # a key, upper-case hex, nested
+        r'{"a": "\ud83d\ude00 \uD800", "n": null}',  # a pair stays, a lone one goes
         r'{"a": "\\u0000 is how NUL is written", "b": "\u00e9"}',  # a literal backslash, a plain escape
     ]
     if reader == "jsonl":
         rows = [r for _, r in iter_jsonl(source(tmp_path, "f.jsonl", "\n".join(records)), Context(Options()))]
     else:
         text = '{"results": [' + ",\n".join(records) + '], "other": "\\u0000"}'
-        rows = [r for _, _, r in iter_json_document(source(tmp_path, "f.json", text), Context(Options()),
-                                                    list_keys=("results",))]
-    expected = [{"k\ufffd": "a", "b": {"c": ["\ufffd", 1]}}, {"a": "\U0001f600 \ufffd", "n": None},
-                {"a": "\\u0000 is how NUL is written", "b": "\u00e9"}]
+        rows = [
+            r
+            for _, _, r in iter_json_document(
+                source(tmp_path, "f.json", text), Context(Options()), list_keys=("results",)
+            )
+        ]
+    expected = [
+        {"k\ufffd": "a", "b": {"c": ["\ufffd", 1]}},
+        {"a": "\U0001f600 \ufffd", "n": None},
+        {"a": "\\u0000 is how NUL is written", "b": "\u00e9"},
+    ]
     assert rows == expected + ([] if reader == "jsonl" else ["\ufffd"])
 
 
@@ -267,11 +285,21 @@ def test_records_count_as_held_until_written_only_when_the_format_keeps_them(tmp
 @pytest.mark.django_db
 def test_it_counts_created_updated_and_unchanged_rows():
     ctx = context()
-    ctx.upsert(AgentModel, [{"name": "a", "display_name": "x"}, {"name": "b", "display_name": "x"}],
-               key=("name",), compare=("display_name",), kind="models")
+    ctx.upsert(
+        AgentModel,
+        [{"name": "a", "display_name": "x"}, {"name": "b", "display_name": "x"}],
+        key=("name",),
+        compare=("display_name",),
+        kind="models",
+    )
 
-    ids = ctx.upsert(AgentModel, [{"name": "a", "display_name": "x"}, {"name": "b", "display_name": "y"}, {"name": "c", "display_name": "z"}],
-                     key=("name",), compare=("display_name",), kind="models")
+    ids = ctx.upsert(
+        AgentModel,
+        [{"name": "a", "display_name": "x"}, {"name": "b", "display_name": "y"}, {"name": "c", "display_name": "z"}],
+        key=("name",),
+        compare=("display_name",),
+        kind="models",
+    )
 
     assert dict(ctx.report.counts["models"]) == {"created": 3, "updated": 1, "unchanged": 1}
     assert set(ids) == {("a",), ("b",), ("c",)}
@@ -283,7 +311,9 @@ def test_it_writes_nothing_once_a_problem_was_reported():
     ctx = context()
     ctx.problem("f.jsonl", 1, "bad")
 
-    ctx.upsert(AgentModel, [{"name": "a", "display_name": "x"}], key=("name",), compare=("display_name",), kind="models")
+    ctx.upsert(
+        AgentModel, [{"name": "a", "display_name": "x"}], key=("name",), compare=("display_name",), kind="models"
+    )
 
     assert AgentModel.objects.count() == 0
     assert ctx.report.counts["models"]["created"] == 1  # still counted, so the report says what would have been stored

@@ -1,4 +1,5 @@
 """EvolIF ingest: dialogue scripts (evolif-dialogs) and evaluation logs (evolif-eval)."""
+
 import json
 import shutil
 import tracemalloc
@@ -60,8 +61,16 @@ def test_it_stores_one_instance_per_dialog_and_one_item_per_turn_constraint():
 def test_it_keys_items_by_turn_and_constraint_with_a_suffix_for_repeats():
     dialogs()
     items = {i.key: i for i in ChecklistItem.objects.filter(instance__external_id="dialog_1")}
-    assert sorted(items) == ["t1:format", "t2:countableItems", "t2:format", "t3:countableItems",
-                             "t3:existence", "t3:existence#2", "t3:format", "t4:endwith"]
+    assert sorted(items) == [
+        "t1:format",
+        "t2:countableItems",
+        "t2:format",
+        "t3:countableItems",
+        "t3:existence",
+        "t3:existence#2",
+        "t3:format",
+        "t4:endwith",
+    ]
     repeat = items["t3:existence#2"]
     assert (repeat.turn, repeat.group) == (3, "existence")
     assert repeat.details == {"args": ["harbour"], "topic": 11}
@@ -105,8 +114,17 @@ def test_it_keeps_a_later_turns_style_only_where_it_differs(tmp_path):
     [
         (lambda text: text[: len(text) - 40], ":3:", "truncated"),
         (lambda text: text.replace("\n", "\nnot json at all\n", 1), ":2:", "not valid JSON"),
-        (lambda text: "\n".join(json.dumps({k: v for k, v in json.loads(l).items() if k != "turn"}) if n == 1 else l
-                                for n, l in enumerate(text.splitlines())) + "\n", ":2:", "missing required field 'turn'"),
+        (
+            lambda text: (
+                "\n".join(
+                    json.dumps({k: v for k, v in json.loads(line).items() if k != "turn"}) if n == 1 else line
+                    for n, line in enumerate(text.splitlines())
+                )
+                + "\n"
+            ),
+            ":2:",
+            "missing required field 'turn'",
+        ),
         (lambda text: text.replace('"id": "endwith"', '"idx": "endwith"', 1), ":2:", "has no 'id'"),
         (lambda text: text.replace('"turn": 3', '"turn": 2', 1), ":3:", "turn 2 where turn 3 was expected"),
     ],
@@ -149,15 +167,24 @@ def test_it_stores_attempts_outcomes_and_logged_verdicts():
     one = Attempt.objects.get(run=run, instance__external_id="dialog_1")
     assert one.outcome["ended_by"] == "script_end" and one.outcome["ended_turn"] == 4
     assert one.outcome["patience"] == 2
-    assert one.outcome["turns"][1] == {"turn": 2, "overall_ok": False, "remaining_patience": 1,
-                                       "sub_details": {"countableItems": "found 2 bullets"}}
+    assert one.outcome["turns"][1] == {
+        "turn": 2,
+        "overall_ok": False,
+        "remaining_patience": 1,
+        "sub_details": {"countableItems": "found 2 bullets"},
+    }
     assert one.response == "Knots are fun. Fair winds." and one.assistant_turns == 4
     two = Attempt.objects.get(run=run, instance__external_id="dialog_2")
     assert two.outcome["ended_by"] == "patience" and two.outcome["ended_turn"] == 2
     results = dict(Verdict.objects.filter(attempt=two).values_list("item__key", "result"))
     assert results == {"t1:countableItems": "fail", "t2:countableItems": "pass", "t2:endwith": "fail"}
     repeats = dict(Verdict.objects.filter(attempt=one, item__turn=3).values_list("item__key", "result"))
-    assert repeats == {"t3:format": "pass", "t3:countableItems": "pass", "t3:existence": "pass", "t3:existence#2": "pass"}
+    assert repeats == {
+        "t3:format": "pass",
+        "t3:countableItems": "pass",
+        "t3:existence": "pass",
+        "t3:existence#2": "pass",
+    }
     rollup = AttemptRollup.objects.get(attempt=one, judge=judge)
     assert (rollup.n_applicable, rollup.n_passed) == (8, 6)
 
@@ -204,7 +231,9 @@ def test_it_uses_the_judge_given_and_an_existing_run_without_a_model():
     logs(judge="rerun-checker")
     assert Judge.objects.filter(name="rerun-checker").exists()
     assert not Judge.objects.filter(name="evolif-log").exists()
-    again = ingest("evolif-eval", [Source.of(FIXTURES / "eval_1.jsonl")], Options(run="acme-chat", judge="rerun-checker"))
+    again = ingest(
+        "evolif-eval", [Source.of(FIXTURES / "eval_1.jsonl")], Options(run="acme-chat", judge="rerun-checker")
+    )
     assert again.total("created") == 0 and again.total("updated") == 0
     # the same log under the default judge is a second set of verdicts on the same attempt
     other = ingest("evolif-eval", [Source.of(FIXTURES / "eval_1.jsonl")], Options(run="acme-chat"))
@@ -225,8 +254,14 @@ def test_it_reads_patience_three_from_a_log_that_never_ran_out(tmp_path):
     rows = lines_of("eval_2.jsonl")
     rows[0]["remaining_patience"] = 2
     rows[1]["remaining_patience"] = 1
-    rows.append({"turn": 3, "response": "{}", "remaining_patience": 3,
-                 "eval": {"overall_ok": True, "details": {"countableItems": True, "endwith": True, "format": True}}})
+    rows.append(
+        {
+            "turn": 3,
+            "response": "{}",
+            "remaining_patience": 3,
+            "eval": {"overall_ok": True, "details": {"countableItems": True, "endwith": True, "format": True}},
+        }
+    )
     logs(write_jsonl(tmp_path / "eval_2.jsonl", rows), run="acme-p3")
     attempt = Attempt.objects.get(run__label="acme-p3")
     assert attempt.outcome["patience"] == 3 and attempt.outcome["ended_by"] == "script_end"
@@ -239,8 +274,14 @@ def test_it_refuses_logs_with_another_patience_in_the_same_run(tmp_path):
     rows = lines_of("eval_2.jsonl")
     rows[0]["remaining_patience"] = 2
     rows[1]["remaining_patience"] = 1
-    rows.append({"turn": 3, "response": "", "remaining_patience": 0,
-                 "eval": {"overall_ok": False, "details": {"countableItems": False}}})
+    rows.append(
+        {
+            "turn": 3,
+            "response": "",
+            "remaining_patience": 0,
+            "eval": {"overall_ok": False, "details": {"countableItems": False}},
+        }
+    )
     path = write_jsonl(tmp_path / "eval_2.jsonl", rows)
     message = failure("evolif-eval", [path], model="acme-chat")
     assert f"{path.name}:1: this log was recorded with patience 3" in message
@@ -264,8 +305,11 @@ def _bad_log(tmp_path, change):
 @pytest.mark.parametrize(
     "change, where, reason",
     [
-        (lambda r: r[1]["eval"]["details"].update({"endwith": True}), ":2:",
-         "constraint 'endwith' is not active at this turn of 'dialog_1'"),
+        (
+            lambda r: r[1]["eval"]["details"].update({"endwith": True}),
+            ":2:",
+            "constraint 'endwith' is not active at this turn of 'dialog_1'",
+        ),
         (lambda r: r[3].update(turn=9), ":4:", "turn 9 is not in the script of 'dialog_1'"),
         (lambda r: r[2].pop("turn"), ":3:", "missing required field 'turn'"),
         (lambda r: r[2].update(turn=2), ":3:", "turn 2 where turn 3 was expected"),
@@ -274,8 +318,16 @@ def _bad_log(tmp_path, change):
         (lambda r: r[1].update(remaining_patience=None), ":2:", "remaining_patience is null but other turns"),
         (lambda r: r[0]["eval"]["details"].update(format="yes"), ":1:", "should be true or false"),
     ],
-    ids=["inactive-constraint", "turn-not-in-script", "missing-turn", "repeated-turn", "patience-mismatch",
-         "overall-ok-mismatch", "patience-on-some-lines-only", "non-boolean-detail"],
+    ids=[
+        "inactive-constraint",
+        "turn-not-in-script",
+        "missing-turn",
+        "repeated-turn",
+        "patience-mismatch",
+        "overall-ok-mismatch",
+        "patience-on-some-lines-only",
+        "non-boolean-detail",
+    ],
 )
 def test_it_rejects_a_bad_log_and_stores_nothing(tmp_path, change, where, reason):
     dialogs()
@@ -356,8 +408,12 @@ def test_it_rejects_a_large_file_that_is_not_a_log_at_its_first_line_in_bounded_
     dialogs()
     message, peak = _failure_and_peak(_junk(tmp_path / "eval_1.jsonl"))
     assert message.startswith("1 problem(s)")
-    assert "eval_1.jsonl:1: this is not an EvolIF evaluation log: its first record has no valid 'turn', 'eval', " \
-           "'remaining_patience'" in message and "the rest of the file was not read" in message
+    assert (
+        "eval_1.jsonl:1: this is not an EvolIF evaluation log: its first record has no valid 'turn', 'eval', "
+        "'remaining_patience'"
+        in message
+        and "the rest of the file was not read" in message
+    )
     assert peak < JUNK_PEAK_BYTES
     assert Attempt.objects.count() == 0 and Run.objects.count() == 0
 
@@ -396,7 +452,11 @@ def test_it_stores_a_stopped_log_and_an_empty_one_as_eval_py_left_them():
     report = harness("pass1")
     outcomes = {a.instance.external_id: a.outcome for a in Attempt.objects.select_related("instance")}
     assert {k: (o["ended_by"], o["ended_turn"]) for k, o in outcomes.items()} == {
-        "dialog_1": ("patience", 6), "dialog_2": ("script_end", 4), "dialog_3": ("stopped", 3), "dialog_4": ("stopped", 0)}
+        "dialog_1": ("patience", 6),
+        "dialog_2": ("script_end", 4),
+        "dialog_3": ("stopped", 3),
+        "dialog_4": ("stopped", 0),
+    }
     assert outcomes["dialog_3"]["turns"][-1]["remaining_patience"] == 1
     empty = Attempt.objects.get(instance__external_id="dialog_4")
     assert empty.assistant_turns == 0 and empty.response == "" and not empty.verdicts.exists()
@@ -417,8 +477,10 @@ def test_it_takes_a_resumed_log_as_the_same_dialogue_continued():
 
 def test_it_keeps_the_llm_judges_scores_and_rationales():
     harness("pass2")
-    judged = {(v.attempt.instance.external_id, v.item.key): (v.result, v.score, v.reasoning)
-              for v in Verdict.objects.select_related("attempt__instance", "item")}
+    judged = {
+        (v.attempt.instance.external_id, v.item.key): (v.result, v.score, v.reasoning)
+        for v in Verdict.objects.select_related("attempt__instance", "item")
+    }
     assert judged[("dialog_2", "t2:emotion")] == ("fail", 4.0, "the fake judge read marker 4")
     assert judged[("dialog_2", "t4:reader_age")] == ("pass", 7.0, "the fake judge read marker 7")
     # eval.py logs [0.0, ""] when its judge call raises: the style checker never passes its base_url
@@ -454,7 +516,9 @@ def test_it_reads_a_turn_eval_py_played_again_after_a_cut_off_line(tmp_path):
     dialogs(*sorted((HARNESS / "dialog").glob("dialog_*.jsonl")))
     report = logs(log, model="fake-model")
     attempt = Attempt.objects.get()
-    assert [t["turn"] for t in attempt.outcome["turns"]] == [1, 2, 3, 4, 5] and attempt.outcome["ended_by"] == "script_end"
+    assert [t["turn"] for t in attempt.outcome["turns"]] == [1, 2, 3, 4, 5] and attempt.outcome[
+        "ended_by"
+    ] == "script_end"
     assert report.counts["log lines with a cut-off write"] == {"read": 2}
     assert report.counts["log turns played again after a cut-off line"] == {"replaced": 1}
     messages = stored_threads(Trajectory.objects.get().attempt_id)[0]["messages"]
@@ -474,7 +538,10 @@ def test_a_log_that_is_only_a_cut_off_line_has_no_turn_yet(tmp_path):
 def test_it_reads_other_notes_in_sub_details_as_reasoning(tmp_path):
     dialogs()
     logs()
-    assert Verdict.objects.get(item__key="t2:countableItems", attempt__instance__external_id="dialog_1").reasoning == "found 2 bullets"
+    assert (
+        Verdict.objects.get(item__key="t2:countableItems", attempt__instance__external_id="dialog_1").reasoning
+        == "found 2 bullets"
+    )
 
 
 def test_it_stores_a_log_without_patience(tmp_path):
@@ -520,8 +587,14 @@ def test_it_ingests_a_generated_log_for_a_released_script(shared_data, tmp_path)
         ok = t["turn"] % 3 == 0
         patience = 3 if ok else patience - 1
         details = {i["id"]: ok for i in t["instructions"]}
-        rows.append({"turn": t["turn"], "response": f"reply {t['turn']}", "remaining_patience": patience,
-                     "eval": {"overall_ok": ok, "details": details, "sub_details": {}}})
+        rows.append(
+            {
+                "turn": t["turn"],
+                "response": f"reply {t['turn']}",
+                "remaining_patience": patience,
+                "eval": {"overall_ok": ok, "details": details, "sub_details": {}},
+            }
+        )
         if patience == 0:
             break
     logs(write_jsonl(tmp_path / "eval_2.jsonl", rows))

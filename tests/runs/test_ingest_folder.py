@@ -1,5 +1,6 @@
 """`manage.py ingest FORMAT FOLDER...`: a harness's results folder in one command, with model, run, judge and
 repetition from the layout, the files and a manifest; all or nothing, or --per-file; one progress over it all."""
+
 import io
 import json
 import shutil
@@ -46,8 +47,12 @@ def octobench():
 
 def verdicts_in_fixture() -> int:
     data = json.loads((OCTO / "scores.json").read_text())
-    return sum(len(g.get("checks", [])) for r in data["results"] for g in (r.get("eval_result") or {}).values()
-               if isinstance(g, dict))
+    return sum(
+        len(g.get("checks", []))
+        for r in data["results"]
+        for g in (r.get("eval_result") or {}).values()
+        if isinstance(g, dict)
+    )
 
 
 # the layout ---------------------------------------------------------------------------------
@@ -59,15 +64,22 @@ def test_a_mini_vela_folder_is_one_command_with_model_repetition_and_judge_from_
 
     assert "8 files in 8 groups" in err
     assert sorted(Run.objects.values_list("label", "model__name", "repetition")) == [
-        ("model-a-r1", "model-a", 1), ("model-a-r2", "model-a", 2), ("model-b-r1", "model-b", 1), ("model-b-r2", "model-b", 2)]
+        ("model-a-r1", "model-a", 1),
+        ("model-a-r2", "model-a", 2),
+        ("model-b-r1", "model-b", 1),
+        ("model-b-r2", "model-b", 2),
+    ]
     assert set(Judge.objects.filter(verdicts__isnull=False).values_list("name", flat=True)) == {"judge-x", "judge-y"}
     per_run_and_judge = verdicts_in_fixture()
     assert Verdict.objects.count() == 4 * 2 * per_run_and_judge
     assert f"created {4 * 2 * per_run_and_judge}" in out.replace(",", "")
     # each scores file is remembered on its own run, under its path in the folder
     sources = Run.objects.get(label="model-b-r2").sources
-    assert {s["name"] for s in sources} >= {"model-b/rep2/scores_judge-x.json", "model-b/rep2/scores_judge-y.json",
-                                            "model-b/rep2/trajectories.jsonl"}
+    assert {s["name"] for s in sources} >= {
+        "model-b/rep2/scores_judge-x.json",
+        "model-b/rep2/scores_judge-y.json",
+        "model-b/rep2/trajectories.jsonl",
+    }
     assert not any(s["name"].startswith("model-a") for s in sources)
 
 
@@ -128,26 +140,37 @@ def test_a_manifest_says_what_the_layout_does_not(octobench, tmp_path):
     folder.mkdir()
     shutil.copy(OCTO / "scores.json", folder / "a.json")
     shutil.copy(OCTO / "scores.json", folder / "b.json")
-    (folder / "ifportal-import.json").write_text(json.dumps({"files": [
-        {"path": "a.json", "model": "m1", "judge": "gpt-judge", "repetition": 2},
-        {"path": "*.json", "model": "m2", "judge": "other-judge", "run": "m2-special"},
-    ]}))
+    (folder / "ifportal-import.json").write_text(
+        json.dumps(
+            {
+                "files": [
+                    {"path": "a.json", "model": "m1", "judge": "gpt-judge", "repetition": 2},
+                    {"path": "*.json", "model": "m2", "judge": "other-judge", "run": "m2-special"},
+                ]
+            }
+        )
+    )
 
     run_command("octobench-scores", str(folder))
 
     assert sorted(Run.objects.values_list("label", "model__name", "repetition")) == [
-        ("m1-r2", "m1", 2), ("m2-special", "m2", 1)]
+        ("m1-r2", "m1", 2),
+        ("m2-special", "m2", 1),
+    ]
     assert Verdict.objects.filter(attempt__run__label="m1-r2", judge__name="gpt-judge").count() == verdicts_in_fixture()
 
 
-@pytest.mark.parametrize("manifest, message", [
-    ("[]", "an object with a 'files' list"),
-    ('{"files": [{"model": "m"}]}', "files[1] needs a 'path'"),
-    ('{"files": [{"path": "a.json", "modle": "m"}]}', "unknown field(s) modle"),
-    ('{"files": [{"path": "a.json", "repetition": 0}]}', "repetition should be a whole number"),
-    ('{"files": [{"path": "missing.json", "model": "m"}]}', "missing.json, which match no file"),
-    ('{"files": [', "ifportal-import.json:1: not a valid JSON manifest"),
-])
+@pytest.mark.parametrize(
+    "manifest, message",
+    [
+        ("[]", "an object with a 'files' list"),
+        ('{"files": [{"model": "m"}]}', "files[1] needs a 'path'"),
+        ('{"files": [{"path": "a.json", "modle": "m"}]}', "unknown field(s) modle"),
+        ('{"files": [{"path": "a.json", "repetition": 0}]}', "repetition should be a whole number"),
+        ('{"files": [{"path": "missing.json", "model": "m"}]}', "missing.json, which match no file"),
+        ('{"files": [', "ifportal-import.json:1: not a valid JSON manifest"),
+    ],
+)
 def test_a_wrong_manifest_is_refused_before_anything_is_read(octobench, tmp_path, manifest, message):
     folder = tmp_path / "flat"
     folder.mkdir()
@@ -190,7 +213,9 @@ def test_per_file_stores_the_good_files_and_names_the_bad_one(octobench, tmp_pat
     study = broken_study(tmp_path)
 
     out, err = io.StringIO(), io.StringIO()
-    with pytest.raises(CommandError, match="1 file.s. failed, nothing of them was stored: model-b/rep1/scores_judge-x.json"):
+    with pytest.raises(
+        CommandError, match="1 file.s. failed, nothing of them was stored: model-b/rep1/scores_judge-x.json"
+    ):
         call_command("ingest", "octobench-scores", str(study), "--per-file", "--no-progress", stdout=out, stderr=err)
 
     assert "1 of 2 files stored" in out.getvalue()
@@ -221,7 +246,9 @@ def test_an_uploaded_manifest_matches_the_uploads_by_name(tmp_path):
     upload = tmp_path / "01-scores_a.json"
     upload.write_text("{}")
 
-    units = plan_import("octobench-scores", [Entry(upload, Path("scores_a.json"), root=tmp_path)], Options(), [manifest])
+    units = plan_import(
+        "octobench-scores", [Entry(upload, Path("scores_a.json"), root=tmp_path)], Options(), [manifest]
+    )
 
     assert units[0].options.model == "m" and units[0].options.judge == "a"
     with pytest.raises(LayoutError):
@@ -232,13 +259,20 @@ def test_the_command_names_a_new_benchmark_and_refuses_a_name_in_use(tmp_path):
     from runs.models import Benchmark
 
     run_command("octobench-instances", str(OCTO / "instances.jsonl"))
-    run_command("octobench-instances", str(OCTO / "instances.jsonl"), "--benchmark", "octo-b", "--name", "OctoBench, team B")
+    run_command(
+        "octobench-instances", str(OCTO / "instances.jsonl"), "--benchmark", "octo-b", "--name", "OctoBench, team B"
+    )
     run_command("octobench-instances", str(OCTO / "instances.jsonl"), "--benchmark", "octo-c")
     with pytest.raises(CommandError, match="benchmark 'octo-b' is already named 'OctoBench, team B'"):
-        run_command("octobench-instances", str(OCTO / "instances.jsonl"), "--benchmark", "octo-d", "--name", "octobench, TEAM b")
+        run_command(
+            "octobench-instances", str(OCTO / "instances.jsonl"), "--benchmark", "octo-d", "--name", "octobench, TEAM b"
+        )
 
     assert dict(Benchmark.objects.values_list("slug", "name")) == {
-        "octobench": "OctoBench", "octo-b": "OctoBench, team B", "octo-c": "OctoBench (octo-c)"}
+        "octobench": "OctoBench",
+        "octo-b": "OctoBench, team B",
+        "octo-c": "OctoBench (octo-c)",
+    }
 
 
 def test_guidebench_predictions_of_many_models_in_one_command(tmp_path):
@@ -254,7 +288,11 @@ def test_guidebench_predictions_of_many_models_in_one_command(tmp_path):
     run_command("guidebench-predictions", str(preds))
 
     assert sorted(Run.objects.values_list("label", flat=True)) == ["llama-8b", "qwen-7b"]
-    assert Attempt.objects.filter(run__label="llama-8b").count() == Attempt.objects.filter(run__label="qwen-7b").count() > 0
+    assert (
+        Attempt.objects.filter(run__label="llama-8b").count()
+        == Attempt.objects.filter(run__label="qwen-7b").count()
+        > 0
+    )
 
 
 def test_two_folders_in_one_command_name_their_files_by_folder(octobench, tmp_path):

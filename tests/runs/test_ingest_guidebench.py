@@ -1,4 +1,5 @@
 """GuideBench ingest: category task lists and predictions scored as the reference scorer."""
+
 import json
 import shutil
 from pathlib import Path
@@ -68,7 +69,11 @@ def test_it_ingests_every_task_with_one_answer_item():
     assert instance.external_id.startswith("chat-") and len(instance.external_id) == len("chat-") + 12
     item = instance.items.get()
     assert (item.category, item.check_type, item.details["ground_truth"], item.details["kind"]) == (
-        "chat", "exact-match", "D", "option")
+        "chat",
+        "exact-match",
+        "D",
+        "option",
+    )
     price_item = ChecklistItem.objects.filter(instance__primary_category="price").first()
     assert price_item.details["missing_counts_as"] == -1
 
@@ -132,7 +137,11 @@ def test_it_keeps_a_corrected_task_as_a_new_instance_and_reports_the_old_one(tmp
         ("chat_tasks.json", "this is not json", "chat_tasks.json:1: expected a JSON object or list"),
         ("chat_tasks.json", '[\n  "a string"\n]', "chat_tasks.json:2: a task should be a JSON object"),
         ("_tasks.json", "[]", "_tasks.json: the file name names no category"),
-        ("chat_tasks.json", '{"config": {}, "data": []}', "chat_tasks.json:1: expected a JSON list of tasks, found an object"),
+        (
+            "chat_tasks.json",
+            '{"config": {}, "data": []}',
+            "chat_tasks.json:1: expected a JSON list of tasks, found an object",
+        ),
     ],
 )
 def test_it_rejects_a_bad_tasks_file(tmp_path, name, text, expected):
@@ -191,7 +200,9 @@ def test_it_rejects_an_octobench_instances_file_given_as_tasks(tmp_path):
     with pytest.raises(IngestFailed) as excinfo:
         ingest("guidebench-tasks", [source], Options())
 
-    assert "instances.jsonl:1: expected a JSON list of tasks, found an object (this looks like OctoBench" in _problems(excinfo)
+    assert "instances.jsonl:1: expected a JSON list of tasks, found an object (this looks like OctoBench" in _problems(
+        excinfo
+    )
 
 
 def test_it_refuses_a_benchmark_of_another_kind():
@@ -213,24 +224,29 @@ def test_it_scores_predictions_as_the_reference_scorer():
     assert judge.kind == JudgeKind.CHECKER
     assert report.counts["attempts"]["created"] == 10
     assert report.counts["verdicts"]["created"] == 10
+
     def outcome(category, n):
         task = _load(category, predictions=True)[n]
         return Attempt.objects.get(run=run, instance__external_id=task_external_id(category, task)).outcome
 
-    assert (outcome("chat", 2)["answer"], outcome("chat", 2)["unanswered"], outcome("chat", 2)["unanswered_reason"]) == (
-        "E", True, "unparsable")
+    assert (
+        outcome("chat", 2)["answer"],
+        outcome("chat", 2)["unanswered"],
+        outcome("chat", 2)["unanswered_reason"],
+    ) == ("E", True, "unparsable")
     assert outcome("chat", 2)["cleaned_response"] == "I think the answer is D"
     assert outcome("chat", 1)["analysis"] == "不应告知价格 🤔"
     assert (outcome("chat", 1)["answer"], outcome("chat", 1)["correct"]) == ("C", False)
-    assert (outcome("price", 1)["answer"], outcome("price", 1)["correct"], outcome("price", 1)["normalised"]["correct"]) == (
-        "0", False, True)
+    assert (
+        outcome("price", 1)["answer"],
+        outcome("price", 1)["correct"],
+        outcome("price", 1)["normalised"]["correct"],
+    ) == ("0", False, True)
     assert (outcome("price", 2)["answer"], outcome("price", 2)["unanswered_reason"]) == (-1, "empty")
     assert (outcome("math", 0)["correct"], outcome("math", 0)["normalised"]["correct"]) == (False, True)
     assert (outcome("relevance", 1)["answer"], outcome("relevance", 1)["unanswered"]) == ("-1(No Result)", True)
     assert outcome("relevance", 1)["ground_truth"] == "0（不相关）"
-    passed = sorted(
-        Verdict.objects.filter(result="pass").values_list("attempt__instance__primary_category", flat=True)
-    )
+    passed = sorted(Verdict.objects.filter(result="pass").values_list("attempt__instance__primary_category", flat=True))
     assert passed == ["chat", "math", "price", "relevance"]
     assert Verdict.objects.filter(judge=judge).count() == 10
     assert AttemptRollup.objects.filter(run=run).count() == 10
@@ -392,7 +408,7 @@ def test_it_ingests_all_six_shared_category_files(shared_data):
 
     assert report.counts["instances"]["created"] == 180
     counts = {c: Instance.objects.filter(primary_category=c).count() for c in SHARED}
-    assert counts == {c: 30 for c in SHARED}
+    assert counts == dict.fromkeys(SHARED, 30)
     assert ChecklistItem.objects.count() == 180
 
 
@@ -405,9 +421,15 @@ def _generated_predictions(shared_data: Path, folder: Path) -> list[Source]:
         for n, task in enumerate(tasks):
             truth = task["Groundtruth"]
             if "OptimalOption" in truth:
-                answer = {"OptimalOption": wrong["option"] if n % 3 == 0 else truth["OptimalOption"], "AnswerAnalysis": "…"}
+                answer = {
+                    "OptimalOption": wrong["option"] if n % 3 == 0 else truth["OptimalOption"],
+                    "AnswerAnalysis": "…",
+                }
             else:
-                answer = {"CandidateAnswer": wrong[category] if n % 3 == 0 else truth["ReferenceAnswer"], "CandidateAnalysis": "…"}
+                answer = {
+                    "CandidateAnswer": wrong[category] if n % 3 == 0 else truth["ReferenceAnswer"],
+                    "CandidateAnalysis": "…",
+                }
             task["LLMAnswer"] = {} if n % 7 == 0 else answer
         path = folder / f"{category}_tasks.json"
         path.write_text(json.dumps(tasks, ensure_ascii=False, indent=2), encoding="utf-8")
@@ -438,17 +460,31 @@ def test_it_keeps_the_odd_records_generate_resp_writes_as_unanswered():
     _tasks("chat", "price")
     sources = [Source.of(FIXTURES / "generated" / f"{c}_tasks.json") for c in ("chat", "price")]
     ingest("guidebench-predictions", sources, Options(model="model-a"))
-    outcomes = {(a.instance.primary_category, a.instance.spec["Groundtruth"].get("AnswerAnalysis")
-                 or a.instance.spec["Groundtruth"]["ReferenceAnalysis"]): a.outcome
-                for a in Attempt.objects.select_related("instance")}
+    outcomes = {
+        (
+            a.instance.primary_category,
+            a.instance.spec["Groundtruth"].get("AnswerAnalysis") or a.instance.spec["Groundtruth"]["ReferenceAnalysis"],
+        ): a.outcome
+        for a in Attempt.objects.select_related("instance")
+    }
     failed = outcomes[("chat", "客服按规则介绍了航班信息。")]
-    assert (failed["raw"], failed["cleaned_response"], failed["answer"], failed["unanswered_reason"]) == ({}, "", "E", "unparsable")
+    assert (failed["raw"], failed["cleaned_response"], failed["answer"], failed["unanswered_reason"]) == (
+        {},
+        "",
+        "E",
+        "unparsable",
+    )
     number = outcomes[("chat", "Wrong language and no age check.")]
     assert (number["answer"], number["unanswered_reason"]) == ("E", "unparsable")
     null = outcomes[("price", "产地不同可忽略。")]
     assert (null["answer"], null["unanswered_reason"], null["correct"]) == (-1, "missing", False)
     bare = outcomes[("price", "容量不同。")]
-    assert (bare["raw"], bare["cleaned_response"], bare["answer"], bare["unanswered_reason"]) == (1, "1", -1, "unparsable")
+    assert (bare["raw"], bare["cleaned_response"], bare["answer"], bare["unanswered_reason"]) == (
+        1,
+        "1",
+        -1,
+        "unparsable",
+    )
     assert outcomes[("price", "颜色相同。")]["correct"] is True
 
 

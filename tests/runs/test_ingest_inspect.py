@@ -2,6 +2,7 @@
 tests/fixtures/inspect/make_logs.py), run here when inspect_ai is installed and committed beside it for
 when it is not; both .eval and .json; verdicts, trajectories, events, re-import, bad logs, the CLI,
 the upload API, the pages, and the leaderboard against Inspect's own reported metrics."""
+
 import json
 import shutil
 import subprocess
@@ -10,12 +11,12 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.urls import reverse
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
@@ -34,13 +35,17 @@ def _ingest(path: Path, **options):
 
 
 def _verdicts(slug: str) -> set[tuple]:
-    return set(Verdict.objects.filter(attempt__run__benchmark__slug=slug).values_list(
-        "attempt__instance__external_id", "attempt__run__repetition", "item__key", "judge__name", "result", "score"))
+    return set(
+        Verdict.objects.filter(attempt__run__benchmark__slug=slug).values_list(
+            "attempt__instance__external_id", "attempt__run__repetition", "item__key", "judge__name", "result", "score"
+        )
+    )
 
 
 def _attempt(slug: str, instance: str, epoch: int) -> Attempt:
     return Attempt.objects.select_related("trajectory").get(
-        run__benchmark__slug=slug, instance__external_id=instance, run__repetition=epoch)
+        run__benchmark__slug=slug, instance__external_id=instance, run__repetition=epoch
+    )
 
 
 @pytest.mark.parametrize("kind", ["eval", "json"])
@@ -51,19 +56,29 @@ def test_a_log_becomes_one_run_per_epoch_with_every_scorer_a_judge(kind):
     bench = Benchmark.objects.get()
     assert (bench.slug, bench.kind) == ("tiny_if", "checklist")
     assert "Inspect AI log" in bench.description
-    assert sorted(Run.objects.values_list("label", "repetition")) == [("mockllm/model epoch 1", 1), ("mockllm/model epoch 2", 2)]
+    assert sorted(Run.objects.values_list("label", "repetition")) == [
+        ("mockllm/model epoch 1", 1),
+        ("mockllm/model epoch 2", 2),
+    ]
     run = Run.objects.get(repetition=1)
     assert run.settings["pass_threshold"] == 0.5 and run.settings["source"] == "Inspect AI log"
-    assert run.settings["results"]["match"]["accuracy"] == pytest.approx(5 / 6)  # as Inspect recomputed it after the edit
+    assert run.settings["results"]["match"]["accuracy"] == pytest.approx(
+        5 / 6
+    )  # as Inspect recomputed it after the edit
     # a scalar value is a verdict on "answer"; the dict scorer gives one item per key
     assert sorted(ChecklistItem.objects.filter(instance__external_id="capital").values_list("key", flat=True)) == [
-        "answer", "mentions_target", "one_line", "polite"]
+        "answer",
+        "mentions_target",
+        "one_line",
+        "polite",
+    ]
     verdicts = _verdicts("tiny_if")
     assert ("capital", 1, "answer", "match", "pass", 1.0) in verdicts
     assert ("3", 2, "answer", "match", "fail", 0.0) in verdicts
     assert ("3", 1, "polite", "checks", "pass", 0.5) in verdicts  # P passes at a threshold of 0.5
-    brevity = Verdict.objects.select_related("attempt").get(attempt__instance__external_id="3", attempt__run__repetition=1,
-                                                          judge__name="brevity")
+    brevity = Verdict.objects.select_related("attempt").get(
+        attempt__instance__external_id="3", attempt__run__repetition=1, judge__name="brevity"
+    )
     assert brevity.score == brevity.attempt.outcome["scores"]["brevity"]["value"] == 0.606  # 20 / 33 characters
     assert brevity.result == "pass" and brevity.reasoning == "33 characters"
 
@@ -91,7 +106,10 @@ def test_messages_become_the_trajectory_and_events_keep_tokens_and_time(kind):
     assert roles == ["user", "assistant", "tool", "assistant"]
     call = thread["messages"][1]["tool_calls"][0]
     assert call["name"] == "lookup" and call["arguments"] == {"city": "Paris"}
-    assert thread["messages"][2]["tool_call_id"] == call["id"] and thread["messages"][2]["content"] == "Paris is the capital of France."
+    assert (
+        thread["messages"][2]["tool_call_id"] == call["id"]
+        and thread["messages"][2]["content"] == "Paris is the capital of France."
+    )
     assert attempt.response == "Paris" and attempt.assistant_turns == 2
     events = attempt.outcome["events"]
     models = [e for e in events if e["event"] == "model"]
@@ -120,22 +138,30 @@ def test_numbers_need_a_pass_threshold_and_nothing_is_stored_without_one():
     with pytest.raises(IngestFailed) as failed:
         _ingest(LOGS["eval"])
     message = str(failed.value)
-    assert ("tiny_if.eval:samples/3_epoch_1.json: sample '3' (epoch 1): scorer 'brevity': "
-            "the value of 'answer' is a number (0.606)") in message
+    assert (
+        "tiny_if.eval:samples/3_epoch_1.json: sample '3' (epoch 1): scorer 'brevity': "
+        "the value of 'answer' is a number (0.606)"
+    ) in message
     assert "--pass-threshold" in message and "nothing was stored" in message
     assert not Benchmark.objects.exists() and not Verdict.objects.exists()
 
 
 def test_partial_credit_fails_above_a_threshold_of_one_half():
     _ingest(LOGS["json"], pass_threshold=0.6)
-    assert Verdict.objects.get(attempt__instance__external_id="3", attempt__run__repetition=1, item__key="polite").result == "fail"
+    assert (
+        Verdict.objects.get(attempt__instance__external_id="3", attempt__run__repetition=1, item__key="polite").result
+        == "fail"
+    )
     assert Run.objects.filter(settings__pass_threshold=0.6).count() == 2
 
 
-@pytest.mark.parametrize(("kind", "expected"), [
-    ("eval", "cut.eval: not a complete .eval archive"),  # the zip's directory is at its end
-    ("json", "cut.json:"),  # the line where the document stops
-])
+@pytest.mark.parametrize(
+    ("kind", "expected"),
+    [
+        ("eval", "cut.eval: not a complete .eval archive"),  # the zip's directory is at its end
+        ("json", "cut.json:"),  # the line where the document stops
+    ],
+)
 def test_a_truncated_log_is_refused(tmp_path, kind, expected):
     cut = tmp_path / f"cut.{kind}"
     data = LOGS[kind].read_bytes()
@@ -152,7 +178,7 @@ def test_a_corrupt_sample_entry_is_refused_with_the_sample_named(tmp_path):
     with zipfile.ZipFile(LOGS["eval"]) as archive:
         info = archive.getinfo("samples/capital_epoch_1.json")
     start = info.header_offset + 30 + len(info.filename.encode()) + len(info.extra) + info.compress_size // 2
-    data[start:start + 16] = bytes(16)
+    data[start : start + 16] = bytes(16)
     bad.write_bytes(bytes(data))
     with pytest.raises(IngestFailed) as failed:
         _ingest(bad, pass_threshold=0.5)
@@ -200,8 +226,9 @@ def test_the_upload_api_takes_an_eval_log(editor, django_capture_on_commit_callb
     client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=editor).key}")
     upload = SimpleUploadedFile("tiny_if.eval", LOGS["eval"].read_bytes())
     with django_capture_on_commit_callbacks(execute=True):
-        response = client.post("/api/ingest/", {"format": "inspect", "files": [upload], "pass_threshold": "0.5"},
-                               format="multipart")
+        response = client.post(
+            "/api/ingest/", {"format": "inspect", "files": [upload], "pass_threshold": "0.5"}, format="multipart"
+        )
     assert response.status_code == 202, response.content
     job = Job.objects.get()
     assert job.state == JobState.SUCCEEDED and job.params["options"]["pass_threshold"] == 0.5
@@ -234,9 +261,20 @@ def test_the_pages_say_where_it_came_from_and_show_the_events(reviewer_client):
 def test_logs_made_by_inspect_ai_now_import_as_the_committed_ones_do(tmp_path):
     pytest.importorskip("inspect_ai")
     shutil.copy(FIXTURES / "make_logs.py", tmp_path / "make_logs.py")
-    done = subprocess.run([sys.executable, "make_logs.py", "logs"], cwd=tmp_path, capture_output=True, text=True,
-                          timeout=300, env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "INSPECT_LOG_DIR": "logs",
-                                            "NO_PROXY": "*", "INSPECT_DISPLAY": "none"})
+    done = subprocess.run(
+        [sys.executable, "make_logs.py", "logs"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={
+            "PATH": "/usr/bin:/bin",
+            "HOME": str(tmp_path),
+            "INSPECT_LOG_DIR": "logs",
+            "NO_PROXY": "*",
+            "INSPECT_DISPLAY": "none",
+        },
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     made = {p.suffix: p for p in (tmp_path / "logs").iterdir() if p.is_file()}
     assert set(made) == {".eval", ".json"}
@@ -265,7 +303,7 @@ def _damaged(draw, original: bytes) -> bytes:
         elif kind == "insert":
             data[at:at] = draw(st.binary(min_size=1, max_size=20))
         elif kind == "delete":
-            del data[at:at + draw(st.integers(1, 50))]
+            del data[at : at + draw(st.integers(1, 50))]
         else:
             del data[at:]
         if not data:
@@ -309,11 +347,17 @@ def test_logs_of_two_tasks_in_one_benchmark_must_not_share_sample_ids(tmp_path):
     log["eval"]["model"] = "mockllm/second"
     second.write_text(json.dumps(log), encoding="utf-8")
     report = ingest("inspect", [Source.of(LOGS["eval"]), Source.of(second)], Options(pass_threshold=0.5))
-    assert report.as_dict()["by_kind"]["instances"] == {"created": 3} and report.as_dict()["by_kind"]["runs"] == {"created": 4}
+    assert report.as_dict()["by_kind"]["instances"] == {"created": 3} and report.as_dict()["by_kind"]["runs"] == {
+        "created": 4
+    }
     assert set(Instance.objects.values_list("primary_category", flat=True)) == {"tiny_if"}
     # the same model's log twice in one import is two runs of one label: refused
     with pytest.raises(IngestFailed, match="run 'mockllm/model epoch 1' is defined twice"):
-        ingest("inspect", [Source.of(LOGS["eval"]), Source.of(LOGS["json"])], Options(pass_threshold=0.5, benchmark="twice"))
+        ingest(
+            "inspect",
+            [Source.of(LOGS["eval"]), Source.of(LOGS["json"])],
+            Options(pass_threshold=0.5, benchmark="twice"),
+        )
 
 
 def test_eval_batches_are_bounded_by_their_uncompressed_size(monkeypatch):
@@ -349,8 +393,13 @@ def test_attachments_are_put_back_where_the_log_refers_to_them(tmp_path):
 def test_a_metadata_field_groups_the_leaderboard(reviewer_client):
     _ingest(LOGS["eval"], pass_threshold=0.5, category_field="topic")
     assert dict(Instance.objects.values_list("external_id", "primary_category")) == {
-        "capital": "geography", "sum": "math", "3": "nature"}
-    rows = reviewer_client.get(reverse("api:leaderboard", args=["tiny_if"]) + "?by=primary_category&judge=match").json()["rows"]
+        "capital": "geography",
+        "sum": "math",
+        "3": "nature",
+    }
+    rows = reviewer_client.get(
+        reverse("api:leaderboard", args=["tiny_if"]) + "?by=primary_category&judge=match"
+    ).json()["rows"]
     # match on "3": I in epoch 1 edited to C, I in epoch 2
     assert {r["group"]: r["isr"] for r in rows} == {"geography": 100, "math": 100, "nature": 50}
 
@@ -360,8 +409,11 @@ def test_a_log_written_without_samples_is_refused_with_the_reason(tmp_path):
     log = json.loads(LOGS["json"].read_text(encoding="utf-8"))
     log["samples"] = None
     header_only.write_text(json.dumps(log), encoding="utf-8")
-    with pytest.raises(IngestFailed, match=r"header_only.json: the log holds no samples \(status: success\): "
-                                           "was it written with log_samples off"):
+    with pytest.raises(
+        IngestFailed,
+        match=r"header_only.json: the log holds no samples \(status: success\): "
+        "was it written with log_samples off",
+    ):
         _ingest(header_only, pass_threshold=0.5)
 
 
@@ -370,19 +422,28 @@ def test_a_sub_agent_gets_a_thread_of_its_own():
     _ingest(FIXTURES / "sub_agent.json")
     attempt = Attempt.objects.select_related("trajectory").get()
     main, sub = stored_threads(attempt.id)
-    assert main["meta"]["thread"] == "main" and [m["role"] for m in main["messages"]] == ["user", "assistant", "tool", "assistant"]
+    assert main["meta"]["thread"] == "main" and [m["role"] for m in main["messages"]] == [
+        "user",
+        "assistant",
+        "tool",
+        "assistant",
+    ]
     assert main["messages"][2]["content"] == "The research says Paris."
     assert sub["meta"]["thread"] == "sub-agent researcher"
     assert [(m["role"], m["content"]) for m in sub["messages"]] == [
-        ("user", "capital of France?"), ("assistant", "The research says Paris.")]
+        ("user", "capital of France?"),
+        ("assistant", "The research says Paris."),
+    ]
     spans = [e for e in attempt.outcome["events"] if e["event"] == "span_begin"]
     assert ("agent", "researcher") in {(e.get("type"), e.get("name")) for e in spans}
     assert Verdict.objects.get().result == "pass"
 
 
-_JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=10),
-                     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
-                     max_leaves=6)
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=10),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
+    max_leaves=6,
+)
 
 
 def test_damaged_events_and_messages_import_whole_or_fail_cleanly(tmp_path):
@@ -390,7 +451,9 @@ def test_damaged_events_and_messages_import_whole_or_fail_cleanly(tmp_path):
     (found this way: a message id that was a list) leaves the import whole or failed, never crashed."""
     log = json.loads((FIXTURES / "sub_agent.json").read_text(encoding="utf-8"))
     sample = log["samples"][0]
-    places = [(part, n, key) for part in ("events", "messages") for n, record in enumerate(sample[part]) for key in record]
+    places = [
+        (part, n, key) for part in ("events", "messages") for n, record in enumerate(sample[part]) for key in record
+    ]
     places += [("events_data", "messages", n) for n in range(len(sample["events_data"]["messages"]))]
 
     @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -4,6 +4,7 @@ formulas), other tasks' metrics become items; re-import, bad files, the leaderbo
 
 lm-eval cannot run offline here (it needs a model), so the fixtures follow the harness's source:
 tests/fixtures/lm_eval/make_fixtures.py says which parts."""
+
 import json
 import shutil
 from pathlib import Path
@@ -47,7 +48,9 @@ def test_the_reported_ifeval_numbers_follow_from_the_samples_by_the_harness_form
     samples = _samples(IFEVAL)
     for level in ("strict", "loose"):
         assert reported[f"prompt_level_{level}_acc,none"] == mean([s[f"prompt_level_{level}_acc"] for s in samples])
-        assert reported[f"inst_level_{level}_acc,none"] == agg_inst_level_acc([s[f"inst_level_{level}_acc"] for s in samples])
+        assert reported[f"inst_level_{level}_acc,none"] == agg_inst_level_acc(
+            [s[f"inst_level_{level}_acc"] for s in samples]
+        )
 
 
 def test_ifeval_isr_and_csr_are_the_harness_prompt_and_instruction_level_accuracies(reviewer_client):
@@ -71,16 +74,33 @@ def test_ifeval_isr_and_csr_are_the_harness_prompt_and_instruction_level_accurac
 
 def test_every_instruction_id_is_an_item_with_its_category_and_kwargs():
     _ingest(RESULTS, IFEVAL)  # the results file is read first whatever the order
-    items = list(ChecklistItem.objects.filter(instance__external_id="0").order_by("position").values(
-        "key", "category", "check_type", "details"))
-    assert [i["key"] for i in items] == ["punctuation:no_comma", "detectable_format:number_highlighted_sections",
-                                         "length_constraints:number_words"]
-    assert items[2]["category"] == "length_constraints" and items[2]["details"] == {"kwargs": {"relation": "at least", "num_words": 300}}
+    items = list(
+        ChecklistItem.objects.filter(instance__external_id="0")
+        .order_by("position")
+        .values("key", "category", "check_type", "details")
+    )
+    assert [i["key"] for i in items] == [
+        "punctuation:no_comma",
+        "detectable_format:number_highlighted_sections",
+        "length_constraints:number_words",
+    ]
+    assert items[2]["category"] == "length_constraints" and items[2]["details"] == {
+        "kwargs": {"relation": "at least", "num_words": 300}
+    }
     # an instruction id given twice in one prompt is two items
-    assert list(ChecklistItem.objects.filter(instance__external_id="5").order_by("position").values_list("key", flat=True)) == [
-        "combination:two_responses", "punctuation:no_comma", "punctuation:no_comma#2"]
-    strict = dict(Verdict.objects.filter(attempt__instance__external_id="3", judge__name="strict").values_list("item__key", "result"))
-    loose = dict(Verdict.objects.filter(attempt__instance__external_id="3", judge__name="loose").values_list("item__key", "result"))
+    assert list(
+        ChecklistItem.objects.filter(instance__external_id="5").order_by("position").values_list("key", flat=True)
+    ) == ["combination:two_responses", "punctuation:no_comma", "punctuation:no_comma#2"]
+    strict = dict(
+        Verdict.objects.filter(attempt__instance__external_id="3", judge__name="strict").values_list(
+            "item__key", "result"
+        )
+    )
+    loose = dict(
+        Verdict.objects.filter(attempt__instance__external_id="3", judge__name="loose").values_list(
+            "item__key", "result"
+        )
+    )
     assert strict == {"change_case:english_lowercase": "fail"} and loose == {"change_case:english_lowercase": "pass"}
     attempt = Attempt.objects.select_related("trajectory").get(instance__external_id="3")
     assert attempt.response == "Riddle: i have doors but no keys"
@@ -91,10 +111,16 @@ def test_other_tasks_give_one_item_per_metric_and_filter_with_the_reported_rates
     _ingest(RESULTS, GSM8K)
     reported = json.loads(RESULTS.read_text())["results"]["gsm8k"]
     assert sorted(ChecklistItem.objects.filter(instance__external_id="1").values_list("key", flat=True)) == [
-        "exact_match,flexible-extract", "exact_match,strict-match"]
+        "exact_match,flexible-extract",
+        "exact_match,strict-match",
+    ]
     assert Attempt.objects.count() == 3  # one attempt per document, whatever the number of filters
     for flt in ("strict-match", "flexible-extract"):
-        results = list(Verdict.objects.filter(item__key=f"exact_match,{flt}", judge__name="lm-eval").values_list("result", flat=True))
+        results = list(
+            Verdict.objects.filter(item__key=f"exact_match,{flt}", judge__name="lm-eval").values_list(
+                "result", flat=True
+            )
+        )
         assert len(results) == 3 and results.count("pass") / 3 == pytest.approx(reported[f"exact_match,{flt}"])
 
 

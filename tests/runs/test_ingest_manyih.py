@@ -1,4 +1,5 @@
 """ManyIH ingest: the coding dataset (manyih-data) and the evaluator's results (manyih-results)."""
+
 import json
 import re
 from pathlib import Path
@@ -70,13 +71,25 @@ def test_it_resolves_each_instruction_on_ingest():
     quotes = items["1"]
     assert (quotes.position, quotes.privilege, quotes.group, quotes.check_type) == (1, 50, "quotes", "strings")
     assert quotes.description == "Use single quotes for all string literals."
-    assert quotes.details == {"style_id": "quotes_single", "conflicts_with": [2], "rank": 2, "active": False,
-                              "suppressed_by": [2], "conflict_group": 1}
+    assert quotes.details == {
+        "style_id": "quotes_single",
+        "conflicts_with": [2],
+        "rank": 2,
+        "active": False,
+        "suppressed_by": [2],
+        "conflict_group": 1,
+    }
     # 3 and 4 tie at privilege 30: the later one in the prompt (4) wins
     assert items["4"].details["active"] and not items["3"].details["active"]
     assert items["3"].details["suppressed_by"] == [4] and items["3"].details["rank"] == 3
-    assert items["5"].details == {"style_id": "types_none", "conflicts_with": [], "rank": 4, "active": True,
-                                  "suppressed_by": [], "conflict_group": None}
+    assert items["5"].details == {
+        "style_id": "types_none",
+        "conflicts_with": [],
+        "rank": 4,
+        "active": True,
+        "suppressed_by": [],
+        "conflict_group": None,
+    }
     chain = {i.key: i.details["active"] for i in ChecklistItem.objects.filter(instance__external_id="1")}
     assert chain == {"1": True, "2": False, "3": True, "4": True}
 
@@ -93,7 +106,9 @@ def test_it_updates_a_corrected_sample_in_place(tmp_path):
     doc = load(DATA)
     sample = doc["data"][2]
     sample["instructions"][0]["description"] = "Ensure every function has a docstring."
-    sample["prompt"] = sample["prompt"].replace("Ensure each function has a docstring.", "Ensure every function has a docstring.")
+    sample["prompt"] = sample["prompt"].replace(
+        "Ensure each function has a docstring.", "Ensure every function has a docstring."
+    )
     before = ChecklistItem.objects.get(instance__external_id="2", key="1").id
     report = data(write_json(tmp_path / "coding_small.json", doc))
     assert report.counts["instances"]["updated"] == 1 and report.counts["checklist items"]["updated"] == 1
@@ -106,8 +121,11 @@ def test_it_reads_a_scalar_interface_dataset(tmp_path):
     doc["config"]["hierarchy_format"] = "scalar"
     for sample in doc["data"]:
         privileges = iter(i["privilege"] for i in sample["instructions"])
-        sample["prompt"] = re.sub(r"\[\[Privilege \d+\]\](.*?)\[\[/Privilege\]\]",
-                                  lambda m: f"[[z={next(privileges)}]]{m.group(1)}[[/z]]", sample["prompt"])
+        sample["prompt"] = re.sub(
+            r"\[\[Privilege \d+\]\](.*?)\[\[/Privilege\]\]",
+            lambda m, privileges=privileges: f"[[z={next(privileges)}]]{m.group(1)}[[/z]]",
+            sample["prompt"],
+        )
     data(write_json(tmp_path / "coding_scalar.json", doc))
     assert Instance.objects.get(external_id="0").spec["interface"] == "scalar"
     active = dict(ChecklistItem.objects.filter(instance__external_id="0").values_list("key", "details__active"))
@@ -124,23 +142,51 @@ def _bad_data(tmp_path, change):
     "change, needle, reason",
     [
         (lambda d: d["data"][1].pop("id"), '"task_id": 902', "missing required field 'id'"),
-        (lambda d: d["data"][1]["instructions"][0].update(conflicts_with=[2, 42]), '"task_id": 902',
-         "conflicts with unknown instruction(s) [42]"),
-        (lambda d: d["data"][1]["metadata"]["expected_styles"].update(indent=["indent_2"]), '"task_id": 902',
-         "differs from the privilege resolution"),
-        (lambda d: d["data"][1].update(prompt=d["data"][1]["prompt"].replace("[[Privilege 1]]", "[[Privilege 3]]")),
-         '"task_id": 902', "is tagged ordinal 3 in the prompt"),
-        (lambda d: d["data"][1].update(prompt=d["data"][1]["prompt"].replace("Indent with tabs.", "Indent with spaces.")),
-         '"task_id": 902', "are not among the privilege tags"),
+        (
+            lambda d: d["data"][1]["instructions"][0].update(conflicts_with=[2, 42]),
+            '"task_id": 902',
+            "conflicts with unknown instruction(s) [42]",
+        ),
+        (
+            lambda d: d["data"][1]["metadata"]["expected_styles"].update(indent=["indent_2"]),
+            '"task_id": 902',
+            "differs from the privilege resolution",
+        ),
+        (
+            lambda d: d["data"][1].update(prompt=d["data"][1]["prompt"].replace("[[Privilege 1]]", "[[Privilege 3]]")),
+            '"task_id": 902',
+            "is tagged ordinal 3 in the prompt",
+        ),
+        (
+            lambda d: d["data"][1].update(
+                prompt=d["data"][1]["prompt"].replace("Indent with tabs.", "Indent with spaces.")
+            ),
+            '"task_id": 902',
+            "are not among the privilege tags",
+        ),
         (lambda d: d["data"].append(dict(d["data"][0])), '"task_id": 901', "appears twice"),
         # found by fuzzing on PostgreSQL: a list category became its repr, too long for the column
-        (lambda d: d["data"][1]["instructions"][0].update(category=[None, 1.5, "x" * 90]), '"task_id": 902',
-         "instruction 1: 'category' should be text"),
-        (lambda d: d["data"][1]["instructions"][0].update(style_key="k" * 101), '"task_id": 902',
-         "instruction 1: 'style_key' is 101 characters; at most 100 fit"),
+        (
+            lambda d: d["data"][1]["instructions"][0].update(category=[None, 1.5, "x" * 90]),
+            '"task_id": 902',
+            "instruction 1: 'category' should be text",
+        ),
+        (
+            lambda d: d["data"][1]["instructions"][0].update(style_key="k" * 101),
+            '"task_id": 902',
+            "instruction 1: 'style_key' is 101 characters; at most 100 fit",
+        ),
     ],
-    ids=["missing-id", "unknown-conflict", "expected-styles-disagree", "wrong-tag-value", "untagged-instruction",
-         "duplicate-sample", "category-not-text", "style-key-too-long"],
+    ids=[
+        "missing-id",
+        "unknown-conflict",
+        "expected-styles-disagree",
+        "wrong-tag-value",
+        "untagged-instruction",
+        "duplicate-sample",
+        "category-not-text",
+        "style-key-too-long",
+    ],
 )
 def test_it_rejects_a_bad_sample_and_stores_nothing(tmp_path, change, needle, reason):
     bad = _bad_data(tmp_path, change)
@@ -192,13 +238,20 @@ def test_it_stores_attempts_and_verdicts_on_active_instructions():
     assert judge.kind == JudgeKind.LOGGED
     zero = Attempt.objects.get(instance__external_id="0")
     assert zero.response.startswith("```python") and zero.outcome == {
-        "test_passed": True, "style_passed": True, "overall_passed": True, "test_result": "passed", "status": "scored"}
+        "test_passed": True,
+        "style_passed": True,
+        "overall_passed": True,
+        "test_result": "passed",
+        "status": "scored",
+    }
     verdicts = dict(Verdict.objects.filter(attempt=zero).values_list("item__key", "result"))
     assert verdicts == {"1": "na", "2": "pass", "3": "na", "4": "pass", "5": "pass"}
     one = Attempt.objects.get(instance__external_id="1")
     by_key = {v.item.key: v for v in Verdict.objects.filter(attempt=one).select_related("item")}
     assert {k: v.result for k, v in by_key.items()} == {"1": "fail", "2": "na", "3": "fail", "4": "pass"}
-    assert by_key["1"].reasoning.startswith("line 2 indented") and by_key["2"].reasoning == "suppressed by instruction 1"
+    assert (
+        by_key["1"].reasoning.startswith("line 2 indented") and by_key["2"].reasoning == "suppressed by instruction 1"
+    )
     rollup = AttemptRollup.objects.get(attempt=one, judge=judge)
     assert (rollup.n_items, rollup.n_applicable, rollup.n_passed) == (4, 3, 1)
 
@@ -256,17 +309,33 @@ def _bad_results(tmp_path, change):
     [
         (lambda d: d["results"][1].update(id=77), '"task_id": 901', "unknown sample id '77'"),
         (lambda d: d["results"][1].pop("id"), '"task_id": 901', "missing required field 'id'"),
-        (lambda d: d["results"][1]["evaluation"]["each_style_passed"].update(indent=True), '"task_id": 901',
-         "style key 'indent' is not a style group of this sample"),
-        (lambda d: d["results"][1]["evaluation"]["each_style_passed"].pop("license"), '"task_id": 901',
-         "no result for style group(s) license"),
-        (lambda d: d["results"][1]["evaluation"]["each_style_passed"].update(quotes="maybe"), '"task_id": 901',
-         "is not true or false"),
+        (
+            lambda d: d["results"][1]["evaluation"]["each_style_passed"].update(indent=True),
+            '"task_id": 901',
+            "style key 'indent' is not a style group of this sample",
+        ),
+        (
+            lambda d: d["results"][1]["evaluation"]["each_style_passed"].pop("license"),
+            '"task_id": 901',
+            "no result for style group(s) license",
+        ),
+        (
+            lambda d: d["results"][1]["evaluation"]["each_style_passed"].update(quotes="maybe"),
+            '"task_id": 901',
+            "is not true or false",
+        ),
         (lambda d: d["results"][1]["evaluation"].pop("test_passed"), '"task_id": 901', "evaluation.test_passed"),
         (lambda d: d["results"][1].update(id=1), '"task_id": 901', "has two results"),
     ],
-    ids=["unknown-sample", "missing-id", "unknown-style-key", "missing-style-group", "non-boolean", "missing-flag",
-         "duplicate"],
+    ids=[
+        "unknown-sample",
+        "missing-id",
+        "unknown-style-key",
+        "missing-style-group",
+        "non-boolean",
+        "missing-flag",
+        "duplicate",
+    ],
 )
 def test_it_rejects_a_bad_result_and_stores_nothing(tmp_path, change, needle, reason):
     data()
@@ -321,7 +390,9 @@ def test_it_ingests_the_released_coding_data(shared_data):
     assert set(Instance.objects.values_list("spec__interface", flat=True)) == {"ordinal"}
     # every item's position is its order in the prompt, which is the list order in this file
     first = samples[0]
-    positions = dict(ChecklistItem.objects.filter(instance__external_id=str(first["id"])).values_list("key", "position"))
+    positions = dict(
+        ChecklistItem.objects.filter(instance__external_id=str(first["id"])).values_list("key", "position")
+    )
     assert positions == {str(i["id"]): n for n, i in enumerate(first["instructions"], 1)}
     assert data(path).total("created") == 0
 
@@ -336,10 +407,21 @@ def test_it_ingests_generated_results_for_the_released_data(shared_data, tmp_pat
     for n, s in enumerate(reversed(samples)):  # the evaluator writes in completion order
         styles = s["metadata"]["expected_styles"]
         each = {g: (n + k) % 2 == 0 for k, g in enumerate(styles)}
-        out["results"].append({"id": s["id"], "task_id": s["task_id"], "response": "def f(): pass",
-                               "evaluation": {"test_passed": True, "style_passed": all(each.values()),
-                                              "overall_passed": all(each.values()), "each_style_passed": each,
-                                              "test_result": "passed"}, "expected_styles": styles})
+        out["results"].append(
+            {
+                "id": s["id"],
+                "task_id": s["task_id"],
+                "response": "def f(): pass",
+                "evaluation": {
+                    "test_passed": True,
+                    "style_passed": all(each.values()),
+                    "overall_passed": all(each.values()),
+                    "each_style_passed": each,
+                    "test_result": "passed",
+                },
+                "expected_styles": styles,
+            }
+        )
     results(write_json(tmp_path / "results.json", out), model="gen/model")
     active = sum(len(v) for s in samples for v in s["metadata"]["expected_styles"].values())
     assert Verdict.objects.exclude(result="na").count() == active
@@ -357,31 +439,61 @@ def test_it_stores_each_record_the_evaluator_writes_as_what_it_is():
     by_sample = {a.instance.external_id: a for a in Attempt.objects.select_related("instance")}
     untokenisable, empty, scored = by_sample["0"], by_sample["1"], by_sample["2"]
     assert untokenisable.outcome == {
-        "test_passed": False, "style_passed": False, "overall_passed": False, "test_result": None, "status": "error",
-        "error": "unindent does not match any outer indentation level (<tokenize>, line 3)"}
+        "test_passed": False,
+        "style_passed": False,
+        "overall_passed": False,
+        "test_result": None,
+        "status": "error",
+        "error": "unindent does not match any outer indentation level (<tokenize>, line 3)",
+    }
     assert untokenisable.response == ""
     assert empty.outcome == {
-        "test_passed": False, "style_passed": False, "overall_passed": False, "test_result": None, "status": "no_code",
-        "code_extracted": False, "error": "No code found in response", "assertion_pass_rate": 0.0,
-        "passed_assertions": 0, "total_assertions": 0, "style_satisfaction_rate": 0.0}
+        "test_passed": False,
+        "style_passed": False,
+        "overall_passed": False,
+        "test_result": None,
+        "status": "no_code",
+        "code_extracted": False,
+        "error": "No code found in response",
+        "assertion_pass_rate": 0.0,
+        "passed_assertions": 0,
+        "total_assertions": 0,
+        "style_satisfaction_rate": 0.0,
+    }
     assert scored.outcome == {
-        "test_passed": True, "style_passed": True, "overall_passed": True, "test_result": "passed", "status": "scored",
-        "code_extracted": True, "extracted_code": "def f(x):\n    return x", "assertion_pass_rate": 1.0,
-        "passed_assertions": 1, "total_assertions": 1, "style_satisfaction_rate": 1.0}
-    reasons = {(v.attempt.instance.external_id, v.item.key): (v.result, v.reasoning)
-               for v in Verdict.objects.select_related("attempt__instance", "item")}
-    assert reasons[("1", "1")] == ("fail", "the response had no code block; the evaluator counts the sample as failed "
-                                           "(No code found in response)")
+        "test_passed": True,
+        "style_passed": True,
+        "overall_passed": True,
+        "test_result": "passed",
+        "status": "scored",
+        "code_extracted": True,
+        "extracted_code": "def f(x):\n    return x",
+        "assertion_pass_rate": 1.0,
+        "passed_assertions": 1,
+        "total_assertions": 1,
+        "style_satisfaction_rate": 1.0,
+    }
+    reasons = {
+        (v.attempt.instance.external_id, v.item.key): (v.result, v.reasoning)
+        for v in Verdict.objects.select_related("attempt__instance", "item")
+    }
+    assert reasons[("1", "1")] == (
+        "fail",
+        "the response had no code block; the evaluator counts the sample as failed (No code found in response)",
+    )
     assert reasons[("0", "2")][0] == "fail" and reasons[("0", "2")][1].startswith(
-        "the evaluator recorded an error and counts the sample as failed: unindent does not match")
+        "the evaluator recorded an error and counts the sample as failed: unindent does not match"
+    )
     assert reasons[("0", "1")][0] == "na" and reasons[("2", "2")] == ("pass", "doc_none: No docstrings")
 
 
 @pytest.mark.parametrize(
     "change, reason",
     [
-        (lambda r: r["evaluation"].update(each_style_passed={"indent": True}),
-         "each_style_passed is not written beside code_extracted: false"),
+        (
+            lambda r: r["evaluation"].update(each_style_passed={"indent": True}),
+            "each_style_passed is not written beside code_extracted: false",
+        ),
         (lambda r: r["evaluation"].update(total_assertions=-1), "evaluation.total_assertions = -1 is not a count"),
         (lambda r: r["evaluation"].update(passed_assertions=2), "passed_assertions 2 exceeds total_assertions 0"),
         (lambda r: r["evaluation"].update(assertion_pass_rate=1.5), "assertion_pass_rate = 1.5 is not a rate"),

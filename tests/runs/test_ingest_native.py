@@ -1,11 +1,11 @@
 """The native JSONL format: benchmark, instance, run, attempt and verdict records."""
+
 import json
 from pathlib import Path
 
 import pytest
 
-from runs.ingest import IngestFailed, Options, Source, ingest
-from runs.ingest import native
+from runs.ingest import IngestFailed, Options, Source, ingest, native
 from runs.models import (
     Attempt,
     AttemptRollup,
@@ -46,7 +46,9 @@ def _fails(source: Source, **options) -> str:
 
 
 def _nothing_stored() -> bool:
-    return not (Benchmark.objects.exists() or Instance.objects.exists() or Run.objects.exists() or Verdict.objects.exists())
+    return not (
+        Benchmark.objects.exists() or Instance.objects.exists() or Run.objects.exists() or Verdict.objects.exists()
+    )
 
 
 # the happy path ------------------------------------------------------------------------
@@ -73,7 +75,11 @@ def test_it_normalises_categories_and_keeps_the_original_spelling():
 
     item = ChecklistItem.objects.get(instance__external_id="repo-fix-001", key="md-1")
     assert (item.category, item.category_original, item.conditional, item.details) == (
-        "Agents.md/Claude.md", "AGENTS.md", True, {"source_line": 12})
+        "Agents.md/Claude.md",
+        "AGENTS.md",
+        True,
+        {"source_line": 12},
+    )
     assert ChecklistItem.objects.get(instance__external_id="多语言-002", key="mem-1").category == "Memory"
 
 
@@ -83,7 +89,11 @@ def test_it_stores_threads_in_the_normalised_shape():
     attempt = Attempt.objects.get(instance__external_id="repo-fix-001")
     threads = stored_threads(attempt.id)
     assert threads[0]["meta"] == {"session_id": "s-1", "thread": "main"}
-    assert threads[0]["messages"][2]["tool_calls"][0] == {"id": "call_1", "name": "bash", "arguments": {"command": "pytest -q"}}
+    assert threads[0]["messages"][2]["tool_calls"][0] == {
+        "id": "call_1",
+        "name": "bash",
+        "arguments": {"command": "pytest -q"},
+    }
     assert attempt.assistant_turns == 2 and attempt.trajectory.message_count == 5
     assert attempt.outcome == {"tests_passed": True}
     verdict = Verdict.objects.get(attempt=attempt, item__key="sp-1", judge__name="gpt-4.1")
@@ -123,7 +133,11 @@ def test_it_updates_a_corrected_file_in_place(tmp_path):
     assert report.counts["checklist items"] == {"updated": 1, "unchanged": 4, "created": 1, "removed": 1}
     assert report.counts["verdicts"]["updated"] == 1
     assert report.counts["attempts"]["updated"] == 1
-    assert set(ChecklistItem.objects.filter(instance__external_id="repo-fix-001").values_list("key", flat=True)) == {"sp-1", "uq-1", "uq-2"}
+    assert set(ChecklistItem.objects.filter(instance__external_id="repo-fix-001").values_list("key", flat=True)) == {
+        "sp-1",
+        "uq-1",
+        "uq-2",
+    }
     assert Instance.objects.count() == 2 and Attempt.objects.count() == 2
     rollup = AttemptRollup.objects.get(judge__name="alice", instance__external_id="repo-fix-001")
     assert (rollup.n_applicable, rollup.n_passed) == (2, 2)
@@ -242,7 +256,11 @@ def test_it_rejects_a_line_that_is_not_json(tmp_path):
         (6, {"score": "high"}, "study.jsonl:7: field 'score' should be a number, found a string"),
         (6, {"judge_kind": "oracle"}, "study.jsonl:7: field 'judge_kind' should be one of llm"),
         (6, {"judge_kind": "human"}, "study.jsonl:7: judge 'gpt-4.1' is a llm judge, not human"),
-        (5, {"type": "attempts"}, "study.jsonl:6: field 'type' should be one of benchmark, instance, run, attempt, verdict"),
+        (
+            5,
+            {"type": "attempts"},
+            "study.jsonl:6: field 'type' should be one of benchmark, instance, run, attempt, verdict",
+        ),
     ],
 )
 def test_it_validates_every_field_strictly(tmp_path, index, change, expected):
@@ -278,7 +296,11 @@ def test_it_validates_items_and_threads_with_their_path(tmp_path):
     ("index", "change", "expected"),
     [
         (4, {"run": "model-y"}, "study.jsonl:5: unknown run 'model-y'"),
-        (4, {"instance": "repo-fix-999"}, "study.jsonl:5: unknown instance 'repo-fix-999' of benchmark 'acme-agent-if'"),
+        (
+            4,
+            {"instance": "repo-fix-999"},
+            "study.jsonl:5: unknown instance 'repo-fix-999' of benchmark 'acme-agent-if'",
+        ),
         (6, {"instance": "nope"}, "study.jsonl:7: unknown instance 'nope'"),
         (6, {"item": "zz-9"}, "study.jsonl:7: unknown item 'zz-9' of instance 'repo-fix-001'"),
         (6, {"item": "mem-1"}, "study.jsonl:7: unknown item 'mem-1' of instance 'repo-fix-001'"),
@@ -297,7 +319,8 @@ def test_it_rejects_a_reference_to_a_later_line(tmp_path):
     records[3], records[4] = records[4], records[3]
 
     assert "study.jsonl:4: unknown run 'model-x-r1': define it with a run record on an earlier line" in _fails(
-        _write(tmp_path, records))
+        _write(tmp_path, records)
+    )
 
 
 def _failure(source: Source) -> IngestFailed:
@@ -312,8 +335,10 @@ def _failure(source: Source) -> IngestFailed:
         ({"model": 5}, "refused at line 4"),  # refused, its label known
         ({"label": 7}, "which no earlier line defines (line 4, refused above, may have been its record)"),
         ({"type": "rn"}, "which no earlier line defines (line 4, refused above, may have been its record)"),
-        ('{"type": "run", "label": "model-x-r1", "model": ', "which no earlier line defines (line 4, refused above, "
-                                                             "may have been its record)"),  # not JSON
+        (
+            '{"type": "run", "label": "model-x-r1", "model": ',
+            "which no earlier line defines (line 4, refused above, may have been its record)",
+        ),  # not JSON
     ],
 )
 def test_it_reports_a_refused_run_once_and_summarises_the_lines_that_refer_to_it(tmp_path, bad_run, cause):
@@ -336,8 +361,10 @@ def test_it_lists_the_first_reference_to_a_run_no_line_defines_and_counts_the_ot
 
     listed = [str(p) for p in _failure(_write(tmp_path, records)).problems]
 
-    assert listed == ["study.jsonl:4: unknown run 'model-x-r1': define it with a run record on an earlier line",
-                      f"study.jsonl: {len(records) - 4} more lines refer to run 'model-x-r1', which no earlier line defines"]
+    assert listed == [
+        "study.jsonl:4: unknown run 'model-x-r1': define it with a run record on an earlier line",
+        f"study.jsonl: {len(records) - 4} more lines refer to run 'model-x-r1', which no earlier line defines",
+    ]
 
 
 def test_it_names_the_file_of_a_run_refused_in_another_file(tmp_path):
@@ -350,7 +377,8 @@ def test_it_names_the_file_of_a_run_refused_in_another_file(tmp_path):
         ingest("native", [first, second], Options())
 
     assert f"results.jsonl: {len(records) - 4} more lines refer to run 'model-x-r1', refused at runs.jsonl:4" in [
-        str(p) for p in excinfo.value.problems]
+        str(p) for p in excinfo.value.problems
+    ]
 
 
 def test_it_rejects_duplicates_within_a_command(tmp_path):
@@ -367,7 +395,9 @@ def test_it_rejects_duplicates_within_a_command(tmp_path):
 def test_it_needs_a_benchmark_first(tmp_path):
     records = _records()
 
-    assert "study.jsonl:1: no benchmark: start the file with a benchmark record" in _fails(_write(tmp_path, records[1:]))
+    assert "study.jsonl:1: no benchmark: start the file with a benchmark record" in _fails(
+        _write(tmp_path, records[1:])
+    )
     assert "study.jsonl:1: benchmark 'ghost' does not exist" in _fails(_write(tmp_path, records[1:]), benchmark="ghost")
     moved = records[1:3] + records[:1] + records[3:]
     assert "study.jsonl:3: a benchmark record must be the first record" in _fails(_write(tmp_path, moved))
@@ -384,7 +414,9 @@ def test_it_refuses_a_run_of_another_model(tmp_path):
     records = _records()
     records[3]["model"] = "model-z"
 
-    assert "study.jsonl:4: run 'model-x-r1' belongs to model 'model-x', not 'model-z'" in _fails(_write(tmp_path, records))
+    assert "study.jsonl:4: run 'model-x-r1' belongs to model 'model-x', not 'model-z'" in _fails(
+        _write(tmp_path, records)
+    )
 
 
 def test_it_names_the_right_format_for_an_octobench_file(tmp_path):
@@ -399,7 +431,9 @@ def test_it_rejects_a_guidebench_json_file(tmp_path):
     path = tmp_path / "chat_tasks.json"
     path.write_text(json.dumps([{"Instruction": "x"}], indent=2), encoding="utf-8")
 
-    assert "chat_tasks.json:1: this is one JSON document spread over many lines, not JSON Lines" in _fails(Source.of(path))
+    assert "chat_tasks.json:1: this is one JSON document spread over many lines, not JSON Lines" in _fails(
+        Source.of(path)
+    )
 
 
 def test_a_second_slug_may_not_take_a_stored_benchmarks_name_and_the_name_option_names_it():

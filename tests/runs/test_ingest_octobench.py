@@ -1,4 +1,5 @@
 """OctoBench formats end to end: instances, merged and raw trajectories, scores; every bad input."""
+
 import json
 import shutil
 import time
@@ -31,8 +32,20 @@ from runs.trajectory_view import stored_threads
 pytestmark = pytest.mark.django_db
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "octobench"
-STORED = (Benchmark, Instance, ChecklistItem, AgentModel, Judge, Run, Attempt, Trajectory, Verdict, JudgeReport,
-          AttemptRollup, GroupRollup)
+STORED = (
+    Benchmark,
+    Instance,
+    ChecklistItem,
+    AgentModel,
+    Judge,
+    Run,
+    Attempt,
+    Trajectory,
+    Verdict,
+    JudgeReport,
+    AttemptRollup,
+    GroupRollup,
+)
 
 
 def load(format_name: str, *paths, **options):
@@ -86,7 +99,11 @@ def test_it_stores_instances_and_every_check_with_exact_counts():
     benchmark = Benchmark.objects.get()
     assert (benchmark.slug, benchmark.kind) == ("octobench", "checklist")
     alpha = Instance.objects.get(external_id="oct-alpha")
-    assert (alpha.primary_category, alpha.scaffold, alpha.scaffold_version) == ("Agents.md/Claude.md", "claudecode", "2.0.69")
+    assert (alpha.primary_category, alpha.scaffold, alpha.scaffold_version) == (
+        "Agents.md/Claude.md",
+        "claudecode",
+        "2.0.69",
+    )
     assert Instance.objects.get(external_id="oct-beta").scaffold == "kilo-dev"
     assert alpha.spec["user_query"] == ["请解释 partition 函数 🙂"]
 
@@ -109,8 +126,12 @@ def test_it_normalises_categories_and_keeps_the_original_and_unknown_names(insta
         ("Mystery Source", "Mystery Source"),
     }
     # every check in the file is an item, unknown categories included
-    expected = Counter(normalise_category(c) for r in fixture_records("instances.jsonl")
-                       for c, g in r["checklist"].items() for _ in g["checks"])
+    expected = Counter(
+        normalise_category(c)
+        for r in fixture_records("instances.jsonl")
+        for c, g in r["checklist"].items()
+        for _ in g["checks"]
+    )
     assert Counter(ChecklistItem.objects.values_list("category", flat=True)) == expected
     item = ChecklistItem.objects.get(instance__external_id="oct-alpha", key="TS-1")
     assert (item.check_type, item.conditional, item.position) == ("format", True, 6)
@@ -145,7 +166,13 @@ def test_it_updates_a_corrected_file_in_place(instances, tmp_path):
     sp1 = ChecklistItem.objects.get(instance_id=alpha_pk, key="SP-1")
     assert (sp1.pk, sp1.description) == (sp1_pk, "Answers in Chinese")
     assert set(ChecklistItem.objects.filter(instance_id=alpha_pk).values_list("key", flat=True)) == {
-        "SP-1", "SP-2", "UQ-1", "MD-1", "T-2", "TS-1"}
+        "SP-1",
+        "SP-2",
+        "UQ-1",
+        "MD-1",
+        "T-2",
+        "TS-1",
+    }
     assert ChecklistItem.objects.count() == 14
 
 
@@ -155,15 +182,32 @@ def test_it_merges_a_merged_trajectory_main_thread_first(instances):
 
     assert report.counts["trajectories"]["created"] == 1
     attempt = Attempt.objects.get()
-    assert (attempt.run.label, attempt.run.model.name, attempt.instance.external_id) == ("model-x", "model-x", "oct-alpha")
+    assert (attempt.run.label, attempt.run.model.name, attempt.instance.external_id) == (
+        "model-x",
+        "model-x",
+        "oct-alpha",
+    )
     threads = stored_threads(attempt.id)
     assert [t["meta"]["thread"] for t in threads] == ["main", "sub-agent 1"]
     main, sub = threads
     assert [t["name"] for t in main["tools"]] == ["Read", "Grep"]
     assert sub["tools"] == []
-    assert [m["role"] for m in main["messages"]] == ["system", "user", "assistant", "tool", "assistant", "tool", "tool", "assistant"]
+    assert [m["role"] for m in main["messages"]] == [
+        "system",
+        "user",
+        "assistant",
+        "tool",
+        "assistant",
+        "tool",
+        "tool",
+        "assistant",
+    ]
     assert main["messages"][2]["reasoning"] == "Read the file first."
-    assert main["messages"][4]["tool_calls"][1] == {"id": "call-g1", "name": "Grep", "arguments": {"pattern": "partition"}}
+    assert main["messages"][4]["tool_calls"][1] == {
+        "id": "call-g1",
+        "name": "Grep",
+        "arguments": {"pattern": "partition"},
+    }
     assert attempt.trajectory.message_count == 11
     assert attempt.assistant_turns == 3
     assert attempt.response == "partition 把链表分成两部分。"
@@ -195,10 +239,21 @@ def test_it_merges_a_raw_proxy_log_into_threads(instances):
     assert [t["meta"]["thread"] for t in threads] == ["main", "sub-agent 1"]
     main, sub = threads
     assert [t["name"] for t in main["tools"]] == ["Read", "Bash"]
-    assert [m["role"] for m in main["messages"]] == ["system", "user", "assistant", "tool", "assistant", "tool", "assistant"]
+    assert [m["role"] for m in main["messages"]] == [
+        "system",
+        "user",
+        "assistant",
+        "tool",
+        "assistant",
+        "tool",
+        "assistant",
+    ]
     assert [m["role"] for m in sub["messages"]] == ["system", "user", "assistant"]  # the duplicate call adds nothing
     assert [m.get("reasoning") for m in main["messages"] if m["role"] == "assistant"] == [
-        "Look at the test first.", "Run it.", "Fixed f."]
+        "Look at the test first.",
+        "Run it.",
+        "Fixed f.",
+    ]
     assert sub["messages"][2] == {"role": "assistant", "content": "tests/test_x.py", "reasoning": "ls tests"}
     _assert_every_result_follows_its_call(main["messages"])
     assert main["messages"][3]["content"] == "def test_x(): assert f() == 2"
@@ -220,7 +275,9 @@ def test_it_stores_a_trajectory_once_on_re_import(instances):
 def test_it_replaces_a_trajectory_in_place_when_the_log_changes(instances, tmp_path):
     load("octobench-trajectories", FIXTURES / "trajectory_merged.jsonl")
     trajectory_pk = Trajectory.objects.get().pk
-    lines = (FIXTURES / "trajectory_merged.jsonl").read_text().replace("partition 把链表分成两部分。", "Corrected answer.")
+    lines = (
+        (FIXTURES / "trajectory_merged.jsonl").read_text().replace("partition 把链表分成两部分。", "Corrected answer.")
+    )
 
     report = load("octobench-trajectories", write(tmp_path, "trajectory_merged.jsonl", lines))
 
@@ -265,14 +322,23 @@ def test_it_reports_nothing_changed_when_scores_are_imported_again(instances):
     assert report.counts["verdicts"] == {"unchanged": 11}
     assert "nothing changed" in report.summary()
     assert Verdict.objects.count() == 11
-    assert list(AttemptRollup.objects.values_list("attempt_id", "judge_id", "n_items", "n_applicable", "n_passed")) == rollups
+    assert (
+        list(AttemptRollup.objects.values_list("attempt_id", "judge_id", "n_items", "n_applicable", "n_passed"))
+        == rollups
+    )
 
 
 def test_it_updates_a_corrected_verdict_and_its_rollup(instances, tmp_path):
     load("octobench-scores", FIXTURES / "scores.json", model="model-x", judge="judge-a")
     verdict_pk = Verdict.objects.get(item__key="SP-2", item__instance__external_id="oct-alpha").pk
-    text = (FIXTURES / "scores.json").read_text().replace('"result": "fail",\n              "reasoning": "used 🙂"',
-                                                         '"result": "success",\n              "reasoning": "no emoji"')
+    text = (
+        (FIXTURES / "scores.json")
+        .read_text()
+        .replace(
+            '"result": "fail",\n              "reasoning": "used 🙂"',
+            '"result": "success",\n              "reasoning": "no emoji"',
+        )
+    )
     assert "no emoji" in text
 
     report = load("octobench-scores", write(tmp_path, "scores.json", text), model="model-x", judge="judge-a")
@@ -336,7 +402,8 @@ def test_it_rejects_a_check_type_that_is_not_short_text(tmp_path):
 
     assert [str(p) for p in failure.problems] == [
         "instances.jsonl:2: check of category 'UQ': 'check_type' is 101 characters; at most 100 fit",
-        "instances.jsonl:3: check 'SR-1' of category 'System reminder': 'check_type' should be text"]
+        "instances.jsonl:3: check 'SR-1' of category 'System reminder': 'check_type' should be text",
+    ]
     assert stored()["ChecklistItem"] == 0 and stored()["Instance"] == 0
 
 
@@ -357,7 +424,9 @@ def test_it_rejects_a_duplicate_instance(tmp_path):
 
     failure = fails("octobench-instances", write(tmp_path, "instances.jsonl", f"{line}\n{line}\n"))
 
-    assert str(failure.problems[0]) == "instances.jsonl:2: instance 'oct-alpha' appears twice (first at instances.jsonl:1)"
+    assert (
+        str(failure.problems[0]) == "instances.jsonl:2: instance 'oct-alpha' appears twice (first at instances.jsonl:1)"
+    )
 
 
 def test_it_keeps_a_check_the_instance_does_not_have_and_counts_it_as_evaluate_py_does(instances, tmp_path):
@@ -369,8 +438,9 @@ def test_it_keeps_a_check_the_instance_does_not_have_and_counts_it_as_evaluate_p
     beta = AttemptRollup.objects.get(instance__external_id="oct-beta")
     assert (beta.n_items, beta.n_applicable, beta.n_passed) == (4, 5, 4)
     report = JudgeReport.objects.get(attempt=beta.attempt)
-    assert report.extra_checks == [{"check_id": "UQ-99", "category": "UQ", "result": "success", "reasoning": "",
-                                    "why": "not in the checklist"}]
+    assert report.extra_checks == [
+        {"check_id": "UQ-99", "category": "UQ", "result": "success", "reasoning": "", "why": "not in the checklist"}
+    ]
     assert (report.n_applicable_extra, report.n_passed_extra) == (1, 1)
 
 
@@ -388,7 +458,8 @@ def test_it_rejects_a_trajectory_of_an_unknown_instance(instances, tmp_path):
     failure = fails("octobench-trajectories", write(tmp_path, "trajectory_raw.jsonl", text))
 
     assert [str(p) for p in failure.problems] == [
-        "trajectory_raw.jsonl:1: session 'oct-nowhere' is not an instance of benchmark 'octobench'"]
+        "trajectory_raw.jsonl:1: session 'oct-nowhere' is not an instance of benchmark 'octobench'"
+    ]
 
 
 def test_it_rejects_results_before_their_benchmark_exists():
@@ -417,7 +488,8 @@ def test_it_rejects_scores_given_as_instances():
 
     assert [str(p) for p in failure.problems] == [
         "scores.json:1: this is one JSON document spread over many lines, not JSON Lines "
-        "(one record per line): is the format right?"]
+        "(one record per line): is the format right?"
+    ]
 
 
 def test_it_rejects_a_one_line_scores_document_given_as_instances(tmp_path):
@@ -425,13 +497,17 @@ def test_it_rejects_a_one_line_scores_document_given_as_instances(tmp_path):
 
     failure = fails("octobench-instances", write(tmp_path, "wrong.jsonl", text))
 
-    assert [str(p) for p in failure.problems] == ["wrong.jsonl:1: this looks like an OctoBench scores file, not instances"]
+    assert [str(p) for p in failure.problems] == [
+        "wrong.jsonl:1: this looks like an OctoBench scores file, not instances"
+    ]
 
 
 def test_it_rejects_instances_given_as_trajectories(instances):
     failure = fails("octobench-trajectories", FIXTURES / "instances.jsonl")
 
-    assert str(failure.problems[0]) == "instances.jsonl:1: this looks like an OctoBench instance, not a trajectory record"
+    assert (
+        str(failure.problems[0]) == "instances.jsonl:1: this looks like an OctoBench instance, not a trajectory record"
+    )
     assert failure.total == 3
 
 
@@ -439,7 +515,8 @@ def test_it_rejects_a_trajectory_given_as_instances():
     failure = fails("octobench-instances", FIXTURES / "trajectory_merged.jsonl")
 
     assert str(failure.problems[0]) == (
-        "trajectory_merged.jsonl:1: this looks like a trajectory or scores record, not an OctoBench instance")
+        "trajectory_merged.jsonl:1: this looks like a trajectory or scores record, not an OctoBench instance"
+    )
 
 
 def test_it_rejects_instances_given_as_scores(instances):
@@ -491,8 +568,12 @@ def test_it_stores_text_in_any_language_and_replaces_what_databases_reject(tmp_p
         "instance_id": "oct-unicode-\u202e",
         "user_query": ["\u0000", "\udfff\ud83d"],
         "category": "SP\u0000",
-        "checklist": {"用户\u0000查询": {"description": "\ud800", "checks": [
-            {"check_id": "U-1", "description": description, "check_type": "τύπος"}]}},
+        "checklist": {
+            "用户\u0000查询": {
+                "description": "\ud800",
+                "checks": [{"check_id": "U-1", "description": description, "check_type": "τύπος"}],
+            }
+        },
     }
     path = write(tmp_path, "instances.jsonl", json.dumps(record) + "\n")  # ASCII with \u escapes
     assert "\\ud800" in path.read_text() and "\\u0000" in path.read_text()
@@ -525,14 +606,23 @@ def test_it_streams_a_200_mb_raw_log_without_loading_it(instances, tmp_path):
     """A raw proxy log repeats the whole conversation in every call; only the longest call
     per thread is kept, so memory stays near the size of one line."""
     bulk = "x" * (256 * 1024)
-    line_template = json.dumps({
-        "session_id": "oct-beta", "request_time": 0,
-        "request_body": {"model": "model-big", "system": "main", "tools": [{"name": "Bash"}],
-                         "messages": [{"role": "user", "content": "go"},
-                                      {"role": "assistant", "content": [{"type": "tool_use", "id": "tu", "name": "Bash", "input": {}}]},
-                                      {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "tu", "content": bulk}]}]},
-        "response_body": {"content": [{"type": "text", "text": "done"}]},
-    })
+    line_template = json.dumps(
+        {
+            "session_id": "oct-beta",
+            "request_time": 0,
+            "request_body": {
+                "model": "model-big",
+                "system": "main",
+                "tools": [{"name": "Bash"}],
+                "messages": [
+                    {"role": "user", "content": "go"},
+                    {"role": "assistant", "content": [{"type": "tool_use", "id": "tu", "name": "Bash", "input": {}}]},
+                    {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "tu", "content": bulk}]},
+                ],
+            },
+            "response_body": {"content": [{"type": "text", "text": "done"}]},
+        }
+    )
     path = tmp_path / "big_raw.jsonl"
     with open(path, "w") as handle:
         for n in range(800):
@@ -602,6 +692,7 @@ def test_the_shared_trajectories_and_scores_ingest(shared_data):
         by_category = Counter()
         for category, group in result["eval_result"].items():
             by_category[normalise_category(category)] += sum(c["result"] == "success" for c in group["checks"])
-        stored_rows = dict(GroupRollup.objects.filter(attempt=rollup.attempt, dimension="category")
-                           .values_list("value", "n_passed"))
+        stored_rows = dict(
+            GroupRollup.objects.filter(attempt=rollup.attempt, dimension="category").values_list("value", "n_passed")
+        )
         assert stored_rows == dict(by_category)

@@ -1,4 +1,5 @@
 """octobench-scores: a check's optional evidence (or message_index) becomes the verdict's evidence, validated."""
+
 import json
 from pathlib import Path
 
@@ -40,8 +41,17 @@ def evidence_of(check_id: str):
 
 
 def test_it_stores_both_evidence_shapes_and_message_index_in_one_shape(instances, tmp_path):
-    load(scores_with(tmp_path, **{"SP-1": {"evidence": 7}, "SP-2": {"evidence": {"thread": 1, "message": 3}},
-                                  "UQ-1": {"message_index": 12}, "MD-1": {"evidence": {"message": 0}}}))
+    load(
+        scores_with(
+            tmp_path,
+            **{
+                "SP-1": {"evidence": 7},
+                "SP-2": {"evidence": {"thread": 1, "message": 3}},
+                "UQ-1": {"message_index": 12},
+                "MD-1": {"evidence": {"message": 0}},
+            },
+        )
+    )
 
     assert evidence_of("SP-1") == {"thread": 0, "message": 7}
     assert evidence_of("SP-2") == {"thread": 1, "message": 3}
@@ -55,20 +65,28 @@ def test_it_accepts_an_index_beyond_the_trajectory_since_it_may_come_later(insta
     assert not Trajectory.objects.exists() and evidence_of("SP-1") == {"thread": 0, "message": 10_000}
 
 
-@pytest.mark.parametrize("fields, reason", [
-    ({"evidence": "turn 8"}, "'evidence' should be a message index (an integer >= 0) or {\"thread\": n, \"message\": i}, found \"turn 8\""),
-    ({"evidence": -1}, "'evidence' should be a message index"),
-    ({"evidence": True}, "'evidence' should be a message index"),
-    ({"evidence": {"thread": 0}}, "'evidence' should be a message index"),
-    ({"evidence": {"message": 2, "thread": "main"}}, "'evidence' should be a message index"),
-    ({"evidence": {"message": 2.5}}, "'evidence' should be a message index"),
-    ({"message_index": "4"}, "'message_index' should be a message index (an integer >= 0), found \"4\""),
-    ({"message_index": {"message": 4}}, "'message_index' should be a message index (an integer >= 0)"),
-    ({"evidence": 1, "message_index": 1}, "give either 'evidence' or 'message_index', not both"),
-])
+@pytest.mark.parametrize(
+    "fields, reason",
+    [
+        (
+            {"evidence": "turn 8"},
+            '\'evidence\' should be a message index (an integer >= 0) or {"thread": n, "message": i}, found "turn 8"',
+        ),
+        ({"evidence": -1}, "'evidence' should be a message index"),
+        ({"evidence": True}, "'evidence' should be a message index"),
+        ({"evidence": {"thread": 0}}, "'evidence' should be a message index"),
+        ({"evidence": {"message": 2, "thread": "main"}}, "'evidence' should be a message index"),
+        ({"evidence": {"message": 2.5}}, "'evidence' should be a message index"),
+        ({"message_index": "4"}, "'message_index' should be a message index (an integer >= 0), found \"4\""),
+        ({"message_index": {"message": 4}}, "'message_index' should be a message index (an integer >= 0)"),
+        ({"evidence": 1, "message_index": 1}, "give either 'evidence' or 'message_index', not both"),
+    ],
+)
 def test_it_rejects_evidence_of_the_wrong_type_with_file_and_line(instances, tmp_path, fields, reason):
     path = scores_with(tmp_path, **{"SP-2": fields})
-    start = path.read_text().splitlines().index('   "instance_id": "oct-alpha",')  # the result object opens a line above
+    start = (
+        path.read_text().splitlines().index('   "instance_id": "oct-alpha",')
+    )  # the result object opens a line above
 
     with pytest.raises(IngestFailed) as info:
         load(path)

@@ -1,4 +1,5 @@
 """The items judges split on, read from JudgeDisagreement, equal the grouping of the verdict table they replace."""
+
 import importlib
 import random
 from collections import defaultdict
@@ -9,11 +10,20 @@ from django.db import connection
 from django.db.models import Count, Q
 
 from runs.metrics.checklist import Filters
+from runs.models import (
+    AgentModel,
+    Attempt,
+    Benchmark,
+    ChecklistItem,
+    Instance,
+    Judge,
+    JudgeDisagreement,
+    Run,
+    Verdict,
+    VerdictResult,
+)
 from runs.selectors import checklist as selectors
 from runs.selectors.checklist import VIA_ATTEMPT, _filter
-from runs.models import (
-    AgentModel, Attempt, Benchmark, ChecklistItem, Instance, Judge, JudgeDisagreement, Run, Verdict, VerdictResult,
-)
 from runs.services import rollups_rebuild_for_attempts
 
 pytestmark = pytest.mark.django_db
@@ -36,9 +46,15 @@ def reference(benchmark_id: int, filters: Filters, *, limit: int = 20) -> list[d
     """The computation the page made before JudgeDisagreement: every verdict of the benchmark grouped by (attempt, item)."""
     qs = _filter(Verdict.objects.filter(attempt__run__benchmark_id=benchmark_id), filters, **VIA_ATTEMPT)
     qs = qs.exclude(result=VerdictResult.NOT_APPLICABLE)
-    split = qs.values("attempt_id", "item_id").annotate(
-        p=Count("id", filter=Q(result=VerdictResult.PASS)), f=Count("id", filter=Q(result=VerdictResult.FAIL)),
-    ).filter(p__gt=0, f__gt=0).order_by()
+    split = (
+        qs.values("attempt_id", "item_id")
+        .annotate(
+            p=Count("id", filter=Q(result=VerdictResult.PASS)),
+            f=Count("id", filter=Q(result=VerdictResult.FAIL)),
+        )
+        .filter(p__gt=0, f__gt=0)
+        .order_by()
+    )
     per_item: dict[int, int] = defaultdict(int)
     for row in split:
         per_item[row["item_id"]] += 1
@@ -46,40 +62,84 @@ def reference(benchmark_id: int, filters: Filters, *, limit: int = 20) -> list[d
     if not top:
         return []
     ids = [i for i, _ in top]
-    judged = dict(qs.filter(item_id__in=ids).values("item_id").annotate(n=Count("attempt_id", distinct=True))
-                  .order_by().values_list("item_id", "n"))
-    info = {i["id"]: i for i in ChecklistItem.objects.filter(id__in=ids).values(
-        "id", "key", "description", "category", "instance_id", "instance__external_id")}
-    return [{**info[i], "split": n, "judged": judged.get(i, 0),
-             "rate": 100.0 * n / judged[i] if judged.get(i) else None} for i, n in top]
+    judged = dict(
+        qs.filter(item_id__in=ids)
+        .values("item_id")
+        .annotate(n=Count("attempt_id", distinct=True))
+        .order_by()
+        .values_list("item_id", "n")
+    )
+    info = {
+        i["id"]: i
+        for i in ChecklistItem.objects.filter(id__in=ids).values(
+            "id", "key", "description", "category", "instance_id", "instance__external_id"
+        )
+    }
+    return [
+        {**info[i], "split": n, "judged": judged.get(i, 0), "rate": 100.0 * n / judged[i] if judged.get(i) else None}
+        for i, n in top
+    ]
 
 
 def stored() -> set[tuple]:
-    return {(d.attempt_id, d.item_id, d.benchmark_id, d.run_id, d.model_id, d.instance_id,
-             tuple(sorted(d.passed_by)), tuple(sorted(d.failed_by))) for d in JudgeDisagreement.objects.all()}
+    return {
+        (
+            d.attempt_id,
+            d.item_id,
+            d.benchmark_id,
+            d.run_id,
+            d.model_id,
+            d.instance_id,
+            tuple(sorted(d.passed_by)),
+            tuple(sorted(d.failed_by)),
+        )
+        for d in JudgeDisagreement.objects.all()
+    }
 
 
 def make_benchmark(rng: random.Random, slug: str, judges: list[Judge]) -> Benchmark:
     """Random verdicts (pass, fail, N/A, some missing) of four judges over a few items, so per-item counts tie."""
     benchmark = Benchmark.objects.create(slug=slug, name=slug, kind="checklist")
     models_ = [AgentModel.objects.get_or_create(name=f"m{n}")[0] for n in range(2)]
-    runs = [Run.objects.create(benchmark=benchmark, model=models_[n % 2], label=f"r{n}" if slug == "main" else f"{slug}-r{n}")
-            for n in range(3)]
+    runs = [
+        Run.objects.create(
+            benchmark=benchmark, model=models_[n % 2], label=f"r{n}" if slug == "main" else f"{slug}-r{n}"
+        )
+        for n in range(3)
+    ]
     verdicts = []
     for i in range(10):
-        instance = Instance.objects.create(benchmark=benchmark, external_id=f"{slug}-i{i}",
-                                           scaffold=rng.choice(["claude-code", "kilo", ""]),
-                                           primary_category=rng.choice(["memory", "format", ""]))
-        items = ChecklistItem.objects.bulk_create([
-            ChecklistItem(instance=instance, key=f"k{k}", position=k, category=rng.choice(["Memory", "Format"]),
-                          description=f"check {k}") for k in range(rng.randint(1, 4))])
+        instance = Instance.objects.create(
+            benchmark=benchmark,
+            external_id=f"{slug}-i{i}",
+            scaffold=rng.choice(["claude-code", "kilo", ""]),
+            primary_category=rng.choice(["memory", "format", ""]),
+        )
+        items = ChecklistItem.objects.bulk_create(
+            [
+                ChecklistItem(
+                    instance=instance,
+                    key=f"k{k}",
+                    position=k,
+                    category=rng.choice(["Memory", "Format"]),
+                    description=f"check {k}",
+                )
+                for k in range(rng.randint(1, 4))
+            ]
+        )
         for run in runs:
             attempt = Attempt.objects.create(run=run, instance=instance)
             for judge in judges:
                 for item in items:
                     if rng.random() < 0.85:
-                        verdicts.append(Verdict(attempt=attempt, item=item, judge=judge,
-                                                result=rng.choice(["pass", "pass", "fail", "na"])))
+                        verdicts.append(
+                            Verdict(
+                                attempt=attempt,
+                                item=item,
+                                judge=judge,
+                                result=rng.choice(["pass", "pass", "fail", "na"]),
+                            )
+                        )
     Verdict.objects.bulk_create(verdicts)
     return benchmark
 
@@ -98,7 +158,9 @@ def study():
 def test_it_equals_the_verdict_grouping_under_every_filter(study):
     for filters in FILTERS:
         for limit in (20, 3):
-            assert selectors.judge_disagreements(study.id, filters, limit=limit) == reference(study.id, filters, limit=limit)
+            assert selectors.judge_disagreements(study.id, filters, limit=limit) == reference(
+                study.id, filters, limit=limit
+            )
 
 
 def test_the_study_has_ties_na_verdicts_and_splits_that_filters_change(study):
@@ -156,4 +218,5 @@ def test_it_shows_on_the_judges_page_and_its_export(study, reviewer_client):
     assert f'<td class="num">{expected[0]["split"]}</td>' in page.content.decode()
     split = next(t for t in data["tables"] if t["name"] == "disagreements")
     assert [(r["key"], r["instance"], r["split"]) for r in split["rows"]] == [
-        (d["key"], d["instance__external_id"], d["split"]) for d in expected]
+        (d["key"], d["instance__external_id"], d["split"]) for d in expected
+    ]

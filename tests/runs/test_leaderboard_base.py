@@ -1,6 +1,7 @@
 """The per-generation leaderboard summary (ModelBase) gives the rows scored from the rollups, for
 every filter and grouping it answers; writers precompute it once their change committed, so the
 first request after a change reads no rollup. Runs on SQLite and PostgreSQL."""
+
 import math
 import re
 import runpy
@@ -15,9 +16,17 @@ from django.urls import reverse
 from runs import services
 from runs.cache import cache_key, cache_scope, data_generation
 from runs.metrics.checklist import BASE_GROUPINGS, Filters, ModelBase, base_rows, judges_score_every_attempt, score_rows
-from runs.selectors.checklist import (attempt_cells, compute_tables, leaderboard_base, leaderboard_usage, model_base,
-                                      model_rows_counted, rows_with_usage, usage_by_model)
 from runs.models import Attempt, AttemptRollup, Instance, Run, Verdict
+from runs.selectors.checklist import (
+    attempt_cells,
+    compute_tables,
+    leaderboard_base,
+    leaderboard_usage,
+    model_base,
+    model_rows_counted,
+    rows_with_usage,
+    usage_by_model,
+)
 
 build_study = runpy.run_path(str(Path(__file__).with_name("test_views_checklist.py")))["build_study"]
 
@@ -41,9 +50,16 @@ def _varied_study():
     return bench, attempts
 
 
-FILTERS = [Filters(), Filters(judges=["j1"]), Filters(judges=["j2", "j3"], runs=["alpha-r1", "beta-r1"]),
-           Filters(scaffolds=["droid"]), Filters(scaffolds=["claudecode", ""]), Filters(primary_categories=["SP"]),
-           Filters(models=["beta"]), Filters(primary_categories=["nothing"])]
+FILTERS = [
+    Filters(),
+    Filters(judges=["j1"]),
+    Filters(judges=["j2", "j3"], runs=["alpha-r1", "beta-r1"]),
+    Filters(scaffolds=["droid"]),
+    Filters(scaffolds=["claudecode", ""]),
+    Filters(primary_categories=["SP"]),
+    Filters(models=["beta"]),
+    Filters(primary_categories=["nothing"]),
+]
 
 
 def _same(a, b) -> bool:
@@ -151,7 +167,11 @@ def test_a_writer_precomputes_the_base_and_the_first_request_after_it_reads_no_r
     client = Client()
     client.force_login(django_user_model.objects.create_user("base-reader"))
     url = reverse("runs:checklist-leaderboard", args=[bench.slug])
-    for query in ("", "?judge=j2&sort=csr", "?by=scaffold"):  # the default page (warmed) and states derived from the base
+    for query in (
+        "",
+        "?judge=j2&sort=csr",
+        "?by=scaffold",
+    ):  # the default page (warmed) and states derived from the base
         with CaptureQueriesContext(connection) as queries:
             assert client.get(url + query).status_code == 200
         tables = {t for q in queries for t in re.findall(r'FROM "(\w+)"', q["sql"])}
@@ -178,7 +198,9 @@ def test_a_scope_reads_the_generation_once_and_reuses_what_it_computed():
 
 
 @pytest.mark.django_db
-def test_a_reader_past_their_budget_still_leaves_the_summary_and_default_page_for_the_next(settings, django_capture_on_commit_callbacks):
+def test_a_reader_past_their_budget_still_leaves_the_summary_and_default_page_for_the_next(
+    settings, django_capture_on_commit_callbacks
+):
     from django.core.cache import cache
 
     from runs.cache import cache_scope, cached

@@ -1,6 +1,7 @@
 """The leaderboard cache: tables are served from the cache until a write that changes them
 commits, and then never again (ingest, rollup rebuild, admin deletion); nothing computed
 inside a rolled-back transaction is cached. Runs on SQLite and PostgreSQL."""
+
 import importlib.util
 import json
 from pathlib import Path
@@ -15,9 +16,9 @@ from django.urls import reverse
 from ifportal.settings import cache_url_beside
 from runs import cache as runs_cache
 from runs.ingest import Options, Source, ingest
-from runs.selectors.checklist import compute_tables, leaderboard_tables
 from runs.metrics.checklist import Filters
 from runs.models import Attempt, Benchmark, ChecklistItem, Run, Verdict
+from runs.selectors.checklist import compute_tables, leaderboard_tables
 from runs.services import rollups_rebuild_for_attempts
 
 NATIVE = Path(__file__).resolve().parents[1] / "fixtures" / "native" / "study.jsonl"
@@ -78,7 +79,10 @@ def test_excluded_items_are_part_of_the_key(django_capture_on_commit_callbacks):
     with django_capture_on_commit_callbacks(execute=True):
         every_item = leaderboard_tables(bench, state())
         without_c1 = leaderboard_tables(bench, state(exclude="x"), excluded_items=c1)
-    alpha = {t: next(r for r in tables.rows if r.model == "alpha") for t, tables in (("all", every_item), ("no c1", without_c1))}
+    alpha = {
+        t: next(r for r in tables.rows if r.model == "alpha")
+        for t, tables in (("all", every_item), ("no c1", without_c1))
+    }
     assert round(alpha["all"].isr, 2) == 66.67 and alpha["no c1"].isr == 100.0
     assert round(next(r for r in leaderboard_tables(bench, state()).rows if r.model == "alpha").isr, 2) == 66.67
 
@@ -139,7 +143,9 @@ def test_the_page_changes_when_an_ingest_adds_and_corrects_verdicts(tmp_path):
     client.get(url)
     with CaptureQueriesContext(connection) as queries:
         first = client.get(url).content.decode()
-    assert not any("runs_attemptrollup" in q["sql"] and "n_applicable" in q["sql"] for q in queries), "second read not cached"
+    assert not any("runs_attemptrollup" in q["sql"] and "n_applicable" in q["sql"] for q in queries), (
+        "second read not cached"
+    )
     warm = leaderboard_tables(bench, state())
 
     records = _native_records()
@@ -148,8 +154,16 @@ def test_the_page_changes_when_an_ingest_adds_and_corrects_verdicts(tmp_path):
             r["result"] = "pass"
     records.append({"type": "run", "label": "model-y-r1", "model": "model-y"})
     records.append({"type": "attempt", "run": "model-y-r1", "instance": "repo-fix-001", "response": "done"})
-    records.append({"type": "verdict", "run": "model-y-r1", "instance": "repo-fix-001", "item": "sp-1", "judge": "alice",
-                    "result": "fail"})
+    records.append(
+        {
+            "type": "verdict",
+            "run": "model-y-r1",
+            "instance": "repo-fix-001",
+            "item": "sp-1",
+            "judge": "alice",
+            "result": "fail",
+        }
+    )
     ingest("native", [_write(tmp_path, records)], Options())
 
     fresh = leaderboard_tables(bench, state())
@@ -187,23 +201,34 @@ def test_an_admin_edit_of_a_verdict_rebuilds_rollups_and_shows():
     admin = get_user_model().objects.create_superuser("cache-admin", password="pw-cache-admin-1")
     client = Client()
     client.force_login(admin)
-    response = client.post(reverse("admin:runs_verdict_change", args=[verdict.pk]), {
-        "attempt": verdict.attempt_id, "item": verdict.item_id, "judge": verdict.judge_id, "result": "pass",
-        "reasoning": verdict.reasoning, "score": "" if verdict.score is None else verdict.score,
-        "evidence": json.dumps(verdict.evidence)})
+    response = client.post(
+        reverse("admin:runs_verdict_change", args=[verdict.pk]),
+        {
+            "attempt": verdict.attempt_id,
+            "item": verdict.item_id,
+            "judge": verdict.judge_id,
+            "result": "pass",
+            "reasoning": verdict.reasoning,
+            "score": "" if verdict.score is None else verdict.score,
+            "evidence": json.dumps(verdict.evidence),
+        },
+    )
     assert response.status_code == 302, response.content.decode()[:2000]
     after = leaderboard_tables(bench, state())
     assert numbers(after) == numbers(compute_tables(bench.id, state())) != numbers(before)
 
 
-@pytest.mark.parametrize(("broker", "cache"), [
-    ("redis://127.0.0.1:6379/0", "redis://127.0.0.1:6379/1"),
-    ("redis://:pw@redis-host:6380", "redis://:pw@redis-host:6380/1"),
-    ("rediss://h:6379/4?ssl_cert_reqs=none", "rediss://h:6379/5?ssl_cert_reqs=none"),
-    ("redis://h/15", "redis://h/14"),
-    ("amqp://guest@h//", ""),
-    ("", ""),
-])
+@pytest.mark.parametrize(
+    ("broker", "cache"),
+    [
+        ("redis://127.0.0.1:6379/0", "redis://127.0.0.1:6379/1"),
+        ("redis://:pw@redis-host:6380", "redis://:pw@redis-host:6380/1"),
+        ("rediss://h:6379/4?ssl_cert_reqs=none", "rediss://h:6379/5?ssl_cert_reqs=none"),
+        ("redis://h/15", "redis://h/14"),
+        ("amqp://guest@h//", ""),
+        ("", ""),
+    ],
+)
 def test_the_cache_sits_next_to_the_broker_in_its_own_database(broker, cache):
     assert cache_url_beside(broker) == cache
 
@@ -211,7 +236,9 @@ def test_the_cache_sits_next_to_the_broker_in_its_own_database(broker, cache):
 def test_the_code_version_covers_every_template_and_module_rendered_into_the_cache(tmp_path, monkeypatch):
     """A deploy that changes any template or runs module changes the version, so no older fragment is read."""
     before = runs_cache._code_version()
-    template = Path(runs_cache.__file__).resolve().parent.parent / "templates" / "runs" / "partials" / "_rank_change.html"
+    template = (
+        Path(runs_cache.__file__).resolve().parent.parent / "templates" / "runs" / "partials" / "_rank_change.html"
+    )
     original = template.read_bytes()
     try:
         template.write_bytes(original + b"\n")

@@ -2,6 +2,7 @@
 kept per (benchmark, data generation, validated state), never shared between states, htmx
 swaps or users' pages, retired when the generation moves; jobs warm the default page after they
 commit. Runs on SQLite and PostgreSQL (with Redis when CACHE_URL says so)."""
+
 import io
 import re
 import runpy
@@ -16,9 +17,9 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from runs import cache_warming, jobs, leaderboard_page, services
-from runs.selectors.checklist import filter_choices
 from runs.cache import cache_key, data_generation
 from runs.models import Benchmark, Run, Verdict
+from runs.selectors.checklist import filter_choices
 from runs.services import rollups_rebuild_for_attempts
 
 NATIVE = Path(__file__).resolve().parents[1] / "fixtures" / "native" / "study.jsonl"
@@ -43,9 +44,11 @@ def client_of(django_user_model, name: str) -> Client:
 @pytest.fixture
 def committed(django_capture_on_commit_callbacks):
     """Run a request as if its transaction committed: what it computed is stored in the cache."""
+
     def get(client, url, **headers):
         with django_capture_on_commit_callbacks(execute=True):
             return client.get(url, **headers)
+
     return get
 
 
@@ -98,7 +101,7 @@ def test_query_strings_htmx_swaps_and_slugs_have_their_own_fragments(django_user
         assert results(client.get(f"{url}?{query}" if query else url).content.decode()) == fragment
     swap = committed(client, url + "?sort=isr", HTTP_HX_REQUEST="true").content.decode()
     assert swap.lstrip().startswith('<section id="results">') and 'hx-swap-oob="true"' in swap
-    assert 'hx-swap-oob' not in results(client.get(url + "?sort=isr").content.decode())
+    assert "hx-swap-oob" not in results(client.get(url + "?sort=isr").content.decode())
     # the swap's results come from the cache; the toolbar out of band after them is the user's (its CSRF token)
     assert 'id="page-tools" hx-swap-oob="true"' in swap.split("</section>")[-1]
     again = client.get(url + "?sort=isr", HTTP_HX_REQUEST="true").content.decode()
@@ -126,8 +129,12 @@ def test_filter_choices_are_cached_until_a_new_run_moves_the_generation(django_c
     bench, attempts = build_study()
     with django_capture_on_commit_callbacks(execute=True):
         choices = filter_choices(bench)
-    assert choices == {"run": ["alpha-r1", "beta-r1"], "judge": ["j1", "j2"], "scaffold": ["claudecode"],
-                       "primary_category": ["Skill.md"]}
+    assert choices == {
+        "run": ["alpha-r1", "beta-r1"],
+        "judge": ["j1", "j2"],
+        "scaffold": ["claudecode"],
+        "primary_category": ["Skill.md"],
+    }
     Run.objects.filter(label="beta-r1").update(label="beta-r2")
     assert filter_choices(bench) == choices  # no write that moves the generation yet
     rollups_rebuild_for_attempts([a.id for a in attempts])
@@ -135,8 +142,9 @@ def test_filter_choices_are_cached_until_a_new_run_moves_the_generation(django_c
 
 
 def _ingest_job():
-    return jobs.job_create(kind="ingest", params={"format": "native", "options": {}},
-                               files=[{"path": str(NATIVE), "name": NATIVE.name}])
+    return jobs.job_create(
+        kind="ingest", params={"format": "native", "options": {}}, files=[{"path": str(NATIVE), "name": NATIVE.name}]
+    )
 
 
 @pytest.mark.django_db(transaction=True)
@@ -276,13 +284,16 @@ def test_the_whole_page_is_kept_per_viewer_with_a_fresh_csrf_token_each_time(dja
     assert rendered == []  # read whole, not rendered
     placeholder = leaderboard_page.csrf_placeholder()
     assert placeholder not in first and placeholder not in second
-    assert re.sub(r'value="[^"]+"|"X-CSRFToken": "[^"]+"', "", first) == \
-        re.sub(r'value="[^"]+"|"X-CSRFToken": "[^"]+"', "", second)
+    assert re.sub(r'value="[^"]+"|"X-CSRFToken": "[^"]+"', "", first) == re.sub(
+        r'value="[^"]+"|"X-CSRFToken": "[^"]+"', "", second
+    )
     token = _token(second)
     assert len(token) == len(placeholder) and f'"X-CSRFToken": "{token}"' in second
     assert stored_leaderboard_bytes() and not any(token.encode() in value for value in stored_leaderboard_bytes())
     # the token of the cached page passes the CSRF check (the share form's post: 200 or 400, never 403)
-    share = client.post(reverse("runs:page-share-create", args=[bench.slug]), {"path": url, "csrfmiddlewaretoken": token})
+    share = client.post(
+        reverse("runs:page-share-create", args=[bench.slug]), {"path": url, "csrfmiddlewaretoken": token}
+    )
     assert share.status_code != 403
 
 

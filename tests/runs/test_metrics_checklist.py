@@ -1,4 +1,5 @@
 """Checklist metrics (METRICS.md section 1) on hand-built cells and rollups with known answers."""
+
 import pytest
 
 from runs.categories import normalise_category
@@ -16,7 +17,14 @@ from runs.metrics.checklist import (
     with_bootstrap,
 )
 from runs.models import (
-    AgentModel, Attempt, Benchmark, ChecklistItem, Instance, Judge, Run, Verdict,
+    AgentModel,
+    Attempt,
+    Benchmark,
+    ChecklistItem,
+    Instance,
+    Judge,
+    Run,
+    Verdict,
 )
 from runs.selectors.checklist import leaderboard_rows
 from runs.services import rollups_rebuild_for_attempts
@@ -43,7 +51,12 @@ def test_it_leaves_out_instances_with_no_applicable_items_and_counts_them():
 
 def test_it_pools_repetitions_under_one_judge():
     # two runs of the same model on the same two instances: 3 of 4 attempts succeed
-    cells = [cell(1, 1, 2, 2, run="r1"), cell(2, 2, 2, 1, run="r1"), cell(3, 1, 2, 2, run="r2"), cell(4, 2, 2, 2, run="r2")]
+    cells = [
+        cell(1, 1, 2, 2, run="r1"),
+        cell(2, 2, 2, 1, run="r1"),
+        cell(3, 1, 2, 2, run="r2"),
+        cell(4, 2, 2, 2, run="r2"),
+    ]
     row = score_row("m", None, cells)
     assert row.isr == 75.0 and row.csr == pytest.approx(87.5)
     assert row.n_instances == 2 and row.n_attempts == 4
@@ -52,7 +65,12 @@ def test_it_pools_repetitions_under_one_judge():
 
 def test_it_averages_judges_with_the_population_std():
     # judge a: 1 of 2 succeed (ISR 50, CSR 3/4); judge b: 2 of 2 (ISR 100, CSR 4/4)
-    cells = [cell(1, 1, 2, 2, judge="a"), cell(2, 2, 2, 1, judge="a"), cell(1, 1, 2, 2, judge="b"), cell(2, 2, 2, 2, judge="b")]
+    cells = [
+        cell(1, 1, 2, 2, judge="a"),
+        cell(2, 2, 2, 1, judge="a"),
+        cell(1, 1, 2, 2, judge="b"),
+        cell(2, 2, 2, 2, judge="b"),
+    ]
     row = score_row("m", None, cells)
     assert row.isr == 75.0 and row.isr_std == 25.0
     assert row.csr == pytest.approx(87.5) and row.csr_std == pytest.approx(12.5)
@@ -60,22 +78,40 @@ def test_it_averages_judges_with_the_population_std():
 
 
 def test_it_averages_only_the_judges_that_scored_the_model():
-    cells = [cell(1, 1, 1, 1, model="x", judge="a"), cell(1, 1, 1, 0, model="x", judge="b"),
-             cell(2, 1, 1, 1, model="y", judge="a")]
+    cells = [
+        cell(1, 1, 1, 1, model="x", judge="a"),
+        cell(1, 1, 1, 0, model="x", judge="b"),
+        cell(2, 1, 1, 1, model="y", judge="a"),
+    ]
     rows = {r.model: r for r in score_rows(cells)}
     assert rows["x"].isr == 50.0 and rows["x"].isr_std == 50.0
     assert rows["y"].isr == 100.0 and list(rows["y"].per_judge) == ["a"]
 
 
 def test_it_orders_groups_by_the_given_order_then_by_name():
-    cells = [cell(1, 1, 1, 1, group="Zeta"), cell(1, 1, 1, 1, group="User Query"), cell(1, 1, 1, 1, group="System Prompt")]
+    cells = [
+        cell(1, 1, 1, 1, group="Zeta"),
+        cell(1, 1, 1, 1, group="User Query"),
+        cell(1, 1, 1, 1, group="System Prompt"),
+    ]
     groups = [r.group for r in score_rows(cells, group_order=("System Prompt", "User Query"))]
     assert groups == ["System Prompt", "User Query", "Zeta"]
 
 
 def test_it_buckets_assistant_turns_as_metrics_md_says():
     assert [turn_bucket(t) for t in (1, 5, 6, 10, 11, 20, 21, 40, 41, None, 0)] == [
-        "1-5", "1-5", "6-10", "6-10", "11-20", "11-20", "21-40", "21-40", ">40", "unknown", "unknown"]
+        "1-5",
+        "1-5",
+        "6-10",
+        "6-10",
+        "11-20",
+        "11-20",
+        "21-40",
+        "21-40",
+        ">40",
+        "unknown",
+        "unknown",
+    ]
     rows = isr_by_length([cell(1, 1, 1, 1, turns=3), cell(2, 2, 1, 0, turns=4), cell(3, 3, 1, 1, turns=50)])
     assert [(r.group, r.isr) for r in rows] == [("1-5", 50.0), (">40", 100.0)]
 
@@ -125,17 +161,30 @@ def test_it_bootstraps_an_interval_that_contains_the_estimate():
 def study(db):
     """Two instances, three categories spelled three ways, two models, two judges (one model unseen by judge b)."""
     bench = Benchmark.objects.create(slug="octo", name="Octo", kind="checklist")
-    i1 = Instance.objects.create(benchmark=bench, external_id="i1", scaffold="claude-code", primary_category="md", content_hash="x")
-    i2 = Instance.objects.create(benchmark=bench, external_id="i2", scaffold="kilo", primary_category="sp", content_hash="x")
+    i1 = Instance.objects.create(
+        benchmark=bench, external_id="i1", scaffold="claude-code", primary_category="md", content_hash="x"
+    )
+    i2 = Instance.objects.create(
+        benchmark=bench, external_id="i2", scaffold="kilo", primary_category="sp", content_hash="x"
+    )
     items = {}
     for inst in (i1, i2):
         for n, spelling in enumerate(["SP", "System prompt", "UQ", "Memory bank (project)"]):
             items[(inst.external_id, n)] = ChecklistItem.objects.create(
-                instance=inst, key=f"c{n}", position=n, category=normalise_category(spelling),
-                category_original=spelling, check_type="compliance" if n < 2 else "understanding", content_hash="x")
+                instance=inst,
+                key=f"c{n}",
+                position=n,
+                category=normalise_category(spelling),
+                category_original=spelling,
+                check_type="compliance" if n < 2 else "understanding",
+                content_hash="x",
+            )
     ja, jb = Judge.objects.create(name="a"), Judge.objects.create(name="b")
     mx, my = AgentModel.objects.create(name="x"), AgentModel.objects.create(name="y")
-    rx, ry = Run.objects.create(benchmark=bench, model=mx, label="rx"), Run.objects.create(benchmark=bench, model=my, label="ry")
+    rx, ry = (
+        Run.objects.create(benchmark=bench, model=mx, label="rx"),
+        Run.objects.create(benchmark=bench, model=my, label="ry"),
+    )
     attempts = {}
     for run in (rx, ry):
         for inst in (i1, i2):
@@ -196,7 +245,10 @@ def test_it_recomputes_from_verdicts_when_items_are_excluded(study):
     assert rows["x"].isr == 100.0 and rows["x"].csr == 100.0
     plain = {r.model: r for r in leaderboard_rows(bench.id, Filters(judges=["a"]))}
     assert plain["x"].isr == 50.0
-    grouped = {(r.model, r.group): r for r in leaderboard_rows(bench.id, Filters(judges=["a"]), by="category", excluded_items=excluded)}
+    grouped = {
+        (r.model, r.group): r
+        for r in leaderboard_rows(bench.id, Filters(judges=["a"]), by="category", excluded_items=excluded)
+    }
     assert grouped[("x", "System Prompt")].isr == 100.0
 
 

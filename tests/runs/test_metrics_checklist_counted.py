@@ -1,6 +1,7 @@
 """The by-model leaderboard counted in the database equals the one scored from cells in Python,
 row for row and float for float, including attempts with no applicable item under one judge or
 under every judge, filters, and filters that match nothing. Runs on SQLite and PostgreSQL."""
+
 import runpy
 from pathlib import Path
 
@@ -24,11 +25,18 @@ def test_counting_in_the_database_gives_the_rows_of_the_cells():
     Verdict.objects.filter(attempt__in=beta[:2], judge__name="j2", item__key="c0").update(result="fail")
     Verdict.objects.filter(attempt=beta[3], item__key="c1").update(result="na")
     rollups_rebuild_for_attempts([a.id for a in attempts])
-    for filters in (Filters(), Filters(judges=["j1"]), Filters(judges=["j2", "j3"], runs=["alpha-r1", "beta-r1"]),
-                    Filters(scaffolds=["claudecode"]), Filters(primary_categories=["nothing"])):
+    for filters in (
+        Filters(),
+        Filters(judges=["j1"]),
+        Filters(judges=["j2", "j3"], runs=["alpha-r1", "beta-r1"]),
+        Filters(scaffolds=["claudecode"]),
+        Filters(primary_categories=["nothing"]),
+    ):
         expected = score_rows(attempt_cells(bench.id, filters))
         assert model_rows_counted(bench.id, filters) == expected
-        assert leaderboard_rows(bench.id, filters) == rows_with_usage(expected, bench.id, filters)  # the page adds usage
+        assert leaderboard_rows(bench.id, filters) == rows_with_usage(
+            expected, bench.id, filters
+        )  # the page adds usage
     rows = {r.model: r for r in model_rows_counted(bench.id, Filters())}
     assert rows["alpha"].n_empty == 1 and rows["alpha"].n_attempts == 4 and rows["alpha"].per_judge["j1"].n_empty == 2
     assert rows["beta"].per_judge["j2"].isr == 60.0 and rows["beta"].isr_std > 0

@@ -1,4 +1,5 @@
 """Choice-benchmark metrics equal scikit-learn's (METRICS.md section 5)."""
+
 import os
 import random
 import subprocess
@@ -60,7 +61,7 @@ def sklearn_scores(rows):
     # sklearn refuses a mix of numbers and text: compare as the reference does on one type
     if any(isinstance(v, str) for v in truth + predicted) and any(not isinstance(v, str) for v in truth + predicted):
         raise AssertionError("mixed label types in a generated category")
-    kwargs = dict(average="macro", zero_division=0)
+    kwargs = {"average": "macro", "zero_division": 0}
     return (
         100 * accuracy_score(truth, predicted),
         100 * precision_score(truth, predicted, **kwargs),
@@ -97,7 +98,7 @@ def test_it_equals_sklearn_on_tiny_edge_cases():
     ]
     for truth, predicted in cases:
         p, r, f = macro_precision_recall_f1(truth, predicted)
-        kwargs = dict(average="macro", zero_division=0)
+        kwargs = {"average": "macro", "zero_division": 0}
         assert p == pytest.approx(precision_score(truth, predicted, **kwargs))
         assert r == pytest.approx(recall_score(truth, predicted, **kwargs))
         assert f == pytest.approx(f1_score(truth, predicted, **kwargs))
@@ -225,10 +226,15 @@ def test_it_reads_rows_keeping_label_types_and_rule_types():
 def test_it_reads_the_normalised_view_from_the_lenient_comparison():
     benchmark = Benchmark.objects.create(slug="guidebench", name="GuideBench", kind="choice")
     run = Run.objects.create(benchmark=benchmark, model=AgentModel.objects.create(name="m"), label="r")
-    instance = Instance.objects.create(benchmark=benchmark, external_id="relevance-1", primary_category="relevance",
-                                       content_hash="h", spec={})
-    outcome = {"answer": "2", "ground_truth": "2（强相关）", "unanswered": False,
-               "normalised": {"answer": "2", "ground_truth": "2", "correct": True}}
+    instance = Instance.objects.create(
+        benchmark=benchmark, external_id="relevance-1", primary_category="relevance", content_hash="h", spec={}
+    )
+    outcome = {
+        "answer": "2",
+        "ground_truth": "2（强相关）",
+        "unanswered": False,
+        "normalised": {"answer": "2", "ground_truth": "2", "correct": True},
+    }
     Attempt.objects.create(run=run, instance=instance, outcome=outcome)
     [exact] = run_metrics(choice_rows(benchmark.id, ["r"]))
     [lenient] = run_metrics(choice_rows(benchmark.id, ["r"], view="normalised"))
@@ -238,8 +244,11 @@ def test_it_reads_the_normalised_view_from_the_lenient_comparison():
 def test_the_reference_overall_weights_its_six_categories_by_the_full_benchmark_counts():
     """evaluate.py's "all": fixed weights 442/192/52/180/58/118, audit ignored, whatever the files hold."""
     correct = {"price": 3, "relevance": 1, "math": 0, "chat": 2, "summary": 4, "hallu": 1, "audit": 4}
-    rows = [ChoiceRow("r", "m", c, 10 * n + i, f"{c}{i}", "A", "A" if i < k else "B")
-            for n, (c, k) in enumerate(correct.items()) for i in range(4)]
+    rows = [
+        ChoiceRow("r", "m", c, 10 * n + i, f"{c}{i}", "A", "A" if i < k else "B")
+        for n, (c, k) in enumerate(correct.items())
+        for i in range(4)
+    ]
     [result] = run_metrics(rows)
     accuracies = {c: 100 * k / 4 for c, k in correct.items()}
     weights = {"price": 442, "relevance": 192, "math": 52, "chat": 180, "summary": 58, "hallu": 118}
@@ -257,12 +266,27 @@ PREDICTED = "CBAACDCCAEDDDCCCDBEEBACAEBEDCAEADBDBDBAB"
 def test_the_macro_mean_rounds_alike_in_every_process():
     """The labels are summed sorted, as scikit-learn does, not in a set's order, which changes with the hash seed
     from one process to the next (it moved the last digit of an export between two workers)."""
-    script = (f"TRUTH, PREDICTED = {TRUTH!r}, {PREDICTED!r}; from runs.metrics.choice import macro_precision_recall_f1 as m; "
-              "print(repr(m(list(TRUTH), list(PREDICTED))))")
-    answers = {subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True,
-                              env={**os.environ, "PYTHONHASHSEED": str(seed)}).stdout for seed in range(12)}
+    script = (
+        f"TRUTH, PREDICTED = {TRUTH!r}, {PREDICTED!r}; from runs.metrics.choice import macro_precision_recall_f1 as m; "
+        "print(repr(m(list(TRUTH), list(PREDICTED))))"
+    )
+    answers = {
+        subprocess.run(
+            [sys.executable, "-c", script],
+            capture_output=True,
+            text=True,
+            check=True,
+            env={**os.environ, "PYTHONHASHSEED": str(seed)},
+        ).stdout
+        for seed in range(12)
+    }
     assert len(answers) == 1
     truth, predicted = list(TRUTH), list(PREDICTED)
-    kwargs = dict(average="macro", zero_division=0)
-    assert answers.pop().strip() == repr((precision_score(truth, predicted, **kwargs),
-                                          recall_score(truth, predicted, **kwargs), f1_score(truth, predicted, **kwargs)))
+    kwargs = {"average": "macro", "zero_division": 0}
+    assert answers.pop().strip() == repr(
+        (
+            precision_score(truth, predicted, **kwargs),
+            recall_score(truth, predicted, **kwargs),
+            f1_score(truth, predicted, **kwargs),
+        )
+    )

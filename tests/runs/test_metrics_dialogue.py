@@ -1,4 +1,5 @@
 """Dialogue metrics (METRICS.md section 3) on hand-built logs, checked against hand computation."""
+
 import math
 
 import pytest
@@ -8,17 +9,17 @@ from runs.metrics.dialogue import (
     PatienceRefused,
     TurnRow,
     dialogue_metrics,
+    ending_counts,
     group_pass_rates,
     longest_success_run,
     patience_cut,
-    ending_counts,
     recoveries_and_lapses,
     reference_metrics,
-    viewer_turns,
     resimulate,
     rows_by,
     steepest_drop,
     survival_curve,
+    viewer_turns,
 )
 
 
@@ -165,7 +166,10 @@ def test_it_groups_rows_by_model_or_run():
         dialogue("c", PATIENCE_ENDED, model="m2", run="m2-r1", ended_by="patience"),
     ]
     by_model = rows_by(ds)
-    assert [(r.label, r.metrics.dialogues, r.runs) for r in by_model] == [("m1", 2, ["m1-r1", "m1-r2"]), ("m2", 1, ["m2-r1"])]
+    assert [(r.label, r.metrics.dialogues, r.runs) for r in by_model] == [
+        ("m1", 2, ["m1-r1", "m1-r2"]),
+        ("m2", 1, ["m2-r1"]),
+    ]
     assert by_model[1].ended_by_patience == 1
     assert [r.label for r in rows_by(ds, by="run")] == ["m1-r1", "m1-r2", "m2-r1"]
 
@@ -176,10 +180,14 @@ def test_it_treats_a_turn_without_active_constraints_as_satisfied():
 
 
 def test_it_marks_constraint_changes_against_the_previous_turn_of_the_same_topic():
-    spec = {"turns": [
-        {"turn": 1, "active_topic": "A"}, {"turn": 2, "active_topic": "B"}, {"turn": 3, "active_topic": "A"},
-        {"turn": 4, "active_topic": "A"},
-    ]}
+    spec = {
+        "turns": [
+            {"turn": 1, "active_topic": "A"},
+            {"turn": 2, "active_topic": "B"},
+            {"turn": 3, "active_topic": "A"},
+            {"turn": 4, "active_topic": "A"},
+        ]
+    }
     items = [
         {"id": 1, "key": "t1:length", "turn": 1, "group": "length", "details": {"args": {"number": 5}}},
         {"id": 2, "key": "t1:case", "turn": 1, "group": "case", "details": {"args": {"mode": "all_lower"}}},
@@ -227,7 +235,10 @@ def test_the_reference_prints_inf_nan_where_score_py_divides_by_zero():
     metrics = dialogue_metrics([recovered_at_the_end, empty])
     assert metrics.rob == 50.0 and set(ref.differs_from(metrics)) == {"rob", "rec"}
     assert ending_counts([stopped_after_one_failure, recovered_at_the_end, empty, dialogue("G", [(1, 1)])]) == {
-        "patience": 0, "script_end": 2, "stopped": 2}
+        "patience": 0,
+        "script_end": 2,
+        "stopped": 2,
+    }
 
 
 def test_rows_carry_the_reference_and_say_where_it_differs(three):

@@ -1,4 +1,5 @@
 """Hierarchy metrics (METRICS.md section 4) on hand-built rows with known answers."""
+
 import pytest
 
 from runs.metrics.hierarchy import (
@@ -18,9 +19,19 @@ from runs.metrics.hierarchy import (
 
 
 def row(n, *, test=True, style=True, run="r1", model="m1", tiers=6, groups=None):
-    return SampleRow(attempt_id=n + (1000 if run != "r1" else 0), run=run, model=model, interface="ordinal",
-                     sample=str(n), instance_id=n, tiers=tiers, n_instructions=tiers,
-                     test_passed=test, style_passed=style, groups=groups or {})
+    return SampleRow(
+        attempt_id=n + (1000 if run != "r1" else 0),
+        run=run,
+        model=model,
+        interface="ordinal",
+        sample=str(n),
+        instance_id=n,
+        tiers=tiers,
+        n_instructions=tiers,
+        test_passed=test,
+        style_passed=style,
+        groups=groups or {},
+    )
 
 
 def test_it_counts_a_sample_for_acc_only_when_tests_and_style_both_pass():
@@ -65,7 +76,11 @@ def test_it_splits_accuracy_by_tiers():
 
 
 def test_it_rates_each_style_group_over_the_samples_that_have_it():
-    rows = [row(1, groups={"indent": True, "quotes": False}), row(2, groups={"indent": False}), row(3, groups={"indent": True})]
+    rows = [
+        row(1, groups={"indent": True, "quotes": False}),
+        row(2, groups={"indent": False}),
+        row(3, groups={"indent": True}),
+    ]
     got = [(g.group, g.n, g.passed, g.rate) for g in style_group_rates(rows)]
     assert got == [("indent", 3, 2, pytest.approx(200 / 3)), ("quotes", 1, 0, 0.0)]
 
@@ -91,7 +106,9 @@ def test_it_reports_no_flip_between_identical_runs():
 
 
 def member(key, rank, active, satisfied, position=None):
-    return Member(key=key, style_id=f"s{key}", rank=rank, position=position or int(key), active=active, satisfied=satisfied)
+    return Member(
+        key=key, style_id=f"s{key}", rank=rank, position=position or int(key), active=active, satisfied=satisfied
+    )
 
 
 def test_it_calls_a_group_won_when_every_active_member_is_satisfied():
@@ -100,7 +117,12 @@ def test_it_calls_a_group_won_when_every_active_member_is_satisfied():
 
 
 def test_it_reports_the_highest_ranked_satisfied_suppressed_member():
-    members = [member("1", 1, True, False), member("2", 3, False, True), member("3", 2, False, True), member("4", 5, False, False)]
+    members = [
+        member("1", 1, True, False),
+        member("2", 3, False, True),
+        member("3", 2, False, True),
+        member("4", 5, False, False),
+    ]
     assert conflict_outcome(members) == ("suppressed", 2, 2)
 
 
@@ -115,23 +137,51 @@ def test_it_does_not_count_a_half_satisfied_chain_as_won():
 
 
 def outcome(model, tiers, kind, place=None):
-    return ConflictOutcome(attempt_id=1, run=model, model=model, sample="s", tiers=tiers, group=1, style_group="g",
-                           members=(), outcome=kind, suppressed_rank=place, suppressed_place=place)
+    return ConflictOutcome(
+        attempt_id=1,
+        run=model,
+        model=model,
+        sample="s",
+        tiers=tiers,
+        group=1,
+        style_group="g",
+        members=(),
+        outcome=kind,
+        suppressed_rank=place,
+        suppressed_place=place,
+    )
 
 
 def test_it_rates_conflict_outcomes_per_model_overall_and_per_tiers():
-    outcomes = [outcome("m", 6, "winner"), outcome("m", 6, "suppressed", 2), outcome("m", 12, "none"), outcome("m", 12, "winner")]
+    outcomes = [
+        outcome("m", 6, "winner"),
+        outcome("m", 6, "suppressed", 2),
+        outcome("m", 12, "none"),
+        outcome("m", 12, "winner"),
+    ]
     rates = resolution_rates(outcomes)
     assert [(r.tiers, r.n, r.winner, r.suppressed, r.none) for r in rates] == [
-        (None, 4, 50.0, 25.0, 25.0), (6, 2, 50.0, 50.0, 0.0), (12, 2, 50.0, 0.0, 50.0)]
+        (None, 4, 50.0, 25.0, 25.0),
+        (6, 2, 50.0, 50.0, 0.0),
+        (12, 2, 50.0, 0.0, 50.0),
+    ]
     assert rates[0].places == {2: 1}
 
 
 def test_it_counts_agreement_per_group_leaving_out_not_applicable():
-    pairs = [("indent", "pass", "pass"), ("indent", "pass", "fail"), ("indent", "fail", "pass"),
-             ("quotes", "fail", "fail"), ("quotes", "na", "pass")]
+    pairs = [
+        ("indent", "pass", "pass"),
+        ("indent", "pass", "fail"),
+        ("indent", "fail", "pass"),
+        ("quotes", "fail", "fail"),
+        ("quotes", "na", "pass"),
+    ]
     rows = {r.group: r for r in agreement(pairs)}
-    assert (rows["indent"].pairs, rows["indent"].agree, rows["indent"].logged_pass_checker_fail,
-            rows["indent"].logged_fail_checker_pass) == (3, 1, 1, 1)
+    assert (
+        rows["indent"].pairs,
+        rows["indent"].agree,
+        rows["indent"].logged_pass_checker_fail,
+        rows["indent"].logged_fail_checker_pass,
+    ) == (3, 1, 1, 1)
     assert rows["quotes"].pairs == 1 and rows["quotes"].percent == 100.0
     assert rows["all groups"].pairs == 4 and rows["all groups"].agree == 2

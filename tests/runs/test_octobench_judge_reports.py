@@ -1,6 +1,7 @@
 """OctoBench results evaluate.py writes when something went wrong, from the project's own fixture
 (tests/fixtures/octobench/scores_errors.json, in evaluate.py's exact shapes): stored as what they are,
 counted as evaluate.py counts them, and shown in plain words on the leaderboard and the attempt page."""
+
 import csv
 import io
 import json
@@ -12,10 +13,17 @@ from django.urls import reverse
 from runs.ingest import Options, Source, ingest
 from runs.metrics import checklist as metrics
 from runs.metrics.checklist import Filters
-from runs.selectors import checklist as selectors
 from runs.models import (
-    Attempt, AttemptRollup, Benchmark, ChecklistItem, GroupRollup, JudgeReport, ReportStatus, Verdict,
+    Attempt,
+    AttemptRollup,
+    Benchmark,
+    ChecklistItem,
+    GroupRollup,
+    JudgeReport,
+    ReportStatus,
+    Verdict,
 )
+from runs.selectors import checklist as selectors
 from runs.views.checklist import REPLY_PAGE
 
 pytestmark = pytest.mark.django_db
@@ -54,8 +62,10 @@ def test_it_keeps_an_unscored_instance_with_the_judges_reply_and_no_verdicts(err
 def test_it_counts_an_unscored_instance_as_every_check_failed(errors):
     # evaluate.py gives it reward 0: as many failed checks as its checklist has (6 for oct-alpha, 5 for oct-beta)
     rollups = {r.instance.external_id: r for r in AttemptRollup.objects.select_related("instance")}
-    assert [(rollups[i].n_items, rollups[i].n_applicable, rollups[i].n_passed, rollups[i].unscored)
-            for i in ("oct-alpha", "oct-beta")] == [(0, 6, 0, "not_json"), (0, 5, 0, "failed")]
+    assert [
+        (rollups[i].n_items, rollups[i].n_applicable, rollups[i].n_passed, rollups[i].unscored)
+        for i in ("oct-alpha", "oct-beta")
+    ] == [(0, 6, 0, "not_json"), (0, 5, 0, "failed")]
 
 
 def test_it_passes_a_check_only_when_its_result_is_exactly_success(errors):
@@ -85,13 +95,16 @@ def test_the_counted_rows_and_the_cells_agree_with_unscored_attempts(errors):
     cells = metrics.score_rows(selectors.attempt_cells(bench.id, Filters()))
     for a, b in zip(counted, cells, strict=True):
         assert a.macro_csr == pytest.approx(b.macro_csr)
-        assert {j: (s.unscored, s.n_unrecognised, s.n_attempts) for j, s in a.per_judge.items()} == \
-            {j: (s.unscored, s.n_unrecognised, s.n_attempts) for j, s in b.per_judge.items()}
+        assert {j: (s.unscored, s.n_unrecognised, s.n_attempts) for j, s in a.per_judge.items()} == {
+            j: (s.unscored, s.n_unrecognised, s.n_attempts) for j, s in b.per_judge.items()
+        }
 
 
 def test_an_exclusion_policy_still_counts_unscored_attempts(errors):
     bench = Benchmark.objects.get()
-    some_item = Verdict.objects.filter(attempt=attempt_of("oct-gamma"), item__key="AG-1").values_list("item_id", flat=True)
+    some_item = Verdict.objects.filter(attempt=attempt_of("oct-gamma"), item__key="AG-1").values_list(
+        "item_id", flat=True
+    )
     (row,) = selectors.leaderboard_rows(bench.id, Filters(), excluded_items=list(some_item))
     judge = row.per_judge["judge-e"]
     assert judge.n_attempts == 3 and judge.unscored == {"not_json": 1, "failed": 1}
@@ -100,8 +113,11 @@ def test_an_exclusion_policy_still_counts_unscored_attempts(errors):
 
 def test_an_exclusion_policy_leaves_items_out_of_an_unscored_attempt_too(errors):
     bench = Benchmark.objects.get()
-    sp_items = list(ChecklistItem.objects.filter(instance__external_id="oct-alpha", key__startswith="SP-")
-                    .values_list("id", flat=True))
+    sp_items = list(
+        ChecklistItem.objects.filter(instance__external_id="oct-alpha", key__startswith="SP-").values_list(
+            "id", flat=True
+        )
+    )
     (row,) = selectors.leaderboard_rows(bench.id, Filters(), excluded_items=sp_items)
     assert row.per_judge["judge-e"].csr == pytest.approx(100 * 1 / 12)  # oct-alpha counts 4 failed checks, not 6
     cells = selectors.leaderboard_rows(bench.id, Filters(), by="category", excluded_items=sp_items)
@@ -110,12 +126,25 @@ def test_an_exclusion_policy_leaves_items_out_of_an_unscored_attempt_too(errors)
     assert (system_prompt.per_judge["judge-e"].n_applicable, system_prompt.per_judge["judge-e"].n_passed) == (1, 0)
 
 
-
 @pytest.mark.parametrize("by", ["model", "category", "check_type", "judge", "scaffold"])
 def test_the_verdict_path_counts_judge_reports_as_the_rollups_do(errors, by):
     bench = Benchmark.objects.get()
-    figures = lambda rows: [(r.model, r.group, r.isr, r.csr, r.macro_csr, r.n_attempts, r.n_empty,  # noqa: E731
-                             {j: (s.unscored, s.n_unrecognised) for j, s in r.per_judge.items()}) for r in rows]
+
+    def figures(rows):
+        return [
+            (
+                r.model,
+                r.group,
+                r.isr,
+                r.csr,
+                r.macro_csr,
+                r.n_attempts,
+                r.n_empty,
+                {j: (s.unscored, s.n_unrecognised) for j, s in r.per_judge.items()},
+            )
+            for r in rows
+        ]
+
     from_rollups = selectors.leaderboard_rows(bench.id, Filters(), by=by, bootstrap=by == "model")
     from_verdicts = selectors.leaderboard_rows(bench.id, Filters(), by=by, excluded_items=[-1])  # leaves nothing out
     assert figures(from_verdicts) == figures(from_rollups)
@@ -138,14 +167,19 @@ def test_a_result_unscored_on_reimport_drops_the_judges_old_verdicts(tmp_path):
 
 def test_it_refuses_what_evaluate_py_cannot_write(tmp_path):
     ingest("octobench-instances", [Source.of(FIXTURES / "instances.jsonl")], Options())
-    bad = {"results": [{"instance_id": "oct-alpha", "success": True, "reward": 1.0},
-                       {"instance_id": "oct-beta", "success": True, "eval_result": [1, 2]}]}
+    bad = {
+        "results": [
+            {"instance_id": "oct-alpha", "success": True, "reward": 1.0},
+            {"instance_id": "oct-beta", "success": True, "eval_result": [1, 2]},
+        ]
+    }
     (tmp_path / "scores.json").write_text(json.dumps(bad, indent=1))
     with pytest.raises(Exception) as info:
         load(tmp_path / "scores.json")
     assert [str(p) for p in info.value.problems] == [
         "scores.json:3: a result with success true has no 'eval_result'",
-        "scores.json:8: 'eval_result' should be an object (evaluate.py writes no other shape)"]
+        "scores.json:8: 'eval_result' should be an object (evaluate.py writes no other shape)",
+    ]
     assert not JudgeReport.objects.exists()
 
 
@@ -153,7 +187,9 @@ def test_it_refuses_what_evaluate_py_cannot_write(tmp_path):
 def test_the_leaderboard_says_what_it_counted_and_shows_macro_csr(errors, reviewer_client):
     html = reviewer_client.get(reverse("runs:checklist-leaderboard", args=["octobench"])).content.decode()
     assert "Macro CSR %" in html and "11.11" in html  # evaluate.py's avg_reward 0.111
-    assert "2 judge results scored nothing (the judge API call failed: 1; the judge&#x27;s reply was not JSON: 1)" in html
+    assert (
+        "2 judge results scored nothing (the judge API call failed: 1; the judge&#x27;s reply was not JSON: 1)" in html
+    )
     assert "2 verdicts carried a result string the reference scorer does not recognise" in html
     assert "<code>avg_reward</code>" in html
 
@@ -185,8 +221,18 @@ def test_the_attempt_page_says_in_plain_words_what_went_wrong(errors, reviewer_c
 def test_a_long_reply_is_cut_on_the_page_and_served_escaped_in_parts(reviewer_client, tmp_path):
     ingest("octobench-instances", [Source.of(FIXTURES / "instances.jsonl")], Options())
     reply = "<i>x</i>" + "y" * (REPLY_PAGE + 10)
-    document = {"results": [{"instance_id": "oct-alpha", "success": True, "reward": 0.0, "binary_reward": 0,
-                             "eval_result": {"error": "Extra data", "raw_response": reply}, "detailed_results": {}}]}
+    document = {
+        "results": [
+            {
+                "instance_id": "oct-alpha",
+                "success": True,
+                "reward": 0.0,
+                "binary_reward": 0,
+                "eval_result": {"error": "Extra data", "raw_response": reply},
+                "detailed_results": {},
+            }
+        ]
+    }
     (tmp_path / "scores.json").write_text(json.dumps(document))
     load(tmp_path / "scores.json")
     attempt = attempt_of("oct-alpha")
@@ -196,15 +242,17 @@ def test_a_long_reply_is_cut_on_the_page_and_served_escaped_in_parts(reviewer_cl
     url = reverse("runs:attempt-judge-reply", args=[attempt.id])
     judge = JudgeReport.objects.get().judge_id
     first = reviewer_client.get(f"{url}?judge={judge}").content.decode()
-    assert first.startswith("<pre class=\"msg-text\">&lt;i&gt;x&lt;/i&gt;yyy") and "Part 1 of 2" in first
+    assert first.startswith('<pre class="msg-text">&lt;i&gt;x&lt;/i&gt;yyy') and "Part 1 of 2" in first
     second = reviewer_client.get(f"{url}?judge={judge}&part=2").content.decode()
-    assert second == "<pre class=\"msg-text\">" + reply[REPLY_PAGE:] + "</pre>"
+    assert second == '<pre class="msg-text">' + reply[REPLY_PAGE:] + "</pre>"
     assert reviewer_client.get(f"{url}?judge=999").status_code == 404
 
 
 def test_the_matrix_by_source_counts_an_unscored_attempts_items_failed(errors):
-    rows = {(r.dimension, r.value): (r.n_applicable, r.n_passed)
-            for r in GroupRollup.objects.filter(attempt=attempt_of("oct-alpha"))}
+    rows = {
+        (r.dimension, r.value): (r.n_applicable, r.n_passed)
+        for r in GroupRollup.objects.filter(attempt=attempt_of("oct-alpha"))
+    }
     assert rows[("category", "System Prompt")] == (2, 0) and rows[("check_type", "process")] == (2, 0)
     assert sum(n for (dimension, _), (n, _) in rows.items() if dimension == "category") == 6
     cells = selectors.leaderboard_rows(Benchmark.objects.get().id, Filters(), by="category")
@@ -215,8 +263,11 @@ def test_the_matrix_by_source_counts_an_unscored_attempts_items_failed(errors):
 def test_a_scores_file_of_many_results_imports_in_batches(tmp_path):
     # more results than one write batch (and than the COPY threshold on PostgreSQL), a third of them unscored
     n = 450
-    instances = "".join(json.dumps({"instance_id": f"b{i}", "checklist": {"SP": {"checks": [
-        {"check_id": "a"}, {"check_id": "b"}]}}}) + "\n" for i in range(n))
+    instances = "".join(
+        json.dumps({"instance_id": f"b{i}", "checklist": {"SP": {"checks": [{"check_id": "a"}, {"check_id": "b"}]}}})
+        + "\n"
+        for i in range(n)
+    )
     (tmp_path / "instances.jsonl").write_text(instances)
     ingest("octobench-instances", [Source.of(tmp_path / "instances.jsonl")], Options())
     results = []
@@ -225,28 +276,44 @@ def test_a_scores_file_of_many_results_imports_in_batches(tmp_path):
             results.append({"instance_id": f"b{i}", "success": False, "error": "Connection error.", "reward": 0.0})
         else:
             word = "Success" if i % 3 == 1 else "success"
-            results.append({"instance_id": f"b{i}", "success": True, "reward": 0.5 if i % 3 == 1 else 1.0,
-                            "binary_reward": int(i % 3 == 2), "eval_result": {"SP": {"checks": [
-                                {"check_id": "a", "result": "success"}, {"check_id": "b", "result": word}]}}})
+            results.append(
+                {
+                    "instance_id": f"b{i}",
+                    "success": True,
+                    "reward": 0.5 if i % 3 == 1 else 1.0,
+                    "binary_reward": int(i % 3 == 2),
+                    "eval_result": {
+                        "SP": {"checks": [{"check_id": "a", "result": "success"}, {"check_id": "b", "result": word}]}
+                    },
+                }
+            )
     (tmp_path / "scores.json").write_text(json.dumps({"results": results}))
 
     load(tmp_path / "scores.json")
 
     (row,) = selectors.leaderboard_rows(Benchmark.objects.get().id, Filters())
     judge = row.per_judge["judge-e"]
-    assert (judge.n_attempts, judge.n_success, judge.unscored, judge.n_unrecognised) == (n, n // 3, {"failed": n // 3}, n // 3)
+    assert (judge.n_attempts, judge.n_success, judge.unscored, judge.n_unrecognised) == (
+        n,
+        n // 3,
+        {"failed": n // 3},
+        n // 3,
+    )
     assert judge.macro_csr == pytest.approx(100 * (0.5 + 1.0) / 3)
     assert JudgeReport.objects.filter(unrecognised={"b": "Success"}).count() == n // 3
 
 
 def test_the_drill_down_says_which_attempts_a_judge_did_not_score(errors, reviewer_client):
-    html = reviewer_client.get(reverse("runs:checklist-attempts", args=["octobench"]) + "?model=model-x").content.decode()
+    html = reviewer_client.get(
+        reverse("runs:checklist-attempts", args=["octobench"]) + "?model=model-x"
+    ).content.decode()
     assert "Not scored by judge-e: the judge&#x27;s reply was not JSON (every check counted failed)" in html
     assert "Not scored by judge-e: the judge API call failed" in html
     assert "all passed" not in html
 
 
 def test_the_drill_down_of_a_source_says_it_too(errors, reviewer_client):
-    html = reviewer_client.get(reverse("runs:checklist-attempts", args=["octobench"])
-                               + "?model=model-x&by=category&group=System+Prompt").content.decode()
+    html = reviewer_client.get(
+        reverse("runs:checklist-attempts", args=["octobench"]) + "?model=model-x&by=category&group=System+Prompt"
+    ).content.decode()
     assert "Not scored by judge-e: the judge&#x27;s reply was not JSON" in html and "all passed" not in html

@@ -7,6 +7,7 @@ evaluate.py writes when something goes wrong. The files it writes are imported t
 portal's ingest, and the leaderboard API must give the numbers evaluate.py printed, figure by figure.
 Skipped when ../shared or the `openai` package (evaluate.py's client) is absent.
 """
+
 import importlib.util
 import json
 import os
@@ -31,7 +32,11 @@ SLUG = "octo-ref"
 
 #: instance id -> checklist {category: [check ids]}; i09 has none, i10's trajectory file is empty
 CHECKLISTS = {
-    f"i{n:02d}": {"SP": [f"SP-{n}-1", f"SP-{n}-2"], "User query": [f"UQ-{n}-1"], **({"Memory": [f"MEM-{n}-1"]} if n % 2 else {})}
+    f"i{n:02d}": {
+        "SP": [f"SP-{n}-1", f"SP-{n}-2"],
+        "User query": [f"UQ-{n}-1"],
+        **({"Memory": [f"MEM-{n}-1"]} if n % 2 else {}),
+    }
     for n in range(1, 11)
 }
 CHECKLISTS["i09"] = {}
@@ -49,7 +54,9 @@ def judged(checklist: dict, result, **extra) -> dict:
         checks = []
         for check in group["checks"]:
             position += 1
-            checks.append({**check, "reasoning": f"looked at {check['check_id']}", "result": result(check["check_id"], position)})
+            checks.append(
+                {**check, "reasoning": f"looked at {check['check_id']}", "result": result(check["check_id"], position)}
+            )
         out[category] = {**group, "checks": checks}
     return {**out, **extra}
 
@@ -74,14 +81,17 @@ def _spellings(checklist: dict) -> str:
 def _extras(checklist: dict) -> str:
     """A check the checklist lacks (passed), one repeated, one without a result: evaluate.py counts all."""
     reply = judged(checklist, lambda cid, k: "success")
-    reply["SP"]["checks"] += [{"check_id": "SP-made-up", "result": "success"}, {**reply["SP"]["checks"][0], "result": "fail"},
-                              {"check_id": reply["User query"]["checks"][0]["check_id"] + "-x"}]
+    reply["SP"]["checks"] += [
+        {"check_id": "SP-made-up", "result": "success"},
+        {**reply["SP"]["checks"][0], "result": "fail"},
+        {"check_id": reply["User query"]["checks"][0]["check_id"] + "-x"},
+    ]
     return json.dumps(reply)
 
 
 #: what the error judge does per instance (i09 and i10 never reach it: evaluate.py fails them first)
 ERROR_JUDGE = {
-    "i01": "I checked the trajectory.\n<b>Verdict</b>: mostly fine, see below.\n{\"SP\": {\"checks\": [",  # not JSON
+    "i01": 'I checked the trajectory.\n<b>Verdict</b>: mostly fine, see below.\n{"SP": {"checks": [',  # not JSON
     "i02": Error(400, "The prompt is too long for this model."),  # the API call fails
     "i03": _spellings,
     "i04": json.dumps({"error": "I cannot judge this conversation"}),  # JSON, read as an error
@@ -98,20 +108,43 @@ def write_inputs(folder: Path) -> tuple[Path, Path]:
     tasks = folder / "data.jsonl"
     with tasks.open("w", encoding="utf-8") as f:
         for case, groups in CHECKLISTS.items():
-            checklist = {category: {"description": f"{category} rules", "checks": [
-                {"check_id": cid, "description": f"requirement {cid}", "check_type": "compliance"} for cid in ids]}
-                for category, ids in groups.items()}
-            f.write(json.dumps({"instance_id": case, "user_query": [f"case {case}"], "category": "SP",
-                                "scaffold": {"name": "claudecode", "version": "2.0.69"}, "checklist": checklist}) + "\n")
+            checklist = {
+                category: {
+                    "description": f"{category} rules",
+                    "checks": [
+                        {"check_id": cid, "description": f"requirement {cid}", "check_type": "compliance"}
+                        for cid in ids
+                    ],
+                }
+                for category, ids in groups.items()
+            }
+            f.write(
+                json.dumps(
+                    {
+                        "instance_id": case,
+                        "user_query": [f"case {case}"],
+                        "category": "SP",
+                        "scaffold": {"name": "claudecode", "version": "2.0.69"},
+                        "checklist": checklist,
+                    }
+                )
+                + "\n"
+            )
     trajectories = folder / "trajectories"
     trajectories.mkdir()
     for case in CHECKLISTS:
-        record = {"meta": {"session_id": case, "model": MODEL},
-                  "tools": [{"type": "function", "function": {"name": "Read", "description": "read a file"}}],
-                  "messages": [{"role": "system", "content": "You are a coding agent."},
-                               {"role": "user", "content": f"case {case}: explain the partition function"},
-                               {"role": "assistant", "content": f"Done with case {case}."}]}
-        (trajectories / f"{case}.jsonl").write_text("" if case == "i10" else json.dumps(record) + "\n", encoding="utf-8")
+        record = {
+            "meta": {"session_id": case, "model": MODEL},
+            "tools": [{"type": "function", "function": {"name": "Read", "description": "read a file"}}],
+            "messages": [
+                {"role": "system", "content": "You are a coding agent."},
+                {"role": "user", "content": f"case {case}: explain the partition function"},
+                {"role": "assistant", "content": f"Done with case {case}."},
+            ],
+        }
+        (trajectories / f"{case}.jsonl").write_text(
+            "" if case == "i10" else json.dumps(record) + "\n", encoding="utf-8"
+        )
     return tasks, trajectories
 
 
@@ -119,10 +152,27 @@ def run_evaluate(tasks: Path, trajectories: Path, judge: str, base_url: str, cwd
     """evaluate.py's scores file and the summary figures it printed."""
     output = cwd / f"scores_{judge}.json"
     done = subprocess.run(
-        [sys.executable, str(EVALUATE), "--trajectories", str(trajectories), "--data", str(tasks), "--output", str(output),
-         "--model", judge, "--base-url", base_url, "--api-key", "sk-test"],
-        cwd=cwd, env=loopback_env(dict(os.environ)) | {"PYTHONIOENCODING": "utf-8"}, capture_output=True,
-        encoding="utf-8", timeout=300,
+        [
+            sys.executable,
+            str(EVALUATE),
+            "--trajectories",
+            str(trajectories),
+            "--data",
+            str(tasks),
+            "--output",
+            str(output),
+            "--model",
+            judge,
+            "--base-url",
+            base_url,
+            "--api-key",
+            "sk-test",
+        ],
+        cwd=cwd,
+        env=loopback_env(dict(os.environ)) | {"PYTHONIOENCODING": "utf-8"},
+        capture_output=True,
+        encoding="utf-8",
+        timeout=300,
     )
     assert done.returncode == 0, done.stderr[-2000:]
     printed = dict(re.findall(r"\[DONE\] (总数|成功|平均分|通过数): (\S+)", done.stdout))
@@ -149,16 +199,22 @@ def reference_files(tmp_path_factory):
 
 
 def _without(tasks: Path, target: Path, cases: tuple[str, ...]) -> Path:
-    target.write_text("".join(line for line in tasks.read_text().splitlines(keepends=True)
-                              if json.loads(line)["instance_id"] not in cases))
+    target.write_text(
+        "".join(
+            line for line in tasks.read_text().splitlines(keepends=True) if json.loads(line)["instance_id"] not in cases
+        )
+    )
     return target
 
 
 def import_all(tasks: Path, trajectories: Path, outputs: dict) -> None:
     options = {"benchmark": SLUG}
     ingest("octobench-instances", [Source.of(tasks)], Options(**options))
-    ingest("octobench-trajectories", [Source.of(p) for p in sorted(trajectories.glob("*.jsonl")) if p.stat().st_size],
-           Options(**options))
+    ingest(
+        "octobench-trajectories",
+        [Source.of(p) for p in sorted(trajectories.glob("*.jsonl")) if p.stat().st_size],
+        Options(**options),
+    )
     for judge in outputs:
         path = tasks.parent.parent / f"scores_{judge}.json"
         ingest("octobench-scores", [Source.of(path)], Options(model=MODEL, judge=judge, **options))
@@ -200,7 +256,9 @@ def test_the_portal_api_gives_the_figures_evaluate_py_printed(reference_files, r
     assert row["macro_csr"] == pytest.approx((row["per_judge"]["clean-judge"]["macro_csr"] + errors["macro_csr"]) / 2)
 
 
-def test_each_attempt_keeps_the_reward_it_was_written_with_and_the_portal_counts_the_same(reference_files, reviewer_client):
+def test_each_attempt_keeps_the_reward_it_was_written_with_and_the_portal_counts_the_same(
+    reference_files, reviewer_client
+):
     tasks, trajectories, outputs = reference_files
     import_all(tasks, trajectories, outputs)
 
@@ -218,4 +276,7 @@ def test_each_attempt_keeps_the_reward_it_was_written_with_and_the_portal_counts
     assert reports[("i01", "error-judge")]["raw_reply"] == ERROR_JUDGE["i01"]
     assert reports[("i02", "error-judge")]["status"] == "failed"
     assert JudgeReport.objects.get(attempt__instance__external_id="i03", judge__name="error-judge").unrecognised == {
-        "SP-3-1": "Success", "SP-3-2": "SUCCESS", "MEM-3-1": "not_applicable"}
+        "SP-3-1": "Success",
+        "SP-3-2": "SUCCESS",
+        "MEM-3-1": "not_applicable",
+    }

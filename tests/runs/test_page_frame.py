@@ -3,6 +3,7 @@
 freezes it into a public snapshot, frozen attempt pages for the attempts it links to, a "How is this computed"
 link to a section of /help/metrics/, and no control that answers 403 for the user who sees it. A page added to a
 kind without one of them fails here, named with what it lacks."""
+
 import csv
 import html
 import io
@@ -46,13 +47,20 @@ NOT_PAGES = {
     "hierarchy-recheck-start": "POST: queues a re-check job",
 }
 #: roles whose controls are checked: name -> groups
-ROLES = {"reviewer": ["reviewer"], "editor": ["editor"], "lead": ["lead"],
-         "annotator who reviews": ["annotator", "reviewer"], "blind annotator": ["annotator"]}
+ROLES = {
+    "reviewer": ["reviewer"],
+    "editor": ["editor"],
+    "lead": ["lead"],
+    "annotator who reviews": ["annotator", "reviewer"],
+    "blind annotator": ["annotator"],
+}
 #: the groups of the user who walks every capability of a page, sharing included: a reviewer who may also write
 WRITER = ["reviewer", "editor"]
 #: a live page's links to attempt pages (the attempt page of each kind)
-ATTEMPT_LINK = re.compile(r'href="(?:/attempts/(\d+)/|/b/[^/"]+/dialogue/dialogues/(\d+)/|/b/[^/"]+/hierarchy/attempts/(\d+)/'
-                          r'|/b/[^/"]+/choice/tasks/[^/"?]+/)')
+ATTEMPT_LINK = re.compile(
+    r'href="(?:/attempts/(\d+)/|/b/[^/"]+/dialogue/dialogues/(\d+)/|/b/[^/"]+/hierarchy/attempts/(\d+)/'
+    r'|/b/[^/"]+/choice/tasks/[^/"?]+/)'
+)
 
 
 def kind_pages() -> list[tuple[str, str]]:
@@ -136,7 +144,9 @@ def _disagree_once(slug: str) -> None:
 
 def _page_url(client, name: str, slug: str) -> str:
     url = reverse(name, args=[slug])
-    if name in RECHECK_PAGES.values() and not next(t["rows"] for t in _json(client, url)["tables"] if t["name"] == "disagreements"):
+    if name in RECHECK_PAGES.values() and not next(
+        t["rows"] for t in _json(client, url)["tables"] if t["name"] == "disagreements"
+    ):
         _disagree_once(slug)
     query = _drill_query(name, _json(client, url))
     return f"{url}?{query}" if query else url
@@ -152,10 +162,11 @@ def _frame_gaps(body: str, kind: str) -> list[str]:
         gaps.append("kind badge")
     if not re.search(r'class="pill"[^>]*aria-current="true"', body):
         gaps.append("tab pills with the current page")
-    forms = re.findall(r'<form[^>]*>', body)
-    buttons = re.findall(r'<button[^>]*>', body)
-    if not any('method="get"' in f and re.search(r'class="[^"]*\bfilters\b', f) for f in forms) \
-            or not any('type="submit"' in b and re.search(r'class="[^"]*\bbtn-primary\b', b) for b in buttons):
+    forms = re.findall(r"<form[^>]*>", body)
+    buttons = re.findall(r"<button[^>]*>", body)
+    if not any('method="get"' in f and re.search(r'class="[^"]*\bfilters\b', f) for f in forms) or not any(
+        'type="submit"' in b and re.search(r'class="[^"]*\bbtn-primary\b', b) for b in buttons
+    ):
         gaps.append("filter bar with a styled submit button")
     return gaps
 
@@ -190,8 +201,10 @@ def _export_gaps(client, url: str, name: str) -> tuple[list[str], dict]:
             gaps.append(f"CSV of {table['name']}")
             continue
         lines = list(csv.reader(io.StringIO(response.content.decode())))
-        if lines[0] != [c["label"] if not c["label"][:1] in "=+-@" else "'" + c["label"] for c in table["columns"]] \
-                or len(lines) != len(table["rows"]) + 1:
+        if (
+            lines[0] != [c["label"] if c["label"][:1] not in "=+-@" else "'" + c["label"] for c in table["columns"]]
+            or len(lines) != len(table["rows"]) + 1
+        ):
             gaps.append(f"CSV of {table['name']} matching its JSON")
     return gaps, document
 
@@ -239,7 +252,9 @@ def _frozen_attempt_gaps(client, slug: str, url: str, body: str, *, declared: bo
     if not link.attempt_ids:
         return ["frozen attempt pages (the share link lists none of the attempts the page links to)"]
     if not linked <= set(link.attempt_ids):
-        gaps.append(f"frozen attempt pages for every linked attempt (missing {sorted(linked - set(link.attempt_ids))[:5]})")
+        gaps.append(
+            f"frozen attempt pages for every linked attempt (missing {sorted(linked - set(link.attempt_ids))[:5]})"
+        )
     anonymous = Client()
     public = anonymous.get(reverse("runs:share", args=[token])).content.decode()
     lists = re.findall(rf'href="(/s/{token}/attempts/\?[^"]+)"', public)
@@ -261,8 +276,11 @@ def _frozen_attempt_gaps(client, slug: str, url: str, body: str, *, declared: bo
         gaps.append("frozen attempt page without verdicts imported after the link")
     judges = (link.snapshot.get("drilldown") or {}).get("judges") or link.snapshot.get("judges")  # what the page read
     if judges is not None:
-        others = set(Verdict.objects.filter(attempt=attempt).exclude(judge__name__in=judges)
-                     .values_list("judge__name", flat=True)) - {later.name}
+        others = set(
+            Verdict.objects.filter(attempt=attempt)
+            .exclude(judge__name__in=judges)
+            .values_list("judge__name", flat=True)
+        ) - {later.name}
         shown = [j for j in others if re.search(rf">\s*[✓✗–] {re.escape(j)}: ", text)]
         if shown:
             gaps.append(f"frozen attempt page showing only the link's judges (also shows {shown})")
@@ -309,8 +327,9 @@ def _capability_gaps(reviewer, django_user_model, slug: str, url: str, name: str
         gaps.append("toolbar with exports and Share")
     export_gaps, document = _export_gaps(reviewer, url, name)
     gaps += export_gaps + _share_gaps(reviewer, slug, url, document)
-    gaps += _frozen_attempt_gaps(reviewer, slug, url, body,
-                                 declared=name in _BUILDERS and pages.declared(_BUILDERS[name]).links_attempts)
+    gaps += _frozen_attempt_gaps(
+        reviewer, slug, url, body, declared=name in _BUILDERS and pages.declared(_BUILDERS[name]).links_attempts
+    )
     for role, groups in ROLES.items():
         client = _client(django_user_model, role.replace(" ", "-"), groups)
         seen = client.get(url)
@@ -402,8 +421,10 @@ def test_a_page_asks_a_blind_annotator_to_click_only_what_is_a_link(portal, djan
     red too (the colour was the link's). The reviewer's pages keep both."""
     annotator = _client(django_user_model, "annotator-b", ["annotator"])
     reviewer = _client(django_user_model, "reviewer-b", ["reviewer"])
-    for name, slug, words in (("runs:choice-confusion", DATA["choice"][1], "Click a count"),
-                              ("runs:conflict-metrics", DATA["conflict"][1], "Click a rate")):
+    for name, slug, words in (
+        ("runs:choice-confusion", DATA["choice"][1], "Click a count"),
+        ("runs:conflict-metrics", DATA["conflict"][1], "Click a rate"),
+    ):
         url = reverse(name, args=[slug])
         assert words in reviewer.get(url).content.decode()
         assert words not in annotator.get(url).content.decode(), name
@@ -412,8 +433,16 @@ def test_a_page_asks_a_blind_annotator_to_click_only_what_is_a_link(portal, djan
     assert re.search(r'<span class="badge badge-fail"[^>]*>\d+</span>', body)
 
 
-@pytest.mark.parametrize("path", ["https://example.com/b/evolif/dialogue/", "//example.com/b/evolif/dialogue/",
-                                  "/b/octobench/leaderboard/", "/b/evolif/dialogue/123/", "/admin/"])
+@pytest.mark.parametrize(
+    "path",
+    [
+        "https://example.com/b/evolif/dialogue/",
+        "//example.com/b/evolif/dialogue/",
+        "/b/octobench/leaderboard/",
+        "/b/evolif/dialogue/123/",
+        "/admin/",
+    ],
+)
 def test_it_refuses_to_freeze_what_is_not_a_page_of_this_benchmark(path, portal, django_user_model):
     reviewer = _client(django_user_model, "writer", WRITER)
     response = reviewer.post(reverse("runs:page-share-create", args=["evolif"]), {"path": path})
@@ -423,7 +452,9 @@ def test_it_refuses_to_freeze_what_is_not_a_page_of_this_benchmark(path, portal,
 def test_csv_keeps_negative_numbers_numeric_and_neutralises_formula_text():
     from runs.pages import Column, Table, table_csv
 
-    table = Table("t", "T", (Column("name", "=label"), Column("gain", "gain", "pct")), [{"name": "=HYPERLINK(1)", "gain": -2.5}])
+    table = Table(
+        "t", "T", (Column("name", "=label"), Column("gain", "gain", "pct")), [{"name": "=HYPERLINK(1)", "gain": -2.5}]
+    )
     assert table_csv(table).splitlines() == ["'=label,gain", "'=HYPERLINK(1),-2.50"]
 
 
@@ -442,9 +473,11 @@ def test_the_pages_of_one_instance_dialogue_or_sample_link_to_how_their_numbers_
     instance = Attempt.objects.filter(run__benchmark__slug="octobench").first().instance_id
     dialogue = Attempt.objects.filter(run__benchmark__slug="evolif").first().pk
     sample = Attempt.objects.filter(run__benchmark__slug="manyih-coding").first().pk
-    for url, anchors in ((reverse("runs:instance", args=[instance]), {"checklist-groups"}),
-                         (reverse("runs:dialogue-viewer", args=["evolif", dialogue]), {"dialogue", "dialogue-patience"}),
-                         (reverse("runs:hierarchy-attempt", args=["manyih-coding", sample]), {"hierarchy", "hierarchy-recheck"})):
+    for url, anchors in (
+        (reverse("runs:instance", args=[instance]), {"checklist-groups"}),
+        (reverse("runs:dialogue-viewer", args=["evolif", dialogue]), {"dialogue", "dialogue-patience"}),
+        (reverse("runs:hierarchy-attempt", args=["manyih-coding", sample]), {"hierarchy", "hierarchy-recheck"}),
+    ):
         body = reviewer.get(url).content.decode()
         assert anchors <= set(re.findall(r'href="/help/metrics/#([a-z-]+)"', body)), url
         assert not _metrics_link_gaps(body), url
@@ -453,8 +486,10 @@ def test_the_pages_of_one_instance_dialogue_or_sample_link_to_how_their_numbers_
 def _object_page(kind: str) -> tuple[str, str]:
     """The page of one object of the kind (an attempt, a dialogue, a sample, a task) and its route name."""
     slug = DATA[kind][1]
-    attempt = Attempt.objects.filter(run__benchmark__slug=slug, verdicts__isnull=False).order_by("pk").first() \
+    attempt = (
+        Attempt.objects.filter(run__benchmark__slug=slug, verdicts__isnull=False).order_by("pk").first()
         or Attempt.objects.filter(run__benchmark__slug=slug).order_by("pk").first()
+    )
     if kind in ("checklist", "conflict"):
         return reverse("runs:attempt", args=[attempt.pk]), "runs:attempt"
     if kind == "dialogue":
@@ -465,8 +500,9 @@ def _object_page(kind: str) -> tuple[str, str]:
 
 
 @pytest.mark.parametrize("kind", sorted(DATA))
-def test_the_page_of_one_attempt_dialogue_sample_or_task_has_every_capability(kind, portal, django_user_model,
-                                                                               monkeypatch):
+def test_the_page_of_one_attempt_dialogue_sample_or_task_has_every_capability(
+    kind, portal, django_user_model, monkeypatch
+):
     """The pages of one object (the attempt page of checklist and conflict benchmarks, the dialogue viewer, the
     hierarchy sample, the choice task) had neither exports nor a share link. Each now renders through the frame:
     CSV and JSON of what it shows, a share link freezing it (with its attempt, opened frozen), how its numbers are

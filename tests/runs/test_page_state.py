@@ -1,6 +1,7 @@
 """Each kind's page and its API read one page state (runs.selectors.<kind>): the same query string gives the same
 numbers on both, and an invalid parameter gets the page's default with an error there and a 400 with the same words
 from the API."""
+
 import json
 import re
 from dataclasses import asdict
@@ -55,10 +56,16 @@ def _same_error(client, page_name, slug, api, api_query, field, value, expected=
 @pytest.fixture
 def dialogue(db):
     """EvolIF logs recorded at patience 2 (tests/runs/test_api_dialogue.py works out their numbers)."""
-    ingest("evolif-dialogs", [Source.of(ROOT / "evolif" / "dialog_1.jsonl"), Source.of(ROOT / "evolif" / "dialog_2.jsonl")],
-           Options())
-    ingest("evolif-eval", [Source.of(ROOT / "evolif" / "eval_1.jsonl"), Source.of(ROOT / "evolif" / "eval_2.jsonl")],
-           Options(model="acme", run="acme-r1"))
+    ingest(
+        "evolif-dialogs",
+        [Source.of(ROOT / "evolif" / "dialog_1.jsonl"), Source.of(ROOT / "evolif" / "dialog_2.jsonl")],
+        Options(),
+    )
+    ingest(
+        "evolif-eval",
+        [Source.of(ROOT / "evolif" / "eval_1.jsonl"), Source.of(ROOT / "evolif" / "eval_2.jsonl")],
+        Options(model="acme", run="acme-r1"),
+    )
     return Benchmark.objects.get(kind=BenchmarkKind.DIALOGUE).slug
 
 
@@ -77,7 +84,9 @@ def test_the_dialogue_page_and_api_agree_at_every_patience(reviewer_client, dial
     # no patience asked: both count every dialogue at the recorded one (2), and both say so
     assert page.context["patience"] == body["patience"] == (patience or 2)
     assert page.context["recorded"] == body["recorded_patience"] == 2
-    assert {"patience": row.ended_by_patience, "script_end": row.ended_by_script, "stopped": row.ended_stopped} == body["ended_by"]
+    assert {"patience": row.ended_by_patience, "script_end": row.ended_by_script, "stopped": row.ended_stopped} == body[
+        "ended_by"
+    ]
 
 
 def test_a_patience_above_the_recorded_one_is_refused_in_the_same_words(reviewer_client, dialogue):
@@ -87,17 +96,26 @@ def test_a_patience_above_the_recorded_one_is_refused_in_the_same_words(reviewer
     assert "Showing patience 2 instead." in page.content.decode()
 
 
-@pytest.mark.parametrize("field, value, expected", [
-    ("patience", "0", "Ensure this value is greater than or equal to 1."),
-    ("patience", "many", "Enter a whole number."),
-    ("judge", "ghost", "No judge named 'ghost' scored this benchmark."),
-    ("exclude", "nope", None),
-    ("sort", "-nope", None),
-])
-def test_an_invalid_dialogue_parameter_gets_the_same_error_on_page_and_api(reviewer_client, dialogue, field, value, expected):
-    page = _same_error(reviewer_client, "dialogue-metrics", dialogue, DIALOGUE_API, {"run": "acme-r1"}, field, value, expected)
+@pytest.mark.parametrize(
+    "field, value, expected",
+    [
+        ("patience", "0", "Ensure this value is greater than or equal to 1."),
+        ("patience", "many", "Enter a whole number."),
+        ("judge", "ghost", "No judge named 'ghost' scored this benchmark."),
+        ("exclude", "nope", None),
+        ("sort", "-nope", None),
+    ],
+)
+def test_an_invalid_dialogue_parameter_gets_the_same_error_on_page_and_api(
+    reviewer_client, dialogue, field, value, expected
+):
+    page = _same_error(
+        reviewer_client, "dialogue-metrics", dialogue, DIALOGUE_API, {"run": "acme-r1"}, field, value, expected
+    )
     plain = _page(reviewer_client, "dialogue-metrics", dialogue, {})
-    assert [r.metrics for r in page.context["rows"]] == [r.metrics for r in plain.context["rows"]]  # the default applies
+    assert [r.metrics for r in page.context["rows"]] == [
+        r.metrics for r in plain.context["rows"]
+    ]  # the default applies
     if field == "exclude":
         assert page.context["errors"]["exclude"] == [_unknown_policy()]
 
@@ -115,10 +133,16 @@ def hierarchy(tmp_path):
 HIERARCHY_API = "/api/hierarchy-metrics/"
 
 
-@pytest.mark.parametrize("query", [
-    {}, {"by": "run"}, {"by": "run", "judge": "manyih-style-checker"}, {"run": "coder · scalar"},
-    {"a": "coder · scalar", "b": "coder · ordinal", "by": "run"},
-])
+@pytest.mark.parametrize(
+    "query",
+    [
+        {},
+        {"by": "run"},
+        {"by": "run", "judge": "manyih-style-checker"},
+        {"run": "coder · scalar"},
+        {"a": "coder · scalar", "b": "coder · ordinal", "by": "run"},
+    ],
+)
 def test_the_hierarchy_page_and_api_agree_on_the_same_query(reviewer_client, hierarchy, query):
     page = _page(reviewer_client, "hierarchy-metrics", hierarchy, query)
     body = reviewer_client.get(HIERARCHY_API, {"benchmark": hierarchy, **query}).json()
@@ -126,7 +150,8 @@ def test_the_hierarchy_page_and_api_agree_on_the_same_query(reviewer_client, hie
     assert body["rows"] == _as_json([asdict(r) for r in page.context["rows"]])
     assert body["by_tiers"] == _as_json([asdict(r) for r in page.context["tier_rows"]])
     assert [(g["label"], g["group"], g["rate"]) for g in body["style_group_rows"]] == [
-        (g.label, g.group, g.rate) for g in page.context["group_rates"]]
+        (g.label, g.group, g.rate) for g in page.context["group_rates"]
+    ]
     comparison = page.context["comparison"]
     assert body["comparison"] == (None if comparison is None else _as_json(asdict(comparison)))
 
@@ -135,21 +160,31 @@ def test_one_runs_figures_are_its_row_on_the_page(reviewer_client, hierarchy):
     page = _page(reviewer_client, "hierarchy-metrics", hierarchy, {"run": "coder · ordinal", "by": "run"})
     body = reviewer_client.get(HIERARCHY_API, {"run": "coder · ordinal"}).json()
     [row] = page.context["rows"]
-    assert (body["samples"], body["acc"], body["acc_test"], body["acc_style"]) == (row.n, row.acc, row.acc_test, row.acc_style)
+    assert (body["samples"], body["acc"], body["acc_test"], body["acc_style"]) == (
+        row.n,
+        row.acc,
+        row.acc_test,
+        row.acc_style,
+    )
     assert body["acc_ci"] == list(row.acc_ci)
 
 
-@pytest.mark.parametrize("field, value, expected", [
-    ("judge", "ghost", "No judge named 'ghost' scored this benchmark."),
-    ("run", "nope", "No run of this benchmark is labelled 'nope'."),
-    ("by", "sample", None),
-    ("tiers", "-1", "Ensure this value is greater than or equal to 0."),
-    ("exclude", "nope", None),
-])
-def test_an_invalid_hierarchy_parameter_gets_the_same_error_on_page_and_api(reviewer_client, hierarchy, field, value,
-                                                                            expected):
-    page = _same_error(reviewer_client, "hierarchy-metrics", hierarchy, HIERARCHY_API, {"benchmark": hierarchy},
-                       field, value, expected)
+@pytest.mark.parametrize(
+    "field, value, expected",
+    [
+        ("judge", "ghost", "No judge named 'ghost' scored this benchmark."),
+        ("run", "nope", "No run of this benchmark is labelled 'nope'."),
+        ("by", "sample", None),
+        ("tiers", "-1", "Ensure this value is greater than or equal to 0."),
+        ("exclude", "nope", None),
+    ],
+)
+def test_an_invalid_hierarchy_parameter_gets_the_same_error_on_page_and_api(
+    reviewer_client, hierarchy, field, value, expected
+):
+    page = _same_error(
+        reviewer_client, "hierarchy-metrics", hierarchy, HIERARCHY_API, {"benchmark": hierarchy}, field, value, expected
+    )
     plain = _page(reviewer_client, "hierarchy-metrics", hierarchy, {})
     assert page.context["rows"] == plain.context["rows"]
 
@@ -163,8 +198,10 @@ def conflict_study(tmp_path):
     for run, sides in conflict.FOLLOWED.items():
         records.append({"type": "run", "label": run, "model": run.split("-")[0]})
         for key, side in sides.items():
-            records += [{"type": "attempt", "run": run, "instance": key, "response": f"reply of {run}"},
-                        conflict.verdict(run, key, side)]
+            records += [
+                {"type": "attempt", "run": run, "instance": key, "response": f"reply of {run}"},
+                conflict.verdict(run, key, side),
+            ]
     records.append(conflict.verdict("m2-r1", "c1", "B", judge="j2"))
     ingest("native", [conflict.write(tmp_path, records)], Options())
     return conflict.SLUG
@@ -178,23 +215,40 @@ def test_the_conflict_page_and_api_agree_on_the_same_query(reviewer_client, conf
     page = _page(reviewer_client, "conflict-metrics", conflict_study, query)
     body = reviewer_client.get(CONFLICT_API, {"benchmark": conflict_study, **query}).json()
     assert body["judge"] == page.context["judge"].name and body["attempts"] == len(page.context["rows"])
-    assert [(r["label"], r["type"], r["n"], r["counts"], r["first"], r["second"], r["neither"])
-            for r in body["resolution_rates"]] == [
-        (r.label, r.type, r.n, r.counts, r.first, r.second, r.neither) for r in page.context["rates"]]
-    page_sp = {(label, scenario): cell.sp_rate for label, cells, _ in page.context["scenario_table"]
-               for scenario, cell in zip(page.context["scenarios"], cells) if cell is not None}
+    assert [
+        (r["label"], r["type"], r["n"], r["counts"], r["first"], r["second"], r["neither"])
+        for r in body["resolution_rates"]
+    ] == [(r.label, r.type, r.n, r.counts, r.first, r.second, r.neither) for r in page.context["rates"]]
+    page_sp = {
+        (label, scenario): cell.sp_rate
+        for label, cells, _ in page.context["scenario_table"]
+        for scenario, cell in zip(page.context["scenarios"], cells)
+        if cell is not None
+    }
     assert {(r["label"], r["scenario"]): r["sp_rate"] for r in body["sp_rates"]} == page_sp
 
 
-@pytest.mark.parametrize("field, value, expected", [
-    ("judge", "ghost", "No judge named 'ghost' scored this benchmark."),
-    ("run", "nope", "No run of this benchmark is labelled 'nope'."),
-    ("exclude", "nope", None),
-])
-def test_an_invalid_conflict_parameter_gets_the_same_error_on_page_and_api(reviewer_client, conflict_study, field, value,
-                                                                           expected):
-    page = _same_error(reviewer_client, "conflict-metrics", conflict_study, CONFLICT_API, {"benchmark": conflict_study},
-                       field, value, expected)
+@pytest.mark.parametrize(
+    "field, value, expected",
+    [
+        ("judge", "ghost", "No judge named 'ghost' scored this benchmark."),
+        ("run", "nope", "No run of this benchmark is labelled 'nope'."),
+        ("exclude", "nope", None),
+    ],
+)
+def test_an_invalid_conflict_parameter_gets_the_same_error_on_page_and_api(
+    reviewer_client, conflict_study, field, value, expected
+):
+    page = _same_error(
+        reviewer_client,
+        "conflict-metrics",
+        conflict_study,
+        CONFLICT_API,
+        {"benchmark": conflict_study},
+        field,
+        value,
+        expected,
+    )
     assert page.context["rates"] == _page(reviewer_client, "conflict-metrics", conflict_study, {}).context["rates"]
 
 
@@ -218,7 +272,8 @@ def test_the_choice_page_and_api_agree_on_a_runs_row(reviewer_client, view):
     [row] = page.context["run_rows"]
     assert (body["overall_accuracy"], body["n"], body["unanswered"]) == (row.accuracy, row.n, row.unanswered)
     assert {name: (c["accuracy"], c["f1"]) for name, c in body["categories"].items()} == {
-        name: (c.accuracy, c.f1) for name, c in row.categories.items()}
+        name: (c.accuracy, c.f1) for name, c in row.categories.items()
+    }
 
 
 def test_an_invalid_choice_view_gets_the_default_on_the_page_and_the_same_words_from_the_api(reviewer_client):
@@ -239,18 +294,22 @@ KINDS = {  # kind: (its fixture, the page, the API, the API's query naming the b
 
 
 @pytest.mark.parametrize("kind", list(KINDS))
-@pytest.mark.parametrize("field, value", [("run", "acme\x00-r1"), ("judge", "\x00"), ("group", "a\x1fb"),
-                                          ("benchmark", "x\x00")])
-def test_a_control_character_in_a_parameter_is_noted_on_the_page_and_refused_by_the_api(request, reviewer_client, kind,
-                                                                                         field, value):
+@pytest.mark.parametrize(
+    "field, value", [("run", "acme\x00-r1"), ("judge", "\x00"), ("group", "a\x1fb"), ("benchmark", "x\x00")]
+)
+def test_a_control_character_in_a_parameter_is_noted_on_the_page_and_refused_by_the_api(
+    request, reviewer_client, kind, field, value
+):
     fixture, page_name, api, api_query = KINDS[kind]
     if fixture:
         slug = request.getfixturevalue(fixture)
     else:
         make_choice_study()
         slug = "guidebench"
-    expected = f"'{field}' holds a control character (e.g. a NUL byte): no run, judge, group or filter is named with " \
-               "one, so it was left out."
+    expected = (
+        f"'{field}' holds a control character (e.g. a NUL byte): no run, judge, group or filter is named with "
+        "one, so it was left out."
+    )
     page = _same_error(reviewer_client, page_name, slug, api, api_query(slug), field, value, expected)
     assert value not in page.content.decode()
     if kind != "choice":
@@ -280,8 +339,10 @@ def test_a_column_header_replaces_the_sort_and_keeps_the_rest(reviewer_client, d
     ingest("octobench-instances", [Source.of(ROOT / "octobench" / "instances.jsonl")], Options())
     ingest("octobench-scores", [Source.of(ROOT / "octobench" / "scores.json")], Options(model="m", judge="j"))
     checklist = Benchmark.objects.get(kind=BenchmarkKind.CHECKLIST).slug
-    for name, slug, query in (("dialogue-metrics", dialogue, {"sort": "label", "patience": "1"}),
-                              ("checklist-leaderboard", checklist, {"sort": "model", "ci": "on"})):
+    for name, slug, query in (
+        ("dialogue-metrics", dialogue, {"sort": "label", "patience": "1"}),
+        ("checklist-leaderboard", checklist, {"sort": "model", "ci": "on"}),
+    ):
         links = _sort_links(_page(reviewer_client, name, slug, query).content.decode())
         assert len(links) >= 2, name
         for link in links:
@@ -298,8 +359,10 @@ def test_a_number_column_sorts_high_first_then_reverses_and_the_sorted_one_shows
     ingest("octobench-scores", [Source.of(ROOT / "octobench" / "scores.json")], Options(model="m", judge="j"))
     checklist = Benchmark.objects.get(kind=BenchmarkKind.CHECKLIST).slug
     html = _page(reviewer_client, "checklist-leaderboard", checklist, {"sort": "-isr"}).content.decode()
-    heads = {unescape(label): QueryDict(unescape(query))["sort"]
-             for query, label in re.findall(r'<th[^>]*><a href="\?([^"]*)"[^>]*>([^<]+)</a>', html)}
+    heads = {
+        unescape(label): QueryDict(unescape(query))["sort"]
+        for query, label in re.findall(r'<th[^>]*><a href="\?([^"]*)"[^>]*>([^<]+)</a>', html)
+    }
     assert heads["ISR % ↓"] == "isr"  # sorted high first: the next click reverses
     assert heads["CSR %"] == "-csr"  # another number: high first
     assert heads["Model"] == "model" and heads["Instances"] == "-n"  # one order each

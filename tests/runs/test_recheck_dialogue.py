@@ -1,13 +1,24 @@
 """Re-checking stored EvolIF responses (runs.recheck, dialogue kind) under the checker judge, from the command, the service and the job."""
+
 import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
+from runs.jobs import job_create, job_enqueue, job_execute
 from runs.models import (
-    AgentModel, Attempt, Benchmark, ChecklistItem, GroupRollup, Instance, Job, JobState, Judge, JudgeKind, Run,
+    AgentModel,
+    Attempt,
+    Benchmark,
+    ChecklistItem,
+    GroupRollup,
+    Instance,
+    Job,
+    JobState,
+    Judge,
+    JudgeKind,
+    Run,
     Verdict,
 )
-from runs.jobs import job_create, job_enqueue, job_execute
 from runs.recheck import EVOLIF_CHECKER as CHECKER_JUDGE
 from runs.recheck import logged_judge_for, recheck_run
 from runs.selectors.dialogue import agreement_rows, dialogues_select, disagreements
@@ -30,27 +41,51 @@ LOGGED = {(1, "startwith"): "pass", (2, "startwith"): "pass", (2, "reader_age"):
 def build_run(label="m1", model="model-one"):
     benchmark, _ = Benchmark.objects.get_or_create(slug="evolif", defaults={"name": "EvolIF", "kind": "dialogue"})
     instance, _ = Instance.objects.get_or_create(
-        benchmark=benchmark, external_id="dialog_1",
-        defaults={"spec": {"turns": [{"turn": t, "active_topic": topic, "user_query_verified": f"query {t}",
-                                      "instructions": [{"id": i, "args": a} for i, a in ins]} for t, topic, ins in SCRIPT]},
-                  "content_hash": "x"},
+        benchmark=benchmark,
+        external_id="dialog_1",
+        defaults={
+            "spec": {
+                "turns": [
+                    {
+                        "turn": t,
+                        "active_topic": topic,
+                        "user_query_verified": f"query {t}",
+                        "instructions": [{"id": i, "args": a} for i, a in ins],
+                    }
+                    for t, topic, ins in SCRIPT
+                ]
+            },
+            "content_hash": "x",
+        },
     )
     items = {}
     for turn, topic, ins in SCRIPT:
         for cid, args in ins:
             item, _ = ChecklistItem.objects.get_or_create(
-                instance=instance, key=f"t{turn}:{cid}",
+                instance=instance,
+                key=f"t{turn}:{cid}",
                 defaults={"turn": turn, "group": cid, "details": {"args": args, "topic": topic}, "content_hash": "x"},
             )
             items[(turn, cid)] = item
-    run = Run.objects.create(benchmark=benchmark, model=AgentModel.objects.get_or_create(name=model)[0], label=label,
-                             settings={"patience": 3})
-    outcome = {"turns": [{"turn": t, "overall_ok": t == 1, "remaining_patience": 3 if t == 1 else 4 - t}
-                         for t in (1, 2, 3)], "ended_turn": 3, "patience": 3, "ended_by": "script_end"}
+    run = Run.objects.create(
+        benchmark=benchmark,
+        model=AgentModel.objects.get_or_create(name=model)[0],
+        label=label,
+        settings={"patience": 3},
+    )
+    outcome = {
+        "turns": [{"turn": t, "overall_ok": t == 1, "remaining_patience": 3 if t == 1 else 4 - t} for t in (1, 2, 3)],
+        "ended_turn": 3,
+        "patience": 3,
+        "ended_by": "script_end",
+    }
     attempt = Attempt.objects.create(run=run, instance=instance, response=RESPONSES[3], outcome=outcome)
     messages = []
     for t in (1, 2, 3):
-        messages += [{"role": "user", "content": f"query {t}", "turn": t}, {"role": "assistant", "content": RESPONSES[t], "turn": t}]
+        messages += [
+            {"role": "user", "content": f"query {t}", "turn": t},
+            {"role": "assistant", "content": RESPONSES[t], "turn": t},
+        ]
     trajectory_save(attempt_id=attempt.id, threads=[{"meta": {"thread": "main"}, "tools": [], "messages": messages}])
     judge, _ = Judge.objects.get_or_create(name="evolif-log", defaults={"kind": JudgeKind.LOGGED})
     for key, result in LOGGED.items():
@@ -66,7 +101,10 @@ def test_it_checks_deterministic_families_and_keeps_llm_verdicts():
     assert checker.kind == JudgeKind.CHECKER
     results = {(v.item.turn, v.item.group): v for v in Verdict.objects.filter(judge=checker).select_related("item")}
     assert {k: v.result for k, v in results.items()} == {
-        (1, "startwith"): "pass", (2, "startwith"): "fail", (2, "reader_age"): "fail", (3, "forbidden"): "fail",
+        (1, "startwith"): "pass",
+        (2, "startwith"): "fail",
+        (2, "reader_age"): "fail",
+        (3, "forbidden"): "fail",
     }
     assert "first letter is 'A'" in results[(2, "startwith")].reasoning
     assert "kept from evolif-log" in results[(2, "reader_age")].reasoning
@@ -85,7 +123,9 @@ def test_it_rebuilds_the_turn_rollups_of_the_checker_judge():
     run, attempt, _ = build_run()
     recheck_run(run=run)
     checker = Judge.objects.get(name=CHECKER_JUDGE)
-    rows = dict(GroupRollup.objects.filter(attempt=attempt, judge=checker, dimension="turn").values_list("value", "n_passed"))
+    rows = dict(
+        GroupRollup.objects.filter(attempt=attempt, judge=checker, dimension="turn").values_list("value", "n_passed")
+    )
     assert rows == {"1": 1, "2": 0, "3": 0}
     dialogue = dialogues_select(benchmark=run.benchmark, judge=checker)[0]
     assert dialogue.successes == [True, False, False]
@@ -100,13 +140,18 @@ def test_it_counts_agreement_and_lists_disagreeing_turns():
     assert (rows["startwith"].pairs, rows["startwith"].agree, rows["startwith"].logged_pass_checker_fail) == (2, 1, 1)
     assert rows["forbidden"].percent == 100
     listed = disagreements(run_ids=[run.id], logged=logged, checker=checker)
-    assert [(d["item__turn"], d["item__group"], d["result"], d["checker"]) for d in listed] == [(2, "startwith", "pass", "fail")]
+    assert [(d["item__turn"], d["item__group"], d["result"], d["checker"]) for d in listed] == [
+        (2, "startwith", "pass", "fail")
+    ]
 
 
 def test_it_rechecks_from_the_command_and_refuses_an_unknown_run(capsys):
     run, _, _ = build_run(label="cmd-run")
     call_command("recheck", benchmark="evolif", run=["cmd-run"])
-    assert "cmd-run: 3 constraint verdicts checked on 1 attempt(s), 1 LLM-judged kept from the log" in capsys.readouterr().out
+    assert (
+        "cmd-run: 3 constraint verdicts checked on 1 attempt(s), 1 LLM-judged kept from the log"
+        in capsys.readouterr().out
+    )
     with pytest.raises(CommandError, match="no run 'nope'"):
         call_command("recheck", benchmark="evolif", run=["nope"])
 

@@ -1,13 +1,14 @@
 """Style re-check of ManyIH runs (runs.recheck, hierarchy kind): checker verdicts on every instruction, idempotent, agreement with the log."""
+
 from pathlib import Path
 
 import pytest
 from django.core.management import call_command
 
 from runs.ingest import Options, Source, ingest
-from runs.models import AttemptRollup, ChecklistItem, JobState, Judge, JudgeKind, Run, Verdict
 from runs.jobs import job_create, job_execute
 from runs.metrics.hierarchy import CHECKER_JUDGE
+from runs.models import AttemptRollup, ChecklistItem, JobState, Judge, JudgeKind, Run, Verdict
 from runs.recheck import recheck_run
 
 pytestmark = pytest.mark.django_db

@@ -9,6 +9,7 @@ tmp folder with the tabs expanded, nothing else changed. The predictions are imp
 guidebench-tasks and guidebench-predictions, and GET /api/choice-metrics/ must give every
 figure evaluate.py writes. Skipped when ../shared/reference or ../shared/data is absent.
 """
+
 import json
 import os
 import re
@@ -52,8 +53,9 @@ def workdir(tmp_path):
 
 def _run(args: list[str], cwd: Path) -> str:
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    done = subprocess.run([sys.executable, "-W", "ignore", *args], cwd=cwd, env=env, capture_output=True, text=True,
-                          timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-W", "ignore", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=300
+    )
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     return done.stdout
 
@@ -68,10 +70,17 @@ def evaluate(workdir: Path, predictions: Path) -> dict:
     """evaluate.py's label_score on `predictions`: {category: {Precision, Recall, F1-score, Accuracy}, "all": x}."""
     copy = workdir / "reference_copy"
     copy.mkdir()
-    (copy / "guidebench_evaluate.py").write_text((REFERENCE / "evaluate.py").read_text(encoding="utf-8").expandtabs(8),
-                                                 encoding="utf-8")
-    _run(["-c", f"import sys; sys.path.insert(0, {str(copy)!r}); import guidebench_evaluate as e; "
-                f"e.label_score({str(predictions)!r})"], workdir)
+    (copy / "guidebench_evaluate.py").write_text(
+        (REFERENCE / "evaluate.py").read_text(encoding="utf-8").expandtabs(8), encoding="utf-8"
+    )
+    _run(
+        [
+            "-c",
+            f"import sys; sys.path.insert(0, {str(copy)!r}); import guidebench_evaluate as e; "
+            f"e.label_score({str(predictions)!r})",
+        ],
+        workdir,
+    )
     text = (predictions / "label_result.txt").read_text(encoding="utf-8")
     written: dict = {"all": float(re.search(r"^all: ([\d.]+)$", text, re.M).group(1))}
     for block in re.findall(r"Category: (\w+)\n((?:\S[^\n]*: [\d.]+\n)+)", text):
@@ -97,8 +106,12 @@ def test_the_portal_gives_evaluate_py_figures_on_generate_resp_py_files(workdir,
     body = reviewer_client.get(METRICS, {"run": "fake-run"}).json()
     for category in CATEGORIES:
         ours, theirs = body["categories"][category], written[category]
-        assert {"Precision": round(ours["precision"] / 100, 4), "Recall": round(ours["recall"] / 100, 4),
-                "F1-score": round(ours["f1"] / 100, 4), "Accuracy": round(ours["accuracy"] / 100, 4)} == theirs, category
+        assert {
+            "Precision": round(ours["precision"] / 100, 4),
+            "Recall": round(ours["recall"] / 100, 4),
+            "F1-score": round(ours["f1"] / 100, 4),
+            "Accuracy": round(ours["accuracy"] / 100, 4),
+        } == theirs, category
     assert round(body["reference_overall_accuracy"] / 100, 4) == written["all"]
     # the portal's own overall weights the imported tasks (audit included): a different figure, labelled apart
     n = sum(c["n"] for c in body["categories"].values())
@@ -118,8 +131,11 @@ def test_where_evaluate_py_crashes_the_portal_still_scores(workdir, reviewer_cli
     with pytest.raises(AssertionError, match="AttributeError: 'int' object has no attribute 'get'"):
         evaluate(workdir, predictions)
     ingest("guidebench-tasks", [Source.of(p) for p in sorted((workdir / "data").glob("*.json"))], Options())
-    ingest("guidebench-predictions", [Source.of(p) for p in sorted(predictions.glob("*_tasks.json"))],
-           Options(model="fake/llama", run="fake-run"))
+    ingest(
+        "guidebench-predictions",
+        [Source.of(p) for p in sorted(predictions.glob("*_tasks.json"))],
+        Options(model="fake/llama", run="fake-run"),
+    )
     bare = Attempt.objects.get(run__label="fake-run", outcome__raw=1, instance__primary_category="price")
     assert (bare.outcome["answer"], bare.outcome["unanswered_reason"]) == (-1, "unparsable")
     assert reviewer_client.get(METRICS, {"run": "fake-run"}).json()["categories"]["price"]["n"] == 30

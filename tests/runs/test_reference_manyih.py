@@ -7,6 +7,7 @@ cannot tokenise and a failed API call. Its results file is imported with manyih-
 manyih-results, and GET /api/hierarchy-metrics/ must give every figure the evaluator
 prints, at the precision it prints them. Skipped when ../shared/reference is absent.
 """
+
 import json
 import os
 import re
@@ -43,9 +44,27 @@ def run_evaluator(reference: Path, data_file: Path, out_dir: Path, plan: dict | 
     if plan is not None:
         env["FAKE_PLAN"] = json.dumps(plan)
     done = subprocess.run(
-        [sys.executable, str(RUNNER), str(reference), "--data_file", str(data_file), "--model", "vllm:127.0.0.1:9:fake",
-         "--output", str(output), "--no-cache", "--delay", "0", "--concurrency", "4"],
-        cwd=out_dir, env=env, capture_output=True, text=True, timeout=300,
+        [
+            sys.executable,
+            str(RUNNER),
+            str(reference),
+            "--data_file",
+            str(data_file),
+            "--model",
+            "vllm:127.0.0.1:9:fake",
+            "--output",
+            str(output),
+            "--no-cache",
+            "--delay",
+            "0",
+            "--concurrency",
+            "4",
+        ],
+        cwd=out_dir,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     return output, done.stdout
@@ -53,21 +72,30 @@ def run_evaluator(reference: Path, data_file: Path, out_dir: Path, plan: dict | 
 
 def printed_figures(stdout: str) -> dict:
     """The figures of the evaluator's final analysis (`_print_analysis`), as printed."""
-    text = stdout[stdout.rindex("ANALYSIS:"):]
+    text = stdout[stdout.rindex("ANALYSIS:") :]
     figures: dict = {}
     for name in ("Test passed", "Style passed", "Overall passed"):
         count, pct = re.search(rf"^{name}:\s+(\d+) \(([\d.]+)%\)", text, re.M).groups()
         figures[name] = (int(count), float(pct))
     figures["total"] = int(re.search(r"^Total samples:\s+(\d+)", text, re.M).group(1))
-    reasons = text[text.index("Test Failures:"):text.index("Style Failures:")]
+    reasons = text[text.index("Test Failures:") : text.index("Style Failures:")]
     figures["reasons"] = {k: int(n) for k, n in re.findall(r"^\s{4}(\w+)\s*:\s+(\d+) \(", reasons, re.M)}
-    match = re.search(r"Assertion Pass Rate \(avg per sample\): ([\d.]+)%\n\s+Total assertions: (\d+)\n"
-                      r"\s+Passed assertions: (\d+)", text)
+    match = re.search(
+        r"Assertion Pass Rate \(avg per sample\): ([\d.]+)%\n\s+Total assertions: (\d+)\n"
+        r"\s+Passed assertions: (\d+)",
+        text,
+    )
     figures["assertions"] = None if match is None else (float(match[1]), int(match[2]), int(match[3]))
     match = re.search(r"Style Satisfaction Rate \(avg per sample\): ([\d.]+)%\n\s+By category:\n((?:\s{4}.*\n)*)", text)
     figures["satisfaction"] = None if match is None else float(match[1])
-    figures["by_category"] = {} if match is None else {
-        k: (int(p), int(t), float(r)) for k, p, t, r in re.findall(r"^\s{4}(\S+)\s*:\s+(\d+)/\s*(\d+) \(([\d.]+)%\)", match[2], re.M)}
+    figures["by_category"] = (
+        {}
+        if match is None
+        else {
+            k: (int(p), int(t), float(r))
+            for k, p, t, r in re.findall(r"^\s{4}(\S+)\s*:\s+(\d+)/\s*(\d+) \(([\d.]+)%\)", match[2], re.M)
+        }
+    )
     return figures
 
 
@@ -84,8 +112,11 @@ def assert_same_figures(printed: dict, body: dict) -> None:
     ev = body["evaluator"]
     n = printed["total"]
     assert body["samples"] == ev["total"] == n
-    for name, count_key, pct_key in (("Test passed", "test_passed", "acc_test"), ("Style passed", "style_passed", "acc_style"),
-                                     ("Overall passed", "overall_passed", "acc")):
+    for name, count_key, pct_key in (
+        ("Test passed", "test_passed", "acc_test"),
+        ("Style passed", "style_passed", "acc_style"),
+        ("Overall passed", "overall_passed", "acc"),
+    ):
         count, pct = printed[name]
         assert ev[count_key] == count, name
         assert round(body[pct_key], 1) == pytest.approx(pct), name
@@ -103,7 +134,9 @@ def assert_same_figures(printed: dict, body: dict) -> None:
     groups = {g: (c["passed"], c["total"], round(c["rate"], 1)) for g, c in body["style_groups"].items() if c["total"]}
     assert groups == {g: (p, t, pytest.approx(r)) for g, (p, t, r) in printed["by_category"].items()}
     rates = {g: r for g, r in body["by_style_group"].items() if r is not None}
-    assert {g: round(r, 1) for g, r in rates.items()} == {g: pytest.approx(r) for g, (_, _, r) in printed["by_category"].items()}
+    assert {g: round(r, 1) for g, r in rates.items()} == {
+        g: pytest.approx(r) for g, (_, _, r) in printed["by_category"].items()
+    }
 
 
 def test_the_portal_gives_the_evaluators_figures_on_the_released_samples(reference, reviewer_client, tmp_path):
@@ -118,15 +151,18 @@ def test_the_portal_gives_the_evaluators_figures_on_the_released_samples(referen
     no_code = [r for r in written if r["evaluation"].get("code_extracted") is False]
     errors = [r for r in written if "error" in r]
     assert len(no_code) == 4 and all("each_style_passed" not in r["evaluation"] for r in no_code)
-    assert {r["error"].split(" (")[0] for r in errors} == {"unindent does not match any outer indentation level",
-                                                          "HTTP 500: upstream model overloaded"}
+    assert {r["error"].split(" (")[0] for r in errors} == {
+        "unindent does not match any outer indentation level",
+        "HTTP 500: upstream model overloaded",
+    }
     printed = printed_figures(stdout)
     body = portal_metrics(reviewer_client, data_file, results_file)
     assert_same_figures(printed, body)
     assert (body["evaluator"]["no_code"], body["evaluator"]["errors"]) == (4, 3)
     # the style groups of samples the evaluator did not style-check are left out, not failed
     assert sum(c["left_out"] for c in body["style_groups"].values()) == sum(
-        len(r.get("expected_styles") or _expected(doc, r["id"])) for r in no_code + errors)
+        len(r.get("expected_styles") or _expected(doc, r["id"])) for r in no_code + errors
+    )
 
 
 def _expected(doc: dict, sample_id) -> dict:

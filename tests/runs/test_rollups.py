@@ -1,4 +1,5 @@
 """Rollups equal a recomputation from verdicts, and rebuilding is idempotent."""
+
 import random
 from collections import defaultdict
 from pathlib import Path
@@ -6,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from runs.ingest import Options, Source, ingest
+from runs.jobs import job_create, job_execute
 from runs.models import (
     AgentModel,
     Attempt,
@@ -19,7 +21,6 @@ from runs.models import (
     Verdict,
     VerdictResult,
 )
-from runs.jobs import job_create, job_execute
 from runs.services import rollups_rebuild_for_attempts
 
 pytestmark = pytest.mark.django_db
@@ -35,8 +36,14 @@ def recompute() -> tuple[set[tuple], set[tuple]]:
     for v in Verdict.objects.select_related("item", "attempt__run"):
         applicable = v.result != VerdictResult.NOT_APPLICABLE
         passed = v.result == VerdictResult.PASS
-        facets = (v.attempt_id, v.judge_id, v.attempt.run.benchmark_id, v.attempt.run_id, v.attempt.run.model_id,
-                  v.attempt.instance_id)
+        facets = (
+            v.attempt_id,
+            v.judge_id,
+            v.attempt.run.benchmark_id,
+            v.attempt.run_id,
+            v.attempt.run.model_id,
+            v.attempt.instance_id,
+        )
         row = attempts[facets]
         row[0] += 1
         row[1] += applicable
@@ -45,17 +52,33 @@ def recompute() -> tuple[set[tuple], set[tuple]]:
             value = getattr(v.item, field)
             if value is None or value == "":
                 continue
-            g = groups[(v.attempt_id, v.judge_id, v.attempt.run.benchmark_id, v.attempt.run.model_id, dimension, str(value))]
+            g = groups[
+                (v.attempt_id, v.judge_id, v.attempt.run.benchmark_id, v.attempt.run.model_id, dimension, str(value))
+            ]
             g[0] += applicable
             g[1] += passed
     return ({(*k, *v) for k, v in attempts.items()}, {(*k, *v) for k, v in groups.items()})
 
 
 def stored() -> tuple[set[tuple], set[tuple]]:
-    a = set(AttemptRollup.objects.values_list(
-        "attempt_id", "judge_id", "benchmark_id", "run_id", "model_id", "instance_id", "n_items", "n_applicable", "n_passed"))
-    g = set(GroupRollup.objects.values_list(
-        "attempt_id", "judge_id", "benchmark_id", "model_id", "dimension", "value", "n_applicable", "n_passed"))
+    a = set(
+        AttemptRollup.objects.values_list(
+            "attempt_id",
+            "judge_id",
+            "benchmark_id",
+            "run_id",
+            "model_id",
+            "instance_id",
+            "n_items",
+            "n_applicable",
+            "n_passed",
+        )
+    )
+    g = set(
+        GroupRollup.objects.values_list(
+            "attempt_id", "judge_id", "benchmark_id", "model_id", "dimension", "value", "n_applicable", "n_passed"
+        )
+    )
     return a, g
 
 
@@ -73,24 +96,40 @@ def random_study():
     rng = random.Random(20240611)
     benchmark = Benchmark.objects.create(slug="synthetic", name="Synthetic", kind="dialogue")
     judges = [Judge.objects.create(name=f"j{n}") for n in range(3)]
-    runs = [Run.objects.create(benchmark=benchmark, model=AgentModel.objects.create(name=f"m{n}"), label=f"r{n}")
-            for n in range(2)]
+    runs = [
+        Run.objects.create(benchmark=benchmark, model=AgentModel.objects.create(name=f"m{n}"), label=f"r{n}")
+        for n in range(2)
+    ]
     verdicts = []
     for i in range(12):
         instance = Instance.objects.create(benchmark=benchmark, external_id=f"i{i}")
-        items = ChecklistItem.objects.bulk_create([
-            ChecklistItem(instance=instance, key=f"k{k}", position=k, category=rng.choice(["System Prompt", "Memory", "odd"]),
-                          check_type=rng.choice(["", "format", "process"]), group=rng.choice(["", "length", "case"]),
-                          turn=rng.choice([None, 1, 2, 3]))
-            for k in range(rng.randint(1, 8))
-        ])
+        items = ChecklistItem.objects.bulk_create(
+            [
+                ChecklistItem(
+                    instance=instance,
+                    key=f"k{k}",
+                    position=k,
+                    category=rng.choice(["System Prompt", "Memory", "odd"]),
+                    check_type=rng.choice(["", "format", "process"]),
+                    group=rng.choice(["", "length", "case"]),
+                    turn=rng.choice([None, 1, 2, 3]),
+                )
+                for k in range(rng.randint(1, 8))
+            ]
+        )
         for run in runs:
             attempt = Attempt.objects.create(run=run, instance=instance)
             for judge in judges:
                 for item in items:
                     if rng.random() < 0.9:
-                        verdicts.append(Verdict(attempt=attempt, item=item, judge=judge,
-                                                result=rng.choice(["pass", "pass", "fail", "na"])))
+                        verdicts.append(
+                            Verdict(
+                                attempt=attempt,
+                                item=item,
+                                judge=judge,
+                                result=rng.choice(["pass", "pass", "fail", "na"]),
+                            )
+                        )
     Verdict.objects.bulk_create(verdicts)
     return list(Attempt.objects.values_list("id", flat=True))
 
@@ -155,7 +194,7 @@ def test_it_rebuilds_only_the_judges_it_is_given(random_study):
     now, expected = stored(), recompute()
     for kind in (0, 1):
         of_judge = lambda rows, j: {r for r in rows if r[1] == j.id}  # noqa: E731
-        assert of_judge(now[kind], j1) == of_judge(expected[kind], j1)   # rebuilt
+        assert of_judge(now[kind], j1) == of_judge(expected[kind], j1)  # rebuilt
         assert of_judge(now[kind], j0) == of_judge(before[kind], j0) == of_judge(expected[kind], j0)
         assert of_judge(now[kind], j2) == of_judge(before[kind], j2) != of_judge(expected[kind], j2)  # left alone
 

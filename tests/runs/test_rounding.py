@@ -1,5 +1,6 @@
 """One rounding for every number the portal shows (runs.rounding): the page's floatformat, the CSV, the charts and
 a snapshot's tables say the same digits, half cases included (23.125 is 23.13 everywhere, never 23.12 in the CSV)."""
+
 import csv
 import io
 
@@ -16,8 +17,20 @@ from runs.services import rollups_rebuild_for_attempts
 
 #: (value, places): values whose dropped digits are exactly a half in their decimal form, which binary rounding
 #: (round(), format specs) sends the other way for some of them
-HALF_CASES = [(23.125, 2), (0.125, 2), (2.675, 2), (1.005, 2), (-2.675, 2), (1234567.125, 2), (23.135, 2),
-              (0.0625, 3), (12.5, 0), (0.5, 0), (99.995, 2), (3.125, 2)]
+HALF_CASES = [
+    (23.125, 2),
+    (0.125, 2),
+    (2.675, 2),
+    (1.005, 2),
+    (-2.675, 2),
+    (1234567.125, 2),
+    (23.135, 2),
+    (0.0625, 3),
+    (12.5, 0),
+    (0.5, 0),
+    (99.995, 2),
+    (3.125, 2),
+]
 
 
 def _floatformat(value, places) -> str:
@@ -32,14 +45,17 @@ def test_the_csv_rounds_a_half_as_the_page_shows_it(value, places):
 
 
 def test_it_rounds_half_away_from_zero_on_the_decimal_form():
-    assert shown_number(23.125, 2) == "23.13" and shown_number(2.675, 2) == "2.68" and shown_number(-2.675, 2) == "-2.68"
+    assert (
+        shown_number(23.125, 2) == "23.13" and shown_number(2.675, 2) == "2.68" and shown_number(-2.675, 2) == "-2.68"
+    )
     assert rounded(23.125, 2) == 23.13 and rounded(None, 2) is None
     assert shown_number(float("nan"), 2) == "nan" and shown_number(float("inf"), 2) == "inf"
 
 
 def test_a_chart_plots_the_value_the_table_shows():
-    row = ScoreRow(model="m", group=None, isr=23.125, isr_std=0.0, csr=2.675, csr_std=0.0,
-                   n_instances=1, n_attempts=1, n_empty=0)
+    row = ScoreRow(
+        model="m", group=None, isr=23.125, isr_std=0.0, csr=2.675, csr_std=0.0, n_instances=1, n_attempts=1, n_empty=0
+    )
     bars = {trace["name"]: trace["y"][0] for trace in leaderboard_figure([row])["data"]}
     assert bars == {"ISR": 23.13, "CSR": 2.68}
 
@@ -51,13 +67,17 @@ def test_the_leaderboard_and_its_csv_both_say_23_13_for_23_125(reviewer_client):
     judge = Judge.objects.create(name="j1")
     run = Run.objects.create(benchmark=bench, label="m-r1", model=AgentModel.objects.create(name="m"))
     instances = Instance.objects.bulk_create(
-        Instance(benchmark=bench, external_id=f"t{n}", content_hash="x", spec={}) for n in range(160))
+        Instance(benchmark=bench, external_id=f"t{n}", content_hash="x", spec={}) for n in range(160)
+    )
     items = ChecklistItem.objects.bulk_create(
         ChecklistItem(instance=i, key="c0", position=0, category="System Prompt", description="d", content_hash="x")
-        for i in instances)
+        for i in instances
+    )
     attempts = Attempt.objects.bulk_create(Attempt(run=run, instance=i) for i in instances)
-    Verdict.objects.bulk_create(Verdict(attempt=a, item=item, judge=judge, result="pass" if n < 37 else "fail")
-                                for n, (a, item) in enumerate(zip(attempts, items)))
+    Verdict.objects.bulk_create(
+        Verdict(attempt=a, item=item, judge=judge, result="pass" if n < 37 else "fail")
+        for n, (a, item) in enumerate(zip(attempts, items))
+    )
     rollups_rebuild_for_attempts([a.id for a in attempts])
     page = reverse("runs:checklist-leaderboard", args=[bench.slug])
     body = reviewer_client.get(page).content.decode()

@@ -4,6 +4,7 @@ pagination, the index kept by the ingest, and the same hits on SQLite and Postgr
 Every test runs on the default SQLite; with DATABASE_URL pointing at PostgreSQL the same tests check the
 trigram/full-text path returns the same hits (the expected hits are computed here in Python).
 """
+
 from __future__ import annotations
 
 import importlib
@@ -28,36 +29,112 @@ pytestmark = pytest.mark.django_db
 LONG = "x" * (s.PIECE - 5) + "needle-across-the-cut" + "y" * 50
 STUDY = [
     {"type": "benchmark", "slug": "acme", "name": "Acme", "kind": "checklist"},
-    {"type": "instance", "id": "task-1", "items": [{"key": "no-force", "description": "Never force-push"},
-                                                   {"key": "tests", "description": "Run the tests"}]},
+    {
+        "type": "instance",
+        "id": "task-1",
+        "items": [
+            {"key": "no-force", "description": "Never force-push"},
+            {"key": "tests", "description": "Run the tests"},
+        ],
+    },
     {"type": "instance", "id": "task-2", "items": [{"key": "no-force", "description": "Never force-push"}]},
     {"type": "run", "label": "a-r1", "model": "model-a"},
     {"type": "run", "label": "b-r1", "model": "model-b"},
-    {"type": "attempt", "run": "a-r1", "instance": "task-1", "response": "Done. I ran Git Push --force at the end.",
-     "threads": [{"messages": [
-         {"role": "user", "content": "Fix the bug and push."},
-         {"role": "assistant", "content": "", "reasoning": "Tests first.",
-          "tool_calls": [{"id": "c1", "name": "bash", "arguments": {"command": "git push --force origin main"}}]},
-         {"role": "tool", "content": "forced update", "tool_call_id": "c1", "tool_name": "bash"},
-         {"role": "assistant", "content": "<script>alert('x')</script> all done, 100% sure_ok"},
-     ]}, {"meta": {"thread": "sub-agent 1"}, "messages": [
-         {"role": "assistant", "content": LONG},
-     ]}]},
-    {"type": "attempt", "run": "b-r1", "instance": "task-1", "response": "I did not push.",
-     "threads": [{"messages": [{"role": "user", "content": "Fix the bug and push."},
-                               {"role": "assistant", "content": "git push origin main (no force)"}]}]},
-    {"type": "attempt", "run": "b-r1", "instance": "task-2", "response": "",
-     "threads": [{"messages": [{"role": "assistant", "content": "Running git push --force-with-lease now"}]}]},
-    {"type": "verdict", "run": "a-r1", "instance": "task-1", "item": "no-force", "judge": "judge-1", "result": "fail",
-     "reasoning": "The agent ran git push --force in message 1."},
-    {"type": "verdict", "run": "a-r1", "instance": "task-1", "item": "tests", "judge": "judge-1", "result": "pass",
-     "reasoning": "Tests were run."},
-    {"type": "verdict", "run": "a-r1", "instance": "task-1", "item": "no-force", "judge": "judge-2", "result": "pass",
-     "reasoning": "No forced push seen."},
-    {"type": "verdict", "run": "b-r1", "instance": "task-1", "item": "no-force", "judge": "judge-1", "result": "pass",
-     "reasoning": "Pushed without force."},
-    {"type": "verdict", "run": "b-r1", "instance": "task-2", "item": "no-force", "judge": "judge-1", "result": "fail",
-     "reasoning": "--force-with-lease is still a git push --force."},
+    {
+        "type": "attempt",
+        "run": "a-r1",
+        "instance": "task-1",
+        "response": "Done. I ran Git Push --force at the end.",
+        "threads": [
+            {
+                "messages": [
+                    {"role": "user", "content": "Fix the bug and push."},
+                    {
+                        "role": "assistant",
+                        "content": "",
+                        "reasoning": "Tests first.",
+                        "tool_calls": [
+                            {"id": "c1", "name": "bash", "arguments": {"command": "git push --force origin main"}}
+                        ],
+                    },
+                    {"role": "tool", "content": "forced update", "tool_call_id": "c1", "tool_name": "bash"},
+                    {"role": "assistant", "content": "<script>alert('x')</script> all done, 100% sure_ok"},
+                ]
+            },
+            {
+                "meta": {"thread": "sub-agent 1"},
+                "messages": [
+                    {"role": "assistant", "content": LONG},
+                ],
+            },
+        ],
+    },
+    {
+        "type": "attempt",
+        "run": "b-r1",
+        "instance": "task-1",
+        "response": "I did not push.",
+        "threads": [
+            {
+                "messages": [
+                    {"role": "user", "content": "Fix the bug and push."},
+                    {"role": "assistant", "content": "git push origin main (no force)"},
+                ]
+            }
+        ],
+    },
+    {
+        "type": "attempt",
+        "run": "b-r1",
+        "instance": "task-2",
+        "response": "",
+        "threads": [{"messages": [{"role": "assistant", "content": "Running git push --force-with-lease now"}]}],
+    },
+    {
+        "type": "verdict",
+        "run": "a-r1",
+        "instance": "task-1",
+        "item": "no-force",
+        "judge": "judge-1",
+        "result": "fail",
+        "reasoning": "The agent ran git push --force in message 1.",
+    },
+    {
+        "type": "verdict",
+        "run": "a-r1",
+        "instance": "task-1",
+        "item": "tests",
+        "judge": "judge-1",
+        "result": "pass",
+        "reasoning": "Tests were run.",
+    },
+    {
+        "type": "verdict",
+        "run": "a-r1",
+        "instance": "task-1",
+        "item": "no-force",
+        "judge": "judge-2",
+        "result": "pass",
+        "reasoning": "No forced push seen.",
+    },
+    {
+        "type": "verdict",
+        "run": "b-r1",
+        "instance": "task-1",
+        "item": "no-force",
+        "judge": "judge-1",
+        "result": "pass",
+        "reasoning": "Pushed without force.",
+    },
+    {
+        "type": "verdict",
+        "run": "b-r1",
+        "instance": "task-2",
+        "item": "no-force",
+        "judge": "judge-1",
+        "result": "fail",
+        "reasoning": "--force-with-lease is still a git push --force.",
+    },
 ]
 
 
@@ -100,7 +177,9 @@ def _expected(text: str) -> list[tuple]:
     return sorted(out)
 
 
-@pytest.mark.parametrize("text", ["git push --force", "GIT PUSH", "100% sure_ok", "<script>", "push", "needle-across-the-cut"])
+@pytest.mark.parametrize(
+    "text", ["git push --force", "GIT PUSH", "100% sure_ok", "<script>", "push", "needle-across-the-cut"]
+)
 def test_it_finds_exactly_the_substring_hits_computed_in_python(study, text):
     assert _keys(_find(study, text)) == _expected(text)
 
@@ -138,9 +217,14 @@ def test_filters_by_verdict_judge_item_model_run_and_source(study):
 
 
 def test_queries_too_short_too_long_or_malformed_are_refused(study):
-    for params in ({"q": ["ab"]}, {"q": ["a" * (s.MAX_QUERY + 1)]}, {"q": ["push"], "mode": ["regex"]},
-                   {"q": ["push"], "verdict": ["maybe"]}, {"q": ["push"], "source": ["files"]},
-                   {"q": ["push"], "after": ["message:x"]}):
+    for params in (
+        {"q": ["ab"]},
+        {"q": ["a" * (s.MAX_QUERY + 1)]},
+        {"q": ["push"], "mode": ["regex"]},
+        {"q": ["push"], "verdict": ["maybe"]},
+        {"q": ["push"], "source": ["files"]},
+        {"q": ["push"], "after": ["message:x"]},
+    ):
         with pytest.raises(s.SearchRefused):
             s.search_query_of(params)
 
@@ -182,7 +266,7 @@ def test_long_messages_are_cut_in_overlapping_pieces_that_keep_every_short_match
     parts = s.pieces(text)
     assert all(len(p) <= s.PIECE for p in parts) and len(parts) == 4
     for start in range(0, len(text) - s.MAX_QUERY, 997):
-        needle = text[start:start + s.MAX_QUERY]
+        needle = text[start : start + s.MAX_QUERY]
         assert any(needle in p for p in parts)
 
 
@@ -197,7 +281,7 @@ def test_the_page_highlights_hits_and_escapes_model_output(study, reviewer_clien
 
 
 def test_the_page_exports_its_hits_and_shares_them_through_the_frame(study, editor_client):
-    """"Where else did the agent do this?" had an answer on screen only: the page's hits now export as CSV and JSON,
+    """ "Where else did the agent do this?" had an answer on screen only: the page's hits now export as CSV and JSON,
     with where each was found and the text around it, and a share link freezes them."""
     import csv
     import io
@@ -209,13 +293,16 @@ def test_the_page_exports_its_hits_and_shares_them_through_the_frame(study, edit
     page = editor_client.get(url, {"q": "git push --force"}).content.decode()
     assert "export=csv&amp;table=hits" in page and "Share…" in page
     assert "export=csv" not in editor_client.get(url).content.decode()  # no query, no hits to export
-    lines = list(csv.DictReader(io.StringIO(editor_client.get(url, {"q": "git push --force", "export": "csv"})
-                                            .content.decode())))
+    lines = list(
+        csv.DictReader(io.StringIO(editor_client.get(url, {"q": "git push --force", "export": "csv"}).content.decode()))
+    )
     assert len(lines) == len(_expected("git push --force"))
     assert all("git push --force" in line["Text around the match"].lower() for line in lines)  # any case, as found
     assert {line["Found in"] for line in lines} == {"message", "response", "reasoning"}
-    response = editor_client.post(reverse("runs:page-share-create", args=["acme"]),
-                                    {"path": f"{url}?q=git+push+--force", "include_attempts": "on"})
+    response = editor_client.post(
+        reverse("runs:page-share-create", args=["acme"]),
+        {"path": f"{url}?q=git+push+--force", "include_attempts": "on"},
+    )
     assert re.search(r"/s/[A-Za-z0-9_-]+/", response.content.decode())
     assert len(ShareLink.objects.get().snapshot["tables"][0]["rows"]) == len(lines)
 
@@ -253,8 +340,9 @@ def test_the_api_returns_hits_with_offsets_and_a_next_link(study, reviewer_clien
     assert reviewer_client.get("/api/search/", {"benchmark": "nope", "q": "push"}).status_code == 404
 
 
-def test_the_page_and_the_api_say_how_many_hits_there_are_exact_or_at_least(study, reviewer_client, monkeypatch,
-                                                                            settings):
+def test_the_page_and_the_api_say_how_many_hits_there_are_exact_or_at_least(
+    study, reviewer_client, monkeypatch, settings
+):
     """Search showed no total: a page of 25 said nothing of the 2 or the 2,000 after it. A page holding every hit
     says how many; a page with more after it loads the count once it is shown (the hits wait for no count), exact
     when the count ends within its time, else "at least" the hits known (the page's, and one more for the next)."""
@@ -282,7 +370,7 @@ def test_the_page_and_the_api_say_how_many_hits_there_are_exact_or_at_least(stud
 
     settings.IFPORTAL_SEARCH_COUNT_MS = 0  # the count is cut short at once
     counted = reviewer_client.get(url + count_url, HTTP_HX_REQUEST="true").content.decode()
-    assert "<strong id=\"search-total\">At least 3 hits</strong> (counting stopped at its time limit)" in counted
+    assert '<strong id="search-total">At least 3 hits</strong> (counting stopped at its time limit)' in counted
     data = reviewer_client.get("/api/search/", {"benchmark": "acme", "q": "push", "count": "1"}).json()
     assert (data["total"], data["total_exact"]) == (3, False)
 
@@ -316,8 +404,19 @@ def test_blind_annotators_are_refused_on_the_page_and_the_api(study, django_user
 
 
 def test_every_kind_links_its_own_attempt_page():
-    hit = s.SearchHit(source="message", id=1, attempt_id=7, run="r", model="m", instance="t/1", segments=[], url="",
-                      thread=0, message=3, turn=2)
+    hit = s.SearchHit(
+        source="message",
+        id=1,
+        attempt_id=7,
+        run="r",
+        model="m",
+        instance="t/1",
+        segments=[],
+        url="",
+        thread=0,
+        message=3,
+        turn=2,
+    )
     assert s.hit_url(Benchmark(slug="d", kind="dialogue"), hit) == "/b/d/dialogue/dialogues/7/#turn-2"
     assert s.hit_url(Benchmark(slug="h", kind="hierarchy"), hit) == "/b/h/hierarchy/attempts/7/"
     assert s.hit_url(Benchmark(slug="c", kind="choice"), hit) == "/b/c/choice/tasks/"
@@ -351,28 +450,54 @@ def _one_attempt(slug: str, said: list[str], *, reasoning: str | None = None) ->
         {"type": "benchmark", "slug": slug, "name": slug.title(), "kind": "checklist"},
         {"type": "instance", "id": "task-1", "items": [{"key": "ok", "description": "Answer correctly"}]},
         {"type": "run", "label": "r1", "model": "model-a"},
-        {"type": "attempt", "run": "r1", "instance": "task-1", "response": "",
-         "threads": [{"messages": [{"role": "assistant", "content": text} for text in said]}]},
+        {
+            "type": "attempt",
+            "run": "r1",
+            "instance": "task-1",
+            "response": "",
+            "threads": [{"messages": [{"role": "assistant", "content": text} for text in said]}],
+        },
     ]
     if reasoning is not None:
-        records.append({"type": "verdict", "run": "r1", "instance": "task-1", "item": "ok", "judge": "judge-1",
-                        "result": "fail", "reasoning": reasoning})
+        records.append(
+            {
+                "type": "verdict",
+                "run": "r1",
+                "instance": "task-1",
+                "item": "ok",
+                "judge": "judge-1",
+                "result": "fail",
+                "reasoning": reasoning,
+            }
+        )
     return records
 
 
-JOINS = _one_attempt("joins", [
-    "The rule was broken in turn 3.",
-    "brokenqinqturnq3 is one word",
-    "broken\tin\nturn 3, across a tab and a line",
-    "turn 3: nothing was broken in it",
-    "Broken  in turn 3 (two spaces)",
-])
+JOINS = _one_attempt(
+    "joins",
+    [
+        "The rule was broken in turn 3.",
+        "brokenqinqturnq3 is one word",
+        "broken\tin\nturn 3, across a tab and a line",
+        "turn 3: nothing was broken in it",
+        "Broken  in turn 3 (two spaces)",
+    ],
+)
 
 
-@pytest.mark.parametrize("text, messages", [
-    ("broken in turn 3", [0]), ("BROKEN IN TURN", [0]), ("brokenqin", [1]), ("in\nturn 3", [2]),
-    ("broken in", [0, 3]), ("broken  in", [4]), ("q3 is", [1]), ("n t", [0, 4]),
-])
+@pytest.mark.parametrize(
+    "text, messages",
+    [
+        ("broken in turn 3", [0]),
+        ("BROKEN IN TURN", [0]),
+        ("brokenqin", [1]),
+        ("in\nturn 3", [2]),
+        ("broken in", [0, 3]),
+        ("broken  in", [4]),
+        ("q3 is", [1]),
+        ("n t", [0, 4]),
+    ],
+)
 def test_phrases_are_found_exactly_across_spaces_tabs_lines_and_the_joining_letter(tmp_path, text, messages):
     """The transcript index is built on the text with whitespace joined into a letter (runs.search.INDEXED_TEXT):
     what it finds is still exactly the phrase as written, whatever whitespace or that letter the text holds."""
@@ -381,14 +506,18 @@ def test_phrases_are_found_exactly_across_spaces_tabs_lines_and_the_joining_lett
     assert sorted(h.message for h in hits) == messages
 
 
-FOLDS = _one_attempt("folds", [
-    "\u212aelvin, written with a sign for degrees",
-    "KELVIN in capitals",
-    "\u212aelvin first," + " far" * 100 + " then kelvin",
-    "ÉCHEC in capitals",
-    "échec in small letters",
-    "ÉCHEC in capitals, then échec",
-], reasoning="\u212aelvin again")
+FOLDS = _one_attempt(
+    "folds",
+    [
+        "\u212aelvin, written with a sign for degrees",
+        "KELVIN in capitals",
+        "\u212aelvin first," + " far" * 100 + " then kelvin",
+        "ÉCHEC in capitals",
+        "échec in small letters",
+        "ÉCHEC in capitals, then échec",
+    ],
+    reasoning="\u212aelvin again",
+)
 
 
 @pytest.mark.parametrize("found_by", ["walks", "candidates"])
@@ -439,7 +568,6 @@ BARE = [
 def _search_tab(client, slug) -> bool:
     page = client.get(reverse("runs:checklist-leaderboard", args=[slug])).content.decode()
     return f'href="{reverse("runs:search", args=[slug])}"' in page
-
 
 
 def test_the_search_tab_shows_only_on_a_benchmark_with_text_to_search(study, tmp_path, reviewer_client):

@@ -1,4 +1,5 @@
 """The env helpers of settings.py fail loudly on bad values; .env.example documents every variable."""
+
 import os
 import re
 import subprocess
@@ -81,13 +82,29 @@ def test_env_str_fails_on_an_unreadable_file(monkeypatch, tmp_path):
 
 
 def _load_settings(tmp_path: Path, **env: str) -> subprocess.CompletedProcess:
-    clean_env = {k: v for k, v in os.environ.items() if k not in {
-        "DEBUG", "SECRET_KEY", "SECRET_KEY_FILE", "IFPORTAL_PRODUCTION", "IFPORTAL_JOBS", "CELERY_BROKER_URL",
-        "DATABASE_URL", "DB_CONN_MAX_AGE"}}
+    clean_env = {
+        k: v
+        for k, v in os.environ.items()
+        if k
+        not in {
+            "DEBUG",
+            "SECRET_KEY",
+            "SECRET_KEY_FILE",
+            "IFPORTAL_PRODUCTION",
+            "IFPORTAL_JOBS",
+            "CELERY_BROKER_URL",
+            "DATABASE_URL",
+            "DB_CONN_MAX_AGE",
+        }
+    }
     clean_env.update(DJANGO_SETTINGS_MODULE="ifportal.settings", IFPORTAL_VAR_DIR=str(tmp_path / "var"), **env)
     return subprocess.run(
         [sys.executable, "-c", "from django.conf import settings; print(settings.IFPORTAL_JOBS, settings.DEBUG)"],
-        cwd=ROOT, env=clean_env, capture_output=True, text=True, timeout=60,
+        cwd=ROOT,
+        env=clean_env,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
 
 
@@ -131,7 +148,9 @@ def test_postgresql_connections_get_jit_off_unless_the_url_sets_options():
     postgresql = {"ENGINE": "django.db.backends.postgresql", "NAME": "x"}
 
     assert with_database_options(postgresql)["OPTIONS"] == {"options": "-c jit=off"}
-    assert with_database_options({**postgresql, "OPTIONS": {"options": "-c jit=on"}})["OPTIONS"]["options"] == "-c jit=on"
+    assert (
+        with_database_options({**postgresql, "OPTIONS": {"options": "-c jit=on"}})["OPTIONS"]["options"] == "-c jit=on"
+    )
     assert "OPTIONS" not in with_database_options({"ENGINE": "django.db.backends.mysql"})
 
 

@@ -1,6 +1,7 @@
 """A snapshot shows what its source showed, frozen, in the same words: for every page of every kind, the public page
 of a share link says every note, caveat, heading and number the page said (spreads included), and the words about
 what a link's attempt pages show are the same, and true, on each of them."""
+
 import html
 import re
 from html.parser import HTMLParser
@@ -41,7 +42,9 @@ class _Said(HTMLParser):
             return
         found = dict(attrs)
         classes = set((found.get("class") or "").split())
-        control = tag in ("form", "nav", "select", "button", "script") or bool(classes & {"page-tools", "crumbs", "live-only"})
+        control = tag in ("form", "nav", "select", "button", "script") or bool(
+            classes & {"page-tools", "crumbs", "live-only"}
+        )
         said = tag in ("h1", "h2", "h3") or bool(classes & set(SAID)) or (tag == "td" and "num" in classes)
         self.open.append((tag, said, control))
         if said:
@@ -93,8 +96,11 @@ def _share(client, slug: str, url: str, *, attempts: bool) -> str:
     return re.search(r"/s/([A-Za-z0-9_-]+)/", created.content.decode()).group(1)
 
 
-@pytest.mark.parametrize(("kind", "name"), CASES + [(kind, "one object") for kind in sorted(DATA)],
-                         ids=[name for _, name in CASES] + [f"{kind}: one object" for kind in sorted(DATA)])
+@pytest.mark.parametrize(
+    ("kind", "name"),
+    CASES + [(kind, "one object") for kind in sorted(DATA)],
+    ids=[name for _, name in CASES] + [f"{kind}: one object" for kind in sorted(DATA)],
+)
 def test_a_snapshot_says_everything_its_page_said(kind, name, portal, django_user_model):  # noqa: F811
     lead = _lead(django_user_model)
     slug = DATA[kind][1]
@@ -111,8 +117,11 @@ def test_the_shared_leaderboard_keeps_the_scorers_caveats_and_the_spread_of_macr
     lead = _lead(django_user_model)
     url = reverse("runs:checklist-leaderboard", args=[DATA["checklist"][1]])
     page = words(lead.get(url).content.decode())
-    public = words(Client().get(reverse("runs:share", args=[_share(lead, DATA["checklist"][1], url, attempts=True)]))
-                   .content.decode())
+    public = words(
+        Client()
+        .get(reverse("runs:share", args=[_share(lead, DATA["checklist"][1], url, attempts=True)]))
+        .content.decode()
+    )
     unrecognised = re.search(r"\d+ verdicts? carried a result string the reference scorer does not recognise", page)
     unscored = re.search(r"\d+ judge results? scored nothing", page)
     assert unrecognised and unscored  # the demo's judges write "Success" now and then, and one times out
@@ -147,31 +156,45 @@ def test_a_links_attempt_list_and_attempt_page_both_show_verdicts_as_they_were(p
     cell = reverse("runs:share-attempts", args=[token]) + f"?model={model}"
     rows = sharing.snapshot_attempt_rows(link, model=model, group=None)
     failing = set(Verdict.objects.filter(result="fail").values_list("attempt_id", "item_id"))
-    passed = next(v for v in Verdict.objects.filter(attempt_id__in=[r.attempt_id for r in rows[:10]], result="pass")
-                  .select_related("item").order_by("id") if (v.attempt_id, v.item_id) not in failing)
+    passed = next(
+        v
+        for v in Verdict.objects.filter(attempt_id__in=[r.attempt_id for r in rows[:10]], result="pass")
+        .select_related("item")
+        .order_by("id")
+        if (v.attempt_id, v.item_id) not in failing
+    )
     # a later import replaces the verdict: a new row, stored after the link was made, failing the item
     passed.delete()
-    Verdict.objects.create(attempt_id=passed.attempt_id, item=passed.item, judge_id=passed.judge_id, result="fail",
-                           reasoning="LATER-REASONING")
+    Verdict.objects.create(
+        attempt_id=passed.attempt_id,
+        item=passed.item,
+        judge_id=passed.judge_id,
+        result="fail",
+        reasoning="LATER-REASONING",
+    )
     listed = Client().get(cell).content.decode()
     opened = Client().get(reverse("runs:share-attempt", args=[token, passed.attempt_id])).content.decode()
-    assert f"<code>{passed.item.key}</code>" not in listed.split(f"/attempts/{passed.attempt_id}/", 1)[1].split("</tr>")[0]
+    assert (
+        f"<code>{passed.item.key}</code>" not in listed.split(f"/attempts/{passed.attempt_id}/", 1)[1].split("</tr>")[0]
+    )
     assert "LATER-REASONING" not in opened
     assert FROZEN_WORDS in words(listed) and FROZEN_WORDS in words(opened)
     assert "read now" not in words(listed)
 
 
 def test_the_frozen_markup_keeps_words_and_drops_controls_and_code():
-    page = ('<html><head><link rel="stylesheet" href="/static/css/checklist.1a2b3c4d5e6f.css"></head><body>'
-            '<header><a href="/">portal</a></header><main>'
-            '<p class="crumbs"><a href="/">Home</a></p><form method="get"><select name="run"><option>r1</option>'
-            '</select><button>Apply</button></form><nav><a href="/b/x/other/">Other</a></nav>'
-            '<div class="toolbar page-tools" id="page-tools"><a href="?export=csv">CSV</a></div>'
-            '<h1 onclick="alert(1)">Title &amp; more</h1><p class="note">86 verdicts &lt;b&gt;unrecognised</p>'
-            '<script>alert(2)</script><a href="javascript:alert(3)">bad</a>'
-            '<td class="num" hx-get="/x/">23.13 <span class="pm">± 1.20</span></td>'
-            '<div data-plotly="f" data-figure="{&quot;data&quot;: []}"></div>'
-            '<a href="/attempts/7/#turn-2">seven</a><a href="/help/metrics/#checklist">how</a></main></body></html>')
+    page = (
+        '<html><head><link rel="stylesheet" href="/static/css/checklist.1a2b3c4d5e6f.css"></head><body>'
+        '<header><a href="/">portal</a></header><main>'
+        '<p class="crumbs"><a href="/">Home</a></p><form method="get"><select name="run"><option>r1</option>'
+        '</select><button>Apply</button></form><nav><a href="/b/x/other/">Other</a></nav>'
+        '<div class="toolbar page-tools" id="page-tools"><a href="?export=csv">CSV</a></div>'
+        '<h1 onclick="alert(1)">Title &amp; more</h1><p class="note">86 verdicts &lt;b&gt;unrecognised</p>'
+        '<script>alert(2)</script><a href="javascript:alert(3)">bad</a>'
+        '<td class="num" hx-get="/x/">23.13 <span class="pm">± 1.20</span></td>'
+        '<div data-plotly="f" data-figure="{&quot;data&quot;: []}"></div>'
+        '<a href="/attempts/7/#turn-2">seven</a><a href="/help/metrics/#checklist">how</a></main></body></html>'
+    )
     frozen = frozen_page(page)
     assert frozen["stylesheets"] == ["checklist"] and frozen["charts"]
     body = frozen["html"]
@@ -205,11 +228,13 @@ def test_a_frozen_page_links_only_to_what_its_link_opens(portal, django_user_mod
 
 def test_hostile_markup_and_text_never_become_a_link_the_relinker_did_not_make():
     shown_text = html.escape('<a href="javascript:window.x=1">chart link</a>', quote=True)  # how a page shows a name
-    page = ('<main><td><a href="/b/x/attempts/?model=m">' + shown_text + '</a></td>'
-            '<a href="JavaScript:alert(1)">js</a><a href=" data:text/html,x">data</a><a href="vbscript:x">vb</a>'
-            '<a href="https://elsewhere.example/">far</a><a href="//elsewhere.example/">near</a>'
-            '<a href="/attempts/7/"><a href="javascript:alert(2)">nested</a></a>'
-            '<a href="/attempts/8/">open <a href="javascript:alert(3)">to the end</main>')
+    page = (
+        '<main><td><a href="/b/x/attempts/?model=m">' + shown_text + "</a></td>"
+        '<a href="JavaScript:alert(1)">js</a><a href=" data:text/html,x">data</a><a href="vbscript:x">vb</a>'
+        '<a href="https://elsewhere.example/">far</a><a href="//elsewhere.example/">near</a>'
+        '<a href="/attempts/7/"><a href="javascript:alert(2)">nested</a></a>'
+        '<a href="/attempts/8/">open <a href="javascript:alert(3)">to the end</main>'
+    )
     body = frozen_page(page)["html"]
     shown = relinked(body, href=lambda target: target)  # a relinker that keeps every target it is given
     targets = re.findall(r'<a\b[^>]*\bhref="([^"]*)"', shown)

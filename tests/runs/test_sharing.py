@@ -1,4 +1,5 @@
 """Share links: tokens, hashing, revocation, expiry, frozen snapshots, scope, the owner's list."""
+
 import csv
 import hashlib
 import io
@@ -75,7 +76,9 @@ def test_it_shows_the_url_once_and_never_again(editor_client):
 
 def test_it_answers_htmx_with_the_created_fragment(editor_client):
     bench, _ = build_study()
-    response = editor_client.post(reverse("runs:share-create", args=[bench.slug]), {"query": ""}, HTTP_HX_REQUEST="true")
+    response = editor_client.post(
+        reverse("runs:share-create", args=[bench.slug]), {"query": ""}, HTTP_HX_REQUEST="true"
+    )
     body = response.content.decode()
     assert response.status_code == 200 and "/s/" in body and "<html" not in body
 
@@ -98,7 +101,11 @@ def test_anonymous_can_open_a_share_link_but_not_the_private_leaderboard(editor_
     assert response.status_code == 200
     assert "Frozen snapshot of" in body and "data may have changed since" in body
     assert "System Prompt" in body and "User Query" in body and "66.67" in body
-    assert 'data-plotly="leaderboard-figure" data-figure="{' in body and "METRICS.md" not in body and "ISR = share of instances" in body
+    assert (
+        'data-plotly="leaderboard-figure" data-figure="{' in body
+        and "METRICS.md" not in body
+        and "ISR = share of instances" in body
+    )
     assert response["Cache-Control"].count("no-store") == 1
     private = client.get(reverse("runs:checklist-leaderboard", args=[bench.slug]))
     assert private.status_code == 302 and "/login/" in private["Location"]
@@ -107,12 +114,22 @@ def test_anonymous_can_open_a_share_link_but_not_the_private_leaderboard(editor_
 def test_the_public_page_links_to_no_private_page(editor_client, client, editor):
     bench, attempts = build_study()
     _, token = create(editor_client, bench, "by=category", attempts=True)
-    bodies = [client.get(share_url(token)).content.decode(),
-              client.get(share_url(token, "runs:share-attempts") + "?model=alpha").content.decode(),
-              client.get(share_url(token, "runs:share-attempt", attempts[0].id)).content.decode()]
-    private = [reverse("runs:home"), reverse("runs:jobs"), reverse("runs:import"), "/admin/", "/api/",
-               reverse("runs:checklist-leaderboard", args=[bench.slug]), reverse("runs:attempt", args=[attempts[0].id]),
-               reverse("runs:instance", args=[attempts[0].instance_id]), reverse("runs:share-list")]
+    bodies = [
+        client.get(share_url(token)).content.decode(),
+        client.get(share_url(token, "runs:share-attempts") + "?model=alpha").content.decode(),
+        client.get(share_url(token, "runs:share-attempt", attempts[0].id)).content.decode(),
+    ]
+    private = [
+        reverse("runs:home"),
+        reverse("runs:jobs"),
+        reverse("runs:import"),
+        "/admin/",
+        "/api/",
+        reverse("runs:checklist-leaderboard", args=[bench.slug]),
+        reverse("runs:attempt", args=[attempts[0].id]),
+        reverse("runs:instance", args=[attempts[0].instance_id]),
+        reverse("runs:share-list"),
+    ]
     for body in bodies:
         hrefs = re.findall(r'(?:href|hx-get|action)="([^"]*)"', body)
         assert hrefs
@@ -149,17 +166,23 @@ def test_the_snapshot_equals_the_page_rows_in_the_page_order(editor_client):
     assert link.snapshot["overall"][0]["isr"] == pytest.approx(200 / 3)
 
 
-@pytest.mark.parametrize("mutate", [
-    lambda link: setattr(link, "revoked_at", timezone.now()),
-    lambda link: setattr(link, "expires_at", timezone.now() - timedelta(seconds=1)),
-])
+@pytest.mark.parametrize(
+    "mutate",
+    [
+        lambda link: setattr(link, "revoked_at", timezone.now()),
+        lambda link: setattr(link, "expires_at", timezone.now() - timedelta(seconds=1)),
+    ],
+)
 def test_revoked_and_expired_links_are_404_everywhere(editor_client, client, mutate):
     bench, attempts = build_study()
     _, token = create(editor_client, bench, attempts=True)
     link = ShareLink.objects.get()
-    urls = [share_url(token), share_url(token, "runs:share-export") + "?format=csv",
-            share_url(token, "runs:share-attempts") + "?model=alpha",
-            share_url(token, "runs:share-attempt", attempts[0].id)]
+    urls = [
+        share_url(token),
+        share_url(token, "runs:share-export") + "?format=csv",
+        share_url(token, "runs:share-attempts") + "?model=alpha",
+        share_url(token, "runs:share-attempt", attempts[0].id),
+    ]
     assert all(client.get(u).status_code == 200 for u in urls)
     mutate(link)
     link.save()
@@ -171,7 +194,9 @@ def test_unknown_revoked_and_expired_tokens_get_the_same_answer(editor_client, c
     _, revoked = create(editor_client, bench)
     _, expired = create(editor_client, bench, expires="1")
     ShareLink.objects.filter(token_hash=sharing.token_hash(revoked)).update(revoked_at=timezone.now())
-    ShareLink.objects.filter(token_hash=sharing.token_hash(expired)).update(expires_at=timezone.now() - timedelta(days=1))
+    ShareLink.objects.filter(token_hash=sharing.token_hash(expired)).update(
+        expires_at=timezone.now() - timedelta(days=1)
+    )
     answers = [client.get(share_url(t)) for t in (revoked, expired, "x" * 43, "A" * 500)]
     assert {r.status_code for r in answers} == {404}
     assert len({r.content for r in answers}) == 1
@@ -292,7 +317,7 @@ def test_the_leaderboard_offers_share_and_export_in_one_toolbar_row_with_the_cur
     page = editor_client.get(url + "?by=scaffold").content.decode()
     toolbar = page.split('id="page-tools"')[1].split('<section id="results">')[0]
     assert page.count('id="page-tools"') == 1
-    assert "Share…" in toolbar and f'{url}?by=scaffold&amp;export=csv&amp;table=leaderboard' in toolbar  # one row
+    assert "Share…" in toolbar and f"{url}?by=scaffold&amp;export=csv&amp;table=leaderboard" in toolbar  # one row
     assert f'name="path" value="{url}?by=scaffold"' in toolbar and 'name="include_attempts"' in toolbar
     assert reverse("runs:page-share-create", args=[bench.slug]) in toolbar
     assert re.findall(r'<option value="(\d*)"', toolbar.split('name="expires_in"')[1]) == list(sharing.EXPIRY_DAYS)
@@ -300,14 +325,15 @@ def test_the_leaderboard_offers_share_and_export_in_one_toolbar_row_with_the_cur
     # an htmx filter change swaps the results and, out of band, the toolbar of the new state
     fragment = editor_client.get(url + "?by=judge", HTTP_HX_REQUEST="true").content.decode()
     assert 'id="page-tools" hx-swap-oob="true"' in fragment
-    assert f'{url}?by=judge&amp;export=csv&amp;table=leaderboard' in fragment and f'value="{url}?by=judge"' in fragment
+    assert f"{url}?by=judge&amp;export=csv&amp;table=leaderboard" in fragment and f'value="{url}?by=judge"' in fragment
 
 
 def test_the_leaderboards_share_form_freezes_it_through_the_frame(editor_client, client):
     bench, attempts = build_study()
     url = reverse("runs:checklist-leaderboard", args=[bench.slug])
-    response = editor_client.post(reverse("runs:page-share-create", args=[bench.slug]),
-                                    {"path": f"{url}?by=category", "include_attempts": "on"})
+    response = editor_client.post(
+        reverse("runs:page-share-create", args=[bench.slug]), {"path": f"{url}?by=category", "include_attempts": "on"}
+    )
     token = re.search(r"/s/([A-Za-z0-9_-]+)/", response.content.decode()).group(1)
     link = ShareLink.objects.get()
     assert link.scope == "attempts" and link.snapshot["by"] == "category" and link.snapshot["kind"] == "page"
@@ -373,17 +399,26 @@ def test_the_drill_down_exports_every_attempt_behind_its_cell_and_shares_through
     lines = list(csv.DictReader(io.StringIO(editor_client.get(url + "?model=alpha&export=csv").content.decode())))
     alpha = [a for a in attempts if a.run.model.name == "alpha"]
     assert len(lines) == len(alpha) == 3
-    assert [line["Failing items (judges that failed them)"] for line in lines] == ["c1 (j1, j2)", "", ""]  # failing first
+    assert [line["Failing items (judges that failed them)"] for line in lines] == [
+        "c1 (j1, j2)",
+        "",
+        "",
+    ]  # failing first
     assert lines[0]["j1 passed"] == "1" and lines[0]["j1 applicable"] == "2" and lines[1]["j2 passed"] == "2"
     document = editor_client.get(url + "?model=alpha&export=json").json()
     assert document["facts"] == {"model": "alpha"} and len(document["tables"][0]["rows"]) == 3
-    response = editor_client.post(reverse("runs:page-share-create", args=[bench.slug]),
-                                    {"path": f"{url}?model=alpha", "include_attempts": "on"})
+    response = editor_client.post(
+        reverse("runs:page-share-create", args=[bench.slug]), {"path": f"{url}?model=alpha", "include_attempts": "on"}
+    )
     token = re.search(r"/s/([A-Za-z0-9_-]+)/", response.content.decode()).group(1)
     link = ShareLink.objects.get()
     assert sorted(link.attempt_ids) == sorted(a.id for a in alpha)
     public = client.get(share_url(token)).content.decode()  # the drill-down as it was shown: c1 failed by both judges
-    assert f'<a href="/s/{token}/attempts/{alpha[1].id}/#item-' in public and "<code>c1</code>" in public and "✗ j1, j2" in public
+    assert (
+        f'<a href="/s/{token}/attempts/{alpha[1].id}/#item-' in public
+        and "<code>c1</code>" in public
+        and "✗ j1, j2" in public
+    )
 
 
 def test_an_instance_page_exports_its_pass_rates_and_shares_for_its_own_benchmark_only(editor_client, client):
@@ -395,14 +430,16 @@ def test_an_instance_page_exports_its_pass_rates_and_shares_for_its_own_benchmar
     body = editor_client.get(url).content.decode()
     assert f"{url}?export=csv&amp;table=items" in body and "Share…" in body
     lines = list(csv.DictReader(io.StringIO(editor_client.get(url + "?export=csv&table=items").content.decode())))
-    assert [(line["Item"], line["alpha pass rate %"], line["alpha passed"], line["alpha applicable"]) for line in lines] \
-        == [("c0", "100.00", "2", "2"), ("c1", "0.00", "0", "2")]
+    assert [
+        (line["Item"], line["alpha pass rate %"], line["alpha passed"], line["alpha applicable"]) for line in lines
+    ] == [("c0", "100.00", "2", "2"), ("c1", "0.00", "0", "2")]
     assert lines[1]["beta pass rate %"] == "100.00"
     other = Benchmark.objects.create(slug="other", name="Other", kind="checklist")
     refused = editor_client.post(reverse("runs:page-share-create", args=[other.slug]), {"path": url})
     assert not ShareLink.objects.exists() and "/s/" not in refused.content.decode()
-    response = editor_client.post(reverse("runs:page-share-create", args=[bench.slug]),
-                                    {"path": url, "include_attempts": "on"})
+    response = editor_client.post(
+        reverse("runs:page-share-create", args=[bench.slug]), {"path": url, "include_attempts": "on"}
+    )
     token = re.search(r"/s/([A-Za-z0-9_-]+)/", response.content.decode()).group(1)
     link = ShareLink.objects.get()
     assert sorted(link.attempt_ids) == sorted(a.id for a in attempts if a.instance_id == instance.id)
@@ -413,8 +450,14 @@ def test_an_instance_page_exports_its_pass_rates_and_shares_for_its_own_benchmar
 def test_the_logo_on_a_shared_page_leads_to_the_links_first_page_not_to_a_sign_in_form(editor_client, client):
     bench, attempts = build_study()
     _, token = create(editor_client, bench, "by=category", attempts=True)
-    for path in (share_url(token), share_url(token, "runs:share-attempts") + "?model=alpha",
-                 share_url(token, "runs:share-attempt", attempts[0].id)):
+    for path in (
+        share_url(token),
+        share_url(token, "runs:share-attempts") + "?model=alpha",
+        share_url(token, "runs:share-attempt", attempts[0].id),
+    ):
         brand = re.search(r'<a class="brand" href="([^"]*)"', client.get(path).content.decode()).group(1)
         assert brand == share_url(token), path
-    assert re.search(r'<a class="brand" href="([^"]*)"', client.get(reverse("login")).content.decode()).group(1) == "/login/"
+    assert (
+        re.search(r'<a class="brand" href="([^"]*)"', client.get(reverse("login")).content.decode()).group(1)
+        == "/login/"
+    )

@@ -1,5 +1,6 @@
 """Planner statistics during a bulk load (PostgreSQL): an ingest analyses the tables it bulk-writes once
 they have grown past what their statistics describe, so each file of a long load costs the same."""
+
 import time
 from pathlib import Path
 
@@ -10,8 +11,19 @@ from django.test import override_settings
 from runs.bulk import bulk_insert_rows
 from runs.ingest import BULK_WRITTEN, Options, Source, ingest
 from runs.ingest.verdicts import _all_new
-from runs.models import (AgentModel, Attempt, Benchmark, ChecklistItem, GroupRollup, Instance, Judge, Run, SearchText,
-                         TrajectoryMessage, Verdict)
+from runs.models import (
+    AgentModel,
+    Attempt,
+    Benchmark,
+    ChecklistItem,
+    GroupRollup,
+    Instance,
+    Judge,
+    Run,
+    SearchText,
+    TrajectoryMessage,
+    Verdict,
+)
 from runs.services import statistics_refresh
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "octobench"
@@ -92,19 +104,35 @@ def test_the_first_import_finds_no_verdicts_without_scanning_what_it_loaded(post
         cursor.execute("SELECT rolsuper FROM pg_roles WHERE rolname = current_user")
         if not cursor.fetchone()[0]:
             pytest.skip("setting a table's statistics back to 'never analysed' needs a superuser")
-        cursor.execute("UPDATE pg_class SET reltuples = -1, relpages = 0 WHERE oid = %s::regclass",
-                       [Verdict._meta.db_table])
+        cursor.execute(
+            "UPDATE pg_class SET reltuples = -1, relpages = 0 WHERE oid = %s::regclass", [Verdict._meta.db_table]
+        )
     benchmark = Benchmark.objects.create(slug="b", name="b")
     instances = Instance.objects.bulk_create([Instance(benchmark=benchmark, external_id=f"i{n}") for n in range(117)])
-    items = ChecklistItem.objects.bulk_create([ChecklistItem(instance=instances[0], key=f"k{k}", position=k)
-                                               for k in range(40)])
+    items = ChecklistItem.objects.bulk_create(
+        [ChecklistItem(instance=instances[0], key=f"k{k}", position=k) for k in range(40)]
+    )
     run = Run.objects.create(benchmark=benchmark, model=AgentModel.objects.create(name="m"), label="r")
     attempts = Attempt.objects.bulk_create([Attempt(run=run, instance=instance) for instance in instances])
     judges = [Judge.objects.create(name=f"j{n}") for n in range(10)]
     loaded, new = attempts[:100], attempts[100:]  # 17 attempts: a chunk of a scores file
-    bulk_insert_rows(Verdict, [{"attempt_id": a.id, "item_id": i.id, "judge_id": j.id, "result": "pass",
-                                "reasoning": "", "score": None, "evidence": None}
-                               for a in loaded for i in items for j in judges])  # 40,000 rows, one transaction
+    bulk_insert_rows(
+        Verdict,
+        [
+            {
+                "attempt_id": a.id,
+                "item_id": i.id,
+                "judge_id": j.id,
+                "result": "pass",
+                "reasoning": "",
+                "score": None,
+                "evidence": None,
+            }
+            for a in loaded
+            for i in items
+            for j in judges
+        ],
+    )  # 40,000 rows, one transaction
     statements = []
 
     def explained(execute, sql, params, many, context):
@@ -115,7 +143,7 @@ def test_the_first_import_finds_no_verdicts_without_scanning_what_it_loaded(post
         assert _all_new({a.id for a in new}, {judges[0].id})
     assert not _all_new({new[0].id, loaded[-1].id}, {judges[-1].id})
 
-    (sql, params), = statements
+    ((sql, params),) = statements
     with connection.cursor() as cursor:
         cursor.execute("EXPLAIN " + sql, params)
         plan = "\n".join(row[0] for row in cursor.fetchall())

@@ -1,4 +1,5 @@
 """Shared statistics helpers: mean/std across judges, Kendall's tau, Wilson, bootstrap."""
+
 import numpy as np
 import pytest
 

@@ -1,5 +1,6 @@
 """Trajectories stored as message rows: the document comes back as imported, pages read one window,
 jumps land on the window holding the message, and the migration splits documents stored before."""
+
 import json
 
 import pytest
@@ -20,15 +21,24 @@ pytestmark = pytest.mark.django_db
 
 def threads_of(n_pairs: int) -> list[dict]:
     """A main thread of tool calls and their results, with odd shapes mixed in, and a sub-agent."""
-    messages = [{"role": "system", "content": "You are an agent.", "extra": {"kept": [1, 2]}},
-                {"role": "user", "content": ["a", "list"]},  # not text: kept in `rest`
-                {"role": "assistant", "content": "", "reasoning": "é thinking \u2028"}]
+    messages = [
+        {"role": "system", "content": "You are an agent.", "extra": {"kept": [1, 2]}},
+        {"role": "user", "content": ["a", "list"]},  # not text: kept in `rest`
+        {"role": "assistant", "content": "", "reasoning": "é thinking \u2028"},
+    ]
     for k in range(n_pairs):
-        messages += [{"role": "assistant", "content": f"step {k}",
-                      "tool_calls": [{"id": f"c{k}", "name": "Read", "arguments": {"path": f"/f{k}"}}]},
-                     {"role": "tool", "tool_call_id": f"c{k}", "tool_name": "Read", "content": f"body {k}", "is_error": k == 1}]
-    return [{"meta": {"thread": "main"}, "tools": [{"name": "Read"}], "messages": messages},
-            {"meta": {"thread": "sub-agent 1"}, "tools": [], "messages": [{"role": "user", "content": "sub task"}]}]
+        messages += [
+            {
+                "role": "assistant",
+                "content": f"step {k}",
+                "tool_calls": [{"id": f"c{k}", "name": "Read", "arguments": {"path": f"/f{k}"}}],
+            },
+            {"role": "tool", "tool_call_id": f"c{k}", "tool_name": "Read", "content": f"body {k}", "is_error": k == 1},
+        ]
+    return [
+        {"meta": {"thread": "main"}, "tools": [{"name": "Read"}], "messages": messages},
+        {"meta": {"thread": "sub-agent 1"}, "tools": [], "messages": [{"role": "user", "content": "sub task"}]},
+    ]
 
 
 def test_it_gives_back_the_threads_as_imported_with_the_documents_hash_and_size():
@@ -39,7 +49,10 @@ def test_it_gives_back_the_threads_as_imported_with_the_documents_hash_and_size(
     assert trajectory.content_hash == content_hash(threads)
     assert trajectory.size_bytes == len(json.dumps(threads, ensure_ascii=False).encode("utf-8"))
     assert document_digest(threads) == (content_hash(threads), trajectory.size_bytes)
-    assert [(t.name, t.message_count, t.unit_count) for t in attempt_threads(attempts[0].id)] == [("main", 13, 8), ("sub-agent 1", 1, 1)]
+    assert [(t.name, t.message_count, t.unit_count) for t in attempt_threads(attempts[0].id)] == [
+        ("main", 13, 8),
+        ("sub-agent 1", 1, 1),
+    ]
     assert "messages" not in Trajectory.objects.get().threads[0]
 
 
@@ -81,7 +94,9 @@ def test_the_page_marks_the_message_it_was_opened_at_and_links_the_windows_aroun
     assert 'class="result at" id="m-0-402"' in body and "step 199<" in body
     assert "603 messages in this thread, 303 entries with tool results under their calls; entries 201–240 shown" in body
     assert "Load the previous 40 messages" in body and "Load the next 40 messages" in body
-    above = reviewer_client.get(url + "?thread=0&page=4", HTTP_HX_REQUEST="true", HTTP_X_WINDOW="above").content.decode()
+    above = reviewer_client.get(
+        url + "?thread=0&page=4", HTTP_HX_REQUEST="true", HTTP_X_WINDOW="above"
+    ).content.decode()
     assert "Load the previous 40 messages" in above and "Load the next" not in above and "<html" not in above
     below = reviewer_client.get(url + "?thread=0&page=6", HTTP_HX_REQUEST="true").content.decode()
     assert "Load the previous" not in below and "Load the next 40 messages" in below
@@ -95,12 +110,14 @@ def test_it_migrates_documents_stored_before_into_rows(transactional_db):
     old = executor.loader.project_state([("runs", "0009_benchmark_searchable")]).apps
     bench = old.get_model("runs", "Benchmark").objects.create(slug="b", name="b", kind="checklist")
     instance = old.get_model("runs", "Instance").objects.create(benchmark=bench, external_id="i", content_hash="x")
-    run = old.get_model("runs", "Run").objects.create(benchmark=bench, label="r",
-                                                      model=old.get_model("runs", "AgentModel").objects.create(name="m"))
+    run = old.get_model("runs", "Run").objects.create(
+        benchmark=bench, label="r", model=old.get_model("runs", "AgentModel").objects.create(name="m")
+    )
     attempt = old.get_model("runs", "Attempt").objects.create(run=run, instance=instance)
     threads = threads_of(4)
-    old.get_model("runs", "Trajectory").objects.create(attempt=attempt, threads=threads, message_count=12,
-                                                       size_bytes=1, content_hash="h")
+    old.get_model("runs", "Trajectory").objects.create(
+        attempt=attempt, threads=threads, message_count=12, size_bytes=1, content_hash="h"
+    )
     executor = MigrationExecutor(connection)
     executor.migrate(executor.loader.graph.leaf_nodes())
     assert stored_threads(attempt.id) == threads

@@ -1,6 +1,7 @@
 """manage.py uploads_clean: --days N keeps N days of finished jobs' uploads, and 0 keeps none of them (the jobs that
 are queued or running keep theirs, and an upload folder whose job is not committed yet is never taken for an
 orphan); the retention setting's 0 keeps every upload."""
+
 import io
 import os
 import time
@@ -19,8 +20,11 @@ def _job_with_upload(state: str, *, finished_ago: timedelta | None) -> Job:
     job = jobs.job_create(kind="ingest", params={"format": "native", "options": {}})
     upload = jobs.upload_dir(job.id) / "01-a.jsonl"
     upload.write_bytes(b"{}\n")
-    Job.objects.filter(pk=job.pk).update(files=[{"path": str(upload), "name": "a.jsonl"}], state=state,
-                                         finished_at=None if finished_ago is None else timezone.now() - finished_ago)
+    Job.objects.filter(pk=job.pk).update(
+        files=[{"path": str(upload), "name": "a.jsonl"}],
+        state=state,
+        finished_at=None if finished_ago is None else timezone.now() - finished_ago,
+    )
     return job
 
 

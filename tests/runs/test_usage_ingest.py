@@ -1,4 +1,5 @@
 """Where the tokens and the time went: each format's import stores what its harness logged, and nothing else."""
+
 import json
 from pathlib import Path
 
@@ -32,8 +33,9 @@ def write(tmp_path: Path, name: str, records: list) -> Path:
 
 # the shapes usage objects come in -----------------------------------------------------------------
 def test_it_counts_cached_anthropic_input_tokens_as_input():
-    tokens = tokens_of({"input_tokens": 10, "output_tokens": 5, "cache_creation_input_tokens": 100,
-                        "cache_read_input_tokens": 1000})
+    tokens = tokens_of(
+        {"input_tokens": 10, "output_tokens": 5, "cache_creation_input_tokens": 100, "cache_read_input_tokens": 1000}
+    )
     assert (tokens.input, tokens.output, tokens.total) == (1110, 5, 1115)
 
 
@@ -60,11 +62,19 @@ def octo_instances():
 
 
 def _raw_call(request_time: int, messages: list, reply: str, usage: dict | None, *, where: str = "response_body"):
-    record = {"session_id": "oct-beta", "request_time": request_time,
-              "request_body": {"model": "model-y", "system": "You are the main agent.",
-                               "tools": [{"name": "Bash"}], "messages": messages},
-              "response_body": {"content": [{"type": "tool_use", "id": f"t{request_time}", "name": "Bash",
-                                             "input": {"command": reply}}]}}
+    record = {
+        "session_id": "oct-beta",
+        "request_time": request_time,
+        "request_body": {
+            "model": "model-y",
+            "system": "You are the main agent.",
+            "tools": [{"name": "Bash"}],
+            "messages": messages,
+        },
+        "response_body": {
+            "content": [{"type": "tool_use", "id": f"t{request_time}", "name": "Bash", "input": {"command": reply}}]
+        },
+    }
     if usage is not None and where == "response_body":
         record["response_body"]["usage"] = usage
     elif usage is not None:
@@ -74,27 +84,49 @@ def _raw_call(request_time: int, messages: list, reply: str, usage: dict | None,
 
 def test_it_sums_a_raw_logs_calls_once_each(octo_instances, tmp_path):
     ask = [{"role": "user", "content": "Fix it"}]
-    later = ask + [{"role": "assistant", "content": [{"type": "text", "text": "ok"}]},
-                   {"role": "user", "content": "go on"}]
+    later = ask + [
+        {"role": "assistant", "content": [{"type": "text", "text": "ok"}]},
+        {"role": "user", "content": "go on"},
+    ]
     first = _raw_call(1_000, ask, "ls", {"input_tokens": 100, "output_tokens": 10, "cache_read_input_tokens": 50})
-    path = write(tmp_path, "raw.jsonl", [
-        first,
-        {**first, "request_time": 1_003},  # the proxy logged the same call twice: counted once
-        _raw_call(31_000, later, "pytest", {"prompt_tokens": 400, "completion_tokens": 20, "total_tokens": 420},
-                  where="top"),
-    ])
+    path = write(
+        tmp_path,
+        "raw.jsonl",
+        [
+            first,
+            {**first, "request_time": 1_003},  # the proxy logged the same call twice: counted once
+            _raw_call(
+                31_000,
+                later,
+                "pytest",
+                {"prompt_tokens": 400, "completion_tokens": 20, "total_tokens": 420},
+                where="top",
+            ),
+        ],
+    )
     load("octobench-trajectories", path)
     attempt = Attempt.objects.get(instance__external_id="oct-beta")
-    assert usage_of(attempt) == {"input_tokens": 150 + 400, "output_tokens": 30, "total_tokens": 160 + 420,
-                                 "model_seconds": None, "wall_seconds": 30.0, "model_calls": 2, "tool_calls": 1}
+    assert usage_of(attempt) == {
+        "input_tokens": 150 + 400,
+        "output_tokens": 30,
+        "total_tokens": 160 + 420,
+        "model_seconds": None,
+        "wall_seconds": 30.0,
+        "model_calls": 2,
+        "tool_calls": 1,
+    }
 
 
 def test_a_raw_log_with_a_call_that_logged_no_usage_has_no_tokens(octo_instances, tmp_path):
     ask = [{"role": "user", "content": "Fix it"}]
-    path = write(tmp_path, "raw.jsonl", [
-        _raw_call(1_000, ask, "ls", {"input_tokens": 100, "output_tokens": 10}),
-        _raw_call(2_000, ask + [{"role": "user", "content": "more"}], "pytest", None),
-    ])
+    path = write(
+        tmp_path,
+        "raw.jsonl",
+        [
+            _raw_call(1_000, ask, "ls", {"input_tokens": 100, "output_tokens": 10}),
+            _raw_call(2_000, ask + [{"role": "user", "content": "more"}], "pytest", None),
+        ],
+    )
     load("octobench-trajectories", path)
     figures = usage_of(Attempt.objects.get(instance__external_id="oct-beta"))
     assert figures["input_tokens"] is None and figures["total_tokens"] is None
@@ -128,8 +160,10 @@ def test_the_real_raw_proxy_log_has_calls_and_time_but_no_tokens():
     attempt = Attempt.objects.get(instance__external_id=records[0]["session_id"])
     # each call is there twice, a few milliseconds apart, with the same request and response: the first counts
     firsts = records[::2]
-    assert all(a["request_body"] == b["request_body"] and a["response_body"] == b["response_body"]
-               for a, b in zip(records[::2], records[1::2]))
+    assert all(
+        a["request_body"] == b["request_body"] and a["response_body"] == b["response_body"]
+        for a, b in zip(records[::2], records[1::2])
+    )
     assert attempt.input_tokens is None and attempt.output_tokens is None and attempt.total_tokens is None
     assert attempt.model_seconds is None
     assert attempt.wall_seconds == (firsts[-1]["request_time"] - firsts[0]["request_time"]) / 1000
@@ -144,7 +178,9 @@ def test_the_real_merged_trajectory_counts_its_tool_calls():
     load("octobench-instances", SHARED / "instances.jsonl")
     load("octobench-trajectories", SHARED / "trajectory_merged.jsonl")
     records = [json.loads(line) for line in (SHARED / "trajectory_merged.jsonl").open()]
-    expected = sum(len(m.get("tool_calls") or []) for r in records for m in r["messages"] if m.get("role") == "assistant")
+    expected = sum(
+        len(m.get("tool_calls") or []) for r in records for m in r["messages"] if m.get("role") == "assistant"
+    )
     attempt = Attempt.objects.get()
     assert attempt.tool_calls == expected and attempt.total_tokens is None and attempt.wall_seconds is None
 
@@ -165,8 +201,10 @@ def test_it_stores_inspects_model_usage_and_times():
         usage = list(sample["model_usage"].values())
         models = [e for e in sample["events"] if e["event"] == "model"]
         tools = [e for e in sample["events"] if e["event"] == "tool"]
-        assert attempt.input_tokens == sum(u["input_tokens"] + (u.get("input_tokens_cache_read") or 0)
-                                           + (u.get("input_tokens_cache_write") or 0) for u in usage)
+        assert attempt.input_tokens == sum(
+            u["input_tokens"] + (u.get("input_tokens_cache_read") or 0) + (u.get("input_tokens_cache_write") or 0)
+            for u in usage
+        )
         assert attempt.output_tokens == sum(u["output_tokens"] for u in usage)
         assert attempt.total_tokens == sum(u["total_tokens"] for u in usage)
         assert attempt.wall_seconds == pytest.approx(sample["total_time"])
@@ -181,14 +219,18 @@ def test_an_eval_archive_gives_the_usage_its_json_twin_gives():
     load("inspect", FIXTURES / "inspect" / "tiny_if.eval", benchmark="from-eval", pass_threshold=0.5)
 
     def figures(slug):
-        return {(a.instance.external_id, a.run.repetition): usage_of(a)
-                for a in Attempt.objects.filter(run__benchmark__slug=slug).select_related("run", "instance")}
+        return {
+            (a.instance.external_id, a.run.repetition): usage_of(a)
+            for a in Attempt.objects.filter(run__benchmark__slug=slug).select_related("run", "instance")
+        }
 
     timed = ("model_seconds", "wall_seconds")
     from_json, from_eval = figures("from-json"), figures("from-eval")
     assert from_json.keys() == from_eval.keys()
     for key, usage in from_json.items():
-        assert {k: v for k, v in usage.items() if k not in timed} == {k: v for k, v in from_eval[key].items() if k not in timed}
+        assert {k: v for k, v in usage.items() if k not in timed} == {
+            k: v for k, v in from_eval[key].items() if k not in timed
+        }
         assert all(usage[k] is not None and from_eval[key][k] is not None for k in timed)
 
 
@@ -216,26 +258,62 @@ def test_lm_eval_samples_log_no_tokens_or_time():
 
 # native ----------------------------------------------------------------------------------------------
 def _native(tmp_path: Path, usage) -> Path:
-    attempt = {"type": "attempt", "run": "r1", "instance": "i1", "response": "done",
-               "threads": [{"messages": [{"role": "user", "content": "go"},
-                                         {"role": "assistant", "content": "", "tool_calls": [
-                                             {"id": "c1", "name": "bash"}, {"id": "c2", "name": "bash"}]}]}]}
+    attempt = {
+        "type": "attempt",
+        "run": "r1",
+        "instance": "i1",
+        "response": "done",
+        "threads": [
+            {
+                "messages": [
+                    {"role": "user", "content": "go"},
+                    {
+                        "role": "assistant",
+                        "content": "",
+                        "tool_calls": [{"id": "c1", "name": "bash"}, {"id": "c2", "name": "bash"}],
+                    },
+                ]
+            }
+        ],
+    }
     if usage is not None:
         attempt["usage"] = usage
-    return write(tmp_path, "study.jsonl", [
-        {"type": "benchmark", "slug": "acme", "kind": "checklist"},
-        {"type": "instance", "id": "i1", "items": [{"key": "a"}]},
-        {"type": "run", "label": "r1", "model": "m"},
-        attempt,
-    ])
+    return write(
+        tmp_path,
+        "study.jsonl",
+        [
+            {"type": "benchmark", "slug": "acme", "kind": "checklist"},
+            {"type": "instance", "id": "i1", "items": [{"key": "a"}]},
+            {"type": "run", "label": "r1", "model": "m"},
+            attempt,
+        ],
+    )
 
 
 def test_a_native_attempt_gives_its_usage(tmp_path):
-    load("native", _native(tmp_path, {"input_tokens": 12, "output_tokens": 3, "total_tokens": 15,
-                                      "model_seconds": 1.5, "wall_seconds": 4, "model_calls": 2}))
-    assert usage_of(Attempt.objects.get()) == {"input_tokens": 12, "output_tokens": 3, "total_tokens": 15,
-                                               "model_seconds": 1.5, "wall_seconds": 4.0, "model_calls": 2,
-                                               "tool_calls": 2}
+    load(
+        "native",
+        _native(
+            tmp_path,
+            {
+                "input_tokens": 12,
+                "output_tokens": 3,
+                "total_tokens": 15,
+                "model_seconds": 1.5,
+                "wall_seconds": 4,
+                "model_calls": 2,
+            },
+        ),
+    )
+    assert usage_of(Attempt.objects.get()) == {
+        "input_tokens": 12,
+        "output_tokens": 3,
+        "total_tokens": 15,
+        "model_seconds": 1.5,
+        "wall_seconds": 4.0,
+        "model_calls": 2,
+        "tool_calls": 2,
+    }
 
 
 def test_a_native_attempt_without_usage_logs_only_its_tool_calls(tmp_path):
@@ -243,12 +321,15 @@ def test_a_native_attempt_without_usage_logs_only_its_tool_calls(tmp_path):
     assert usage_of(Attempt.objects.get()) == {**dict.fromkeys(USAGE), "tool_calls": 2}
 
 
-@pytest.mark.parametrize("usage, reason", [
-    ({"input_tokens": -1}, "field 'usage.input_tokens' should be a whole number of 0 or more"),
-    ({"wall_seconds": "3s"}, "field 'usage.wall_seconds' should be a number of seconds, 0 or more"),
-    ({"tool_calls": 2**31}, "field 'usage.tool_calls' should be a whole number from 0 to 2,147,483,647"),
-    ({"cost": 1}, "unknown field(s) 'usage.cost'"),
-])
+@pytest.mark.parametrize(
+    "usage, reason",
+    [
+        ({"input_tokens": -1}, "field 'usage.input_tokens' should be a whole number of 0 or more"),
+        ({"wall_seconds": "3s"}, "field 'usage.wall_seconds' should be a number of seconds, 0 or more"),
+        ({"tool_calls": 2**31}, "field 'usage.tool_calls' should be a whole number from 0 to 2,147,483,647"),
+        ({"cost": 1}, "unknown field(s) 'usage.cost'"),
+    ],
+)
 def test_it_refuses_a_native_usage_it_cannot_store(tmp_path, usage, reason):
     with pytest.raises(IngestFailed) as info:
         load("native", _native(tmp_path, usage))

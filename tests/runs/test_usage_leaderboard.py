@@ -1,4 +1,5 @@
 """Tokens, time and tool calls on the leaderboard (sort, group, columns), its API and exports, and the attempt page."""
+
 import csv
 import io
 from statistics import median
@@ -22,8 +23,14 @@ def logged_study():
     alpha = [a for a in attempts if a.run.model.name == "alpha"]
     for n, attempt in enumerate(alpha):
         Attempt.objects.filter(pk=attempt.pk).update(
-            input_tokens=1000 * (n + 1), output_tokens=100 * (n + 1), total_tokens=1100 * (n + 1) if n < 2 else 2_000_000,
-            model_seconds=1.5 * (n + 1), wall_seconds=10.0 * (n + 1) if n < 2 else None, model_calls=n + 2, tool_calls=n)
+            input_tokens=1000 * (n + 1),
+            output_tokens=100 * (n + 1),
+            total_tokens=1100 * (n + 1) if n < 2 else 2_000_000,
+            model_seconds=1.5 * (n + 1),
+            wall_seconds=10.0 * (n + 1) if n < 2 else None,
+            model_calls=n + 2,
+            tool_calls=n,
+        )
     for n, attempt in enumerate(a for a in attempts if a.run.model.name == "beta"):
         Attempt.objects.filter(pk=attempt.pk).update(tool_calls=5 + n)
     return bench
@@ -50,8 +57,15 @@ def test_the_filters_choose_the_attempts_whose_usage_counts():
     assert none == {}
 
 
-@pytest.mark.parametrize("sort, order", [("-tokens", ["alpha", "beta"]), ("tokens", ["alpha", "beta"]),
-                                         ("-tool_calls", ["beta", "alpha"]), ("tool_calls", ["alpha", "beta"])])
+@pytest.mark.parametrize(
+    "sort, order",
+    [
+        ("-tokens", ["alpha", "beta"]),
+        ("tokens", ["alpha", "beta"]),
+        ("-tool_calls", ["beta", "alpha"]),
+        ("tool_calls", ["alpha", "beta"]),
+    ],
+)
 def test_it_sorts_models_by_usage_with_the_unlogged_last(reviewer_client, sort, order):
     bench = logged_study()
     body = reviewer_client.get(reverse("api:leaderboard", args=[bench.slug]) + f"?sort={sort}").json()
@@ -93,8 +107,9 @@ def test_the_page_groups_by_tokens_and_drills_into_a_bucket(reviewer_client):
     bench = logged_study()
     page = reviewer_client.get(reverse("runs:checklist-leaderboard", args=[bench.slug]) + "?by=tokens").content.decode()
     assert "1M or more" in page and "not logged" in page
-    drill = reviewer_client.get(reverse("runs:checklist-attempts", args=[bench.slug])
-                                + "?by=tokens&model=alpha&group=under+10k")
+    drill = reviewer_client.get(
+        reverse("runs:checklist-attempts", args=[bench.slug]) + "?by=tokens&model=alpha&group=under+10k"
+    )
     assert drill.status_code == 200
     text = drill.content.decode()
     assert "task-0" in text and "task-1" in text and "task-2" not in text  # task-2 took 2M tokens
@@ -104,13 +119,15 @@ def test_the_usage_columns_show_figures_and_not_logged_never_zero(reviewer_clien
     bench = logged_study()
     url = reverse("runs:checklist-leaderboard", args=[bench.slug])
     page = reviewer_client.get(url + "?cols=usage").content.decode()
-    table = page[page.index('<table class="grid usage">'):page.index("</table>", page.index('<table class="grid usage">'))]
-    beta = table[table.index(">beta<"):]
-    beta = beta[:beta.index("</tr>")]
+    table = page[
+        page.index('<table class="grid usage">') : page.index("</table>", page.index('<table class="grid usage">'))
+    ]
+    beta = table[table.index(">beta<") :]
+    beta = beta[: beta.index("</tr>")]
     assert beta.count("not logged") == 6  # tokens x3, model time, wall time, model calls
     assert "median 6" in beta and ">0<" not in beta
-    alpha = table[table.index(">alpha<"):]
-    alpha = alpha[:alpha.index("</tr>")]
+    alpha = table[table.index(">alpha<") :]
+    alpha = alpha[: alpha.index("</tr>")]
     assert "667,767<" in alpha and "median 2,200" in alpha  # total tokens: (1,100 + 2,200 + 2,000,000) / 3
     assert "2 of 3 logged" in alpha  # the wall time
     assert "/help/metrics/#usage" in page
@@ -140,12 +157,12 @@ def test_the_attempt_page_says_what_was_logged_and_what_was_not(reviewer_client)
     logged_study()
     alpha = Attempt.objects.filter(run__model__name="alpha").order_by("instance__external_id")[1]
     page = reviewer_client.get(reverse("runs:attempt", args=[alpha.pk])).content.decode()
-    line = page[page.index('id="usage"'):page.index("</p>", page.index('id="usage"'))]
+    line = page[page.index('id="usage"') : page.index("</p>", page.index('id="usage"'))]
     assert "2,000 in · 200 out · <strong>2,200</strong> total" in line
     assert "3.00 s" in line and "20.00 s" in line and "/help/metrics/#usage" in line
     beta = Attempt.objects.filter(run__model__name="beta").order_by("instance__external_id")[0]
     line = reviewer_client.get(reverse("runs:attempt", args=[beta.pk])).content.decode()
-    line = line[line.index('id="usage"'):line.index("</p>", line.index('id="usage"'))]
+    line = line[line.index('id="usage"') : line.index("</p>", line.index('id="usage"'))]
     assert line.count("not logged") == 4 and "tool calls</span> 5" in line
 
 

@@ -1,4 +1,5 @@
 """Checklist pages: leaderboard, drill-down, attempt viewer, instance, analyses."""
+
 import csv
 import html
 import io
@@ -12,7 +13,14 @@ from django.urls import reverse
 
 from runs.ingest import Options, Source, ingest
 from runs.models import (
-    AgentModel, Attempt, Benchmark, ChecklistItem, Instance, Judge, Run, Verdict,
+    AgentModel,
+    Attempt,
+    Benchmark,
+    ChecklistItem,
+    Instance,
+    Judge,
+    Run,
+    Verdict,
 )
 from runs.selectors import checklist as selectors
 from runs.services import rollups_rebuild_for_attempts
@@ -30,11 +38,34 @@ def build_study(n_instances=3, models=("alpha", "beta"), judges=("j1", "j2")):
     start = Instance.objects.filter(benchmark=bench).count()
     attempts = []
     for n in range(start, start + n_instances):
-        inst = Instance.objects.create(benchmark=bench, external_id=f"task-{n}", scaffold="claudecode",
-                                       primary_category="Skill.md", content_hash="x",
-                                       spec={"system_prompt": "be terse", "user_query": [f"do {n} " + XSS]})
-        items = [ChecklistItem.objects.create(instance=inst, key="c0", position=0, category="System Prompt", check_type="compliance", description="no emoji", content_hash="x"),
-                 ChecklistItem.objects.create(instance=inst, key="c1", position=1, category="User Query", check_type="implementation", description="adds tests " + XSS, content_hash="x")]
+        inst = Instance.objects.create(
+            benchmark=bench,
+            external_id=f"task-{n}",
+            scaffold="claudecode",
+            primary_category="Skill.md",
+            content_hash="x",
+            spec={"system_prompt": "be terse", "user_query": [f"do {n} " + XSS]},
+        )
+        items = [
+            ChecklistItem.objects.create(
+                instance=inst,
+                key="c0",
+                position=0,
+                category="System Prompt",
+                check_type="compliance",
+                description="no emoji",
+                content_hash="x",
+            ),
+            ChecklistItem.objects.create(
+                instance=inst,
+                key="c1",
+                position=1,
+                category="User Query",
+                check_type="implementation",
+                description="adds tests " + XSS,
+                content_hash="x",
+            ),
+        ]
         for name in models:
             model, _ = AgentModel.objects.get_or_create(name=name)
             run, _ = Run.objects.get_or_create(benchmark=bench, label=f"{name}-r1", defaults={"model": model})
@@ -43,22 +74,36 @@ def build_study(n_instances=3, models=("alpha", "beta"), judges=("j1", "j2")):
             for judge in judge_objs:
                 for item in items:
                     fail = name == "alpha" and item.key == "c1" and n % 2 == 1
-                    Verdict.objects.create(attempt=attempt, item=item, judge=judge, result="fail" if fail else "pass",
-                                           reasoning="missing tests " + XSS if fail else "ok", evidence={"thread": 0, "message": 2} if fail else None)
+                    Verdict.objects.create(
+                        attempt=attempt,
+                        item=item,
+                        judge=judge,
+                        result="fail" if fail else "pass",
+                        reasoning="missing tests " + XSS if fail else "ok",
+                        evidence={"thread": 0, "message": 2} if fail else None,
+                    )
     rollups_rebuild_for_attempts([a.id for a in attempts])
     return bench, attempts
 
 
 def trajectory(attempt, *, long_text="x" * 5000):
     threads = [
-        {"meta": {"thread": "main"}, "tools": [{"name": "Bash", "description": "run"}], "messages": [
-            {"role": "system", "content": "You are an agent."},
-            {"role": "user", "content": "<system-reminder>keep it short</system-reminder> fix it"},
-            {"role": "assistant", "content": "I will look " + XSS, "reasoning": "think first",
-             "tool_calls": [{"id": "t1", "name": "Bash", "arguments": {"command": "ls"}}]},
-            {"role": "tool", "tool_call_id": "t1", "tool_name": "Bash", "content": long_text},
-            {"role": "assistant", "content": "done"},
-        ]},
+        {
+            "meta": {"thread": "main"},
+            "tools": [{"name": "Bash", "description": "run"}],
+            "messages": [
+                {"role": "system", "content": "You are an agent."},
+                {"role": "user", "content": "<system-reminder>keep it short</system-reminder> fix it"},
+                {
+                    "role": "assistant",
+                    "content": "I will look " + XSS,
+                    "reasoning": "think first",
+                    "tool_calls": [{"id": "t1", "name": "Bash", "arguments": {"command": "ls"}}],
+                },
+                {"role": "tool", "tool_call_id": "t1", "tool_name": "Bash", "content": long_text},
+                {"role": "assistant", "content": "done"},
+            ],
+        },
         {"meta": {"thread": "sub-agent 1"}, "tools": [], "messages": [{"role": "user", "content": "sub task"}]},
     ]
     return trajectory_save(attempt_id=attempt.id, threads=threads)
@@ -81,15 +126,21 @@ def test_it_shows_the_leaderboard_with_mean_and_std_across_judges(reviewer_clien
 
 def test_it_sends_anonymous_visitors_to_the_login_page(client):
     bench, attempts = build_study(n_instances=1)
-    for url in (reverse("runs:checklist-leaderboard", args=[bench.slug]), reverse("runs:attempt", args=[attempts[0].id]),
-                reverse("runs:checklist-attempts", args=[bench.slug]), reverse("runs:instance", args=[attempts[0].instance_id])):
+    for url in (
+        reverse("runs:checklist-leaderboard", args=[bench.slug]),
+        reverse("runs:attempt", args=[attempts[0].id]),
+        reverse("runs:checklist-attempts", args=[bench.slug]),
+        reverse("runs:instance", args=[attempts[0].instance_id]),
+    ):
         response = client.get(url)
         assert response.status_code == 302 and "/login/" in response["Location"]
 
 
 def test_it_answers_htmx_with_the_results_fragment_only(reviewer_client):
     bench, _ = build_study()
-    response = reviewer_client.get(reverse("runs:checklist-leaderboard", args=[bench.slug]) + "?by=category", HTTP_HX_REQUEST="true")
+    response = reviewer_client.get(
+        reverse("runs:checklist-leaderboard", args=[bench.slug]) + "?by=category", HTTP_HX_REQUEST="true"
+    )
     body = response.content.decode()
     assert response.status_code == 200 and 'id="results"' in body
     results, toolbar = body.split('<div class="toolbar page-tools" id="page-tools" hx-swap-oob="true"')
@@ -99,7 +150,9 @@ def test_it_answers_htmx_with_the_results_fragment_only(reviewer_client):
 
 def test_it_shows_a_model_by_group_matrix_with_drilldown_links_and_small_cells(reviewer_client):
     bench, _ = build_study()
-    body = reviewer_client.get(reverse("runs:checklist-leaderboard", args=[bench.slug]) + "?by=category&ci=on").content.decode()
+    body = reviewer_client.get(
+        reverse("runs:checklist-leaderboard", args=[bench.slug]) + "?by=category&ci=on"
+    ).content.decode()
     assert "group=User%20Query" in body and "model=alpha" in body
     assert "small-cell" in body  # three instances < 10
     assert "bootstrap" in body
@@ -108,9 +161,13 @@ def test_it_shows_a_model_by_group_matrix_with_drilldown_links_and_small_cells(r
 def test_it_ignores_unknown_filter_values_and_filters_by_judge(reviewer_client):
     bench, _ = build_study(judges=("j1",))
     build_study(n_instances=0, judges=("j2",))
-    body = reviewer_client.get(reverse("runs:checklist-leaderboard", args=[bench.slug]) + "?judge=nobody&sort=bogus").content.decode()
+    body = reviewer_client.get(
+        reverse("runs:checklist-leaderboard", args=[bench.slug]) + "?judge=nobody&sort=bogus"
+    ).content.decode()
     assert "66.67" in body
-    body = reviewer_client.get(reverse("runs:checklist-leaderboard", args=[bench.slug]) + "?judge=j1&sort=model").content.decode()
+    body = reviewer_client.get(
+        reverse("runs:checklist-leaderboard", args=[bench.slug]) + "?judge=j1&sort=model"
+    ).content.decode()
     assert body.index(">alpha<") < body.index(">beta<")
 
 
@@ -142,20 +199,26 @@ def test_it_lists_the_attempts_behind_a_cell_failing_first_with_their_failing_it
     assert body.index("task-1") < body.index("task-0") and body.index("task-3") < body.index("task-2")
     assert "adds tests &lt;script&gt;" in body and XSS not in body
     assert "2 failing" in body
-    sp = reviewer_client.get(reverse("runs:checklist-attempts", args=[bench.slug]) + "?model=alpha&by=category&group=System+Prompt").content.decode()
+    sp = reviewer_client.get(
+        reverse("runs:checklist-attempts", args=[bench.slug]) + "?model=alpha&by=category&group=System+Prompt"
+    ).content.decode()
     assert "all passed" in sp and "adds tests" not in sp
 
 
 def test_the_drilldown_cuts_long_descriptions_and_escapes_every_part_of_a_failing_item(reviewer_client):
     bench, attempts = build_study(n_instances=2, judges=("<i>judge</i>",))
     item = ChecklistItem.objects.get(instance_id=attempts[2].instance_id, key="c1")  # alpha fails it on task-1
-    ChecklistItem.objects.filter(pk=item.pk).update(key="<b>k</b>", category="<u>cat</u>", description="d" * 139 + "<>tail")
+    ChecklistItem.objects.filter(pk=item.pk).update(
+        key="<b>k</b>", category="<u>cat</u>", description="d" * 139 + "<>tail"
+    )
     body = reviewer_client.get(reverse("runs:checklist-attempts", args=[bench.slug]) + "?model=alpha").content.decode()
 
     attempt_url = reverse("runs:attempt", args=[attempts[2].id])
-    assert (f'<li><a href="{attempt_url}#item-{item.pk}"><code>&lt;b&gt;k&lt;/b&gt;</code></a> '
-            f'<span class="badge">&lt;u&gt;cat&lt;/u&gt;</span> {"d" * 139}… '
-            f'<span class="fail">✗ &lt;i&gt;judge&lt;/i&gt;</span></li>') in body
+    assert (
+        f'<li><a href="{attempt_url}#item-{item.pk}"><code>&lt;b&gt;k&lt;/b&gt;</code></a> '
+        f'<span class="badge">&lt;u&gt;cat&lt;/u&gt;</span> {"d" * 139}… '
+        f'<span class="fail">✗ &lt;i&gt;judge&lt;/i&gt;</span></li>'
+    ) in body
     assert "&lt;&gt;tail" not in body and "<>tail" not in body and "<b>k" not in body and "<i>judge" not in body
 
 
@@ -195,7 +258,9 @@ def test_it_loads_the_full_text_of_a_long_message_escaped(reviewer_client):
 def test_it_pages_long_threads_and_finds_text(reviewer_client):
     _, attempts = build_study(n_instances=1)
     messages = [{"role": "assistant", "content": f"step {n}"} for n in range(95)]
-    trajectory_save(attempt_id=attempts[0].id, threads=[{"meta": {"thread": "main"}, "tools": [], "messages": messages}])
+    trajectory_save(
+        attempt_id=attempts[0].id, threads=[{"meta": {"thread": "main"}, "tools": [], "messages": messages}]
+    )
     url = reverse("runs:attempt", args=[attempts[0].id])
     first = reviewer_client.get(url).content.decode()
     assert "step 39<" in first and "step 40<" not in first and "Load the next" in first
@@ -207,20 +272,24 @@ def test_it_pages_long_threads_and_finds_text(reviewer_client):
 
 
 def test_find_in_this_thread_reads_the_search_index_marks_each_match_and_opens_it_in_context(reviewer_client):
-    """"Find in this thread" compared every message row of the thread (1.7 s on 30,000 messages), marked nothing and
+    """ "Find in this thread" compared every message row of the thread (1.7 s on 30,000 messages), marked nothing and
     linked nowhere: it reads the thread's search rows, shows the text around each match with the match marked (in
     the message too), and each match links to the message's window, where the message is marked."""
     _, attempts = build_study(n_instances=1)
-    messages = [{"role": "assistant", "content": f"step {n}" + (" then <b>git PUSH</b> --force" if n == 70 else "")}
-                for n in range(95)]
-    trajectory_save(attempt_id=attempts[0].id, threads=[{"meta": {"thread": "main"}, "tools": [], "messages": messages}])
+    messages = [
+        {"role": "assistant", "content": f"step {n}" + (" then <b>git PUSH</b> --force" if n == 70 else "")}
+        for n in range(95)
+    ]
+    trajectory_save(
+        attempt_id=attempts[0].id, threads=[{"meta": {"thread": "main"}, "tools": [], "messages": messages}]
+    )
     url = reverse("runs:attempt", args=[attempts[0].id])
     with CaptureQueriesContext(connection) as queries:
         found = reviewer_client.get(url, {"thread": 0, "q": "git push"}).content.decode()
     compared = [q["sql"] for q in queries.captured_queries if "LIKE" in q["sql"].upper()]
     assert compared and all("runs_searchtext" in sql for sql in compared)  # no message row's text is compared
     assert "1 matching message" in found and "step 69" not in found
-    assert 'then &lt;b&gt;<mark>git PUSH</mark>&lt;/b&gt; --force' in found  # around it, and in the message
+    assert "then &lt;b&gt;<mark>git PUSH</mark>&lt;/b&gt; --force" in found  # around it, and in the message
     assert found.count("<mark>git PUSH</mark>") == 2 and "<b>git" not in found
     link = '<a href="?thread=0&amp;at=70#m-0-70">Open #70 in context</a>'
     assert link in found
@@ -243,7 +312,9 @@ def test_it_shows_judge_sensitivity_length_and_comparison(reviewer_client):
     assert "Kendall" in judges and "rank under j1" in judges
     length = reviewer_client.get(reverse("runs:checklist-length", args=[bench.slug])).content.decode()
     assert "1-5 turns" in length and "6-10 turns" in length and 'data-plotly="length-figure" data-figure="{' in length
-    compare = reviewer_client.get(reverse("runs:checklist-compare", args=[bench.slug]) + "?a=alpha-r1&b=beta-r1").content.decode()
+    compare = reviewer_client.get(
+        reverse("runs:checklist-compare", args=[bench.slug]) + "?a=alpha-r1&b=beta-r1"
+    ).content.decode()
     assert "gain (B − A)" in compare and "50.00" in compare  # ISR 50 -> 100
     assert "Fixed in B (2)" in compare and "Broken in B (0)" in compare
 
@@ -257,8 +328,9 @@ def test_the_compare_page_opens_with_two_different_runs_offered_and_says_what_to
     assert "Choose two runs" in body and "gain (B − A)" not in body
 
 
-def test_the_length_page_reads_the_rollups_once_per_data_generation_and_filter(reviewer_client, monkeypatch,
-                                                                                django_capture_on_commit_callbacks):
+def test_the_length_page_reads_the_rollups_once_per_data_generation_and_filter(
+    reviewer_client, monkeypatch, django_capture_on_commit_callbacks
+):
     bench, attempts = build_study(n_instances=4)
     reads = []
     real = selectors.attempt_cells
@@ -268,7 +340,7 @@ def test_the_length_page_reads_the_rollups_once_per_data_generation_and_filter(r
     def page(query=""):  # the table (the page around it holds a fresh CSRF token each time)
         with django_capture_on_commit_callbacks(execute=True):
             body = reviewer_client.get(url + query).content.decode()
-        return body[body.index('<table class="grid">'):body.index("</table>")]
+        return body[body.index('<table class="grid">') : body.index("</table>")]
 
     first = page()
     assert page() == first and len(reads) == 1  # the same page from the cache
@@ -288,20 +360,27 @@ def test_the_drilldown_tags_write_what_the_template_engine_wrote():
     from runs.templatetags.drilldown import ITEM, failing_items, judge_badges
 
     judges = {"<i>j</i>": (3, 1), "a&b": (2, 2), "'q\"": (0, 0)}
-    engine = Template('{% for judge, counts in judges.items %}<span class="badge {% if counts.0 and counts.1 < counts.0 %}'
-                      'fail{% elif counts.0 %}pass{% endif %}">{{ judge }}: {{ counts.1 }}/{{ counts.0 }}</span> {% endfor %}')
+    engine = Template(
+        '{% for judge, counts in judges.items %}<span class="badge {% if counts.0 and counts.1 < counts.0 %}'
+        'fail{% elif counts.0 %}pass{% endif %}">{{ judge }}: {{ counts.1 }}/{{ counts.0 }}</span> {% endfor %}'
+    )
     assert judge_badges(judges) == engine.render(Context({"judges": judges}))
-    items = [{"id": 7, "key": "<b>k</b>", "category": "a&b", "short": "d\"'<>", "judges": ["<i>j</i>", "x"]},
-             {"id": 8, "key": "c2", "category": "SP", "short": "plain", "judges": ["x"]}]
-    url = "/attempts/3/?a=1&b=\"2\""
-    assert failing_items(items, url) == format_html_join("", ITEM, ((url, i["id"], i["key"], i["category"], i["short"],
-                                                                   ", ".join(i["judges"])) for i in items))
+    items = [
+        {"id": 7, "key": "<b>k</b>", "category": "a&b", "short": "d\"'<>", "judges": ["<i>j</i>", "x"]},
+        {"id": 8, "key": "c2", "category": "SP", "short": "plain", "judges": ["x"]},
+    ]
+    url = '/attempts/3/?a=1&b="2"'
+    assert failing_items(items, url) == format_html_join(
+        "", ITEM, ((url, i["id"], i["key"], i["category"], i["short"], ", ".join(i["judges"])) for i in items)
+    )
 
 
 def test_a_drilldown_row_lists_its_first_failing_items_and_folds_the_rest_into_a_details():
     from runs.templatetags.drilldown import SHOWN_FAILING, failing_items, failing_items_summary
 
-    items = [{"id": n, "key": f"k{n}<", "category": "SP", "short": "d", "judges": ["j"]} for n in range(SHOWN_FAILING + 4)]
+    items = [
+        {"id": n, "key": f"k{n}<", "category": "SP", "short": "d", "judges": ["j"]} for n in range(SHOWN_FAILING + 4)
+    ]
     html = failing_items_summary(items, "/attempts/3/")
     shown, folded = html.split("<details", 1)
     assert shown == f'<ul class="failing-items">{failing_items(items[:SHOWN_FAILING], "/attempts/3/")}</ul>'
@@ -319,8 +398,9 @@ def test_the_filter_bars_dropdown_ticks_the_chosen_values_names_them_when_closed
 
     choices = [("a<b", "a<b"), ('q"x', "q'y&"), ("plain", "plain"), ("7", 7)]
     html = CheckboxDropdown(choices=choices, summary_noun="runs").render("run", ["a<b", "7"], {"id": "id_run"})
-    assert html.startswith('<details class="multi" id="id_run" data-noun="runs"><summary class="multi-summary">2 of 4: a&lt;b, 7'
-                           '</summary>')
+    assert html.startswith(
+        '<details class="multi" id="id_run" data-noun="runs"><summary class="multi-summary">2 of 4: a&lt;b, 7</summary>'
+    )
     assert html.count('type="checkbox" name="run"') == 4 and html.count(" checked>") == 2
     assert 'value="q&quot;x" id="id_run_1"> <span>q&#x27;y&amp;</span>' in html and "<b" not in html
     assert ">all 4 runs</summary>" in CheckboxDropdown(choices=choices, summary_noun="runs").render("run", [], None)
@@ -331,6 +411,7 @@ def test_the_filter_bars_dropdown_ticks_the_chosen_values_names_them_when_closed
         run = forms.MultipleChoiceField(choices=choices, required=False, widget=CheckboxDropdown(summary_noun="runs"))
 
     from django.http import QueryDict
+
     form = Form(QueryDict("run=plain&run=7"))
     assert form.is_valid() and form.cleaned_data["run"] == ["plain", "7"]
 
@@ -343,14 +424,17 @@ def test_a_model_row_that_pools_two_runs_says_so_on_the_page_in_the_csv_and_the_
     feedback = Run.objects.create(benchmark=bench, label="alpha + feedback", model=alpha[0].run.model)
     for source in alpha:
         attempt = Attempt.objects.create(run=feedback, instance=source.instance, assistant_turns=2)
-        Verdict.objects.bulk_create(Verdict(attempt=attempt, item=v.item, judge=v.judge, result="pass")
-                                    for v in source.verdicts.all())
+        Verdict.objects.bulk_create(
+            Verdict(attempt=attempt, item=v.item, judge=v.judge, result="pass") for v in source.verdicts.all()
+        )
         rollups_rebuild_for_attempts([attempt.id])
     page = reverse("runs:checklist-leaderboard", args=[bench.slug])
     body = reviewer_client.get(page).content.decode()
     flag = re.findall(r'<span class="ci" title="([^"]*)">2 runs</span>', body)
-    assert flag == ["This row pools the attempts of 2 runs of this model: alpha + feedback, alpha-r1. "
-                    "Choose runs in the filters to see one alone."]
+    assert flag == [
+        "This row pools the attempts of 2 runs of this model: alpha + feedback, alpha-r1. "
+        "Choose runs in the filters to see one alone."
+    ]
     assert "runs</span>" not in body.replace("2 runs</span>", "")  # beta has one run: no flag
     assert "2 runs</span>" not in reviewer_client.get(page + "?run=alpha-r1&run=beta-r1").content.decode()
     export = reviewer_client.get(reverse("runs:checklist-leaderboard", args=[bench.slug]) + "?export=csv")
@@ -360,16 +444,22 @@ def test_a_model_row_that_pools_two_runs_says_so_on_the_page_in_the_csv_and_the_
     assert {r["model"]: r["runs"] for r in rows} == {"alpha": ["alpha + feedback", "alpha-r1"], "beta": ["beta-r1"]}
 
 
-@pytest.mark.parametrize("query, said", [
-    ("run=nobody-r1", "No run of this benchmark is labelled 'nobody-r1'."),
-    ("judge=nobody", "No judge named 'nobody' scored this benchmark."),
-    ("exclude=flagged_by_nobody", "unknown exclusion policy 'flagged_by_nobody'; one of: none, "),
-])
-def test_the_leaderboard_says_an_unknown_run_judge_or_policy_and_its_export_and_api_refuse_it(reviewer_client, query,
-                                                                                              said):
+@pytest.mark.parametrize(
+    "query, said",
+    [
+        ("run=nobody-r1", "No run of this benchmark is labelled 'nobody-r1'."),
+        ("judge=nobody", "No judge named 'nobody' scored this benchmark."),
+        ("exclude=flagged_by_nobody", "unknown exclusion policy 'flagged_by_nobody'; one of: none, "),
+    ],
+)
+def test_the_leaderboard_says_an_unknown_run_judge_or_policy_and_its_export_and_api_refuse_it(
+    reviewer_client, query, said
+):
     bench, _ = build_study(n_instances=1)
     page = reverse("runs:checklist-leaderboard", args=[bench.slug])
-    notes = re.search(r'<div id="query-notes">(.*?)</div>', reviewer_client.get(f"{page}?{query}").content.decode(), re.S)
+    notes = re.search(
+        r'<div id="query-notes">(.*?)</div>', reviewer_client.get(f"{page}?{query}").content.decode(), re.S
+    )
     assert said in html.unescape(notes.group(1))  # the page applies the default and says why, in the API's words
     swap = reviewer_client.get(f"{page}?{query}", headers={"HX-Request": "true"}).content.decode()
     assert said in html.unescape(swap.split('id="query-notes"')[1])
@@ -386,12 +476,23 @@ IMPORTS = {
     "native": ("native", ["native/study.jsonl"], {}, "acme-agent-if"),
     "octobench": ("octobench-scores", ["octobench/scores.json"], {"model": "model-x", "judge": "judge-e"}, "octobench"),
     "inspect": ("inspect", ["inspect/tiny_if.json"], {"pass_threshold": 0.5}, None),
-    "lm": ("lm-eval", ["lm_eval/acme__tiny-instruct-1b/results_2026-11-20T10-15-30.123456.json",
-                       "lm_eval/acme__tiny-instruct-1b/samples_ifeval_2026-11-20T10-15-30.123456.jsonl"], {}, "lm-eval-ifeval"),
+    "lm": (
+        "lm-eval",
+        [
+            "lm_eval/acme__tiny-instruct-1b/results_2026-11-20T10-15-30.123456.json",
+            "lm_eval/acme__tiny-instruct-1b/samples_ifeval_2026-11-20T10-15-30.123456.jsonl",
+        ],
+        {},
+        "lm-eval-ifeval",
+    ),
 }
 #: what each scorer prints, in words only a page about a benchmark scored by it may hold
-SCORER_WORDS = {"octobench": ["OctoBench", "evaluate.py", "mini-vela", "avg_reward"], "inspect": ["Inspect AI, which wrote"],
-                "lm": ["prompt_level_strict_acc"], "native": ["which has no reference scorer"]}
+SCORER_WORDS = {
+    "octobench": ["OctoBench", "evaluate.py", "mini-vela", "avg_reward"],
+    "inspect": ["Inspect AI, which wrote"],
+    "lm": ["prompt_level_strict_acc"],
+    "native": ["which has no reference scorer"],
+}
 
 
 @pytest.mark.parametrize("kind", list(IMPORTS))
@@ -402,7 +503,7 @@ def test_the_leaderboard_speaks_of_the_reference_scorer_of_the_benchmark_at_hand
     ingest(fmt, [Source.of(FIXTURES / name) for name in files], Options(**options))
     bench = Benchmark.objects.get(slug=slug) if slug else Benchmark.objects.get()
     html = reviewer_client.get(reverse("runs:checklist-leaderboard", args=[bench.slug])).content.decode()
-    note = html[html.index('<section id="results">'):html.index("Each judge is scored separately")]
+    note = html[html.index('<section id="results">') : html.index("Each judge is scored separately")]
     for scorer, words in SCORER_WORDS.items():
         for word in words:
             assert (word in note) == (scorer == kind), (scorer, word)

@@ -1,9 +1,10 @@
 """Dialogue pages: happy path, anonymous, htmx fragment, refused patience, viewer escaping, bounded queries."""
+
 import pytest
 from django.urls import reverse
 
-from runs.models import Benchmark, Job, JobState, Verdict
 from runs.jobs import job_execute
+from runs.models import Benchmark, Job, JobState, Verdict
 from runs.recheck import EVOLIF_CHECKER as CHECKER_JUDGE
 from runs.recheck import recheck_run
 from runs.trajectory_store import trajectory_save
@@ -13,7 +14,13 @@ from .test_recheck_dialogue import build_run
 
 pytestmark = pytest.mark.django_db
 
-PAGES = ["runs:dialogue-metrics", "runs:dialogue-survival", "runs:dialogue-groups", "runs:dialogue-list", "runs:dialogue-rescore"]
+PAGES = [
+    "runs:dialogue-metrics",
+    "runs:dialogue-survival",
+    "runs:dialogue-groups",
+    "runs:dialogue-list",
+    "runs:dialogue-rescore",
+]
 
 
 @pytest.fixture
@@ -104,7 +111,9 @@ def test_it_404s_for_another_kind_of_benchmark(reviewer_client, world):
 
 def test_it_starts_a_rescore_job_and_shows_the_agreement(editor_client, world):
     run, _ = world
-    response = editor_client.post(reverse("runs:dialogue-rescore-start", args=["evolif"]), {"run": [run.label], "confirm": "1"})
+    response = editor_client.post(
+        reverse("runs:dialogue-rescore-start", args=["evolif"]), {"run": [run.label], "confirm": "1"}
+    )
     job = Job.objects.get()
     assert response.status_code == 302 and str(job.id) in response["Location"]
     if job.state == JobState.QUEUED:  # on_commit does not fire inside the test transaction
@@ -117,7 +126,10 @@ def test_it_starts_a_rescore_job_and_shows_the_agreement(editor_client, world):
     html = page.content.decode()  # the one re-check template, with the dialogue kind's head, start form and links
     assert "Deterministic re-check" in html and "<code>evolif-checker</code>" in html
     assert f'action="{reverse("runs:dialogue-rescore-start", args=["evolif"])}"' in html
-    assert f'{reverse("runs:dialogue-viewer", args=["evolif", page.context["disagreements"][0]["attempt_id"]])}#turn-2' in html
+    assert (
+        f"{reverse('runs:dialogue-viewer', args=['evolif', page.context['disagreements'][0]['attempt_id']])}#turn-2"
+        in html
+    )
     assert "Checker's reason" not in html and "manage.py recheck --benchmark evolif" in html
 
 
@@ -207,5 +219,7 @@ def test_the_checker_rescores_stopped_and_empty_logs(reviewer_client, harness_ru
     assert report.attempts == 4
     # the case constraints of the played turns: dialog_1 turns 1-6, dialog_2 turn 4, dialog_3 turns 1-3, dialog_4 none
     assert Verdict.objects.filter(judge__name=CHECKER_JUDGE, item__group="case").count() == 6 + 1 + 3
-    body = reviewer_client.get(reverse("runs:dialogue-metrics", args=["evolif"]), {"judge": CHECKER_JUDGE}).content.decode()
+    body = reviewer_client.get(
+        reverse("runs:dialogue-metrics", args=["evolif"]), {"judge": CHECKER_JUDGE}
+    ).content.decode()
     assert "REC, score.py" in body

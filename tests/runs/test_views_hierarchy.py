@@ -1,5 +1,6 @@
 """Hierarchy pages: metrics, conflict resolution, style re-check, sample viewer, and the metrics page's tables from
 /api/hierarchy-metrics/."""
+
 import json
 from pathlib import Path
 
@@ -38,13 +39,15 @@ def flip_sample_0(doc):
     for r in doc["results"]:
         if r["id"] == 0:
             r["evaluation"].update(test_passed=False, overall_passed=False, test_result=EVIL)
-            r["response"] = f"```python\ndef f(x):\n    return \"{EVIL}\" and x\n```"
+            r["response"] = f'```python\ndef f(x):\n    return "{EVIL}" and x\n```'
 
 
 @pytest.fixture
 def study(tmp_path):
     ingest("manyih-data", [Source.of(FIXTURES / "coding_small.json")], Options())
-    return add_run(tmp_path, "coder · ordinal", "ordinal"), add_run(tmp_path, "coder · scalar", "scalar", change=flip_sample_0)
+    return add_run(tmp_path, "coder · ordinal", "ordinal"), add_run(
+        tmp_path, "coder · scalar", "scalar", change=flip_sample_0
+    )
 
 
 def url(name, **kwargs):
@@ -60,7 +63,10 @@ def test_it_shows_accuracy_with_intervals_and_compares_the_two_interfaces(review
     # conditions: rows are per run unless pooling per model is asked for
     rows = response.context["rows"]
     assert response.context["by"] == "run"
-    assert [(r.label, r.n, r.acc) for r in rows] == [("coder · ordinal", 3, pytest.approx(100 / 3)), ("coder · scalar", 3, 0.0)]
+    assert [(r.label, r.n, r.acc) for r in rows] == [
+        ("coder · ordinal", 3, pytest.approx(100 / 3)),
+        ("coder · scalar", 3, 0.0),
+    ]
     pooled = reviewer_client.get(url("hierarchy-metrics"), {"by": "model"}).context["rows"]
     assert [(r.label, r.n, r.acc) for r in pooled] == [("acme/coder-1", 6, pytest.approx(100 / 6))]
     assert reviewer_client.get(API, {"benchmark": SLUG}).json()["rows"][0]["label"] == "coder · ordinal"
@@ -76,10 +82,18 @@ def test_the_api_answers_the_metrics_pages_tables(reviewer_client, study):
     data = response.json()
     assert response.status_code == 200 and data["judge"] == "manyih-log"
     assert [(r["label"], r["n"], r["acc"]) for r in data["rows"]] == [
-        ("coder · ordinal", 3, pytest.approx(100 / 3)), ("coder · scalar", 3, 0.0)]
+        ("coder · ordinal", 3, pytest.approx(100 / 3)),
+        ("coder · scalar", 3, 0.0),
+    ]
     assert data["rows"][0]["acc_ci"] is not None
-    assert {g["group"] for g in data["style_group_rows"]} == {"quotes", "license", "type_hints", "indent",
-                                                            "naming_convention", "function_doc"}
+    assert {g["group"] for g in data["style_group_rows"]} == {
+        "quotes",
+        "license",
+        "type_hints",
+        "indent",
+        "naming_convention",
+        "function_doc",
+    }
 
 
 def test_it_switches_to_the_checker_judge(reviewer_client, study):
@@ -91,14 +105,19 @@ def test_it_switches_to_the_checker_judge(reviewer_client, study):
 
 
 def test_it_tabulates_how_conflict_groups_were_resolved_and_drills_down(reviewer_client, study):
-    response = reviewer_client.get(url("hierarchy-conflicts"), {"outcome": "winner", "label": "acme/coder-1", "by": "model"})
+    response = reviewer_client.get(
+        url("hierarchy-conflicts"), {"outcome": "winner", "label": "acme/coder-1", "by": "model"}
+    )
     assert response.status_code == 200
     overall = response.context["rates"][0]
     # four conflict groups per run (quotes, license, indent, function_doc), two runs
     assert overall.tiers is None and overall.n == 8
     examples = response.context["examples"]
     assert examples and all(e.outcome == "winner" for e in examples)
-    assert reverse("runs:hierarchy-attempt", kwargs={"slug": SLUG, "pk": examples[0].attempt_id}) in response.content.decode()
+    assert (
+        reverse("runs:hierarchy-attempt", kwargs={"slug": SLUG, "pk": examples[0].attempt_id})
+        in response.content.decode()
+    )
 
 
 def test_it_lists_disagreements_between_log_and_checker(editor_client, study):
@@ -157,8 +176,12 @@ def test_it_serves_only_the_results_partial_to_htmx(reviewer_client, study):
 
 def test_it_redirects_anonymous_visitors_to_login(client, study):
     attempt = Attempt.objects.first()
-    for target in (url("hierarchy-metrics"), url("hierarchy-conflicts"), url("hierarchy-recheck"),
-                   url("hierarchy-attempt", pk=attempt.id)):
+    for target in (
+        url("hierarchy-metrics"),
+        url("hierarchy-conflicts"),
+        url("hierarchy-recheck"),
+        url("hierarchy-attempt", pk=attempt.id),
+    ):
         response = client.get(target)
         assert response.status_code == 302 and "/login/" in response["Location"]
     assert client.post(url("hierarchy-recheck-start")).status_code == 302
@@ -191,8 +214,10 @@ def test_it_keeps_the_query_count_when_runs_are_added(reviewer_client, study, tm
 def test_it_says_in_plain_words_when_the_evaluator_found_no_code_or_failed(reviewer_client, tmp_path):
     ingest("manyih-data", [Source.of(FIXTURES / "coding_small.json")], Options())
     ingest("manyih-results", [Source.of(FIXTURES / "results_evaluator.json")], Options(model="fake", run="fake-r1"))
-    pages = {a.instance.external_id: reviewer_client.get(url("hierarchy-attempt", pk=a.id)).content.decode()
-             for a in Attempt.objects.select_related("instance")}
+    pages = {
+        a.instance.external_id: reviewer_client.get(url("hierarchy-attempt", pk=a.id)).content.decode()
+        for a in Attempt.objects.select_related("instance")
+    }
     assert "The response had no code block" in pages["1"] and "No code found in response" in pages["1"]
     assert "The evaluator recorded an error on this sample (it has no response)" in pages["0"]
     assert "unindent does not match any outer indentation level" in pages["0"]

@@ -1,4 +1,5 @@
 """Home page: benchmarks and runs with their counts, the empty state, login, query count."""
+
 import json
 
 import pytest
@@ -12,11 +13,20 @@ pytestmark = pytest.mark.django_db
 
 def _instance(instance_id: str, checks: int = 2) -> dict:
     return {
-        "instance_id": instance_id, "user_query": ["Explain partition()"], "system_prompt": "", "category": "Claude.md",
+        "instance_id": instance_id,
+        "user_query": ["Explain partition()"],
+        "system_prompt": "",
+        "category": "Claude.md",
         "scaffold": {"name": "claudecode", "version": "2.0"},
-        "checklist": {"SP": {"description": "System prompt", "checks": [
-            {"check_id": f"SP-{n}", "description": f"check {n}", "check_type": "compliance"} for n in range(1, checks + 1)
-        ]}},
+        "checklist": {
+            "SP": {
+                "description": "System prompt",
+                "checks": [
+                    {"check_id": f"SP-{n}", "description": f"check {n}", "check_type": "compliance"}
+                    for n in range(1, checks + 1)
+                ],
+            }
+        },
     }
 
 
@@ -26,11 +36,22 @@ def _ingest_study(tmp_path, *, runs: list[tuple[str, str]], instances=("task-1",
     path.write_text("".join(json.dumps(_instance(i)) + "\n" for i in instances))
     ingest("octobench-instances", [Source.of(path)], Options(benchmark=benchmark))
     for n, (model, judge) in enumerate(runs):
-        scores = {"results": [
-            {"instance_id": i, "eval_result": {"SP": {"checks": [
-                {"check_id": "SP-1", "result": "success"}, {"check_id": "SP-2", "result": "fail"}]}}}
-            for i in instances
-        ]}
+        scores = {
+            "results": [
+                {
+                    "instance_id": i,
+                    "eval_result": {
+                        "SP": {
+                            "checks": [
+                                {"check_id": "SP-1", "result": "success"},
+                                {"check_id": "SP-2", "result": "fail"},
+                            ]
+                        }
+                    },
+                }
+                for i in instances
+            ]
+        }
         spath = tmp_path / f"scores-{benchmark or 'octobench'}-{n}.json"
         spath.write_text(json.dumps(scores))
         ingest("octobench-scores", [Source.of(spath)], Options(benchmark=benchmark, model=model, judge=judge))
@@ -68,11 +89,21 @@ def test_it_lists_benchmarks_and_runs_with_counts(reviewer_client, tmp_path):
     response = reviewer_client.get("/")
     overview = response.context["overview"]
     [bench] = overview.benchmarks
-    assert (bench.slug, bench.kind, bench.n_instances, bench.n_items, bench.n_runs) == ("octobench", "checklist", 2, 4, 2)
+    assert (bench.slug, bench.kind, bench.n_instances, bench.n_items, bench.n_runs) == (
+        "octobench",
+        "checklist",
+        2,
+        4,
+        2,
+    )
     # 2 runs x 2 attempts; verdicts: model-a 2 judges x 2 attempts x 2 items, model-b 1 judge x 4
     assert (bench.n_attempts, bench.n_verdicts, bench.judges) == (4, 12, ["judge-x", "judge-y"])
     runs = {r.label: r for r in overview.runs}
-    assert (runs["model-a"].n_attempts, runs["model-a"].n_verdicts, runs["model-a"].judges) == (2, 8, ["judge-x", "judge-y"])
+    assert (runs["model-a"].n_attempts, runs["model-a"].n_verdicts, runs["model-a"].judges) == (
+        2,
+        8,
+        ["judge-x", "judge-y"],
+    )
     assert (runs["model-b"].model, runs["model-b"].n_verdicts, runs["model-b"].judges) == ("model-b", 4, ["judge-x"])
     content = response.content.decode()
     assert "badge-kind-checklist" in content and "model-b" in content

@@ -1,4 +1,5 @@
 """Import page, job page (live progress by htmx polling, retry) and the jobs list."""
+
 import json
 import time
 from datetime import timedelta
@@ -23,21 +24,44 @@ pytestmark = pytest.mark.django_db
 
 def _instances_jsonl(*ids: str) -> bytes:
     records = [
-        {"instance_id": i, "user_query": ["Explain partition()"], "category": "Claude.md",
-         "checklist": {"SP": {"description": "System prompt", "checks": [
-             {"check_id": "SP-1", "description": "no emoji", "check_type": "compliance"},
-             {"check_id": "SP-2", "description": "answer in Chinese", "check_type": "compliance"}]}}}
+        {
+            "instance_id": i,
+            "user_query": ["Explain partition()"],
+            "category": "Claude.md",
+            "checklist": {
+                "SP": {
+                    "description": "System prompt",
+                    "checks": [
+                        {"check_id": "SP-1", "description": "no emoji", "check_type": "compliance"},
+                        {"check_id": "SP-2", "description": "answer in Chinese", "check_type": "compliance"},
+                    ],
+                }
+            },
+        }
         for i in ids
     ]
     return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records).encode()
 
 
 def _scores_json(*ids: str) -> bytes:
-    return json.dumps({"results": [
-        {"instance_id": i, "eval_result": {"SP": {"checks": [
-            {"check_id": "SP-1", "result": "success"}, {"check_id": "SP-2", "result": "fail"}]}}}
-        for i in ids
-    ]}).encode()
+    return json.dumps(
+        {
+            "results": [
+                {
+                    "instance_id": i,
+                    "eval_result": {
+                        "SP": {
+                            "checks": [
+                                {"check_id": "SP-1", "result": "success"},
+                                {"check_id": "SP-2", "result": "fail"},
+                            ]
+                        }
+                    },
+                }
+                for i in ids
+            ]
+        }
+    ).encode()
 
 
 def _upload(client, django_capture_on_commit_callbacks, fmt: str, *files: tuple[str, bytes], **options):
@@ -62,8 +86,12 @@ def test_it_sends_anonymous_visitors_to_login(client):
 
 
 def test_it_imports_a_valid_instances_file(editor_client, editor, django_capture_on_commit_callbacks):
-    response = _upload(editor_client, django_capture_on_commit_callbacks, "octobench-instances",
-                       ("instances.jsonl", _instances_jsonl("task-1", "task-2")))
+    response = _upload(
+        editor_client,
+        django_capture_on_commit_callbacks,
+        "octobench-instances",
+        ("instances.jsonl", _instances_jsonl("task-1", "task-2")),
+    )
     job = Job.objects.get()
     assert response.status_code == 302 and response["Location"] == f"/jobs/{job.id}/"
     assert job.state == JobState.SUCCEEDED and job.created_by == editor
@@ -80,17 +108,34 @@ def test_it_imports_a_valid_instances_file(editor_client, editor, django_capture
 
 
 def test_it_passes_the_options_to_the_ingest(editor_client, django_capture_on_commit_callbacks):
-    _upload(editor_client, django_capture_on_commit_callbacks, "octobench-instances",
-            ("instances.jsonl", _instances_jsonl("task-1")))
-    _upload(editor_client, django_capture_on_commit_callbacks, "octobench-scores",
-            ("scores.json", _scores_json("task-1")), model="model-a", judge="judge-x", run="a-rep2", repetition="2")
+    _upload(
+        editor_client,
+        django_capture_on_commit_callbacks,
+        "octobench-instances",
+        ("instances.jsonl", _instances_jsonl("task-1")),
+    )
+    _upload(
+        editor_client,
+        django_capture_on_commit_callbacks,
+        "octobench-scores",
+        ("scores.json", _scores_json("task-1")),
+        model="model-a",
+        judge="judge-x",
+        run="a-rep2",
+        repetition="2",
+    )
     job = Job.objects.order_by("-created_at").first()
     assert job.state == JobState.SUCCEEDED, job.errors
     assert job.params["options"] == {"model": "model-a", "judge": "judge-x", "run": "a-rep2", "repetition": 2}
-    assert Verdict.objects.filter(attempt__run__label="a-rep2", attempt__run__repetition=2, judge__name="judge-x").count() == 2
+    assert (
+        Verdict.objects.filter(attempt__run__label="a-rep2", attempt__run__repetition=2, judge__name="judge-x").count()
+        == 2
+    )
 
 
-def test_it_fails_a_bad_file_with_file_line_errors_and_stores_nothing(editor_client, django_capture_on_commit_callbacks):
+def test_it_fails_a_bad_file_with_file_line_errors_and_stores_nothing(
+    editor_client, django_capture_on_commit_callbacks
+):
     bad = _instances_jsonl("task-1") + b'{"instance_id": "task-2", "checklist": \n' + b'{"checklist": {}}\n'
     response = _upload(editor_client, django_capture_on_commit_callbacks, "octobench-instances", ("bad.jsonl", bad))
     job = Job.objects.get()
@@ -110,8 +155,13 @@ def test_it_fails_a_bad_file_with_file_line_errors_and_stores_nothing(editor_cli
 
 def test_it_rejects_files_over_the_size_limit(editor_client, settings, django_capture_on_commit_callbacks):
     settings.IFPORTAL_MAX_UPLOAD_BYTES = 100
-    response = _upload(editor_client, django_capture_on_commit_callbacks, "octobench-instances",
-                       ("a.jsonl", b"x" * 60), ("b.jsonl", b"y" * 60))
+    response = _upload(
+        editor_client,
+        django_capture_on_commit_callbacks,
+        "octobench-instances",
+        ("a.jsonl", b"x" * 60),
+        ("b.jsonl", b"y" * 60),
+    )
     assert response.status_code == 400
     assert "one import takes at most 100" in response.content.decode()
     assert Job.objects.count() == 0
@@ -143,7 +193,12 @@ def test_it_polls_a_running_job_every_second_with_live_progress(editor_client):
 
 
 def test_it_stops_polling_once_the_job_has_finished(editor_client):
-    job = _job(JobState.SUCCEEDED, progress_done=400, progress_total=400, counts={"created": 3, "by_kind": {"instances": {"created": 3}}})
+    job = _job(
+        JobState.SUCCEEDED,
+        progress_done=400,
+        progress_total=400,
+        counts={"created": 3, "by_kind": {"instances": {"created": 3}}},
+    )
     content = editor_client.get(f"/jobs/{job.id}/", HTTP_HX_REQUEST="true").content.decode()
     assert "<html" not in content and 'id="job-status"' in content
     assert "hx-trigger" not in content and "hx-get" not in content
@@ -162,14 +217,24 @@ def test_it_answers_404_for_an_unknown_job(editor_client):
 
 def test_it_retries_a_failed_job(editor_client, django_capture_on_commit_callbacks):
     # scores before their instances: the job fails, then succeeds once the instances are in
-    _upload(editor_client, django_capture_on_commit_callbacks, "octobench-scores",
-            ("scores.json", _scores_json("task-1")), model="model-a", judge="judge-x")
+    _upload(
+        editor_client,
+        django_capture_on_commit_callbacks,
+        "octobench-scores",
+        ("scores.json", _scores_json("task-1")),
+        model="model-a",
+        judge="judge-x",
+    )
     job = Job.objects.get()
     assert job.state == JobState.FAILED and "does not exist" in job.errors[0]
     page = editor_client.get(f"/jobs/{job.id}/").content.decode()
     assert f'action="/jobs/{job.id}/retry/"' in page
-    _upload(editor_client, django_capture_on_commit_callbacks, "octobench-instances",
-            ("instances.jsonl", _instances_jsonl("task-1")))
+    _upload(
+        editor_client,
+        django_capture_on_commit_callbacks,
+        "octobench-instances",
+        ("instances.jsonl", _instances_jsonl("task-1")),
+    )
     with django_capture_on_commit_callbacks(execute=True):
         response = editor_client.post(f"/jobs/{job.id}/retry/")
     assert response.status_code == 302 and response["Location"] == f"/jobs/{job.id}/"
@@ -179,8 +244,14 @@ def test_it_retries_a_failed_job(editor_client, django_capture_on_commit_callbac
 
 
 def test_it_lets_only_the_starter_retry(editor_client, outsider, django_capture_on_commit_callbacks):
-    _upload(editor_client, django_capture_on_commit_callbacks, "octobench-scores",
-            ("scores.json", _scores_json("task-1")), model="model-a", judge="judge-x")
+    _upload(
+        editor_client,
+        django_capture_on_commit_callbacks,
+        "octobench-scores",
+        ("scores.json", _scores_json("task-1")),
+        model="model-a",
+        judge="judge-x",
+    )
     job = Job.objects.get()
     other = Client()
     other.force_login(outsider)
@@ -197,7 +268,9 @@ def test_it_does_not_retry_a_succeeded_job(editor_client, editor):
 
 
 def test_it_lists_recent_jobs_with_state_and_who(editor_client, editor):
-    done = _job(JobState.SUCCEEDED, created_by=editor, counts={"created": 7, "updated": 0, "unchanged": 1, "rejected": 0})
+    done = _job(
+        JobState.SUCCEEDED, created_by=editor, counts={"created": 7, "updated": 0, "unchanged": 1, "rejected": 0}
+    )
     _job(JobState.FAILED, error_count=3)
     response = editor_client.get("/jobs/")
     content = response.content.decode()
@@ -235,15 +308,36 @@ def test_it_links_the_import_page_to_the_jobs(editor_client, editor):
     assert 'href="/jobs/"' in content and f'href="/jobs/{job.id}/"' in content
 
 
-def test_the_page_takes_a_benchmark_name_and_a_manifest_among_the_files(editor_client, django_capture_on_commit_callbacks):
+def test_the_page_takes_a_benchmark_name_and_a_manifest_among_the_files(
+    editor_client, django_capture_on_commit_callbacks
+):
     from runs.models import Run
 
-    _upload(editor_client, django_capture_on_commit_callbacks, "octobench-instances",
-            ("instances.jsonl", _instances_jsonl("task-1")), benchmark="octo-team", name="OctoBench, team run")
-    manifest = json.dumps({"files": [{"path": "s1.json", "model": "model-a", "judge": "judge-x"},
-                                     {"path": "s2.json", "model": "model-b", "judge": "judge-x", "repetition": 2}]})
-    _upload(editor_client, django_capture_on_commit_callbacks, "octobench-scores", ("s1.json", _scores_json("task-1")),
-            ("s2.json", _scores_json("task-1")), ("ifportal-import.json", manifest.encode()), benchmark="octo-team")
+    _upload(
+        editor_client,
+        django_capture_on_commit_callbacks,
+        "octobench-instances",
+        ("instances.jsonl", _instances_jsonl("task-1")),
+        benchmark="octo-team",
+        name="OctoBench, team run",
+    )
+    manifest = json.dumps(
+        {
+            "files": [
+                {"path": "s1.json", "model": "model-a", "judge": "judge-x"},
+                {"path": "s2.json", "model": "model-b", "judge": "judge-x", "repetition": 2},
+            ]
+        }
+    )
+    _upload(
+        editor_client,
+        django_capture_on_commit_callbacks,
+        "octobench-scores",
+        ("s1.json", _scores_json("task-1")),
+        ("s2.json", _scores_json("task-1")),
+        ("ifportal-import.json", manifest.encode()),
+        benchmark="octo-team",
+    )
 
     job = Job.objects.order_by("-created_at").first()
     assert job.state == JobState.SUCCEEDED, job.errors
@@ -253,13 +347,24 @@ def test_the_page_takes_a_benchmark_name_and_a_manifest_among_the_files(editor_c
 
 def test_a_recheck_job_page_shows_what_it_created_not_nothing_changed(editor_client):
     job = job_create(kind="recheck", params={"run_ids": []})
-    Job.objects.filter(pk=job.pk).update(state=JobState.SUCCEEDED, message="m1: 3 constraint verdicts checked",
-                                         counts={"checked": 3, "created": 4, "updated": 0, "unchanged": 0, "removed": 0,
-                                                 "by_kind": {"verdicts": {"created": 4}}})
+    Job.objects.filter(pk=job.pk).update(
+        state=JobState.SUCCEEDED,
+        message="m1: 3 constraint verdicts checked",
+        counts={
+            "checked": 3,
+            "created": 4,
+            "updated": 0,
+            "unchanged": 0,
+            "removed": 0,
+            "by_kind": {"verdicts": {"created": 4}},
+        },
+    )
     page = editor_client.get(f"/jobs/{job.id}/").content.decode()
     assert "Nothing changed" not in page and "m1: 3 constraint verdicts checked" in page
     assert '<span class="stat-value num">4</span><span class="stat-label">created</span>' in page
-    Job.objects.filter(pk=job.pk).update(counts={"checked": 3, "created": 0, "updated": 0, "unchanged": 4, "removed": 0})
+    Job.objects.filter(pk=job.pk).update(
+        counts={"checked": 3, "created": 0, "updated": 0, "unchanged": 4, "removed": 0}
+    )
     page = editor_client.get(f"/jobs/{job.id}/").content.decode()
     assert "Nothing changed: every verdict it wrote was already stored." in page
 

@@ -1,5 +1,6 @@
 """Security tests: the hostile corpus and the project's URL patterns as fixtures (tests are not a package under
 --import-mode=importlib)."""
+
 import importlib.util
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,8 +31,13 @@ class Route:
         return self.pattern.startswith("admin/")
 
 
-CONVERTER_NAMES = {"IntConverter": "int", "SlugConverter": "slug", "StringConverter": "str", "UUIDConverter": "uuid",
-                   "PathConverter": "path"}
+CONVERTER_NAMES = {
+    "IntConverter": "int",
+    "SlugConverter": "slug",
+    "StringConverter": "str",
+    "UUIDConverter": "uuid",
+    "PathConverter": "path",
+}
 
 
 def url_routes() -> list[Route]:
@@ -47,8 +53,10 @@ def url_routes() -> list[Route]:
                 name = f"{namespace}:{entry.name}" if namespace and entry.name else entry.name
                 converters = getattr(entry.pattern, "converters", None) or {}
                 params = tuple(converters) or tuple(entry.pattern.regex.groupindex)
-                kinds = tuple(CONVERTER_NAMES.get(type(converters[p]).__name__, "regex") if p in converters else "regex"
-                              for p in params)
+                kinds = tuple(
+                    CONVERTER_NAMES.get(type(converters[p]).__name__, "regex") if p in converters else "regex"
+                    for p in params
+                )
                 yield Route(name, prefix + str(entry.pattern), params, kinds)
 
     return list(walk(get_resolver(), "", None))

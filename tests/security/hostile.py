@@ -5,6 +5,7 @@ Every active payload, if it ever ran, sets `window.__pwned` or adds an element w
 The files are built from the small fixtures, with every free-text field replaced by
 hostile text, and go through the real ingest (`runs.ingest.ingest`).
 """
+
 from __future__ import annotations
 
 import copy
@@ -37,8 +38,17 @@ PAYLOADS: dict[str, str] = {
 }
 
 #: the payloads that would execute or inject markup if a page rendered them unescaped
-ACTIVE = ["script", "img-onerror", "svg-onload", "javascript-link", "close-and-open", "iframe-srcdoc", "element",
-          "style", "plotly-markup"]
+ACTIVE = [
+    "script",
+    "img-onerror",
+    "svg-onload",
+    "javascript-link",
+    "close-and-open",
+    "iframe-srcdoc",
+    "element",
+    "style",
+    "plotly-markup",
+]
 
 #: one string carrying every payload (NUL and the lone surrogate are stored as U+FFFD)
 ALL = " | ".join(PAYLOADS.values())
@@ -55,12 +65,27 @@ CHART_NAME = '<a href="javascript:window.__pwned=1">chart link</a><b>bold</b><im
 HUGE = "<script>window.__pwned=1</script>" + "A" * (10 * 1024 * 1024)
 
 #: markup that must never reach a page's HTML unescaped
-RAW_MARKERS = ["<script>window.__pwned", "<img src=x onerror", "<svg onload", 'href="javascript:', '<div id="pwned"',
-               "<iframe srcdoc", "<style>body{display:none}"]
+RAW_MARKERS = [
+    "<script>window.__pwned",
+    "<img src=x onerror",
+    "<svg onload",
+    'href="javascript:',
+    '<div id="pwned"',
+    "<iframe srcdoc",
+    "<style>body{display:none}",
+]
 
 #: pages that show the long free text (messages, reasoning, descriptions, code, answers) itself
-TEXT_PAGES = {"attempt", "attempt text", "instance", "shared attempt", "dialogue viewer", "choice rules",
-              "attempts", "shared attempts"}
+TEXT_PAGES = {
+    "attempt",
+    "attempt text",
+    "instance",
+    "shared attempt",
+    "dialogue viewer",
+    "choice rules",
+    "attempts",
+    "shared attempts",
+}
 TEXT_PREFIXES = ("hierarchy sample", "choice task ")
 
 
@@ -86,8 +111,12 @@ def native_checklist() -> bytes:
         "messages": [
             {"role": "system", "content": ALL},
             {"role": "user", "content": ALL},
-            {"role": "assistant", "content": ALL, "reasoning": ALL,
-             "tool_calls": [{"id": "call_1", "name": "bash", "arguments": {"command": ALL}}]},
+            {
+                "role": "assistant",
+                "content": ALL,
+                "reasoning": ALL,
+                "tool_calls": [{"id": "call_1", "name": "bash", "arguments": {"command": ALL}}],
+            },
             {"role": "tool", "content": ALL, "tool_call_id": "call_1", "tool_name": "bash"},
             {"role": "assistant", "content": ALL},
         ],
@@ -98,42 +127,117 @@ def native_checklist() -> bytes:
     ]
     records = [
         {"type": "benchmark", "slug": "hostile", "name": NAME, "kind": "checklist", "description": ALL},
-        {"type": "instance", "id": NAME, "primary_category": NAME, "scaffold": NAME[:90],
-         "spec": {"system_prompt": ALL, "user_query": [ALL, ALL]}, "items": items},
-        {"type": "instance", "id": "huge", "primary_category": "plain", "spec": {"user_query": ["a huge tool output"]},
-         "items": [{"key": "sp-1", "category": "System prompt", "description": "plain"}]},
+        {
+            "type": "instance",
+            "id": NAME,
+            "primary_category": NAME,
+            "scaffold": NAME[:90],
+            "spec": {"system_prompt": ALL, "user_query": [ALL, ALL]},
+            "items": items,
+        },
+        {
+            "type": "instance",
+            "id": "huge",
+            "primary_category": "plain",
+            "spec": {"user_query": ["a huge tool output"]},
+            "items": [{"key": "sp-1", "category": "System prompt", "description": "plain"}],
+        },
         {"type": "run", "label": NAME, "model": NAME, "settings": {"note": ALL}},
         {"type": "run", "label": "plain-run", "model": CHART_NAME},
-        {"type": "attempt", "run": NAME, "instance": NAME, "response": ALL, "outcome": {"note": ALL},
-         "threads": [thread]},
-        {"type": "attempt", "run": "plain-run", "instance": NAME, "response": "ok",
-         "threads": [{"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "ok"}]}]},
-        {"type": "attempt", "run": NAME, "instance": "huge", "response": "done",
-         "threads": [{"messages": [{"role": "user", "content": "run it"},
-                                   {"role": "tool", "content": HUGE, "tool_name": "bash"},
-                                   {"role": "assistant", "content": "done"}]}]},
+        {
+            "type": "attempt",
+            "run": NAME,
+            "instance": NAME,
+            "response": ALL,
+            "outcome": {"note": ALL},
+            "threads": [thread],
+        },
+        {
+            "type": "attempt",
+            "run": "plain-run",
+            "instance": NAME,
+            "response": "ok",
+            "threads": [{"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "ok"}]}],
+        },
+        {
+            "type": "attempt",
+            "run": NAME,
+            "instance": "huge",
+            "response": "done",
+            "threads": [
+                {
+                    "messages": [
+                        {"role": "user", "content": "run it"},
+                        {"role": "tool", "content": HUGE, "tool_name": "bash"},
+                        {"role": "assistant", "content": "done"},
+                    ]
+                }
+            ],
+        },
     ]
     for run in (NAME, "plain-run"):
         for key, result in (("sp-1", "pass"), ("uq-1", "fail" if run == NAME else "pass")):
-            records.append({"type": "verdict", "run": run, "instance": NAME, "item": key, "judge": NAME,
-                            "result": result, "reasoning": ALL, "evidence": {"quote": ALL}})
-    records.append({"type": "verdict", "run": NAME, "instance": "huge", "item": "sp-1", "judge": NAME,
-                    "result": "pass", "reasoning": ALL})
+            records.append(
+                {
+                    "type": "verdict",
+                    "run": run,
+                    "instance": NAME,
+                    "item": key,
+                    "judge": NAME,
+                    "result": result,
+                    "reasoning": ALL,
+                    "evidence": {"quote": ALL},
+                }
+            )
+    records.append(
+        {
+            "type": "verdict",
+            "run": NAME,
+            "instance": "huge",
+            "item": "sp-1",
+            "judge": NAME,
+            "result": "pass",
+            "reasoning": ALL,
+        }
+    )
     return _jsonl(records)
 
 
 def native_conflict() -> bytes:
     """A conflict benchmark whose instructions, scenario, response and judge reasoning are hostile."""
-    conflict = {"type": "UQ vs SP", "scenario": NAME, "expected": "B",
-                "a": {"source": "UQ", "instruction": ALL}, "b": {"source": "SP", "instruction": ALL}}
+    conflict = {
+        "type": "UQ vs SP",
+        "scenario": NAME,
+        "expected": "B",
+        "a": {"source": "UQ", "instruction": ALL},
+        "b": {"source": "SP", "instruction": ALL},
+    }
     records = [
-        {"type": "benchmark", "slug": "hostile-conflict", "name": NAME + " conflict", "kind": "conflict", "description": ALL},
-        {"type": "instance", "id": NAME, "spec": {"system_prompt": ALL, "user_query": ALL, "conflict": conflict},
-         "items": [{"key": "resolution", "category": "SP", "check_type": "conflict", "description": ALL}]},
+        {
+            "type": "benchmark",
+            "slug": "hostile-conflict",
+            "name": NAME + " conflict",
+            "kind": "conflict",
+            "description": ALL,
+        },
+        {
+            "type": "instance",
+            "id": NAME,
+            "spec": {"system_prompt": ALL, "user_query": ALL, "conflict": conflict},
+            "items": [{"key": "resolution", "category": "SP", "check_type": "conflict", "description": ALL}],
+        },
         {"type": "run", "label": NAME, "model": NAME},
         {"type": "attempt", "run": NAME, "instance": NAME, "response": ALL},
-        {"type": "verdict", "run": NAME, "instance": NAME, "item": "resolution", "judge": NAME, "result": "pass",
-         "reasoning": ALL, "evidence": {"followed": "B"}},
+        {
+            "type": "verdict",
+            "run": NAME,
+            "instance": NAME,
+            "item": "resolution",
+            "judge": NAME,
+            "result": "pass",
+            "reasoning": ALL,
+            "evidence": {"followed": "B"},
+        },
     ]
     return _jsonl(records)
 
@@ -153,7 +257,7 @@ def evolif_eval() -> bytes:
     lines = [json.loads(line) for line in (FIXTURES / "evolif" / "eval_1.jsonl").read_text().splitlines() if line]
     for turn in lines:
         turn["response"] = ALL
-        turn["eval"]["sub_details"] = {key: ALL for key in turn["eval"]["details"]}
+        turn["eval"]["sub_details"] = dict.fromkeys(turn["eval"]["details"], ALL)
     return _jsonl(lines)
 
 
@@ -174,7 +278,7 @@ def manyih_results() -> bytes:
     for result in data["results"]:
         result["response"] = "```python\n" + ALL + "\n```"
         evaluation = result["evaluation"]
-        evaluation["style_messages"] = {key: ALL for key in evaluation.get("each_style_passed", {})}
+        evaluation["style_messages"] = dict.fromkeys(evaluation.get("each_style_passed", {}), ALL)
         evaluation["test_result"] = ALL
     return _json(data)
 
@@ -220,8 +324,10 @@ def ingest_all(directory: Path) -> dict[str, int]:
     tasks_file, tasks = guidebench_tasks()
     run("guidebench-tasks", "chat_tasks.json", tasks_file)
     run("guidebench-predictions", "chat_tasks.json", guidebench_predictions(tasks), model=NAME)
-    return {slug: Attempt.objects.filter(run__benchmark__slug=slug).count()
-            for slug in ("hostile", "hostile-conflict", "evolif", "manyih-coding", "guidebench")}
+    return {
+        slug: Attempt.objects.filter(run__benchmark__slug=slug).count()
+        for slug in ("hostile", "hostile-conflict", "evolif", "manyih-coding", "guidebench")
+    }
 
 
 def pages(directory: Path, user) -> list[tuple[str, str]]:
@@ -232,8 +338,8 @@ def pages(directory: Path, user) -> list[tuple[str, str]]:
     from django.test import TestCase
 
     from runs.models import Attempt, Benchmark, Instance
-    from runs.sharing import share_link_create
     from runs.selectors.checklist import checklist_query  # the state exactly as the page parses it
+    from runs.sharing import share_link_create
 
     ingest_all(directory)
     with TestCase.captureOnCommitCallbacks(execute=True):  # the jobs run (inline) as after a real commit
@@ -250,25 +356,39 @@ def pages(directory: Path, user) -> list[tuple[str, str]]:
     _, token = share_link_create(user=user, benchmark=benchmark, state=state, include_attempts=True)
     by_model = urlencode({"model": NAME})
     result = [
-        ("home", "/"), ("import", "/import/"), ("jobs", "/jobs/"),
-        ("failed job", f"/jobs/{failed.id}/"), ("done job", f"/jobs/{done.id}/"),
+        ("home", "/"),
+        ("import", "/import/"),
+        ("jobs", "/jobs/"),
+        ("failed job", f"/jobs/{failed.id}/"),
+        ("done job", f"/jobs/{done.id}/"),
         ("leaderboard", "/b/hostile/leaderboard/"),
         ("leaderboard by category", "/b/hostile/leaderboard/?group=category"),
-        ("attempts", f"/b/hostile/attempts/?{by_model}"), ("judges", "/b/hostile/judges/"), ("length", "/b/hostile/length/"),
+        ("attempts", f"/b/hostile/attempts/?{by_model}"),
+        ("judges", "/b/hostile/judges/"),
+        ("length", "/b/hostile/length/"),
         ("compare", f"/b/hostile/compare/?a={attempt.run_id}"),
-        ("attempt", f"/attempts/{attempt.pk}/"), ("attempt text", f"/attempts/{attempt.pk}/text/?thread=0&msg=1"),
-        ("huge attempt", f"/attempts/{huge.pk}/"), ("instance", f"/instances/{instance.pk}/"),
-        ("share links", "/share-links/"), ("shared leaderboard", f"/s/{token}/"),
-        ("shared attempts", f"/s/{token}/attempts/?{by_model}"), ("shared attempt", f"/s/{token}/attempts/{attempt.pk}/"),
-        ("dialogue metrics", "/b/evolif/dialogue/"), ("dialogue survival", "/b/evolif/dialogue/survival/"),
-        ("dialogue groups", "/b/evolif/dialogue/groups/"), ("dialogues", "/b/evolif/dialogue/dialogues/"),
+        ("attempt", f"/attempts/{attempt.pk}/"),
+        ("attempt text", f"/attempts/{attempt.pk}/text/?thread=0&msg=1"),
+        ("huge attempt", f"/attempts/{huge.pk}/"),
+        ("instance", f"/instances/{instance.pk}/"),
+        ("share links", "/share-links/"),
+        ("shared leaderboard", f"/s/{token}/"),
+        ("shared attempts", f"/s/{token}/attempts/?{by_model}"),
+        ("shared attempt", f"/s/{token}/attempts/{attempt.pk}/"),
+        ("dialogue metrics", "/b/evolif/dialogue/"),
+        ("dialogue survival", "/b/evolif/dialogue/survival/"),
+        ("dialogue groups", "/b/evolif/dialogue/groups/"),
+        ("dialogues", "/b/evolif/dialogue/dialogues/"),
         ("dialogue viewer", f"/b/evolif/dialogue/dialogues/{dialog.pk}/"),
         ("dialogue rescore", "/b/evolif/dialogue/rescore/"),
-        ("hierarchy metrics", "/b/manyih-coding/hierarchy/"), ("hierarchy conflicts", "/b/manyih-coding/hierarchy/conflicts/"),
+        ("hierarchy metrics", "/b/manyih-coding/hierarchy/"),
+        ("hierarchy conflicts", "/b/manyih-coding/hierarchy/conflicts/"),
         ("hierarchy recheck", "/b/manyih-coding/hierarchy/recheck/"),
         ("conflict metrics", "/b/hostile-conflict/conflict/"),
-        ("choice metrics", "/b/guidebench/choice/"), ("choice confusion", "/b/guidebench/choice/confusion/"),
-        ("choice rules", "/b/guidebench/choice/rules/"), ("choice tasks", "/b/guidebench/choice/tasks/"),
+        ("choice metrics", "/b/guidebench/choice/"),
+        ("choice confusion", "/b/guidebench/choice/confusion/"),
+        ("choice rules", "/b/guidebench/choice/rules/"),
+        ("choice tasks", "/b/guidebench/choice/tasks/"),
     ]
     result += [(f"hierarchy sample {n}", f"/b/manyih-coding/hierarchy/attempts/{a.pk}/") for n, a in enumerate(samples)]
     result += [(f"choice task {n}", f"/b/guidebench/choice/tasks/{t.external_id}/") for n, t in enumerate(tasks)]
@@ -281,8 +401,16 @@ def _hostile_uploads(user):
 
     from runs.forms import ingest_job_start
 
-    failed = ingest_job_start(format_name="native", files=[SimpleUploadedFile(NAME + ".jsonl", ALL.encode("utf-8", "replace"))],
-                              options={}, user=user)
-    done = ingest_job_start(format_name="native", files=[SimpleUploadedFile(NAME + ".jsonl", native_checklist())],
-                            options={"model": NAME}, user=user)
+    failed = ingest_job_start(
+        format_name="native",
+        files=[SimpleUploadedFile(NAME + ".jsonl", ALL.encode("utf-8", "replace"))],
+        options={},
+        user=user,
+    )
+    done = ingest_job_start(
+        format_name="native",
+        files=[SimpleUploadedFile(NAME + ".jsonl", native_checklist())],
+        options={"model": NAME},
+        user=user,
+    )
     return failed, done

@@ -4,6 +4,7 @@ The schema is fetched from /api/schema/ as a signed-in client would; every opera
 a few generated requests (kept small so the suite stays fast) sent through the WSGI app
 with a superuser's token, over a database holding one benchmark of every kind.
 """
+
 import pytest
 import schemathesis
 from django.core.signals import request_finished, request_started
@@ -46,8 +47,8 @@ def test_it_fuzzes_every_api_operation_without_a_server_error(api):
     failures = {}
 
     for operation in operations:
-        @settings(max_examples=MAX_EXAMPLES, deadline=None, database=None,
-                  suppress_health_check=list(HealthCheck))
+
+        @settings(max_examples=MAX_EXAMPLES, deadline=None, database=None, suppress_health_check=list(HealthCheck))
         @given(case=operation.as_strategy())
         def run(case):
             case.call_and_validate(headers=headers, checks=[not_a_server_error])
@@ -69,8 +70,16 @@ def test_it_refuses_a_campaign_seed_beyond_the_database_integer(api):
 
     schema, headers = api
     client = APIClient(HTTP_AUTHORIZATION=headers["Authorization"])
-    body = {"name": "x", "subject": "checklist_items", "benchmarks": [Benchmark.objects.get(slug="hostile").slug],
-            "strata": [], "allocation": "proportional", "size": 1, "seed": 10**20, "minimum_per_stratum": 10**20}
+    body = {
+        "name": "x",
+        "subject": "checklist_items",
+        "benchmarks": [Benchmark.objects.get(slug="hostile").slug],
+        "strata": [],
+        "allocation": "proportional",
+        "size": 1,
+        "seed": 10**20,
+        "minimum_per_stratum": 10**20,
+    }
 
     response = client.post("/api/audits/campaigns/", body, format="json")
 

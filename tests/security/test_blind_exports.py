@@ -4,6 +4,7 @@ export links, `?export=csv&table=` (refused like a table the page does not have)
 The ManyIH metrics page comparing two runs lists the samples that flip between them, each with both runs' pass/fail
 and a link to each attempt: per-item results, declared so (`page_builder(per_item=...)`), which a reviewer reads and
 a blind annotator does not."""
+
 import csv
 import io
 import json
@@ -84,6 +85,7 @@ def test_a_blind_annotator_is_neither_offered_nor_answered_the_flips(compared_ru
 def test_a_snapshot_taken_as_a_blind_annotator_holds_no_per_item_table(compared_runs, blind, reviewer):
     """The frame's snapshot runs the page as the user who asks for it (the share form is not theirs to use, and
     page_snapshot still holds to the same declaration)."""
+
     def snapshot(user) -> dict:
         request = RequestFactory().get("/")
         request.user, request.session = user, None

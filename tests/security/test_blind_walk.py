@@ -14,6 +14,7 @@ the JSON export, in every query variant, and each format a DRF endpoint renders 
 export a per-sample pass/fail cell, or a table whose rows link to attempts (one row per attempt), fails the walk: a
 table the page keeps from a blind annotator is absent from their exports.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -25,8 +26,8 @@ from urllib.parse import urlencode, urlsplit
 
 import pytest
 from django.contrib.auth.models import Group
-from django.http import HttpResponse, QueryDict
 from django.core.exceptions import PermissionDenied
+from django.http import HttpResponse, QueryDict
 from django.test import Client, RequestFactory
 from django.urls import resolve, reverse
 from rest_framework.response import Response
@@ -36,13 +37,23 @@ from runs.access import BlindnessMiddleware, blind_safe
 
 MARK = "BLINDMARK"
 #: what no answer to a blind annotator may contain: the markers, and the pass/fail fields of outcomes and units
-SIGNALS = re.compile("|".join([
-    # a per-sample outcome's pass/fail fields with their value (field names in the API schema, the help page's
-    # definitions and per-run counts such as the evaluator's "style_passed": 3 are no verdict on a sample)
-    MARK, r'"?overall_ok"?\s*:\s*(?:true|false|True|False)', r'"?style_passed"?\s*:\s*(?:true|false|True|False)',
-    r'"correct"\s*:', r"awaiting adjudication", r'"disputed"',
-    r'"agreement"\s*:\s*-?[0-9]', r'badge-(?:pass|fail)">(?:pass|fail)<', r'"[ab]_passed"',
-]))
+SIGNALS = re.compile(
+    "|".join(
+        [
+            # a per-sample outcome's pass/fail fields with their value (field names in the API schema, the help page's
+            # definitions and per-run counts such as the evaluator's "style_passed": 3 are no verdict on a sample)
+            MARK,
+            r'"?overall_ok"?\s*:\s*(?:true|false|True|False)',
+            r'"?style_passed"?\s*:\s*(?:true|false|True|False)',
+            r'"correct"\s*:',
+            r"awaiting adjudication",
+            r'"disputed"',
+            r'"agreement"\s*:\s*-?[0-9]',
+            r'badge-(?:pass|fail)">(?:pass|fail)<',
+            r'"[ab]_passed"',
+        ]
+    )
+)
 #: a per-sample verdict in an export or API answer: a CSV cell, or a JSON value (raw or HTML-escaped, as the browsable
 #: API shows it), that is just "pass" or "fail"
 PER_SAMPLE = {
@@ -68,10 +79,10 @@ def study(db, django_user_model, tmp_path, hostile):
     from audits.models import Assignment, AuditUnit
     from audits.rubrics import rubric_for
     from audits.selectors import POLICIES
-    from runs.models import Attempt, Benchmark, ChecklistItem, Instance, Job, Run, ShareLink, Verdict
     from runs.jobs import job_create
-    from runs.sharing import share_link_create
+    from runs.models import Attempt, Benchmark, ChecklistItem, Instance, Job, Run, ShareLink, Verdict
     from runs.selectors.checklist import checklist_query
+    from runs.sharing import share_link_create
 
     hostile.ingest_all(tmp_path)
     for benchmark in Benchmark.objects.all():
@@ -85,9 +96,18 @@ def study(db, django_user_model, tmp_path, hostile):
     reviewer = _user(django_user_model, "w-reviewer", "reviewer")
     blind, other = _user(django_user_model, "w-blind", "annotator"), _user(django_user_model, "w-other", "annotator")
     checklist = Benchmark.objects.get(slug="hostile")
-    campaign = audit.campaign_start(audit.campaign_create(
-        name="walk", subject="checklist_items", benchmarks=[checklist], strata=["category"],
-        allocation="proportional", size=6, seed=3, user=lead))
+    campaign = audit.campaign_start(
+        audit.campaign_create(
+            name="walk",
+            subject="checklist_items",
+            benchmarks=[checklist],
+            strata=["category"],
+            allocation="proportional",
+            size=6,
+            seed=3,
+            user=lead,
+        )
+    )
     ok = {"decidable": "yes", "grounded": "yes", "duplicate": "none", "overall": "ok"}
 
     def other_labels(assignment):
@@ -112,9 +132,18 @@ def study(db, django_user_model, tmp_path, hostile):
 
     job_create(kind="recheck", params={"run_ids": [], "benchmark": "evolif"}, user=blind)  # a job of their own
     for subject, slug in (("dialogue_queries", "evolif"), ("hierarchy_constraints", "manyih-coding")):
-        more = audit.campaign_start(audit.campaign_create(
-            name=f"walk {slug}", subject=subject, benchmarks=[Benchmark.objects.get(slug=slug)], strata=["benchmark"],
-            allocation="proportional", size=4, seed=3, user=lead))
+        more = audit.campaign_start(
+            audit.campaign_create(
+                name=f"walk {slug}",
+                subject=subject,
+                benchmarks=[Benchmark.objects.get(slug=slug)],
+                strata=["benchmark"],
+                allocation="proportional",
+                size=4,
+                seed=3,
+                user=lead,
+            )
+        )
         other_labels(audit.assignment_next(more, other))  # then the blind annotator holds the unit they flagged
         assert audit.assignment_next(more, blind) is not None
     state = checklist_query(checklist, QueryDict("")).state
@@ -123,13 +152,24 @@ def study(db, django_user_model, tmp_path, hostile):
     instances = [Instance.objects.filter(benchmark=b).order_by("pk").first() for b in Benchmark.objects.all()]
     units = list(AuditUnit.objects.all())
     assignments = list(Assignment.objects.all())
-    ints = sorted({o.pk for o in [*attempts, *instances, *units, *assignments, campaign, shared, *Run.objects.all()]}
-                  | {u.item_id for u in units if u.item_id})
+    ints = sorted(
+        {o.pk for o in [*attempts, *instances, *units, *assignments, campaign, shared, *Run.objects.all()]}
+        | {u.item_id for u in units if u.item_id}
+    )
     runs = list(Run.objects.order_by("benchmark_id", "label").select_related("model"))
-    evolif_groups = sorted(set(ChecklistItem.objects.filter(instance__benchmark__slug="evolif")
-                               .exclude(group="").values_list("group", flat=True)))[:2]
+    evolif_groups = sorted(
+        set(
+            ChecklistItem.objects.filter(instance__benchmark__slug="evolif")
+            .exclude(group="")
+            .values_list("group", flat=True)
+        )
+    )[:2]
     return SimpleNamespace(
-        blind=blind, reviewer=reviewer, campaign=campaign, token=token, policies=list(POLICIES),
+        blind=blind,
+        reviewer=reviewer,
+        campaign=campaign,
+        token=token,
+        policies=list(POLICIES),
         values={
             "int": ints,
             "slug": list(Benchmark.objects.values_list("slug", flat=True)),
@@ -147,29 +187,47 @@ def study(db, django_user_model, tmp_path, hostile):
 def _twin_with_flipped_verdicts(run) -> None:
     """A second run of the same model whose every verdict is the opposite (so compare pages have flips)."""
     from runs.models import Attempt, Run, Trajectory, Verdict, VerdictResult
+    from runs.services import rollups_rebuild_for_attempts
     from runs.trajectory_store import trajectory_save
     from runs.trajectory_view import stored_threads
-    from runs.services import rollups_rebuild_for_attempts
 
-    twin = Run.objects.create(benchmark=run.benchmark, model=run.model, label=f"{run.label}-twin", scaffold=run.scaffold,
-                              settings=run.settings)
+    twin = Run.objects.create(
+        benchmark=run.benchmark,
+        model=run.model,
+        label=f"{run.label}-twin",
+        scaffold=run.scaffold,
+        settings=run.settings,
+    )
     flipped = {VerdictResult.PASS: VerdictResult.FAIL, VerdictResult.FAIL: VerdictResult.PASS}
     made = []
     for attempt in Attempt.objects.filter(run=run):
-        copy = Attempt.objects.create(run=twin, instance=attempt.instance, response=attempt.response,
-                                      outcome=attempt.outcome, assistant_turns=attempt.assistant_turns)
+        copy = Attempt.objects.create(
+            run=twin,
+            instance=attempt.instance,
+            response=attempt.response,
+            outcome=attempt.outcome,
+            assistant_turns=attempt.assistant_turns,
+        )
         if Trajectory.objects.filter(attempt=attempt).exists():
             trajectory_save(attempt_id=copy.id, threads=stored_threads(attempt.id))
-        Verdict.objects.bulk_create(Verdict(attempt=copy, item_id=v.item_id, judge_id=v.judge_id, score=v.score,
-                                            result=flipped.get(v.result, v.result), reasoning=v.reasoning)
-                                    for v in Verdict.objects.filter(attempt=attempt))
+        Verdict.objects.bulk_create(
+            Verdict(
+                attempt=copy,
+                item_id=v.item_id,
+                judge_id=v.judge_id,
+                score=v.score,
+                result=flipped.get(v.result, v.result),
+                reasoning=v.reasoning,
+            )
+            for v in Verdict.objects.filter(attempt=attempt)
+        )
         made.append(copy.id)
     rollups_rebuild_for_attempts(made)
 
 
 def _variants(runs, attempts, groups, policies) -> list[dict]:
     """Query strings that matter: drill-downs, compare sides, fragments and exports (exclusion policies separately)."""
-    from runs.metrics import conflict
+    from runs.metrics import conflict as metrics
 
     models = sorted({r.model.name for r in runs})
     out = [{"fragment": "1"}, {"format": "csv"}, {"format": "json"}, {"page": "1"}, {"thread": "0", "msg": "0"}]
@@ -178,8 +236,10 @@ def _variants(runs, attempts, groups, policies) -> list[dict]:
     out += [{"model": m} for m in models]
     out += [{"group": g} for g in groups]
     out += [{"outcome": o} for o in ("wrong", "right", "winner", "suppressed", "none")]
-    out += [{"label": models[0] if models else "", "type": t, "followed": f}
-            for t, f in itertools.product(list(conflict.TYPES)[:2], ("SP", "other"))]
+    out += [
+        {"label": models[0] if models else "", "type": t, "followed": f}
+        for t, f in itertools.product(list(metrics.TYPES)[:2], ("SP", "other"))
+    ]
     out += [{"crun": r.label, "missing": "false"} for r in runs[:1]]
     out += [{"scenario": "x", "sp": "1"}, {"by": "judge"}, {"by": "instance"}]
     return out
@@ -284,8 +344,10 @@ class Walk:
         for name, per_item in tables.items():
             response, text = self.get(_with(url, {"export": "csv", "table": name}))
             if per_item and response.status_code != 400:
-                self.problems.append(f"{_with(url, {'export': 'csv', 'table': name})}: {response.status_code} "
-                                     f"answers a table whose rows link to attempts")
+                self.problems.append(
+                    f"{_with(url, {'export': 'csv', 'table': name})}: {response.status_code} "
+                    f"answers a table whose rows link to attempts"
+                )
 
 
 def test_a_blind_annotator_reads_no_verdict_and_no_other_label_on_any_route(study, routes):
@@ -296,8 +358,11 @@ def test_a_blind_annotator_reads_no_verdict_and_no_other_label_on_any_route(stud
             if response.status_code == 200:
                 walk.open_urls.append(url)
             elif response.status_code == 400:  # an API endpoint that needs a run: ask for each
-                walk.open_urls += [asked for asked in (_with(url, {"run": label}) for label in study.run_labels)
-                                   if walk.get(asked)[0].status_code == 200]
+                walk.open_urls += [
+                    asked
+                    for asked in (_with(url, {"run": label}) for label in study.run_labels)
+                    if walk.get(asked)[0].status_code == 200
+                ]
     assert walk.open_urls, "the blind annotator reached no page at all"
 
     for url in walk.open_urls:
@@ -319,8 +384,11 @@ def test_a_blind_annotator_reads_no_verdict_and_no_other_label_on_any_route(stud
             if response.status_code == 200 and _normalised(_unechoed(text, policy)) != plain:
                 walk.problems.append(f"{_with(url, {'exclude': policy})}: differs from the page without the policy")
 
-    print(f"blind walk: {walk.requests} requests, {len(walk.open_urls)} pages open, {walk.exported} with exports:",
-          *walk.open_urls, sep="\n  ")
+    print(
+        f"blind walk: {walk.requests} requests, {len(walk.open_urls)} pages open, {walk.exported} with exports:",
+        *walk.open_urls,
+        sep="\n  ",
+    )
     assert walk.requests > 500 and walk.exported
     assert walk.problems == [], "\n".join(walk.problems)
 

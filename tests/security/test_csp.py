@@ -1,10 +1,13 @@
 """Content-Security-Policy: every response carries it (the pages under it in Chromium: tests/browser/test_security.py)."""
+
 import pytest
 
 from ifportal.security import DEFAULT_POLICY, policy_header
 
-EXPECTED = ("default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
-            "object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action 'self'")
+EXPECTED = (
+    "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
+    "object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action 'self'"
+)
 
 
 def test_it_builds_the_policy_without_unsafe_inline_for_scripts():

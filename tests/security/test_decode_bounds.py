@@ -1,6 +1,7 @@
 """Hostile records: what a record decodes to is bounded in every format the portal reads
 (runs.ingest.decode), so a few kilobytes of upload cannot take gigabytes, and a record past a
 bound is a `file:line` (or `file:entry`) problem that stores nothing, on the CLI and through an upload."""
+
 import json
 import os
 import struct
@@ -16,10 +17,10 @@ import zstandard
 from django.core.files.uploadedfile import SimpleUploadedFile
 from rest_framework.test import APIClient
 
+from ifportal.benchmarks.study import manage_py, peak_rss_of_command
 from runs.ingest import IngestFailed, Options, Source, ingest
 from runs.ingest.decode import MAX_DEPTH, MAX_VALUES
 from runs.models import Benchmark, Instance, Job
-from ifportal.benchmarks.study import manage_py, peak_rss_of_command
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 #: the peak memory an import may reach whatever its input (the ingest's target, measured on the CLI)
@@ -38,8 +39,29 @@ def _zstd_eval(entries: dict[str, bytes]) -> bytes:
         offset = len(out)
         out += struct.pack("<IHHHHHIIIHH", 0x04034B50, 63, 0, 93, 0, 0, crc, len(packed), len(data), len(encoded), 0)
         out += encoded + packed
-        central += struct.pack("<IHHHHHHIIIHHHHHII", 0x02014B50, 63, 63, 0, 93, 0, 0, crc, len(packed), len(data),
-                               len(encoded), 0, 0, 0, 0, 0, offset) + encoded
+        central += (
+            struct.pack(
+                "<IHHHHHHIIIHHHHHII",
+                0x02014B50,
+                63,
+                63,
+                0,
+                93,
+                0,
+                0,
+                crc,
+                len(packed),
+                len(data),
+                len(encoded),
+                0,
+                0,
+                0,
+                0,
+                0,
+                offset,
+            )
+            + encoded
+        )
     start = len(out)
     out += central + struct.pack("<IHHHHIIH", 0x06054B50, 0, 0, len(entries), len(entries), len(central), start, 0)
     return bytes(out)
@@ -52,10 +74,15 @@ def _fixture_eval_entries() -> dict[str, bytes]:
         for info in archive.infolist():
             archive.fp.seek(info.header_offset)
             local = archive.fp.read(30)
-            archive.fp.seek(info.header_offset + 30 + int.from_bytes(local[26:28], "little")
-                            + int.from_bytes(local[28:30], "little"))
-            entries[info.filename] = zstandard.ZstdDecompressor().stream_reader(
-                archive.fp.read(info.compress_size)).read(info.file_size)
+            archive.fp.seek(
+                info.header_offset
+                + 30
+                + int.from_bytes(local[26:28], "little")
+                + int.from_bytes(local[28:30], "little")
+            )
+            entries[info.filename] = (
+                zstandard.ZstdDecompressor().stream_reader(archive.fp.read(info.compress_size)).read(info.file_size)
+            )
     return entries
 
 
@@ -85,9 +112,16 @@ FILES = {
     "octobench-instances": ("instances.jsonl", _line, "instances.jsonl:1"),
     "evolif-dialogs": ("dialog_1.jsonl", _line, "dialog_1.jsonl:1"),
     "lm-eval": ("samples_ifeval_2024-01-01T00-00-00.jsonl", _line, "samples_ifeval_2024-01-01T00-00-00.jsonl:1"),
-    "manyih-data": ("coding.json", lambda junk: '{"config": {},\n"data": [{"id": 0, "junk": ' + junk + "}]}",
-                    "coding.json:2"),
-    "guidebench-tasks": ("chat_tasks.json", lambda junk: '[\n{"Instruction": "x", "junk": ' + junk + "}]", "chat_tasks.json:2"),
+    "manyih-data": (
+        "coding.json",
+        lambda junk: '{"config": {},\n"data": [{"id": 0, "junk": ' + junk + "}]}",
+        "coding.json:2",
+    ),
+    "guidebench-tasks": (
+        "chat_tasks.json",
+        lambda junk: '[\n{"Instruction": "x", "junk": ' + junk + "}]",
+        "chat_tasks.json:2",
+    ),
     "inspect": ("log.json", hostile_inspect_json, "log.json:1"),
 }
 
@@ -100,11 +134,15 @@ def _fails(format_name: str, path: Path) -> IngestFailed:
 
 @pytest.mark.django_db
 @pytest.mark.parametrize("format_name", [*FILES, "inspect.eval"])
-@pytest.mark.parametrize(("junk", "reason"), [
-    (BRACKETS_PAST_BOUND, f"the record holds more than {MAX_VALUES:,} JSON values"),
-    (DEEP, f"the JSON is nested too deeply (more than {MAX_DEPTH} levels)"),
-    (DIGITS, f"the JSON has a number of more than {sys.get_int_max_str_digits():,} digits"),
-], ids=["values", "depth", "digits"])
+@pytest.mark.parametrize(
+    ("junk", "reason"),
+    [
+        (BRACKETS_PAST_BOUND, f"the record holds more than {MAX_VALUES:,} JSON values"),
+        (DEEP, f"the JSON is nested too deeply (more than {MAX_DEPTH} levels)"),
+        (DIGITS, f"the JSON has a number of more than {sys.get_int_max_str_digits():,} digits"),
+    ],
+    ids=["values", "depth", "digits"],
+)
 def test_a_record_past_a_bound_is_a_problem_of_its_file_and_entry(tmp_path, format_name, junk, reason):
     if format_name == "inspect.eval":
         data, entry = hostile_eval(junk)
@@ -145,7 +183,7 @@ def test_text_that_would_widen_past_the_bound_is_refused_before_it_is_decoded(tm
 
     path = tmp_path / "study.jsonl"
     filler = "x" * (MAX_RECORD_BYTES // 4 + 1000)
-    path.write_text(_line('"' + filler + '\U0001F600"'), encoding="utf-8")
+    path.write_text(_line('"' + filler + '\U0001f600"'), encoding="utf-8")
 
     failure = _fails("native", path)
 
@@ -166,7 +204,8 @@ def test_an_escape_that_widens_a_long_string_counts_for_the_string(tmp_path):
 
 
 def test_an_upload_of_a_few_kilobytes_that_inflates_to_millions_of_values_is_refused_in_bounded_memory(
-        editor, django_capture_on_commit_callbacks):
+    editor, django_capture_on_commit_callbacks
+):
     """The attack: a 2.6 KB `.eval` whose one zstd entry is 16 MB of `[],[],...` took a web worker to 1.57 GB and
     was stored. The import runs in the web process on the embedded default: it must refuse it, cheaply."""
     data, entry = hostile_eval("[" + ",".join(["[]"] * ((16 << 20) // 3)) + "]")
@@ -177,8 +216,11 @@ def test_an_upload_of_a_few_kilobytes_that_inflates_to_millions_of_values_is_ref
     tracemalloc.start()
     try:
         with django_capture_on_commit_callbacks(execute=True):
-            response = client.post("/api/ingest/", {"format": "inspect", "files": [SimpleUploadedFile("log.eval", data)],
-                                                    "pass_threshold": "0.5"}, format="multipart")
+            response = client.post(
+                "/api/ingest/",
+                {"format": "inspect", "files": [SimpleUploadedFile("log.eval", data)], "pass_threshold": "0.5"},
+                format="multipart",
+            )
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
@@ -186,7 +228,10 @@ def test_an_upload_of_a_few_kilobytes_that_inflates_to_millions_of_values_is_ref
     assert response.status_code == 202
     job = Job.objects.get()
     assert job.state == "failed"
-    assert f"log.eval:{entry}: the entry: the record holds more than {MAX_VALUES:,} JSON values" in json.dumps(job.errors) + job.message
+    assert (
+        f"log.eval:{entry}: the entry: the record holds more than {MAX_VALUES:,} JSON values"
+        in json.dumps(job.errors) + job.message
+    )
     assert not Benchmark.objects.exists()
     # the entry's 16 MB of text and its copy as a string; decoded, it would be over 400 MB of lists
     assert peak < 100 * 2**20, f"peak {peak / 2**20:.0f} MiB"
@@ -226,8 +271,9 @@ def test_the_cli_says_which_line_is_nested_too_deeply_or_has_too_many_digits(tmp
     env = {**os.environ, "DATABASE_URL": f"sqlite:///{tmp_path / 'cli.sqlite3'}"}
     subprocess.run(manage_py("migrate", "-v", "0"), env=env, check=True)
 
-    result = subprocess.run(manage_py("ingest", "native", str(path), "--no-progress"), env=env, capture_output=True,
-                            text=True)
+    result = subprocess.run(
+        manage_py("ingest", "native", str(path), "--no-progress"), env=env, capture_output=True, text=True
+    )
 
     assert result.returncode != 0 and "Traceback" not in result.stderr
     assert f"study.jsonl:1: the JSON is nested too deeply (more than {MAX_DEPTH} levels)" in result.stderr

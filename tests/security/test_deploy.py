@@ -1,4 +1,5 @@
 """Deploy-safe settings: `check --deploy` is silent with production variables; unsafe ones refuse to start."""
+
 import os
 import secrets
 import string
@@ -9,9 +10,21 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-_UNSET = {"DEBUG", "SECRET_KEY", "SECRET_KEY_FILE", "IFPORTAL_PRODUCTION", "IFPORTAL_JOBS", "CELERY_BROKER_URL",
-          "DATABASE_URL", "DATABASE_URL_FILE", "ALLOWED_HOSTS", "SECURE_SSL_REDIRECT", "SECURE_HSTS_SECONDS",
-          "CACHE_URL", "DJANGO_ALLOW_ASYNC_UNSAFE"}
+_UNSET = {
+    "DEBUG",
+    "SECRET_KEY",
+    "SECRET_KEY_FILE",
+    "IFPORTAL_PRODUCTION",
+    "IFPORTAL_JOBS",
+    "CELERY_BROKER_URL",
+    "DATABASE_URL",
+    "DATABASE_URL_FILE",
+    "ALLOWED_HOSTS",
+    "SECURE_SSL_REDIRECT",
+    "SECURE_HSTS_SECONDS",
+    "CACHE_URL",
+    "DJANGO_ALLOW_ASYNC_UNSAFE",
+}
 
 
 def _random_key() -> str:
@@ -22,13 +35,20 @@ def _random_key() -> str:
 def _manage(tmp_path: Path, *args: str, **env: str) -> subprocess.CompletedProcess:
     clean = {k: v for k, v in os.environ.items() if k not in _UNSET}
     clean.update(DJANGO_SETTINGS_MODULE="ifportal.settings", IFPORTAL_VAR_DIR=str(tmp_path / "var"), **env)
-    return subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=clean,
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "manage.py", *args], cwd=ROOT, env=clean, capture_output=True, text=True, timeout=120
+    )
 
 
 def _production(**extra: str) -> dict[str, str]:
-    return {"DEBUG": "0", "IFPORTAL_PRODUCTION": "1", "SECRET_KEY": _random_key(), "ALLOWED_HOSTS": "example.org",
-            "DATABASE_URL": "postgres://ifportal@127.0.0.1:5432/ifportal", **extra}
+    return {
+        "DEBUG": "0",
+        "IFPORTAL_PRODUCTION": "1",
+        "SECRET_KEY": _random_key(),
+        "ALLOWED_HOSTS": "example.org",
+        "DATABASE_URL": "postgres://ifportal@127.0.0.1:5432/ifportal",
+        **extra,
+    }
 
 
 def test_it_passes_check_deploy_with_production_variables(tmp_path):
@@ -46,19 +66,32 @@ def test_it_reads_the_secret_key_and_database_url_from_files(tmp_path):
     env = _production(SECRET_KEY_FILE=str(key_file), DATABASE_URL_FILE=str(db_file))
     del env["SECRET_KEY"], env["DATABASE_URL"]
 
-    result = _manage(tmp_path, "shell", "-v", "0", "-c",
-                     "from django.conf import settings as s; print(s.SECRET_KEY == open(%r).read().strip(), "
-                     "s.DATABASES['default']['HOST'])" % str(key_file), **env)
+    result = _manage(
+        tmp_path,
+        "shell",
+        "-v",
+        "0",
+        "-c",
+        f"from django.conf import settings as s; print(s.SECRET_KEY == open({str(key_file)!r}).read().strip(), "
+        "s.DATABASES['default']['HOST'])",
+        **env,
+    )
 
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["True", "db.internal"]
 
 
 def test_it_turns_on_secure_cookies_hsts_and_https_in_production(tmp_path):
-    result = _manage(tmp_path, "shell", "-v", "0", "-c",
-                     "from django.conf import settings as s; print(s.SESSION_COOKIE_SECURE, s.CSRF_COOKIE_SECURE, "
-                     "s.SESSION_COOKIE_HTTPONLY, s.SECURE_HSTS_SECONDS >= 31536000, s.SECURE_SSL_REDIRECT, s.DEBUG)",
-                     **_production())
+    result = _manage(
+        tmp_path,
+        "shell",
+        "-v",
+        "0",
+        "-c",
+        "from django.conf import settings as s; print(s.SESSION_COOKIE_SECURE, s.CSRF_COOKIE_SECURE, "
+        "s.SESSION_COOKIE_HTTPONLY, s.SECURE_HSTS_SECONDS >= 31536000, s.SECURE_SSL_REDIRECT, s.DEBUG)",
+        **_production(),
+    )
 
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["True", "True", "True", "True", "True", "False"]

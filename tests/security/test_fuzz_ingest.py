@@ -6,6 +6,7 @@ checks): byte edits (flip, insert, delete, truncate, duplicate or drop a line) a
 edits (any value replaced by JSON of another type). Definitions the result formats refer
 to are imported first, so a mutated results file is checked against real instances.
 """
+
 from __future__ import annotations
 
 import json
@@ -24,25 +25,46 @@ EXAMPLES = 25  # per format and strategy; the suite stays fast, CI runs see new 
 #: format -> (fixture file, options, definitions to import first as (format, file))
 CASES = {
     "octobench-instances": ("octobench/instances.jsonl", {}, []),
-    "octobench-trajectories": ("octobench/trajectory_merged.jsonl", {}, [("octobench-instances", "octobench/instances.jsonl")]),
-    "octobench-scores": ("octobench/scores.json", {"model": "model-x", "judge": "judge-a"},
-                         [("octobench-instances", "octobench/instances.jsonl")]),
+    "octobench-trajectories": (
+        "octobench/trajectory_merged.jsonl",
+        {},
+        [("octobench-instances", "octobench/instances.jsonl")],
+    ),
+    "octobench-scores": (
+        "octobench/scores.json",
+        {"model": "model-x", "judge": "judge-a"},
+        [("octobench-instances", "octobench/instances.jsonl")],
+    ),
     "evolif-dialogs": ("evolif/dialog_1.jsonl", {}, []),
     "evolif-eval": ("evolif/eval_1.jsonl", {"model": "model-x"}, [("evolif-dialogs", "evolif/dialog_1.jsonl")]),
     "manyih-data": ("manyih/coding_small.json", {}, []),
-    "manyih-results": ("manyih/results_small.json", {"model": "model-x"}, [("manyih-data", "manyih/coding_small.json")]),
+    "manyih-results": (
+        "manyih/results_small.json",
+        {"model": "model-x"},
+        [("manyih-data", "manyih/coding_small.json")],
+    ),
     "guidebench-tasks": ("guidebench/chat_tasks.json", {}, []),
-    "guidebench-predictions": ("guidebench/predictions/chat_tasks.json", {"model": "model-x"},
-                               [("guidebench-tasks", "guidebench/chat_tasks.json")]),
+    "guidebench-predictions": (
+        "guidebench/predictions/chat_tasks.json",
+        {"model": "model-x"},
+        [("guidebench-tasks", "guidebench/chat_tasks.json")],
+    ),
     "native": ("native/study.jsonl", {}, []),
     # the .json log (JSON mutations reach into it); the .eval archive is fuzzed in tests/runs/test_ingest_inspect.py
     "inspect": ("inspect/tiny_if.json", {"pass_threshold": 0.5}, []),
-    "lm-eval": ("lm_eval/acme__tiny-instruct-1b/samples_ifeval_2026-11-20T10-15-30.123456.jsonl", {"model": "model-x"}, []),
+    "lm-eval": (
+        "lm_eval/acme__tiny-instruct-1b/samples_ifeval_2026-11-20T10-15-30.123456.jsonl",
+        {"model": "model-x"},
+        [],
+    ),
 }
 TABLES = (Benchmark, Instance, ChecklistItem, AgentModel, Run, Attempt, Trajectory, Judge, Verdict)
 
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers(min_value=-2**70, max_value=2**70) | st.floats(allow_nan=False)
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**70), max_value=2**70)
+    | st.floats(allow_nan=False)
     | st.text(max_size=30),
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=10), inner, max_size=4),
     max_leaves=8,
@@ -104,16 +126,20 @@ def byte_mutation(draw, original: bytes) -> bytes:
         if kind == "flip" and data:
             data[at] = draw(st.integers(0, 255))
         elif kind == "insert":
-            data[at:at] = draw(st.binary(min_size=1, max_size=20) | st.sampled_from(
-                [b"\x00", b"\xff\xfe", b"\\ud800", b'"', b"{", b"]", b"\n", b"\xed\xa0\x80", b"1e999999"]))
+            data[at:at] = draw(
+                st.binary(min_size=1, max_size=20)
+                | st.sampled_from(
+                    [b"\x00", b"\xff\xfe", b"\\ud800", b'"', b"{", b"]", b"\n", b"\xed\xa0\x80", b"1e999999"]
+                )
+            )
         elif kind == "delete":
-            del data[at:at + draw(st.integers(1, 50))]
+            del data[at : at + draw(st.integers(1, 50))]
         elif kind == "truncate":
             del data[at:]
         else:
             lines = bytes(data).split(b"\n")
             n = draw(st.integers(0, len(lines) - 1))
-            lines[n:n + 1] = [lines[n], lines[n]] if kind == "dup-line" else []
+            lines[n : n + 1] = [lines[n], lines[n]] if kind == "dup-line" else []
             data = bytearray(b"\n".join(lines))
     return bytes(data)
 
@@ -141,9 +167,12 @@ def _definitions(format_name: str) -> None:
         ingest(definition_format, [Source.of(FIXTURES / name)], Options())
 
 
-FUZZ = settings(max_examples=EXAMPLES, deadline=None, derandomize=False,
-                suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
-                                       HealthCheck.data_too_large])
+FUZZ = settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    derandomize=False,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 
 
 @pytest.mark.parametrize("format_name", sorted(CASES))
@@ -200,8 +229,9 @@ def test_it_refuses_numbers_no_json_column_takes(db, tmp_path, value):
     assert Instance.objects.count() == 0
 
 
-@pytest.mark.parametrize(("field", "value"), [("id", [1]), ("conflicts_with", [[2]]), ("style_key", {"a": 1}),
-                                              ("style_id", None)])
+@pytest.mark.parametrize(
+    ("field", "value"), [("id", [1]), ("conflicts_with", [[2]]), ("style_key", {"a": 1}), ("style_id", None)]
+)
 def test_it_refuses_manyih_ids_that_are_not_ids(db, tmp_path, field, value):
     """Found by the fuzzing: a list or object as an instruction id crashed with TypeError (unhashable)."""
     data = _fixture_json("manyih/coding_small.json")
@@ -266,8 +296,11 @@ def _with_deep_value(original: bytes, depth: int) -> bytes:
         lines[0] = json.dumps(record)
         return ("\n".join(lines) + "\n").replace('"__DEEP__"', deep).encode("utf-8")
     document = json.loads(text)
-    records = document if isinstance(document, list) else next(
-        v for v in document.values() if isinstance(v, list) and v and isinstance(v[0], dict))
+    records = (
+        document
+        if isinstance(document, list)
+        else next(v for v in document.values() if isinstance(v, list) and v and isinstance(v[0], dict))
+    )
     records[0]["x_deep"] = "__DEEP__"
     return json.dumps(document, indent=1).replace('"__DEEP__"', deep).encode("utf-8")
 
@@ -285,8 +318,9 @@ def test_deeply_nested_json_is_a_file_line_problem(db, tmp_path, format_name, de
     with pytest.raises(IngestFailed) as failed:
         ingest(format_name, [Source.of(path)], Options(**CASES[format_name][1]))
 
-    assert any(p.line and p.reason.startswith("the JSON is nested too deeply") for p in failed.value.problems), \
-        [str(p) for p in failed.value.problems]
+    assert any(p.line and p.reason.startswith("the JSON is nested too deeply") for p in failed.value.problems), [
+        str(p) for p in failed.value.problems
+    ]
     _check(format_name, data, tmp_path)
     assert _counts() == before
 
@@ -306,8 +340,12 @@ def test_a_file_of_junk_lists_its_first_problems_counts_them_and_stops_reading(d
     seen: list[tuple[int, int]] = []
 
     with pytest.raises(IngestFailed) as failed:
-        ingest(format_name, [Source.of(path)], Options(**CASES[format_name][1]),
-               progress=lambda done, total: seen.append((done, total)))
+        ingest(
+            format_name,
+            [Source.of(path)],
+            Options(**CASES[format_name][1]),
+            progress=lambda done, total: seen.append((done, total)),
+        )
 
     exc = failed.value
     assert len(exc.problems) == MAX_LISTED_PROBLEMS

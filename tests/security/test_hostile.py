@@ -3,11 +3,12 @@
 Server side every page is read for markup that escaped escaping; the same pages in Chromium
 (executed payloads, injected elements, CSP violations) are in tests/browser/test_security.py.
 """
+
 import re
 from pathlib import Path
 
-
 ROOT = Path(__file__).resolve().parents[2]
+
 
 def test_it_stores_the_hostile_corpus_through_every_format(db, tmp_path, hostile):
     from runs.models import Attempt, Trajectory, Verdict
@@ -16,12 +17,15 @@ def test_it_stores_the_hostile_corpus_through_every_format(db, tmp_path, hostile
     counts = hostile.ingest_all(tmp_path)
 
     assert counts == {"hostile": 3, "hostile-conflict": 1, "evolif": 1, "manyih-coding": 3, "guidebench": 3}
-    stored = stored_threads(Trajectory.objects.get(attempt__instance__external_id="huge").attempt_id)[0]["messages"][1]["content"]
+    stored = stored_threads(Trajectory.objects.get(attempt__instance__external_id="huge").attempt_id)[0]["messages"][1][
+        "content"
+    ]
     assert len(stored) == len(hostile.HUGE)
     reasoning = Verdict.objects.filter(attempt__run__benchmark__slug="hostile").values_list("reasoning", flat=True)
     assert set(reasoning) == {hostile.STORED}
-    response = Attempt.objects.get(run__benchmark__slug="hostile", run__label=hostile.NAME,
-                                   instance__external_id=hostile.NAME).response
+    response = Attempt.objects.get(
+        run__benchmark__slug="hostile", run__label=hostile.NAME, instance__external_id=hostile.NAME
+    ).response
     assert "before\ufffdafter" in response and "broken\ufffdsurrogate" in response  # NUL, lone surrogate made storable
     assert "<script>window.__pwned=1</script>" in response  # stored as given; escaping is the pages' job
 
@@ -56,17 +60,23 @@ def test_it_finds_no_unsafe_output_in_templates_or_code():
         for pattern in (r"\|\s*safe\b", r"\{%\s*autoescape\s+off", r"\|\s*safeseq\b"):
             offenders += [f"{path.relative_to(ROOT)}: {m.group(0)}" for m in re.finditer(pattern, text)]
     #: the places that mark HTML safe, and why: the repository's own docs, never data; and the escaping joiner
-    trusted = {"runs/help_pages.py": "docs/metrics.md rendered as the help page",
-               "runs/html.py": "format_html_join's contract, faster: every value escaped unless already safe",
-               "runs/frozen_html.py": "a frozen page rebuilt through its allow-list: every text and attribute escaped, "
-                                      "only local links"}
+    trusted = {
+        "runs/help_pages.py": "docs/metrics.md rendered as the help page",
+        "runs/html.py": "format_html_join's contract, faster: every value escaped unless already safe",
+        "runs/frozen_html.py": "a frozen page rebuilt through its allow-list: every text and attribute escaped, "
+        "only local links",
+    }
     for app in ("runs", "audits", "ifportal"):
         for path in sorted((ROOT / app).rglob("*.py")):
             if str(path.relative_to(ROOT)) in trusted:
                 continue
             text = path.read_text()
-            offenders += [f"{path.relative_to(ROOT)}: {m.group(0)}" for m in re.finditer(r"\bmark_safe\(|SafeString\(", text)]
+            offenders += [
+                f"{path.relative_to(ROOT)}: {m.group(0)}" for m in re.finditer(r"\bmark_safe\(|SafeString\(", text)
+            ]
             # format_html escapes its arguments; building its format string from data defeats that
-            offenders += [f"{path.relative_to(ROOT)}: {m.group(0)}" for m in re.finditer(r"format_html\(\s*f[\"']", text)]
+            offenders += [
+                f"{path.relative_to(ROOT)}: {m.group(0)}" for m in re.finditer(r"format_html\(\s*f[\"']", text)
+            ]
 
     assert offenders == []

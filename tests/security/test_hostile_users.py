@@ -5,6 +5,7 @@ SQLite concurrency case) and asserts the outcome in numbers: cache entries and b
 what a page or job message holds. The Chromium half of the chart check is
 tests/browser/test_hostile_charts.py. docs/security.md names the test behind each guarantee.
 """
+
 import json
 import os
 import re
@@ -36,8 +37,8 @@ from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from runs import jobs
-from runs.ingest import IngestFailed, Options, Source, ingest
 from runs.cache import _database_tag
+from runs.ingest import IngestFailed, Options, Source, ingest
 from runs.middleware import UploadLimitMiddleware
 from runs.models import Job, ShareLink, Verdict
 from runs.sharing import StoredSize
@@ -112,7 +113,8 @@ def test_one_user_cannot_fill_the_database_with_share_links(django_user_model, s
     else:
         pytest.fail("the budget never ended the links")
     stored = ShareLink.objects.filter(created_by__username="sharer").aggregate(
-        n=Sum(StoredSize("snapshot") + StoredSize("attempt_ids") + StoredSize("state")))["n"]
+        n=Sum(StoredSize("snapshot") + StoredSize("attempt_ids") + StoredSize("state"))
+    )["n"]
     assert stored <= 0.05 * 2**20 and ShareLink.objects.count() > made
     # a colleague's budget is their own; revoking frees the attacker's
     assert "/s/" in colleague.post(url, {"path": path}).content.decode()
@@ -152,14 +154,19 @@ def test_invented_parameters_add_no_cache_entries(django_user_model, django_capt
 
 
 @pytest.mark.django_db
-def test_one_user_cannot_make_the_cache_hold_more_than_the_budget(django_user_model, settings,
-                                                                  django_capture_on_commit_callbacks):
+def test_one_user_cannot_make_the_cache_hold_more_than_the_budget(
+    django_user_model, settings, django_capture_on_commit_callbacks
+):
     settings.IFPORTAL_CACHE_ENTRIES_PER_USER = 12
     bench, _ = build_study()
     attacker, other = signed_in(django_user_model, "attacker"), signed_in(django_user_model, "colleague")
     url = f"/b/{bench.slug}/leaderboard/"
-    states = [f"by={by}&sort={sort}{ci}" for by in ("model", "category", "judge", "scaffold")
-              for sort in ("-isr", "isr", "-csr", "csr", "model", "-n") for ci in ("", "&ci=on")]
+    states = [
+        f"by={by}&sort={sort}{ci}"
+        for by in ("model", "category", "judge", "scaffold")
+        for sort in ("-isr", "isr", "-csr", "csr", "model", "-n")
+        for ci in ("", "&ci=on")
+    ]
     assert len(states) == 48  # distinct valid states: each would store its tables, fragment and form
 
     for query in states:
@@ -173,8 +180,11 @@ def test_one_user_cannot_make_the_cache_hold_more_than_the_budget(django_user_mo
     # unfiltered usage figures, and the page as first opened (by=model&sort=-isr: its tables, fragment and form,
     # and the whole page as each viewer gets it: one per viewer and benchmark, runs.leaderboard_page.full_page)
     assert entries <= 12 + 8
-    fragments = [len(v) for k, v in caches["default"]._cache.items() if ":leaderboard:" in k] \
-        if not isinstance(caches["default"], RedisCache) else []
+    fragments = (
+        [len(v) for k, v in caches["default"]._cache.items() if ":leaderboard:" in k]
+        if not isinstance(caches["default"], RedisCache)
+        else []
+    )
     assert size <= 19 * max(fragments or [size]), size
     # past the budget the attacker's pages still answer, and a colleague's pages are still cached
     page = attacker.get(f"{url}?by=judge&sort=csr&ci=on")
@@ -186,9 +196,18 @@ def test_one_user_cannot_make_the_cache_hold_more_than_the_budget(django_user_mo
 
 # inject markup into charts ------------------------------------------------------------------------------
 def test_chart_labels_are_escaped_for_plotly(hostile):
-    figure = {"data": [{"type": "bar", "name": hostile.CHART_NAME, "x": [hostile.CHART_NAME, "a & b"], "y": [1, 2],
-                        "hovertemplate": "%{x}<br>%{y}<extra></extra>"}],
-              "layout": {"title": {"text": "ISR"}, "xaxis": {"categoryarray": [hostile.CHART_NAME]}}}
+    figure = {
+        "data": [
+            {
+                "type": "bar",
+                "name": hostile.CHART_NAME,
+                "x": [hostile.CHART_NAME, "a & b"],
+                "y": [1, 2],
+                "hovertemplate": "%{x}<br>%{y}<extra></extra>",
+            }
+        ],
+        "layout": {"title": {"text": "ISR"}, "xaxis": {"categoryarray": [hostile.CHART_NAME]}},
+    }
 
     encoded = json.loads(figure_json(figure))
 
@@ -203,8 +222,15 @@ def test_chart_labels_are_escaped_for_plotly(hostile):
 def test_a_model_named_with_plotly_markup_reaches_the_page_escaped(django_user_model, hostile):
     bench, attempts = build_study(models=(hostile.CHART_NAME, "beta"))
     page = signed_in(django_user_model, "viewer").get(f"/b/{bench.slug}/leaderboard/").content.decode()
-    figure = json.loads(re.search(r'data-figure="([^"]*)"', page).group(1).replace("&quot;", '"')
-                        .replace("&lt;", "<").replace("&gt;", ">").replace("&#x27;", "'").replace("&amp;", "&"))
+    figure = json.loads(
+        re.search(r'data-figure="([^"]*)"', page)
+        .group(1)
+        .replace("&quot;", '"')
+        .replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&#x27;", "'")
+        .replace("&amp;", "&")
+    )
 
     assert all("<" not in x for x in figure["data"][0]["x"])
     assert any(x.startswith("&lt;a href=") for x in figure["data"][0]["x"])
@@ -218,7 +244,7 @@ def test_judge_names_in_export_headers_cannot_run_as_formulas(django_user_model)
     csv = signed_in(django_user_model, "exporter").get(f"/b/{bench.slug}/leaderboard/?export=csv").content.decode()
 
     header = csv.splitlines()[0]
-    assert "'=HYPERLINK" in header and ',=HYPERLINK' not in header and not header.startswith("=")
+    assert "'=HYPERLINK" in header and ",=HYPERLINK" not in header and not header.startswith("=")
 
 
 # guess passwords: tests/security/test_signin.py; guess API tokens --------------------------------------------
@@ -239,10 +265,15 @@ def test_bad_api_tokens_are_throttled_per_address(reviewer, settings):
 
 # SQLite under concurrency ----------------------------------------------------------------------------------
 def test_any_sqlite_database_gets_wal_immediate_transactions_and_a_timeout(tmp_path):
-    result = deploy["_manage"](tmp_path, "shell", "-v", "0", "-c",
-                               "from django.conf import settings as s; import json; "
-                               "print(json.dumps(s.DATABASES['default']['OPTIONS']))",
-                               DATABASE_URL=f"sqlite:///{tmp_path}/named.sqlite3")
+    result = deploy["_manage"](
+        tmp_path,
+        "shell",
+        "-v",
+        "0",
+        "-c",
+        "from django.conf import settings as s; import json; print(json.dumps(s.DATABASES['default']['OPTIONS']))",
+        DATABASE_URL=f"sqlite:///{tmp_path}/named.sqlite3",
+    )
 
     assert result.returncode == 0, result.stderr
     options = json.loads(result.stdout)
@@ -251,10 +282,15 @@ def test_any_sqlite_database_gets_wal_immediate_transactions_and_a_timeout(tmp_p
 
 
 @pytest.mark.django_db
-def test_a_job_that_cannot_start_is_failed_with_a_reason_and_can_be_retried(reviewer, monkeypatch, caplog,
-                                                                           django_capture_on_commit_callbacks):
-    job = jobs.job_create(kind="ingest", params={"format": "native", "options": {}},
-                              files=[{"path": str(NATIVE), "name": NATIVE.name}], user=reviewer)
+def test_a_job_that_cannot_start_is_failed_with_a_reason_and_can_be_retried(
+    reviewer, monkeypatch, caplog, django_capture_on_commit_callbacks
+):
+    job = jobs.job_create(
+        kind="ingest",
+        params={"format": "native", "options": {}},
+        files=[{"path": str(NATIVE), "name": NATIVE.name}],
+        user=reviewer,
+    )
     real_claim = jobs._claim
 
     def locked(job_id):
@@ -281,29 +317,73 @@ def _free_port() -> int:
 
 def _multipart(fields: dict[str, str], files: list[tuple[str, bytes]]) -> tuple[bytes, str]:
     boundary = uuid.uuid4().hex
-    parts = [f'--{boundary}\r\nContent-Disposition: form-data; name="{k}"\r\n\r\n{v}\r\n'.encode() for k, v in fields.items()]
-    parts += [f'--{boundary}\r\nContent-Disposition: form-data; name="files"; filename="{name}"\r\n'
-              f"Content-Type: application/octet-stream\r\n\r\n".encode() + content + b"\r\n" for name, content in files]
+    parts = [
+        f'--{boundary}\r\nContent-Disposition: form-data; name="{k}"\r\n\r\n{v}\r\n'.encode() for k, v in fields.items()
+    ]
+    parts += [
+        f'--{boundary}\r\nContent-Disposition: form-data; name="files"; filename="{name}"\r\n'
+        f"Content-Type: application/octet-stream\r\n\r\n".encode()
+        + content
+        + b"\r\n"
+        for name, content in files
+    ]
     return b"".join(parts) + f"--{boundary}--\r\n".encode(), f"multipart/form-data; boundary={boundary}"
 
 
 def test_eight_concurrent_uploads_on_a_sqlite_database_url_all_finish(tmp_path):
     """The issue's run: three of eight uploads answered 500 and jobs stayed queued on a DATABASE_URL SQLite."""
     env = {k: v for k, v in os.environ.items() if k not in deploy["_UNSET"]}
-    env.update(DJANGO_SETTINGS_MODULE="ifportal.settings", IFPORTAL_VAR_DIR=str(tmp_path / "var"),
-               DATABASE_URL=f"sqlite:///{tmp_path}/named.sqlite3", IFPORTAL_JOBS="thread",
-               MEDIA_ROOT=str(tmp_path / "media"), DB_CONN_MAX_AGE="0")
+    env.update(
+        DJANGO_SETTINGS_MODULE="ifportal.settings",
+        IFPORTAL_VAR_DIR=str(tmp_path / "var"),
+        DATABASE_URL=f"sqlite:///{tmp_path}/named.sqlite3",
+        IFPORTAL_JOBS="thread",
+        MEDIA_ROOT=str(tmp_path / "media"),
+        DB_CONN_MAX_AGE="0",
+    )
     manage = [sys.executable, "manage.py"]
     subprocess.run([*manage, "migrate", "-v", "0"], cwd=ROOT, env=env, check=True, timeout=300)
-    made = subprocess.run([*manage, "shell", "-v", "0", "-c",
-                           "from django.contrib.auth.models import Group, User; from rest_framework.authtoken.models import Token; "
-                           "u = User.objects.create_user('uploader', password='pw-up-123456'); "
-                           "u.groups.add(Group.objects.get(name='editor')); print(Token.objects.create(user=u).key)"],
-                          cwd=ROOT, env=env, check=True, timeout=120, capture_output=True, text=True)
+    made = subprocess.run(
+        [
+            *manage,
+            "shell",
+            "-v",
+            "0",
+            "-c",
+            "from django.contrib.auth.models import Group, User; from rest_framework.authtoken.models import Token; "
+            "u = User.objects.create_user('uploader', password='pw-up-123456'); "
+            "u.groups.add(Group.objects.get(name='editor')); print(Token.objects.create(user=u).key)",
+        ],
+        cwd=ROOT,
+        env=env,
+        check=True,
+        timeout=120,
+        capture_output=True,
+        text=True,
+    )
     token, port = made.stdout.strip(), _free_port()
-    server = subprocess.Popen([sys.executable, "-m", "gunicorn", "ifportal.wsgi", "-b", f"127.0.0.1:{port}",
-                               "-k", "gthread", "--threads", "8", "--workers", "1", "--log-level", "warning"],
-                              cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    server = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "gunicorn",
+            "ifportal.wsgi",
+            "-b",
+            f"127.0.0.1:{port}",
+            "-k",
+            "gthread",
+            "--threads",
+            "8",
+            "--workers",
+            "1",
+            "--log-level",
+            "warning",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     base = f"http://127.0.0.1:{port}"
     try:
         for _ in range(120):
@@ -316,8 +396,12 @@ def test_eight_concurrent_uploads_on_a_sqlite_database_url_all_finish(tmp_path):
         answers: list[tuple[int, dict]] = []
 
         def upload():
-            request = urllib.request.Request(f"{base}/api/ingest/", data=body, method="POST", headers={
-                "Content-Type": content_type, "Authorization": f"Token {token}"})
+            request = urllib.request.Request(
+                f"{base}/api/ingest/",
+                data=body,
+                method="POST",
+                headers={"Content-Type": content_type, "Authorization": f"Token {token}"},
+            )
             try:
                 with urllib.request.urlopen(request, timeout=120) as response:
                     answers.append((response.status, json.loads(response.read())))
@@ -343,8 +427,9 @@ def test_eight_concurrent_uploads_on_a_sqlite_database_url_all_finish(tmp_path):
                 break
             time.sleep(0.5)
         assert {state for state, _ in states.values()} == {"succeeded"}, states  # none queued, none failed
-        request = urllib.request.Request(f"{base}/api/runs/?benchmark=acme-agent-if",
-                                         headers={"Authorization": f"Token {token}"})
+        request = urllib.request.Request(
+            f"{base}/api/runs/?benchmark=acme-agent-if", headers={"Authorization": f"Token {token}"}
+        )
         with urllib.request.urlopen(request, timeout=30) as response:
             runs = json.loads(response.read())["results"]
         attempts_in_file = NATIVE.read_text().count('"type": "attempt"')
@@ -370,8 +455,9 @@ def test_a_score_too_large_for_a_float_is_a_file_line_problem(tmp_path):
     for source, reason in ((path, "out of range"), (float_path, "out of range")):
         with pytest.raises(IngestFailed) as failed:
             ingest("native", [Source.of(source)], Options())
-        assert any(f"{source.name}:{n + 1}" in str(p) and reason in str(p) for p in failed.value.problems), \
-            [str(p) for p in failed.value.problems]
+        assert any(f"{source.name}:{n + 1}" in str(p) and reason in str(p) for p in failed.value.problems), [
+            str(p) for p in failed.value.problems
+        ]
     assert not Verdict.objects.exists()
 
 
@@ -380,9 +466,11 @@ def test_a_repetition_beyond_the_column_is_a_clear_400(editor):
     client = APIClient()
     client.force_authenticate(editor)
 
-    response = client.post("/api/ingest/", {"format": "native", "repetition": str(10**30),
-                                            "files": [SimpleUploadedFile("a.jsonl", NATIVE.read_bytes())]},
-                           format="multipart")
+    response = client.post(
+        "/api/ingest/",
+        {"format": "native", "repetition": str(10**30), "files": [SimpleUploadedFile("a.jsonl", NATIVE.read_bytes())]},
+        format="multipart",
+    )
 
     assert response.status_code == 400
     assert "less than or equal to 2147483647" in response.json()["repetition"][0]
@@ -391,20 +479,29 @@ def test_a_repetition_beyond_the_column_is_a_clear_400(editor):
 
 # read server internals ------------------------------------------------------------------------------------
 @pytest.mark.django_db
-def test_an_internal_error_shows_a_reason_and_an_id_never_a_path_or_traceback(reviewer, reviewer_client,
-                                                                               monkeypatch, caplog, settings):
+def test_an_internal_error_shows_a_reason_and_an_id_never_a_path_or_traceback(
+    reviewer, reviewer_client, monkeypatch, caplog, settings
+):
     def broken(job):
         open(Path(settings.MEDIA_ROOT) / "uploads" / "missing" / "secret.jsonl")
 
     monkeypatch.setitem(jobs.JOB_KINDS, "ingest", broken)
-    job = jobs.job_create(kind="ingest", params={"format": "native", "options": {}},
-                              files=[{"path": str(NATIVE), "name": NATIVE.name}], user=reviewer)
+    job = jobs.job_create(
+        kind="ingest",
+        params={"format": "native", "options": {}},
+        files=[{"path": str(NATIVE), "name": NATIVE.name}],
+        user=reviewer,
+    )
     jobs.job_execute(job.id)
     job.refresh_from_db()
 
     error_id = re.search(r"error id ([0-9a-f]{12})", job.message).group(1)
-    shown = [job.message, *job.errors, reviewer_client.get(f"/jobs/{job.id}/").content.decode(),
-             reviewer_client.get(f"/api/jobs/{job.id}/").content.decode()]
+    shown = [
+        job.message,
+        *job.errors,
+        reviewer_client.get(f"/jobs/{job.id}/").content.decode(),
+        reviewer_client.get(f"/api/jobs/{job.id}/").content.decode(),
+    ]
     for text in shown:
         assert str(settings.MEDIA_ROOT) not in text and str(ROOT) not in text and "Traceback" not in text
         assert 'File "' not in text
@@ -416,13 +513,17 @@ def test_an_internal_error_shows_a_reason_and_an_id_never_a_path_or_traceback(re
 @pytest.mark.django_db
 def test_uploads_are_deleted_after_the_retention_period(editor, editor_client, settings):
     settings.IFPORTAL_UPLOAD_RETENTION_DAYS = 7
-    old, recent = (jobs.job_create(kind="ingest", params={"format": "native", "options": {}}, user=editor)
-                   for _ in range(2))
+    old, recent = (
+        jobs.job_create(kind="ingest", params={"format": "native", "options": {}}, user=editor) for _ in range(2)
+    )
     for job in (old, recent):
         folder = jobs.upload_dir(job.id)
         (folder / "01-a.jsonl").write_bytes(b"{not json\n")
-        Job.objects.filter(pk=job.pk).update(files=[{"path": str(folder / "01-a.jsonl"), "name": "a.jsonl"}],
-                                             state="failed", finished_at=timezone.now() - timedelta(days=1))
+        Job.objects.filter(pk=job.pk).update(
+            files=[{"path": str(folder / "01-a.jsonl"), "name": "a.jsonl"}],
+            state="failed",
+            finished_at=timezone.now() - timedelta(days=1),
+        )
     Job.objects.filter(pk=old.pk).update(finished_at=timezone.now() - timedelta(days=8))
     orphan = Path(settings.MEDIA_ROOT) / "uploads" / "no-such-job"
     orphan.mkdir(parents=True)
@@ -461,8 +562,9 @@ def test_a_session_upload_over_the_limit_is_refused_before_its_body_is_read(sett
 def test_a_signed_in_browser_upload_over_the_limit_gets_413_and_stores_nothing(editor_client, settings):
     settings.IFPORTAL_MAX_UPLOAD_BYTES = 1000
 
-    response = editor_client.post("/import/", {"format": "native",
-                                                 "files": [SimpleUploadedFile("a.jsonl", b"{}\n" * 200_000)]})
+    response = editor_client.post(
+        "/import/", {"format": "native", "files": [SimpleUploadedFile("a.jsonl", b"{}\n" * 200_000)]}
+    )
 
     assert response.status_code == 413 and "Nothing was read or stored" in response.content.decode()
     assert not Job.objects.exists() and not (Path(settings.MEDIA_ROOT) / "uploads").exists()
@@ -478,13 +580,16 @@ def test_too_many_files_get_the_apps_own_error(editor, editor_client, settings, 
     response = editor_client.post(path, {"format": "native", "files": files})
 
     assert response.status_code == 400
-    assert "More than 5 files; one import takes at most 5. Split them into several imports." in response.content.decode()
+    assert (
+        "More than 5 files; one import takes at most 5. Split them into several imports." in response.content.decode()
+    )
     assert not Job.objects.exists()
 
 
 @pytest.mark.django_db
-def test_a_huge_reasoning_is_cut_like_trajectory_text_on_the_attempt_and_share_pages(django_user_model, editor,
-                                                                                   editor_client):
+def test_a_huge_reasoning_is_cut_like_trajectory_text_on_the_attempt_and_share_pages(
+    django_user_model, editor, editor_client
+):
     bench, attempts = build_study()
     huge = "<script>window.__pwned=1</script>" + "R" * (5 * 1024 * 1024)
     verdict = Verdict.objects.filter(attempt=attempts[0]).first()
@@ -492,11 +597,13 @@ def test_a_huge_reasoning_is_cut_like_trajectory_text_on_the_attempt_and_share_p
     token = _share(editor_client, bench, include_attempts="on")
     other = Verdict.objects.exclude(attempt=attempts[0]).first()
 
-    for page, text in ((f"/attempts/{attempts[0].id}/", f"/attempts/{attempts[0].id}/text/"),
-                       (f"/s/{token}/attempts/{attempts[0].id}/", f"/s/{token}/attempts/{attempts[0].id}/text/")):
+    for page, text in (
+        (f"/attempts/{attempts[0].id}/", f"/attempts/{attempts[0].id}/text/"),
+        (f"/s/{token}/attempts/{attempts[0].id}/", f"/s/{token}/attempts/{attempts[0].id}/text/"),
+    ):
         body = editor_client.get(page).content.decode()
         assert len(body) < 300_000, (page, len(body))
-        assert f"show all {len(huge)} characters" in body and f'{text}?verdict={verdict.id}' in body
+        assert f"show all {len(huge)} characters" in body and f"{text}?verdict={verdict.id}" in body
         full = editor_client.get(f"{text}?verdict={verdict.id}").content.decode()
         assert len(full) > len(huge) and "&lt;script&gt;" in full and "<script>" not in full
     # the share link's text endpoint reads only verdicts of the attempts in its scope

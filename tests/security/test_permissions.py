@@ -5,6 +5,7 @@ without a row fails, a row without a pattern fails, and each cell is requested a
 role with ids of objects made here (the study is the hostile corpus, one benchmark of each
 kind, plus an audit campaign, jobs and share links of every user).
 """
+
 from __future__ import annotations
 
 import re
@@ -74,8 +75,8 @@ def study(db, django_user_model, tmp_path, hostile, django_capture_on_commit_cal
     from audits import services as audit
     from runs.forms import ingest_job_start
     from runs.models import Attempt, Benchmark, Instance, Judge, JudgeReport, ReportStatus
-    from runs.sharing import share_link_create
     from runs.selectors.checklist import checklist_query
+    from runs.sharing import share_link_create
 
     hostile.ingest_all(tmp_path)
     users = {
@@ -87,18 +88,40 @@ def study(db, django_user_model, tmp_path, hostile, django_capture_on_commit_cal
     }
     other = _user(django_user_model, "p-annotator-2", "annotator")
     checklist = Benchmark.objects.get(slug="hostile")
-    campaign = audit.campaign_start(audit.campaign_create(
-        name="permissions", subject="checklist_items", benchmarks=[checklist], strata=["category"],
-        allocation="proportional", size=3, seed=1, user=users["lead"]))
-    assignments = {who: audit.assignment_next(campaign, user) for who, user in [*users.items(), ("other", other)]
-                   if who not in ("reviewer", "editor")}
+    campaign = audit.campaign_start(
+        audit.campaign_create(
+            name="permissions",
+            subject="checklist_items",
+            benchmarks=[checklist],
+            strata=["category"],
+            allocation="proportional",
+            size=3,
+            seed=1,
+            user=users["lead"],
+        )
+    )
+    assignments = {
+        who: audit.assignment_next(campaign, user)
+        for who, user in [*users.items(), ("other", other)]
+        if who not in ("reviewer", "editor")
+    }
     assert all(assignments.values()), "every labeller needs an assignment"
     unassigned = campaign.units.exclude(assignments__annotator=users["annotator"]).first()
     assert unassigned is not None
     # routes that end a reservation (skip, release) get a fresh one each time, from a campaign with room for many
-    spare = audit.campaign_start(audit.campaign_create(
-        name="spare", subject="checklist_items", benchmarks=[checklist], strata=[], allocation="proportional",
-        size=8, seed=1, annotators_per_unit=10, user=users["lead"]))
+    spare = audit.campaign_start(
+        audit.campaign_create(
+            name="spare",
+            subject="checklist_items",
+            benchmarks=[checklist],
+            strata=[],
+            allocation="proportional",
+            size=8,
+            seed=1,
+            annotators_per_unit=10,
+            user=users["lead"],
+        )
+    )
 
     def fresh(user):
         from django.utils import timezone
@@ -108,14 +131,19 @@ def study(db, django_user_model, tmp_path, hostile, django_capture_on_commit_cal
         unit = spare.units.exclude(assignments__annotator=user).order_by("position").first()
         now = timezone.now()
         slot = max(unit.assignments.values_list("slot", flat=True), default=0) + 1
-        return Assignment.objects.create(unit=unit, annotator=user, slot=slot, reserved_at=now,
-                                         expires_at=now + timezone.timedelta(minutes=30))
+        return Assignment.objects.create(
+            unit=unit, annotator=user, slot=slot, reserved_at=now, expires_at=now + timezone.timedelta(minutes=30)
+        )
 
     def failed_job(user):
         with django_capture_on_commit_callbacks(execute=True):  # the inline job runs, as after a real commit
             # scores of a benchmark not imported yet: a failure a retry may fix (after that import), so Retry is open
-            job = ingest_job_start(format_name="octobench-scores", files=[SimpleUploadedFile("s.json", b'{"results": []}')],
-                                   options={"model": "m", "judge": "j", "benchmark": "not-imported-yet"}, user=user)
+            job = ingest_job_start(
+                format_name="octobench-scores",
+                files=[SimpleUploadedFile("s.json", b'{"results": []}')],
+                options={"model": "m", "judge": "j", "benchmark": "not-imported-yet"},
+                user=user,
+            )
         job.refresh_from_db()
         assert job.state == "failed"
         return job
@@ -127,14 +155,26 @@ def study(db, django_user_model, tmp_path, hostile, django_capture_on_commit_cal
     shared, token = link(users["lead"], include_attempts=True)
     in_scope = Attempt.objects.select_related("run__model").get(pk=shared.attempt_ids[0])
     attempt = Attempt.objects.filter(run__benchmark=checklist).order_by("pk").first()
-    reply = JudgeReport.objects.create(attempt=attempt, judge=Judge.objects.create(name="p-judge"),
-                                       status=ReportStatus.REPLY_NOT_JSON, raw_reply="<script>alert(1)</script>")
+    reply = JudgeReport.objects.create(
+        attempt=attempt,
+        judge=Judge.objects.create(name="p-judge"),
+        status=ReportStatus.REPLY_NOT_JSON,
+        raw_reply="<script>alert(1)</script>",
+    )
     return SimpleNamespace(
-        users=users, other=other, campaign=campaign, assignments=assignments, unassigned=unassigned, fresh=fresh,
+        users=users,
+        other=other,
+        campaign=campaign,
+        assignments=assignments,
+        unassigned=unassigned,
+        fresh=fresh,
         jobs={**{who: failed_job(u) for who, u in users.items()}, "other": failed_job(other)},
         links={**{who: link(u)[0] for who, u in users.items()}, "other": link(other)[0]},
-        token=token, shared=shared, in_scope=in_scope,
-        attempt=attempt, reply=reply,
+        token=token,
+        shared=shared,
+        in_scope=in_scope,
+        attempt=attempt,
+        reply=reply,
         instance=Instance.objects.filter(benchmark=checklist).order_by("pk").first(),
         dialog=Attempt.objects.filter(run__benchmark__slug="evolif").first(),
         sample=Attempt.objects.filter(run__benchmark__slug="manyih-coding").first(),
@@ -142,8 +182,12 @@ def study(db, django_user_model, tmp_path, hostile, django_capture_on_commit_cal
     )
 
 
-SLUG_BY_PREFIX = [("runs:dialogue", "evolif"), ("runs:hierarchy", "manyih-coding"), ("runs:choice", "guidebench"),
-                  ("runs:conflict", "hostile-conflict")]
+SLUG_BY_PREFIX = [
+    ("runs:dialogue", "evolif"),
+    ("runs:hierarchy", "manyih-coding"),
+    ("runs:choice", "guidebench"),
+    ("runs:conflict", "hostile-conflict"),
+]
 
 
 def _slug(name: str) -> str:
@@ -228,7 +272,7 @@ def _request(client: Client, url: str, method: str | None):
 
 
 def _outcome(response) -> str:
-    """"error", "login" (sent to a login form), "denied" (401/403/404) or "allowed"."""
+    """ "error", "login" (sent to a login form), "denied" (401/403/404) or "allowed"."""
     if response.status_code >= 500:
         return "error"
     location = response.get("Location", "")
@@ -262,20 +306,28 @@ def test_it_enforces_the_matrix_for_every_url_pattern(study, role, routes):
         for method in [m for (k, m) in rows if k == key]:
             cell = rows[(key, method)][role]
             own_kind = role if role in study.users else "other"
-            cases = [("allowed", own_kind), ("denied", "other")] if cell in ("own", "assigned") else \
-                [("allowed" if cell in ("yes", "token") else "denied", "other")]
+            cases = (
+                [("allowed", own_kind), ("denied", "other")]
+                if cell in ("own", "assigned")
+                else [("allowed" if cell in ("yes", "token") else "denied", "other")]
+            )
             for expect, whose in cases:
                 kwargs, query = fill(route, study, whose, token_ok=(cell == "token"))
                 url = reverse(route.name, kwargs=kwargs) if route.name else "/admin/" + kwargs.get("url", "")
                 url += f"?{query}" if query else ""
                 response = _request(_client(role, study), url, method)
                 outcome = _outcome(response)
-                ok = (outcome == "allowed" or (route.admin and outcome == "denied")) if expect == "allowed" \
+                ok = (
+                    (outcome == "allowed" or (route.admin and outcome == "denied"))
+                    if expect == "allowed"
                     else _denied_as_expected(route, url, role, response)
+                )
                 checked += 1
                 if not ok:
-                    problems.append(f"{route.name or route.pattern} {method or ''} {url}: {cell} for {role} "
-                                    f"(whose={whose}) but {response.status_code} {response.get('Location', '')}")
+                    problems.append(
+                        f"{route.name or route.pattern} {method or ''} {url}: {cell} for {role} "
+                        f"(whose={whose}) but {response.status_code} {response.get('Location', '')}"
+                    )
 
     assert checked > 150
     assert problems == [], "\n".join(problems)

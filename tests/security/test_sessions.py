@@ -1,5 +1,6 @@
 """Sessions read through the cache (ifportal.sessions): a cache that is down fails no request, and a
 session that was signed out is never served from the cache again."""
+
 import logging
 
 import pytest

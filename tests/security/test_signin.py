@@ -1,6 +1,7 @@
 """Guessing passwords stays bounded and no one can lock another person out (ifportal.signin): an address that fails
 too often is refused, a user name failed from many addresses meets a growing wait for tries from addresses it
 never signed in from, and the user signs in at once from an address they used, or through an admin's link."""
+
 import re
 import threading
 from datetime import timedelta
@@ -28,6 +29,7 @@ def lead(django_user_model, settings):
 @pytest.fixture
 def clock(monkeypatch):
     """The time ifportal.signin reads, moved by hand."""
+
     class Clock:
         now = timezone.now()
 
@@ -152,8 +154,10 @@ def test_a_right_password_from_a_new_address_costs_nothing(lead, settings):
 def test_a_name_that_is_no_account_meets_the_same_wait(lead, settings):
     """The wait says nothing about which names are accounts."""
     for name in ("lead", "nobody"):
-        statuses = [sign_in(f"198.51.100.{n}", f"guess-{n}", username=name)[1].status_code
-                    for n in range(settings.AXES_FAILURE_LIMIT + 1)]
+        statuses = [
+            sign_in(f"198.51.100.{n}", f"guess-{n}", username=name)[1].status_code
+            for n in range(settings.AXES_FAILURE_LIMIT + 1)
+        ]
         assert statuses == [200] * settings.AXES_FAILURE_LIMIT + [429], name
 
 
@@ -168,7 +172,9 @@ def test_an_admins_one_time_link_signs_the_user_in_and_lifts_the_delay(lead, set
     client = Client(REMOTE_ADDR="198.51.100.50")
     form = client.get(link, follow=True)
     assert "Choose a new password" in form.content.decode()
-    done = client.post(form.redirect_chain[-1][0], {"new_password1": "a-new-long-pass-42", "new_password2": "a-new-long-pass-42"})
+    done = client.post(
+        form.redirect_chain[-1][0], {"new_password1": "a-new-long-pass-42", "new_password2": "a-new-long-pass-42"}
+    )
 
     assert done.status_code == 302 and signed_in(client)
     assert not SignInDelay.objects.filter(username="lead").exists()
@@ -183,8 +189,9 @@ def test_the_user_admin_makes_a_one_time_link(lead, django_user_model):
     admin = Client()
     admin.force_login(lead)
 
-    page = admin.post("/admin/auth/user/", {"action": "make_signin_link", "_selected_action": [colleague.pk]},
-                      follow=True).content.decode()
+    page = admin.post(
+        "/admin/auth/user/", {"action": "make_signin_link", "_selected_action": [colleague.pk]}, follow=True
+    ).content.decode()
 
     link = re.search(r"One-time sign-in link for colleague: (http://testserver/login/link/[^<\s]+)", page).group(1)
     assert "Choose a new password" in Client().get(link, follow=True).content.decode()
@@ -194,17 +201,22 @@ def test_the_user_admin_makes_a_one_time_link(lead, django_user_model):
 def test_the_login_page_states_both_rules(client, settings):
     page = client.get("/login/").content.decode()
 
-    assert (f"After {settings.AXES_FAILURE_LIMIT} failed sign-ins from one address, for one user name or for several, "
-            f"that address is refused for {int(settings.AXES_COOLOFF_TIME.total_seconds() // 60)} minutes") in page
-    assert (f"waits {settings.IFPORTAL_LOGIN_DELAY_SECONDS} s, doubling up to {settings.IFPORTAL_LOGIN_DELAY_MAX_SECONDS} s"
-            in page)
+    assert (
+        f"After {settings.AXES_FAILURE_LIMIT} failed sign-ins from one address, for one user name or for several, "
+        f"that address is refused for {int(settings.AXES_COOLOFF_TIME.total_seconds() // 60)} minutes"
+    ) in page
+    assert (
+        f"waits {settings.IFPORTAL_LOGIN_DELAY_SECONDS} s, doubling up to {settings.IFPORTAL_LOGIN_DELAY_MAX_SECONDS} s"
+        in page
+    )
 
 
 @pytest.mark.django_db(transaction=True)
 def test_tries_sent_at_once_cannot_share_one_slot(postgres, settings):
     """When the wait is over, one try gets the slot, however many arrive together from as many addresses."""
-    SignInDelay.objects.create(username="lead", failures=settings.AXES_FAILURE_LIMIT,
-                               last_failure=timezone.now(), retry_at=timezone.now())
+    SignInDelay.objects.create(
+        username="lead", failures=settings.AXES_FAILURE_LIMIT, last_failure=timezone.now(), retry_at=timezone.now()
+    )
     start = threading.Barrier(8)
     outcomes = []
 

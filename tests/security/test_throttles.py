@@ -1,6 +1,7 @@
 """Counts kept per client address cannot be steered by the client: the address is the peer the server sees,
 or with IFPORTAL_TRUSTED_PROXIES only what the portal's own proxies appended (ifportal.security.client_address),
 and the bad-token count is one count for every worker."""
+
 import threading
 
 import pytest
@@ -21,8 +22,10 @@ def reviewer(django_user_model):
 
 
 def bad_tokens(client: APIClient, count: int, **headers) -> list[int]:
-    return [client.get("/api/benchmarks/", HTTP_AUTHORIZATION=f"Token {n:040x}", **headers).status_code
-            for n in range(count)]
+    return [
+        client.get("/api/benchmarks/", HTTP_AUTHORIZATION=f"Token {n:040x}", **headers).status_code
+        for n in range(count)
+    ]
 
 
 @pytest.mark.django_db
@@ -30,8 +33,12 @@ def test_it_ignores_a_rotated_forwarded_for_header_when_no_proxy_is_trusted(sett
     settings.IFPORTAL_TOKEN_FAILURE_RATE = "5/hour"
     guesser = APIClient()
 
-    statuses = [guesser.get("/api/benchmarks/", HTTP_AUTHORIZATION=f"Token {n:040x}",
-                            HTTP_X_FORWARDED_FOR=f"198.51.100.{n}").status_code for n in range(8)]
+    statuses = [
+        guesser.get(
+            "/api/benchmarks/", HTTP_AUTHORIZATION=f"Token {n:040x}", HTTP_X_FORWARDED_FOR=f"198.51.100.{n}"
+        ).status_code
+        for n in range(8)
+    ]
 
     assert statuses == [401] * 5 + [429] * 3
 
@@ -55,12 +62,19 @@ def test_behind_a_trusted_proxy_the_address_it_appended_counts_and_nothing_befor
     good = Token.objects.create(user=reviewer).key
     via_proxy = APIClient(REMOTE_ADDR="10.0.0.2")  # every request comes from the proxy
 
-    statuses = [via_proxy.get("/api/benchmarks/", HTTP_AUTHORIZATION=f"Token {n:040x}",
-                              HTTP_X_FORWARDED_FOR=f"198.51.100.{n}, 203.0.113.66").status_code for n in range(6)]
+    statuses = [
+        via_proxy.get(
+            "/api/benchmarks/",
+            HTTP_AUTHORIZATION=f"Token {n:040x}",
+            HTTP_X_FORWARDED_FOR=f"198.51.100.{n}, 203.0.113.66",
+        ).status_code
+        for n in range(6)
+    ]
 
     assert statuses == [401] * 5 + [429]  # the forged first entries changed nothing
-    other_client = via_proxy.get("/api/benchmarks/", HTTP_AUTHORIZATION=f"Token {good}",
-                                 HTTP_X_FORWARDED_FOR="203.0.113.67")
+    other_client = via_proxy.get(
+        "/api/benchmarks/", HTTP_AUTHORIZATION=f"Token {good}", HTTP_X_FORWARDED_FOR="203.0.113.67"
+    )
     assert other_client.status_code == 200  # another client behind the same proxy has its own count
 
 
@@ -85,8 +99,11 @@ def test_failed_sign_ins_are_counted_under_the_same_address(django_user_model, s
     django_user_model.objects.create_user("target", password="right-horse-battery-1")
 
     for n in range(3):
-        Client().post("/login/", {"username": "target", "password": f"guess-{n}"},
-                      HTTP_X_FORWARDED_FOR=f"198.51.100.{n}, 203.0.113.66")
+        Client().post(
+            "/login/",
+            {"username": "target", "password": f"guess-{n}"},
+            HTTP_X_FORWARDED_FOR=f"198.51.100.{n}, 203.0.113.66",
+        )
 
     assert set(AccessAttempt.objects.values_list("ip_address", flat=True)) == recorded
 
@@ -101,8 +118,11 @@ def redis_caches():
         pytest.skip(f"no Redis at {REDIS_URL}")
     yield workers
     client = workers[0]._cache.get_client(None, write=True)
-    for key in client.scan_iter(match=workers[0].make_key(TokenFailureThrottle.cache_format % {
-            "scope": TokenFailureThrottle.scope, "ident": "*"})):
+    for key in client.scan_iter(
+        match=workers[0].make_key(
+            TokenFailureThrottle.cache_format % {"scope": TokenFailureThrottle.scope, "ident": "*"}
+        )
+    ):
         client.delete(key)
 
 
@@ -131,4 +151,3 @@ def test_failures_recorded_at_once_by_several_workers_all_count(redis_caches, se
     below = TokenFailureThrottle()
     below.cache = redis_caches[0]
     assert below.blocked_for(RequestFactory().get("/", REMOTE_ADDR="203.0.113.78")) is None
-

@@ -1,4 +1,5 @@
 """Uploads: only JSON text files of bounded size; compressed files, archives and binaries are refused before any job."""
+
 import bz2
 import gzip
 import io
@@ -43,7 +44,11 @@ REFUSED = [
     ("study.exe", b"MZ\x90\x00" + b"\x00" * 100, "only .json, .jsonl, .ndjson, .eval files are accepted"),
     ("notes.txt", GOOD, "only .json, .jsonl, .ndjson, .eval files are accepted"),
     ("study.jsonl", b'{"a": 1}\n\x00\x01\x02binary', "contains binary data"),
-    ("log.eval", GOOD, "is not an Inspect AI .eval log (a zip archive)"),  # .eval is the one archive taken, as a zip only
+    (
+        "log.eval",
+        GOOD,
+        "is not an Inspect AI .eval log (a zip archive)",
+    ),  # .eval is the one archive taken, as a zip only
     ("log.eval", gzip.compress(GOOD), "is not an Inspect AI .eval log (a zip archive)"),
 ]
 
@@ -62,8 +67,9 @@ def test_it_refuses_the_upload_on_the_api(editor, name, content, message):
     client = APIClient()
     client.force_authenticate(editor)
 
-    response = client.post("/api/ingest/", {"format": "native", "files": [SimpleUploadedFile(name, content)]},
-                           format="multipart")
+    response = client.post(
+        "/api/ingest/", {"format": "native", "files": [SimpleUploadedFile(name, content)]}, format="multipart"
+    )
 
     assert response.status_code == 400
     assert message in response.json()["files"][0]
@@ -76,8 +82,9 @@ def test_it_accepts_json_text_files(editor, name, django_capture_on_commit_callb
     client.force_authenticate(editor)
 
     with django_capture_on_commit_callbacks(execute=True):
-        response = client.post("/api/ingest/", {"format": "native", "files": [SimpleUploadedFile(name, GOOD)]},
-                               format="multipart")
+        response = client.post(
+            "/api/ingest/", {"format": "native", "files": [SimpleUploadedFile(name, GOOD)]}, format="multipart"
+        )
 
     assert response.status_code == 202
     assert Job.objects.get().state == "succeeded"
@@ -88,8 +95,11 @@ def test_it_refuses_an_upload_over_the_size_limit_before_reading_it(editor, sett
     client = APIClient()
     client.force_authenticate(editor)
 
-    response = client.post("/api/ingest/", {"format": "native", "files": [SimpleUploadedFile("a.jsonl", b"{}\n" * 30_000)]},
-                           format="multipart")
+    response = client.post(
+        "/api/ingest/",
+        {"format": "native", "files": [SimpleUploadedFile("a.jsonl", b"{}\n" * 30_000)]},
+        format="multipart",
+    )
 
     assert response.status_code == 413
     assert Job.objects.count() == 0

@@ -1,6 +1,7 @@
 """The session's user and roles read through the cache (ifportal.auth): two queries fewer on a warm signed-in
 page, every change to a user or their groups seen on the very next request, and a cache that is down fails
 nothing."""
+
 import logging
 
 import pytest
@@ -45,6 +46,7 @@ def client(alice) -> Client:
 @pytest.fixture
 def cache_outage(monkeypatch):
     """Makes the cache raise on every call (Redis stopped) while the test runs, then `up()` again."""
+
     class Outage:
         def down(self):
             def refuse(*args, **kwargs):

@@ -1,6 +1,7 @@
 """The write rule (runs.access): imports, re-checks, share links and retries are for editors and leads; a reviewer
 and a user in no group read everything and change nothing; pages offer them no write control; and a change every
 user sees is confirmed first, with what it changes in words."""
+
 from __future__ import annotations
 
 import importlib
@@ -71,9 +72,13 @@ def _link(user, rf) -> ShareLink:
 
 
 def _failed_job(user) -> Job:
-    return Job.objects.create(kind="ingest", state=JobState.FAILED, params={"format": "native", "options": {}},
-                              files=[{"path": str(FIXTURES / "results_small.json"), "name": "results_small.json"}],
-                              created_by=user)
+    return Job.objects.create(
+        kind="ingest",
+        state=JobState.FAILED,
+        params={"format": "native", "options": {}},
+        files=[{"path": str(FIXTURES / "results_small.json"), "name": "results_small.json"}],
+        created_by=user,
+    )
 
 
 # the declaration ----------------------------------------------------------------------------------
@@ -107,15 +112,31 @@ def test_it_declares_every_route_of_the_results_app_that_takes_a_post_a_write():
     posting = {f"{ns}:{name}" for ns, name, view in views if _unsafe_methods(view)}
     undeclared = sorted(f"{ns}:{name}" for ns, name, view in views if _unsafe_methods(view) and not writes_of(view))
 
-    assert {"runs:import", "api:ingest", "runs:dialogue-rescore-start", "runs:hierarchy-recheck-start",
-            "runs:share-create", "runs:page-share-create", "runs:share-revoke", "runs:job-retry"} <= posting
+    assert {
+        "runs:import",
+        "api:ingest",
+        "runs:dialogue-rescore-start",
+        "runs:hierarchy-recheck-start",
+        "runs:share-create",
+        "runs:page-share-create",
+        "runs:share-revoke",
+        "runs:job-retry",
+    } <= posting
     assert undeclared == []
 
 
 def test_it_lets_editors_and_leads_write_and_keeps_everyone_else_reading(django_user_model):
-    roles = {name: _user(django_user_model, name, *groups) for name, groups in {
-        "editor": [EDITOR], "lead": [LEAD], "reviewer": [REVIEWER], "nobody": [], "annotator": [ANNOTATOR],
-        "annotating-editor": [ANNOTATOR, EDITOR]}.items()}
+    roles = {
+        name: _user(django_user_model, name, *groups)
+        for name, groups in {
+            "editor": [EDITOR],
+            "lead": [LEAD],
+            "reviewer": [REVIEWER],
+            "nobody": [],
+            "annotator": [ANNOTATOR],
+            "annotating-editor": [ANNOTATOR, EDITOR],
+        }.items()
+    }
     boss = django_user_model.objects.create_superuser("boss", password="pw-boss-12345")
 
     assert {name for name, user in roles.items() if can_write(user)} == {"editor", "lead", "annotating-editor"}
@@ -126,14 +147,18 @@ def test_it_lets_editors_and_leads_write_and_keeps_everyone_else_reading(django_
 
 # refused, and nothing changes -----------------------------------------------------------------------
 @pytest.mark.parametrize("groups", [[REVIEWER], []], ids=["reviewer", "no group"])
-def test_a_reader_is_refused_every_write_and_nothing_changes(study, django_user_model, rf, groups,
-                                                              django_capture_on_commit_callbacks):
+def test_a_reader_is_refused_every_write_and_nothing_changes(
+    study, django_user_model, rf, groups, django_capture_on_commit_callbacks
+):
     reader = _user(django_user_model, "reader", *groups)
     link, job = _link(reader, rf), _failed_job(reader)  # made before the editor role existed
     client = _client(reader)
     token = APIClient()
     token.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=reader).key}")
-    upload = {"format": "manyih-data", "files": [SimpleUploadedFile("c.json", (FIXTURES / "coding_small.json").read_bytes())]}
+    upload = {
+        "format": "manyih-data",
+        "files": [SimpleUploadedFile("c.json", (FIXTURES / "coding_small.json").read_bytes())],
+    }
     counts = (Job.objects.count(), ShareLink.objects.count(), Verdict.objects.count())
     metrics = reverse("runs:hierarchy-metrics", args=[SLUG])
 
@@ -151,8 +176,10 @@ def test_a_reader_is_refused_every_write_and_nothing_changes(study, django_user_
             "retry": client.post(reverse("runs:job-retry", args=[job.id])),
         }
 
-    assert {what: r.status_code for what, r in answers.items()} == {what: 403 for what in answers}
-    assert "editor" in answers["re-check"].content.decode() and "editor" in answers["api ingest (token)"].json()["detail"]
+    assert {what: r.status_code for what, r in answers.items()} == dict.fromkeys(answers, 403)
+    assert (
+        "editor" in answers["re-check"].content.decode() and "editor" in answers["api ingest (token)"].json()["detail"]
+    )
     assert (Job.objects.count(), ShareLink.objects.count(), Verdict.objects.count()) == counts
     link.refresh_from_db()
     job.refresh_from_db()
@@ -183,11 +210,20 @@ def test_an_editor_imports_shares_and_retries(study, django_user_model, rf, djan
 
 # what pages offer -----------------------------------------------------------------------------------
 def test_pages_offer_a_reader_no_write_control_and_an_editor_every_one(study, django_user_model, rf):
-    pages = {"home": reverse("runs:home"), "jobs": reverse("runs:jobs"),
-             "metrics": reverse("runs:hierarchy-metrics", args=[SLUG]),
-             "re-check": reverse("runs:hierarchy-recheck", args=[SLUG]), "links": reverse("runs:share-list")}
-    controls = {"Import": 'href="/import/"', "Re-check": reverse("runs:hierarchy-recheck-start", args=[SLUG]),
-                "Share": reverse("runs:page-share-create", args=[SLUG]), "Revoke": "/revoke/", "Retry": "/retry/"}
+    pages = {
+        "home": reverse("runs:home"),
+        "jobs": reverse("runs:jobs"),
+        "metrics": reverse("runs:hierarchy-metrics", args=[SLUG]),
+        "re-check": reverse("runs:hierarchy-recheck", args=[SLUG]),
+        "links": reverse("runs:share-list"),
+    }
+    controls = {
+        "Import": 'href="/import/"',
+        "Re-check": reverse("runs:hierarchy-recheck-start", args=[SLUG]),
+        "Share": reverse("runs:page-share-create", args=[SLUG]),
+        "Revoke": "/revoke/",
+        "Retry": "/retry/",
+    }
 
     def offered(user) -> set[str]:
         _link(user, rf)
@@ -215,8 +251,9 @@ def test_a_cached_leaderboard_follows_the_viewers_write_role(django_user_model):
 
 
 # confirmation before a change everyone sees ---------------------------------------------------------
-def test_a_re_check_says_what_it_adds_and_starts_only_when_confirmed(study, django_user_model,
-                                                                     django_capture_on_commit_callbacks):
+def test_a_re_check_says_what_it_adds_and_starts_only_when_confirmed(
+    study, django_user_model, django_capture_on_commit_callbacks
+):
     client = _client(_user(django_user_model, "ed", EDITOR))
     start = reverse("runs:hierarchy-recheck-start", args=[SLUG])
     instructions = CHECKERS["hierarchy"].items
@@ -224,7 +261,9 @@ def test_a_re_check_says_what_it_adds_and_starts_only_when_confirmed(study, djan
     asked = client.post(start, {"run": [study.label]})
     expected = ChecklistItem.objects.filter(instructions, instance__attempts__run=study).count()
     body = asked.content.decode()
-    assert asked.status_code == 200 and not Job.objects.exists() and not Verdict.objects.filter(judge__name=JUDGE).exists()
+    assert (
+        asked.status_code == 200 and not Job.objects.exists() and not Verdict.objects.filter(judge__name=JUDGE).exists()
+    )
     assert f"This adds up to {expected:,} verdicts from judge {JUDGE} to 1 run (acme-ordinal)" in body
     assert f"Every user&#x27;s leaderboard and metric pages of this benchmark will show judge {JUDGE}" in body
     assert 'name="confirm" value="1"' in body and f'name="run" value="{study.label}"' in body

@@ -1,5 +1,6 @@
 """python manage.py signin_link NAME [--url URL]: print a one-time link that lets the user set a new password and
 signs them in, for a user who forgot theirs or meets the sign-in delay (ifportal.signin)."""
+
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
@@ -7,8 +8,10 @@ from ifportal.signin import signin_link
 
 
 class Command(BaseCommand):
-    help = ("Print a one-time sign-in link for a user: it asks for a new password, signs them in and lifts the "
-            "sign-in delay on their name. It stops working once used, or after PASSWORD_RESET_TIMEOUT.")
+    help = (
+        "Print a one-time sign-in link for a user: it asks for a new password, signs them in and lifts the "
+        "sign-in delay on their name. It stops working once used, or after PASSWORD_RESET_TIMEOUT."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("username")

@@ -1,5 +1,6 @@
 """python manage.py demo_login [--username demo] [--url URL]: create or reset the demo logins (a superuser, an editor
 and a reviewer) and print how to log in as each."""
+
 import secrets
 from pathlib import Path
 
@@ -12,8 +13,10 @@ from django.core.management.base import BaseCommand
 from runs.access import EDITOR, REVIEWER
 
 #: the demo's team members besides the superuser: (user name after "<username>-", role group, what the role may do)
-DEMO_ROLES = (("editor", EDITOR, "imports, re-checks and share links"),
-              ("reviewer", REVIEWER, "reads everything, changes nothing"))
+DEMO_ROLES = (
+    ("editor", EDITOR, "imports, re-checks and share links"),
+    ("reviewer", REVIEWER, "reads everything, changes nothing"),
+)
 
 
 def demo_password(path: Path) -> str:
@@ -45,11 +48,15 @@ def demo_user(username: str, *, superuser: bool = False, group: str | None = Non
 
 
 class Command(BaseCommand):
-    help = ("Create or reset the demo logins (a superuser, an editor who may import, re-check and share, and a "
-            "read-only reviewer) and print the user name and password of each.")
+    help = (
+        "Create or reset the demo logins (a superuser, an editor who may import, re-check and share, and a "
+        "read-only reviewer) and print the user name and password of each."
+    )
 
     def add_arguments(self, parser):
-        parser.add_argument("--username", default="demo", help="the superuser's name; the others are NAME-editor, NAME-reviewer")
+        parser.add_argument(
+            "--username", default="demo", help="the superuser's name; the others are NAME-editor, NAME-reviewer"
+        )
         parser.add_argument("--url", default="http://127.0.0.1:8000/", help="where the portal answers")
 
     def handle(self, *args, username: str, url: str, **opts):

@@ -5,6 +5,7 @@ PATH is a file or a results folder (walked for the format's files). Which model,
 repetition each file is comes from the options, a manifest, the files and the harness's layout
 (runs/ingest/layout.py; docs/formats.md, "A results folder in one command").
 """
+
 import sys
 from pathlib import Path
 
@@ -12,16 +13,18 @@ from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
 from runs.ingest import FORMATS, IngestFailed, Options, Report, ingest_each, ingest_units
-from runs.services import leaderboards_warmed_at_end
 from runs.ingest.layout import LayoutError, entries_of, manifest_read, plan_import
+from runs.services import leaderboards_warmed_at_end
 
 #: how many groups of files the plan lists before "and N more"
 PLAN_LINES = 12
 
 
 class Command(BaseCommand):
-    help = ("Ingest benchmark files or whole results folders in one process; all or nothing unless --per-file. "
-            "Formats: " + ", ".join(FORMATS))
+    help = (
+        "Ingest benchmark files or whole results folders in one process; all or nothing unless --per-file. "
+        "Formats: " + ", ".join(FORMATS)
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("format", choices=list(FORMATS))
@@ -32,26 +35,43 @@ class Command(BaseCommand):
         parser.add_argument("--run", help="run label (default: the model name, or <model>-r<N> for repetition folders)")
         parser.add_argument("--judge", help="judge name for verdicts (default: scores_<judge>.json names it)")
         parser.add_argument("--scaffold", help="scaffold the run used")
-        parser.add_argument("--repetition", type=int, help="repetition number of the run (default 1, or a rep<N> folder)")
-        parser.add_argument("--manifest", help="a manifest saying each file's model, run, judge, repetition "
-                                               "(default: ifportal-import.json in a folder given)")
-        parser.add_argument("--per-file", action="store_true",
-                            help="store each file on its own: a bad file stores nothing of itself, the others are "
-                                 "stored (default: all or nothing, one transaction for every file)")
-        parser.add_argument("--pass-threshold", type=float,
-                            help="least score that passes, where scores are numbers (inspect, lm-eval)")
+        parser.add_argument(
+            "--repetition", type=int, help="repetition number of the run (default 1, or a rep<N> folder)"
+        )
+        parser.add_argument(
+            "--manifest",
+            help="a manifest saying each file's model, run, judge, repetition "
+            "(default: ifportal-import.json in a folder given)",
+        )
+        parser.add_argument(
+            "--per-file",
+            action="store_true",
+            help="store each file on its own: a bad file stores nothing of itself, the others are "
+            "stored (default: all or nothing, one transaction for every file)",
+        )
+        parser.add_argument(
+            "--pass-threshold", type=float, help="least score that passes, where scores are numbers (inspect, lm-eval)"
+        )
         parser.add_argument("--category-field", help="sample metadata field to group instances by (inspect, lm-eval)")
         parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
     def handle(self, *args, **opts):
         options = Options(
-            benchmark=opts["benchmark"], name=opts["name"], model=opts["model"], run=opts["run"], judge=opts["judge"],
-            scaffold=opts["scaffold"], repetition=opts["repetition"], pass_threshold=opts["pass_threshold"],
+            benchmark=opts["benchmark"],
+            name=opts["name"],
+            model=opts["model"],
+            run=opts["run"],
+            judge=opts["judge"],
+            scaffold=opts["scaffold"],
+            repetition=opts["repetition"],
+            pass_threshold=opts["pass_threshold"],
             category_field=opts["category_field"],
         )
         try:
             entries, found = entries_of(opts["paths"], opts["format"])
-            manifests = [manifest_read(Path(opts["manifest"]))] if opts["manifest"] else [manifest_read(m) for m in found]
+            manifests = (
+                [manifest_read(Path(opts["manifest"]))] if opts["manifest"] else [manifest_read(m) for m in found]
+            )
             units = plan_import(opts["format"], entries, options, manifests)
         except (LayoutError, OSError) as exc:
             raise CommandError(str(exc)) from None
@@ -97,6 +117,8 @@ class Command(BaseCommand):
             self.stderr.write(f"{source.name}: {failure}")
         self.stdout.write(f"{len(outcomes) - len(failed)} of {len(outcomes)} files stored: {stored.summary()}")
         if failed:
-            raise CommandError(f"{len(failed)} file(s) failed, nothing of them was stored: "
-                               + ", ".join(source.name for source, _ in failed[:10])
-                               + (f" and {len(failed) - 10} more" if len(failed) > 10 else ""))
+            raise CommandError(
+                f"{len(failed)} file(s) failed, nothing of them was stored: "
+                + ", ".join(source.name for source, _ in failed[:10])
+                + (f" and {len(failed) - 10} more" if len(failed) > 10 else "")
+            )

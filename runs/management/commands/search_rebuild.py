@@ -1,4 +1,5 @@
 """python manage.py search_rebuild [--benchmark SLUG ...]: fill the transcript search rows of data stored before."""
+
 from django.core.management.base import BaseCommand, CommandError
 
 from runs.models import Benchmark
@@ -6,9 +7,11 @@ from runs.search import search_rebuild
 
 
 class Command(BaseCommand):
-    help = ("Rebuild the search rows of trajectories and responses (runs.search) from what is stored: run it once "
-            "after upgrading to the migration that adds search, for data imported before it. Imports keep them "
-            "up to date themselves; judge reasoning needs no rebuild (it is searched where it is stored).")
+    help = (
+        "Rebuild the search rows of trajectories and responses (runs.search) from what is stored: run it once "
+        "after upgrading to the migration that adds search, for data imported before it. Imports keep them "
+        "up to date themselves; judge reasoning needs no rebuild (it is searched where it is stored)."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("--benchmark", action="append", default=[], help="benchmark slug (repeat; default: all)")

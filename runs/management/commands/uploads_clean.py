@@ -1,4 +1,5 @@
 """python manage.py uploads_clean [--days N]: delete uploaded files kept past the retention period."""
+
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
@@ -6,15 +7,21 @@ from runs.jobs import uploads_clean
 
 
 class Command(BaseCommand):
-    help = ("Delete the uploads of jobs that finished more than IFPORTAL_UPLOAD_RETENTION_DAYS days ago "
-            "(and orphaned upload folders as old, and a day old at least). Run it daily from cron; Celery beat runs "
-            "it itself. A job whose uploads are deleted can no longer be retried.")
+    help = (
+        "Delete the uploads of jobs that finished more than IFPORTAL_UPLOAD_RETENTION_DAYS days ago "
+        "(and orphaned upload folders as old, and a day old at least). Run it daily from cron; Celery beat runs "
+        "it itself. A job whose uploads are deleted can no longer be retried."
+    )
 
     def add_arguments(self, parser):
-        parser.add_argument("--days", type=int, default=None,
-                            help="keep this many days instead: 0 deletes the uploads of every finished job (queued "
-                            f"and running jobs keep theirs). Default {settings.IFPORTAL_UPLOAD_RETENTION_DAYS} "
-                            "(IFPORTAL_UPLOAD_RETENTION_DAYS; its 0 keeps uploads)")
+        parser.add_argument(
+            "--days",
+            type=int,
+            default=None,
+            help="keep this many days instead: 0 deletes the uploads of every finished job (queued "
+            f"and running jobs keep theirs). Default {settings.IFPORTAL_UPLOAD_RETENTION_DAYS} "
+            "(IFPORTAL_UPLOAD_RETENTION_DAYS; its 0 keeps uploads)",
+        )
 
     def handle(self, *args, days: int | None, **opts):
         if days is None and settings.IFPORTAL_UPLOAD_RETENTION_DAYS <= 0:

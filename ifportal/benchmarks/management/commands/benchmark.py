@@ -1,4 +1,5 @@
 """python manage.py benchmark: measure ingest, memory, page latency and throughput on a generated study."""
+
 import json
 import os
 import shutil
@@ -27,7 +28,9 @@ SLUG_CLI = "benchmark-study-cli"
 
 
 class Command(BaseCommand):
-    help = "Generate a study of a given size and print ingest throughput (vs raw COPY), peak memory, page latency and RPS."
+    help = (
+        "Generate a study of a given size and print ingest throughput (vs raw COPY), peak memory, page latency and RPS."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("--instances", type=int, default=217)
@@ -41,16 +44,30 @@ class Command(BaseCommand):
         parser.add_argument("--load-seconds", type=float, default=10.0)
         parser.add_argument("--port", type=int, help="loopback port of the measured web server (default: any free one)")
         parser.add_argument("--skip-http", action="store_true")
-        parser.add_argument("--skip-chromium", action="store_true",
-                            help="do not open the pages in headless Chromium (ifportal.benchmarks.browser) after timing them over HTTP")
-        parser.add_argument("--chromium-samples", type=int, default=5,
-                            help="times each page is opened in Chromium, each in a new context (a cold browser cache)")
+        parser.add_argument(
+            "--skip-chromium",
+            action="store_true",
+            help="do not open the pages in headless Chromium (ifportal.benchmarks.browser) after timing them over HTTP",
+        )
+        parser.add_argument(
+            "--chromium-samples",
+            type=int,
+            default=5,
+            help="times each page is opened in Chromium, each in a new context (a cold browser cache)",
+        )
         parser.add_argument("--json", help="also write the figures to this file")
         parser.add_argument("--keep", action="store_true", help="keep the generated benchmark in the database")
-        parser.add_argument("--http-only", action="store_true",
-                            help="only measure the pages and APIs, on a study kept by an earlier --keep run")
-        parser.add_argument("--long-trajectory-messages", type=int, default=30_000,
-                            help="messages of the one-attempt long trajectory (ifportal.benchmarks.long_trajectory)")
+        parser.add_argument(
+            "--http-only",
+            action="store_true",
+            help="only measure the pages and APIs, on a study kept by an earlier --keep run",
+        )
+        parser.add_argument(
+            "--long-trajectory-messages",
+            type=int,
+            default=30_000,
+            help="messages of the one-attempt long trajectory (ifportal.benchmarks.long_trajectory)",
+        )
         parser.add_argument("--long-trajectory-mb", type=int, default=100, help="its size")
         parser.add_argument("--skip-long-trajectory", action="store_true")
         parser.add_argument("--long-trajectory-only", action="store_true", help="measure only the long trajectory")
@@ -59,26 +76,45 @@ class Command(BaseCommand):
     @staticmethod
     def _add_scale_arguments(parser) -> None:
         """Options of the 10M study: batched ingest, a COPY sample, no second ingest through the CLI."""
-        parser.add_argument("--ingest-batch-verdicts", type=int, default=0,
-                            help="ingest the results folder in batches of about this many verdicts (whole model "
-                                 "folders, one transaction each) and print the first and last batch's rate side by "
-                                 "side; 0: one transaction, as `manage.py ingest` does")
-        parser.add_argument("--ingest-pairs", type=int, default=0,
-                            help="with --ingest-batch-verdicts, on PostgreSQL: at the end, ingest one batch of ten new "
-                                 "models into copies of the study after its first batch and of the whole study, this many "
-                                 "pairs, alternating the order (ifportal.benchmarks.study.ingest_pairs); the database is "
-                                 "copied (CREATE DATABASE ... TEMPLATE), and the cache cleared afterwards")
-        parser.add_argument("--copy-rows", type=int, default=0,
-                            help="measure the COPY baselines on the first this many verdicts (0: all of them)")
-        parser.add_argument("--skip-cli", action="store_true",
-                            help="do not load the study a second time through `manage.py ingest`")
-        parser.add_argument("--search-corpus-mb", type=float, default=0,
-                            help="grow the study's search corpus by about this many MB of generated trajectories "
-                                 "(ifportal.benchmarks.search_corpus: COPY, then the trigram index built) and measure its searches too")
+        parser.add_argument(
+            "--ingest-batch-verdicts",
+            type=int,
+            default=0,
+            help="ingest the results folder in batches of about this many verdicts (whole model "
+            "folders, one transaction each) and print the first and last batch's rate side by "
+            "side; 0: one transaction, as `manage.py ingest` does",
+        )
+        parser.add_argument(
+            "--ingest-pairs",
+            type=int,
+            default=0,
+            help="with --ingest-batch-verdicts, on PostgreSQL: at the end, ingest one batch of ten new "
+            "models into copies of the study after its first batch and of the whole study, this many "
+            "pairs, alternating the order (ifportal.benchmarks.study.ingest_pairs); the database is "
+            "copied (CREATE DATABASE ... TEMPLATE), and the cache cleared afterwards",
+        )
+        parser.add_argument(
+            "--copy-rows",
+            type=int,
+            default=0,
+            help="measure the COPY baselines on the first this many verdicts (0: all of them)",
+        )
+        parser.add_argument(
+            "--skip-cli", action="store_true", help="do not load the study a second time through `manage.py ingest`"
+        )
+        parser.add_argument(
+            "--search-corpus-mb",
+            type=float,
+            default=0,
+            help="grow the study's search corpus by about this many MB of generated trajectories "
+            "(ifportal.benchmarks.search_corpus: COPY, then the trigram index built) and measure its searches too",
+        )
 
     def handle(self, *args, **o):
         if connection.vendor != "postgresql":
-            self.stderr.write("note: not on PostgreSQL (set DATABASE_URL); COPY throughput is skipped and figures are not the target ones")
+            self.stderr.write(
+                "note: not on PostgreSQL (set DATABASE_URL); COPY throughput is skipped and figures are not the target ones"
+            )
         if o["long_trajectory_only"]:
             figures = {"database": connection.vendor, "long_trajectory": self._long_trajectory(o)}
             if o["json"]:
@@ -88,8 +124,11 @@ class Command(BaseCommand):
         if o["http_only"]:
             if not Benchmark.objects.filter(slug=SLUG).exists():
                 raise CommandError(f"--http-only needs the benchmark '{SLUG}' of an earlier run with --keep")
-            figures = {"database": connection.vendor, "verdicts": Verdict.objects.filter(attempt__run__benchmark__slug=SLUG).count(),
-                       "http": self._http(o)}
+            figures = {
+                "database": connection.vendor,
+                "verdicts": Verdict.objects.filter(attempt__run__benchmark__slug=SLUG).count(),
+                "http": self._http(o),
+            }
             if o["json"]:
                 Path(o["json"]).write_text(json.dumps(figures, indent=2))
             self.stdout.write(json.dumps(figures, indent=2))
@@ -98,7 +137,9 @@ class Command(BaseCommand):
             raise CommandError("--ingest-pairs needs PostgreSQL and --ingest-batch-verdicts")
         for slug in (SLUG, SLUG_CLI):
             if Benchmark.objects.filter(slug=slug).exists():
-                raise CommandError(f"benchmark '{slug}' exists from an earlier run: delete it (or use another database)")
+                raise CommandError(
+                    f"benchmark '{slug}' exists from an earlier run: delete it (or use another database)"
+                )
         size = sb.StudySize(o["instances"], o["items"], o["models"], o["repetitions"], o["judges"])
         root = sb.tmpdir()
         figures: dict = {"size": size.__dict__ | {"verdicts": size.verdicts}, "database": connection.vendor}
@@ -106,10 +147,14 @@ class Command(BaseCommand):
         seconds, files = sb.timed(lambda: sb.study_write(size, root))
         figures["generate_seconds"] = round(seconds, 2)
 
-        seconds, _ = sb.timed(lambda: ingest("octobench-instances", [Source.of(files.instances)], Options(benchmark=SLUG)))
+        seconds, _ = sb.timed(
+            lambda: ingest("octobench-instances", [Source.of(files.instances)], Options(benchmark=SLUG))
+        )
         figures["ingest_instances_seconds"] = round(seconds, 2)
         if o["ingest_batch_verdicts"]:
-            figures["ingest"] = self._ingest_batched(files, size, o["ingest_batch_verdicts"], snapshot=bool(o["ingest_pairs"]))
+            figures["ingest"] = self._ingest_batched(
+                files, size, o["ingest_batch_verdicts"], snapshot=bool(o["ingest_pairs"])
+            )
             stored, ingest_seconds = figures["ingest"]["verdicts"], figures["ingest"]["seconds"]
         else:
             # in process: the results folder planned as the command plans it, ingested in one transaction
@@ -118,11 +163,17 @@ class Command(BaseCommand):
             ingest_units("octobench-scores", plan_import("octobench-scores", entries, Options(benchmark=SLUG)))
             ingest_seconds = time.perf_counter() - start
             stored = Verdict.objects.filter(attempt__run__benchmark__slug=SLUG).count()
-            figures["ingest"] = {"verdicts": stored, "files": len(entries), "seconds": round(ingest_seconds, 2),
-                                 "verdicts_per_second": round(stored / ingest_seconds),
-                                 "includes": "parse, validate, upsert, rollups; in this process, one transaction"}
-            self._say(f"ingest in process: {stored:,} verdicts from {len(entries)} files in {ingest_seconds:.1f} s "
-                      f"= {stored / ingest_seconds:,.0f} verdicts/s")
+            figures["ingest"] = {
+                "verdicts": stored,
+                "files": len(entries),
+                "seconds": round(ingest_seconds, 2),
+                "verdicts_per_second": round(stored / ingest_seconds),
+                "includes": "parse, validate, upsert, rollups; in this process, one transaction",
+            }
+            self._say(
+                f"ingest in process: {stored:,} verdicts from {len(entries)} files in {ingest_seconds:.1f} s "
+                f"= {stored / ingest_seconds:,.0f} verdicts/s"
+            )
 
         if connection.vendor == "postgresql":
             # what autovacuum does some time after a bulk load; done now so page figures do not
@@ -130,14 +181,19 @@ class Command(BaseCommand):
             seconds, _ = sb.timed(lambda: connection.cursor().execute("VACUUM ANALYZE"))
             figures["vacuum_analyze_seconds"] = round(seconds, 1)
             figures["database_size"] = size_figures = sb.database_size(stored)
-            self._say(f"database size: {size_figures['database_mb']:,} MB, {size_figures['database_mb_per_million_verdicts']} MB "
-                      f"per million verdicts (verdicts {size_figures['verdicts_mb_per_million_verdicts']} MB, attempt rollups "
-                      f"{size_figures['attempt_rollups_mb_per_million_verdicts']} MB, group rollups "
-                      f"{size_figures['group_rollups_mb_per_million_verdicts']} MB per million)")
-        rows = [(a, i, j, r, t, s, json.dumps(e) if e is not None else None) for a, i, j, r, t, s, e in
-                Verdict.objects.filter(attempt__run__benchmark__slug=SLUG).values_list(
-                    "attempt_id", "item_id", "judge_id", "result", "reasoning", "score", "evidence"
-                ).order_by()[:o["copy_rows"] or None].iterator(chunk_size=20000)]
+            self._say(
+                f"database size: {size_figures['database_mb']:,} MB, {size_figures['database_mb_per_million_verdicts']} MB "
+                f"per million verdicts (verdicts {size_figures['verdicts_mb_per_million_verdicts']} MB, attempt rollups "
+                f"{size_figures['attempt_rollups_mb_per_million_verdicts']} MB, group rollups "
+                f"{size_figures['group_rollups_mb_per_million_verdicts']} MB per million)"
+            )
+        rows = [
+            (a, i, j, r, t, s, json.dumps(e) if e is not None else None)
+            for a, i, j, r, t, s, e in Verdict.objects.filter(attempt__run__benchmark__slug=SLUG)
+            .values_list("attempt_id", "item_id", "judge_id", "result", "reasoning", "score", "evidence")
+            .order_by()[: o["copy_rows"] or None]
+            .iterator(chunk_size=20000)
+        ]
         copy = sb.copy_throughput(rows)
         del rows
         if copy:
@@ -145,23 +201,32 @@ class Command(BaseCommand):
             figures["copy_rows_per_second"] = round(copy["temp_table"])
             figures["copy_into_verdict_like_table_rows_per_second"] = round(copy["verdict_like"])
             figures["copy_into_verdict_table_rows_per_second"] = round(copy["verdict_table"])
-            for name, key in (("", "temp_table"), ("_into_verdict_like_table", "verdict_like"),
-                              ("_into_verdict_table", "verdict_table")):
+            for name, key in (
+                ("", "temp_table"),
+                ("_into_verdict_like_table", "verdict_like"),
+                ("_into_verdict_table", "verdict_table"),
+            ):
                 figures[f"ingest_share_of_copy{name}"] = round(rate / copy[key], 4)
-            self._say(f"raw COPY of the same rows: {copy['temp_table']:,.0f} rows/s into a temporary table without "
-                      f"indexes (ingest is {100 * rate / copy['temp_table']:.1f}% of it); {copy['verdict_like']:,.0f} rows/s "
-                      f"into a logged table with the verdict table's indexes ({100 * rate / copy['verdict_like']:.1f}%); "
-                      f"{copy['verdict_table']:,.0f} rows/s into one with its indexes and foreign keys, that is into the "
-                      f"verdict table ({100 * rate / copy['verdict_table']:.1f}%)")
+            self._say(
+                f"raw COPY of the same rows: {copy['temp_table']:,.0f} rows/s into a temporary table without "
+                f"indexes (ingest is {100 * rate / copy['temp_table']:.1f}% of it); {copy['verdict_like']:,.0f} rows/s "
+                f"into a logged table with the verdict table's indexes ({100 * rate / copy['verdict_like']:.1f}%); "
+                f"{copy['verdict_table']:,.0f} rows/s into one with its indexes and foreign keys, that is into the "
+                f"verdict table ({100 * rate / copy['verdict_table']:.1f}%)"
+            )
 
         figures["ingest_cli"] = cli = self._cli_ingest(files) if not o["skip_cli"] else None
         if copy and cli:
-            figures["ingest_cli_share_of_copy_into_verdict_table"] = round(cli["verdicts_per_second"] / copy["verdict_table"], 4)
-            self._say(f"the study through the CLI as a user runs it (two commands, start-up included): "
-                      f"{cli['verdicts_per_second']:,.0f} verdicts/s = {cli['verdicts_per_second'] / copy['verdict_table']:.2f}x "
-                      f"the COPY rate into a table with the verdict table's indexes and foreign keys "
-                      f"({copy['verdict_table']:,.0f} rows/s); in process {rate:,.0f} verdicts/s = "
-                      f"{rate / copy['verdict_table']:.2f}x")
+            figures["ingest_cli_share_of_copy_into_verdict_table"] = round(
+                cli["verdicts_per_second"] / copy["verdict_table"], 4
+            )
+            self._say(
+                f"the study through the CLI as a user runs it (two commands, start-up included): "
+                f"{cli['verdicts_per_second']:,.0f} verdicts/s = {cli['verdicts_per_second'] / copy['verdict_table']:.2f}x "
+                f"the COPY rate into a table with the verdict table's indexes and foreign keys "
+                f"({copy['verdict_table']:,.0f} rows/s); in process {rate:,.0f} verdicts/s = "
+                f"{rate / copy['verdict_table']:.2f}x"
+            )
 
         seconds, notebook = sb.timed(lambda: sb.notebook_leaderboard(files))
         figures["notebook_leaderboard_seconds"] = round(seconds, 3)
@@ -172,12 +237,32 @@ class Command(BaseCommand):
         nbytes = sb.trajectory_write(big, instance_ids=ids, megabytes=o["trajectory_mb"])
         env = {**os.environ}
         seconds, rss, status, out = sb.peak_rss_of_command(
-            [sys.executable, "manage.py", "ingest", "octobench-trajectories", str(big), "--benchmark", SLUG,
-             "--model", "model-0", "--run", "model-0-r1", "--no-progress"], env)
+            [
+                sys.executable,
+                "manage.py",
+                "ingest",
+                "octobench-trajectories",
+                str(big),
+                "--benchmark",
+                SLUG,
+                "--model",
+                "model-0",
+                "--run",
+                "model-0-r1",
+                "--no-progress",
+            ],
+            env,
+        )
         if status != 0:
             raise CommandError(f"ingest of the large trajectory failed:\n{out}")
-        figures["large_trajectory"] = {"file_mb": round(nbytes / 2**20, 1), "seconds": round(seconds, 1), "peak_rss_mb": round(rss / 2**20, 1)}
-        self._say(f"large trajectory: {nbytes / 2**20:.0f} MB ingested in {seconds:.1f} s, peak RSS {rss / 2**20:.0f} MB")
+        figures["large_trajectory"] = {
+            "file_mb": round(nbytes / 2**20, 1),
+            "seconds": round(seconds, 1),
+            "peak_rss_mb": round(rss / 2**20, 1),
+        }
+        self._say(
+            f"large trajectory: {nbytes / 2**20:.0f} MB ingested in {seconds:.1f} s, peak RSS {rss / 2**20:.0f} MB"
+        )
         five = root / "trajectory-5mb.jsonl"
         sb.trajectory_write(five, instance_ids=[ids[0]], megabytes=5)
         ingest("octobench-trajectories", [Source.of(five)], Options(benchmark=SLUG, model="model-1", run="model-1-r1"))
@@ -187,13 +272,17 @@ class Command(BaseCommand):
             connection.cursor().execute("ANALYZE runs_searchtext")
         queries = sb.SEARCH_QUERIES + (search_corpus.corpus_queries(SLUG) if o["search_corpus_mb"] else [])
         figures["search"] = sb.search_latency(SLUG, repeats=o["requests"], queries=queries)
-        self._say(f"search: {figures['search']['search_text_mb']} MB of trajectory and response text in "
-                  f"{figures['search']['search_rows']:,} rows; p95 over {len(queries)} queries "
-                  f"{figures['search']['all_queries']['p95_ms']:.0f} ms (target 300 ms at 1M verdicts and 1 GB)")
+        self._say(
+            f"search: {figures['search']['search_text_mb']} MB of trajectory and response text in "
+            f"{figures['search']['search_rows']:,} rows; p95 over {len(queries)} queries "
+            f"{figures['search']['all_queries']['p95_ms']:.0f} ms (target 300 ms at 1M verdicts and 1 GB)"
+        )
         for label, _ in queries:
             found = figures["search"][label]
-            self._say(f"  {label}: median {found['median_ms']:.0f} ms, p95 {found['p95_ms']:.0f} ms (target 300 ms), "
-                      f"{found['hits_on_first_page']} hits on the first page")
+            self._say(
+                f"  {label}: median {found['median_ms']:.0f} ms, p95 {found['p95_ms']:.0f} ms (target 300 ms), "
+                f"{found['hits_on_first_page']} hits on the first page"
+            )
 
         if not o["skip_http"]:
             figures["http"] = self._http(o)
@@ -205,39 +294,61 @@ class Command(BaseCommand):
             Path(o["json"]).write_text(json.dumps(figures, indent=2))
         if not o["keep"]:
             Benchmark.objects.filter(slug=SLUG).delete()
-        shutil.rmtree(root, ignore_errors=True)  # the generated files (about 300 MB at 1M verdicts); the database keeps what --keep keeps
+        shutil.rmtree(
+            root, ignore_errors=True
+        )  # the generated files (about 300 MB at 1M verdicts); the database keeps what --keep keeps
         self.stdout.write(json.dumps(figures, indent=2))
 
     def _search_corpus(self, megabytes: float) -> dict:
         """The study's search corpus grown to about 1 GB, for the search target, without a half-hour import."""
-        self._say(f"growing the search corpus by {megabytes:,.0f} MB of generated trajectories (ifportal.benchmarks.search_corpus)")
+        self._say(
+            f"growing the search corpus by {megabytes:,.0f} MB of generated trajectories (ifportal.benchmarks.search_corpus)"
+        )
         out = search_corpus.corpus_grow(SLUG, megabytes=megabytes, say=self._say)
-        self._say(f"search corpus: {out['text_mb']:,} MB of text in {out['rows']:,} rows over {out['attempts']:,} "
-                  f"attempts in {out['seconds']:.0f} s (generate and COPY {out['generate_and_copy_seconds']:.0f} s, "
-                  f"trigram index {out.get('index_build_seconds', 0):.0f} s); sizes {out.get('sizes_mb', {})}; "
-                  f"rows per needle {out['needle_rows']}")
+        self._say(
+            f"search corpus: {out['text_mb']:,} MB of text in {out['rows']:,} rows over {out['attempts']:,} "
+            f"attempts in {out['seconds']:.0f} s (generate and COPY {out['generate_and_copy_seconds']:.0f} s, "
+            f"trigram index {out.get('index_build_seconds', 0):.0f} s); sizes {out.get('sizes_mb', {})}; "
+            f"rows per needle {out['needle_rows']}"
+        )
         return out
 
     def _long_trajectory(self, o) -> dict:
         """One attempt of tens of thousands of messages, imported and read (ifportal.benchmarks.long_trajectory)."""
         return long_trajectory.long_trajectory_figures(
-            messages=o["long_trajectory_messages"], megabytes=o["long_trajectory_mb"], requests=o["requests"],
-            port=o["port"], http=not o["skip_http"], keep=o["keep"], say=self._say,
-            chromium_samples=0 if o["skip_chromium"] else o["chromium_samples"])
+            messages=o["long_trajectory_messages"],
+            megabytes=o["long_trajectory_mb"],
+            requests=o["requests"],
+            port=o["port"],
+            http=not o["skip_http"],
+            keep=o["keep"],
+            say=self._say,
+            chromium_samples=0 if o["skip_chromium"] else o["chromium_samples"],
+        )
 
-    def _ingest_batched(self, files: sb.StudyFiles, size: sb.StudySize, per_batch: int, *, snapshot: bool = False) -> dict:
+    def _ingest_batched(
+        self, files: sb.StudyFiles, size: sb.StudySize, per_batch: int, *, snapshot: bool = False
+    ) -> dict:
         """The results folder in batches of about `per_batch` verdicts: the first batch's rate (into an empty
         benchmark) and the last one's (at the study's full size) side by side. With `snapshot`, the database
         is copied after the first batch (`_first_batch_database`) for `_ingest_pairs`."""
         per_model = size.verdicts // size.models
         self._say(f"ingest in process, in batches of about {per_batch:,} verdicts (whole models of {per_model:,}):")
-        out = sb.ingest_in_batches(files.results, SLUG, per_model=per_model, per_batch=per_batch, say=self._say,
-                                   after_first=self._first_batch_snapshot if snapshot else None)
+        out = sb.ingest_in_batches(
+            files.results,
+            SLUG,
+            per_model=per_model,
+            per_batch=per_batch,
+            say=self._say,
+            after_first=self._first_batch_snapshot if snapshot else None,
+        )
         first, last = out["first_batch"], out["last_batch"]
-        self._say(f"ingest in process: {out['verdicts']:,} verdicts in {out['seconds']:.1f} s = {out['verdicts_per_second']:,} "
-                  f"verdicts/s; first batch (0 -> {first['verdicts']:,}) {first['verdicts_per_second']:,} verdicts/s, last "
-                  f"batch ({last['verdicts_in_benchmark_before']:,} -> {out['verdicts']:,}) {last['verdicts_per_second']:,} "
-                  f"verdicts/s (target: not lower at the full size)")
+        self._say(
+            f"ingest in process: {out['verdicts']:,} verdicts in {out['seconds']:.1f} s = {out['verdicts_per_second']:,} "
+            f"verdicts/s; first batch (0 -> {first['verdicts']:,}) {first['verdicts_per_second']:,} verdicts/s, last "
+            f"batch ({last['verdicts_in_benchmark_before']:,} -> {out['verdicts']:,}) {last['verdicts_per_second']:,} "
+            f"verdicts/s (target: not lower at the full size)"
+        )
         return out
 
     @staticmethod
@@ -260,22 +371,33 @@ class Command(BaseCommand):
         try:
             batch = sb.batch_write(size, root / "pairs", first_model=size.models)
             self._say(f"the same batch into the study at two sizes, back to back, {pairs} pair(s):")
-            out = sb.ingest_pairs(batch, SLUG, small=small, big=connection.settings_dict["NAME"], pairs=pairs,
-                                  per_model=size.verdicts // size.models, say=self._say)
+            out = sb.ingest_pairs(
+                batch,
+                SLUG,
+                small=small,
+                big=connection.settings_dict["NAME"],
+                pairs=pairs,
+                per_model=size.verdicts // size.models,
+                say=self._say,
+            )
         finally:
             sb.database_drop(small)
             # the copies share this database's ids and the cache: what they cached must not answer for this one
             cache.clear()
-        self._say(f"ingest of the same batch, at the full size against after the first batch: "
-                  f"{', '.join(f'{100 * r:+.1f}%' for r in out['big_against_small'])} (target: not lower at the full size)")
+        self._say(
+            f"ingest of the same batch, at the full size against after the first batch: "
+            f"{', '.join(f'{100 * r:+.1f}%' for r in out['big_against_small'])} (target: not lower at the full size)"
+        )
         return out
 
     def _cli_ingest(self, files: sb.StudyFiles) -> dict:
         """The study the way users load it: `manage.py ingest` over the instances file, then once over the
         results folder (mini-vela layout), each a new process; into a second benchmark, removed afterwards."""
         out: dict = {"benchmark": SLUG_CLI, "load_average_at_start": [round(x, 2) for x in os.getloadavg()]}
-        steps = (("instances", ["octobench-instances", str(files.instances)]),
-                 ("scores", ["octobench-scores", str(files.results)]))
+        steps = (
+            ("instances", ["octobench-instances", str(files.instances)]),
+            ("scores", ["octobench-scores", str(files.results)]),
+        )
         try:
             for name, args in steps:
                 argv = sb.manage_py("ingest", *args, "--benchmark", SLUG_CLI, "--no-progress")
@@ -288,13 +410,19 @@ class Command(BaseCommand):
         finally:
             Benchmark.objects.filter(slug=SLUG_CLI).delete()
         seconds = out["instances_seconds"] + out["scores_seconds"]
-        out |= {"verdicts": verdicts, "commands": len(steps), "seconds": round(seconds, 2),
-                "verdicts_per_second": round(verdicts / seconds),
-                "scores_command_verdicts_per_second": round(verdicts / out["scores_seconds"]),
-                "includes": "process start-up, parse, validate, upsert, rollups; one transaction per command",
-                "load_average_at_end": [round(x, 2) for x in os.getloadavg()]}
-        self._say(f"through the CLI: {verdicts:,} verdicts in {seconds:.1f} s ({out['instances_seconds']:.1f} s instances, "
-                  f"{out['scores_seconds']:.1f} s the results folder) = {verdicts / seconds:,.0f} verdicts/s")
+        out |= {
+            "verdicts": verdicts,
+            "commands": len(steps),
+            "seconds": round(seconds, 2),
+            "verdicts_per_second": round(verdicts / seconds),
+            "scores_command_verdicts_per_second": round(verdicts / out["scores_seconds"]),
+            "includes": "process start-up, parse, validate, upsert, rollups; one transaction per command",
+            "load_average_at_end": [round(x, 2) for x in os.getloadavg()],
+        }
+        self._say(
+            f"through the CLI: {verdicts:,} verdicts in {seconds:.1f} s ({out['instances_seconds']:.1f} s instances, "
+            f"{out['scores_seconds']:.1f} s the results folder) = {verdicts / seconds:,.0f} verdicts/s"
+        )
         return out
 
     def _http(self, o) -> dict:
@@ -310,10 +438,14 @@ class Command(BaseCommand):
         pages = {
             "leaderboard": ("runs:checklist-leaderboard", {"slug": SLUG}, ""),
             "drill-down": ("runs:checklist-attempts", {"slug": SLUG}, "?model=model-0"),
-            f"attempt ({five_mb[1] / 2**20:.1f} MB trajectory)" if five_mb else "attempt (5 MB trajectory)":
-                ("runs:attempt", {"pk": five_mb[0] if five_mb else None}, ""),
-            f"attempt (largest trajectory, {largest[1] / 2**20:.1f} MB)" if largest else "attempt (largest trajectory)":
-                ("runs:attempt", {"pk": largest[0] if largest else None}, ""),
+            f"attempt ({five_mb[1] / 2**20:.1f} MB trajectory)" if five_mb else "attempt (5 MB trajectory)": (
+                "runs:attempt",
+                {"pk": five_mb[0] if five_mb else None},
+                "",
+            ),
+            f"attempt (largest trajectory, {largest[1] / 2**20:.1f} MB)"
+            if largest
+            else "attempt (largest trajectory)": ("runs:attempt", {"pk": largest[0] if largest else None}, ""),
             "survival API": ("api:dialogue-metrics", {} if dialogue_run else None, f"?run={dialogue_run}"),
             "hierarchy API": ("api:hierarchy-metrics", {} if hierarchy else None, f"?benchmark={hierarchy}"),
             "search page": ("runs:search", {"slug": SLUG}, "?q=%2Fapp%2Ff7.py"),
@@ -337,8 +469,10 @@ class Command(BaseCommand):
                 if not name.startswith("api:"):
                     html_pages[label] = path
                 target = {"leaderboard": " (target 20 ms warm)", "drill-down": " (target 150 ms)"}.get(label, "")
-                self._say(f"{label}: median {out[label]['median_ms']:.0f} ms, p95 {out[label]['p95_ms']:.0f} ms{target} "
-                          f"(HTTP {out[label]['status']})")
+                self._say(
+                    f"{label}: median {out[label]['median_ms']:.0f} ms, p95 {out[label]['p95_ms']:.0f} ms{target} "
+                    f"(HTTP {out[label]['status']})"
+                )
                 if label == "leaderboard":
                     out.update(self._leaderboard_after_changes(server, path, cookie, o["requests"]))
                 if label == "drill-down":
@@ -357,15 +491,26 @@ class Command(BaseCommand):
                     out[label] = "not measured: wrk is not installed (Debian: apt-get install wrk)"
                     self._say(out[label])
                     continue
-                load["server_cpu_cores"] = round((server.cpu_seconds() - server_cpu) / load["seconds"], 2) if load["seconds"] else None
+                load["server_cpu_cores"] = (
+                    round((server.cpu_seconds() - server_cpu) / load["seconds"], 2) if load["seconds"] else None
+                )
                 out[label] = load
                 load["target_rps"] = 200
-                p95 = f"p95 {load['latency_p95']:.0f} ms" if load.get("latency_p95") is not None else (
-                    f"p90 {load['latency_p90']:.0f} ms, p99 {load['latency_p99']:.0f} ms" if load.get("latency_p99") else "")
-                self._say(f"leaderboard under {o['clients']} clients ({load['client']}): {load['rps']:.1f} requests/s "
-                          f"(target >= 200), {p95}, {load['errors']} errors; CPU cores used: web server "
-                          f"{load['server_cpu_cores']}, load generator {load['client_cpu_cores']} (of {os.cpu_count()}); "
-                          f"load average {os.getloadavg()[0]:.2f}")
+                p95 = (
+                    f"p95 {load['latency_p95']:.0f} ms"
+                    if load.get("latency_p95") is not None
+                    else (
+                        f"p90 {load['latency_p90']:.0f} ms, p99 {load['latency_p99']:.0f} ms"
+                        if load.get("latency_p99")
+                        else ""
+                    )
+                )
+                self._say(
+                    f"leaderboard under {o['clients']} clients ({load['client']}): {load['rps']:.1f} requests/s "
+                    f"(target >= 200), {p95}, {load['errors']} errors; CPU cores used: web server "
+                    f"{load['server_cpu_cores']}, load generator {load['client_cpu_cores']} (of {os.cpu_count()}); "
+                    f"load average {os.getloadavg()[0]:.2f}"
+                )
         out["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
         return out
 
@@ -385,41 +530,65 @@ class Command(BaseCommand):
         precomputed: every rollup scored in the request). Each request follows its own change."""
         out: dict = {}
         precompute: list[float] = []
-        cold = sb.latency(server.url(path), cookie, requests=requests,
-                          before=lambda: precompute.append(sb.timed(self._data_changed)[0]))
-        out["leaderboard (cold cache)"] = cold | {"path": path, "writer_precompute_median_ms":
-                                                  round(1000 * statistics.median(precompute), 1), "target_p95_ms": 150}
-        self._say(f"leaderboard, cold cache (after a writer's change): median {cold['median_ms']:.0f} ms, p95 "
-                  f"{cold['p95_ms']:.0f} ms (target 150 ms; the writer spent {1000 * statistics.median(precompute):.0f} ms "
-                  f"precomputing after its commit)")
+        cold = sb.latency(
+            server.url(path),
+            cookie,
+            requests=requests,
+            before=lambda: precompute.append(sb.timed(self._data_changed)[0]),
+        )
+        out["leaderboard (cold cache)"] = cold | {
+            "path": path,
+            "writer_precompute_median_ms": round(1000 * statistics.median(precompute), 1),
+            "target_p95_ms": 150,
+        }
+        self._say(
+            f"leaderboard, cold cache (after a writer's change): median {cold['median_ms']:.0f} ms, p95 "
+            f"{cold['p95_ms']:.0f} ms (target 150 ms; the writer spent {1000 * statistics.median(precompute):.0f} ms "
+            f"precomputing after its commit)"
+        )
         # a state no one warms (one judge, sorted by CSR) after a writer's change: its tables derived from the
         # precomputed summary, its fragment and filter form rendered in the request
         other = f"{path}?judge=judge-0&sort=csr"
         state = sb.latency(server.url(other), cookie, requests=requests, before=self._data_changed)
         out["leaderboard (cold cache, a state not warmed)"] = state | {"path": other, "target_p95_ms": 150}
-        self._say(f"leaderboard, cold cache, a state not warmed ({other}): median {state['median_ms']:.0f} ms, p95 "
-                  f"{state['p95_ms']:.0f} ms (target 150 ms)")
+        self._say(
+            f"leaderboard, cold cache, a state not warmed ({other}): median {state['median_ms']:.0f} ms, p95 "
+            f"{state['p95_ms']:.0f} ms (target 150 ms)"
+        )
         # the same change made by a job: it warms the default page after committing (untimed, as a worker
         # would); needs a cache the web workers share (CACHE_URL)
         warming: list[float] = []
-        warmed = sb.latency(server.url(path), cookie, requests=requests,
-                            before=lambda: warming.append(sb.timed(self._data_changed_by_job)[0]))
+        warmed = sb.latency(
+            server.url(path),
+            cookie,
+            requests=requests,
+            before=lambda: warming.append(sb.timed(self._data_changed_by_job)[0]),
+        )
         out["leaderboard (after a job's change, warmed)"] = warmed | {
-            "path": path, "warming_median_ms": round(1000 * statistics.median(warming), 1), "target_p95_ms": 20}
-        self._say(f"leaderboard after a job's change: median {warmed['median_ms']:.0f} ms, p95 "
-                  f"{warmed['p95_ms']:.0f} ms (target 20 ms; the job spent {1000 * statistics.median(warming):.0f} ms "
-                  f"precomputing and warming)")
+            "path": path,
+            "warming_median_ms": round(1000 * statistics.median(warming), 1),
+            "target_p95_ms": 20,
+        }
+        self._say(
+            f"leaderboard after a job's change: median {warmed['median_ms']:.0f} ms, p95 "
+            f"{warmed['p95_ms']:.0f} ms (target 20 ms; the job spent {1000 * statistics.median(warming):.0f} ms "
+            f"precomputing and warming)"
+        )
         bare = sb.latency(server.url(path), cookie, requests=requests, before=self._generation_bumped)
         out["leaderboard (cold, nothing precomputed)"] = bare | {"path": path}
-        self._say(f"leaderboard, generation bumped with nothing precomputed (no writer does this): median "
-                  f"{bare['median_ms']:.0f} ms, p95 {bare['p95_ms']:.0f} ms")
+        self._say(
+            f"leaderboard, generation bumped with nothing precomputed (no writer does this): median "
+            f"{bare['median_ms']:.0f} ms, p95 {bare['p95_ms']:.0f} ms"
+        )
         return out
 
     def _drilldown_after_changes(self, server, path: str, cookie: str, requests: int) -> dict:
         """The drill-down after each of a writer's changes (its filter choices move with the generation)."""
         cold = sb.latency(server.url(path), cookie, requests=requests, before=self._data_changed)
-        self._say(f"drill-down after a writer's change: median {cold['median_ms']:.0f} ms, p95 {cold['p95_ms']:.0f} ms "
-                  f"(target 150 ms)")
+        self._say(
+            f"drill-down after a writer's change: median {cold['median_ms']:.0f} ms, p95 {cold['p95_ms']:.0f} ms "
+            f"(target 150 ms)"
+        )
         return {"drill-down (cold cache)": cold | {"path": path, "target_p95_ms": 150}}
 
     @staticmethod

@@ -18,6 +18,7 @@ as its status, its content type and its body: JSON sorted and indented, CSV as i
 request to the next (CSRF tokens, script nonces, "3 minutes ago") masked. Relative times and the job list's clock
 are the only things masked, so any change of a number, a word, a link or an error shows in the diff.
 """
+
 import json
 import re
 from collections import deque
@@ -41,7 +42,10 @@ PER_ROLE = 900
 
 MASKS = (
     (re.compile(r"csrfmiddlewaretoken=\S+"), "csrfmiddlewaretoken=…"),
-    (re.compile(r"\b\d+(?:\.\d+)?\s*(?:seconds?|minutes?|hours?|days?|weeks?|months?)(?:,\s*\d+\s*\w+)?\s+ago\b"), "… ago"),
+    (
+        re.compile(r"\b\d+(?:\.\d+)?\s*(?:seconds?|minutes?|hours?|days?|weeks?|months?)(?:,\s*\d+\s*\w+)?\s+ago\b"),
+        "… ago",
+    ),
     (re.compile(r"\b\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?"), "<time>"),
     (re.compile(r"\bnonce=\"[^\"]*\""), 'nonce="…"'),
 )
@@ -50,8 +54,35 @@ MASKS = (
 class _Page(HTMLParser):
     """Visible text in blocks, links and form fields of one HTML answer."""
 
-    BLOCKS = {"p", "div", "tr", "li", "h1", "h2", "h3", "h4", "section", "table", "details", "summary", "br", "dt", "dd",
-              "option", "form", "nav", "header", "footer", "main", "article", "ul", "ol", "dl", "thead", "tbody"}
+    BLOCKS = {
+        "p",
+        "div",
+        "tr",
+        "li",
+        "h1",
+        "h2",
+        "h3",
+        "h4",
+        "section",
+        "table",
+        "details",
+        "summary",
+        "br",
+        "dt",
+        "dd",
+        "option",
+        "form",
+        "nav",
+        "header",
+        "footer",
+        "main",
+        "article",
+        "ul",
+        "ol",
+        "dl",
+        "thead",
+        "tbody",
+    }
 
     def __init__(self):
         super().__init__(convert_charrefs=True)
@@ -66,7 +97,11 @@ class _Page(HTMLParser):
         for name in ("href", "hx-get", "action", "src"):
             if attrs.get(name):
                 self.links.append(attrs[name])
-        if tag in ("input", "select", "textarea", "button") and attrs.get("name") and attrs.get("name") != "csrfmiddlewaretoken":
+        if (
+            tag in ("input", "select", "textarea", "button")
+            and attrs.get("name")
+            and attrs.get("name") != "csrfmiddlewaretoken"
+        ):
             checked = " checked" if "checked" in attrs else ""
             self.fields.append(f"{tag} {attrs['name']}={attrs.get('value', '')}{checked}")
         if tag == "option" and "selected" in attrs:
@@ -127,8 +162,15 @@ def describe(response) -> tuple[str, list[str]]:
     page.feed(text)
     page._flush(False)
     links = [urldefrag(link)[0] for link in page.links]
-    return (head + _mask("\n".join(page.lines)) + "\n\n## links\n" + _mask("\n".join(links))
-            + "\n\n## fields\n" + _mask("\n".join(page.fields)) + "\n"), links
+    return (
+        head
+        + _mask("\n".join(page.lines))
+        + "\n\n## links\n"
+        + _mask("\n".join(links))
+        + "\n\n## fields\n"
+        + _mask("\n".join(page.fields))
+        + "\n"
+    ), links
 
 
 class Command(BaseCommand):
@@ -139,11 +181,24 @@ class Command(BaseCommand):
         parser.add_argument("--per-role", type=int, default=PER_ROLE, help="most answers per role")
 
     def handle(self, *args, out: Path, per_role: int, **opts):
-        seeds = ["/", "/jobs/", "/audits/", "/audits/mine/", "/help/metrics/", "/api/benchmarks/", "/api/runs/",
-                 "/api/jobs/", "/api/attempts/", "/api/audits/campaigns/"]
+        seeds = [
+            "/",
+            "/jobs/",
+            "/audits/",
+            "/audits/mine/",
+            "/help/metrics/",
+            "/api/benchmarks/",
+            "/api/runs/",
+            "/api/jobs/",
+            "/api/attempts/",
+            "/api/audits/campaigns/",
+        ]
         for benchmark in Benchmark.objects.order_by("slug"):
             seeds += [f"/api/leaderboards/{benchmark.slug}/", f"/b/{benchmark.slug}/search/?q=the"]
-            seeds += [f"/api/{kind}-metrics/?benchmark={benchmark.slug}" for kind in ("choice", "conflict", "dialogue", "hierarchy")]
+            seeds += [
+                f"/api/{kind}-metrics/?benchmark={benchmark.slug}"
+                for kind in ("choice", "conflict", "dialogue", "hierarchy")
+            ]
         for username in ROLES:
             user = get_user_model().objects.filter(username=username).first()
             if user is None:
