@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from audits.models import FinalStatus, Label
+from audits.rubrics import rubric_for
 from runs.metrics.stats import bootstrap_interval, wilson_interval
 
 #: fewer paired units than this: the page warns that the figure is unstable
@@ -284,9 +286,6 @@ class CampaignAgreement:
 
 def campaign_agreement(campaign) -> CampaignAgreement:
     """Read a campaign's labels (two queries) and compute its agreement figures."""
-    from audits.models import Label
-    from audits.rubrics import rubric_for
-
     rubric = rubric_for(campaign.subject)
     by_unit: dict[int, list] = defaultdict(list)
     stratum_of: dict[int, str] = {}
@@ -320,8 +319,6 @@ def campaign_agreement(campaign) -> CampaignAgreement:
 
 def _outcomes(campaign) -> list[tuple[str, bool | None]]:
     """(stratum, valid) of each unit of a campaign: True / False once decided, None otherwise."""
-    from audits.models import FinalStatus
-
     decided = {FinalStatus.VALID: True, FinalStatus.INVALID: False}
     return [
         (stratum, decided.get(status))

@@ -625,3 +625,9 @@ def policy_effect(benchmark: Benchmark, policy: str, filters=None, campaigns: It
         benchmark.id, excluded, attempt_verdicts_on(excluded, benchmark.id, filters), filters=filters
     )
     return result, items_by_id({d["item_id"] for s in result.swaps for d in s.items})
+
+
+def unit_verdict_counts(unit) -> dict[str, int]:
+    """How many verdicts of each result the judges gave the unit's items (shown to whoever may see verdicts)."""
+    rows = Verdict.objects.filter(item__in=unit_items(unit)).values_list("result").annotate(n=Count("id"))
+    return {VerdictResult(r).label: n for r, n in rows.order_by()}

@@ -29,7 +29,7 @@ from audits.forms import (
 from audits.models import Campaign, CampaignState, Subject, UnitState
 from audits.rubrics import rubric_for
 from runs.access import blind_safe
-from runs.models import Benchmark, BenchmarkKind, VerdictResult
+from runs.models import Benchmark, BenchmarkKind
 from runs.pages import render_page
 from runs.selectors.checklist import checklist_query
 
@@ -357,20 +357,11 @@ def adjudicate(request, pk):
             "taken": unit.pk in selectors.units_taken_by(request.user, unit.campaign),
             "next_unit": following if following is not None and following.pk != unit.pk else None,
             **_evidence_context(unit),
-            "verdicts": _verdict_counts(unit),
+            "verdicts": selectors.unit_verdict_counts(unit),
             "reading": selectors.campaign_policy_reading(unit.campaign),
             **_rewrite_context(request.user, unit, back="adjudicate"),
         },
     )
-
-
-def _verdict_counts(unit) -> dict:
-    from django.db.models import Count
-
-    from runs.models import Verdict
-
-    rows = Verdict.objects.filter(item__in=selectors.unit_items(unit)).values_list("result").annotate(n=Count("id"))
-    return {VerdictResult(r).label: n for r, n in rows.order_by()}
 
 
 @blind_safe
@@ -395,7 +386,7 @@ def _unit_context(user, unit, rewrite_form=None) -> dict:
         **_rewrite_context(user, unit, rewrite_form, back="unit"),
     }
     if access.may_see_verdicts(user, unit):
-        context["verdicts"] = _verdict_counts(unit)
+        context["verdicts"] = selectors.unit_verdict_counts(unit)
     return context
 
 

@@ -10,6 +10,7 @@ import os
 import secrets
 from datetime import timedelta
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
@@ -217,8 +218,6 @@ def cache_url_beside(broker_url: str) -> str:
     """The Redis URL for the cache next to a Redis broker: same server, the next database
     number (broker /0 -> cache /1), so cache keys never mix with Celery's queues; "" for a
     broker that is not Redis."""
-    from urllib.parse import urlsplit, urlunsplit
-
     if not broker_url.startswith(("redis://", "rediss://")):
         return ""
     parts = urlsplit(broker_url)

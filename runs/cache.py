@@ -40,6 +40,8 @@ from django.conf import settings
 from django.core.cache import cache
 from django.db import connection, transaction
 
+from runs.models import Benchmark
+
 log = logging.getLogger(__name__)
 
 #: how long an entry stays; entries of older generations are simply never read again
@@ -77,8 +79,6 @@ CODE_VERSION = _code_version()
 
 def data_generation(benchmark_id: int) -> int | None:
     """The benchmark's data generation as committed now (None if it was deleted): one primary-key query."""
-    from runs.models import Benchmark
-
     return Benchmark.objects.filter(pk=benchmark_id).values_list("data_generation", flat=True).first()
 
 

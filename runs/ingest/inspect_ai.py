@@ -23,6 +23,8 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import zstandard
+
 from runs.ingest.base import Context, Source, clean, content_hash, iter_json_document
 from runs.ingest.decode import MAX_RECORD_BYTES, Refused, loads, raw_size, size_reason
 from runs.ingest.lookups import benchmark_name_for, category_of, slug_for
@@ -118,13 +120,6 @@ def _entry_bytes(archive: zipfile.ZipFile, info: zipfile.ZipInfo, limit: int) ->
 def _zstd_entry(archive: zipfile.ZipFile, info: zipfile.ZipInfo, limit: int) -> bytes:
     """A zstandard-compressed entry (Python's zipfile does not read them): its raw bytes after the local
     header, decompressed by at most `limit` bytes."""
-    try:
-        import zstandard
-    except ImportError:
-        raise LogError(
-            "the log's entries are compressed with zstandard: install the portal with its "
-            "dependencies (pip install zstandard)"
-        ) from None
     handle = archive.fp
     handle.seek(info.header_offset)
     local = handle.read(30)

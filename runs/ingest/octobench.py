@@ -38,6 +38,7 @@ from runs.models import (
     JudgeKind,
     JudgeReport,
     ReportStatus,
+    Run,
     Verdict,
     VerdictResult,
 )
@@ -573,8 +574,6 @@ def ingest_scores(sources: Sequence[Source], ctx: Context) -> None:
 
 
 def _run_for_results(ctx: Context, benchmark, source: Source):
-    from runs.models import Run
-
     if ctx.options.run and not ctx.options.model:
         run = Run.objects.filter(benchmark=benchmark, label=ctx.options.run).first()
         if run is None:
