@@ -84,8 +84,23 @@ def _reference_data(reference: metrics.ReferenceMetrics, counted: metrics.Dialog
     }
 
 
+class SurvivalBandSerializer(serializers.Serializer):
+    """The Kaplan-Meier S(t) at one turn with its 95% band (docs/metrics.md#dialogue-survival-km)."""
+
+    turn = serializers.IntegerField()
+    at_risk = serializers.IntegerField(help_text="Dialogues lasting at least `turn` turns.")
+    percent = serializers.FloatField(
+        help_text="Kaplan-Meier S(t) in percent: a dialogue the script or the log ended is censored, not failed "
+        "(equals `survival` when no dialogue is censored)."
+    )
+    se = serializers.FloatField(help_text="Greenwood standard error of S(t), in percentage points.")
+    lower = serializers.FloatField(help_text="95% pointwise lower bound (log(-log) transform), in percent.")
+    upper = serializers.FloatField(help_text="95% pointwise upper bound (log(-log) transform), in percent.")
+
+
 class DialogueMetricsSerializer(serializers.Serializer):
-    """Rates in percent; ACT_len, ACT_acc, ACT_succ and LSS in turns; survival as percent alive per turn."""
+    """Rates in percent; ACT_len, ACT_acc, ACT_succ and LSS in turns; survival as percent alive per turn, and
+    survival_band as its Kaplan-Meier estimate with a 95% band."""
 
     run = serializers.ListField(child=serializers.CharField())
     model = serializers.CharField()
@@ -111,6 +126,9 @@ class DialogueMetricsSerializer(serializers.Serializer):
         help_text="D': dialogues with at least one lapse, over which REC is averaged."
     )
     survival = serializers.ListField(child=serializers.FloatField())
+    survival_band = SurvivalBandSerializer(
+        many=True, help_text="Kaplan-Meier S(t) with its 95% band at each turn of `survival`."
+    )
     constraints = serializers.DictField(child=serializers.FloatField(allow_null=True))
     ended_by = serializers.DictField(
         child=serializers.IntegerField(),
@@ -198,6 +216,7 @@ class DialogueMetricsView(PageQueryView):
                     "rec": counted.rec,
                     "rec_dialogues": counted.rec_dialogues,
                     "survival": [p.percent for p in row.survival] if row else [],
+                    "survival_band": pooled["band"],
                     "constraints": {g.group: g.percent for g in pooled["groups"]},
                     "ended_by": pooled["ended_by"],
                     "reference": _reference_data(row.reference if row else metrics.reference_metrics([]), counted),

@@ -2,29 +2,57 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
+from runs.charts.checklist import PALETTE
 from runs.metrics.dialogue import GroupRate, ModelDialogueRow
+from runs.metrics.survival import BandPoint
 from runs.rounding import rounded
 
 _FONT = {"family": "system-ui, sans-serif", "size": 12}
 
 
-def survival_figure(rows: Sequence[ModelDialogueRow], *, patience: int | None) -> dict:
-    """One step line per model: % of dialogues still alive at each turn; hover shows alive / total."""
+def survival_figure(
+    rows: Sequence[ModelDialogueRow], bands: Mapping[str, Sequence[BandPoint]], *, patience: int | None
+) -> dict:
+    """One step line per model: its Kaplan-Meier S(t) (today's % alive when no dialogue is censored), over a
+    translucent 95% band of the same colour; hover shows the band and how many dialogues reached the turn."""
     data = []
-    for row in rows:
+    for n, row in enumerate(rows):
+        points, colour = bands[row.label], PALETTE[n % len(PALETTE)]
+        turns = [p.turn for p in points]
+        for bound in ("lower", "upper"):
+            data.append(
+                {
+                    "type": "scatter",
+                    "mode": "lines",
+                    "line": {"shape": "hv", "width": 0, "color": colour},
+                    "x": turns,
+                    "y": [rounded(getattr(p, bound), 2) for p in points],
+                    "fill": "tonexty" if bound == "upper" else "none",
+                    "fillcolor": _translucent(colour),
+                    "legendgroup": row.label,
+                    "showlegend": False,
+                    "hoverinfo": "skip",
+                    "name": f"{row.label} 95% {bound}",
+                }
+            )
         data.append(
             {
                 "type": "scatter",
                 "mode": "lines+markers",
-                "line": {"shape": "hv", "width": 2},
-                "marker": {"size": 5},
+                "line": {"shape": "hv", "width": 2, "color": colour},
+                "marker": {"size": 5, "color": colour},
                 "name": row.label,
-                "x": [p.turn for p in row.survival],
-                "y": [rounded(p.percent, 2) for p in row.survival],
-                "customdata": [[p.alive, p.total] for p in row.survival],
-                "hovertemplate": "%{fullData.name}<br>turn %{x}: %{y:.2f}% alive (%{customdata[0]} of %{customdata[1]})<extra></extra>",
+                "legendgroup": row.label,
+                "x": turns,
+                "y": [rounded(p.percent, 2) for p in points],
+                "customdata": [
+                    [rounded(p.lower, 2), rounded(p.upper, 2), p.at_risk, row.metrics.dialogues] for p in points
+                ],
+                "hovertemplate": "%{fullData.name}<br>turn %{x}: %{y:.2f}% alive"
+                " (95% %{customdata[0]:.2f}–%{customdata[1]:.2f}%)"
+                "<br>%{customdata[2]} of %{customdata[3]} dialogues reached it<extra></extra>",
             }
         )
     title = "Dialogues still alive at each turn" + (f" (patience {patience})" if patience else "")
@@ -43,6 +71,12 @@ def survival_figure(rows: Sequence[ModelDialogueRow], *, patience: int | None) -
             "hovermode": "closest",
         },
     }
+
+
+def _translucent(colour: str, alpha: float = 0.15) -> str:
+    """A "#rrggbb" colour as rgba with this opacity (the band under a line of that colour)."""
+    red, green, blue = (int(colour[i : i + 2], 16) for i in (1, 3, 5))
+    return f"rgba({red}, {green}, {blue}, {alpha})"
 
 
 def groups_figure(rows: Sequence[tuple[str, Sequence[GroupRate]]], groups: Sequence[str]) -> dict:

@@ -84,9 +84,15 @@ def metrics_page(context: dict) -> PageData:
     )
 
 
-@page_builder(("survival", "Survival curves"), ("steepest-drop", "Steepest drop"))
+@page_builder(
+    ("survival", "Survival curves"),
+    ("survival-band", "Kaplan-Meier survival with 95% band"),
+    ("log-rank", "Log-rank tests"),
+    ("steepest-drop", "Steepest drop"),
+)
 def survival_page(context: dict) -> PageData:
-    """S(t) per model (or run) at every turn, and each curve's steepest drop."""
+    """S(t) per model (or run) at every turn, its Kaplan-Meier estimate with a 95% band, the log-rank tests between
+    the curves, and each curve's steepest drop."""
     rows = context.get("rows", [])
     curve = Table(
         "survival",
@@ -131,7 +137,69 @@ def survival_page(context: dict) -> PageData:
     )
     figures = [context["figure"]] if rows and context.get("figure") else []
     return PageData(
-        "Dialogue survival curves", [curve, drops], figures, help_anchor="dialogue-survival", judges=_judges(context)
+        "Dialogue survival curves",
+        [curve, _band_table(context), _log_rank_table(context), drops],
+        figures,
+        help_anchor="dialogue-survival",
+        judges=_judges(context),
+    )
+
+
+def _band_table(context: dict) -> Table:
+    bands = context.get("bands", {})
+    return Table(
+        "survival-band",
+        "Kaplan-Meier survival with 95% band",
+        (
+            Column("label", _label(context)),
+            Column("turn", "Turn", "int"),
+            Column("at_risk", "Dialogues reaching the turn", "int"),
+            Column("percent", "S(t) %", "pct"),
+            Column("se", "Greenwood SE (points)", "num"),
+            Column("lower", "95% lower %", "pct"),
+            Column("upper", "95% upper %", "pct"),
+        ),
+        [
+            {
+                "label": r.label,
+                "turn": p.turn,
+                "at_risk": p.at_risk,
+                "percent": p.percent,
+                "se": p.se,
+                "lower": p.lower,
+                "upper": p.upper,
+            }
+            for r in context.get("rows", [])
+            for p in bands.get(r.label, [])
+        ],
+    )
+
+
+def _log_rank_table(context: dict) -> Table:
+    return Table(
+        "log-rank",
+        "Log-rank tests",
+        (
+            Column("first", f"{_label(context)} A"),
+            Column("second", f"{_label(context)} B"),
+            Column("n_first", "Dialogues A", "int"),
+            Column("events_first", "Failed A", "int"),
+            Column("n_second", "Dialogues B", "int"),
+            Column("events_second", "Failed B", "int"),
+            Column("chi2", "Chi-square (1 df)", "num"),
+            Column("p", "p", "num", places=4),
+        ),
+        rows_of(
+            context.get("log_rank", []),
+            first=lambda t: t.first,
+            second=lambda t: t.second,
+            n_first=lambda t: t.n_first,
+            events_first=lambda t: t.events_first,
+            n_second=lambda t: t.n_second,
+            events_second=lambda t: t.events_second,
+            chi2=lambda t: t.chi2,
+            p=lambda t: t.p,
+        ),
     )
 
 

@@ -11,7 +11,7 @@ fractions). Every figure equals statsmodels' SurvfuncRight and survdiff on the s
 from __future__ import annotations
 
 import math
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
@@ -65,6 +65,15 @@ def observation(dialogue: Dialogue) -> Observation:
     """A dialogue's length and ending: an event when patience ran out, censored otherwise (the script's last turn, a
     harness that stopped early, or an ending not recorded)."""
     return Observation(length=dialogue.length, event=dialogue.ended_by == "patience")
+
+
+def observations_by(dialogues: Iterable[Dialogue], *, by: str = "model") -> list[tuple[str, list[Observation]]]:
+    """(label, observations) per model (pooling its runs) or per run, sorted by label as
+    runs.metrics.dialogue.rows_by sorts its rows."""
+    buckets: dict[str, list[Observation]] = defaultdict(list)
+    for d in dialogues:
+        buckets[d.model if by == "model" else d.run].append(observation(d))
+    return sorted(buckets.items())
 
 
 def kaplan_meier(observations: Iterable[Observation]) -> list[BandPoint]:

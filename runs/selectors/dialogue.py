@@ -18,6 +18,7 @@ from django.db.models import Count, F, OuterRef, Q, QuerySet, Subquery
 from runs.checkers.evolif import LLM_JUDGED
 from runs.exclusions import exclusion_box
 from runs.metrics import dialogue as metrics
+from runs.metrics import survival
 from runs.models import Attempt, Benchmark, ChecklistItem, GroupRollup, Judge, JudgeKind, Run, Verdict, VerdictResult
 from runs.recheck import EVOLIF_CHECKER, logged_judge_for
 from runs.selectors.state import KindQuery, kind_state, query_errors
@@ -151,8 +152,15 @@ def _exclusion(state: dict, key: str) -> dict:
 
 
 def dialogue_survival(state: dict) -> dict:
-    """The survival page's data: a row per model (or run) with its curve and steepest drop."""
-    return {"rows": metrics.rows_by(state["dialogues"], by=state["by"])}
+    """The survival page's data: a row per model (or run) with its curve and steepest drop, its Kaplan-Meier curve
+    with a 95% band (label -> points, the rows' labels), and the log-rank tests between the curves (none for one)."""
+    samples = survival.observations_by(state["dialogues"], by=state["by"])
+    return {
+        "rows": metrics.rows_by(state["dialogues"], by=state["by"]),
+        "bands": {label: survival.kaplan_meier(observations) for label, observations in samples},
+        "log_rank": survival.log_rank_table(samples),
+        "log_rank_vs_first": len(samples) > survival.ALL_PAIRS_UP_TO,
+    }
 
 
 def dialogue_groups(state: dict) -> dict:
@@ -173,7 +181,8 @@ def dialogue_list(state: dict) -> dict:
 
 def dialogue_pooled(state: dict) -> dict:
     """One model's runs pooled, as /api/dialogue-metrics/ answers: the metrics page's row for them (rows per model),
-    the excluded turns, and the pass rate per constraint group over the turns counted (under the policy)."""
+    the excluded turns, the pass rate per constraint group over the turns counted (under the policy), and the
+    Kaplan-Meier curve of its dialogues with a 95% band."""
     [row] = metrics.rows_by(state["dialogues"], by="model") or [None]
     excluded, judge = state["excluded"], state["judge"]
     excluded_turns = 0
@@ -189,6 +198,7 @@ def dialogue_pooled(state: dict) -> dict:
         "excluded_turns": excluded_turns,
         "groups": groups,
         "ended_by": metrics.ending_counts(state["dialogues"]),
+        "band": survival.kaplan_meier(survival.observation(d) for d in state["dialogues"]),
     }
 
 

@@ -43,10 +43,10 @@ def metrics(request, slug):
 @blind_safe
 @login_required
 def survival(request, slug):
-    """Survival curves per model with the turn of each model's steepest drop."""
+    """Survival curves per model with 95% bands, the log-rank tests between them, and each steepest drop."""
     state = _state(request, _benchmark(request, slug))
     state.update(selectors.dialogue_survival(state))
-    state["figure"] = dialogue_charts.survival_figure(state["rows"], patience=state["patience"])
+    state["figure"] = dialogue_charts.survival_figure(state["rows"], state["bands"], patience=state["patience"])
     return render_page(
         request, "runs/dialogue/survival.html", {**state, "active": "survival"}, page_data=exports.survival_page
     )

@@ -29,6 +29,28 @@ def test_it_answers_the_eight_metrics_survival_and_constraints(reviewer_client, 
     )
 
 
+def test_it_answers_the_survival_band(reviewer_client, evolif_logged):
+    """Kaplan-Meier with its 95% band at each turn of `survival`; equal to it when no dialogue is censored."""
+    for patience in (1, 2):
+        body = reviewer_client.get(URL, {"run": "acme-r1", "patience": patience}).json()
+        band = body["survival_band"]
+        assert [p["turn"] for p in band] == list(range(1, len(body["survival"]) + 1))
+        assert all(p["lower"] <= p["percent"] <= p["upper"] for p in band)
+        censored = body["ended_by"]["script_end"] + body["ended_by"]["stopped"]
+        if not censored:
+            assert [p["percent"] for p in band] == body["survival"]
+        else:
+            assert all(p["percent"] >= s for p, s in zip(band, body["survival"]))
+    assert body["survival_band"][0] == {
+        "turn": 1,
+        "at_risk": 2,
+        "percent": 100.0,
+        "se": 0.0,
+        "lower": 100.0,
+        "upper": 100.0,
+    }
+
+
 def test_it_resimulates_a_lower_patience(reviewer_client, evolif_logged):
     body = reviewer_client.get(URL, {"run": "acme-r1", "patience": 1}).json()
     assert body["patience"] == 1 and body["recorded_patience"] == 2

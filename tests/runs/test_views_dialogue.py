@@ -70,7 +70,37 @@ def test_it_resimulates_a_lower_patience(reviewer_client, world):
     assert response.context["refused"] is None
     # patience 1 ends the dialogue at its first failed turn (turn 2)
     assert [d.length for d in response.context["dialogues"]] == [2]
-    assert response.context["figure"]["data"][0]["y"] == [100.0, 100.0]
+    [line] = [trace for trace in response.context["figure"]["data"] if trace.get("showlegend", True)]
+    assert line["y"] == [100.0, 100.0]
+
+
+def test_the_survival_page_shows_bands_and_log_rank_tests(reviewer_client, evolif_logged):
+    """Each model's line over a band of its colour, and a log-rank test for two models, in the page and its export."""
+    from runs.ingest import Options, Source, ingest
+
+    from ..conftest import FIXTURES
+
+    logs = FIXTURES / "evolif"
+    ingest("evolif-eval", [Source.of(logs / "eval_1.jsonl")], Options(model="bravo", run="bravo-r1"))
+    url = reverse("runs:dialogue-survival", args=[evolif_logged])
+    response = reviewer_client.get(url)
+    figure, bands = response.context["figure"], response.context["bands"]
+    assert set(bands) == {"acme", "bravo"}
+    for label in bands:
+        lower, upper, line = [t for t in figure["data"] if t.get("legendgroup") == label]
+        assert (lower["fill"], upper["fill"]) == ("none", "tonexty")
+        assert line["line"]["color"] == lower["line"]["color"] and line["y"] == [
+            round(p.percent, 2) for p in bands[label]
+        ]
+        assert all(lo <= y <= up for lo, y, up in zip(lower["y"], line["y"], upper["y"]))
+    [test] = response.context["log_rank"]
+    assert (test.first, test.second, test.n_first, test.n_second) == ("acme", "bravo", 2, 1)
+    body = response.content.decode()
+    assert "Log-rank tests" in body and "#dialogue-survival-km" in body
+    export = reviewer_client.get(url, {"export": "json"}).json()
+    tables = {t["name"]: t for t in export["tables"]}
+    assert len(tables["log-rank"]["rows"]) == 1
+    assert len(tables["survival-band"]["rows"]) == sum(len(b) for b in bands.values())
 
 
 def test_it_answers_htmx_with_the_results_fragment_only(reviewer_client, world):
