@@ -92,3 +92,14 @@ def bootstrap_interval(
     tail = (1 - level) / 2 * 100
     low, high = np.percentile(values, [tail, 100 - tail])
     return float(low), float(high)
+
+
+def bootstrap_weights(n_units: int, *, resamples: int = BOOTSTRAP_RESAMPLES, seed: int = BOOTSTRAP_SEED) -> np.ndarray:
+    """The (resamples x n_units) matrix of how often each unit is drawn in each resample.
+
+    The same matrix bootstrap_interval draws for the same units and seed (the same generator calls), counted with
+    one bincount: a statistic computed on it gives the same resamples as bootstrap_interval's."""
+    rng = np.random.default_rng(seed)
+    draws = rng.integers(0, n_units, size=(resamples, n_units))
+    cells = (np.arange(resamples)[:, None] * n_units + draws).ravel()
+    return np.bincount(cells, minlength=resamples * n_units).reshape(resamples, n_units)

@@ -1,0 +1,212 @@
+"""Paired differences, McNemar and permutation tests, Holm, tie groups and rank intervals (runs.metrics.paired),
+against scipy and statsmodels."""
+
+import time
+
+import numpy as np
+import pytest
+from scipy.stats import binomtest
+from statsmodels.stats.contingency_tables import mcnemar
+from statsmodels.stats.multitest import multipletests
+
+from runs.metrics import paired
+from runs.metrics.checklist import Cell, score_row, with_bootstrap
+from runs.metrics.stats import bootstrap_interval, bootstrap_weights
+
+
+def _binary(outcomes):
+    """One judge, one pass/fail outcome per instance."""
+    outcomes = np.asarray(outcomes, dtype=float)
+    return outcomes[:, None], np.ones((len(outcomes), 1))
+
+
+def _counts(rng, n, judges, attempts, rate):
+    """Successes out of `attempts` per instance and judge."""
+    return rng.binomial(attempts, rate, size=(n, judges)).astype(float), np.full((n, judges), float(attempts))
+
+
+@pytest.mark.parametrize("b,c", [(0, 0), (0, 1), (3, 3), (5, 12), (12, 5), (40, 61), (200, 230), (1, 30), (700, 640)])
+def test_mcnemar_exact_equals_statsmodels_and_scipy(b, c):
+    expected = mcnemar([[10, b], [c, 7]], exact=True).pvalue
+    assert paired.mcnemar_exact(b, c) == pytest.approx(expected, abs=1e-9)
+    if b + c:
+        assert paired.mcnemar_exact(b, c) == pytest.approx(binomtest(b, b + c, 0.5).pvalue, abs=1e-9)
+
+
+def test_holm_equals_statsmodels():
+    rng = np.random.default_rng(7)
+    for size in (1, 2, 5, 30):
+        pvalues = rng.random(size) ** 3
+        pvalues[0] = pvalues[-1]  # a tie
+        assert paired.holm(pvalues) == pytest.approx(multipletests(pvalues, method="holm")[1].tolist(), abs=1e-12)
+
+
+def test_holm_leaves_undefined_p_out():
+    adjusted = paired.holm([0.01, float("nan"), 0.04])
+    assert adjusted[0] == pytest.approx(0.02) and np.isnan(adjusted[1]) and adjusted[2] == pytest.approx(0.04)
+
+
+def test_pass_fail_outcomes_take_mcnemar_with_the_discordant_counts():
+    a = _binary([1, 1, 1, 0, 0, 1, 0, 1, 1, 0])
+    b = _binary([1, 0, 0, 1, 1, 1, 1, 1, 1, 1])
+    result = paired.paired_difference(a, b)
+    assert (result.test, result.b_count, result.c_count) == ("McNemar exact", 2, 4)
+    assert result.p == pytest.approx(mcnemar([[4, 2], [4, 0]], exact=True).pvalue, abs=1e-9)
+    assert (result.a, result.b, result.diff, result.n_instances) == (60.0, 80.0, 20.0, 10)
+    assert result.resampled == "instances (with their repetitions, judges and items)"
+
+
+def test_repetitions_or_several_judges_take_the_permutation_test():
+    rng = np.random.default_rng(3)
+    repeated = paired.paired_difference(_counts(rng, 80, 1, 3, 0.5), _counts(rng, 80, 1, 3, 0.6))
+    judged = paired.paired_difference(_counts(rng, 80, 2, 1, 0.5), _counts(rng, 80, 2, 1, 0.6))
+    for result in (repeated, judged):
+        assert result.test == "paired permutation" and result.b_count is None
+        assert 1 / (1 + paired.PERMUTATIONS) <= result.p <= 1
+
+
+def test_one_judges_column_of_several_takes_mcnemar():
+    rng = np.random.default_rng(4)
+    a, b = _counts(rng, 60, 2, 1, 0.5), _counts(rng, 60, 2, 1, 0.6)
+    column = paired.paired_difference((a[0][:, :1], a[1][:, :1]), (b[0][:, :1], b[1][:, :1]))
+    assert column.test == "McNemar exact"
+
+
+def test_the_permutation_p_equals_a_direct_loop_over_the_same_swaps():
+    rng = np.random.default_rng(5)
+    a, b = _counts(rng, 40, 2, 3, 0.5), _counts(rng, 40, 2, 3, 0.58)
+    result = paired.paired_difference(a, b, permutations=2000, seed=11)
+    swaps = np.random.default_rng(11).random((2000, 40)) < 0.5
+
+    def fig(num, den):
+        return np.mean(num.sum(axis=0) / den.sum(axis=0)) * 100
+
+    observed = fig(*b) - fig(*a)
+    extreme = 0
+    for swap in swaps:
+        s = swap[:, None]
+        a_num, b_num = np.where(s, b[0], a[0]), np.where(s, a[0], b[0])
+        a_den, b_den = np.where(s, b[1], a[1]), np.where(s, a[1], b[1])
+        extreme += abs(fig(b_num, b_den) - fig(a_num, a_den)) >= abs(observed) - 1e-9
+    assert result.p == pytest.approx((1 + extreme) / 2001, abs=1e-12)
+    assert result.diff == pytest.approx(observed, abs=1e-9)
+
+
+def test_the_interval_is_a_paired_bootstrap_over_shared_instances_and_reproducible():
+    rng = np.random.default_rng(6)
+    a, b = _counts(rng, 120, 2, 2, 0.4), _counts(rng, 120, 2, 2, 0.5)
+    first, again = paired.paired_difference(a, b), paired.paired_difference(a, b)
+    assert first == again
+    other_seed = paired.paired_difference(a, b, seed=1)
+    assert (other_seed.low, other_seed.high) != (first.low, first.high)
+    weights = bootstrap_weights(120)
+    diffs = paired.judge_figure(weights @ b[0], weights @ b[1]) - paired.judge_figure(weights @ a[0], weights @ a[1])
+    low, high = np.percentile(diffs, [2.5, 97.5])
+    assert (first.low, first.high) == pytest.approx((low, high), abs=1e-9)
+    assert first.low < first.diff < first.high
+
+
+def test_only_instances_and_judges_both_sides_cover_count():
+    a_num = np.array([[1.0, 1.0], [0.0, 1.0], [1.0, 0.0], [0.0, 0.0]])
+    a_den = np.array([[1.0, 1.0], [1.0, 1.0], [1.0, 1.0], [0.0, 0.0]])
+    b_num = np.array([[1.0, 0.0], [1.0, 0.0], [0.0, 0.0], [1.0, 0.0]])
+    b_den = np.array([[1.0, 0.0], [1.0, 0.0], [0.0, 0.0], [1.0, 0.0]])
+    result = paired.paired_difference((a_num, a_den), (b_num, b_den))
+    # instances 0 and 1 are shared, judge 0 alone has data on both sides there
+    assert result.n_instances == 2 and result.test == "McNemar exact"
+    assert (result.a, result.b, result.b_count, result.c_count) == (50.0, 100.0, 0, 1)
+    assert paired.paired_difference((a_num[3:], a_den[3:]), (b_num[3:], b_den[3:])).n_instances == 0
+
+
+def test_figure_interval_equals_the_leaderboards_bootstrap_interval():
+    rng = np.random.default_rng(8)
+    cells, judges = [], ("j1", "j2")
+    for attempt in range(90):
+        instance = attempt % 30
+        for judge in judges:
+            applicable = int(rng.integers(0, 6))
+            cells.append(Cell(attempt, instance, "m", "r", judge, applicable, int(rng.integers(0, applicable + 1))))
+    row = with_bootstrap(score_row("m", None, cells), cells)
+    isr = np.zeros((30, 2)), np.zeros((30, 2))
+    csr = np.zeros((30, 2)), np.zeros((30, 2))
+    for c in cells:
+        if c.n_applicable:
+            at = (c.instance_id, judges.index(c.judge))
+            isr[0][at] += c.success
+            isr[1][at] += 1
+            csr[0][at] += c.n_passed
+            csr[1][at] += c.n_applicable
+    assert paired.figure(isr) == pytest.approx(row.isr, abs=1e-9)
+    assert paired.figure(csr) == pytest.approx(row.csr, abs=1e-9)
+    assert paired.figure_interval(isr) == pytest.approx(row.isr_ci, abs=1e-9)
+    assert paired.figure_interval(csr) == pytest.approx(row.csr_ci, abs=1e-9)
+
+
+def test_bootstrap_weights_are_bootstrap_intervals_draws():
+    seen = []
+    bootstrap_interval(37, lambda weights: seen.append(weights) or np.zeros(len(weights)), resamples=50, seed=9)
+    assert np.array_equal(seen[0], bootstrap_weights(37, resamples=50, seed=9))
+
+
+def _leaderboard(rng, rates, n=300, judges=1, attempts=1):
+    difficulty = rng.normal(0, 1.0, n)
+    sides = {}
+    for name, rate in rates.items():
+        logit = np.log(rate / (1 - rate)) + difficulty
+        p = np.repeat((1 / (1 + np.exp(-logit)))[:, None], judges, axis=1)
+        sides[name] = rng.binomial(attempts, p).astype(float), np.full((n, judges), float(attempts))
+    return sides
+
+
+def test_a_clear_leader_is_alone_in_group_one():
+    sides = _leaderboard(np.random.default_rng(10), {"best": 0.8, "b": 0.45, "c": 0.44, "d": 0.2})
+    groups = paired.tie_groups(sides)
+    assert groups["best"] == 1 and groups["b"] == groups["c"] == 2 and groups["d"] == 3
+
+
+def test_equal_models_are_one_group_with_ties_ordered_by_name():
+    side = _leaderboard(np.random.default_rng(11), {"x": 0.5}, judges=2, attempts=3)["x"]
+    groups = paired.tie_groups({"zeta": side, "alpha": side, "mid": side})
+    assert groups == {"zeta": 1, "alpha": 1, "mid": 1}
+    assert paired.rank_intervals({"zeta": side, "alpha": side}) == {"zeta": (1, 1), "alpha": (1, 1)}
+
+
+def test_a_pairs_p_is_the_same_alone_and_inside_tie_groups():
+    rng = np.random.default_rng(12)
+    sides = _leaderboard(rng, {"a": 0.6, "b": 0.57, "c": 0.5}, judges=2, attempts=2)
+    alone = paired.paired_difference(sides["a"], sides["b"]).p
+    tests = paired._PairTests(*paired._stacked(sides), paired.PERMUTATIONS, paired.BOOTSTRAP_SEED)
+    assert tests.pvalues(0, [1, 2], paired.PERMUTATIONS)[0][0] == alone
+
+
+def test_a_model_lacking_instances_is_compared_on_those_it_has():
+    rng = np.random.default_rng(13)
+    sides = _leaderboard(rng, {"a": 0.7, "b": 0.3}, n=200)
+    num, den = sides["b"]
+    num[100:], den[100:] = 0, 0
+    result = paired.paired_difference(sides["a"], sides["b"])
+    assert result.n_instances == 100
+    assert paired.tie_groups(sides) == {"a": 1, "b": 2}
+    assert paired.tie_groups({**sides, "empty": (num * 0, den * 0)})["empty"] is None
+
+
+def test_rank_intervals_share_the_best_rank_on_ties_and_widen_with_noise():
+    rng = np.random.default_rng(14)
+    sides = _leaderboard(rng, {"top": 0.9, "n1": 0.5, "n2": 0.5, "low": 0.1})
+    intervals = paired.rank_intervals(sides)
+    assert intervals["top"] == (1, 1) and intervals["low"] == (4, 4)
+    assert intervals["n1"][0] == 2 and intervals["n1"][1] == 3
+    assert paired.ranks_of(np.array([5.0, 7.0, 7.0, np.nan])).tolist()[:3] == [3.0, 1.0, 1.0]
+    assert paired.rank_intervals(sides) == intervals
+
+
+def test_a_hundred_models_on_500_instances_group_and_rank_in_well_under_a_second():
+    rng = np.random.default_rng(15)
+    rates = {f"m{k:03d}": 0.3 + 0.4 * k / 100 for k in range(100)}
+    sides = _leaderboard(rng, rates, n=500, judges=3, attempts=3)
+    start = time.perf_counter()
+    groups = paired.tie_groups(sides)
+    intervals = paired.rank_intervals(sides)
+    elapsed = time.perf_counter() - start
+    assert len(groups) == len(intervals) == 100 and max(groups.values()) > 1
+    assert elapsed < 3.0  # about 0.5 s alone on one core; the bound leaves room for a busy machine
