@@ -16,8 +16,10 @@ def survival_figure(
     rows: Sequence[ModelDialogueRow], bands: Mapping[str, Sequence[BandPoint]], *, patience: int | None
 ) -> dict:
     """One step line per model: its Kaplan-Meier S(t) (today's % alive when no dialogue is censored), over a
-    translucent 95% band of the same colour; hover shows the band and how many dialogues reached the turn."""
+    translucent 95% band of the same colour (a legend click hides both); hover shows the band and how many dialogues
+    reached the turn."""
     data = []
+    opacity = 0.2 if len(rows) <= 2 else 0.08  # overlapping bands stay readable: fainter the more there are
     for n, row in enumerate(rows):
         points, colour = bands[row.label], PALETTE[n % len(PALETTE)]
         turns = [p.turn for p in points]
@@ -30,7 +32,7 @@ def survival_figure(
                     "x": turns,
                     "y": [rounded(getattr(p, bound), 2) for p in points],
                     "fill": "tonexty" if bound == "upper" else "none",
-                    "fillcolor": _translucent(colour),
+                    "fillcolor": _translucent(colour, opacity),
                     "legendgroup": row.label,
                     "showlegend": False,
                     "hoverinfo": "skip",
@@ -73,7 +75,7 @@ def survival_figure(
     }
 
 
-def _translucent(colour: str, alpha: float = 0.15) -> str:
+def _translucent(colour: str, alpha: float) -> str:
     """A "#rrggbb" colour as rgba with this opacity (the band under a line of that colour)."""
     red, green, blue = (int(colour[i : i + 2], 16) for i in (1, 3, 5))
     return f"rgba({red}, {green}, {blue}, {alpha})"
