@@ -29,3 +29,15 @@ def rounded(value: float | int | None, places: int) -> float | None:
     if value is None or (isinstance(value, float) and not math.isfinite(value)):
         return value
     return float(shown_number(value, places))
+
+
+#: the smallest p-value a page writes as a number; below it, "< 0.0001" (four decimals would say 0.0000)
+P_FLOOR = 0.0001
+
+
+def shown_p(p: float | None) -> str:
+    """A test's p-value as pages and their snapshots write it: four decimals, "< 0.0001" below that, "" when no
+    test was made."""
+    if p is None:
+        return ""
+    return f"< {P_FLOOR}" if p < P_FLOOR else shown_number(p, 4)

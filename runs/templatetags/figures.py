@@ -1,4 +1,5 @@
-"""{{ figure|figure_json }}: a Plotly figure as JSON for a data-figure attribute (autoescaped there).
+"""{{ figure|figure_json }}: a Plotly figure as JSON for a data-figure attribute (autoescaped there); {{ p|p_value }}:
+a test's p-value as pages write it.
 
 Charts carry their figure in an attribute rather than a <script type="application/json">
 because htmx, configured with allowScriptTags false, drops every script element from swapped
@@ -16,6 +17,8 @@ import json
 
 from django import template
 from django.core.serializers.json import DjangoJSONEncoder
+
+from runs.rounding import shown_p
 
 register = template.Library()
 
@@ -43,3 +46,9 @@ def plotly_escaped(value, key: str | None = None):
 def figure_json(figure) -> str:
     """The figure, escaped for Plotly, as JSON text (not marked safe: the template escapes it for the attribute)."""
     return json.dumps(plotly_escaped(figure), cls=DjangoJSONEncoder, ensure_ascii=False, separators=(",", ":"))
+
+
+@register.filter
+def p_value(p: float | None) -> str:
+    """A test's p-value as the page writes it (runs.rounding.shown_p: "< 0.0001" rather than 0.0000)."""
+    return shown_p(p)

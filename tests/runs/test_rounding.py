@@ -12,7 +12,7 @@ from runs.charts.checklist import leaderboard_figure
 from runs.metrics.checklist import ScoreRow
 from runs.models import AgentModel, Attempt, Benchmark, ChecklistItem, Instance, Judge, Run, Verdict
 from runs.pages import Column, Table, table_csv
-from runs.rounding import rounded, shown_number
+from runs.rounding import rounded, shown_number, shown_p
 from runs.services import rollups_rebuild_for_attempts
 
 #: (value, places): values whose dropped digits are exactly a half in their decimal form, which binary rounding
@@ -84,3 +84,11 @@ def test_the_leaderboard_and_its_csv_both_say_23_13_for_23_125(reviewer_client):
     row = next(csv.DictReader(io.StringIO(reviewer_client.get(page + "?export=csv").content.decode())))
     assert row["isr"] == row["csr"] == "23.13"
     assert ">23.13 <" in body.replace("\n", " ") and "23.12" not in body
+
+
+@pytest.mark.parametrize(
+    ("p", "shown"),
+    [(None, ""), (0.0, "< 0.0001"), (0.0000999, "< 0.0001"), (0.0001, "0.0001"), (0.04996, "0.0500"), (1.0, "1.0000")],
+)
+def test_a_p_value_below_the_fourth_decimal_is_said_as_below_it(p, shown):
+    assert shown_p(p) == shown
