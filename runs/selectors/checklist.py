@@ -25,11 +25,13 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property
 
+import numpy as np
 from django import forms
 from django.db import connection
 from django.db.models import Aggregate, Avg, Count, Exists, F, FloatField, IntegerField, Max, OuterRef, Q, Sum, Value
 from django.db.models.functions import Cast, Length, NullIf, Substr
 from django.http import QueryDict
+from django.urls import reverse
 
 from runs.cache import cached
 from runs.charts import checklist as charts
@@ -66,6 +68,7 @@ from runs.metrics.checklist import (
     with_bootstrap,
     with_usage,
 )
+from runs.metrics.paired import RESAMPLED, PairedDifference, Side, paired_difference
 from runs.models import (
     AgentModel,
     Attempt,
@@ -1295,3 +1298,224 @@ def compare_sides(benchmark_id: int, a: str, b: str, *, limit: int = 200) -> dic
         "n_fixed": len(fixed),
         "n_broken": len(broken),
     }
+
+
+# Paired comparison ------------------------------------------------------------------------------
+# Two sides of one benchmark (a run label, or "model:<name>" for every run of a model, as the compare page names
+# them) on the instances both cover: per figure, per judge and pooled across judges, and per primary category, B - A
+# with its paired interval and test (runs.metrics.paired), from the rollups' cells (the verdicts' only when an
+# exclusion policy leaves items out); and the items that flipped (compare_sides). The compare page, its exports,
+# GET /api/compare/<slug>/ and manage.py compare all read it here.
+
+#: the figures a paired comparison covers, in the order it shows them, with their names
+PAIRED_METRICS = {"isr": "ISR", "csr": "CSR", "macro_csr": "macro CSR"}
+#: a difference is significant below this p
+REGRESSION_ALPHA = 0.05
+
+
+class UnknownSide(ValueError):
+    """A side names no run and no model of the benchmark; the message says what is unknown."""
+
+
+@dataclass(frozen=True)
+class PairedFigure:
+    """One row of the paired table: a figure under one judge (None: pooled across judges) on the shared instances
+    of one primary category (None: every category)."""
+
+    metric: str
+    judge: str | None
+    category: str | None
+    difference: PairedDifference
+
+    @property
+    def regression(self) -> bool:
+        """B is significantly worse than A: p below REGRESSION_ALPHA and the whole interval below 0."""
+        d = self.difference
+        return d.p is not None and d.high is not None and d.p < REGRESSION_ALPHA and d.high < 0
+
+
+@dataclass(frozen=True)
+class SidesComparison:
+    """The paired table of `candidate` (B) against `baseline` (A): per metric, the pooled figure, then each judge's,
+    then each primary category's (pooled across judges)."""
+
+    benchmark: str
+    baseline: str
+    candidate: str
+    metrics: list[str]
+    judges: list[str]
+    categories: list[str]
+    figures: list[PairedFigure]
+    excluded_items: int = 0
+
+    def pooled(self, metric: str) -> PairedDifference:
+        """The metric's figure pooled across judges on every shared instance."""
+        return next(f.difference for f in self.figures if f.metric == metric and f.judge is None and f.category is None)
+
+    def regressions(self) -> list[str]:
+        """The metrics whose pooled figure is significantly worse in the candidate."""
+        return [f.metric for f in self.figures if f.judge is None and f.category is None and f.regression]
+
+
+def side_of(benchmark_id: int, side: str) -> str:
+    """The side as the compare page names it: a run label of the benchmark as given, "model:<name>" for a model with
+    runs in it (a bare model name that is no run label is taken as the model). Raises UnknownSide."""
+    runs = Run.objects.filter(benchmark_id=benchmark_id)
+    if side.startswith("model:"):
+        if runs.filter(model__name=side[6:]).exists():
+            return side
+        raise UnknownSide(f"no model named {side[6:]!r} has a run in this benchmark")
+    if runs.filter(label=side).exists():
+        return side
+    if runs.filter(model__name=side).exists():
+        return f"model:{side}"
+    raise UnknownSide(f"no run labelled {side!r} and no model named {side!r} in this benchmark")
+
+
+def judge_unknown(benchmark_id: int, judges: Collection[str]) -> list[str]:
+    """The judges named that scored nothing in the benchmark."""
+    known = set(
+        AttemptRollup.objects.filter(benchmark_id=benchmark_id, judge__name__in=list(judges))
+        .values_list("judge__name", flat=True)
+        .distinct()
+    )
+    return sorted(set(judges) - known)
+
+
+def compare_paired(
+    benchmark: Benchmark,
+    baseline: str,
+    candidate: str,
+    *,
+    metrics: Sequence[str] = tuple(PAIRED_METRICS),
+    judges: Collection[str] = (),
+    excluded_items: Collection[int] | None = None,
+) -> SidesComparison:
+    """The paired table of two sides (named as side_of returns them), on the judges given (default: all)."""
+    cells = {side: _paired_cells(benchmark.id, side, judges, excluded_items or ()) for side in (baseline, candidate)}
+    instances = sorted({c.instance_id for side in cells.values() for c in side})
+    judge_names = sorted({c.judge for side in cells.values() for c in side})
+    category_of = {c.instance_id: c.group or "(none)" for side in cells.values() for c in side}
+    categories = sorted(set(category_of.values()))
+    axes = ({pk: n for n, pk in enumerate(instances)}, {name: n for n, name in enumerate(judge_names)})
+    counts = {side: paired_counts(side_cells, *axes) for side, side_cells in cells.items()}
+    in_category = {cat: np.array([category_of[pk] == cat for pk in instances], dtype=bool) for cat in categories}
+    figures = []
+    for metric in metrics:
+        a, b = counts[baseline][metric], counts[candidate][metric]
+        figures.append(PairedFigure(metric, None, None, paired_difference(a, b)))
+        for k, judge in enumerate(judge_names):
+            column = [k]
+            figures.append(
+                PairedFigure(
+                    metric,
+                    judge,
+                    None,
+                    paired_difference((a[0][:, column], a[1][:, column]), (b[0][:, column], b[1][:, column])),
+                )
+            )
+        for cat, rows in in_category.items():
+            figures.append(
+                PairedFigure(metric, None, cat, paired_difference((a[0][rows], a[1][rows]), (b[0][rows], b[1][rows])))
+            )
+    return SidesComparison(
+        benchmark.slug, baseline, candidate, list(metrics), judge_names, categories, figures, len(excluded_items or ())
+    )
+
+
+def _paired_cells(benchmark_id: int, side: str, judges: Collection[str], excluded_items: Collection[int]) -> list[Cell]:
+    """A side's cells with the instance's primary category as their group."""
+    filters = replace(_side_filters(side), judges=list(judges))
+    if excluded_items:
+        return verdict_cells(benchmark_id, filters, by="primary_category", excluded_items=excluded_items)
+    return attempt_cells(benchmark_id, filters, by="primary_category")
+
+
+def paired_counts(cells: Sequence[Cell], instances: dict[int, int], judges: dict[str, int]) -> dict[str, Side]:
+    """Per metric, the side's (num, den) on the instance and judge axes: ISR successes and counted attempts, CSR
+    passed and applicable items, macro CSR the sum of the counted attempts' pass rates and their number. Attempts
+    with no applicable item count nowhere, as on the leaderboard."""
+    shape = (len(instances), len(judges))
+    counts = {metric: (np.zeros(shape), np.zeros(shape)) for metric in PAIRED_METRICS}
+    for c in cells:
+        if c.n_applicable == 0:
+            continue
+        at = (instances[c.instance_id], judges[c.judge])
+        for metric, num, den in (
+            ("isr", c.success, 1),
+            ("csr", c.n_passed, c.n_applicable),
+            ("macro_csr", c.n_passed / c.n_applicable, 1),
+        ):
+            counts[metric][0][at] += num
+            counts[metric][1][at] += den
+    return counts
+
+
+def paired_figure_dict(figure: PairedFigure) -> dict:
+    """A paired row as plain JSON (the API's, the CLI's --json and the exports' row)."""
+    d = figure.difference
+    return {
+        "metric": figure.metric,
+        "judge": figure.judge,
+        "category": figure.category,
+        "a": d.a,
+        "b": d.b,
+        "diff": d.diff,
+        "low": d.low,
+        "high": d.high,
+        "n_instances": d.n_instances,
+        "test": d.test,
+        "p": d.p,
+        "b_count": d.b_count,
+        "c_count": d.c_count,
+        "regression": figure.regression,
+    }
+
+
+def paired_document(comparison: SidesComparison, flips: dict) -> dict:
+    """The comparison as plain JSON: the table, the regressions, and the flipped items with their instance's page
+    (`flips` as compare_sides returns them)."""
+
+    def flip(entry: dict) -> dict:
+        return {
+            "instance": entry["external_id"],
+            "instance_url": reverse("runs:instance", args=[entry["instance_id"]]),
+            "item": entry.get("key"),
+            "category": entry.get("category"),
+            "judges": entry["judges"],
+        }
+
+    return {
+        "benchmark": comparison.benchmark,
+        "baseline": comparison.baseline,
+        "candidate": comparison.candidate,
+        "metrics": comparison.metrics,
+        "judges": comparison.judges,
+        "categories": comparison.categories,
+        "excluded_items": comparison.excluded_items,
+        "resampled": RESAMPLED,
+        "alpha": REGRESSION_ALPHA,
+        "rows": [paired_figure_dict(f) for f in comparison.figures],
+        "regressions": comparison.regressions(),
+        "n_fixed": flips["n_fixed"],
+        "n_broken": flips["n_broken"],
+        "fixed": [flip(e) for e in flips["fixed"]],
+        "broken": [flip(e) for e in flips["broken"]],
+    }
+
+
+def paired_comparison_document(
+    benchmark: Benchmark,
+    baseline: str,
+    candidate: str,
+    *,
+    metrics: Sequence[str] = tuple(PAIRED_METRICS),
+    judges: Collection[str] = (),
+    excluded_items: Collection[int] | None = None,
+) -> dict:
+    """paired_document of compare_paired and the flipped items: what GET /api/compare/<slug>/ answers and manage.py
+    compare --json prints."""
+    comparison = compare_paired(
+        benchmark, baseline, candidate, metrics=metrics, judges=judges, excluded_items=excluded_items
+    )
+    return paired_document(comparison, compare_sides(benchmark.id, baseline, candidate))

@@ -1,0 +1,149 @@
+"""The paired comparison of two runs of a checklist benchmark (runs.selectors.checklist.compare_paired) and its
+regression gate: manage.py compare, GET /api/compare/<slug>/ and the compare page."""
+
+import json
+from io import StringIO
+
+import numpy as np
+import pytest
+from django.core.management import CommandError, call_command
+
+from runs.metrics import paired
+from runs.models import AgentModel, Attempt, Benchmark, ChecklistItem, Instance, Judge, Run, Verdict
+from runs.selectors import checklist as selectors
+from runs.services import rollups_rebuild_for_attempts
+
+pytestmark = pytest.mark.django_db
+SLUG = "gate"
+
+
+def seeded_study(rates: dict[str, float], *, n_instances: int = 60, judges=("j1",), seed: int = 1) -> Benchmark:
+    """Instances of two categories with two items each; run `<name>-r1` passes each item with the name's rate (the
+    same draw under every judge)."""
+    rng = np.random.default_rng(seed)
+    bench = Benchmark.objects.create(slug=SLUG, name="Gate", kind="checklist")
+    judge_objs = [Judge.objects.get_or_create(name=j)[0] for j in judges]
+    runs = {
+        name: Run.objects.create(benchmark=bench, label=f"{name}-r1", model=AgentModel.objects.create(name=name))
+        for name in rates
+    }
+    attempts, verdicts = [], []
+    for n in range(n_instances):
+        inst = Instance.objects.create(
+            benchmark=bench, external_id=f"t{n}", primary_category="Skill.md" if n % 2 else "System Prompt"
+        )
+        items = [
+            ChecklistItem.objects.create(instance=inst, key=f"c{k}", position=k, category="User Query")
+            for k in range(2)
+        ]
+        for name, rate in rates.items():
+            attempt = Attempt.objects.create(run=runs[name], instance=inst)
+            attempts.append(attempt)
+            outcomes = rng.random(len(items)) < rate
+            for judge in judge_objs:
+                for item, ok in zip(items, outcomes):
+                    verdicts.append(Verdict(attempt=attempt, item=item, judge=judge, result="pass" if ok else "fail"))
+    Verdict.objects.bulk_create(verdicts)
+    rollups_rebuild_for_attempts([a.id for a in attempts])
+    return bench
+
+
+def gate(*args: str) -> tuple[int, str]:
+    """manage.py compare's exit status and output."""
+    out = StringIO()
+    try:
+        call_command("compare", "--benchmark", SLUG, *args, stdout=out)
+    except CommandError as error:
+        return error.returncode, out.getvalue() + str(error)
+    return 0, out.getvalue()
+
+
+def test_the_gate_fails_on_a_seeded_regression():
+    seeded_study({"base": 0.85, "worse": 0.45})
+    status, output = gate("--baseline", "base-r1", "--candidate", "worse-r1", "--fail-on-regression")
+    assert status == 1 and "significantly worse than base-r1 on ISR, CSR, macro CSR" in output
+    assert gate("--baseline", "base-r1", "--candidate", "worse-r1")[0] == 0  # without the flag it only reports
+
+
+def test_the_gate_passes_a_noise_only_difference():
+    seeded_study({"base": 0.7, "same": 0.7}, seed=3)
+    status, output = gate("--baseline", "base", "--candidate", "model:same", "--fail-on-regression")
+    assert status == 0 and "significantly worse (pooled): none" in output
+
+
+def test_the_gate_fails_only_on_a_named_metric():
+    seeded_study({"base": 0.85, "worse": 0.45})
+    status, output = gate("--baseline", "base-r1", "--candidate", "worse-r1", "--metric", "csr", "--fail-on-regression")
+    assert status == 1 and output.rstrip().endswith("on CSR")
+    assert "ISR " not in output  # only the named metric is shown
+
+
+def test_an_improvement_is_no_regression():
+    seeded_study({"base": 0.45, "better": 0.85})
+    assert gate("--baseline", "base-r1", "--candidate", "better-r1", "--fail-on-regression")[0] == 0
+
+
+@pytest.mark.parametrize(
+    "args,words",
+    [
+        (("--baseline", "nope", "--candidate", "base-r1"), "--baseline: no run labelled 'nope' and no model named"),
+        (("--baseline", "base-r1", "--candidate", "model:nope"), "--candidate: no model named 'nope'"),
+        (("--baseline", "base-r1", "--candidate", "same-r1", "--judge", "jx"), "--judge: no judge named 'jx'"),
+    ],
+)
+def test_an_unknown_side_or_judge_exits_2_naming_it(args, words):
+    seeded_study({"base": 0.7, "same": 0.7}, n_instances=4)
+    status, output = gate(*args)
+    assert status == 2 and words in output
+
+
+def test_an_unknown_benchmark_exits_2():
+    with pytest.raises(CommandError, match="no checklist benchmark has the slug 'gate'") as raised:
+        call_command("compare", "--benchmark", SLUG, "--baseline", "a", "--candidate", "b", stdout=StringIO())
+    assert raised.value.returncode == 2
+
+
+def test_the_table_covers_each_metric_per_judge_pooled_and_per_category():
+    bench = seeded_study({"base": 0.6, "cand": 0.7}, n_instances=20, judges=("j1", "j2"))
+    comparison = selectors.compare_paired(bench, "base-r1", "cand-r1")
+    keys = [(f.metric, f.judge, f.category) for f in comparison.figures]
+    assert keys[:5] == [
+        ("isr", None, None),
+        ("isr", "j1", None),
+        ("isr", "j2", None),
+        ("isr", None, "Skill.md"),
+        ("isr", None, "System Prompt"),
+    ]
+    assert len(keys) == 15 and comparison.categories == ["Skill.md", "System Prompt"]
+
+
+def test_the_figures_equal_the_paired_metric_on_counts_built_by_hand():
+    """ISR is one pass/fail per instance under one judge (McNemar's test); CSR and macro CSR take the permutation
+    test, and their figures equal the leaderboard's."""
+    bench = seeded_study({"base": 0.6, "cand": 0.7}, n_instances=30)
+    comparison = selectors.compare_paired(bench, "base-r1", "cand-r1")
+    rows = {(f.metric, f.judge, f.category): f.difference for f in comparison.figures}
+    cells = {
+        side: {(c.instance_id): c for c in selectors.attempt_cells(bench.id, selectors._side_filters(side))}
+        for side in ("base-r1", "cand-r1")
+    }
+    instances = sorted(cells["base-r1"])
+    a = [float(cells["base-r1"][i].success) for i in instances]
+    b = [float(cells["cand-r1"][i].success) for i in instances]
+    expected = paired.paired_difference((a, [1.0] * len(a)), (b, [1.0] * len(b)))
+    assert rows[("isr", None, None)] == expected and expected.test == paired.MCNEMAR
+    assert rows[("csr", None, None)].test == paired.PERMUTATION
+    board = {r.model: r for r in selectors.leaderboard_rows(bench.id, selectors.Filters())}
+    for metric in ("isr", "csr", "macro_csr"):
+        assert rows[(metric, None, None)].a == pytest.approx(getattr(board["base"], metric))
+        assert rows[(metric, None, None)].b == pytest.approx(getattr(board["cand"], metric))
+
+
+def test_the_json_is_the_table_with_the_regressions_and_the_flips():
+    seeded_study({"base": 0.85, "worse": 0.45}, n_instances=20)
+    status, output = gate("--baseline", "base-r1", "--candidate", "worse-r1", "--json")
+    document = json.loads(output)
+    assert status == 0 and document["regressions"] == ["isr", "csr", "macro_csr"]
+    assert document["baseline"] == "base-r1" and len(document["rows"]) == 3 * 4
+    assert document["n_broken"] > document["n_fixed"]
+    assert document["broken"][0]["instance_url"].startswith("/instances/")
