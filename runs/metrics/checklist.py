@@ -20,7 +20,7 @@ import numpy as np
 
 from runs.categories import SOURCE_CATEGORIES
 from runs.metrics.rank_change import ranks as ranks_by_score
-from runs.metrics.stats import bootstrap_interval, kendall_tau, mean_std
+from runs.metrics.stats import INSTANCE_INTERVAL_METHOD, bootstrap_interval, kendall_tau, mean_std
 
 #: grouping dimensions of the leaderboard: URL value -> label
 GROUPINGS = {
@@ -381,7 +381,8 @@ def reference_notes(rows: Iterable[ScoreRow]) -> ReferenceNotes:
 
 
 def with_bootstrap(row: ScoreRow, cells: Sequence[Cell], **kwargs) -> ScoreRow:
-    """The row with 95% percentile bootstrap intervals over instances (judge mean recomputed per resample)."""
+    """The row with 95% bootstrap intervals over instances (judge mean recomputed per resample), read from the
+    resamples by runs.metrics.stats.INSTANCE_INTERVAL_METHOD: paired.figure_interval's for the same counts."""
     instances = sorted({c.instance_id for c in cells})
     judges = sorted({c.judge for c in cells})
     i_index = {v: n for n, v in enumerate(instances)}
@@ -408,6 +409,7 @@ def with_bootstrap(row: ScoreRow, cells: Sequence[Cell], **kwargs) -> ScoreRow:
 
         return statistic
 
+    kwargs.setdefault("method", INSTANCE_INTERVAL_METHOD)
     row.isr_ci = bootstrap_interval(len(instances), ratio(successes, attempts), **kwargs)
     row.csr_ci = bootstrap_interval(len(instances), ratio(passed, applicable), **kwargs)
     return row

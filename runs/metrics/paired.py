@@ -18,7 +18,13 @@ from functools import lru_cache
 
 import numpy as np
 
-from runs.metrics.stats import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, bootstrap_interval, bootstrap_weights
+from runs.metrics.stats import (
+    BOOTSTRAP_RESAMPLES,
+    BOOTSTRAP_SEED,
+    INSTANCE_INTERVAL_METHOD,
+    bootstrap_interval,
+    bootstrap_weights,
+)
 
 #: a model's numerators and denominators, (n_instances, n_judges) each, on an instance axis shared with the others
 Side = tuple[np.ndarray, np.ndarray]
@@ -38,7 +44,7 @@ class PairedDifference:
     """B - A on the instances both sides cover, under the judges both have there.
 
     `a` and `b` are the two figures on those instances (percent), `diff` is b - a in points, (`low`, `high`) its
-    percentile bootstrap interval over the shared instances (the same drawn instances for both sides), `p` the
+    expanded percentile bootstrap interval over the shared instances (the same drawn instances for both sides), `p` the
     two-sided p of `test`, and `b_count`/`c_count` McNemar's discordant instances (A passed and B failed / A failed
     and B passed; None under the permutation test). Figures are None when the sides share no instance."""
 
@@ -87,8 +93,8 @@ def figure(side: Side) -> float | None:
 def figure_interval(
     side: Side, *, resamples: int = BOOTSTRAP_RESAMPLES, seed: int = BOOTSTRAP_SEED, level: float = 0.95
 ) -> tuple[float, float] | None:
-    """Percentile bootstrap interval of the figure over the side's instances with data (judge mean recomputed in
-    each resample): runs.metrics.checklist.with_bootstrap's interval for the same counts."""
+    """Expanded percentile bootstrap interval (INSTANCE_INTERVAL_METHOD) of the figure over the side's instances with data
+    (judge mean recomputed in each resample): runs.metrics.checklist.with_bootstrap's interval for the same counts."""
     num, den = _rows_with_data(side)
     return bootstrap_interval(
         len(num),
@@ -96,6 +102,7 @@ def figure_interval(
         resamples=resamples,
         seed=seed,
         level=level,
+        method=INSTANCE_INTERVAL_METHOD,
     )
 
 
@@ -153,7 +160,9 @@ def paired_difference(
     def diff(weights: np.ndarray) -> np.ndarray:
         return judge_figure(weights @ b_num, weights @ b_den) - judge_figure(weights @ a_num, weights @ a_den)
 
-    interval = bootstrap_interval(len(shared), diff, resamples=resamples, seed=seed, level=level)
+    interval = bootstrap_interval(
+        len(shared), diff, resamples=resamples, seed=seed, level=level, method=INSTANCE_INTERVAL_METHOD
+    )
     low, high = interval if interval else (None, None)
     tests = _PairTests(*_stacked({"a": a, "b": b}), permutations, seed)
     p, test, b_count, c_count = tests.pvalues(0, [1], permutations)[0]

@@ -5,6 +5,7 @@ import time
 
 import numpy as np
 import pytest
+from scipy import stats as scipy_stats
 from scipy.stats import binomtest
 from statsmodels.stats.contingency_tables import mcnemar
 from statsmodels.stats.multitest import multipletests
@@ -101,9 +102,12 @@ def test_the_interval_is_a_paired_bootstrap_over_shared_instances_and_reproducib
     assert (other_seed.low, other_seed.high) != (first.low, first.high)
     weights = bootstrap_weights(120)
     diffs = paired.judge_figure(weights @ b[0], weights @ b[1]) - paired.judge_figure(weights @ a[0], weights @ a[1])
-    low, high = np.percentile(diffs, [2.5, 97.5])
+    tail = 100 * scipy_stats.norm.cdf(-np.sqrt(120 / 119) * scipy_stats.t.ppf(0.975, 119))
+    low, high = np.percentile(diffs, [tail, 100 - tail])
     assert (first.low, first.high) == pytest.approx((low, high), abs=1e-9)
     assert first.low < first.diff < first.high
+    plain = np.percentile(diffs, [2.5, 97.5])
+    assert first.low < plain[0] and plain[1] < first.high
 
 
 def test_only_instances_and_judges_both_sides_cover_count():
