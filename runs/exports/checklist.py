@@ -27,6 +27,7 @@ _SCORES = (
 )
 _COUNTS = ("n_instances", "n_attempts", "n_empty", "n_unscored", "n_unrecognised")
 _PER_JUDGE = ("isr", "csr", "macro_csr")
+_TIES = ("rank_low", "rank_high", "tie_group")
 
 
 def _leaderboard_attempt_lists(context: dict) -> dict:
@@ -61,7 +62,10 @@ def leaderboard_table(rows: list[dict]) -> Table:
         *(Column(k, k, "int" if k.endswith("_n") else "num") for k in metrics.USAGE_CSV_HEADER),  # _n: attempts
         *(Column(f"{j} {m}", f"{j} {m}", "pct") for j in judges for m in _PER_JUDGE),
         Column("runs", "runs"),
-    )  # last: a column added after scripts learnt the others' places
+        # after the runs: columns added after scripts learnt the others' places (rank interval and tie group: by-model
+        # rows only, empty in model x group cells)
+        *(Column(k, k, "int") for k in _TIES),
+    )
     out = []
     for r in rows:
         isr_ci, csr_ci = r["isr_ci"] or [None, None], r["csr_ci"] or [None, None]

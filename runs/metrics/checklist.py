@@ -119,6 +119,10 @@ class ScoreRow:
     usage: UsageSummary | None = None
     #: the labels of the runs the row pools (the leaderboard's by-model rows: runs_by_model; empty elsewhere)
     runs: tuple[str, ...] = ()
+    #: the 95% interval of the row's rank on the leaderboard's ranking figure, and its tie group (by-model rows with
+    #: data: runs.metrics.paired.rank_intervals and tie_groups over the table's models; None elsewhere)
+    rank_interval: tuple[int, int] | None = None
+    tie_group: int | None = None
 
     @property
     def tokens(self) -> float | None:
@@ -413,6 +417,109 @@ def with_bootstrap(row: ScoreRow, cells: Sequence[Cell], **kwargs) -> ScoreRow:
     row.isr_ci = bootstrap_interval(len(instances), ratio(successes, attempts), **kwargs)
     row.csr_ci = bootstrap_interval(len(instances), ratio(passed, applicable), **kwargs)
     return row
+
+
+def model_sides(cells: Iterable[Cell], *, figure: str = "isr") -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Per model (by name), its runs.metrics.paired Side on `figure` ("isr": successes and attempts; "csr": passed
+    and applicable items) from the cells of a by-model leaderboard: (num, den) arrays (instances, judges), summed
+    over the instance's attempts under each judge as with_bootstrap sums them, on instance and judge axes shared by
+    every model (instances and judges in id and name order; den 0 where a model has no data). Attempts with no
+    applicable item count for neither."""
+    counted = [c for c in cells if c.n_applicable > 0]
+    instances = {v: n for n, v in enumerate(sorted({c.instance_id for c in counted}))}
+    judges = {v: n for n, v in enumerate(sorted({c.judge for c in counted}))}
+    shape = (len(instances), len(judges))
+    sides: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    for c in counted:
+        if c.model not in sides:
+            sides[c.model] = (np.zeros(shape), np.zeros(shape))
+        num, den = sides[c.model]
+        at = (instances[c.instance_id], judges[c.judge])
+        if figure == "isr":
+            num[at] += c.success
+            den[at] += 1
+        else:
+            num[at] += c.n_passed
+            den[at] += c.n_applicable
+    return dict(sorted(sides.items()))
+
+
+@dataclass
+class InstanceCounts:
+    """A benchmark's rollups summed per (run id, judge id) and instance: for each, a (4, n_instances) int array of
+    counted attempts, successes, applicable items and passed items on each instance (instances in id order), with
+    the instances' scaffolds and primary categories. What model_sides counts from cells, for any filters, without
+    reading the rollups again."""
+
+    scaffolds: list[str]
+    primary_categories: list[str]
+    counts: dict[tuple[int, int], np.ndarray]
+
+
+def instance_counts(instances: Iterable[tuple[int, str, str]], rollups: Iterable[tuple]) -> InstanceCounts:
+    """InstanceCounts from the benchmark's (id, scaffold, primary category) in id order and its rollups as (run id,
+    judge id, instance id, n_applicable, n_passed); a rollup with no applicable item counts for nothing."""
+    index: dict[int, int] = {}
+    scaffolds, primaries = [], []
+    for n, (pk, scaffold, primary) in enumerate(instances):
+        index[pk] = n
+        scaffolds.append(scaffold)
+        primaries.append(primary)
+    counts: dict[tuple[int, int], np.ndarray] = {}
+    for run_id, judge_id, instance_id, n_applicable, n_passed in rollups:
+        if n_applicable == 0:
+            continue
+        a = counts.get((run_id, judge_id))
+        if a is None:
+            a = counts[(run_id, judge_id)] = np.zeros((4, len(index)), dtype=np.int64)
+        at = index[instance_id]
+        a[0, at] += 1
+        a[1, at] += n_passed == n_applicable
+        a[2, at] += n_applicable
+        a[3, at] += n_passed
+    return InstanceCounts(scaffolds, primaries, counts)
+
+
+def base_sides(
+    base: ModelBase, counts: InstanceCounts, filters: Filters, *, figure: str = "isr"
+) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """model_sides of the cells the filters keep, from the base's names and the generation's InstanceCounts: the
+    same arrays (instances with data in id order, judges with data by name, models by name)."""
+    runs, judges, scaffolds, primaries, models = (
+        set(v) for v in (filters.runs, filters.judges, filters.scaffolds, filters.primary_categories, filters.models)
+    )
+    kept = np.array(
+        [
+            (not scaffolds or s in scaffolds) and (not primaries or p in primaries)
+            for s, p in zip(counts.scaffolds, counts.primary_categories)
+        ],
+        dtype=bool,
+    )
+    rows = (1, 0) if figure == "isr" else (3, 2)
+    summed: dict[tuple[str, str], np.ndarray] = {}
+    for (run_id, judge_id), a in counts.counts.items():
+        label, model_id = base.runs[run_id]
+        model, judge = base.models[model_id], base.judges[judge_id]
+        if (runs and label not in runs) or (judges and judge not in judges) or (models and model not in models):
+            continue
+        picked = a[list(rows)] * kept
+        if not picked[1].any():
+            continue
+        if (model, judge) in summed:
+            summed[(model, judge)] = summed[(model, judge)] + picked
+        else:
+            summed[(model, judge)] = picked
+    if not summed:
+        return {}
+    instances = np.flatnonzero(np.any([a[1] > 0 for a in summed.values()], axis=0))
+    judge_axis = {j: n for n, j in enumerate(sorted({j for _, j in summed}))}
+    sides: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    for (model, judge), a in sorted(summed.items()):
+        if model not in sides:
+            sides[model] = (np.zeros((len(instances), len(judge_axis))), np.zeros((len(instances), len(judge_axis))))
+        sides[model][0][:, judge_axis[judge]] = a[0, instances]
+        sides[model][1][:, judge_axis[judge]] = a[1, instances]
+    return sides
 
 
 def turn_bucket(turns: int | None) -> str:

@@ -44,7 +44,7 @@ from runs.exclusions import (
     exclusion_sources,
 )
 from runs.metrics import checklist as metrics
-from runs.metrics import rank_change
+from runs.metrics import paired, rank_change
 from runs.metrics.checklist import (
     GROUPINGS,
     USAGE_FIGURES,
@@ -407,8 +407,10 @@ def compute_tables(
     filters, by, ci = state["filters"], state["by"], state["ci"]
     overall = sort_rows(_rows(benchmark_id, filters, by="model", ci=ci, excluded_items=excluded_items), state["sort"])
     pooled = metrics.runs_by_model(leaderboard_base(benchmark_id), filters)
+    ties = leaderboard_ties(benchmark_id, filters, rank_figure(state["sort"]), excluded_items=excluded_items)
     for row in overall:
         row.runs = pooled.get(row.model, ())
+        row.rank_interval, row.tie_group = ties.ranks.get(row.model), ties.groups.get(row.model)
     if by == "model":
         return LeaderboardTables(overall, overall, [], [], charts.leaderboard_figure(overall))
     cells = _rows(benchmark_id, filters, by=by, ci=ci, excluded_items=excluded_items)
@@ -416,6 +418,70 @@ def compute_tables(
     rows = [cell for line in matrix for cell in line["cells"] if cell is not None]
     figure = charts.matrix_figure(cells, group_label=GROUPINGS[by], groups=groups)
     return LeaderboardTables(overall, rows, groups, matrix, figure)
+
+
+def rank_figure(sort: str) -> str:
+    """The figure a leaderboard's rank intervals and tie groups rank models by: CSR when sorted by CSR, else ISR."""
+    return "csr" if sort.lstrip("-") == "csr" else "isr"
+
+
+@dataclass
+class Ties:
+    """Per model of a by-model leaderboard, the 95% interval of its rank and its tie group on one figure
+    (runs.metrics.paired.rank_intervals and tie_groups, seeded); a model without data has neither (None)."""
+
+    ranks: dict[str, tuple[int, int] | None]
+    groups: dict[str, int | None]
+
+
+def leaderboard_ties(benchmark_id: int, filters, figure: str, *, excluded_items: Collection[int] | None = None) -> Ties:
+    """The Ties of the models the filters keep, ranked by `figure` ("isr" or "csr"), leaving out excluded items;
+    cached per data generation, filters, exclusion and figure, so every sort ranking by one figure shares them."""
+    document = {
+        **filters_document(filters),
+        "figure": figure,
+        "excluded": sorted(excluded_items) if excluded_items else None,
+    }
+    digest = hashlib.sha256(json.dumps(document, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+    return cached(
+        benchmark_id,
+        f"ties:{digest}",
+        lambda: compute_ties(benchmark_id, filters, figure, excluded_items=excluded_items),
+        kind=Ties,
+        charged=bool(excluded_items) or any(filters_document(filters).values()),
+    )
+
+
+def compute_ties(benchmark_id: int, filters, figure: str, *, excluded_items: Collection[int] | None = None) -> Ties:
+    """Ties from each model's per-instance counts, without caching them: the generation's InstanceCounts with the
+    base's names (no rollup read once they are cached), or the verdicts' cells when items are excluded."""
+    if excluded_items:
+        cells = leaderboard_cells(benchmark_id, filters, by="model", excluded_items=excluded_items)
+        sides = metrics.model_sides(cells, figure=figure)
+    else:
+        base = leaderboard_base(benchmark_id)
+        sides = metrics.base_sides(base, leaderboard_instance_counts(benchmark_id), filters, figure=figure)
+    return Ties(paired.rank_intervals(sides), paired.tie_groups(sides))
+
+
+def leaderboard_instance_counts(benchmark_id: int) -> metrics.InstanceCounts:
+    """The benchmark's InstanceCounts of the current data generation (one pass over the rollups when missing; one per
+    generation, charged to no one, computed when a writer warms the default page)."""
+
+    def compute() -> metrics.InstanceCounts:
+        instances = (
+            Instance.objects.filter(benchmark_id=benchmark_id)
+            .order_by("id")
+            .values_list("id", "scaffold", "primary_category")
+        )
+        rollups = (
+            AttemptRollup.objects.filter(benchmark_id=benchmark_id)
+            .values_list("run_id", "judge_id", "instance_id", "n_applicable", "n_passed")
+            .order_by()
+        )
+        return metrics.instance_counts(instances, rollups.iterator(chunk_size=20000))
+
+    return cached(benchmark_id, "instance-counts", compute, kind=metrics.InstanceCounts, charged=False)
 
 
 # the leaderboard as plain JSON: what its API, exports and snapshots keep -----------------------
@@ -433,6 +499,9 @@ def score_row_dict(row: ScoreRow) -> dict:
         "macro_csr_std": row.macro_csr_std,
         "isr_ci": list(row.isr_ci) if row.isr_ci else None,
         "csr_ci": list(row.csr_ci) if row.csr_ci else None,
+        "rank_low": row.rank_interval[0] if row.rank_interval else None,
+        "rank_high": row.rank_interval[1] if row.rank_interval else None,
+        "tie_group": row.tie_group,
         "n_instances": row.n_instances,
         "n_attempts": row.n_attempts,
         "n_empty": row.n_empty,

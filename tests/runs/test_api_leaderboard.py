@@ -51,8 +51,10 @@ def test_it_returns_the_same_rows_as_the_page(reviewer_client, query, by, filter
     bench, _ = build_study()
     body = reviewer_client.get(url() + query).json()
     expected = selectors.leaderboard_rows(bench.id, filters, by=by)
+    ties = selectors.compute_ties(bench.id, filters, "isr")
     for row in expected if by == "model" else ():
         row.runs = (f"{row.model}-r1",)  # the page names the runs a by-model row pools: one each here
+        row.rank_interval, row.tie_group = ties.ranks[row.model], ties.groups[row.model]
     key = lambda r: (r["model"], r["group"] or "")  # noqa: E731
     assert sorted(body["rows"], key=key) == sorted((score_row_dict(r) for r in expected), key=key)
     page = reviewer_client.get(

@@ -20,6 +20,7 @@ from runs.models import Attempt, AttemptRollup, Instance, Run, Verdict
 from runs.selectors.checklist import (
     attempt_cells,
     compute_tables,
+    compute_ties,
     leaderboard_base,
     leaderboard_usage,
     model_base,
@@ -140,8 +141,10 @@ def test_the_tables_of_a_state_the_base_answers_equal_those_scored_without_it():
         tables = compute_tables(bench.id, state)
         rows = score_rows(attempt_cells(bench.id, state["filters"], by=by))
         expected = rows_with_usage(model_rows_counted(bench.id, state["filters"]), bench.id, state["filters"])
-        for row in expected:  # and the runs they pool
+        ties = compute_ties(bench.id, state["filters"], "csr")  # ranked by CSR, as sorted
+        for row in expected:  # and the runs they pool, and their rank intervals and tie groups
             row.runs = tuple(sorted(Run.objects.filter(model__name=row.model).values_list("label", flat=True)))
+            row.rank_interval, row.tie_group = ties.ranks[row.model], ties.groups[row.model]
         assert _same(tables.overall, sorted(expected, key=lambda r: -r.csr))
         if by != "model":
             assert _same(sorted(tables.rows, key=lambda r: (r.model, r.group)), rows)
