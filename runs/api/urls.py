@@ -14,6 +14,7 @@ urlpatterns = [
     path("attempts/", core.AttemptListView.as_view(), name="attempt-list"),
     path("attempts/<int:pk>/verdicts/", checklist.AttemptVerdictListView.as_view(), name="attempt-verdicts"),
     path("leaderboards/<slug:slug>/", checklist.LeaderboardView.as_view(), name="leaderboard"),
+    path("compare/<slug:slug>/", checklist.CompareView.as_view(), name="compare"),
     path("verdicts/", verdicts.VerdictStreamView.as_view(), name="verdicts"),
     path("choice-metrics/", choice.ChoiceMetricsView.as_view(), name="choice-metrics"),
     path("conflict-metrics/", conflict.ConflictMetricsView.as_view(), name="conflict-metrics"),

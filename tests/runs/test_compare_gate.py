@@ -3,11 +3,17 @@ regression gate: manage.py compare, GET /api/compare/<slug>/ and the compare pag
 
 import json
 from io import StringIO
+from urllib.parse import urlencode
 
 import numpy as np
 import pytest
+from django.contrib.auth.models import Group
 from django.core.management import CommandError, call_command
+from django.urls import reverse
+from rest_framework.authtoken.models import Token
+from rest_framework.test import APIClient
 
+from runs.access import ANNOTATOR
 from runs.metrics import paired
 from runs.models import AgentModel, Attempt, Benchmark, ChecklistItem, Instance, Judge, Run, Verdict
 from runs.selectors import checklist as selectors
@@ -147,3 +153,57 @@ def test_the_json_is_the_table_with_the_regressions_and_the_flips():
     assert document["baseline"] == "base-r1" and len(document["rows"]) == 3 * 4
     assert document["n_broken"] > document["n_fixed"]
     assert document["broken"][0]["instance_url"].startswith("/instances/")
+
+
+# GET /api/compare/<slug>/ ------------------------------------------------------------------
+def api_url(**params) -> str:
+    return reverse("api:compare", args=[SLUG]) + ("?" + urlencode(params, doseq=True) if params else "")
+
+
+def test_the_api_answers_the_clis_json(reviewer_client):
+    seeded_study({"base": 0.85, "worse": 0.45}, n_instances=20, judges=("j1", "j2"))
+    answer = reviewer_client.get(api_url(baseline="base-r1", candidate="worse", metric="isr,csr", judge=["j1"]))
+    assert answer.status_code == 200
+    _, output = gate(
+        "--baseline", "base-r1", "--candidate", "worse", "--metric", "isr", "--metric", "csr", "--judge", "j1", "--json"
+    )
+    assert answer.json() == json.loads(output)
+    assert answer.json()["candidate"] == "model:worse" and answer.json()["judges"] == ["j1"]
+
+
+def test_the_api_accepts_a_token(reviewer):
+    seeded_study({"base": 0.7, "same": 0.7}, n_instances=4)
+    api = APIClient()
+    assert api.get(api_url(baseline="base-r1", candidate="same-r1")).status_code in (401, 403)
+    api.credentials(HTTP_AUTHORIZATION="Token " + Token.objects.create(user=reviewer).key)
+    assert api.get(api_url(baseline="base-r1", candidate="same-r1")).status_code == 200
+
+
+@pytest.mark.parametrize(
+    "params,errors",
+    [
+        ({"baseline": "nope", "candidate": "base-r1"}, {"baseline": ["no run labelled 'nope' and no model named"]}),
+        ({"baseline": "base-r1", "candidate": "model:x"}, {"candidate": ["no model named 'x' has a run"]}),
+        ({"baseline": "base-r1", "candidate": "same-r1", "judge": "jx"}, {"judge": ["no judge named 'jx'"]}),
+        ({"baseline": "base-r1"}, {"candidate": ["This field is required."]}),
+        ({"baseline": "base-r1", "candidate": "same-r1", "metric": "acc"}, {"metric": {0: ['"acc" is not a valid']}}),
+    ],
+)
+def test_the_api_answers_400_naming_what_is_unknown(reviewer_client, params, errors):
+    seeded_study({"base": 0.7, "same": 0.7}, n_instances=4)
+    answer = reviewer_client.get(api_url(**params))
+    assert answer.status_code == 400
+    body = answer.json()
+    for name, words in errors.items():
+        shown = body[name] if isinstance(words, list) else body[name][str(next(iter(words)))]
+        expected = words if isinstance(words, list) else next(iter(words.values()))
+        assert shown[0].startswith(expected[0])
+
+
+def test_a_blind_annotator_is_refused(django_user_model):
+    seeded_study({"base": 0.7, "same": 0.7}, n_instances=4)
+    annotator = django_user_model.objects.create_user("blind", password="pw-blind-1")
+    annotator.groups.add(Group.objects.get_or_create(name=ANNOTATOR)[0])
+    api = APIClient()
+    api.credentials(HTTP_AUTHORIZATION="Token " + Token.objects.create(user=annotator).key)
+    assert api.get(api_url(baseline="base-r1", candidate="same-r1")).status_code == 403
