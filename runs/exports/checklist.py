@@ -405,10 +405,14 @@ def length_page(context: dict) -> PageData:
 
 
 @page_builder(
-    ("sides", "Paired comparison"), ("flipped-items", "Items fixed or broken in B"), per_item=("flipped-items",)
+    ("sides", "Paired comparison"),
+    ("paired-differences", "Is the difference real?"),
+    ("flipped-items", "Items fixed or broken in B"),
+    per_item=("flipped-items",),
 )
 def compare_page(context: dict) -> PageData:
-    """Both sides' ISR and CSR on the common instances, the gain, and the items fixed and broken in B."""
+    """Both sides' ISR and CSR on the common instances, the gain, B - A per metric, judge and primary category with
+    its paired interval and test (runs.selectors.checklist.compare_paired), and the items fixed and broken in B."""
     paired = context.get("paired")
     sides = Table(
         "sides",
@@ -469,7 +473,39 @@ def compare_page(context: dict) -> PageData:
             for e in [*context.get("fixed", []), *context.get("broken", [])]
         ],
     )
-    return PageData("Compare two runs", [sides, flips], help_anchor="checklist-compare")
+    return PageData(
+        "Compare two runs", [sides, paired_table(context.get("comparison")), flips], help_anchor="checklist-compare"
+    )
+
+
+def paired_table(comparison) -> Table:
+    """The paired rows (runs.selectors.checklist.paired_figure_dict): per metric, pooled and per judge, then per
+    primary category; judge and category empty where pooled or all."""
+    return Table(
+        "paired-differences",
+        "Is the difference real?",
+        (
+            Column("metric", "Metric"),
+            Column("judge", "Judge"),
+            Column("category", "Primary category"),
+            Column("a", "A %", "pct"),
+            Column("b", "B %", "pct"),
+            Column("diff", "B - A", "pct"),
+            Column("low", "95% low", "pct"),
+            Column("high", "95% high", "pct"),
+            Column("n_instances", "Shared instances", "int"),
+            Column("test", "Test"),
+            Column("p", "p", "num", places=4),
+            Column("b_count", "b (A only)", "int"),
+            Column("c_count", "c (B only)", "int"),
+        ),
+        []
+        if comparison is None
+        else [
+            {**row, "judge": row["judge"] or "pooled", "category": row["category"] or "all"}
+            for row in map(selectors.paired_figure_dict, comparison.figures)
+        ],
+    )
 
 
 @page_builder(

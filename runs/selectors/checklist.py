@@ -1397,6 +1397,10 @@ class PairedFigure:
     difference: PairedDifference
 
     @property
+    def metric_name(self) -> str:
+        return PAIRED_METRICS[self.metric]
+
+    @property
     def regression(self) -> bool:
         """B is significantly worse than A: p below REGRESSION_ALPHA and the whole interval below 0."""
         d = self.difference

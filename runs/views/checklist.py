@@ -350,7 +350,9 @@ def length(request, slug):
 
 @login_required
 def compare(request, slug):
-    """Paired comparison of two runs (or two models) on the instances both cover, with flipped items."""
+    """Paired comparison of two runs (or two models) on the instances both cover: both sides' figures, B - A per
+    metric and judge with its paired interval and test (runs.selectors.checklist.compare_paired), and the flipped
+    items."""
     benchmark = _benchmark(request, slug)
     runs = list(benchmark.runs.select_related("model").order_by("label"))
     labels = [r.label for r in runs]
@@ -366,5 +368,11 @@ def compare(request, slug):
         "offered": offered,
     }
     if a and b:
-        context.update(checklist_selector.compare_sides(benchmark.id, a, b))
+        try:
+            a, b = (checklist_selector.side_of(benchmark.id, side) for side in (a, b))
+        except checklist_selector.UnknownSide as unknown:
+            context["unknown_side"] = str(unknown)
+        else:
+            context.update(checklist_selector.compare_sides(benchmark.id, a, b))
+            context["comparison"] = checklist_selector.compare_paired(benchmark, a, b)
     return render_page(request, "runs/checklist/compare.html", context, page_data=exports.compare_page, fragment=None)

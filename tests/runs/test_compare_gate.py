@@ -207,3 +207,25 @@ def test_a_blind_annotator_is_refused(django_user_model):
     api = APIClient()
     api.credentials(HTTP_AUTHORIZATION="Token " + Token.objects.create(user=annotator).key)
     assert api.get(api_url(baseline="base-r1", candidate="same-r1")).status_code == 403
+
+
+# the compare page ---------------------------------------------------------------------------
+def test_the_page_shows_the_same_numbers_and_its_export_carries_them(reviewer_client):
+    seeded_study({"base": 0.85, "worse": 0.45}, n_instances=20)
+    page = reverse("runs:checklist-compare", args=[SLUG]) + "?a=base-r1&b=worse-r1"
+    body = reviewer_client.get(page).content.decode()
+    document = json.loads(gate("--baseline", "base-r1", "--candidate", "worse-r1", "--json")[1])
+    pooled = next(r for r in document["rows"] if r["metric"] == "csr" and r["judge"] is None and not r["category"])
+    shown = f'{pooled["diff"]:.2f}</td><td class="num">{pooled["low"]:.2f} to {pooled["high"]:.2f}</td>'
+    assert shown in body and 'href="/help/metrics/#paired"' in body and "Broken in B (" in body
+    assert body.count('class="regression"') >= 3  # at least each metric's pooled row is marked
+    exported = reviewer_client.get(page + "&export=json").json()
+    rows = next(t for t in exported["tables"] if t["name"] == "paired-differences")["rows"]
+    assert rows[0]["metric"] == "isr" and rows[0]["judge"] == "pooled" and rows[0]["category"] == "all"
+    assert [r["diff"] for r in rows] == [r["diff"] for r in document["rows"]]
+
+
+def test_the_page_names_an_unknown_side(reviewer_client):
+    seeded_study({"base": 0.7, "same": 0.7}, n_instances=4)
+    body = reviewer_client.get(reverse("runs:checklist-compare", args=[SLUG]) + "?a=base-r1&b=nope").content.decode()
+    assert "no run labelled &#x27;nope&#x27; and no model named &#x27;nope&#x27;" in body
