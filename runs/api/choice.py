@@ -67,6 +67,19 @@ class ChoiceMetricsSerializer(serializers.Serializer):
     )
     n = serializers.IntegerField()
     unanswered = serializers.IntegerField()
+    rank_low = serializers.IntegerField(
+        allow_null=True,
+        help_text="Lower end of the 95% interval of the run's rank (1 = best) by overall_accuracy over bootstrap "
+        "resamples of tasks, among every run of the benchmark under this view, as the metrics page with no run "
+        "selected shows it (/help/metrics/#paired). null for a run without scored answers.",
+    )
+    rank_high = serializers.IntegerField(allow_null=True, help_text="Upper end of that interval (null as rank_low).")
+    tie_group = serializers.IntegerField(
+        allow_null=True,
+        help_text="Tie group on overall_accuracy among those runs: 1 is the leader and every run whose paired "
+        "difference from it is not significant at 5% after Holm's correction; the next group starts at the best run "
+        "outside it (/help/metrics/#paired). null as rank_low.",
+    )
 
 
 @blind_safe
@@ -128,6 +141,7 @@ class ChoiceMetricsView(PageQueryView):
             "reference_overall_accuracy": None,
             "n": 0,
             "unanswered": 0,
+            **_tie_fields(benchmark, run.label, state["view"]),
         }
         if result is not None:
             body.update(
@@ -150,3 +164,11 @@ class ChoiceMetricsView(PageQueryView):
                 unanswered=result.unanswered,
             )
         return Response(ChoiceMetricsSerializer(body).data)
+
+
+def _tie_fields(benchmark, label: str, view: str) -> dict:
+    """rank_low, rank_high and tie_group of the run among every run of the benchmark (the page's default rows)."""
+    every_run = list(Run.objects.filter(benchmark=benchmark).values_list("label", flat=True))
+    tie = selectors.choice_ties(benchmark.id, every_run, view=view).get(label, selectors.RunTie())
+    low, high = tie.rank_interval or (None, None)
+    return {"rank_low": low, "rank_high": high, "tie_group": tie.tie_group}

@@ -10,6 +10,7 @@ _CI = (
     Column("ci_low", "95% CI low", "pct"),
     Column("ci_high", "95% CI high", "pct"),
 )
+_TIES = ("rank_low", "rank_high", "tie_group")
 
 
 @page_builder(("overall", "Overall"), ("categories", "Per category"))
@@ -27,6 +28,8 @@ def metrics_page(context: dict) -> PageData:
             *_CI,
             Column("reference_accuracy", 'evaluate.py "all" %', "pct"),
             *(Column(f"cat:{c}", f"{c} accuracy %", "pct") for c in categories),
+            # last: columns added after scripts learnt the others' places (rank interval and tie group by accuracy)
+            *(Column(k, k, "int") for k in _TIES),
         ),
         [
             {
@@ -39,8 +42,11 @@ def metrics_page(context: dict) -> PageData:
                 "ci_high": m.ci_high,
                 "reference_accuracy": m.reference_accuracy,
                 **{f"cat:{c}": cell and cell.accuracy for c, cell in zip(categories, cells)},
+                "rank_low": tie.rank_interval[0] if tie.rank_interval else None,
+                "rank_high": tie.rank_interval[1] if tie.rank_interval else None,
+                "tie_group": tie.tie_group,
             }
-            for m, cells in context.get("overall", [])
+            for m, cells, tie in context.get("overall", [])
         ],
     )
     per_category = Table(

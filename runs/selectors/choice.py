@@ -3,13 +3,19 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Sequence
+from dataclasses import dataclass
 
+import numpy as np
 from django import forms
 from django.core.paginator import Paginator
 from django.db import connection
 
+from runs.cache import cached
 from runs.metrics import choice as metrics
+from runs.metrics import paired
 from runs.models import Attempt, Benchmark, Instance, Run
 from runs.selectors.state import RefusesControlCharacters, query_errors, query_notes
 
@@ -76,17 +82,70 @@ def choice_state(*, benchmark: Benchmark, query) -> dict:
 
 def choice_metrics(*, benchmark: Benchmark, state: dict) -> dict:
     """The metrics page's data: per run accuracy, macro P/R/F1 and unanswered counts per category (`run_rows`, in
-    the page's order with their category cells in `overall`) and the per-category tables."""
-    runs = metrics.run_metrics(choice_rows(benchmark.id, state["runs"], view=state["view"]))
+    the page's order in `overall`, each as (run, its category cells, its RunTie)) and the per-category tables."""
+    rows = choice_rows(benchmark.id, state["runs"], view=state["view"])
+    runs = metrics.run_metrics(rows)
     categories = sorted({c for r in runs for c in r.categories})
+    ties = choice_ties(benchmark.id, state["runs"], view=state["view"], rows=rows)
     return {
         "run_rows": runs,
         "categories": categories,
         "overall": [
-            (r, [r.categories.get(c) for c in categories]) for r in metrics.run_metrics_sorted(runs, state["sort"])
+            (r, [r.categories.get(c) for c in categories], ties.get(r.run, RunTie()))
+            for r in metrics.run_metrics_sorted(runs, state["sort"])
         ],
         "tables": metrics.category_tables(runs, state["dsort"]),
     }
+
+
+@dataclass(frozen=True)
+class RunTie:
+    """A row's 95% rank interval and tie group on the page's overall accuracy (runs.metrics.paired, seeded);
+    None for a run without scored answers."""
+
+    rank_interval: tuple[int, int] | None = None
+    tie_group: int | None = None
+
+
+def accuracy_sides(rows: Sequence[metrics.ChoiceRow]) -> dict[str, paired.Side]:
+    """Per run (by label), its runs.metrics.paired Side on overall accuracy: one judge (the reference scorer's
+    decision), per task num = correct answers and den = scored answers (an unanswered task is scored as the
+    reference's default, so it counts in den, as in RunMetrics.accuracy), on a task axis shared by every run (tasks
+    in id order; den 0 where a run has no answer). paired.figure(side) is the run's RunMetrics.accuracy."""
+    tasks = {pk: n for n, pk in enumerate(sorted({r.instance_id for r in rows}))}
+    sides: dict[str, paired.Side] = {}
+    for r in rows:
+        if r.run not in sides:
+            sides[r.run] = (np.zeros((len(tasks), 1)), np.zeros((len(tasks), 1)))
+        num, den = sides[r.run]
+        num[tasks[r.instance_id], 0] += r.correct
+        den[tasks[r.instance_id], 0] += 1
+    return sides
+
+
+def compute_choice_ties(rows: Sequence[metrics.ChoiceRow]) -> dict[str, RunTie]:
+    """RunTie per run of these rows: paired.rank_intervals and tie_groups over their accuracy_sides."""
+    sides = accuracy_sides(rows)
+    ranks, groups = paired.rank_intervals(sides), paired.tie_groups(sides)
+    return {run: RunTie(ranks[run], groups[run]) for run in sides}
+
+
+def choice_ties(
+    benchmark_id: int,
+    run_labels: Sequence[str],
+    *,
+    view: str = metrics.EXACT,
+    rows: Sequence[metrics.ChoiceRow] | None = None,
+) -> dict[str, RunTie]:
+    """compute_choice_ties of these runs under `view` (from `rows` when the caller has read them), cached per data
+    generation, view and runs."""
+    document = {"runs": sorted(run_labels), "view": view}
+    digest = hashlib.sha256(json.dumps(document, sort_keys=True).encode()).hexdigest()
+
+    def compute() -> dict[str, RunTie]:
+        return compute_choice_ties(rows if rows is not None else choice_rows(benchmark_id, run_labels, view=view))
+
+    return cached(benchmark_id, f"choice-ties:{digest}", compute, kind=dict)
 
 
 def choice_confusion(*, benchmark: Benchmark, state: dict) -> dict:

@@ -93,7 +93,7 @@ def test_it_shows_accuracy_macro_scores_and_unanswered_per_run(reviewer_client):
     # evaluate.py's own "all" needs its six categories; this study has two, so the column is blank and explained
     assert "evaluate.py “all”" in html and "needs all six of price, relevance, math, chat, summary and hallu" in html
     overall = response.context["overall"]
-    assert [(m.run, m.accuracy, m.unanswered) for m, _ in overall] == [("beta", 80.0, 1), ("alpha", 60.0, 1)]
+    assert [(m.run, m.accuracy, m.unanswered) for m, _, _ in overall] == [("beta", 80.0, 1), ("alpha", 60.0, 1)]
 
 
 def test_it_sorts_in_the_url_and_serves_the_tables_fragment_to_htmx(editor_client):
@@ -119,14 +119,14 @@ def test_it_sorts_in_the_url_and_serves_the_tables_fragment_to_htmx(editor_clien
 def test_it_limits_the_page_to_the_runs_in_the_url(reviewer_client):
     make_study()
     response = reviewer_client.get(url("choice-metrics") + "?run=alpha&run=nonexistent")
-    assert [m.run for m, _ in response.context["overall"]] == ["alpha"]
+    assert [m.run for m, _, _ in response.context["overall"]] == ["alpha"]
     assert response.context["keep"] == "run=alpha"
 
 
 def test_it_switches_to_the_normalised_view_and_says_so(reviewer_client):
     make_study()
     response = reviewer_client.get(url("choice-metrics") + "?view=normalised&run=alpha")
-    [(alpha, _)] = response.context["overall"]
+    [(alpha, _, _)] = response.context["overall"]
     assert alpha.accuracy == 80.0  # "0" equals 0 once normalised; the missing answer stays wrong
     assert "Normalised view" in response.content.decode()
 
@@ -295,7 +295,7 @@ def test_it_renders_every_view_on_the_sample_tasks_with_generated_predictions(re
 
     response = reviewer_client.get(url("choice-metrics"))
     assert response.status_code == 200
-    [(metrics, _)] = response.context["overall"]
+    [(metrics, _, _)] = response.context["overall"]
     for category, (acc, precision, recall, f1) in expected.items():
         cell = metrics.categories[category]
         assert (cell.accuracy, cell.precision, cell.recall, cell.f1) == pytest.approx((acc, precision, recall, f1))
