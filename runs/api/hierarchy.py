@@ -215,7 +215,11 @@ class HierarchyMetricsSerializer(serializers.Serializer):
         help_text="Generated constraints of the benchmark the exclusion policy left out."
     )
     rows = serializers.ListField(
-        child=serializers.DictField(), help_text="Acc, Acc_test, Acc_style with intervals per row."
+        child=serializers.DictField(),
+        help_text="Acc, Acc_test, Acc_style with intervals per row, and rank_low, rank_high (the 95% interval of the "
+        "row's rank by Acc over bootstrap resamples of samples, 1 = best) and tie_group (1 is the leader and every "
+        "row whose paired difference in Acc from it is not significant at 5% after Holm's correction; the next group "
+        "starts at the best row outside it), among the rows of the same query (/help/metrics/#paired).",
     )
     by_tiers = serializers.ListField(
         child=serializers.DictField(), help_text="The same per row and number of privilege tiers."
@@ -337,7 +341,7 @@ def _tables(request, data: dict) -> dict:
     """The metrics page's tables as JSON (the numbers as computed; intervals as [low, high])."""
     comparison, exclusion = data["comparison"], data["exclusion"]
     return {
-        "rows": [asdict(r) for r in data["rows"]],
+        "rows": [asdict(r) | data["ties"].get(r.label, selectors.RowTie()).fields() for r in data["rows"]],
         "by_tiers": [asdict(r) for r in data["tier_rows"]],
         "style_group_rows": [
             asdict(g) | {"rate": g.rate, "rate_errors_as_failures": g.rate_errors_as_failures}

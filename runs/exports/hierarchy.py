@@ -5,6 +5,9 @@ from __future__ import annotations
 from runs.exports import agreement_table, yes_no
 from runs.pages import Column, PageData, Table, page_builder
 
+#: a row's rank interval and tie group by Acc (runs.selectors.hierarchy.RowTie.fields)
+_TIES = ("rank_low", "rank_high", "tie_group")
+
 
 def _label(context: dict) -> Column:
     return Column("label", "Run" if context["by"] == "run" else "Model")
@@ -43,6 +46,7 @@ def _judge(context: dict, key: str = "judge") -> list[str] | None:
 def metrics_page(context: dict) -> PageData:
     """Acc per model (or run) with intervals and exclusion ranks, per style group, by tiers, and the run comparison."""
     effect = {line["row"].label: line["effect"] for line in context.get("lines", [])}
+    ties = {line["row"].label: line["tie"] for line in context.get("lines", [])}
     columns = (
         _label(context),
         Column("n", "Samples", "int"),
@@ -57,6 +61,8 @@ def metrics_page(context: dict) -> PageData:
             Column("value_before", "Acc % with every constraint", "pct"),
             Column("rank_before", "Rank with every constraint", "num"),
         )
+    # last: columns added after scripts learnt the others' places (rank interval and tie group by Acc)
+    columns += tuple(Column(k, k, "int") for k in _TIES)
     rows = [
         {
             "label": r.label,
@@ -64,6 +70,7 @@ def metrics_page(context: dict) -> PageData:
             **_acc(r),
             "runs": ", ".join(r.runs),
             **{k: getattr(effect.get(r.label), k, None) for k in ("rank_after", "value_before", "rank_before")},
+            **(ties[r.label].fields() if r.label in ties else dict.fromkeys(_TIES)),
         }
         for r in context.get("rows", [])
     ]

@@ -3,15 +3,21 @@ pages and /api/hierarchy-metrics/ show for it. Numbers come from runs.metrics.hi
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Collection, Sequence
+from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 from django import forms
 from django.db.models import Count, OuterRef, Q, Subquery
 
+from runs.cache import cached
 from runs.checkers.manyih_style import extract_code
 from runs.exclusions import exclusion_box
 from runs.metrics import hierarchy as metrics
+from runs.metrics import paired
 from runs.models import (
     Attempt,
     AttemptRollup,
@@ -117,6 +123,7 @@ def hierarchy_metrics(state: dict) -> dict:
             "comparison": None,
             "exclusion": None,
             "lines": [],
+            "ties": {},
             "sample_rows": [],
             "n_samples": 0,
         }
@@ -140,6 +147,7 @@ def hierarchy_metrics(state: dict) -> dict:
         )
     acc_rows = metrics.accuracy_by(rows, by=state["by"])
     exclusion = None if excluded is None else _exclusion(state, rows, acc_rows)
+    ties = hierarchy_ties(state, rows)
     group_rates = metrics.style_group_rates(rows, by=state["by"])
     groups, group_table = metrics.group_matrix(group_rates)
     return {
@@ -152,8 +160,72 @@ def hierarchy_metrics(state: dict) -> dict:
         "n_samples": len(rows),
         "exclusion": exclusion,
         "sample_rows": rows,
-        "lines": [{"row": r, "effect": exclusion["lines"].get(r.label) if exclusion else None} for r in acc_rows],
+        "ties": ties,
+        "lines": [
+            {
+                "row": r,
+                "effect": exclusion["lines"].get(r.label) if exclusion else None,
+                "tie": ties.get(r.label, RowTie()),
+            }
+            for r in acc_rows
+        ],
     }
+
+
+@dataclass(frozen=True)
+class RowTie:
+    """A row's 95% rank interval and tie group on Acc (runs.metrics.paired, seeded); None for a row without
+    samples."""
+
+    rank_interval: tuple[int, int] | None = None
+    tie_group: int | None = None
+
+    def fields(self) -> dict:
+        """rank_low, rank_high and tie_group, as exports and the API carry them."""
+        low, high = self.rank_interval or (None, None)
+        return {"rank_low": low, "rank_high": high, "tie_group": self.tie_group}
+
+
+def acc_sides(rows: Sequence[metrics.SampleRow], *, by: str = "model") -> dict[str, paired.Side]:
+    """Per row of the Acc table (model or run, by label), its runs.metrics.paired Side on Acc: one judge (the
+    page's), per sample num = attempts that passed (unit tests and every active instruction) and den = attempts, on
+    a sample axis shared by every row (samples in instance id order; den 0 where a row has no attempt).
+    paired.figure(side) is the row's AccRow.acc."""
+    samples = {pk: n for n, pk in enumerate(sorted({r.instance_id for r in rows}))}
+    sides: dict[str, paired.Side] = {}
+    for r in rows:
+        label = r.model if by == "model" else r.run
+        if label not in sides:
+            sides[label] = (np.zeros((len(samples), 1)), np.zeros((len(samples), 1)))
+        num, den = sides[label]
+        num[samples[r.instance_id], 0] += r.passed
+        den[samples[r.instance_id], 0] += 1
+    return dict(sorted(sides.items()))
+
+
+def compute_hierarchy_ties(rows: Sequence[metrics.SampleRow], *, by: str = "model") -> dict[str, RowTie]:
+    """RowTie per row label: paired.rank_intervals and tie_groups over the rows' acc_sides."""
+    sides = acc_sides(rows, by=by)
+    ranks, groups = paired.rank_intervals(sides), paired.tie_groups(sides)
+    return {label: RowTie(ranks[label], groups[label]) for label in sides}
+
+
+def hierarchy_ties(state: dict, rows: Sequence[metrics.SampleRow]) -> dict[str, RowTie]:
+    """compute_hierarchy_ties of the page's sample rows (the chosen judge, runs, grouping and exclusion), cached
+    per data generation and those choices."""
+    document = {
+        "judge": state["judge"].id,
+        "runs": sorted(state["run_ids"]),
+        "by": state["by"],
+        "excluded": sorted(state["excluded"]) if state["excluded"] is not None else None,
+    }
+    digest = hashlib.sha256(json.dumps(document, sort_keys=True).encode()).hexdigest()
+    return cached(
+        state["benchmark"].id,
+        f"hierarchy-ties:{digest}",
+        lambda: compute_hierarchy_ties(rows, by=state["by"]),
+        kind=dict,
+    )
 
 
 def _exclusion(state: dict, after_rows: list, after: list) -> dict:
