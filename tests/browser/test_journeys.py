@@ -162,8 +162,9 @@ def test_a_share_link_holder_sees_the_snapshot_and_nothing_beyond_its_scope(
     row = whole.snapshot["overall"][0]
     cells = page.locator("table.grid tbody tr").first.locator("td")
     assert cells.nth(0).inner_text().startswith("model-x")
-    assert cells.nth(1).inner_text().startswith(f"{row['isr']:.2f}")
-    assert cells.nth(2).inner_text().startswith(f"{row['csr']:.2f}")
+    assert cells.nth(2).inner_text() == str(row["tie_group"])  # after the rank interval, the tie group
+    assert cells.nth(3).inner_text().startswith(f"{row['isr']:.2f}")
+    assert cells.nth(4).inner_text().startswith(f"{row['csr']:.2f}")
     assert page.locator("table.grid a").count() == 0  # leaderboard scope: no way into attempts
     assert page.get_by_role("button", name="Log out").count() == 0 and page.locator("nav.mainnav").count() == 0
     assert _only_share_links(page, token) == []

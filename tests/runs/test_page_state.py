@@ -147,7 +147,8 @@ def test_the_hierarchy_page_and_api_agree_on_the_same_query(reviewer_client, hie
     page = _page(reviewer_client, "hierarchy-metrics", hierarchy, query)
     body = reviewer_client.get(HIERARCHY_API, {"benchmark": hierarchy, **query}).json()
     assert body["judge"] == page.context["judge"].name and body["by"] == page.context["by"]
-    assert body["rows"] == _as_json([asdict(r) for r in page.context["rows"]])
+    ties = page.context["ties"]  # each row's rank interval and tie group, as the page shows them
+    assert body["rows"] == _as_json([asdict(r) | ties[r.label].fields() for r in page.context["rows"]])
     assert body["by_tiers"] == _as_json([asdict(r) for r in page.context["tier_rows"]])
     assert [(g["label"], g["group"], g["rate"]) for g in body["style_group_rows"]] == [
         (g.label, g.group, g.rate) for g in page.context["group_rates"]
