@@ -12,6 +12,7 @@ from rest_framework.response import Response
 from runs.access import benchmark_for, blind_safe
 from runs.api.core import PageQueryView
 from runs.metrics import choice as metrics
+from runs.metrics import paired
 from runs.models import BenchmarkKind, Run
 from runs.selectors import choice as selectors
 
@@ -169,6 +170,4 @@ class ChoiceMetricsView(PageQueryView):
 def _tie_fields(benchmark, label: str, view: str) -> dict:
     """rank_low, rank_high and tie_group of the run among every run of the benchmark (the page's default rows)."""
     every_run = list(Run.objects.filter(benchmark=benchmark).values_list("label", flat=True))
-    tie = selectors.choice_ties(benchmark.id, every_run, view=view).get(label, selectors.RunTie())
-    low, high = tie.rank_interval or (None, None)
-    return {"rank_low": low, "rank_high": high, "tie_group": tie.tie_group}
+    return selectors.choice_ties(benchmark.id, every_run, view=view).get(label, paired.Tie()).fields()

@@ -20,6 +20,7 @@ from rest_framework.views import APIView
 from runs.access import benchmark_for, blind_safe, may_open
 from runs.api.core import PageQueryView
 from runs.metrics import hierarchy as metrics
+from runs.metrics import paired
 from runs.models import BenchmarkKind, ChecklistItem, Instance, Run
 from runs.scoring.hierarchy import resolve_privileges
 from runs.selectors import hierarchy as selectors
@@ -341,7 +342,7 @@ def _tables(request, data: dict) -> dict:
     """The metrics page's tables as JSON (the numbers as computed; intervals as [low, high])."""
     comparison, exclusion = data["comparison"], data["exclusion"]
     return {
-        "rows": [asdict(r) | data["ties"].get(r.label, selectors.RowTie()).fields() for r in data["rows"]],
+        "rows": [asdict(r) | data["ties"].get(r.label, paired.Tie()).fields() for r in data["rows"]],
         "by_tiers": [asdict(r) for r in data["tier_rows"]],
         "style_group_rows": [
             asdict(g) | {"rate": g.rate, "rate_errors_as_failures": g.rate_errors_as_failures}

@@ -42,9 +42,7 @@ def metrics_page(context: dict) -> PageData:
                 "ci_high": m.ci_high,
                 "reference_accuracy": m.reference_accuracy,
                 **{f"cat:{c}": cell and cell.accuracy for c, cell in zip(categories, cells)},
-                "rank_low": tie.rank_interval[0] if tie.rank_interval else None,
-                "rank_high": tie.rank_interval[1] if tie.rank_interval else None,
-                "tie_group": tie.tie_group,
+                **tie.fields(),
             }
             for m, cells, tie in context.get("overall", [])
         ],

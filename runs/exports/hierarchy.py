@@ -5,7 +5,7 @@ from __future__ import annotations
 from runs.exports import agreement_table, yes_no
 from runs.pages import Column, PageData, Table, page_builder
 
-#: a row's rank interval and tie group by Acc (runs.selectors.hierarchy.RowTie.fields)
+#: a row's rank interval and tie group by Acc (runs.metrics.paired.Tie.fields)
 _TIES = ("rank_low", "rank_high", "tie_group")
 
 

@@ -12,7 +12,7 @@ whole instances, each with its repetitions, judges and items.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -207,6 +207,41 @@ def tie_groups(
                 groups[name] = group
         remaining = split
     return groups
+
+
+@dataclass(frozen=True)
+class Tie:
+    """A row's 95% rank interval and tie group (rank_intervals, tie_groups); None for a row without data."""
+
+    rank_interval: tuple[int, int] | None = None
+    tie_group: int | None = None
+
+    def fields(self) -> dict:
+        """rank_low, rank_high and tie_group, as exports and the API carry them."""
+        low, high = self.rank_interval or (None, None)
+        return {"rank_low": low, "rank_high": high, "tie_group": self.tie_group}
+
+
+def one_judge_sides(outcomes: Iterable[tuple[str, int, int]]) -> dict[str, Side]:
+    """Per label, its Side under one judge from (label, instance id, passed: 0 or 1) outcomes, one per attempt: per
+    instance num = attempts passed and den = attempts, on an instance axis shared by every label (instances in id
+    order; den 0 where a label has no attempt); labels sorted."""
+    outcomes = list(outcomes)
+    axis = {pk: n for n, pk in enumerate(sorted({instance for _, instance, _ in outcomes}))}
+    sides: dict[str, Side] = {}
+    for label, instance, passed in outcomes:
+        if label not in sides:
+            sides[label] = (np.zeros((len(axis), 1)), np.zeros((len(axis), 1)))
+        num, den = sides[label]
+        num[axis[instance], 0] += passed
+        den[axis[instance], 0] += 1
+    return dict(sorted(sides.items()))
+
+
+def ties(sides: Mapping[str, Side]) -> dict[str, Tie]:
+    """Tie per label: its rank interval and tie group among these sides."""
+    ranks, groups = rank_intervals(sides), tie_groups(sides)
+    return {label: Tie(ranks[label], groups[label]) for label in sides}
 
 
 def rank_intervals(

@@ -6,9 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
 
-import numpy as np
 from django import forms
 from django.core.paginator import Paginator
 from django.db import connection
@@ -82,7 +80,7 @@ def choice_state(*, benchmark: Benchmark, query) -> dict:
 
 def choice_metrics(*, benchmark: Benchmark, state: dict) -> dict:
     """The metrics page's data: per run accuracy, macro P/R/F1 and unanswered counts per category (`run_rows`, in
-    the page's order in `overall`, each as (run, its category cells, its RunTie)) and the per-category tables."""
+    the page's order in `overall`, each as (run, its category cells, its paired.Tie)) and the per-category tables."""
     rows = choice_rows(benchmark.id, state["runs"], view=state["view"])
     runs = metrics.run_metrics(rows)
     categories = sorted({c for r in runs for c in r.categories})
@@ -91,43 +89,19 @@ def choice_metrics(*, benchmark: Benchmark, state: dict) -> dict:
         "run_rows": runs,
         "categories": categories,
         "overall": [
-            (r, [r.categories.get(c) for c in categories], ties.get(r.run, RunTie()))
+            (r, [r.categories.get(c) for c in categories], ties.get(r.run, paired.Tie()))
             for r in metrics.run_metrics_sorted(runs, state["sort"])
         ],
         "tables": metrics.category_tables(runs, state["dsort"]),
     }
 
 
-@dataclass(frozen=True)
-class RunTie:
-    """A row's 95% rank interval and tie group on the page's overall accuracy (runs.metrics.paired, seeded);
-    None for a run without scored answers."""
-
-    rank_interval: tuple[int, int] | None = None
-    tie_group: int | None = None
-
-
 def accuracy_sides(rows: Sequence[metrics.ChoiceRow]) -> dict[str, paired.Side]:
     """Per run (by label), its runs.metrics.paired Side on overall accuracy: one judge (the reference scorer's
     decision), per task num = correct answers and den = scored answers (an unanswered task is scored as the
-    reference's default, so it counts in den, as in RunMetrics.accuracy), on a task axis shared by every run (tasks
-    in id order; den 0 where a run has no answer). paired.figure(side) is the run's RunMetrics.accuracy."""
-    tasks = {pk: n for n, pk in enumerate(sorted({r.instance_id for r in rows}))}
-    sides: dict[str, paired.Side] = {}
-    for r in rows:
-        if r.run not in sides:
-            sides[r.run] = (np.zeros((len(tasks), 1)), np.zeros((len(tasks), 1)))
-        num, den = sides[r.run]
-        num[tasks[r.instance_id], 0] += r.correct
-        den[tasks[r.instance_id], 0] += 1
-    return sides
-
-
-def compute_choice_ties(rows: Sequence[metrics.ChoiceRow]) -> dict[str, RunTie]:
-    """RunTie per run of these rows: paired.rank_intervals and tie_groups over their accuracy_sides."""
-    sides = accuracy_sides(rows)
-    ranks, groups = paired.rank_intervals(sides), paired.tie_groups(sides)
-    return {run: RunTie(ranks[run], groups[run]) for run in sides}
+    reference's default, so it counts in den, as in RunMetrics.accuracy). paired.figure(side) is the run's
+    RunMetrics.accuracy."""
+    return paired.one_judge_sides((r.run, r.instance_id, r.correct) for r in rows)
 
 
 def choice_ties(
@@ -136,14 +110,16 @@ def choice_ties(
     *,
     view: str = metrics.EXACT,
     rows: Sequence[metrics.ChoiceRow] | None = None,
-) -> dict[str, RunTie]:
-    """compute_choice_ties of these runs under `view` (from `rows` when the caller has read them), cached per data
+) -> dict[str, paired.Tie]:
+    """paired.ties of these runs' accuracy_sides under `view` (from `rows` when the caller has read them), cached per data
     generation, view and runs."""
     document = {"runs": sorted(run_labels), "view": view}
     digest = hashlib.sha256(json.dumps(document, sort_keys=True).encode()).hexdigest()
 
-    def compute() -> dict[str, RunTie]:
-        return compute_choice_ties(rows if rows is not None else choice_rows(benchmark_id, run_labels, view=view))
+    def compute() -> dict[str, paired.Tie]:
+        return paired.ties(
+            accuracy_sides(rows if rows is not None else choice_rows(benchmark_id, run_labels, view=view))
+        )
 
     return cached(benchmark_id, f"choice-ties:{digest}", compute, kind=dict)
 

@@ -6,10 +6,8 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 from django import forms
 from django.db.models import Count, OuterRef, Q, Subquery
 
@@ -165,53 +163,22 @@ def hierarchy_metrics(state: dict) -> dict:
             {
                 "row": r,
                 "effect": exclusion["lines"].get(r.label) if exclusion else None,
-                "tie": ties.get(r.label, RowTie()),
+                "tie": ties.get(r.label, paired.Tie()),
             }
             for r in acc_rows
         ],
     }
 
 
-@dataclass(frozen=True)
-class RowTie:
-    """A row's 95% rank interval and tie group on Acc (runs.metrics.paired, seeded); None for a row without
-    samples."""
-
-    rank_interval: tuple[int, int] | None = None
-    tie_group: int | None = None
-
-    def fields(self) -> dict:
-        """rank_low, rank_high and tie_group, as exports and the API carry them."""
-        low, high = self.rank_interval or (None, None)
-        return {"rank_low": low, "rank_high": high, "tie_group": self.tie_group}
-
-
 def acc_sides(rows: Sequence[metrics.SampleRow], *, by: str = "model") -> dict[str, paired.Side]:
     """Per row of the Acc table (model or run, by label), its runs.metrics.paired Side on Acc: one judge (the
-    page's), per sample num = attempts that passed (unit tests and every active instruction) and den = attempts, on
-    a sample axis shared by every row (samples in instance id order; den 0 where a row has no attempt).
+    page's), per sample num = attempts that passed (unit tests and every active instruction) and den = attempts.
     paired.figure(side) is the row's AccRow.acc."""
-    samples = {pk: n for n, pk in enumerate(sorted({r.instance_id for r in rows}))}
-    sides: dict[str, paired.Side] = {}
-    for r in rows:
-        label = r.model if by == "model" else r.run
-        if label not in sides:
-            sides[label] = (np.zeros((len(samples), 1)), np.zeros((len(samples), 1)))
-        num, den = sides[label]
-        num[samples[r.instance_id], 0] += r.passed
-        den[samples[r.instance_id], 0] += 1
-    return dict(sorted(sides.items()))
+    return paired.one_judge_sides((r.model if by == "model" else r.run, r.instance_id, r.passed) for r in rows)
 
 
-def compute_hierarchy_ties(rows: Sequence[metrics.SampleRow], *, by: str = "model") -> dict[str, RowTie]:
-    """RowTie per row label: paired.rank_intervals and tie_groups over the rows' acc_sides."""
-    sides = acc_sides(rows, by=by)
-    ranks, groups = paired.rank_intervals(sides), paired.tie_groups(sides)
-    return {label: RowTie(ranks[label], groups[label]) for label in sides}
-
-
-def hierarchy_ties(state: dict, rows: Sequence[metrics.SampleRow]) -> dict[str, RowTie]:
-    """compute_hierarchy_ties of the page's sample rows (the chosen judge, runs, grouping and exclusion), cached
+def hierarchy_ties(state: dict, rows: Sequence[metrics.SampleRow]) -> dict[str, paired.Tie]:
+    """paired.ties of the acc_sides of the page's sample rows (the chosen judge, runs, grouping and exclusion), cached
     per data generation and those choices."""
     document = {
         "judge": state["judge"].id,
@@ -223,7 +190,7 @@ def hierarchy_ties(state: dict, rows: Sequence[metrics.SampleRow]) -> dict[str, 
     return cached(
         state["benchmark"].id,
         f"hierarchy-ties:{digest}",
-        lambda: compute_hierarchy_ties(rows, by=state["by"]),
+        lambda: paired.ties(acc_sides(rows, by=state["by"])),
         kind=dict,
     )
 
