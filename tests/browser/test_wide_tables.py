@@ -19,6 +19,7 @@ def test_a_table_wider_than_the_page_says_it_scrolls_and_a_fitting_one_does_not(
     page.screenshot(path=str(artifacts / "wide-table-900.png"), full_page=True)
 
     page.set_viewport_size({"width": 3000, "height": 900})  # the resize handler marks it again
-    page.wait_for_function("!document.querySelector('#results .table-scroll').classList.contains('is-wider')")
+    # a function, not an expression: Playwright evaluates a bare expression with eval, which the page's CSP refuses
+    page.wait_for_function("() => !document.querySelector('#results .table-scroll').classList.contains('is-wider')")
     assert page.evaluate(NOTE) in ("none", "normal")
     assert console.errors == []
