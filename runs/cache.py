@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import json
 import logging
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -80,6 +81,12 @@ CODE_VERSION = _code_version()
 def data_generation(benchmark_id: int) -> int | None:
     """The benchmark's data generation as committed now (None if it was deleted): one primary-key query."""
     return Benchmark.objects.filter(pk=benchmark_id).values_list("data_generation", flat=True).first()
+
+
+def digest(document: Mapping[str, Any]) -> str:
+    """The SHA-256 of a JSON document in one canonical form (keys sorted, no spaces): the part of a cache key that
+    names a state or a choice, the same however the document's keys were ordered."""
+    return hashlib.sha256(json.dumps(document, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
 def cache_key(benchmark_id: int, generation: int, part: str) -> str:

@@ -18,8 +18,6 @@ so no request after a change reads the rollups to score them.
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections import Counter, defaultdict
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, replace
@@ -33,7 +31,7 @@ from django.db.models.functions import Cast, Length, NullIf, Substr
 from django.http import QueryDict
 from django.urls import reverse
 
-from runs.cache import cached
+from runs.cache import cached, digest
 from runs.charts import checklist as charts
 from runs.exclusions import (
     excluded_item_ids,
@@ -334,7 +332,7 @@ def state_digest(state: dict, excluded_items: Collection[int] | None) -> str:
         "exclude": state.get("exclude") or "none",
         "excluded": sorted(excluded_items) if excluded_items else None,
     }
-    return hashlib.sha256(json.dumps(document, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+    return digest(document)
 
 
 def leaderboard_tables(benchmark, state: dict, *, excluded_items: Collection[int] | None = None) -> LeaderboardTables:
@@ -377,10 +375,9 @@ def leaderboard_usage(benchmark_id: int, filters, base: ModelBase) -> dict[str, 
     if filters.judges and metrics.judges_score_every_attempt(base, filters.judges):
         filters = replace(filters, judges=())
     document = filters_document(filters)
-    digest = hashlib.sha256(json.dumps(document, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
     return cached(
         benchmark_id,
-        f"usage:{digest}",
+        f"usage:{digest(document)}",
         lambda: usage_by_model(benchmark_id, filters, base=base),
         kind=dict,
         charged=any(document.values()),
@@ -442,10 +439,9 @@ def leaderboard_ties(benchmark_id: int, filters, figure: str, *, excluded_items:
         "figure": figure,
         "excluded": sorted(excluded_items) if excluded_items else None,
     }
-    digest = hashlib.sha256(json.dumps(document, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
     return cached(
         benchmark_id,
-        f"ties:{digest}",
+        f"ties:{digest(document)}",
         lambda: compute_ties(benchmark_id, filters, figure, excluded_items=excluded_items),
         kind=Ties,
         charged=bool(excluded_items) or any(filters_document(filters).values()),

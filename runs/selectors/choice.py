@@ -3,15 +3,13 @@
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Sequence
 
 from django import forms
 from django.core.paginator import Paginator
 from django.db import connection
 
-from runs.cache import cached
+from runs.cache import cached, digest
 from runs.metrics import choice as metrics
 from runs.metrics import paired
 from runs.models import Attempt, Benchmark, Instance, Run
@@ -111,17 +109,16 @@ def choice_ties(
     view: str = metrics.EXACT,
     rows: Sequence[metrics.ChoiceRow] | None = None,
 ) -> dict[str, paired.Tie]:
-    """paired.ties of these runs' accuracy_sides under `view` (from `rows` when the caller has read them), cached per data
-    generation, view and runs."""
+    """paired.ties of these runs' accuracy_sides under `view` (from `rows` when the caller has read them), cached
+    per data generation, view and runs."""
     document = {"runs": sorted(run_labels), "view": view}
-    digest = hashlib.sha256(json.dumps(document, sort_keys=True).encode()).hexdigest()
 
     def compute() -> dict[str, paired.Tie]:
         return paired.ties(
             accuracy_sides(rows if rows is not None else choice_rows(benchmark_id, run_labels, view=view))
         )
 
-    return cached(benchmark_id, f"choice-ties:{digest}", compute, kind=dict)
+    return cached(benchmark_id, f"choice-ties:{digest(document)}", compute, kind=dict)
 
 
 def choice_confusion(*, benchmark: Benchmark, state: dict) -> dict:

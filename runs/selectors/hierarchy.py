@@ -3,15 +3,13 @@ pages and /api/hierarchy-metrics/ show for it. Numbers come from runs.metrics.hi
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Collection, Sequence
 from typing import Any
 
 from django import forms
 from django.db.models import Count, OuterRef, Q, Subquery
 
-from runs.cache import cached
+from runs.cache import cached, digest
 from runs.checkers.manyih_style import extract_code
 from runs.exclusions import exclusion_box
 from runs.metrics import hierarchy as metrics
@@ -186,10 +184,9 @@ def hierarchy_ties(state: dict, rows: Sequence[metrics.SampleRow]) -> dict[str, 
         "by": state["by"],
         "excluded": sorted(state["excluded"]) if state["excluded"] is not None else None,
     }
-    digest = hashlib.sha256(json.dumps(document, sort_keys=True).encode()).hexdigest()
     return cached(
         state["benchmark"].id,
-        f"hierarchy-ties:{digest}",
+        f"hierarchy-ties:{digest(document)}",
         lambda: paired.ties(acc_sides(rows, by=state["by"])),
         kind=dict,
     )
