@@ -419,29 +419,51 @@ def with_bootstrap(row: ScoreRow, cells: Sequence[Cell], **kwargs) -> ScoreRow:
     return row
 
 
+#: the figures whose per-instance counts cell_counts gives (a Side each), with the name pages show
+COUNTED_FIGURES = {"isr": "ISR", "csr": "CSR", "macro_csr": "macro CSR"}
+
+
+def cell_counts(
+    cells: Iterable[Cell],
+    instances: Mapping[int, int],
+    judges: Mapping[str, int],
+    figures: Iterable[str] = COUNTED_FIGURES,
+) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Per figure, the cells' (num, den) on the given instance and judge axes, summed over each instance's attempts
+    under each judge: ISR successes and counted attempts, CSR passed and applicable items, macro CSR the sum of the
+    counted attempts' pass rates and their number. Attempts with no applicable item count nowhere, as on the
+    leaderboard."""
+    shape = (len(instances), len(judges))
+    counts = {figure: (np.zeros(shape), np.zeros(shape)) for figure in figures}
+    for c in cells:
+        if c.n_applicable == 0:
+            continue
+        at = (instances[c.instance_id], judges[c.judge])
+        for figure, num, den in (
+            ("isr", c.success, 1),
+            ("csr", c.n_passed, c.n_applicable),
+            ("macro_csr", c.n_passed / c.n_applicable, 1),
+        ):
+            if figure in counts:
+                counts[figure][0][at] += num
+                counts[figure][1][at] += den
+    return counts
+
+
 def model_sides(cells: Iterable[Cell], *, figure: str = "isr") -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """Per model (by name), its runs.metrics.paired Side on `figure` ("isr": successes and attempts; "csr": passed
-    and applicable items) from the cells of a by-model leaderboard: (num, den) arrays (instances, judges), summed
-    over the instance's attempts under each judge as with_bootstrap sums them, on instance and judge axes shared by
-    every model (instances and judges in id and name order; den 0 where a model has no data). Attempts with no
-    applicable item count for neither."""
+    """Per model (by name), its runs.metrics.paired Side on `figure` ("isr" or "csr", as cell_counts counts it)
+    from the cells of a by-model leaderboard, on instance and judge axes shared by every model (instances and
+    judges in id and name order; den 0 where a model has no data)."""
     counted = [c for c in cells if c.n_applicable > 0]
     instances = {v: n for n, v in enumerate(sorted({c.instance_id for c in counted}))}
     judges = {v: n for n, v in enumerate(sorted({c.judge for c in counted}))}
-    shape = (len(instances), len(judges))
-    sides: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    by_model: dict[str, list[Cell]] = defaultdict(list)
     for c in counted:
-        if c.model not in sides:
-            sides[c.model] = (np.zeros(shape), np.zeros(shape))
-        num, den = sides[c.model]
-        at = (instances[c.instance_id], judges[c.judge])
-        if figure == "isr":
-            num[at] += c.success
-            den[at] += 1
-        else:
-            num[at] += c.n_passed
-            den[at] += c.n_applicable
-    return dict(sorted(sides.items()))
+        by_model[c.model].append(c)
+    return {
+        model: cell_counts(model_cells, instances, judges, (figure,))[figure]
+        for model, model_cells in sorted(by_model.items())
+    }
 
 
 @dataclass

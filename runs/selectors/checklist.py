@@ -54,6 +54,7 @@ from runs.metrics.checklist import (
     ScoreRow,
     Spread,
     UsageSummary,
+    cell_counts,
     flipped_items,
     group_order,
     group_value,
@@ -66,7 +67,7 @@ from runs.metrics.checklist import (
     with_bootstrap,
     with_usage,
 )
-from runs.metrics.paired import RESAMPLED, PairedDifference, Side, paired_difference
+from runs.metrics.paired import RESAMPLED, PairedDifference, paired_difference
 from runs.models import (
     AgentModel,
     Attempt,
@@ -1371,7 +1372,7 @@ def compare_sides(benchmark_id: int, a: str, b: str, *, limit: int = 200) -> dic
 # GET /api/compare/<slug>/ and manage.py compare all read it here.
 
 #: the figures a paired comparison covers, in the order it shows them, with their names
-PAIRED_METRICS = {"isr": "ISR", "csr": "CSR", "macro_csr": "macro CSR"}
+PAIRED_METRICS = metrics.COUNTED_FIGURES
 #: a difference is significant below this p
 REGRESSION_ALPHA = 0.05
 
@@ -1465,7 +1466,7 @@ def compare_paired(
     category_of = {c.instance_id: c.group or "(none)" for side in cells.values() for c in side}
     categories = sorted(set(category_of.values()))
     axes = ({pk: n for n, pk in enumerate(instances)}, {name: n for n, name in enumerate(judge_names)})
-    counts = {side: paired_counts(side_cells, *axes) for side, side_cells in cells.items()}
+    counts = {side: cell_counts(side_cells, *axes) for side, side_cells in cells.items()}
     in_category = {cat: np.array([category_of[pk] == cat for pk in instances], dtype=bool) for cat in categories}
     figures = []
     for metric in metrics:
@@ -1496,26 +1497,6 @@ def _paired_cells(benchmark_id: int, side: str, judges: Collection[str], exclude
     if excluded_items:
         return verdict_cells(benchmark_id, filters, by="primary_category", excluded_items=excluded_items)
     return attempt_cells(benchmark_id, filters, by="primary_category")
-
-
-def paired_counts(cells: Sequence[Cell], instances: dict[int, int], judges: dict[str, int]) -> dict[str, Side]:
-    """Per metric, the side's (num, den) on the instance and judge axes: ISR successes and counted attempts, CSR
-    passed and applicable items, macro CSR the sum of the counted attempts' pass rates and their number. Attempts
-    with no applicable item count nowhere, as on the leaderboard."""
-    shape = (len(instances), len(judges))
-    counts = {metric: (np.zeros(shape), np.zeros(shape)) for metric in PAIRED_METRICS}
-    for c in cells:
-        if c.n_applicable == 0:
-            continue
-        at = (instances[c.instance_id], judges[c.judge])
-        for metric, num, den in (
-            ("isr", c.success, 1),
-            ("csr", c.n_passed, c.n_applicable),
-            ("macro_csr", c.n_passed / c.n_applicable, 1),
-        ):
-            counts[metric][0][at] += num
-            counts[metric][1][at] += den
-    return counts
 
 
 def paired_figure_dict(figure: PairedFigure) -> dict:
