@@ -179,6 +179,44 @@ class Run(models.Model):
         return self.label
 
 
+class FigureDirection(models.TextChoices):
+    HIGHER = "higher", "higher is better"
+    LOWER = "lower", "lower is better"
+    UNKNOWN = "", "direction not stated"
+
+
+class ReportedFigure(models.Model):
+    """A figure a harness reports for a whole run (lm-eval's results file: F1, BLEU, MAE, accuracy...), kept as
+    the harness wrote it: `value` is null for NaN, an infinity or "N/A" and `value_text` then holds that word.
+    `per_sample` says what the portal has of it per sample: "verdicts" (items scored per sample), "values"
+    (per-sample numbers; `sample_mean` over `samples` finite ones, `left_out` non-finite) or "" (none: a
+    corpus-level metric such as F1 or BLEU, computed over the whole task)."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="reported_figures")
+    #: the metric as the harness names it, with its filter ("f1,none", "exact_match,strict-match")
+    name = models.CharField(max_length=200)
+    value = models.FloatField(null=True, blank=True)
+    value_text = models.CharField(max_length=40, blank=True)
+    stderr = models.FloatField(null=True, blank=True)
+    stderr_text = models.CharField(max_length=40, blank=True)
+    direction = models.CharField(max_length=10, choices=FigureDirection.choices, blank=True)
+    #: how the harness aggregates it over samples ("mean", "f1", "bleu", "perplexity"...), when it says
+    aggregation = models.CharField(max_length=100, blank=True)
+    per_sample = models.CharField(max_length=10, blank=True)
+    sample_mean = models.FloatField(null=True, blank=True)
+    samples = models.PositiveIntegerField(default=0)
+    left_out = models.PositiveIntegerField(default=0)
+    #: who computed it ("lm-evaluation-harness")
+    source = models.CharField(max_length=100)
+
+    class Meta:
+        ordering = ["run", "name"]
+        constraints = [models.UniqueConstraint(fields=["run", "name"], name="reported_figure_unique_name")]
+
+    def __str__(self) -> str:
+        return f"{self.run_id} {self.name}"
+
+
 class Attempt(models.Model):
     """One model's attempt at one instance within a run.
 
