@@ -14,6 +14,7 @@ from rest_framework.response import Response
 from runs.access import benchmark_for, blind_safe
 from runs.api.core import PageQueryView
 from runs.metrics import dialogue as metrics
+from runs.metrics import paired
 from runs.models import BenchmarkKind, Run
 from runs.selectors import dialogue as selectors
 
@@ -136,6 +137,25 @@ class DialogueMetricsSerializer(serializers.Serializer):
         "early, e.g. a failed model call; eval.py resumes it when run again).",
     )
     reference = ReferenceMetricsSerializer(help_text="EvolIF src/score.py's figures for the same dialogues.")
+    ranked_by = serializers.CharField(
+        help_text="The metric rank_low, rank_high and tie_group rank by: the one ?sort= names, else csr (as the "
+        "metrics page)."
+    )
+    rank_low = serializers.IntegerField(
+        allow_null=True,
+        help_text="Lower end of the 95% interval of the model's rank (1 = best) by `ranked_by` over bootstrap "
+        "resamples of dialogue scripts, among every model of the benchmark under the same judge, patience and "
+        "exclusion policy, as the metrics page with no run selected shows it (its rows pool each model's runs, "
+        "not only those asked for here; /help/metrics/#paired). null for a model without that figure, or when the "
+        "other models' dialogues cannot be re-simulated at this patience.",
+    )
+    rank_high = serializers.IntegerField(allow_null=True, help_text="Upper end of that interval (null as rank_low).")
+    tie_group = serializers.IntegerField(
+        allow_null=True,
+        help_text="Tie group on `ranked_by` among those models: 1 is the leader and every model whose paired "
+        "difference from it is not significant at 5% after Holm's correction; the next group starts at the best "
+        "model outside it (/help/metrics/#paired). null as rank_low.",
+    )
 
 
 def _error(message: str, code=status.HTTP_400_BAD_REQUEST) -> Response:
@@ -220,6 +240,24 @@ class DialogueMetricsView(PageQueryView):
                     "constraints": {g.group: g.percent for g in pooled["groups"]},
                     "ended_by": pooled["ended_by"],
                     "reference": _reference_data(row.reference if row else metrics.reference_metrics([]), counted),
+                    "ranked_by": selectors.rank_metric(state["sort"])[0],
+                    **_tie_fields(request, benchmark, state, runs[0].model.name),
                 }
             ).data
         )
+
+
+def _tie_fields(request, benchmark, state: dict, model: str) -> dict:
+    """rank_low, rank_high and tie_group of the model among every model of the benchmark (the metrics page's rows
+    with no run selected) under the state's judge, patience, exclusion policy and rank metric."""
+    query = request.query_params.copy()
+    query.pop("run", None)
+    query["by"] = "model"
+    query["judge"] = state["judge"].name
+    if state["patience"] is not None:
+        query["patience"] = str(state["patience"])
+    every = selectors.dialogue_state(benchmark=benchmark, query=query, exclusion=True)
+    if every["refused"] or every["judge"] is None:
+        return paired.Tie().fields()
+    ties = selectors.dialogue_ties(every, selectors.rank_metric(state["sort"])[0])
+    return ties.get(model, paired.Tie()).fields()

@@ -6,6 +6,9 @@ from runs.exports import agreement_table, yes_no
 from runs.metrics.dialogue import REFERENCE_FIELDS
 from runs.pages import Column, PageData, Table, page_builder, rows_of
 
+#: a row's rank interval and tie group by the rank metric (runs.metrics.paired.Tie.fields)
+_TIES = ("rank_low", "rank_high", "tie_group")
+
 
 def _label(context: dict) -> str:
     return "Run" if context["by"] == "run" else "Model"
@@ -19,8 +22,10 @@ def _judges(context: dict) -> list[str] | None:
 
 @page_builder(("metrics", "Metrics"))
 def metrics_page(context: dict) -> PageData:
-    """The eight EvolIF metrics per model (or run), with ranks before and after an exclusion policy."""
+    """The eight EvolIF metrics per model (or run), with ranks before and after an exclusion policy, and each row's
+    rank interval and tie group by the rank metric."""
     effect = {line["row"].label: line["effect"] for line in context.get("lines", [])}
+    ties = {line["row"].label: line["tie"] for line in context.get("lines", [])}
     columns = [
         Column("label", _label(context)),
         Column("runs", "Runs"),
@@ -45,6 +50,8 @@ def metrics_page(context: dict) -> PageData:
         Column(f"score_py_{key}", f"{labels[key]} (score.py)", "pct" if labels[key].endswith("%") else "num")
         for key in REFERENCE_FIELDS
     ]
+    # last: columns added after scripts learnt the others' places (rank interval and tie group by the rank metric)
+    columns += [Column(k, k, "int") for k in _TIES]
     rows = []
     for row in context.get("rows", []):
         m = row.metrics
@@ -65,6 +72,7 @@ def metrics_page(context: dict) -> PageData:
                     f"score_py_{key}": getattr(row.reference, key) if row.reference else None
                     for key in REFERENCE_FIELDS
                 },
+                **(ties[row.label].fields() if row.label in ties else dict.fromkeys(_TIES)),
             }
         )
     judge = context.get("judge")
@@ -74,6 +82,7 @@ def metrics_page(context: dict) -> PageData:
         "by": context["by"],
         "runs": [r.label for r in context.get("runs", [])],
         "exclude": context.get("exclude") if context.get("excluded") is not None else "none",
+        "ranked_by": context["rank_metric"][0] if context.get("rank_metric") else None,
     }
     return PageData(
         "Dialogue metrics",

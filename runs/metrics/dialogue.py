@@ -408,6 +408,61 @@ def rows_by(dialogues: Iterable[Dialogue], *, by: str = "model") -> list[ModelDi
     return rows
 
 
+# per-dialogue figures for runs.metrics.paired --------------------------------------------
+#: the eight metrics a dialogue has a share of (dialogue_share), higher being better for each
+METRIC_FIELDS = ("csr", "isr", "act_len", "act_acc", "act_succ", "lss", "rob", "rec")
+
+
+def dialogue_share(d: Dialogue, metric: str) -> tuple[float, float]:
+    """(num, den) of one dialogue on one of the eight metrics (METRIC_FIELDS), such that over any set of dialogues
+    100 x sum(num) / sum(den) is dialogue_metrics' figure: CSR and ISR pool turns (satisfaction ratios or successes
+    over turns); ACT_len, ACT_acc, ACT_succ and LSS average over dialogues (the dialogue's value / 100 over 1, as they
+    are in turns, not percent); ROB averages over dialogues with a turn and REC over those with a lapse (den 0 for the
+    others)."""
+    successes = sum(d.successes)
+    ratios = sum((t.ratio for t in d.turns), 0.0)
+    if metric == "csr":
+        return ratios, float(d.length)
+    if metric == "isr":
+        return float(successes), float(d.length)
+    if metric == "act_len":
+        return d.length / 100, 1.0
+    if metric == "act_acc":
+        return ratios / 100, 1.0
+    if metric == "act_succ":
+        return successes / 100, 1.0
+    if metric == "lss":
+        return longest_success_run(d.successes) / 100, 1.0
+    if metric == "rob":
+        return (successes / d.length, 1.0) if d.length else (0.0, 0.0)
+    if metric == "rec":
+        recoveries, lapses = recoveries_and_lapses(d.successes)
+        return (recoveries / lapses, 1.0) if lapses else (0.0, 0.0)
+    raise ValueError(f"no per-dialogue share of {metric!r}: one of {', '.join(METRIC_FIELDS)}")
+
+
+def metric_sides(
+    dialogues: Iterable[Dialogue], metric: str, *, by: str = "model"
+) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Per model (or run), its runs.metrics.paired Side on one metric: one judge (the dialogues'), an instance per
+    dialogue script (the model's runs' dialogues of one script summed), num and den their dialogue_share; instances
+    in external id order, den 0 where a row has no dialogue; rows by label. paired.figure(side) is the row's figure
+    in rows_by (None where it is None)."""
+    if by not in ("model", "run"):
+        raise ValueError(f"rows are per model or per run, not {by!r}")
+    dialogues = list(dialogues)
+    axis = {instance: n for n, instance in enumerate(sorted({d.instance for d in dialogues}))}
+    sides: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    for d in dialogues:
+        label = d.model if by == "model" else d.run
+        if label not in sides:
+            sides[label] = (np.zeros((len(axis), 1)), np.zeros((len(axis), 1)))
+        num, den = dialogue_share(d, metric)
+        sides[label][0][axis[d.instance], 0] += num
+        sides[label][1][axis[d.instance], 0] += den
+    return dict(sorted(sides.items()))
+
+
 # rows from what the selector read ---------------------------------------------------------
 def turn_rows(counts: Iterable[tuple[int, Any, int, int]]) -> dict[int, list[TurnRow]]:
     """attempt -> its TurnRows, from (attempt id, turn, n_applicable, n_passed): the GroupRollup rows of dimension

@@ -15,10 +15,11 @@ from typing import Any
 from django import forms
 from django.db.models import Count, F, OuterRef, Q, QuerySet, Subquery
 
+from runs.cache import cached, digest
 from runs.checkers.evolif import LLM_JUDGED
 from runs.exclusions import exclusion_box
 from runs.metrics import dialogue as metrics
-from runs.metrics import survival
+from runs.metrics import paired, survival
 from runs.models import Attempt, Benchmark, ChecklistItem, GroupRollup, Judge, JudgeKind, Run, Verdict, VerdictResult
 from runs.recheck import EVOLIF_CHECKER, logged_judge_for
 from runs.selectors.state import KindQuery, kind_state, query_errors
@@ -102,19 +103,44 @@ def _sorted(rows, sort: str):
 
 
 def dialogue_metrics(state: dict) -> dict:
-    """The metrics page's data: a row per model (or run) in the page's order, and under an exclusion policy what it
-    did to the ranking (each row's rank line in `lines`)."""
+    """The metrics page's data: a row per model (or run) in the page's order, each row's 95% rank interval and tie
+    group by the rank metric (`ties`), and under an exclusion policy what it did to the ranking (each row's rank line
+    and tie in `lines`)."""
     rows = _sorted(metrics.rows_by(state["dialogues"], by=state["by"]), state["sort"])
     ranked_by = rank_metric(state["sort"])
     exclusion = None if state["excluded"] is None or state["judge"] is None else _exclusion(state, ranked_by[0])
     effects = exclusion["lines"] if exclusion else {}
+    ties = dialogue_ties(state, ranked_by[0])
     return {
         "rows": rows,
         "columns": METRIC_COLUMNS,
         "rank_metric": ranked_by,
         "exclusion": exclusion,
-        "lines": [{"row": r, "effect": effects.get(r.label)} for r in rows],
+        "ties": ties,
+        "lines": [{"row": r, "effect": effects.get(r.label), "tie": ties.get(r.label, paired.Tie())} for r in rows],
     }
+
+
+def dialogue_ties(state: dict, metric: str) -> dict[str, paired.Tie]:
+    """paired.ties of the rows' runs.metrics.dialogue.metric_sides on `metric` (one of METRIC_COLUMNS' keys) over the
+    state's dialogues (the chosen judge, runs, patience, grouping and exclusion policy; an instance is a dialogue
+    script), cached per data generation and those choices; empty without a judge."""
+    if state["judge"] is None:
+        return {}
+    document = {
+        "judge": state["judge"].id,
+        "runs": sorted(state["run_ids"]),
+        "by": state["by"],
+        "patience": state["patience"],
+        "excluded": sorted(state["excluded"]) if state["excluded"] is not None else None,
+        "metric": metric,
+    }
+    return cached(
+        state["benchmark"].id,
+        f"dialogue-ties:{digest(document)}",
+        lambda: paired.ties(metrics.metric_sides(state["dialogues"], metric, by=state["by"])),
+        kind=dict,
+    )
 
 
 def _exclusion(state: dict, key: str) -> dict:
