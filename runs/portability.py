@@ -269,8 +269,9 @@ def portal_export(
     }
     partial = archive.with_name(archive.name + ".part")
     members = []
+    outermost = not connection.in_atomic_block
     with transaction.atomic():
-        if connection.vendor == "postgresql":
+        if connection.vendor == "postgresql" and outermost:
             with connection.cursor() as cursor:  # one snapshot for every table
                 cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
         with zipfile.ZipFile(partial, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=1) as zf:
@@ -421,8 +422,8 @@ def portal_import(
         staged = _stage_media(zf, archive, manifest.get("media") or [])
         try:
             with transaction.atomic():
-                _target_check(archive, zf, manifest, replace)
-                rows = _load_tables(zf, archive, members, by_label, progress)
+                merging = _target_check(archive, zf, manifest, replace)
+                rows = _load_tables(zf, archive, members, by_label, progress, merging=merging)
                 imported = list(Benchmark.objects.values_list("id", flat=True))
                 benchmarks_generation_bump(imported)  # no cached page of an earlier portal under these keys
         except BaseException:
@@ -448,7 +449,9 @@ def _archive_slugs(zf: zipfile.ZipFile, archive: Path, manifest_entry: dict) -> 
     return [values[position] for _, values in _lines(zf, archive, manifest_entry, check=False)]
 
 
-def _target_check(archive: Path, zf: zipfile.ZipFile, manifest: dict, replace: list[str]) -> None:
+def _target_check(archive: Path, zf: zipfile.ZipFile, manifest: dict, replace: list[str]) -> bool:
+    """Refuse a portal with data unless `replace` names the benchmarks to replace, and delete those; whether the
+    archive goes into a portal that keeps other data."""
     entry = next((e for e in manifest["tables"] if e["model"] == "runs.benchmark"), None)
     incoming = set(_archive_slugs(zf, archive, entry)) if entry else set()
     present = set(Benchmark.objects.values_list("slug", flat=True))
@@ -456,7 +459,7 @@ def _target_check(archive: Path, zf: zipfile.ZipFile, manifest: dict, replace: l
     if not_in_archive:
         raise ArchiveError(f"{archive}: --replace {' '.join(not_in_archive)}: the archive holds no such benchmark")
     if portal_is_empty():
-        return
+        return False
     clashing = sorted((incoming & present) - set(replace))
     if clashing or not replace:
         raise ArchiveError(
@@ -470,6 +473,7 @@ def _target_check(archive: Path, zf: zipfile.ZipFile, manifest: dict, replace: l
         benchmarks__in=Benchmark.objects.exclude(id__in=doomed)
     ).delete()
     Benchmark.objects.filter(id__in=doomed).delete()
+    return True
 
 
 def _lines(zf: zipfile.ZipFile, archive: Path, entry: dict, *, check: bool = True) -> Iterator[tuple[int, list]]:
@@ -549,9 +553,13 @@ class _Converter:
         return out
 
 
-def _load_tables(zf, archive: Path, members: list[dict], by_label: dict[str, Table], progress) -> dict[str, int]:
+def _load_tables(
+    zf, archive: Path, members: list[dict], by_label: dict[str, Table], progress, *, merging: bool
+) -> dict[str, int]:
     maps: dict[str, dict] = {label: {} for label in MATCHED}
     counts = {}
+    # merging, the rows of no benchmark (jobs, API tokens) are the portal's own: one it already has is kept
+    portal_wide = {label for label, row_filter in subset_filters([]).items() if row_filter is None} if merging else ()
     order = {t.label: i for i, t in enumerate(by_label.values())}
     for entry in sorted(members, key=lambda e: order[e["model"]]):
         table = by_label[entry["model"]]
@@ -559,7 +567,9 @@ def _load_tables(zf, archive: Path, members: list[dict], by_label: dict[str, Tab
         step = progress(table.label, entry.get("rows") or 0)
         try:
             if table.model._meta.auto_created:
-                counts[table.label] = _load_links(zf, archive, entry, table, converter, step)
+                counts[table.label] = _load_links(zf, archive, entry, table, converter, step, keep_pk=False)
+            elif table.label in portal_wide and table.label not in MATCHED:
+                counts[table.label] = _load_links(zf, archive, entry, table, converter, step, keep_pk=True)
             elif table.label in MATCHED:
                 counts[table.label] = _load_matched(zf, archive, entry, table, converter, maps[table.label], step)
             else:
@@ -608,12 +618,13 @@ def _load_rows(zf, archive: Path, entry: dict, table: Table, converter: _Convert
     return count
 
 
-def _load_links(zf, archive: Path, entry: dict, table: Table, converter: _Converter, step) -> int:
-    """Rows of a many-to-many table, ids left to the database and pairs already there skipped (the roles'
-    groups get their permissions from migrate; a matched user may already be in a group)."""
+def _load_links(zf, archive: Path, entry: dict, table: Table, converter: _Converter, step, *, keep_pk: bool) -> int:
+    """Rows inserted unless the portal has them already: a many-to-many table's, ids left to the database (the
+    roles' groups get their permissions from migrate; a matched user may already be in a group), or, with
+    `keep_pk`, a portal-wide table's when merging (a job or API token of the portal's own)."""
     quote = connection.ops.quote_name
-    pk_column = [f.attname for f in table.fields].index(table.model._meta.pk.attname)
-    free = [f for f in table.fields if not f.primary_key]
+    pk_column = -1 if keep_pk else [f.attname for f in table.fields].index(table.model._meta.pk.attname)
+    free = [f for f in table.fields if keep_pk or not f.primary_key]
     sql = (
         f"{connection.ops.insert_statement(on_conflict=OnConflict.IGNORE)} {quote(table.model._meta.db_table)} "
         f"({', '.join(quote(f.column) for f in free)}) VALUES ({', '.join(['%s'] * len(free))}) "
