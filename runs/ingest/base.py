@@ -33,6 +33,7 @@ from runs.ingest.decode import (
     VALUE_BYTES,
     Refused,
     check,
+    constant_at,
     digits_reason,
     may_be_deep,
     raw_size,
@@ -151,6 +152,8 @@ class Report:
 
     counts: dict[str, dict[str, int]] = field(default_factory=lambda: defaultdict(lambda: defaultdict(int)))
     rejected: int = 0
+    #: what a format says about the import beside the counts (lm-eval: the figures kept as the harness reported them)
+    notes: list[str] = field(default_factory=list)
 
     def add(self, kind: str, outcome: str, n: int = 1) -> None:
         if n:
@@ -162,6 +165,7 @@ class Report:
             for outcome, n in counts.items():
                 self.add(kind, outcome, n)
         self.rejected += other.rejected
+        self.notes.extend(other.notes)
 
     def total(self, outcome: str) -> int:
         return sum(c.get(outcome, 0) for c in self.counts.values())
@@ -173,6 +177,7 @@ class Report:
             "unchanged": self.total("unchanged"),
             "rejected": self.rejected,
             "by_kind": {kind: dict(c) for kind, c in self.counts.items()},
+            "notes": list(self.notes),
         }
 
     def summary(self) -> str:
@@ -185,7 +190,7 @@ class Report:
             parts.append(f"{kind}: " + ", ".join(f"{k} {v}" for k, v in c.items() if v))
         if self.total("created") == 0 and self.total("updated") == 0 and not self.rejected:
             head += " (nothing changed: this data is already stored)"
-        return head + ("\n  " + "\n  ".join(parts) if parts else "")
+        return head + "".join(f"\n  {line}" for line in [*parts, *self.notes])
 
 
 def clean(value: Any) -> Any:
@@ -463,6 +468,7 @@ def iter_jsonl(
     salvage: Callable[[str, bool], list[dict[str, Any]] | None] | None = None,
     limit: int = MAX_RECORD_BYTES,
     keep: bool = False,
+    allow_constants: bool = False,
 ) -> Iterator[tuple[int, dict[str, Any]]]:
     """Yield (line number, object) for each non-blank line; bad lines become problems.
 
@@ -471,7 +477,8 @@ def iter_jsonl(
     A record counts as held by the ingest (Context.hold) while it is handed out; with `keep` (a format that
     keeps records until it writes them, then calls Context.release) until the format releases it.
     `salvage(text, is_last_unterminated_line)` may read a line that is not JSON the way its harness does:
-    the records it returns are yielded in order (none: the line is skipped); None leaves it a problem."""
+    the records it returns are yielded in order (none: the line is skipped); None leaves it a problem.
+    `allow_constants`: NaN and infinities are read, where the format's writer puts them (its reader maps them)."""
     ctx.source = source
     ctx.release()
     if not source.path.exists() or source.path.stat().st_size == 0:
@@ -524,7 +531,7 @@ def iter_jsonl(
                     ctx.let_go(handed)
                 ctx.hold(weight)
                 handed = weight
-                obj = json.loads(text, **_STRICT_JSON)
+                obj = json.loads(text) if allow_constants else json.loads(text, **_STRICT_JSON)
             except Refused as exc:
                 ctx.problem(source, lineno, exc.reason)
                 continue
@@ -551,9 +558,8 @@ def iter_jsonl(
                         yield lineno, obj
                     continue
                 hint = " (the last line looks truncated)" if last else ""
-                ctx.problem(
-                    source, lineno, f"not valid JSON: {exc.msg.removesuffix(' at')} at column {exc.colno}{hint}"
-                )
+                column = _error_column(exc, text)
+                ctx.problem(source, lineno, f"not valid JSON: {exc.msg.removesuffix(' at')} at column {column}{hint}")
                 continue
             except ValueError:  # an integer of more digits than Python converts
                 ctx.problem(source, lineno, digits_reason())
@@ -571,6 +577,15 @@ def iter_jsonl(
     ctx.source_hashes[source.name] = digest.hexdigest()
     if not seen_record and not ctx.failed:
         ctx.problem(source, None, "the file holds no records")
+
+
+def _error_column(exc: json.JSONDecodeError, text: str, start: int = 0) -> int:
+    """The column of a decoding error in `text` (from `start`): the strict decoder's hooks refuse NaN, an
+    infinity or an out-of-range number without knowing where it is, so it is looked for."""
+    if exc.doc is text:
+        return exc.colno
+    at = constant_at(text, start)
+    return exc.colno if at is None else at - text.rfind("\n", 0, at)
 
 
 def _json_type(value: Any) -> str:
@@ -689,6 +704,11 @@ class _DocReader:
             except RecursionError:
                 raise _DocError(start_line, too_deep_reason()) from None
             except json.JSONDecodeError as exc:
+                if exc.doc is not self.buf:  # a strict hook refused NaN or an infinity: find where
+                    at = constant_at(self.buf, self.pos)
+                    line = start_line + self.buf.count("\n", self.pos, at if at is not None else self.pos)
+                    column = _error_column(exc, self.buf, self.pos)
+                    raise _DocError(line, f"not valid JSON: {exc.msg} at column {column}") from None
                 near_end = exc.pos >= len(self.buf) - 64 or exc.msg.startswith("Unterminated string")
                 if near_end and self._more():
                     continue
@@ -698,7 +718,8 @@ class _DocReader:
                     if self.eof and (exc.pos >= len(self.buf) - 64 or exc.msg.startswith("Unterminated string"))
                     else ""
                 )
-                raise _DocError(line, f"not valid JSON: {exc.msg.removesuffix(' at')}{truncated}") from None
+                where = truncated or f" at column {exc.pos - self.buf.rfind(chr(10), 0, exc.pos)}"
+                raise _DocError(line, f"not valid JSON: {exc.msg.removesuffix(' at')}{where}") from None
             except ValueError:  # an integer of more digits than Python converts
                 raise _DocError(start_line, digits_reason()) from None
             self.escaped = _BAD_ESCAPES.search(self.buf, self.pos, end) is not None

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import codecs
 import json
+import math
 import re
 import sys
 from typing import Any
@@ -55,6 +56,22 @@ _TOKEN = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]')
 _WIDE_ESCAPE = re.compile(r"\\u(?:0[1-9a-fA-F]|[1-9a-fA-F][0-9a-fA-F])[0-9a-fA-F]{2}")
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89abAB][0-9a-fA-F]{2}")
 _DECODE_CHUNK = 1 << 20
+
+
+#: a string literal (skipped), or a number Python's json writes where JSON has none: NaN, an infinity, or a
+#: literal too large for a float
+_CONSTANT = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|(?<![\w.])(-?Infinity|NaN|-?\d+(?:\.\d+)?[eE]\+?\d{3,})')
+
+
+def constant_at(text: str, start: int = 0, end: int | None = None) -> int | None:
+    """Where the first NaN, Infinity, -Infinity or out-of-range number outside a string is in
+    `text[start:end]` (what a strict decoder refuses without saying where), or None."""
+    end = len(text) if end is None else end
+    for match in _CONSTANT.finditer(text, start, end):
+        word = match.group(1)
+        if word and (word[-1] in "yN" or math.isinf(float(word))):
+            return match.start(1)
+    return None
 
 
 class Refused(Exception):
