@@ -190,8 +190,9 @@ def test_it_keeps_leaderboard_queries_independent_of_the_number_of_attempts(revi
     build_study(n_instances=8, models=("alpha", "beta", "gamma"))
     assert _queries(reviewer_client, url) == small
     # one of them the usage per model (runs.selectors.checklist.usage_by_model), one the per-instance counts behind
-    # the rank intervals and tie groups (runs.selectors.checklist.compute_ties)
-    assert small <= 14
+    # the rank intervals and tie groups (runs.selectors.checklist.compute_ties), one the figures the harness
+    # reported (runs.selectors.reported, read when the page is rendered, not when it comes from the cache)
+    assert small <= 15
 
 
 def test_it_lists_the_attempts_behind_a_cell_failing_first_with_their_failing_items(reviewer_client):
