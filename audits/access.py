@@ -3,7 +3,10 @@
 The roles and the blindness guarantee they serve live in runs.access. Here: an annotator
 reaches only their own assignments and, for a unit, only their own label until the unit is
 closed; a unit's other labels, the other annotator and the judges' verdicts are for leads
-(and reviewers, read-only) only.
+(and reviewers, read-only) only. A verdict unit (one attempt against one item) shows its
+annotators the attempt's trajectory and final response, never a verdict on it, its
+reasoning or score, and not its stratum (which can name the judges' verdicts) until the
+unit closes; verdict units are handed out in a seeded random order for the same reason.
 """
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ from __future__ import annotations
 from django.core.exceptions import PermissionDenied
 from django.http import Http404
 
-from audits.models import Assignment, AuditUnit, Campaign, CampaignState, UnitState
+from audits.models import Assignment, AuditUnit, Campaign, CampaignState, Subject, UnitState
 from runs.access import (
     ANNOTATOR,
     LEAD,
@@ -93,6 +96,14 @@ def may_see_other_labels(user, unit: AuditUnit) -> bool:
 def may_see_verdicts(user, unit: AuditUnit) -> bool:
     """The judges' verdicts on the unit's items: same rule as the other labels."""
     return may_see_other_labels(user, unit)
+
+
+def stratum_for(user, unit: AuditUnit) -> str:
+    """The unit's stratum as the user may see it: a verdict unit's stratum can name the judges' verdicts ("all
+    pass / ..."), so it follows the verdicts' rule; "" while it is hidden."""
+    if unit.campaign.subject == Subject.VERDICT and not may_see_verdicts(user, unit):
+        return ""
+    return unit.stratum
 
 
 def may_see_identities(user) -> bool:

@@ -41,7 +41,9 @@ from runs.pages import csv_safe
 
 def _assignment_body(assignment) -> dict:
     assignment.items = selectors.unit_items(assignment.unit)
-    return AssignmentSerializer(assignment).data
+    body = AssignmentSerializer(assignment).data
+    body["stratum"] = access.stratum_for(assignment.annotator, assignment.unit)
+    return body
 
 
 @blind_safe
@@ -160,7 +162,9 @@ class UnitView(APIView):
             "user_id": request.user.id,
             "state": access.unit_state_for(request.user, unit)[0],
         }
-        return Response(UnitSerializer(unit, context=context).data)
+        body = UnitSerializer(unit, context=context).data
+        body["stratum"] = access.stratum_for(request.user, unit)
+        return Response(body)
 
 
 class DisagreementListView(APIView):

@@ -149,6 +149,7 @@ class AdjudicationForm(forms.Form):
 
     def __init__(self, *args, rubric: Rubric, shown: int, **kwargs):
         super().__init__(*args, **kwargs)
+        self.fields["final_status"].choices = [(v, rubric.status_label(v)) for v in FinalStatus.values]
         self.fields["reason"].choices = [("", "—")] + list(rubric.issues)
         self.fields["upheld"].choices = [("", "neither / own decision")] + [
             (str(n), f"Annotator {n}") for n in range(1, shown + 1)
@@ -188,7 +189,7 @@ class EffectForm(forms.Form):
         self.fields["exclude"].error_messages["invalid_choice"] = exclusion_policy_unknown(
             with_none=False
         )  # the API's words
-        started = Campaign.objects.exclude(state=CampaignState.DRAFT)
+        started = Campaign.objects.exclude(state=CampaignState.DRAFT).exclude(subject=Subject.VERDICT)
         if benchmark is not None:
             started = started.filter(benchmarks=benchmark)
         self.fields["campaigns"].choices = [

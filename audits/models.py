@@ -11,13 +11,14 @@ came from (unanimous, adjudicated, unresolved) is what exclusion policies read.
 from django.conf import settings
 from django.db import models
 
-from runs.models import Benchmark, ChecklistItem, Instance
+from runs.models import Attempt, Benchmark, ChecklistItem, Instance
 
 
 class Subject(models.TextChoices):
     CHECKLIST = "checklist_items", "Checklist items of a benchmark"
     HIERARCHY = "hierarchy_constraints", "Generated hierarchy constraints"
     DIALOGUE = "dialogue_queries", "Synthesized dialogue queries (one unit per turn)"
+    VERDICT = "verdicts", "Judge verdicts (one unit per attempt and checklist item)"
 
 
 class Allocation(models.TextChoices):
@@ -93,7 +94,8 @@ class FinalSource(models.TextChoices):
 
 
 class AuditUnit(models.Model):
-    """One sampled thing to label: an item (checklist, hierarchy) or an instance's dialogue turn.
+    """One sampled thing to label: an item (checklist, hierarchy), an instance's dialogue turn, or (verdict
+    campaigns) one attempt's trajectory against one checklist item (`attempt` set, `item` the item).
 
     `key` is the stable natural key the sample was drawn by (benchmark/instance/item key
     or turn), so a re-drawn sample can be compared with the frozen one across databases.
@@ -106,6 +108,7 @@ class AuditUnit(models.Model):
     instance = models.ForeignKey(Instance, on_delete=models.CASCADE, related_name="+")
     item = models.ForeignKey(ChecklistItem, null=True, blank=True, on_delete=models.CASCADE, related_name="audit_units")
     turn = models.PositiveIntegerField(null=True, blank=True)
+    attempt = models.ForeignKey(Attempt, null=True, blank=True, on_delete=models.CASCADE, related_name="audit_units")
     state = models.CharField(max_length=10, choices=UnitState.choices, default=UnitState.OPEN)
     agreement = models.FloatField(null=True, blank=True)
     final_status = models.CharField(max_length=12, choices=FinalStatus.choices, blank=True)

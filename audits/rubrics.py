@@ -2,7 +2,8 @@
 
 OctoBench's item audit (decidable, grounded, duplicate/conflict, overall), ManyIH's
 faithful / unclear / incorrect label of generated constraints, EvolIF's check that a
-synthesized user query expresses its active constraints. A label is valid when every
+synthesized user query expresses its active constraints, and a judge verdict's check (did the
+attempt satisfy the item?). A label is valid when every
 criterion holds one of its valid values (METRICS.md section 6: "all criteria met").
 """
 
@@ -32,6 +33,14 @@ class Rubric:
     subject: str
     criteria: tuple[Criterion, ...]
     issues: tuple[tuple[str, str], ...]
+    #: answers that decide nothing (a verdict's "cannot tell"): a unit whose labels agree on one closes unresolved
+    undecided: frozenset[str] = frozenset()
+    #: how the unit's final statuses (valid, invalid, unresolved) read for this subject
+    status_labels: tuple[tuple[str, str], ...] = (
+        ("valid", "valid"),
+        ("invalid", "invalid"),
+        ("unresolved", "unresolved"),
+    )
 
     def criterion(self, name: str) -> Criterion:
         return next(c for c in self.criteria if c.name == name)
@@ -49,6 +58,14 @@ class Rubric:
     def is_valid(self, values: dict) -> bool:
         """True when every criterion holds a valid value."""
         return all(values.get(c.name) in c.valid for c in self.criteria)
+
+    def is_undecided(self, values: dict) -> bool:
+        """True when an answer decides nothing (see `undecided`)."""
+        return any(values.get(c.name) in self.undecided for c in self.criteria)
+
+    def status_label(self, status: str) -> str:
+        """A final status as this subject names it (a verdict's "valid" is "satisfied")."""
+        return dict(self.status_labels).get(status, status)
 
 
 YES_NO = (("yes", "yes"), ("no", "no"))
@@ -118,7 +135,28 @@ DIALOGUE = Rubric(
     )
     + COMMON_ISSUES,
 )
-RUBRICS = {r.subject: r for r in (CHECKLIST, HIERARCHY, DIALOGUE)}
+#: a judge's verdict: did the attempt's trajectory satisfy the item? "satisfied" is valid, "cannot tell" decides nothing
+SATISFIED, NOT_SATISFIED, CANNOT_TELL = "satisfied", "not_satisfied", "cannot_tell"
+VERDICT = Rubric(
+    subject="verdicts",
+    criteria=(
+        Criterion(
+            "satisfied",
+            "Did the trajectory satisfy the item?",
+            ((SATISFIED, "satisfied"), (NOT_SATISFIED, "not satisfied"), (CANNOT_TELL, "cannot tell")),
+            frozenset({SATISFIED}),
+        ),
+    ),
+    issues=(
+        ("missed-evidence", "an annotator missed evidence in the trajectory"),
+        ("item-unclear", "the item does not say what satisfies it"),
+        ("not-applicable", "the item does not apply to this attempt"),
+    )
+    + COMMON_ISSUES,
+    undecided=frozenset({CANNOT_TELL}),
+    status_labels=(("valid", "satisfied"), ("invalid", "not satisfied"), ("unresolved", "cannot tell")),
+)
+RUBRICS = {r.subject: r for r in (CHECKLIST, HIERARCHY, DIALOGUE, VERDICT)}
 
 
 def rubric_for(subject: str) -> Rubric:

@@ -23,6 +23,8 @@ STRATA = {
     "conditional": "conditional vs unconditional",
     "primary_category": "primary category",
     "benchmark": "benchmark",
+    "judges": "judges' verdicts: all pass / all fail / split (verdict audits)",
+    "model": "model (verdict audits)",
 }
 ALL = "all"
 #: near-duplicate thresholds: normalised token Jaccard, or difflib's ratio on the normalised text
@@ -40,6 +42,8 @@ class Candidate:
     turn: int | None
     facets: dict = field(default_factory=dict, hash=False, compare=False)
     text: str = field(default="", compare=False)
+    #: the attempt whose verdict on the item is audited (verdict audits), else None
+    attempt_id: int | None = field(default=None, compare=False)
 
 
 def stratum_of(candidate: Candidate, strata: Sequence[str]) -> str:

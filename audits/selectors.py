@@ -23,7 +23,16 @@ from audits.models import (
     UnitState,
 )
 from audits.sampling import Candidate
-from runs.models import Attempt, Benchmark, BenchmarkKind, ChecklistItem, Instance, Verdict, VerdictResult
+from runs.models import (
+    Attempt,
+    Benchmark,
+    BenchmarkKind,
+    ChecklistItem,
+    Instance,
+    JudgeKind,
+    Verdict,
+    VerdictResult,
+)
 
 #: exclusion policies offered on leaderboards: URL value -> label
 POLICIES = {
@@ -36,12 +45,17 @@ SUBJECT_KINDS = {
     Subject.CHECKLIST: ("checklist", "conflict"),
     Subject.HIERARCHY: ("hierarchy",),
     Subject.DIALOGUE: ("dialogue",),
+    Subject.VERDICT: ("checklist", "conflict", "dialogue"),
 }
+#: the "judges" stratum of a verdict unit: what the judges' pass/fail verdicts on it say together
+JUDGES_ALL_PASS, JUDGES_ALL_FAIL, JUDGES_SPLIT = "all pass", "all fail", "split"
 
 
 def candidates(subject: str, benchmark_ids: Iterable[int]) -> list[Candidate]:
     """Every unit a campaign on these benchmarks could sample, with its stratum facets and text (two queries at most)."""
     benchmark_ids = list(benchmark_ids)
+    if subject == Subject.VERDICT:
+        return verdict_candidates(benchmark_ids)
     # an item rewritten as a newer version is not audited again: its newest version is
     items = (
         ChecklistItem.objects.filter(instance__benchmark_id__in=benchmark_ids, superseded_by__isnull=True)
@@ -99,6 +113,74 @@ def candidates(subject: str, benchmark_ids: Iterable[int]) -> list[Candidate]:
     return out
 
 
+def verdict_candidates(benchmark_ids: Iterable[int]) -> list[Candidate]:
+    """Every (attempt, checklist item) a judge gave a pass or a fail (one query over the verdicts, in key order).
+
+    Judges are the benchmark's machine judges (people's verdicts are no judge's); on a dialogue benchmark only the
+    LLM judges (its other constraints are checked by code). Facets: the judges' verdicts together ("all pass",
+    "all fail", "split"), the item's category and check type, the model, the benchmark, the primary category. The
+    text is empty: every attempt repeats its item's text, and near-duplicates are an item audit's concern.
+    """
+    judged = Q(attempt__run__benchmark__kind=BenchmarkKind.DIALOGUE, judge__kind=JudgeKind.LLM) | ~Q(
+        attempt__run__benchmark__kind=BenchmarkKind.DIALOGUE
+    ) & ~Q(judge__kind=JudgeKind.HUMAN)
+    rows = (
+        Verdict.objects.filter(
+            judged,
+            attempt__run__benchmark_id__in=list(benchmark_ids),
+            item__superseded_by__isnull=True,
+            result__in=(VerdictResult.PASS, VerdictResult.FAIL),
+        )
+        .values_list(
+            "attempt_id",
+            "item_id",
+            "result",
+            "attempt__run__label",
+            "attempt__run__model__name",
+            "attempt__run__benchmark__slug",
+            "attempt__instance_id",
+            "attempt__instance__external_id",
+            "attempt__instance__primary_category",
+            "item__key",
+            "item__category",
+            "item__check_type",
+            "item__conditional",
+        )
+        .order_by()
+    )
+    pairs: dict[tuple[int, int], list] = {}
+    for attempt, item, result, run, model, slug, inst, ext, primary, key, cat, ctype, cond in rows.iterator():
+        pair = pairs.get((attempt, item))
+        if pair is None:
+            pairs[(attempt, item)] = [set(), (run, model, slug, inst, ext, primary, key, cat, ctype, cond)]
+            pair = pairs[(attempt, item)]
+        pair[0].add(result)
+    out = []
+    for (attempt, item), (results, (run, model, slug, inst, ext, primary, key, cat, ctype, cond)) in pairs.items():
+        judges = (
+            JUDGES_SPLIT if len(results) > 1 else JUDGES_ALL_PASS if VerdictResult.PASS in results else JUDGES_ALL_FAIL
+        )
+        out.append(
+            Candidate(
+                key=f"{slug}/{run}/{ext}/{key}"[:700],
+                instance_id=inst,
+                item_id=item,
+                turn=None,
+                attempt_id=attempt,
+                facets={
+                    "judges": judges,
+                    "category": cat,
+                    "check_type": ctype,
+                    "model": model,
+                    "primary_category": primary,
+                    "benchmark": slug,
+                    "conditional": "conditional" if cond else "unconditional",
+                },
+            )
+        )
+    return sorted(out, key=lambda c: c.key)
+
+
 def draft_allocation(campaign: Campaign, cands: list[Candidate] | None = None) -> dict:
     """What a draft would sample: per stratum its population, share, expected (unrounded) and allocated units,
     and the strata that get none. `cands` defaults to the campaign's candidates."""
@@ -143,6 +225,10 @@ def unit_items(unit: AuditUnit) -> list[ChecklistItem]:
     return list(ChecklistItem.objects.filter(instance_id=unit.instance_id, turn=unit.turn).order_by("position"))
 
 
+#: characters of a verdict unit's final response shown beside its trajectory
+SPEC_RESPONSE_CUT = 20_000
+
+
 def unit_evidence(unit: AuditUnit) -> dict:
     """What the annotator needs to judge a unit, without any verdict: the task spec, the other items, and
     for conditional items two responses to the task, so the annotator can see whether the condition can
@@ -153,6 +239,11 @@ def unit_evidence(unit: AuditUnit) -> dict:
     evidence = {"spec": instance.spec, "siblings": siblings, "items": unit_items(unit), "examples": []}
     if unit.turn is not None:
         evidence["query"] = _user_query(instance.spec, unit.turn)
+    if unit.attempt_id:  # a verdict unit: the attempt itself is the evidence (its trajectory: audits.views)
+        evidence["response"] = (
+            Attempt.objects.filter(pk=unit.attempt_id).values_list("response", flat=True).first() or ""
+        )[:SPEC_RESPONSE_CUT]
+        return evidence
     if unit.item_id and unit.item.conditional:
         responses = Attempt.objects.filter(instance_id=instance.id).exclude(response="").order_by("id")
         for n, response in enumerate(responses.values_list("response", flat=True)[:2], 1):
@@ -487,7 +578,12 @@ def policy_campaigns(benchmark: Benchmark, campaigns: Iterable[int] | None = Non
     closed by a lead). `campaigns` names them instead (any started campaign of the benchmark,
     pilots and unfinished ones included); an id that is not one raises ValueError naming it.
     """
-    qs = Campaign.objects.filter(benchmarks=benchmark).exclude(state=CampaignState.DRAFT)
+    # a verdict audit's "not satisfied" says the attempt failed the item, not that the item is bad: never a policy's
+    qs = (
+        Campaign.objects.filter(benchmarks=benchmark)
+        .exclude(state=CampaignState.DRAFT)
+        .exclude(subject=Subject.VERDICT)
+    )
     if campaigns is not None:
         wanted = {int(c) for c in campaigns}
         chosen = list(qs.filter(pk__in=wanted).order_by("created_at", "id"))
@@ -511,6 +607,7 @@ def campaigns_not_read(benchmark: Benchmark, policy: str, campaigns: Iterable[in
     for c in (
         Campaign.objects.filter(benchmarks=benchmark)
         .exclude(state=CampaignState.DRAFT)
+        .exclude(subject=Subject.VERDICT)
         .exclude(pk__in=read)
         .annotate(pending=_PENDING)
         .order_by("created_at", "id")
@@ -629,5 +726,20 @@ def policy_effect(benchmark: Benchmark, policy: str, filters=None, campaigns: It
 
 def unit_verdict_counts(unit) -> dict[str, int]:
     """How many verdicts of each result the judges gave the unit's items (shown to whoever may see verdicts)."""
-    rows = Verdict.objects.filter(item__in=unit_items(unit)).values_list("result").annotate(n=Count("id"))
+    verdicts = Verdict.objects.filter(item__in=unit_items(unit))
+    if unit.attempt_id:  # a verdict unit: the judges' verdicts on its attempt only
+        verdicts = verdicts.filter(attempt_id=unit.attempt_id)
+    rows = verdicts.values_list("result").annotate(n=Count("id"))
     return {VerdictResult(r).label: n for r, n in rows.order_by()}
+
+
+def unit_judge_verdicts(unit: AuditUnit) -> list[Verdict]:
+    """A verdict unit's verdicts, one per judge, with their reasoning (leads, reviewers and settled units: callers
+    check `audits.access.may_see_verdicts`); [] for any other unit."""
+    if not unit.attempt_id or not unit.item_id:
+        return []
+    return list(
+        Verdict.objects.filter(attempt_id=unit.attempt_id, item_id=unit.item_id)
+        .select_related("judge")
+        .order_by("judge__name")
+    )

@@ -107,6 +107,9 @@ class AssignmentSerializer(serializers.Serializer):
     stratum = serializers.CharField(source="unit.stratum")
     instance = serializers.CharField(source="unit.instance.external_id")
     turn = serializers.IntegerField(source="unit.turn", allow_null=True)
+    attempt = serializers.IntegerField(
+        source="unit.attempt_id", allow_null=True, help_text="the attempt a verdict unit audits, else null"
+    )
     items = ItemSerializer(many=True)
     expires_at = serializers.DateTimeField()
     submitted = serializers.SerializerMethodField()
@@ -135,7 +138,8 @@ class UnitSerializer(serializers.Serializer):
 
     id = serializers.IntegerField()
     key = serializers.CharField()
-    stratum = serializers.CharField()
+    stratum = serializers.CharField(help_text='"" for an annotator of a verdict unit until it closes')
+    attempt = serializers.IntegerField(source="attempt_id", allow_null=True)
     state = serializers.SerializerMethodField(
         help_text='open, disputed, closed; "unsettled" for an annotator until '
         "the unit closes (audits.access.unit_state_for)"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import random
 from collections.abc import Sequence
 from datetime import timedelta
 
@@ -22,6 +23,7 @@ from audits.models import (
     ItemRevision,
     Label,
     Skip,
+    Subject,
     UnitState,
 )
 from audits.rubrics import rubric_for
@@ -150,6 +152,9 @@ def campaign_start(campaign: Campaign) -> Campaign:
     if not cands:
         raise AuditError("These benchmarks have nothing to audit for this subject.")
     drawn = _campaign_draw(campaign, cands)
+    if campaign.subject == Subject.VERDICT:
+        # units are handed out in sample order: in stratum order a verdict unit's place would tell the judges' verdicts
+        random.Random(f"{campaign.seed}:order").shuffle(drawn)
     AuditUnit.objects.bulk_create(
         [
             AuditUnit(
@@ -160,6 +165,7 @@ def campaign_start(campaign: Campaign) -> Campaign:
                 instance_id=c.instance_id,
                 item_id=c.item_id,
                 turn=c.turn,
+                attempt_id=c.attempt_id,
             )
             for n, (stratum, c) in enumerate(drawn, start=1)
         ]
@@ -313,7 +319,10 @@ def _unit_settle(unit: AuditUnit, rubric, *, now) -> None:
     unit.agreement = sum(agreed) / len(agreed)
     if all(agreed):
         unit.state = UnitState.CLOSED
-        unit.final_status = FinalStatus.VALID if labels[0].valid else FinalStatus.INVALID
+        if rubric.is_undecided(labels[0].values):  # all say "cannot tell": decided, but undecided
+            unit.final_status = FinalStatus.UNRESOLVED
+        else:
+            unit.final_status = FinalStatus.VALID if labels[0].valid else FinalStatus.INVALID
         unit.final_source = FinalSource.UNANIMOUS
         unit.closed_at = now
     else:

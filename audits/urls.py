@@ -21,6 +21,7 @@ urlpatterns = [
     path("assignments/<int:pk>/release/", views.assignment_release, name="assignment-release"),
     path("assignments/<int:pk>/correct/", views.assignment_correct, name="assignment-correct"),
     path("units/<int:pk>/", views.unit_detail, name="unit"),
+    path("units/<int:pk>/text/", views.unit_text, name="unit-text"),
     path("units/<int:pk>/adjudicate/", views.adjudicate, name="adjudicate"),
     path("units/<int:pk>/rewrite/", views.unit_item_rewrite, name="unit-rewrite"),
     path("effect/<slug:slug>/", views.effect, name="effect"),

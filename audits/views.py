@@ -11,9 +11,10 @@ import json
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
-from django.http import Http404, JsonResponse
+from django.http import Http404, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
+from django.utils.html import escape
 from django.views.decorators.http import require_POST
 
 from audits import access, exports, sampling, selectors, services
@@ -28,9 +29,11 @@ from audits.forms import (
 )
 from audits.models import Campaign, CampaignState, Subject, UnitState
 from audits.rubrics import rubric_for
+from runs import search, trajectory_view
 from runs.access import blind_safe
 from runs.models import Benchmark, BenchmarkKind
 from runs.pages import render_page
+from runs.querystring import query_with
 from runs.selectors.checklist import checklist_query
 
 SPEC_CUT = 20_000  # characters of one spec field shown on the labelling screen
@@ -201,7 +204,52 @@ def _label_page(request, campaign, *, fragment: bool, correcting=None):
                 assignment, initial={**label.values, "note": label.note, "link": label.link} if label else None
             )
         )
+        context.update(_trajectory_context(request, assignment.unit))
+        context["stratum"] = access.stratum_for(request.user, assignment.unit)
+        if request.htmx and request.GET.get("page") and context.get("trajectory"):
+            return render(request, "runs/partials/_units.html", context)  # the next window of the trajectory
     return render(request, "audits/label.html#unit" if fragment else "audits/label.html", context)
+
+
+def _trajectory_context(request, unit) -> dict:
+    """A verdict unit's attempt in the portal's trajectory viewer (one window of one thread, a find within it, a jump
+    to a message), from the page's query; {} for any other unit. Messages only: no verdict is read."""
+    if not unit.attempt_id:
+        return {}
+    view = trajectory_view.thread_page(
+        trajectory_view.attempt_threads(unit.attempt_id),
+        thread=request.GET.get("thread"),
+        q=request.GET.get("q", ""),
+        page=request.GET.get("page"),
+        at=request.GET.get("at"),
+        find=search.ThreadFind,
+    )
+    return {
+        "trajectory": True,
+        **view,
+        "cut": trajectory_view.CUT,
+        "query": query_with(request, page=None, at=None),
+        "text_url": reverse("audits:unit-text", args=[unit.pk]),
+    }
+
+
+@blind_safe  # the unit is one the user may open (audits.access); the answer is a message's text, never a verdict
+@login_required
+def unit_text(request, pk):
+    """The full text of one long part of a message of a verdict unit's trajectory (thread, msg, field), escaped."""
+    unit = access.unit_for_user(request.user, pk)
+    if not unit.attempt_id:
+        raise Http404("This unit has no attempt.")
+    try:
+        text = trajectory_view.message_part(
+            trajectory_view.attempt_threads(unit.attempt_id),
+            request.GET.get("thread"),
+            request.GET.get("msg"),
+            request.GET.get("field", ""),
+        )
+    except LookupError:
+        raise Http404("No such message.") from None
+    return HttpResponse(f'<pre class="msg-text">{escape(text)}</pre>')
 
 
 def _label_context(assignment, *, initial=None) -> dict:
@@ -358,6 +406,9 @@ def adjudicate(request, pk):
             "next_unit": following if following is not None and following.pk != unit.pk else None,
             **_evidence_context(unit),
             "verdicts": selectors.unit_verdict_counts(unit),
+            "judge_verdicts": selectors.unit_judge_verdicts(unit),
+            "status_labels": dict(rubric.status_labels),
+            **_trajectory_context(request, unit),
             "reading": selectors.campaign_policy_reading(unit.campaign),
             **_rewrite_context(request.user, unit, back="adjudicate"),
         },
@@ -369,7 +420,10 @@ def adjudicate(request, pk):
 def unit_detail(request, pk):
     """One unit as the user may see it: annotators see their own label only, others' (anonymous) once closed."""
     unit = access.unit_for_user(request.user, pk)
-    return render(request, "audits/unit.html", _unit_context(request.user, unit))
+    context = {**_unit_context(request.user, unit), **_trajectory_context(request, unit)}
+    if request.htmx and request.GET.get("page") and context.get("trajectory"):
+        return render(request, "runs/partials/_units.html", context)
+    return render(request, "audits/unit.html", context)
 
 
 def _unit_context(user, unit, rewrite_form=None) -> dict:
@@ -385,8 +439,10 @@ def _unit_context(user, unit, rewrite_form=None) -> dict:
         "rubric": rubric_for(unit.campaign.subject),
         **_rewrite_context(user, unit, rewrite_form, back="unit"),
     }
+    context["stratum"] = access.stratum_for(user, unit)
     if access.may_see_verdicts(user, unit):
         context["verdicts"] = selectors.unit_verdict_counts(unit)
+        context["judge_verdicts"] = selectors.unit_judge_verdicts(unit)
     return context
 
 

@@ -142,3 +142,52 @@ def label_all(campaign, users, values):
 
 def values_for(unit, bad_keys=("x",)):
     return BAD if unit.key.rsplit("/", 1)[-1] in bad_keys else OK
+
+
+SATISFIED = {"satisfied": "satisfied"}
+NOT_SATISFIED = {"satisfied": "not_satisfied"}
+CANNOT_TELL = {"satisfied": "cannot_tell"}
+
+
+@pytest.fixture
+def verdict_bench(bench):
+    """`bench` with a second judge, "lenient", that passes every item of every attempt (reasoning "LENIENT-REASON"),
+    and a two-message trajectory per attempt ("Reading the file", then the model's answer)."""
+    from runs.trajectory_store import trajectory_save
+
+    lenient = Judge.objects.create(name="lenient")
+    attempts = list(Attempt.objects.filter(run__benchmark=bench["benchmark"]).order_by("pk"))
+    for attempt in attempts:
+        for item in ChecklistItem.objects.filter(instance_id=attempt.instance_id):
+            Verdict.objects.create(attempt=attempt, item=item, judge=lenient, result="pass", reasoning="LENIENT-REASON")
+        trajectory_save(
+            attempt_id=attempt.pk,
+            threads=[
+                {
+                    "meta": {"thread": "main"},
+                    "messages": [
+                        {"role": "user", "content": f"Please do task {attempt.instance.external_id}"},
+                        {"role": "assistant", "content": f"Reading the file, then {attempt.response}"},
+                    ],
+                }
+            ],
+        )
+    Verdict.objects.filter(judge__name="judge-1").update(reasoning="JUDGE1-REASON")
+    rollups_rebuild_for_attempts([a.pk for a in attempts])
+    return {**bench, "attempts": attempts, "lenient": lenient}
+
+
+@pytest.fixture
+def verdict_campaign(verdict_bench, lead):
+    """A started verdict campaign over every judged (attempt, item) pair, stratified by the judges' verdicts."""
+    c = services.campaign_create(
+        name="verdicts",
+        subject="verdicts",
+        benchmarks=[verdict_bench["benchmark"]],
+        strata=["judges"],
+        allocation="proportional",
+        size=100,
+        seed=5,
+        user=lead,
+    )
+    return services.campaign_start(c)
