@@ -15,6 +15,7 @@ from rest_framework.response import Response
 
 from runs.access import benchmark_for, blind_safe
 from runs.api.core import PageQueryView
+from runs.metrics import paired
 from runs.models import BenchmarkKind
 from runs.selectors import conflict as selectors
 
@@ -59,6 +60,19 @@ class ScenarioRateSerializer(serializers.Serializer):
     sp_rate = serializers.FloatField(allow_null=True)
     other_rate = serializers.FloatField(allow_null=True)
     neither_rate = serializers.FloatField(allow_null=True)
+    rank_low = serializers.IntegerField(
+        allow_null=True,
+        help_text="Lower end of the 95% interval of the row's (model's or run's) rank by SP rate over all scenarios "
+        "(1 = best) over bootstrap resamples of conflicts, among the rows of the same query (/help/metrics/#paired); "
+        "the same on each of the row's scenarios.",
+    )
+    rank_high = serializers.IntegerField(allow_null=True, help_text="Upper end of that interval.")
+    tie_group = serializers.IntegerField(
+        allow_null=True,
+        help_text="Tie group on SP rate over all scenarios: 1 is the leader and every row whose paired difference "
+        "from it is not significant at 5% after Holm's correction; the next group starts at the best row outside it "
+        "(/help/metrics/#paired).",
+    )
 
 
 class ConflictMetricsSerializer(serializers.Serializer):
@@ -123,7 +137,12 @@ class ConflictMetricsView(PageQueryView):
                     "excluded_items": len(state["excluded"] or ()),
                     "attempts": len(data["rows"]),
                     "resolution_rates": data["rates"],
-                    "sp_rates": data["scenario_rates"],
+                    "sp_rates": [
+                        asdict(r)
+                        | {"sp_rate": r.sp_rate, "other_rate": r.other_rate, "neither_rate": r.neither_rate}
+                        | data["ties"].get(r.label, paired.Tie()).fields()
+                        for r in data["scenario_rates"]
+                    ],
                     "exclusion": None
                     if exclusion is None
                     else {

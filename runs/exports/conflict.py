@@ -5,6 +5,9 @@ from __future__ import annotations
 from runs.metrics.conflict import NEITHER
 from runs.pages import Column, PageData, Table, page_builder
 
+#: a row's rank interval and tie group by SP rate over all scenarios (runs.metrics.paired.Tie.fields)
+_TIES = ("rank_low", "rank_high", "tie_group")
+
 
 @page_builder(
     ("resolution", "Resolution rate per conflict type"),
@@ -15,7 +18,8 @@ from runs.pages import Column, PageData, Table, page_builder
 )
 def metrics_page(context: dict) -> PageData:
     """Per model (or run) and conflict type the share that followed each side or neither; per scenario the SP rate,
-    with ranks before and after an exclusion policy; with a cell chosen, the attempts behind it."""
+    with ranks before and after an exclusion policy and the row's rank interval and tie group by SP rate over all
+    scenarios; with a cell chosen, the attempts behind it."""
     label = Column("label", "Run" if context["by"] == "run" else "Model")
     types = Table(
         "resolution",
@@ -59,8 +63,10 @@ def metrics_page(context: dict) -> PageData:
             Column("value_before", f"{context['headline']} % with every item", "pct"),
             Column("rank_before", "Rank with every item", "num"),
         )
+    # last: columns added after scripts learnt the others' places (the label's rank interval and tie group)
+    columns += tuple(Column(k, k, "int") for k in _TIES)
     rows = []
-    for name, cells, effect in context.get("scenario_table", []):
+    for name, cells, effect, tie in context.get("scenario_table", []):
         for c in cells:
             if c is not None:
                 rows.append(
@@ -72,6 +78,7 @@ def metrics_page(context: dict) -> PageData:
                         "other_rate": c.other_rate,
                         "neither_rate": c.neither_rate,
                         **{k: getattr(effect, k, None) for k in ("rank_after", "value_before", "rank_before")},
+                        **tie.fields(),
                     }
                 )
     scenarios = Table("sp-rate", "System-prompt rate per scenario", columns, rows)

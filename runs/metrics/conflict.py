@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from runs.categories import AGENTS_MD, SYSTEM_PROMPT, USER_QUERY, normalise_category
+from runs.metrics import paired
 from runs.metrics.rank_change import score_rank_change
 
 ITEM_KEY = "resolution"
@@ -328,6 +329,13 @@ def headline(rows: Iterable[ConflictRow], *, by: str = "model") -> dict[str, flo
     rows = list(rows)
     rates = {r.label: r.sp_rate for r in sp_rates(rows, by=by) if r.scenario == ALL_SCENARIOS}
     return {label: rates.get(label) for label in dict.fromkeys(_label(r, by) for r in rows)}
+
+
+def sp_sides(rows: Iterable[ConflictRow], *, by: str = "model") -> dict[str, paired.Side]:
+    """Per model (or run), its runs.metrics.paired Side on the headline (SP rate over all scenarios): one judge (the
+    rows'), per conflict instance with a system-prompt side num = attempts that followed SP and den = attempts. A row
+    without such a conflict has no side. paired.figure(side) is headline()'s figure."""
+    return paired.one_judge_sides((_label(r, by), r.instance, int(r.followed_source == SP)) for r in rows if r.has_sp)
 
 
 def followed_sp_on(rows: Iterable[ConflictRow], *, by: str = "model") -> dict[str, dict[int, dict[str, int]]]:

@@ -8,8 +8,10 @@ from collections.abc import Collection, Sequence
 from django import forms
 from django.db.models import Q
 
+from runs.cache import cached, digest
 from runs.exclusions import exclusion_box
 from runs.metrics import conflict as metrics
+from runs.metrics import paired
 from runs.models import Benchmark, ChecklistItem, Instance, Judge, Run, Verdict
 from runs.selectors.state import KindQuery, SwitchField, kind_state
 
@@ -51,8 +53,9 @@ def _cell(clean: dict) -> dict:
 
 
 def conflict_metrics(state: dict) -> dict:
-    """The page's data: resolution rate per model (or run) and conflict type, SP rate per scenario, what an exclusion
-    policy did to the ranking by SP rate, and the attempts behind the chosen cell."""
+    """The page's data: resolution rate per model (or run) and conflict type, SP rate per scenario, each row's 95% rank
+    interval and tie group by SP rate (`ties`; the 4th of each `scenario_table` entry), what an exclusion policy did
+    to the ranking by SP rate, and the attempts behind the chosen cell."""
     judge, excluded, by = state["judge"], state["excluded"], state["by"]
     rows = (
         conflict_rows_select(
@@ -69,6 +72,7 @@ def conflict_metrics(state: dict) -> dict:
     types, type_table = metrics.matrix(rates, "type")
     scenario_names, scenario_table = metrics.matrix(scenarios, "scenario")
     lines = exclusion["lines"] if exclusion else {}
+    ties = conflict_ties(state, rows)
     data = {
         "rows": rows,
         "rates": rates,
@@ -79,12 +83,35 @@ def conflict_metrics(state: dict) -> dict:
         "type_table": type_table,
         "type_heads": [(t, metrics.TYPES[t]) for t in types],
         "scenarios": scenario_names,
-        "scenario_table": [(label, cells, lines.get(label)) for label, cells in scenario_table],
+        "ties": ties,
+        "scenario_table": [
+            (label, cells, lines.get(label), ties.get(label, paired.Tie())) for label, cells in scenario_table
+        ],
     }
     if state["cell"]:
         picked = metrics.drill(rows, by=by, **state["cell"])
         data.update(examples=picked[:EXAMPLES_LIMIT], n_examples=len(picked))
     return data
+
+
+def conflict_ties(state: dict, rows: Sequence[metrics.ConflictRow]) -> dict[str, paired.Tie]:
+    """paired.ties of the rows' runs.metrics.conflict.sp_sides (the headline, SP rate over all scenarios; an instance
+    is a conflict) under the state's judge, runs, grouping and exclusion policy, cached per data generation and those
+    choices; empty without a judge."""
+    if state["judge"] is None:
+        return {}
+    document = {
+        "judge": state["judge"].id,
+        "runs": sorted(state["run_ids"]),
+        "by": state["by"],
+        "excluded": sorted(state["excluded"]) if state["excluded"] is not None else None,
+    }
+    return cached(
+        state["benchmark"].id,
+        f"conflict-ties:{digest(document)}",
+        lambda: paired.ties(metrics.sp_sides(rows, by=state["by"])),
+        kind=dict,
+    )
 
 
 def _exclusion(policy: str, excluded: set[int], before: list, after: list, by: str) -> dict:

@@ -116,7 +116,7 @@ def audited(study, lead, annotator_a, annotator_b):
 
 def _sp(response):
     """Model -> SP rate over all scenarios, as the page's SP-rate table shows it."""
-    return {label: cells[0].sp_rate for label, cells, _ in response.context["scenario_table"]}
+    return {label: cells[0].sp_rate for label, cells, *_ in response.context["scenario_table"]}
 
 
 def _types(response):

@@ -222,7 +222,7 @@ def test_the_conflict_page_and_api_agree_on_the_same_query(reviewer_client, conf
     ] == [(r.label, r.type, r.n, r.counts, r.first, r.second, r.neither) for r in page.context["rates"]]
     page_sp = {
         (label, scenario): cell.sp_rate
-        for label, cells, _ in page.context["scenario_table"]
+        for label, cells, *_ in page.context["scenario_table"]
         for scenario, cell in zip(page.context["scenarios"], cells)
         if cell is not None
     }
