@@ -1,0 +1,60 @@
+"""The runs of a benchmark that are not a finished, scored evaluation, as the leaderboard and attempt pages say
+them (templates/runs/partials/_run_status.html): the status its harness logged, the samples done of those
+planned, whether it was scored. Any format may set them in a run's settings (`status`, `samples_planned`,
+`scored`, `error`); the Inspect AI import sets them from the log (docs/formats.md, "Inspect AI logs")."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.db.models import Count
+
+from runs.models import Run
+
+#: the status a harness logs for an evaluation that ran to its end
+FINISHED = "success"
+
+
+@dataclass(frozen=True)
+class RunStatus:
+    """One run's status as its harness logged it, with the samples it holds of those planned."""
+
+    label: str
+    model: str
+    status: str
+    error: str
+    done: int
+    #: samples planned over the run (None: the harness did not say)
+    planned: int | None
+    scored: bool
+
+    @property
+    def complete(self) -> bool:
+        """Finished, scored and holding every sample planned (or the harness did not say how many)."""
+        return self.status in ("", FINISHED) and self.scored and (self.planned is None or self.done >= self.planned)
+
+
+def run_statuses(*, benchmark_id: int, incomplete_only: bool = True) -> list[RunStatus]:
+    """The benchmark's runs with their status, by label (one query); only the incomplete ones by default."""
+    rows = (
+        Run.objects.filter(benchmark_id=benchmark_id)
+        .annotate(done=Count("attempts"))
+        .values_list("label", "model__name", "settings", "done")
+        .order_by("label")
+    )
+    statuses = []
+    for label, model, settings, done in rows:
+        settings = settings if isinstance(settings, dict) else {}
+        planned = settings.get("samples_planned")
+        status = RunStatus(
+            label=label,
+            model=model,
+            status=str(settings.get("status") or ""),
+            error=str(settings.get("error") or ""),
+            done=done,
+            planned=planned if isinstance(planned, int) and not isinstance(planned, bool) else None,
+            scored=settings.get("scored") is not False,
+        )
+        if not (incomplete_only and status.complete):
+            statuses.append(status)
+    return statuses
