@@ -3,20 +3,26 @@
 The log format is read directly (the `inspect_ai` package is not needed): a `.eval` file is a zip
 archive with `header.json` (or, for a log still being written, `_journal/start.json`) and one
 `samples/<id>_epoch_<n>.json` entry per sample; a `.json` file is the whole log as one document,
-whose `samples` list is streamed one sample at a time. Only the format versions in
-`ACCEPTED_VERSIONS` are read; another version is refused with the version found.
+whose `samples` list is streamed one sample at a time. The format versions in `ACCEPTED_VERSIONS`
+are read here; another version, or samples in inspect_ai's chunked shape, are read through the
+optional inspect_ai package when it can (`read_with_inspect`), else refused saying why.
 
 One log is one run of one model on one task; each epoch is a repetition (a run of its own, labelled
 "<label> epoch <n>" when the task has more than one); each sample is an attempt on the instance of
-its id. Each scorer is a judge; its value gives verdicts on checklist items (`runs.ingest.verdicts.score_verdict`).
+its id. Each scorer is a judge; its value gives verdicts on checklist items (`runs.ingest.verdicts.score_verdict`),
+unless it is a measure (numbers other than 0 and 1, without a pass threshold: `measured_scores`), kept per sample
+and as the figures Inspect reports for each run (runs.models.ReportedFigure). A run's status, the samples it
+planned and whether it was scored are kept in its settings; another evaluation (eval_id) is another run.
 The samples become the portal's own records (runs.ingest.native), which check and store them.
 """
 
 from __future__ import annotations
 
 import hashlib
+import importlib
 import json
 import math
+import re
 import zipfile
 import zlib
 from collections.abc import Callable, Iterator, Sequence
@@ -25,14 +31,15 @@ from typing import Any
 
 import zstandard
 
-from runs.ingest.base import Context, Source, clean, content_hash, iter_json_document
+from runs.ingest.base import Context, Source, clean, content_hash, iter_json_document, overflows_float
 from runs.ingest.decode import MAX_RECORD_BYTES, Refused, loads, raw_size, size_reason
 from runs.ingest.lookups import benchmark_name_for, category_of, slug_for
 from runs.ingest.native import _NativeIngest
 from runs.ingest.options import option_ask, option_name
-from runs.ingest.usage import inspect_figures
+from runs.ingest.usage import inspect_figures, release_of
 from runs.ingest.verdicts import score_verdict
-from runs.models import BenchmarkKind, Judge, JudgeKind
+from runs.metrics.reported import figure_value, finite_mean
+from runs.models import BenchmarkKind, Judge, JudgeKind, ReportedFigure, Run
 
 #: log format versions read (EvalLog.version; 2 since inspect_ai 0.3.x, checked against 0.3.285)
 ACCEPTED_VERSIONS = (2,)
@@ -42,10 +49,17 @@ ANSWER_ITEM = "answer"
 #: the most one sample entry (or the header) of a `.eval` may hold uncompressed: it is read whole, then
 #: checked against the bounds of every record (runs.ingest.decode) before it is decoded
 MAX_SAMPLE_BYTES = MAX_HEADER_BYTES = MAX_RECORD_BYTES
+#: runs.models.ReportedFigure.per_sample of a measure: the portal has its value per sample
+PER_SAMPLE_VALUES = "values"
+#: the metrics of a scorer that say how spread its values are, not what they are
+SPREADS = ("stderr", "std", "var")
 #: a tool result or argument longer than this is cut in the event list (the trajectory keeps it whole)
 EVENT_TEXT = 300
 ZSTD = 93  # the zip compression method of zstandard, which inspect_ai writes .eval entries with
 _ATTACHMENT = "attachment://"
+#: a sample entry as inspect_ai writes it whole, and an entry of a sample in its chunked shape
+_MONOLITH = re.compile(r"^samples/[^/]+\.json$")
+_CHUNKED = re.compile(r"^samples/[^/]+/sample\.json$")
 
 
 class LogError(Exception):
@@ -64,17 +78,73 @@ class Log:
     samples: Iterator[tuple[Source, int | None, Any, int]] = field(default_factory=lambda: iter(()))
 
 
-def _check_version(header: dict[str, Any]) -> None:
+def _unread(header: dict[str, Any]) -> str | None:
+    """Why this module does not read a log of this header itself (another format version), or None."""
     version = header.get("version")
-    if version not in ACCEPTED_VERSIONS:
-        accepted = ", ".join(map(str, ACCEPTED_VERSIONS))
-        raise LogError(
-            f"log format version {version!r} is not one this portal reads (it reads version {accepted}): "
-            "convert the log with `inspect log convert` from an inspect_ai release that writes it, "
-            "or ask for the version to be supported"
-        )
+    if version in ACCEPTED_VERSIONS:
+        return None
+    accepted = ", ".join(map(str, ACCEPTED_VERSIONS))
+    return f"log format version {version!r} is not one this portal reads itself (it reads version {accepted})"
+
+
+def _check_eval(header: dict[str, Any]) -> None:
     if not isinstance(header.get("eval"), dict):
         raise LogError("the log has no 'eval' section (task, model, configuration): is this an Inspect AI log?")
+
+
+def read_with_inspect(source: Source, ctx: Context, why: str) -> Log:
+    """A log this module does not read itself (`why`: another format version, chunked samples), read through
+    the optional inspect_ai package when it is installed and can read it; else refused, saying so."""
+    try:
+        package = importlib.import_module("inspect_ai.log")
+    except ImportError:
+        raise LogError(
+            f"{why}; it is read through the optional inspect_ai package, which is not installed here: "
+            "install it beside the portal (pip install inspect_ai), or convert the log with `inspect log convert` "
+            "from an inspect_ai release that writes format version 2"
+        ) from None
+    release = getattr(importlib.import_module("inspect_ai"), "__version__", "?")
+    try:
+        header = package.read_eval_log(str(source.path), header_only=True).model_dump(
+            mode="json", exclude_none=True, exclude={"samples"}
+        )
+    except Exception as exc:  # whatever inspect_ai raises on a log it cannot read
+        raise LogError(f"{why}, and inspect_ai {release} could not read it either ({_said(exc, source)})") from None
+    _check_eval(header)
+    _file_hash(source, ctx)
+
+    def samples() -> Iterator[tuple[Source, int | None, Any, int]]:
+        read = 0
+        try:
+            for sample in package.read_eval_log_samples(str(source.path), all_samples_required=False):
+                read += 1
+                here = Source(source.path, f"{source.name}:samples/{sample.id}_epoch_{sample.epoch}")
+                text = sample.model_dump_json(exclude_none=True).encode("utf-8")
+                try:
+                    value = _loads([text], "the sample", ctx)
+                except LogError as exc:
+                    ctx.problem(here, None, str(exc))
+                    continue
+                yield here, None, value, len(text)
+        except Exception as exc:  # whatever inspect_ai raises on a sample it cannot read
+            ctx.problem(source, None, f"inspect_ai {release} could not read its samples ({_said(exc, source)})")
+            return
+        listed = (header["eval"].get("dataset") or {}).get("sample_ids") or []
+        if not read and listed:  # inspect_ai passes over the samples it cannot find in the shape it reads
+            ctx.problem(
+                source,
+                None,
+                f"{why}, and inspect_ai {release} read none of the {len(listed)} samples the log lists either: "
+                "import the log as `inspect eval` wrote it (one entry per sample), or install an inspect_ai "
+                "release that reads this shape",
+            )
+
+    return Log(source, header, samples())
+
+
+def _said(exc: Exception, source: Source) -> str:
+    """What inspect_ai said, with the file named as the import names it (not where the server keeps it)."""
+    return f"{type(exc).__name__}: {str(exc).replace(str(source.path), source.name)[:300]}"
 
 
 def _loads(entry: list[bytes], what: str, ctx: Context) -> Any:
@@ -167,8 +237,14 @@ def read_eval(source: Source, ctx: Context) -> Log:
     if not isinstance(header, dict):
         archive.close()
         raise LogError(f"{info.filename} is not a JSON object")
-    _check_version(header)
-    entries = [i for i in archive.infolist() if i.filename.startswith("samples/") and i.filename.endswith(".json")]
+    why = _unread(header)
+    if why is None and any(_CHUNKED.match(name) for name in names):
+        why = "its samples are in inspect_ai's chunked shape (samples/<id>_epoch_<n>/sample.json and sequences)"
+    if why is not None:
+        archive.close()
+        return read_with_inspect(source, ctx, why)
+    _check_eval(header)
+    entries = [i for i in archive.infolist() if _MONOLITH.match(i.filename)]
 
     def samples() -> Iterator[tuple[Source, int | None, Any, int]]:
         with archive:
@@ -205,7 +281,10 @@ def read_json(source: Source, ctx: Context) -> Log | None:
         header[key] = value
     if ctx.problem_count > before:  # the document broke before its samples (the problem says where)
         return None
-    _check_version(header)
+    why = _unread(header)
+    if why is not None:
+        return read_with_inspect(source, ctx, why)
+    _check_eval(header)
 
     def samples() -> Iterator[tuple[Source, int | None, Any, int]]:
         if first_sample and first_sample[1] is not None:  # "samples": null is a log written without them
@@ -365,16 +444,29 @@ class InspectIngest:
         #: (several logs of one task share them)
         self.defined: dict[tuple[str, str], tuple[frozenset[str], str]] = {}
         self.judge_kinds: dict[str, str] = {}
+        #: (scorer, key) of the log being read whose values are measures (numbers), not verdicts
+        self.measures: set[tuple[str, str]] = set()
+        #: whether any sample of the log being read holds a score
+        self.scored = True
+        #: the inspect_ai release that wrote the log being read (eval.packages), which says how it counted tokens
+        self.writer: tuple[int, ...] | None = None
 
     def read(self, source: Source) -> None:
         ctx = self.ctx
+        reader = read_json if source.name.lower().endswith(".json") else read_eval
         try:
-            log = read_json(source, ctx) if source.name.lower().endswith(".json") else read_eval(source, ctx)
+            log = reader(source, ctx)
         except LogError as exc:
             ctx.problem(source, None, str(exc))
             return
         if log is None:
             return
+        results = log.header.get("results") if isinstance(log.header.get("results"), dict) else {}
+        if ctx.options.pass_threshold is None or log.header.get("status") != "success":
+            measures, self.scored = measured_scores(source, reader, ctx.options)
+            self.measures = measures if ctx.options.pass_threshold is None else set()
+        else:  # a finished log's results say whether it was scored
+            self.measures, self.scored = set(), bool(results.get("scores"))
         self.native.records(self._records(log))
 
     def _records(self, log: Log) -> Iterator[tuple[Source, int | None, dict[str, Any]]]:
@@ -402,8 +494,15 @@ class InspectIngest:
             return
         config = spec.get("config") if isinstance(spec.get("config"), dict) else {}
         epochs = config.get("epochs") if isinstance(config.get("epochs"), int) else 1
-        label = (ctx.options.run or model)[:180]
         threshold = ctx.options.pass_threshold
+        packages = spec.get("packages") if isinstance(spec.get("packages"), dict) else {}
+        self.writer = release_of(packages.get("inspect_ai"))
+        eval_id = str(spec.get("eval_id") or "")
+        label = self._label(source, slug, task, model, eval_id, epochs)
+        if label is None:
+            return
+        status = str(header.get("status") or "")
+        error = header.get("error") if isinstance(header.get("error"), dict) else {}
         settings = finite(
             {
                 "source": SOURCE_LABEL,
@@ -412,16 +511,20 @@ class InspectIngest:
                 "run_id": spec.get("run_id"),
                 "created": spec.get("created"),
                 "log_version": header.get("version"),
-                "status": header.get("status"),
+                "status": status,
+                "error": str(error.get("message") or "")[:2000] or None,
+                "samples_planned": samples_planned(spec, config),
                 "epochs": epochs,
                 "pass_threshold": threshold,
-                "inspect_ai": (spec.get("packages") or {}).get("inspect_ai")
-                if isinstance(spec.get("packages"), dict)
-                else None,
+                "inspect_ai": packages.get("inspect_ai"),
                 "results": _reported(header.get("results")),
+                "measures": sorted({measure_name(*pair) for pair in self.measures}),
+                "scored": self.scored,
             }
         )
         runs: dict[int, str] = {}
+        #: each run's measures, sample by sample (a number each: bounded by the samples, not their size)
+        measured: dict[int, dict[str, list[float | None]]] = {}
         seen = 0
         for here, line, sample, unpacked in log.samples:
             # a batch of records is written when it holds BATCH_BYTES, counted uncompressed (bounded memory)
@@ -448,6 +551,9 @@ class InspectIngest:
             for record in records[1]:
                 if record["type"] in ("attempt", "verdict"):
                     record["run"] = runs[epoch]
+                if record["type"] == "attempt":
+                    for measure, value in record["outcome"].get("measures", {}).items():
+                        measured.setdefault(epoch, {}).setdefault(measure, []).append(value)
                 yield here, line, record
         if not seen and not ctx.failed:
             ctx.problem(
@@ -456,6 +562,95 @@ class InspectIngest:
                 f"the log holds no samples (status: {header.get('status')}): "
                 "was it written with log_samples off, or did the eval stop before any sample ended?",
             )
+            return
+        self._say(source, status, settings, seen, epochs)
+        self._write_measures(slug, runs, measured, header.get("results"))
+
+    def _say(self, source: Source, status: str, settings: dict, seen: int, epochs: int) -> None:
+        """The import summary's note on a log that is not a finished, scored evaluation."""
+        planned = settings["samples_planned"]
+        of = f"{seen:,} of {planned * epochs:,}" if planned is not None else f"{seen:,}"
+        if status != "success":
+            cause = f" ({settings['error']})" if settings.get("error") else ""
+            self.ctx.report.notes.append(
+                f"{source.name}: the evaluation's status is '{status or 'unknown'}'{cause}; {of} samples were "
+                "logged: its runs show that status and the samples done of those planned"
+            )
+        elif planned is not None and seen < planned * epochs:
+            self.ctx.report.notes.append(
+                f"{source.name}: {of} samples were logged: its runs show the samples done of those planned"
+            )
+        if not settings["scored"]:
+            self.ctx.report.notes.append(
+                f"{source.name}: the log holds no scores (it was written before `inspect score`?): its runs show "
+                "'not scored' and have no verdicts; score it with `inspect score` and import it again"
+            )
+
+    def _write_measures(
+        self, slug: str, runs: dict[int, str], measured: dict[int, dict[str, list[float | None]]], results: Any
+    ) -> None:
+        """Each run's measures as figures Inspect reports (runs.models.ReportedFigure): the log's own metrics of the
+        scorer (its mean, and stderr when the scorer has it), beside the mean of the run's per-sample values."""
+        defined = self.native.benchmarks.get(slug)
+        reported = _reported(results)
+        rows = []
+        for epoch, label in runs.items():
+            run = defined.runs.get(label, ("", None))[1] if defined is not None else None
+            for scorer, key in sorted(self.measures):
+                name = measure_name(scorer, key)
+                metrics = reported.get(scorer if key == ANSWER_ITEM else key, {})
+                aggregation = "mean" if "mean" in metrics else next((m for m in metrics if m not in SPREADS), "")
+                value, value_text = figure_value(metrics.get(aggregation)) if aggregation else (None, "not reported")
+                stderr, stderr_text = figure_value(metrics["stderr"]) if "stderr" in metrics else (None, "")
+                mean = finite_mean(measured.get(epoch, {}).get(name, ()))
+                rows.append(
+                    {
+                        "run_id": run.id if run is not None else None,
+                        "name": name[:200],
+                        "value": value,
+                        "value_text": value_text,
+                        "stderr": stderr,
+                        "stderr_text": stderr_text,
+                        "direction": "",
+                        "aggregation": aggregation[:100],
+                        "per_sample": PER_SAMPLE_VALUES,
+                        "sample_mean": mean.mean,
+                        "samples": mean.n,
+                        "left_out": mean.left_out,
+                        "source": SOURCE_LABEL,
+                    }
+                )
+        if rows and not self.ctx.failed:
+            self.ctx.upsert(
+                ReportedFigure,
+                rows,
+                key=("run_id", "name"),
+                compare=tuple(k for k in rows[0] if k not in ("run_id", "name")),
+                kind="reported figures",
+            )
+
+    def _label(self, source: Source, slug: str, task: str, model: str, eval_id: str, epochs: int) -> str | None:
+        """The label of this log's runs: --run, else the model. A stored run of that label from another
+        evaluation (another eval_id) is not overwritten: without --run the log's runs are labelled with its
+        eval_id as well; with it, the log is refused, naming --run."""
+        ctx = self.ctx
+        label = (ctx.options.run or model)[:180]
+        first = f"{label} epoch 1" if epochs > 1 else label
+        stored = Run.objects.filter(benchmark__slug=slug, label=first).values_list("settings", flat=True).first() or {}
+        other = stored.get("eval_id") if isinstance(stored, dict) else None
+        if not eval_id or not other or other == eval_id:
+            return label
+        if ctx.options.run:
+            ctx.problem(
+                source,
+                None,
+                f"the run '{first}' holds another evaluation of {task} (eval_id {other}) than this log "
+                f"(eval_id {eval_id}): a run is updated in place only by a copy of its own evaluation; "
+                f"give another {option_name(ctx.options, 'run')}, or leave it out to import the log as a run of "
+                "its own",
+            )
+            return None
+        return f"{model[:150]} (eval {eval_id[:24]})"
 
     def _sample(
         self, here: Source, line: int | None, sample: Any, slug: str, task: str, threshold: float | None
@@ -490,7 +685,7 @@ class InspectIngest:
             return None
         attachments = sample.get("attachments") if isinstance(sample.get("attachments"), dict) else {}
         instance = str(sample["id"])
-        verdicts, score_details = [], {}
+        verdicts, score_details, measures = [], {}, {}
         for scorer, score in scores.items():
             if not isinstance(score, dict) or "value" not in score:
                 problem(f"score '{scorer}' has no value")
@@ -507,6 +702,9 @@ class InspectIngest:
                     ).strip()
             pairs = list(value.items()) if isinstance(value, dict) else [(ANSWER_ITEM, value)]
             for item, item_value in pairs:
+                if (str(scorer), str(item)) in self.measures:  # a measure, kept as Inspect reports it
+                    measures[measure_name(str(scorer), str(item))] = measure_value(item_value)
+                    continue
                 found = score_verdict(str(item), item_value, threshold, explanation)
                 if isinstance(found, str):
                     problem(f"scorer '{scorer}': {found}")
@@ -542,6 +740,7 @@ class InspectIngest:
                 "source": SOURCE_LABEL,
                 "epoch": sample["epoch"],
                 "scores": score_details,
+                "measures": measures,
                 "events": events,
                 "model_usage": sample.get("model_usage") or {},
                 "total_time": sample.get("total_time"),
@@ -565,7 +764,7 @@ class InspectIngest:
             "response": _resolve(response, attachments),
             "outcome": outcome,
             "threads": threads,
-            "usage": {k: v for k, v in inspect_figures(sample).items() if v is not None},
+            "usage": {k: v for k, v in inspect_figures(sample, self.writer).items() if v is not None},
         }
         return sample["epoch"], clean(finite([*records, attempt, *verdicts]))
 
@@ -635,6 +834,65 @@ class InspectIngest:
             stored = Judge.objects.filter(name=name).values_list("kind", flat=True).first()
             self.judge_kinds[name] = stored or JudgeKind.LOGGED
         return self.judge_kinds[name]
+
+
+def is_measure(value: Any) -> bool:
+    """Whether a score value is a number other than 0 and 1 (a measure, not a pass/fail verdict)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and value == value and value not in (0, 1)
+
+
+def measure_name(scorer: str, key: str) -> str:
+    """A measure's name: its scorer's, and for a dict score's key "<scorer>/<key>"."""
+    return scorer if key == ANSWER_ITEM else f"{scorer}/{key}"
+
+
+def measure_value(value: Any) -> float | None:
+    """A measure's value as kept: a finite number, else None (unscored: NaN, or not a number)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or overflows_float(value):
+        return None
+    return float(value) if math.isfinite(value) else None
+
+
+def measured_scores(
+    source: Source, reader: Callable[[Source, Context], Log | None], options: Any
+) -> tuple[set[tuple[str, str]], bool]:
+    """(the (scorer, key) pairs of a log whose values include a number other than 0 and 1, whether any sample
+    holds a score). Such a scorer is a measure in every sample (its 0s and 1s too), kept as Inspect reports
+    it, not a verdict. Read once before the samples are stored, on a scratch context (the read that stores
+    them reports any problem)."""
+    scratch = Context(options)
+    try:
+        log = reader(source, scratch)
+    except LogError:
+        return set(), True
+    found: set[tuple[str, str]] = set()
+    scored = False
+    for _, _, sample, _ in log.samples if log is not None else ():
+        scratch.release()
+        scores = sample.get("scores") if isinstance(sample, dict) else None
+        scored = scored or bool(scores)
+        for scorer, score in scores.items() if isinstance(scores, dict) else ():
+            value = score.get("value") if isinstance(score, dict) else None
+            pairs = value.items() if isinstance(value, dict) else [(ANSWER_ITEM, value)]
+            found.update((str(scorer), str(key)) for key, v in pairs if is_measure(v))
+    return found, scored
+
+
+def samples_planned(spec: dict[str, Any], config: dict[str, Any]) -> int | None:
+    """The samples an evaluation set out to run per epoch: its dataset's sample ids (or count, cut by the
+    `limit` it was given); None when the log does not say."""
+    dataset = spec.get("dataset") if isinstance(spec.get("dataset"), dict) else {}
+    if isinstance(dataset.get("sample_ids"), list):
+        return len(dataset["sample_ids"])
+    count = dataset.get("samples")
+    if not isinstance(count, int) or isinstance(count, bool):
+        return None
+    limit = config.get("limit")
+    if isinstance(limit, int) and not isinstance(limit, bool):
+        return min(count, limit)
+    if isinstance(limit, list) and len(limit) == 2 and all(isinstance(n, int) for n in limit):
+        return max(0, min(count, limit[1]) - limit[0])
+    return count
 
 
 def subagent_threads(

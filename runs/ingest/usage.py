@@ -146,13 +146,52 @@ class CallTally:
         }
 
 
-def inspect_figures(sample: dict[str, Any]) -> dict[str, Any]:
-    """An Inspect AI sample's usage: tokens from `model_usage` (summed over its models), wall time
-    `total_time`, model time the sum of its model events' `working_time` (inspect_ai times only calls that
-    succeeded), model and tool calls the number of `model` and `tool` events (None when the sample logged
-    no events)."""
+#: the first inspect_ai release whose providers all leave cached tokens out of ModelUsage.input_tokens;
+#: before it the OpenAI provider (and some others) counted cache reads in input_tokens as well
+INSPECT_CACHE_APART = (0, 3, 184)
+
+
+def release_of(version: Any) -> tuple[int, ...] | None:
+    """A release string's leading numbers ("0.3.150", "0.3.184.dev3+g1a2b" -> (0, 3, 184)); None if it has none."""
+    numbers = []
+    for part in str(version or "").split("."):
+        digits = part[: len(part) - len(part.lstrip("0123456789"))]
+        if not digits:
+            break
+        numbers.append(int(digits))
+        if len(digits) < len(part):
+            break
+    return tuple(numbers) or None
+
+
+def inspect_tokens(usage: Any, writer: tuple[int, ...] | None) -> Tokens | None:
+    """An Inspect AI ModelUsage's tokens as the inspect_ai release that wrote it (`writer`, from the log's
+    eval.packages) meant them.
+
+    From INSPECT_CACHE_APART on, `input_tokens` leaves cached tokens out: input = it plus the cache reads
+    and writes (tokens_of). Before it (or when the log names no release) a provider may already have
+    counted them in `input_tokens`: when `total_tokens` is input_tokens + output_tokens the cache counts are
+    part of input_tokens and are not added again. Input is never more than the total."""
+    tokens = tokens_of(usage)
+    if tokens is None:
+        return None
+    given_in = _count(usage.get("input_tokens")) or 0
+    total = _count(usage.get("total_tokens"))
+    if writer is None or writer < INSPECT_CACHE_APART:
+        if total is not None and total == given_in + tokens.output:
+            return Tokens(given_in, tokens.output, total)
+    if total is not None and tokens.input > total:  # a log whose counts disagree: the total bounds the input
+        return Tokens(min(given_in, total), tokens.output, total)
+    return tokens
+
+
+def inspect_figures(sample: dict[str, Any], writer: tuple[int, ...] | None) -> dict[str, Any]:
+    """An Inspect AI sample's usage: tokens from `model_usage` (summed over its models, counted as the
+    release `writer` meant them: inspect_tokens), wall time `total_time`, model time the sum of its model
+    events' `working_time` (inspect_ai times only calls that succeeded), model and tool calls the number of
+    `model` and `tool` events (None when the sample logged no events)."""
     per_model = sample.get("model_usage") if isinstance(sample.get("model_usage"), dict) else {}
-    counted = [t for t in (tokens_of(u) for u in per_model.values()) if t is not None]
+    counted = [t for t in (inspect_tokens(u, writer) for u in per_model.values()) if t is not None]
     events = sample.get("events") if isinstance(sample.get("events"), list) else None
     models = [e for e in events or () if isinstance(e, dict) and e.get("event") == "model"]
     tools = [e for e in events or () if isinstance(e, dict) and e.get("event") == "tool"]

@@ -13,7 +13,6 @@ from pathlib import Path
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import call_command
-from django.core.management.base import CommandError
 from django.urls import reverse
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -134,16 +133,15 @@ def test_importing_the_same_log_twice_changes_nothing(kind):
     assert again.total("created") == again.total("updated") == 0 and again.total("unchanged") == 60
 
 
-def test_numbers_need_a_pass_threshold_and_nothing_is_stored_without_one():
-    with pytest.raises(IngestFailed) as failed:
-        _ingest(LOGS["eval"])
-    message = str(failed.value)
-    assert (
-        "tiny_if.eval:samples/3_epoch_1.json: sample '3' (epoch 1): scorer 'brevity': "
-        "the value of 'answer' is a number (0.606)"
-    ) in message
-    assert "--pass-threshold" in message and "nothing was stored" in message
-    assert not Benchmark.objects.exists() and not Verdict.objects.exists()
+def test_without_a_pass_threshold_a_numeric_scorer_is_a_measure_not_a_verdict():
+    """brevity's values are numbers (1.0 on two samples, 0.606 on the third): every one of them is kept as
+    Inspect reports it, none is a verdict; match and checks give verdicts as with a threshold."""
+    _ingest(LOGS["eval"])
+    assert not Verdict.objects.filter(judge__name="brevity").exists()
+    assert Verdict.objects.filter(judge__name="match").count() == 6
+    assert _attempt("tiny_if", "3", 1).outcome["measures"] == {"brevity": 0.606}
+    assert _attempt("tiny_if", "capital", 1).outcome["measures"] == {"brevity": 1.0}
+    assert Run.objects.get(repetition=1).settings["measures"] == ["brevity"]
 
 
 def test_partial_credit_fails_above_a_threshold_of_one_half():
@@ -202,7 +200,10 @@ def test_an_unknown_log_version_is_refused_clearly(tmp_path):
     newer.write_text(json.dumps(log), encoding="utf-8")
     with pytest.raises(IngestFailed) as failed:
         _ingest(newer, pass_threshold=0.5)
-    assert "newer.json: log format version 3 is not one this portal reads (it reads version 2)" in str(failed.value)
+    assert (
+        "newer.json: log format version 3 is not one this portal reads itself (it reads version 2), "
+        "and inspect_ai 0.3.285 could not read it either (ValueError: Unable to read log file: newer.json)"
+    ) in str(failed.value)
 
 
 def test_the_leaderboard_api_gives_inspects_own_accuracy(reviewer_client):
@@ -217,8 +218,9 @@ def test_the_leaderboard_api_gives_inspects_own_accuracy(reviewer_client):
 def test_the_cli_takes_a_pass_threshold(capsys):
     call_command("ingest", "inspect", str(LOGS["eval"]), "--pass-threshold", "0.5", "--no-progress")
     assert "verdicts: created 30" in capsys.readouterr().out
-    with pytest.raises(CommandError, match="--pass-threshold"):
-        call_command("ingest", "inspect", str(LOGS["json"]), "--benchmark", "other", "--no-progress")
+    # without it, brevity's numbers are measures: match and checks give the verdicts, P fails
+    call_command("ingest", "inspect", str(LOGS["json"]), "--benchmark", "other", "--no-progress")
+    assert "verdicts: created 24" in capsys.readouterr().out
 
 
 def test_the_upload_api_takes_an_eval_log(editor, django_capture_on_commit_callbacks):
@@ -355,7 +357,7 @@ def test_logs_of_two_tasks_in_one_benchmark_must_not_share_sample_ids(tmp_path):
     with pytest.raises(IngestFailed, match="run 'mockllm/model epoch 1' is defined twice"):
         ingest(
             "inspect",
-            [Source.of(LOGS["eval"]), Source.of(LOGS["json"])],
+            [Source.of(LOGS["eval"]), Source.of(LOGS["eval"])],
             Options(pass_threshold=0.5, benchmark="twice"),
         )
 
