@@ -28,6 +28,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 import uuid
 import zipfile
 from collections.abc import Callable, Iterable, Iterator
@@ -390,6 +391,8 @@ def portal_is_empty() -> bool:
 @dataclass
 class ImportReport:
     rows: dict[str, int]
+    #: seconds spent writing each table (the foreign keys are checked at the commit, after them)
+    seconds: dict[str, float]
     media_files: int
     replaced: list[str]
 
@@ -423,7 +426,7 @@ def portal_import(
         try:
             with transaction.atomic():
                 merging = _target_check(archive, zf, manifest, replace)
-                rows = _load_tables(zf, archive, members, by_label, progress, merging=merging)
+                rows, seconds = _load_tables(zf, archive, members, by_label, progress, merging=merging)
                 imported = list(Benchmark.objects.values_list("id", flat=True))
                 benchmarks_generation_bump(imported)  # no cached page of an earlier portal under these keys
         except BaseException:
@@ -431,7 +434,7 @@ def portal_import(
                 shutil.rmtree(staged, ignore_errors=True)
             raise
     media_files = _media_commit(staged)
-    return ImportReport(rows=rows, media_files=media_files, replaced=replace)
+    return ImportReport(rows=rows, seconds=seconds, media_files=media_files, replaced=replace)
 
 
 def _columns_check(archive: Path, entry: dict, table: Table) -> None:
@@ -555,9 +558,9 @@ class _Converter:
 
 def _load_tables(
     zf, archive: Path, members: list[dict], by_label: dict[str, Table], progress, *, merging: bool
-) -> dict[str, int]:
+) -> tuple[dict[str, int], dict[str, float]]:
     maps: dict[str, dict] = {label: {} for label in MATCHED}
-    counts = {}
+    counts, seconds = {}, {}
     # merging, the rows of no benchmark (jobs, API tokens) are the portal's own: one it already has is kept
     portal_wide = {label for label, row_filter in subset_filters([]).items() if row_filter is None} if merging else ()
     order = {t.label: i for i, t in enumerate(by_label.values())}
@@ -565,6 +568,7 @@ def _load_tables(
         table = by_label[entry["model"]]
         converter = _Converter(archive, entry, table, maps)
         step = progress(table.label, entry.get("rows") or 0)
+        started = time.perf_counter()
         try:
             if table.model._meta.auto_created:
                 counts[table.label] = _load_links(zf, archive, entry, table, converter, step, keep_pk=False)
@@ -579,8 +583,9 @@ def _load_tables(
                 f"{archive}: {entry['member']}: rows clash with rows already in this portal or break a constraint "
                 f"({exc}); import into an empty database or replace the benchmarks they belong to"
             ) from exc
+        seconds[table.label] = time.perf_counter() - started
     _sequences_reset([t.model for t in by_label.values()])
-    return counts
+    return counts, seconds
 
 
 def _insert_sql(table: Table) -> str:

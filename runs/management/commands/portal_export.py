@@ -3,6 +3,7 @@
 Writes the portal (or the benchmarks named, with their audits and share links) to one zip archive that
 `manage.py portal_import` loads into another portal (runs/portability.py; docs/operations.md)."""
 
+import time
 from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
@@ -36,6 +37,7 @@ class Command(BaseCommand):
 
     def handle(self, *args, archive: Path, benchmark, with_password_hashes: bool, no_progress: bool, **opts):
         progress = ProgressBar(disable=no_progress)
+        started = time.perf_counter()
         try:
             report = portal_export(
                 archive, benchmark_slugs=benchmark, with_password_hashes=with_password_hashes, progress=progress
@@ -46,5 +48,6 @@ class Command(BaseCommand):
             progress.close()
         rows = sum(m["rows"] for m in report.members)
         self.stdout.write(
-            f"{archive}: {rows:,} rows of {len(report.members)} tables and {report.media_files} media files"
+            f"{archive}: {rows:,} rows of {len(report.members)} tables and {report.media_files} media files "
+            f"in {time.perf_counter() - started:.1f} s"
         )
