@@ -14,13 +14,16 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.urls import reverse
+from rest_framework.authtoken.models import Token
+from rest_framework.test import APIClient
 
 from runs.ingest import IngestFailed, Options, Source, ingest, inspect_ai
 from runs.ingest.usage import inspect_tokens, release_of
-from runs.models import Attempt, ReportedFigure, Run, Verdict
+from runs.models import Attempt, Job, JobState, ReportedFigure, Run, Verdict
 from runs.selectors.run_status import run_statuses
 
 pytestmark = pytest.mark.django_db
@@ -114,6 +117,19 @@ def test_a_finished_scored_log_is_not_listed_as_incomplete(reviewer_client):
     assert (status.status, status.done, status.planned, status.scored) == ("success", 4, 4, True)
     page = reviewer_client.get(reverse("runs:checklist-leaderboard", args=["graded_qa"])).content.decode()
     assert 'id="run-status"' not in page
+
+
+def test_an_upload_says_the_status_on_its_job_page(editor, editor_client, django_capture_on_commit_callbacks):
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=editor).key}")
+    upload = SimpleUploadedFile("cancelled.eval", (WILD / "cancelled.eval").read_bytes())
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client.post("/api/ingest/", {"format": "inspect", "files": [upload]}, format="multipart")
+    assert response.status_code == 202, response.content
+    job = Job.objects.get()
+    assert job.state == JobState.SUCCEEDED
+    page = editor_client.get(reverse("runs:job", args=[job.id])).content.decode()
+    assert "<li>cancelled.eval: the evaluation&#x27;s status is &#x27;cancelled&#x27;; 2 of 4 samples" in page
 
 
 def test_the_cli_prints_the_status_in_its_summary(capsys):
