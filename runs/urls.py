@@ -3,7 +3,20 @@
 
 from django.urls import path
 
-from runs.views import checklist, choice, conflict, dialogue, hierarchy, home, jobs, recheck, search, sharing
+from runs.views import (
+    checklist,
+    choice,
+    compare,
+    conflict,
+    dialogue,
+    hierarchy,
+    home,
+    item_health,
+    jobs,
+    recheck,
+    search,
+    sharing,
+)
 from runs.views import help as help_views
 
 app_name = "runs"
@@ -21,7 +34,9 @@ urlpatterns = [
     path("b/<slug:slug>/attempts/", checklist.attempts, name="checklist-attempts"),
     path("b/<slug:slug>/judges/", checklist.judges, name="checklist-judges"),
     path("b/<slug:slug>/length/", checklist.length, name="checklist-length"),
-    path("b/<slug:slug>/compare/", checklist.compare, name="checklist-compare"),
+    path("b/<slug:slug>/items/", item_health.health, {"kind": "checklist"}, name="checklist-item-health"),
+    # the compare page of every kind (runs.views.compare; a checklist benchmark's also lists the items that flipped)
+    path("b/<slug:slug>/compare/", compare.compare, name="checklist-compare"),
     path("attempts/<int:pk>/", checklist.attempt, name="attempt"),
     path("attempts/<int:pk>/text/", checklist.message_text, name="attempt-text"),
     path("attempts/<int:pk>/judge-reply/", checklist.judge_reply_text, name="attempt-judge-reply"),

@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from runs.api import checklist, choice, conflict, core, dialogue, hierarchy, search, verdicts
+from runs.api import checklist, choice, compare, conflict, core, dialogue, hierarchy, item_health, search, verdicts
 
 app_name = "api"
 urlpatterns = [
@@ -14,8 +14,9 @@ urlpatterns = [
     path("attempts/", core.AttemptListView.as_view(), name="attempt-list"),
     path("attempts/<int:pk>/verdicts/", checklist.AttemptVerdictListView.as_view(), name="attempt-verdicts"),
     path("leaderboards/<slug:slug>/", checklist.LeaderboardView.as_view(), name="leaderboard"),
-    path("compare/<slug:slug>/", checklist.CompareView.as_view(), name="compare"),
+    path("compare/<slug:slug>/", compare.CompareView.as_view(), name="compare"),
     path("verdicts/", verdicts.VerdictStreamView.as_view(), name="verdicts"),
+    path("item-health/<slug:slug>/", item_health.ItemHealthView.as_view(), name="item-health"),
     path("choice-metrics/", choice.ChoiceMetricsView.as_view(), name="choice-metrics"),
     path("conflict-metrics/", conflict.ConflictMetricsView.as_view(), name="conflict-metrics"),
     path("dialogue-metrics/", dialogue.DialogueMetricsView.as_view(), name="dialogue-metrics"),

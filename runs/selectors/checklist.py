@@ -23,7 +23,6 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property
 
-import numpy as np
 from django import forms
 from django.db import connection
 from django.db.models import Aggregate, Avg, Count, Exists, F, FloatField, IntegerField, Max, OuterRef, Q, Sum, Value
@@ -42,7 +41,7 @@ from runs.exclusions import (
     exclusion_sources,
 )
 from runs.metrics import checklist as metrics
-from runs.metrics import paired, rank_change
+from runs.metrics import comparison, paired, rank_change
 from runs.metrics.checklist import (
     GROUPINGS,
     USAGE_FIGURES,
@@ -67,7 +66,6 @@ from runs.metrics.checklist import (
     with_bootstrap,
     with_usage,
 )
-from runs.metrics.paired import RESAMPLED, PairedDifference, paired_difference
 from runs.models import (
     AgentModel,
     Attempt,
@@ -85,6 +83,7 @@ from runs.models import (
     VerdictResult,
 )
 from runs.querystring import params_with
+from runs.selectors import sides
 from runs.selectors.state import JUDGE_UNKNOWN, RUN_UNKNOWN, SwitchField
 from runs.widgets import CheckboxDropdown
 
@@ -1368,76 +1367,17 @@ def compare_sides(benchmark_id: int, a: str, b: str, *, limit: int = 200) -> dic
 # Two sides of one benchmark (a run label, or "model:<name>" for every run of a model, as the compare page names
 # them) on the instances both cover: per figure, per judge and pooled across judges, and per primary category, B - A
 # with its paired interval and test (runs.metrics.paired), from the rollups' cells (the verdicts' only when an
-# exclusion policy leaves items out); and the items that flipped (compare_sides). The compare page, its exports,
-# GET /api/compare/<slug>/ and manage.py compare all read it here.
+# exclusion policy leaves items out); and the items that flipped (compare_sides). runs.selectors.compare assembles
+# them for the compare page, its exports, GET /api/compare/<slug>/ and manage.py compare.
 
 #: the figures a paired comparison covers, in the order it shows them, with their names
 PAIRED_METRICS = metrics.COUNTED_FIGURES
-#: a difference is significant below this p
-REGRESSION_ALPHA = 0.05
-
-
-class UnknownSide(ValueError):
-    """A side names no run and no model of the benchmark; the message says what is unknown."""
-
-
-@dataclass(frozen=True)
-class PairedFigure:
-    """One row of the paired table: a figure under one judge (None: pooled across judges) on the shared instances
-    of one primary category (None: every category)."""
-
-    metric: str
-    judge: str | None
-    category: str | None
-    difference: PairedDifference
-
-    @property
-    def metric_name(self) -> str:
-        return PAIRED_METRICS[self.metric]
-
-    @property
-    def regression(self) -> bool:
-        """B is significantly worse than A: p below REGRESSION_ALPHA and the whole interval below 0."""
-        d = self.difference
-        return d.p is not None and d.high is not None and d.p < REGRESSION_ALPHA and d.high < 0
-
-
-@dataclass(frozen=True)
-class SidesComparison:
-    """The paired table of `candidate` (B) against `baseline` (A): per metric, the pooled figure, then each judge's,
-    then each primary category's (pooled across judges)."""
-
-    benchmark: str
-    baseline: str
-    candidate: str
-    metrics: list[str]
-    judges: list[str]
-    categories: list[str]
-    figures: list[PairedFigure]
-    excluded_items: int = 0
-
-    def pooled(self, metric: str) -> PairedDifference:
-        """The metric's figure pooled across judges on every shared instance."""
-        return next(f.difference for f in self.figures if f.metric == metric and f.judge is None and f.category is None)
-
-    def regressions(self) -> list[str]:
-        """The metrics whose pooled figure is significantly worse in the candidate."""
-        return [f.metric for f in self.figures if f.judge is None and f.category is None and f.regression]
-
-
-def side_of(benchmark_id: int, side: str) -> str:
-    """The side as the compare page names it: a run label of the benchmark as given, "model:<name>" for a model with
-    runs in it (a bare model name that is no run label is taken as the model). Raises UnknownSide."""
-    runs = Run.objects.filter(benchmark_id=benchmark_id)
-    if side.startswith("model:"):
-        if runs.filter(model__name=side[6:]).exists():
-            return side
-        raise UnknownSide(f"no model named {side[6:]!r} has a run in this benchmark")
-    if runs.filter(label=side).exists():
-        return side
-    if runs.filter(model__name=side).exists():
-        return f"model:{side}"
-    raise UnknownSide(f"no run labelled {side!r} and no model named {side!r} in this benchmark")
+REGRESSION_ALPHA = comparison.REGRESSION_ALPHA
+PairedFigure = comparison.PairedFigure
+SidesComparison = comparison.SidesComparison
+paired_figure_dict = comparison.paired_figure_dict
+UnknownSide = sides.UnknownSide
+side_of = sides.side_of
 
 
 def judge_unknown(benchmark_id: int, judges: Collection[str]) -> list[str]:
@@ -1460,34 +1400,21 @@ def compare_paired(
     excluded_items: Collection[int] | None = None,
 ) -> SidesComparison:
     """The paired table of two sides (named as side_of returns them), on the judges given (default: all)."""
-    cells = {side: _paired_cells(benchmark.id, side, judges, excluded_items or ()) for side in (baseline, candidate)}
-    instances = sorted({c.instance_id for side in cells.values() for c in side})
-    judge_names = sorted({c.judge for side in cells.values() for c in side})
-    category_of = {c.instance_id: c.group or "(none)" for side in cells.values() for c in side}
-    categories = sorted(set(category_of.values()))
+    cells = [_paired_cells(benchmark.id, side, judges, excluded_items or ()) for side in (baseline, candidate)]
+    instances = sorted({c.instance_id for side in cells for c in side})
+    judge_names = sorted({c.judge for side in cells for c in side})
+    category_of = {c.instance_id: c.group or comparison.NO_CATEGORY for side in cells for c in side}
     axes = ({pk: n for n, pk in enumerate(instances)}, {name: n for n, name in enumerate(judge_names)})
-    counts = {side: cell_counts(side_cells, *axes) for side, side_cells in cells.items()}
-    in_category = {cat: np.array([category_of[pk] == cat for pk in instances], dtype=bool) for cat in categories}
-    figures = []
-    for metric in metrics:
-        a, b = counts[baseline][metric], counts[candidate][metric]
-        figures.append(PairedFigure(metric, None, None, paired_difference(a, b)))
-        for k, judge in enumerate(judge_names):
-            column = [k]
-            figures.append(
-                PairedFigure(
-                    metric,
-                    judge,
-                    None,
-                    paired_difference((a[0][:, column], a[1][:, column]), (b[0][:, column], b[1][:, column])),
-                )
-            )
-        for cat, rows in in_category.items():
-            figures.append(
-                PairedFigure(metric, None, cat, paired_difference((a[0][rows], a[1][rows]), (b[0][rows], b[1][rows])))
-            )
-    return SidesComparison(
-        benchmark.slug, baseline, candidate, list(metrics), judge_names, categories, figures, len(excluded_items or ())
+    counted = comparison.CountedSides(
+        instances, judge_names, category_of, (cell_counts(cells[0], *axes), cell_counts(cells[1], *axes))
+    )
+    return comparison.paired_table(
+        benchmark.slug,
+        baseline,
+        candidate,
+        counted,
+        metrics={m: PAIRED_METRICS[m] for m in metrics},
+        excluded_items=len(excluded_items or ()),
     )
 
 
@@ -1499,30 +1426,9 @@ def _paired_cells(benchmark_id: int, side: str, judges: Collection[str], exclude
     return attempt_cells(benchmark_id, filters, by="primary_category")
 
 
-def paired_figure_dict(figure: PairedFigure) -> dict:
-    """A paired row as plain JSON (the API's, the CLI's --json and the exports' row)."""
-    d = figure.difference
-    return {
-        "metric": figure.metric,
-        "judge": figure.judge,
-        "category": figure.category,
-        "a": d.a,
-        "b": d.b,
-        "diff": d.diff,
-        "low": d.low,
-        "high": d.high,
-        "n_instances": d.n_instances,
-        "test": d.test,
-        "p": d.p,
-        "b_count": d.b_count,
-        "c_count": d.c_count,
-        "regression": figure.regression,
-    }
-
-
-def paired_document(comparison: SidesComparison, flips: dict) -> dict:
-    """The comparison as plain JSON: the table, the regressions, and the flipped items with their instance's page
-    (`flips` as compare_sides returns them)."""
+def paired_document(table: SidesComparison, flips: dict) -> dict:
+    """A checklist comparison as plain JSON: the table, the regressions, and the flipped items with their instance's
+    page (`flips` as runs.selectors.checklist.compare_sides returns them)."""
 
     def flip(entry: dict) -> dict:
         return {
@@ -1534,17 +1440,7 @@ def paired_document(comparison: SidesComparison, flips: dict) -> dict:
         }
 
     return {
-        "benchmark": comparison.benchmark,
-        "baseline": comparison.baseline,
-        "candidate": comparison.candidate,
-        "metrics": comparison.metrics,
-        "judges": comparison.judges,
-        "categories": comparison.categories,
-        "excluded_items": comparison.excluded_items,
-        "resampled": RESAMPLED,
-        "alpha": REGRESSION_ALPHA,
-        "rows": [paired_figure_dict(f) for f in comparison.figures],
-        "regressions": comparison.regressions(),
+        **comparison.table_document(table),
         "n_fixed": flips["n_fixed"],
         "n_broken": flips["n_broken"],
         "fixed": [flip(e) for e in flips["fixed"]],
@@ -1561,8 +1457,8 @@ def paired_comparison_document(
     judges: Collection[str] = (),
     excluded_items: Collection[int] | None = None,
 ) -> dict:
-    """paired_document of compare_paired and the flipped items: what GET /api/compare/<slug>/ answers and manage.py
-    compare --json prints."""
+    """paired_document of compare_paired and the flipped items: a checklist benchmark's answer to
+    GET /api/compare/<slug>/ and manage.py compare --json (runs.selectors.compare.paired_comparison_document)."""
     comparison = compare_paired(
         benchmark, baseline, candidate, metrics=metrics, judges=judges, excluded_items=excluded_items
     )

@@ -104,7 +104,7 @@ def test_an_unknown_side_or_judge_exits_2_naming_it(args, words):
 
 
 def test_an_unknown_benchmark_exits_2():
-    with pytest.raises(CommandError, match="no checklist benchmark has the slug 'gate'") as raised:
+    with pytest.raises(CommandError, match="no benchmark has the slug 'gate'") as raised:
         call_command("compare", "--benchmark", SLUG, "--baseline", "a", "--candidate", "b", stdout=StringIO())
     assert raised.value.returncode == 2
 
@@ -186,7 +186,11 @@ def test_the_api_accepts_a_token(reviewer):
         ({"baseline": "base-r1", "candidate": "model:x"}, {"candidate": ["no model named 'x' has a run"]}),
         ({"baseline": "base-r1", "candidate": "same-r1", "judge": "jx"}, {"judge": ["no judge named 'jx'"]}),
         ({"baseline": "base-r1"}, {"candidate": ["This field is required."]}),
-        ({"baseline": "base-r1", "candidate": "same-r1", "metric": "acc"}, {"metric": {0: ['"acc" is not a valid']}}),
+        ({"baseline": "base-r1", "candidate": "same-r1", "metric": "nope"}, {"metric": {0: ['"nope" is not a valid']}}),
+        (
+            {"baseline": "base-r1", "candidate": "same-r1", "metric": "acc"},
+            {"metric": ["'acc' is no figure of a checklist benchmark (its figures: isr, csr, macro_csr)"]},
+        ),
     ],
 )
 def test_the_api_answers_400_naming_what_is_unknown(reviewer_client, params, errors):
