@@ -50,6 +50,7 @@ from runs.selectors.checklist import (
     scorers_of,
     state_digest,
 )
+from runs.selectors.reported import reported_figures
 
 TEMPLATE = "runs/checklist/leaderboard.html"
 
@@ -159,6 +160,8 @@ def _results(parsed: ChecklistQuery, request):
             "reference": (notes := reference_notes(tables.overall)),
             "scorers": scorers_of(benchmark),
             "unscored_reasons": [(ReportStatus(status).label, n) for status, n in sorted(notes.unscored.items())],
+            # the same for every state, cached and warmed with the rest of the fragment
+            "reported": reported_figures(benchmark_id=benchmark.id),
         }
         return render_to_string(f"{TEMPLATE}#results", context, request)
 

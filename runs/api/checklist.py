@@ -16,6 +16,7 @@ from runs.exclusions import excluded_item_ids
 from runs.metrics.checklist import GROUPINGS
 from runs.models import BenchmarkKind, ChecklistItem, Verdict
 from runs.selectors import checklist as selectors
+from runs.selectors.reported import reported_figures
 
 #: the API's comma-separated parameters, and the page's repeatable one each adds its values to
 _COMMA_LISTS = {"runs": "run", "judges": "judge"}
@@ -168,6 +169,12 @@ class LeaderboardSerializer(serializers.Serializer):
     )
     excluded_items = serializers.IntegerField(help_text="Checklist items the exclusion policy left out.")
     rows = LeaderboardRowSerializer(many=True)
+    reported = serializers.ListField(
+        child=serializers.DictField(),
+        help_text="The figures each run's harness reported for the whole task, as written (runs.ReportedFigure: "
+        "value, or null with value_text NaN/Infinity/N/A; stderr likewise; direction; aggregation; per_sample), "
+        "whatever the filters (definitions: /help/metrics/#reported).",
+    )
 
 
 class VerdictItemSerializer(serializers.ModelSerializer):
@@ -224,6 +231,7 @@ class LeaderboardView(APIView):
             "state": board.layout["state"],
             "excluded_items": len(board.excluded or ()),
             "rows": board.layout["rows"],
+            "reported": [row.as_dict() for row in reported_figures(benchmark_id=benchmark.id)],
         }
         return Response(LeaderboardSerializer(body).data)
 

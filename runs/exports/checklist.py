@@ -6,11 +6,13 @@ behind each cell (runs.selectors.checklist.leaderboard_attempt_lists)."""
 
 from __future__ import annotations
 
+from runs.exports.reported import reported_table
 from runs.ingest.usage import USAGE_FIELDS
 from runs.metrics import checklist as metrics
 from runs.models import ReportStatus
 from runs.pages import Column, PageData, Table, page_builder
 from runs.selectors import checklist as selectors
+from runs.selectors.reported import reported_figures
 
 #: the leaderboard CSV's columns: the names its header has always had (scripts read them), rates in percent
 _SCORES = (
@@ -34,7 +36,9 @@ def _leaderboard_attempt_lists(context: dict) -> dict:
     return selectors.leaderboard_attempt_lists(context["benchmark"], context["state"])
 
 
-@page_builder(("leaderboard", "Leaderboard"), attempt_lists=_leaderboard_attempt_lists)
+@page_builder(
+    ("leaderboard", "Leaderboard"), ("reported", "Reported by the harness"), attempt_lists=_leaderboard_attempt_lists
+)
 def leaderboard_page(context: dict) -> PageData:
     """ISR/CSR per model (or per model and group, in the page's order), per-judge scores as extra columns."""
     benchmark, state = context["benchmark"], context["state"]
@@ -42,7 +46,7 @@ def leaderboard_page(context: dict) -> PageData:
     tables, layout = board.tables, board.layout
     return PageData(
         "Leaderboard",
-        [leaderboard_table(layout["rows"])],
+        [leaderboard_table(layout["rows"]), reported_table(reported_figures(benchmark_id=benchmark.id))],
         [tables.figure] if tables.figure and tables.overall else [],
         help_anchor="checklist",
         facts=layout["state"],

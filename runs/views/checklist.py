@@ -25,7 +25,6 @@ from runs.models import Attempt, Benchmark, BenchmarkKind, Verdict
 from runs.pages import frame_response, page_tools, render_page, swap_response
 from runs.querystring import query_with
 from runs.selectors import checklist as checklist_selector
-from runs.selectors import reported as reported_selector
 from runs.selectors import run_status
 from runs.selectors.attempts import attempt_verdict_diff
 from runs.selectors.checklist import checklist_query, state_digest
@@ -72,7 +71,6 @@ def leaderboard(request, slug):
         )
     context = {"benchmark": benchmark, "query": parsed.params.urlencode(), "page_tools": tools, "query_notes": notes}
     # read when the page is rendered, not when it comes from the cache
-    context["reported"] = partial(reported_selector.reported_figures, benchmark_id=benchmark.id)
     context["statuses"] = partial(run_status.run_statuses, benchmark_id=benchmark.id)
     return HttpResponse(full_page(request, parsed, context))
 

@@ -152,6 +152,26 @@ def test_the_leaderboard_shows_infinity_as_written(reviewer_client):
     assert "lower is better" in text and "1 non-finite left out" in text
 
 
+def test_the_api_and_the_exports_carry_the_reported_figures(reviewer_client):
+    _ingest(RESULTS, PRICES)
+    body = reviewer_client.get(reverse("api:leaderboard", args=["lm-eval-price_regression"])).json()
+    assert body["rows"] == []
+    [figure] = body["reported"]
+    assert figure["name"] == "mae,none" and (figure["value"], figure["value_text"]) == (None, "Infinity")
+    assert (figure["stderr_text"], figure["samples"], figure["left_out"]) == ("NaN", 3, 1)
+    url = reverse("runs:checklist-leaderboard", args=["lm-eval-price_regression"])
+    tables = {t["name"]: t for t in reviewer_client.get(url + "?export=json").json()["tables"]}
+    [row] = tables["reported"]["rows"]
+    assert (row["name"], row["value_text"], row["direction"], row["per_sample"]) == (
+        "mae,none",
+        "Infinity",
+        "lower",
+        "values",
+    )
+    csv = reviewer_client.get(url + "?export=csv&table=reported").content.decode()
+    assert "mae,none" in csv and "Infinity" in csv
+
+
 # 6. multiple-choice samples --------------------------------------------------------------------------------
 def test_a_multiple_choice_attempt_keeps_its_choices_the_pick_and_the_target():
     _ingest(RESULTS, ARC)
