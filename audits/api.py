@@ -16,8 +16,9 @@ from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from audits import access, sampling, selectors, services
+from audits import access, calibration, exports, sampling, selectors, services
 from audits.agreement import campaign_agreement
+from audits.models import Subject
 from audits.serializers import (
     AdjudicationInputSerializer,
     AnnotatorsInputSerializer,
@@ -606,3 +607,71 @@ class ItemRewriteView(APIView):
         except services.AuditError as exc:
             return Response({"detail": str(exc)}, status=status.HTTP_400_BAD_REQUEST)
         return Response(ItemVersionSerializer(new).data, status=status.HTTP_201_CREATED)
+
+
+class JudgeAccuracyView(APIView):
+    """How often each judge is right against a verdict audit's closed units: accuracy, sensitivity, specificity and
+    Cohen's kappa with 95% intervals, overall, per category and per model, and the units where they disagree with
+    the judge's reasoning (leads and reviewers; what the judge accuracy page shows)."""
+
+    permission_classes = [IsAuthenticated]  # blind annotators are refused by runs.access (not blind_safe)
+
+    @extend_schema(
+        responses=OpenApiTypes.OBJECT,
+        description="{campaign, settled, units, closed, overall, category, model: [{judge, group, n, disagreements, "
+        "accuracy, accuracy_low, accuracy_high, sensitivity..., specificity..., kappa...}], disagreements: [{unit, key, "
+        "judge, model, category, item, attempt, human, verdict, reasoning}]}; rates in percent, kappa as is.",
+    )
+    def get(self, request, pk):
+        access.require_overseer(request.user)
+        campaign = access.campaign_for_user(request.user, pk)
+        if campaign.subject != Subject.VERDICT:
+            return Response({"detail": "Judge accuracy needs a verdict audit."}, status=status.HTTP_404_NOT_FOUND)
+        page = calibration.judge_accuracy_page(campaign)
+        return Response(
+            {
+                "campaign": campaign.pk,
+                "settled": page.settled,
+                "units": page.n_units,
+                "closed": page.n_closed,
+                **{k: [exports.accuracy_cells(r) for r in rows] for k, rows in page.rows.items()},
+                "disagreements": page.disagreements,
+            }
+        )
+
+
+class CalibratedView(APIView):
+    """A checklist leaderboard calibrated by a settled verdict audit (prediction-powered ISR and CSR per model and
+    judge, each judge's ranking beside the calibrated one); `campaign` names it, the newest settled one by default."""
+
+    permission_classes = [IsAuthenticated]  # blind annotators are refused by runs.access (not blind_safe)
+
+    @extend_schema(
+        responses=OpenApiTypes.OBJECT,
+        parameters=[OpenApiParameter("campaign", int, description="a settled verdict audit of the benchmark")],
+        description="{benchmark, campaign (null without a settled verdict audit: nothing is calibrated), small_audit, "
+        "rows: [{model, judge, raw_isr, isr, isr_low, isr_high, raw_csr, csr, csr_low, csr_high, rectifier, rank_judge, "
+        "rank_calibrated, n_pairs, n_audited}], rankings: [{judge, tau, swaps}]}; ISR and CSR in percent.",
+    )
+    def get(self, request, slug):
+        benchmark = get_object_or_404(Benchmark, slug=slug, kind__in=selectors.SUBJECT_KINDS[Subject.VERDICT])
+        asked = request.query_params.get("campaign", "")
+        chosen = calibration.settled_verdict_campaign(benchmark, asked)
+        if asked and chosen is None:
+            return Response(
+                {"detail": f"campaign {asked} is not a settled verdict audit of {slug}"},
+                status=status.HTTP_400_BAD_REQUEST,
+            )
+        page = calibration.calibrated_page(benchmark, chosen)
+        return Response(
+            {
+                "benchmark": slug,
+                "campaign": chosen.pk if chosen else None,
+                "small_audit": page.small,
+                "rows": exports.calibrated_rows(page),
+                "rankings": [
+                    {**r, "swaps": [list(s) for s in c.swaps]}
+                    for r, c in zip(exports.ranking_rows(page), page.rankings, strict=True)
+                ],
+            }
+        )

@@ -113,6 +113,13 @@ def candidates(subject: str, benchmark_ids: Iterable[int]) -> list[Candidate]:
     return out
 
 
+#: the verdicts a verdict audit checks: machine judges' (a person's is no judge's), on a dialogue benchmark the LLM
+#: judges' only (code checks its other constraints)
+AUDITED_JUDGES = Q(attempt__run__benchmark__kind=BenchmarkKind.DIALOGUE, judge__kind=JudgeKind.LLM) | ~Q(
+    attempt__run__benchmark__kind=BenchmarkKind.DIALOGUE
+) & ~Q(judge__kind=JudgeKind.HUMAN)
+
+
 def verdict_candidates(benchmark_ids: Iterable[int]) -> list[Candidate]:
     """Every (attempt, checklist item) a judge gave a pass or a fail (one query over the verdicts, in key order).
 
@@ -121,12 +128,9 @@ def verdict_candidates(benchmark_ids: Iterable[int]) -> list[Candidate]:
     "all fail", "split"), the item's category and check type, the model, the benchmark, the primary category. The
     text is empty: every attempt repeats its item's text, and near-duplicates are an item audit's concern.
     """
-    judged = Q(attempt__run__benchmark__kind=BenchmarkKind.DIALOGUE, judge__kind=JudgeKind.LLM) | ~Q(
-        attempt__run__benchmark__kind=BenchmarkKind.DIALOGUE
-    ) & ~Q(judge__kind=JudgeKind.HUMAN)
     rows = (
         Verdict.objects.filter(
-            judged,
+            AUDITED_JUDGES,
             attempt__run__benchmark_id__in=list(benchmark_ids),
             item__superseded_by__isnull=True,
             result__in=(VerdictResult.PASS, VerdictResult.FAIL),

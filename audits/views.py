@@ -17,7 +17,7 @@ from django.urls import reverse
 from django.utils.html import escape
 from django.views.decorators.http import require_POST
 
-from audits import access, exports, sampling, selectors, services
+from audits import access, calibration, exports, sampling, selectors, services
 from audits.agreement import campaign_agreement
 from audits.forms import (
     AdjudicationForm,
@@ -568,5 +568,50 @@ def effect(request, slug):
             "benchmarks": Benchmark.objects.filter(kind=BenchmarkKind.CHECKLIST),
         },
         page_data=exports.effect_page,
+        fragment=None,
+    )
+
+
+@login_required
+def judge_accuracy(request, pk):
+    """How often each judge is right against a verdict audit's closed units (leads and reviewers): figures with 95%
+    intervals overall, per category and per model, and the units where judge and humans disagree."""
+    access.require_overseer(request.user)
+    campaign = access.campaign_for_user(request.user, pk)
+    if campaign.subject != Subject.VERDICT:
+        raise Http404("Judge accuracy needs a verdict audit.")
+    return render_page(
+        request,
+        "audits/judge_accuracy.html",
+        {"campaign": campaign, "page": calibration.judge_accuracy_page(campaign)},
+        page_data=exports.judge_accuracy_page,
+        fragment=None,
+    )
+
+
+@login_required
+def calibrated(request, slug):
+    """A checklist leaderboard calibrated by a settled verdict audit (`campaign`, the newest settled one by default):
+    per model and judge the raw and calibrated ISR and CSR, and each judge's ranking beside the calibrated one."""
+    benchmark = get_object_or_404(Benchmark, slug=slug, kind__in=selectors.SUBJECT_KINDS[Subject.VERDICT])
+    campaigns = calibration.verdict_campaigns(benchmark)
+    asked = request.GET.get("campaign", "")
+    chosen = calibration.settled_verdict_campaign(benchmark, asked)
+    page = calibration.calibrated_page(benchmark, chosen)
+    return render_page(
+        request,
+        "audits/calibrated.html",
+        {
+            "benchmark": benchmark,
+            "campaigns": campaigns,
+            "asked": asked,
+            "chosen": chosen,
+            "page": page,
+            "rows": exports.calibrated_rows(page),
+            "rankings": exports.ranking_rows(page),
+            "small_audit": calibration.SMALL_AUDIT,
+            "is_lead": access.is_lead(request.user),
+        },
+        page_data=exports.calibrated_page,
         fragment=None,
     )

@@ -131,7 +131,11 @@ def study(db, django_user_model, tmp_path, hostile):
     assert campaign.units.filter(state="disputed").count() == 1
 
     job_create(kind="recheck", params={"run_ids": [], "benchmark": "evolif"}, user=blind)  # a job of their own
-    for subject, slug in (("dialogue_queries", "evolif"), ("hierarchy_constraints", "manyih-coding")):
+    for subject, slug in (
+        ("dialogue_queries", "evolif"),
+        ("hierarchy_constraints", "manyih-coding"),
+        ("verdicts", "hostile"),  # a unit is an attempt's trajectory against an item: the judges' verdicts stay hidden
+    ):
         more = audit.campaign_start(
             audit.campaign_create(
                 name=f"walk {slug}",
