@@ -30,6 +30,9 @@ from runs.models import (
 from runs.selectors import compare as selectors
 from runs.services import rollups_rebuild_for_attempts
 
+from .test_views_hierarchy import SLUG as HIERARCHY_SLUG
+from .test_views_hierarchy import study as hierarchy_study  # noqa: F401  (the fixture)
+
 pytestmark = pytest.mark.django_db
 SLUG = "gate-kinds"
 
@@ -249,3 +252,62 @@ def test_every_kind_lists_the_flips_of_one_of_its_figures():
     for kind, how in selectors.KINDS.items():
         assert how.flip_metric in how.metrics and how.category, kind
     assert set(selectors.ALL_METRICS) >= {"isr", "csr", "macro_csr", "acc", "accuracy", "sp_rate", "completed"}
+
+
+# hierarchy ---------------------------------------------------------------------------------------
+def test_hierarchy_acc_per_judge_is_the_metrics_pages_comparison(reviewer_client, hierarchy_study):  # noqa: F811
+    """Two interfaces of one model on three samples: the scalar run fails sample 0, which the ordinal run passes."""
+    bench = Benchmark.objects.get(slug=HIERARCHY_SLUG)
+    document = selectors.paired_comparison_document(bench, "coder · ordinal", "coder · scalar")
+    assert document["kind"] == "hierarchy" and "manyih-log" in document["judges"]
+    logged = next(r for r in document["rows"] if r["metric"] == "acc" and r["judge"] == "manyih-log")
+    assert (logged["a"], logged["b"], logged["n_instances"]) == (pytest.approx(100 / 3), 0.0, 3)
+    assert (logged["test"], logged["b_count"], logged["c_count"]) == (paired.MCNEMAR, 1, 0)
+    assert logged["p"] == pytest.approx(mcnemar([[0, 1], [0, 2]], exact=True).pvalue, abs=1e-9)
+    assert [(f["instance"], f["judges"]) for f in document["broken"]][:1] == [("0", document["judges"])]
+    assert document["broken"][0]["b_url"].startswith(f"/b/{HIERARCHY_SLUG}/hierarchy/attempts/")
+    assert document["categories"] and all(c.endswith(" tiers") for c in document["categories"])
+    body = reviewer_client.get(
+        f"/b/{HIERARCHY_SLUG}/compare/?" + urlencode({"a": "coder · ordinal", "b": "coder · scalar"})
+    ).content.decode()
+    assert "<script>alert" not in body and "Broken in B (1)" in body and "privilege tiers" in body
+
+
+# conflict ----------------------------------------------------------------------------------------
+def conflict_study(follows: dict[str, list[str]]) -> Benchmark:
+    """One UQ-vs-SP conflict per entry of each run's list; the run's attempt follows that side ("A": the user query,
+    "B": the system prompt, or "neither"), read by one judge."""
+    bench = Benchmark.objects.create(slug=SLUG, name="Conflict gate", kind=BenchmarkKind.CONFLICT)
+    judge = Judge.objects.create(name="judge-c")
+    for label, sides in follows.items():
+        run = Run.objects.create(benchmark=bench, label=label, model=AgentModel.objects.create(name=label))
+        for n, side in enumerate(sides):
+            spec = {
+                "conflict": {
+                    "type": "UQ vs SP",
+                    "scenario": "tests",
+                    "a": {"source": "User Query", "instruction": "use tabs"},
+                    "b": {"source": "System Prompt", "instruction": "use spaces"},
+                }
+            }
+            instance, _ = Instance.objects.get_or_create(
+                benchmark=bench, external_id=f"c{n:02d}", defaults={"spec": spec}
+            )
+            item, _ = ChecklistItem.objects.get_or_create(instance=instance, key="resolution")
+            attempt = Attempt.objects.create(run=run, instance=instance)
+            Verdict.objects.create(attempt=attempt, item=item, judge=judge, result="pass", evidence={"followed": side})
+    return bench
+
+
+def test_the_conflict_sp_rate_is_the_pages_headline_and_gates_a_regression():
+    bench = conflict_study({"base": ["B"] * 36 + ["A"] * 4, "cand": ["B"] * 14 + ["A"] * 20 + ["neither"] * 6})
+    document = selectors.paired_comparison_document(bench, "base", "cand")
+    sp = next(r for r in document["rows"] if r["metric"] == "sp_rate" and r["judge"] is None)
+    assert (sp["a"], sp["b"], sp["n_instances"]) == (90.0, 35.0, 40)
+    assert (sp["test"], sp["b_count"], sp["c_count"]) == (paired.MCNEMAR, 22, 0)
+    assert sp["p"] == pytest.approx(mcnemar([[14, 22], [0, 4]], exact=True).pvalue, abs=1e-9)
+    neither = next(r for r in document["rows"] if r["metric"] == "neither" and r["judge"] is None)
+    assert (neither["a"], neither["b"]) == (0.0, 15.0)
+    assert document["categories"] == ["UQ vs SP"] and document["n_broken"] == 22
+    assert gate("--baseline", "base", "--candidate", "cand", "--metric", "sp_rate", "--fail-on-regression")[0] == 1
+    assert gate("--baseline", "base", "--candidate", "base", "--fail-on-regression")[0] == 0
