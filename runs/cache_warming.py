@@ -6,6 +6,7 @@ and `manage.py leaderboards_warm` calls `leaderboards_default` after a deploy, w
 keys the cache. It computes each checklist benchmark's leaderboard summary
 (runs.selectors.checklist.leaderboard_base) and the leaderboard as first opened (no filters, by model, best ISR
 first, every item): its tables, #results fragment, filter form and choices. Benchmarks without rollups are skipped.
+It also computes each checklist benchmark's item health report with its 2PL fit (runs.selectors.item_health).
 A failure is logged and never fails the writer: its change is committed, and the first request computes what is
 missing.
 """
@@ -21,6 +22,7 @@ from runs.cache import cache_scope
 from runs.leaderboard_page import page_parts
 from runs.models import AttemptRollup, Benchmark, BenchmarkKind
 from runs.selectors.checklist import checklist_query, filter_choices
+from runs.selectors.item_health import health_report
 
 log = logging.getLogger(__name__)
 
@@ -34,6 +36,10 @@ def after_write(benchmark_ids: Iterable[int], **signal) -> None:
         leaderboards_default(ids)
     except Exception:
         log.warning("warming the leaderboards of benchmarks %s failed", ids, exc_info=True)
+    try:
+        item_health_default(ids)
+    except Exception:
+        log.warning("fitting the item health of benchmarks %s failed", ids, exc_info=True)
 
 
 def leaderboards_default(benchmark_ids: Iterable[int]) -> None:
@@ -46,3 +52,10 @@ def leaderboards_default(benchmark_ids: Iterable[int]) -> None:
         with cache_scope(None):  # the shared default page is no one's spending; one generation for its parts
             filter_choices(benchmark)
             page_parts(checklist_query(benchmark, QueryDict()))
+
+
+def item_health_default(benchmark_ids: Iterable[int]) -> None:
+    """Compute and cache the item health report (its 2PL fit included) of each checklist benchmark among these."""
+    for benchmark in Benchmark.objects.filter(id__in=sorted(set(benchmark_ids)), kind=BenchmarkKind.CHECKLIST):
+        with cache_scope(None):
+            health_report(benchmark)

@@ -1,0 +1,117 @@
+"""Item health of a benchmark with checklist items: the state its page, exports and API share, and the report
+(runs.metrics.item_health) computed once per data generation and cached (warmed after each write by
+runs.cache_warming, so the 2PL fit runs in the background, not in a reader's request)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django import forms
+from django.db.models import Count, Q
+
+from runs.cache import cached
+from runs.metrics import item_health as metrics
+from runs.models import Benchmark, ChecklistItem, Verdict, VerdictResult
+
+#: the shown items table stops here; the exports carry every row
+ITEMS_SHOWN = 500
+
+
+def health_report(benchmark: Benchmark) -> metrics.HealthReport:
+    """Every item's and instance's health for the benchmark's current data generation (cached)."""
+    return cached(
+        benchmark.id, "item-health", lambda: compute_report(benchmark.id), kind=metrics.HealthReport, charged=False
+    )
+
+
+def compute_report(benchmark_id: int) -> metrics.HealthReport:
+    """Read the verdicts per (item, attempt), the items and their settled audit labels, and hand them to the
+    metrics: three queries."""
+    rows = [
+        metrics.AttemptItem(
+            item_id=r["item_id"], model=r["attempt__run__model__name"], passes=r["passes"], judged=r["judged"]
+        )
+        for r in Verdict.objects.filter(
+            item__instance__benchmark_id=benchmark_id, result__in=(VerdictResult.PASS, VerdictResult.FAIL)
+        )
+        .values("item_id", "attempt_id", "attempt__run__model__name")
+        .annotate(passes=Count("id", filter=Q(result=VerdictResult.PASS)), judged=Count("id"))
+        .order_by()
+    ]
+    items = [
+        metrics.ItemInfo(
+            item_id=i["id"],
+            key=i["key"],
+            instance_id=i["instance_id"],
+            instance=i["instance__external_id"],
+            category=i["category"],
+            check_type=i["check_type"],
+            description=i["description"][:300],
+        )
+        for i in ChecklistItem.objects.filter(instance__benchmark_id=benchmark_id)
+        .order_by("instance__external_id", "position", "id")
+        .values("id", "key", "instance_id", "instance__external_id", "category", "check_type", "description")
+    ]
+    return metrics.item_health(rows, items, audit=audit_labels(benchmark_id))
+
+
+def audit_labels(benchmark_id: int) -> dict[int, metrics.AuditLabel]:
+    """Each audited item's latest settled label (item campaigns, not verdict campaigns) and its agreement, read
+    through the items' reverse relation (runs does not import audits)."""
+    labels = {}
+    for item_id, status, agreement in (
+        ChecklistItem.objects.filter(
+            instance__benchmark_id=benchmark_id, audit_units__attempt__isnull=True, audit_units__final_status__gt=""
+        )
+        .order_by("id", "audit_units__closed_at", "audit_units__id")
+        .values_list("id", "audit_units__final_status", "audit_units__agreement")
+    ):
+        labels[item_id] = metrics.AuditLabel(status=status, agreement=agreement)
+    return labels
+
+
+class ItemHealthForm(forms.Form):
+    """The page's query: flags, categories and check types to keep, and the items' order."""
+
+    flag = forms.MultipleChoiceField(required=False, choices=())
+    category = forms.MultipleChoiceField(required=False, choices=())
+    check_type = forms.MultipleChoiceField(required=False, choices=(), label="Kind of check")
+    sort = forms.ChoiceField(required=False, choices=list(metrics.ITEM_SORTS.items()))
+
+    def __init__(self, data, *, report: metrics.HealthReport, **kwargs):
+        super().__init__(data, **kwargs)
+        self.fields["flag"].choices = [*metrics.FLAG_LABELS.items(), ("none", "no flag")]
+        self.fields["category"].choices = [(c, c or "(none)") for c in sorted({i.category for i in report.items})]
+        self.fields["check_type"].choices = [(c, c or "(none)") for c in sorted({i.check_type for i in report.items})]
+
+
+@dataclass
+class ItemHealthPage:
+    """What the page, its exports and the API show for one query."""
+
+    report: metrics.HealthReport
+    form: ItemHealthForm
+    errors: dict[str, list[str]]
+    state: dict
+    items: list[metrics.ItemHealth]
+    flag_counts: dict[str, int]
+
+
+def item_health_page(benchmark: Benchmark, query) -> ItemHealthPage:
+    """The report filtered and sorted by the query; a malformed value is an error (answered 400 by the API) and
+    the page falls back to no filter for it."""
+    report = health_report(benchmark)
+    form = ItemHealthForm(query, report=report)
+    errors = {} if form.is_valid() else {k: [str(e) for e in v] for k, v in form.errors.items()}
+    clean = form.cleaned_data if not errors else {}
+    state = {
+        "flag": sorted(clean.get("flag") or []),
+        "category": sorted(clean.get("category") or []),
+        "check_type": sorted(clean.get("check_type") or []),
+        "sort": clean.get("sort") or "item",
+    }
+    kept = metrics.filter_items(
+        report.items, flags=state["flag"], categories=state["category"], check_types=state["check_type"]
+    )
+    flag_counts = {flag: sum(flag in i.flags for i in report.items) for flag in metrics.FLAGS}
+    return ItemHealthPage(report, form, errors, state, metrics.sort_items(kept, state["sort"]), flag_counts)
