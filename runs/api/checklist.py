@@ -1,5 +1,5 @@
-"""GET /api/leaderboards/<slug>/ (the leaderboard page's rows), GET /api/attempts/<id>/verdicts/ and
-GET /api/compare/<slug>/ (two runs' paired comparison: runs.selectors.checklist.paired_comparison_document).
+"""GET /api/leaderboards/<slug>/ (the leaderboard page's rows) and GET /api/attempts/<id>/verdicts/
+(GET /api/compare/<slug>/ is runs.api.compare's, for every kind).
 
 The leaderboard's query is its page's (runs.selectors.checklist.checklist_query reads it for both), so the same
 query string gives the page's rows, and a parameter the page cannot use is answered 400 with the page's words."""
@@ -12,7 +12,6 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from runs.access import attempt_for, benchmark_for, blind_safe
-from runs.exclusions import excluded_item_ids
 from runs.metrics.checklist import GROUPINGS
 from runs.models import BenchmarkKind, ChecklistItem, Verdict
 from runs.selectors import checklist as selectors
@@ -266,143 +265,3 @@ class AttemptVerdictListView(generics.ListAPIView):
             .select_related("judge", "item")
             .order_by("item__position", "item__key", "judge__name", "id")
         )
-
-
-# GET /api/compare/<slug>/ ---------------------------------------------------------------
-SIDE_HELP = (
-    "A run label, or model:<name> for every run of a model (a bare model name that is no run label is the model)."
-)
-
-
-class CompareQuerySerializer(serializers.Serializer):
-    """Query parameters of GET /api/compare/<slug>/ (manage.py compare's options)."""
-
-    baseline = serializers.CharField(help_text="Side A. " + SIDE_HELP)
-    candidate = serializers.CharField(help_text="Side B. " + SIDE_HELP)
-    metric = serializers.ListField(
-        child=serializers.ChoiceField(choices=list(selectors.PAIRED_METRICS)),
-        required=False,
-        help_text="A metric to compare; repeat (or separate by commas) for several (default: all).",
-    )
-    judge = serializers.ListField(
-        child=serializers.CharField(),
-        required=False,
-        help_text="Judge name; repeat (or separate by commas) for several (default: every judge).",
-    )
-    exclude = serializers.CharField(
-        required=False,
-        default="none",
-        help_text="Audit exclusion policy: none, flagged_by_either, flagged_by_both or adjudicated_invalid.",
-    )
-
-
-class PairedRowSerializer(serializers.Serializer):
-    """B - A on one metric, under one judge (or pooled), on one primary category (or all), on the shared instances."""
-
-    metric = serializers.ChoiceField(choices=list(selectors.PAIRED_METRICS))
-    judge = serializers.CharField(allow_null=True, help_text="null: pooled (the mean across judges).")
-    category = serializers.CharField(allow_null=True, help_text="Instances' primary category; null: all.")
-    a = serializers.FloatField(allow_null=True, help_text="The baseline's figure on the shared instances, percent.")
-    b = serializers.FloatField(allow_null=True, help_text="The candidate's figure on the shared instances, percent.")
-    diff = serializers.FloatField(allow_null=True, help_text="b - a in points.")
-    low = serializers.FloatField(allow_null=True, help_text="95% paired bootstrap interval of diff, lower end.")
-    high = serializers.FloatField(allow_null=True, help_text="Upper end.")
-    n_instances = serializers.IntegerField(help_text="Instances both sides cover (the unit resampled).")
-    test = serializers.CharField(help_text="McNemar exact (pass/fail under one judge) or paired permutation.")
-    p = serializers.FloatField(allow_null=True, help_text="Two-sided p of the test.")
-    b_count = serializers.IntegerField(allow_null=True, help_text="McNemar: instances A passed and B failed.")
-    c_count = serializers.IntegerField(allow_null=True, help_text="McNemar: instances A failed and B passed.")
-    regression = serializers.BooleanField(help_text="p < alpha and high < 0: B significantly worse.")
-
-
-class FlippedItemSerializer(serializers.Serializer):
-    instance = serializers.CharField(help_text="The instance's external id.")
-    instance_url = serializers.CharField(help_text="The instance's page.")
-    item = serializers.CharField(allow_null=True, help_text="The checklist item's key.")
-    category = serializers.CharField(allow_null=True)
-    judges = serializers.ListField(child=serializers.CharField(), help_text="Judges under which it flipped.")
-
-
-class CompareSerializer(serializers.Serializer):
-    benchmark = serializers.CharField()
-    baseline = serializers.CharField(help_text="Side A as resolved (run label or model:<name>).")
-    candidate = serializers.CharField(help_text="Side B as resolved.")
-    metrics = serializers.ListField(child=serializers.CharField())
-    judges = serializers.ListField(child=serializers.CharField(), help_text="Judges of either side.")
-    categories = serializers.ListField(child=serializers.CharField())
-    excluded_items = serializers.IntegerField(help_text="Checklist items the exclusion policy left out.")
-    resampled = serializers.CharField(help_text="What every interval and test resamples.")
-    alpha = serializers.FloatField(help_text="The significance level of `regression`.")
-    rows = PairedRowSerializer(many=True)
-    regressions = serializers.ListField(
-        child=serializers.CharField(), help_text="Metrics whose pooled figure is significantly worse in B."
-    )
-    n_fixed = serializers.IntegerField(help_text="Items failed in A and passed in B, per instance and item.")
-    n_broken = serializers.IntegerField(help_text="Items passed in A and failed in B.")
-    fixed = FlippedItemSerializer(many=True, help_text="The first 200 fixed items.")
-    broken = FlippedItemSerializer(many=True, help_text="The first 200 broken items.")
-
-
-class CompareView(APIView):
-    """Paired comparison of two runs (or models) of a checklist benchmark: manage.py compare --json's document."""
-
-    @extend_schema(
-        operation_id="compare_retrieve",
-        parameters=[CompareQuerySerializer],
-        responses={
-            200: CompareSerializer,
-            400: OpenApiResponse(
-                description="A parameter is malformed, or names a side, judge or exclusion policy the benchmark does "
-                "not have, as {parameter: [words naming it]}."
-            ),
-            404: OpenApiResponse(description="No checklist benchmark has this slug."),
-        },
-        description="Per metric (ISR, CSR, macro CSR), pooled across judges, per judge and per primary category: "
-        "B - A on the instances both sides cover, its 95% paired bootstrap interval, the test and its p "
-        "(/help/metrics/#paired); and the items fixed and broken in B.",
-    )
-    def get(self, request, slug):
-        benchmark = benchmark_for(request, slug, kind=BenchmarkKind.CHECKLIST)
-        query = CompareQuerySerializer(data=_comma_lists(request.query_params, ("metric", "judge")))
-        if not query.is_valid():
-            return Response(query.errors, status=status.HTTP_400_BAD_REQUEST)
-        chosen, errors = query.validated_data, {}
-        sides = {}
-        for role in ("baseline", "candidate"):
-            try:
-                sides[role] = selectors.side_of(benchmark.id, chosen[role])
-            except selectors.UnknownSide as unknown:
-                errors[role] = [str(unknown)]
-        unknown_judges = selectors.judge_unknown(benchmark.id, chosen.get("judge", []))
-        if unknown_judges:
-            errors["judge"] = [f"no judge named {', '.join(map(repr, unknown_judges))} scored this benchmark"]
-        try:
-            excluded = excluded_item_ids(benchmark, chosen["exclude"])
-        except ValueError as unknown:
-            errors["exclude"] = [str(unknown)]
-        if errors:
-            return Response(errors, status=status.HTTP_400_BAD_REQUEST)
-        metrics = [m for m in selectors.PAIRED_METRICS if m in chosen.get("metric", [])] or list(
-            selectors.PAIRED_METRICS
-        )
-        document = selectors.paired_comparison_document(
-            benchmark,
-            sides["baseline"],
-            sides["candidate"],
-            metrics=metrics,
-            judges=chosen.get("judge", []),
-            excluded_items=excluded,
-        )
-        return Response(CompareSerializer(document).data)
-
-
-def _comma_lists(params, names: tuple[str, ...]):
-    """The parameters with each of `names` split at commas (repeated and comma-separated values both count)."""
-    query = params.copy()
-    for name in names:
-        values = [v.strip() for v in ",".join(query.getlist(name)).split(",") if v.strip()]
-        if values:
-            query.setlist(name, values)
-        else:
-            query.pop(name, None)
-    return query

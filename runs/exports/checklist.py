@@ -6,6 +6,7 @@ behind each cell (runs.selectors.checklist.leaderboard_attempt_lists)."""
 
 from __future__ import annotations
 
+from runs.exports.compare import paired_table
 from runs.exports.reported import reported_table
 from runs.ingest.usage import USAGE_FIELDS
 from runs.metrics import checklist as metrics
@@ -479,36 +480,6 @@ def compare_page(context: dict) -> PageData:
     )
     return PageData(
         "Compare two runs", [sides, paired_table(context.get("comparison")), flips], help_anchor="checklist-compare"
-    )
-
-
-def paired_table(comparison) -> Table:
-    """The paired rows (runs.selectors.checklist.paired_figure_dict): per metric, pooled and per judge, then per
-    primary category; judge and category empty where pooled or all."""
-    return Table(
-        "paired-differences",
-        "Is the difference real?",
-        (
-            Column("metric", "Metric"),
-            Column("judge", "Judge"),
-            Column("category", "Primary category"),
-            Column("a", "A %", "pct"),
-            Column("b", "B %", "pct"),
-            Column("diff", "B - A", "pct"),
-            Column("low", "95% low", "pct"),
-            Column("high", "95% high", "pct"),
-            Column("n_instances", "Shared instances", "int"),
-            Column("test", "Test"),
-            Column("p", "p", "num", places=4),
-            Column("b_count", "b (A only)", "int"),
-            Column("c_count", "c (B only)", "int"),
-        ),
-        []
-        if comparison is None
-        else [
-            {**row, "judge": row["judge"] or "pooled", "category": row["category"] or "all"}
-            for row in map(selectors.paired_figure_dict, comparison.figures)
-        ],
     )
 
 

@@ -3,18 +3,37 @@ dialogues, the log-rank tests and the two sides' survival curves (runs.selectors
 
 from __future__ import annotations
 
-from dataclasses import replace
-
-from runs.exports import checklist as checklist_exports
+from runs.metrics import comparison as comparison_metrics
 from runs.pages import Column, PageData, Table, page_builder
 
 
-def paired_table(comparison, *, category: str) -> Table:
-    """The checklist compare page's paired table (runs.exports.checklist.paired_table: per metric, pooled and per
-    judge, then per category) with the kind's name for its categories."""
-    table = checklist_exports.paired_table(comparison)
-    return replace(
-        table, columns=tuple(replace(c, label=category) if c.key == "category" else c for c in table.columns)
+def paired_table(comparison, *, category: str = "Primary category") -> Table:
+    """The paired rows (runs.metrics.comparison.paired_figure_dict): per metric, pooled and per judge, then per
+    category (`category` names what the kind's categories are); judge and category "pooled" and "all" there."""
+    return Table(
+        "paired-differences",
+        "Is the difference real?",
+        (
+            Column("metric", "Metric"),
+            Column("judge", "Judge"),
+            Column("category", category),
+            Column("a", "A %", "pct"),
+            Column("b", "B %", "pct"),
+            Column("diff", "B - A", "pct"),
+            Column("low", "95% low", "pct"),
+            Column("high", "95% high", "pct"),
+            Column("n_instances", "Shared instances", "int"),
+            Column("test", "Test"),
+            Column("p", "p", "num", places=4),
+            Column("b_count", "b (A only)", "int"),
+            Column("c_count", "c (B only)", "int"),
+        ),
+        []
+        if comparison is None
+        else [
+            {**row, "judge": row["judge"] or "pooled", "category": row["category"] or "all"}
+            for row in map(comparison_metrics.paired_figure_dict, comparison.figures)
+        ],
     )
 
 

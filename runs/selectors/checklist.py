@@ -83,7 +83,6 @@ from runs.models import (
     VerdictResult,
 )
 from runs.querystring import params_with
-from runs.selectors import sides
 from runs.selectors.state import JUDGE_UNKNOWN, RUN_UNKNOWN, SwitchField
 from runs.widgets import CheckboxDropdown
 
@@ -1372,12 +1371,7 @@ def compare_sides(benchmark_id: int, a: str, b: str, *, limit: int = 200) -> dic
 
 #: the figures a paired comparison covers, in the order it shows them, with their names
 PAIRED_METRICS = metrics.COUNTED_FIGURES
-REGRESSION_ALPHA = comparison.REGRESSION_ALPHA
-PairedFigure = comparison.PairedFigure
 SidesComparison = comparison.SidesComparison
-paired_figure_dict = comparison.paired_figure_dict
-UnknownSide = sides.UnknownSide
-side_of = sides.side_of
 
 
 def judge_unknown(benchmark_id: int, judges: Collection[str]) -> list[str]:

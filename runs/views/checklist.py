@@ -25,7 +25,7 @@ from runs.models import Attempt, Benchmark, BenchmarkKind, Verdict
 from runs.pages import frame_response, page_tools, render_page, swap_response
 from runs.querystring import query_with
 from runs.selectors import checklist as checklist_selector
-from runs.selectors import run_status
+from runs.selectors import run_status, sides
 from runs.selectors.attempts import attempt_verdict_diff
 from runs.selectors.checklist import checklist_query, state_digest
 
@@ -374,8 +374,8 @@ def compare(request, slug):
     }
     if a and b:
         try:
-            a, b = (checklist_selector.side_of(benchmark.id, side) for side in (a, b))
-        except checklist_selector.UnknownSide as unknown:
+            a, b = (sides.side_of(benchmark.id, side) for side in (a, b))
+        except sides.UnknownSide as unknown:
             context["unknown_side"] = str(unknown)
         else:
             context.update(checklist_selector.compare_sides(benchmark.id, a, b))
