@@ -35,6 +35,11 @@ MCNEMAR = "McNemar exact"
 PERMUTATION = "paired permutation"
 #: what every interval and test here resamples or permutes
 RESAMPLED = "instances (with their repetitions, judges and items)"
+#: a permutation p resting on fewer permutations at least as extreme as the observed difference than this is drawn
+#: again with as many permutations as the smallest Holm threshold of a tie-group step needs (step_pvalues)
+REFINE_BELOW = 10
+#: permutations drawn at a time when refining (bounded memory: this many rows by the instances)
+_CHUNK = 4096
 #: figures closer than this (in points) are equal when ranking and when comparing a permuted statistic
 _EQUAL = 1e-9
 
@@ -176,11 +181,12 @@ def tie_groups(
 
     The leader is the model with the best figure (ties by name). Its group is the leader and every other model whose
     paired difference from it (paired_difference's p, on the instances the two share) is not significant at alpha
-    after Holm's correction over the comparisons of that step (one per model not yet grouped). The next group starts
-    at the best model outside, compared with the models still not grouped; and so on. A model sharing no instance
-    with a leader cannot be shown different and joins its group. A model with no data has no group (None). The
-    permutation test draws at least m / alpha permutations for m comparisons, so the smallest p it can give survives
-    Holm's correction."""
+    under Holm's correction over every pair of the models not yet grouped: choosing the best of them as the leader
+    looks at all their pairs, so the family is k (k - 1) / 2 comparisons for k models, of which the leader's are the
+    ones tested (holm_rejects). The next group starts at the best model outside, compared with the models still not
+    grouped; and so on. A model sharing no instance with a leader cannot be shown different and joins its group. A
+    model with no data has no group (None). A permutation p that the first `permutations` draws put near the
+    smallest Holm threshold is refined (_PairTests.step_pvalues), so the smallest p the family needs can be reached."""
     names = list(sides)
     figures = {name: figure(side) for name, side in sides.items()}
     groups: dict[str, int | None] = dict.fromkeys(names)
@@ -188,7 +194,7 @@ def tie_groups(
     if not remaining:
         return groups
     column = {name: k for k, name in enumerate(names)}
-    tests = _PairTests(*_stacked(sides), max(permutations, math.ceil(len(remaining) / alpha)), seed)
+    tests = _PairTests(*_stacked(sides), permutations, seed)
     group = 0
     while remaining:
         group += 1
@@ -196,17 +202,34 @@ def tie_groups(
         groups[leader] = group
         if not others:
             break
-        enough = max(permutations, math.ceil(len(others) / alpha))
-        results = tests.pvalues(column[leader], [column[name] for name in others], enough)
-        adjusted = holm([np.nan if p is None else p for p, *_ in results])
+        family = len(remaining) * (len(remaining) - 1) // 2
+        pvalues = tests.step_pvalues(column[leader], [column[name] for name in others], permutations, family, alpha)
+        rejected = holm_rejects(pvalues, family, alpha)
         split = []
-        for name, p in zip(others, adjusted):
-            if not np.isnan(p) and p <= alpha:
+        for name, significant in zip(others, rejected):
+            if significant:
                 split.append(name)
             else:
                 groups[name] = group
         remaining = split
     return groups
+
+
+def holm_rejects(pvalues: Sequence[float | None], family: int, alpha: float = 0.05) -> list[bool]:
+    """Holm's step-down decisions for the tested comparisons of a family of `family` (at least as many as tested):
+    the i-th smallest p (i from 1) is rejected when it and every smaller one are at most alpha / (family - i + 1).
+    The family's untested comparisons count as if their p were larger than every tested one: their place in the
+    order can only lower a tested comparison's multiplier, so this rejects no more than Holm's procedure over the
+    whole family would (with family equal to the tested count it is Holm's procedure). None is never rejected."""
+    tested = [(p, k) for k, p in enumerate(pvalues) if p is not None and not math.isnan(p)]
+    if family < len(tested):
+        raise ValueError("the family has fewer comparisons than were tested")
+    rejected = [False] * len(pvalues)
+    for i, (p, k) in enumerate(sorted(tested)):
+        if p > alpha / (family - i):
+            break
+        rejected[k] = True
+    return rejected
 
 
 @dataclass(frozen=True)
@@ -340,10 +363,20 @@ def _kept(a_den: np.ndarray, others_den: np.ndarray) -> np.ndarray:
 @lru_cache(maxsize=4)
 def _swaps(n: int, permutations: int, seed: int) -> np.ndarray:
     """(permutations x n) 0/1 matrix, 1 where a permutation swaps A and B on an instance (read-only: it is cached,
-    as every step of tie_groups draws the same)."""
+    as every step of tie_groups draws the same): the first rows of _swap_chunks' stream."""
     swaps = (np.random.default_rng(seed).random((permutations, n)) < 0.5).astype(float)
     swaps.flags.writeable = False
     return swaps
+
+
+def _more_swaps(n: int, permutations: int, seed: int):
+    """`permutations` further swaps beyond _swaps' (a stream of its own, seeded by (seed, 1), one random bit per
+    instance and permutation), _CHUNK rows at a time as float32 0/1 matrices."""
+    rng = np.random.default_rng([seed, 1])
+    for start in range(0, permutations, _CHUNK):
+        rows = min(_CHUNK, permutations - start)
+        bits = np.unpackbits(rng.integers(0, 256, size=(rows, (n + 7) // 8), dtype=np.uint8), axis=1, count=n)
+        yield bits.astype(np.float32)
 
 
 class _PairTests:
@@ -356,6 +389,7 @@ class _PairTests:
 
     def __init__(self, nums: np.ndarray, dens: np.ndarray, permutations: int, seed: int):
         self.nums, self.dens = nums, dens
+        self.seed = seed
         self.swaps = _swaps(len(nums), permutations, seed)
         self._swapped: tuple[np.ndarray, np.ndarray] | None = None
 
@@ -381,6 +415,58 @@ class _PairTests:
             for k, p in zip(permuted, _permutation_pvalues(*(x[:, permuted] for x in sides), *moved)):
                 results[k] = (p, PERMUTATION, None, None)
         return results
+
+    def step_pvalues(
+        self, a: int, others: list[int], permutations: int, family: int, alpha: float
+    ) -> list[float | None]:
+        """p of model `a` against each of `others` for a tie-group step whose Holm family has `family` comparisons.
+
+        pvalues' p with `permutations` draws; when the smallest threshold, alpha / family, lies below what those
+        draws can give, a permutation p resting on fewer than REFINE_BELOW extreme permutations is refined: with
+        ceil(family / alpha) permutations (its first draws, then _more_swaps'), unless Hoeffding's bound on its p
+        (_hoeffding_bounds) is already below alpha / family, which then stands for its p. A
+        pair stops drawing once its p can no longer reach the step's largest threshold (its p is then the share so far,
+        which stays above that threshold)."""
+        results = self.pvalues(a, others, permutations)
+        needed = math.ceil(family / alpha)
+        refine = [
+            k
+            for k, (p, test, *_) in enumerate(results)
+            if test == PERMUTATION and needed > permutations and p * (1 + permutations) < REFINE_BELOW
+        ]
+        pvalues = [p for p, *_ in results]
+        if not refine:
+            return pvalues
+        a_num, a_den = self.nums[:, [a]], self.dens[:, [a]]
+        chosen = [others[k] for k in refine]
+        o_num, o_den = self.nums[:, chosen], self.dens[:, chosen]
+        keep = _kept(a_den[:, 0, :], o_den)
+        sides = [a_num * keep, a_den * keep, o_num * keep, o_den * keep]
+        bounds = _hoeffding_bounds(*sides)
+        by_draws = [k for k, bound in enumerate(bounds) if not bound <= alpha / family]
+        for k, bound in enumerate(bounds):
+            pvalues[refine[k]] = bound
+        if by_draws:
+            picked = [x[:, by_draws] for x in sides]
+            delta = [picked[2] - picked[0], picked[3] - picked[1]]
+            n, m, j = delta[0].shape
+            moved = [_product(self.swaps, d.reshape(n, -1)).reshape(len(self.swaps), m, j) for d in delta]
+            extreme, defined = (x.astype(float) for x in _permutation_counts(*picked, *moved))
+            # the largest threshold any of these comparisons can meet: a pair whose p can no longer fall to it,
+            # however many permutations follow, stops drawing
+            largest = alpha / (family - len(others) + 1)
+            active = np.flatnonzero((1 + extreme) / (1 + needed) <= largest)
+            for swaps in _more_swaps(n, needed - len(self.swaps), self.seed) if active.size else ():
+                moved = [_product(swaps, d[:, active].reshape(n, -1)).reshape(len(swaps), -1, j) for d in delta]
+                more_extreme, more_defined = _permutation_counts(*(x[:, active] for x in picked), *moved)
+                extreme[active] += more_extreme
+                defined[active] += more_defined
+                active = active[(1 + extreme[active]) / (1 + needed) <= largest]
+                if not active.size:
+                    break
+            for k, e, d in zip(by_draws, extreme, defined):
+                pvalues[refine[k]] = float((1 + e) / (1 + d))
+        return pvalues
 
     def _moved(self, a: int, others: list[int], whole: np.ndarray, a_num, a_den, b_num, b_den, permutations: int):
         """swaps @ (b - a), numerators and denominators, (permutations, pairs, judges)."""
@@ -436,6 +522,13 @@ def _permutation_pvalues(a_num, a_den, b_num, b_den, moved_num, moved_den) -> li
     """Paired permutation p of B - A per pair, from arrays (n, m, judges) zeroed outside what each pair covers and
     the swapped differences swaps @ (b - a) (permutations, m, judges): a permutation moves them from B's sums to
     A's. p = (1 + #|permuted| >= |observed|) / (1 + #permuted), permutations leaving a side without data dropped."""
+    extreme, defined = _permutation_counts(a_num, a_den, b_num, b_den, moved_num, moved_den)
+    return ((1 + extreme) / (1 + defined)).tolist()
+
+
+def _permutation_counts(a_num, a_den, b_num, b_den, moved_num, moved_den) -> tuple[np.ndarray, np.ndarray]:
+    """Per pair, the permutations at least as far from 0 as the observed difference, and the permutations that
+    leave both sides with data (see _permutation_pvalues)."""
     sums = [x.sum(axis=0) for x in (a_num, a_den, b_num, b_den)]
     observed = judge_figure(sums[2], sums[3]) - judge_figure(sums[0], sums[1])
     permuted = judge_figure(sums[2] - moved_num, sums[3] - moved_den) - judge_figure(
@@ -443,11 +536,36 @@ def _permutation_pvalues(a_num, a_den, b_num, b_den, moved_num, moved_den) -> li
     )
     defined = ~np.isnan(permuted)
     extreme = (np.abs(permuted) >= np.abs(observed) - _EQUAL) & defined
-    return ((1 + extreme.sum(axis=0)) / (1 + defined.sum(axis=0))).tolist()
+    return extreme.sum(axis=0), defined.sum(axis=0)
+
+
+def _hoeffding_bounds(a_num, a_den, b_num, b_den) -> list[float]:
+    """Per pair, Hoeffding's bound on the paired permutation p, from arrays (n, m, judges) zeroed outside what each
+    pair covers.
+
+    Swapping A and B on instance i flips the sign of its half-difference, so B's sums are half the pair's totals
+    plus sum_i s_i (b_i - a_i) / 2, s_i = +1 or -1 with probability one half. To first order around the pooled rate
+    r_j = (A's + B's numerators) / (A's + B's denominators) of judge j, the difference is sum_i s_i t_i with
+    t_i = mean over the judges with data of 100 x 2 (dnum_ij - r_j dden_ij) / (the judge's two denominator sums),
+    d = b - a: exactly the difference when the two sides' denominators are equal on every instance (the swaps then
+    leave them as they are), a first-order expansion otherwise. By Hoeffding's inequality
+    P(|sum s_i t_i| >= |sum t_i|) <= 2 exp(-(sum t_i)^2 / (2 sum t_i^2)). NaN for a pair with no judge in common."""
+    totals = a_den.sum(axis=0) + b_den.sum(axis=0)
+    has = (a_den.sum(axis=0) > 0) & (b_den.sum(axis=0) > 0)
+    judges = has.sum(axis=-1)
+    safe = np.where(has, totals, 1.0)
+    pooled = (a_num.sum(axis=0) + b_num.sum(axis=0)) / safe
+    contribution = np.where(has, 2.0 * ((b_num - a_num) - pooled * (b_den - a_den)) / safe, 0.0)
+    terms = 100.0 * contribution.sum(axis=-1) / np.maximum(judges, 1)
+    observed = np.maximum(np.abs(terms.sum(axis=0)) - _EQUAL, 0.0)
+    spread = (terms**2).sum(axis=0)
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        bounds = np.minimum(1.0, 2.0 * np.exp(-(observed**2) / (2.0 * spread)))
+    return np.where((judges > 0) & (spread > 0), bounds, np.nan).tolist()
 
 
 def _product(swaps: np.ndarray, delta: np.ndarray) -> np.ndarray:
     """swaps @ delta, in float32 when every partial sum is a whole number below 2^24 (so exact), else float64."""
     if np.abs(delta).sum(axis=0).max(initial=0) < 2**24 and np.array_equal(delta, np.round(delta)):
-        return (swaps.astype(np.float32) @ delta.astype(np.float32)).astype(float)
+        return (swaps.astype(np.float32, copy=False) @ delta.astype(np.float32)).astype(float)
     return swaps @ delta

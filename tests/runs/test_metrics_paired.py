@@ -214,3 +214,94 @@ def test_a_hundred_models_on_500_instances_group_and_rank_in_well_under_a_second
     elapsed = time.perf_counter() - start
     assert len(groups) == len(intervals) == 100 and max(groups.values()) > 1
     assert elapsed < 3.0  # about 0.5 s alone on one core; the bound leaves room for a busy machine
+
+
+# Tie groups under Holm's correction over every pair of the models not yet grouped --------------------------------
+
+
+def test_holm_rejects_is_holm_over_the_whole_family_with_untested_comparisons_last():
+    rng = np.random.default_rng(20)
+    for _ in range(30):
+        tested = rng.integers(1, 8)
+        family = tested + rng.integers(0, 20)
+        pvalues = (rng.random(tested) ** 3 * 0.05).tolist()
+        whole = pvalues + [1.0] * (family - tested)
+        expected = multipletests(whole, alpha=0.05, method="holm")[0][:tested].tolist()
+        assert paired.holm_rejects(pvalues, family) == expected
+    assert paired.holm_rejects([0.001, None, float("nan")], 3) == [True, False, False]
+    with pytest.raises(ValueError):
+        paired.holm_rejects([0.01, 0.02], 1)
+
+
+def _exact_permutation_p(a, b):
+    """The exact paired permutation p by enumerating every swap of A and B over the instances (a direct loop)."""
+    (a_num, a_den), (b_num, b_den) = a, b
+    n = len(a_num)
+
+    def diff(an, ad, bn, bd):
+        return float(
+            paired.judge_figure(bn.sum(axis=0), bd.sum(axis=0)) - paired.judge_figure(an.sum(axis=0), ad.sum(axis=0))
+        )
+
+    observed = abs(diff(a_num, a_den, b_num, b_den))
+    extreme = 0
+    for mask in range(2**n):
+        swap = np.array([(mask >> i) & 1 for i in range(n)], dtype=bool)[:, None]
+        an, ad = np.where(swap, b_num, a_num), np.where(swap, b_den, a_den)
+        bn, bd = np.where(swap, a_num, b_num), np.where(swap, a_den, b_den)
+        extreme += abs(diff(an, ad, bn, bd)) >= observed - 1e-9
+    return extreme / 2**n
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_hoeffdings_bound_holds_the_exact_permutation_p_when_denominators_are_equal(seed):
+    rng = np.random.default_rng(seed)
+    a, b = _counts(rng, 12, 2, 3, 0.35), _counts(rng, 12, 2, 3, 0.7)
+    stacked = [x[:, None, :] for x in (*a, *b)]
+    (bound,) = paired._hoeffding_bounds(*stacked)
+    assert _exact_permutation_p(a, b) <= bound + 1e-12
+
+
+def test_a_step_refines_a_permutation_p_below_what_its_first_draws_can_give():
+    """60 instances whose denominators differ between the models (so Hoeffding's bound is only first-order and, for
+    this difference, above the threshold): a family of 2,000 comparisons needs 40,000 permutations; the refined p is
+    the share of a direct count over the first draws and _more_swaps' further ones."""
+    rng = np.random.default_rng(30)
+    n = 60
+    a_den = rng.integers(1, 4, size=(n, 1)).astype(float)
+    b_den = rng.integers(1, 4, size=(n, 1)).astype(float)
+    a = rng.binomial(a_den.astype(int), 0.35).astype(float), a_den
+    b = rng.binomial(b_den.astype(int), 0.7).astype(float), b_den
+    tests = paired._PairTests(*paired._stacked({"a": a, "b": b}), paired.PERMUTATIONS, paired.BOOTSTRAP_SEED)
+    first = tests.pvalues(0, [1], paired.PERMUTATIONS)[0][0]
+    family, alpha = 2000, 0.05
+    (bound,) = paired._hoeffding_bounds(*(x[:, None, :] for x in (*a, *b)))
+    assert first == 1 / (1 + paired.PERMUTATIONS) and bound > alpha / family
+    (refined,) = tests.step_pvalues(0, [1], paired.PERMUTATIONS, family, alpha)
+
+    swaps = np.vstack(
+        [paired._swaps(n, paired.PERMUTATIONS, paired.BOOTSTRAP_SEED)]
+        + list(paired._more_swaps(n, 40000 - paired.PERMUTATIONS, paired.BOOTSTRAP_SEED))
+    )
+    assert len(swaps) == 40000
+    figure = lambda num, den: 100 * num.sum() / den.sum()  # noqa: E731
+    observed = abs(figure(*b) - figure(*a))
+    s = swaps.astype(bool)[:, :, None]
+    an, ad = (np.where(s, b[k][None], a[k][None]) for k in (0, 1))
+    bn, bd = (np.where(s, a[k][None], b[k][None]) for k in (0, 1))
+    permuted = 100 * bn.sum(axis=(1, 2)) / bd.sum(axis=(1, 2)) - 100 * an.sum(axis=(1, 2)) / ad.sum(axis=(1, 2))
+    extreme = int((np.abs(permuted) >= observed - 1e-9).sum())
+    assert refined == pytest.approx((1 + extreme) / (1 + 40000), abs=1e-12)
+    assert refined < first
+
+
+def test_four_equal_models_are_split_no_more_often_than_two():
+    """Choosing the best of several equal models as the leader makes its differences from the others look larger;
+    Holm's correction over every pair keeps the false splits of four equal models within those of one pair's test."""
+    rng = np.random.default_rng(40)
+    splits = 0
+    studies = 150
+    for _ in range(studies):
+        sides = {name: _counts(rng, 80, 2, 2, 0.5) for name in "abcd"}
+        splits += len(set(paired.tie_groups(sides).values())) > 1
+    assert splits / studies <= 0.08
