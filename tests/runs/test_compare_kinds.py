@@ -3,12 +3,14 @@ the regression gate of manage.py compare, figures equal to statsmodels and scipy
 page, in its exports and in GET /api/compare/<slug>/."""
 
 import json
+import re
 from io import StringIO
 from urllib.parse import urlencode
 
 import numpy as np
 import pytest
 from django.core.management import CommandError, call_command
+from django.test import Client
 from scipy.stats import binomtest
 from statsmodels.duration.survfunc import survdiff
 from statsmodels.stats.contingency_tables import mcnemar
@@ -25,6 +27,7 @@ from runs.models import (
     Judge,
     JudgeKind,
     Run,
+    ShareLink,
     Verdict,
 )
 from runs.selectors import compare as selectors
@@ -132,6 +135,19 @@ def test_page_exports_and_api_carry_the_clis_figures(reviewer_client):
     ]
     flips = next(t["rows"] for t in exported["tables"] if t["name"] == "flipped-instances")
     assert len(flips) == document["n_fixed"] + document["n_broken"]
+
+
+def test_a_share_snapshot_freezes_the_same_figures(editor_client):
+    choice_study({"base": 0.8, "worse": 0.5})
+    document = selectors.paired_comparison_document(Benchmark.objects.get(slug=SLUG), "base-r1", "worse-r1")
+    path = f"/b/{SLUG}/compare/?" + urlencode({"a": "base-r1", "b": "worse-r1"})
+    created = editor_client.post(f"/b/{SLUG}/share-page/", {"path": path})
+    token = re.search(r"/s/([A-Za-z0-9_-]+)/", created.content.decode()).group(1)
+    [frozen] = [t for t in ShareLink.objects.get().snapshot["tables"] if t["name"] == "paired-differences"]
+    assert [(r["diff"], r["p"], r["b_count"], r["c_count"]) for r in frozen["rows"]] == [
+        (r["diff"], r["p"], r["b_count"], r["c_count"]) for r in document["rows"]
+    ]
+    assert "McNemar exact" in Client().get(f"/s/{token}/").content.decode()
 
 
 def test_the_api_names_a_metric_of_another_kind(reviewer_client):
