@@ -57,6 +57,9 @@ HARNESS = "lm-evaluation-harness"
 _RESULTS_NAME = re.compile(r"^results_(?P<time>\d{4}-\d{2}-\d{2}T[0-9.:\-]+)\.json$")
 #: how a metric of a task is kept: verdicts on items per sample, per-sample values, or only the reported figure
 VERDICTS, VALUES, REPORTED = "verdicts", "values", ""
+#: which way a metric goes when its values disagree: one value no verdict can be makes it VALUES, one that is
+#: not a number REPORTED
+_PRECEDENCE = {VERDICTS: 0, VALUES: 1, REPORTED: 2}
 #: the aggregation the harness registers for its built-in metrics that are not a mean over samples
 #: (lm_eval/api/metrics.py `register_metric`), used when a task's config names none
 REGISTERED_AGGREGATION = {
@@ -216,6 +219,12 @@ def target_index(target: Any, choices: list[Choice]) -> int | None:
     return next((n for n, c in enumerate(choices) if c.text.strip() == text), None)
 
 
+def _metric_names(sample: dict[str, Any]) -> list[Any]:
+    """The per-sample metrics a sample logs: its `metrics` list, else every key that is not bookkeeping."""
+    names = sample.get("metrics")
+    return names if isinstance(names, list) else [k for k in sample if k not in _BOOKKEEPING]
+
+
 def is_ifeval(sample: dict[str, Any]) -> bool:
     doc = sample.get("doc")
     return (
@@ -256,7 +265,7 @@ class _Task:
     name: str
     slug: str = ""
     label: str = ""
-    #: "metric,filter" -> VERDICTS, VALUES or REPORTED, decided at its first value
+    #: "metric,filter" -> VERDICTS, VALUES or REPORTED: from every value (`_scan`), or with a threshold its first
     kinds: dict[str, str] = field(default_factory=dict)
     #: "metric,filter" -> its per-sample values (VALUES metrics)
     values: dict[str, list[Any]] = field(default_factory=dict)
@@ -322,6 +331,8 @@ class LmEvalIngest:
             )
             return
         self.current = _Task(task)
+        self.task = task
+        self.current.kinds = self._scan(source)
         self.native.records(self._records(source, task))
         self._write_figures(source)
 
@@ -523,8 +534,29 @@ class LmEvalIngest:
                 )
         return records
 
+    def _scan(self, source: Source) -> dict[str, str]:
+        """How each metric of a samples file is kept, from all its values: the file is read once before it is
+        stored (its problems are found then), so a metric whose first values are 0 and 1 and a later one 0.43
+        (ROUGE) is VALUES from its first sample. Without a pass threshold only: with one, numbers are verdicts."""
+        kinds: dict[str, str] = {}
+        if self.ctx.options.pass_threshold is not None:
+            return kinds
+        scratch = Context(self.ctx.options)
+        for _, sample in iter_jsonl(source, scratch, allow_constants=True):
+            if is_ifeval(sample):
+                continue
+            flt = str(sample.get("filter") or "none")
+            for metric in map(str, _metric_names(sample)):
+                value = sample.get(metric)
+                if value is None:
+                    continue
+                kind = self._kind(metric, value)
+                figure = f"{metric},{flt}"
+                kinds[figure] = max(kinds.get(figure, kind), kind, key=_PRECEDENCE.__getitem__)
+        return kinds
+
     def _kind(self, metric: str, value: Any) -> str:
-        """How a metric of the task is kept, from its config's aggregation and its first value: a metric
+        """How a metric of the task is kept, by one of its values and its config's aggregation: a metric
         aggregated over the whole task, or whose values are not numbers, is REPORTED; a number that is not
         0/1 (or any value of a lower-is-better metric) without a pass threshold is VALUES; else VERDICTS."""
         aggregation = aggregation_of(self.results, self.task, metric)
@@ -539,11 +571,7 @@ class LmEvalIngest:
     def _metrics(
         self, source: Source, line: int, sample: dict[str, Any], instance: str, first: bool, filters: list[str]
     ) -> list[dict]:
-        names = (
-            sample.get("metrics")
-            if isinstance(sample.get("metrics"), list)
-            else [k for k in sample if k not in _BOOKKEEPING]
-        )
+        names = _metric_names(sample)
         flt = str(sample.get("filter") or "none")
         named = len(filters) > 1 or flt != "none"
         kinds = self.current.kinds

@@ -76,19 +76,34 @@ def test_infinity_and_nan_are_kept_as_written_and_left_out_of_the_mean_with_a_co
     assert math.isinf(sum(errors) / len(errors))  # the harness's own mean, which the figure keeps as its word
     # no per-sample item for a number with no pass/fail, and no --pass-threshold asked for
     assert not ChecklistItem.objects.exists() and not Verdict.objects.exists()
-    assert Attempt.objects.get(instance__external_id="2").outcome["metrics"] == {"mae": "Infinity"}
+    assert Attempt.objects.get(instance__external_id="2").outcome["metrics"] == {"mae": "Infinity", "closeness": 0.0}
     [note] = report.notes
     assert note.startswith("price_regression: kept as reported by the harness: mae,none = Infinity")
     assert "1 non-finite per-sample value(s) left out of the mean" in note
     assert note in report.summary()
 
 
+def test_a_metric_whose_first_values_are_0_and_1_is_read_by_all_of_them():
+    """closeness is 1.0 on the first document and 1/3 on the next: a number with no pass/fail, not a verdict."""
+    assert [s["closeness"] for s in _samples(PRICES)][:2] == [1.0, 1 / 3]
+    report = _ingest(RESULTS, PRICES)
+    figure = ReportedFigure.objects.get(name="closeness,none")
+    assert (figure.per_sample, figure.direction, figure.samples, figure.left_out) == ("values", "higher", 4, 0)
+    assert figure.sample_mean == pytest.approx(figure.value)  # no non-finite value: the harness's mean
+    assert "closeness,none = " in report.summary()
+
+
 def test_a_lower_is_better_metric_with_a_threshold_passes_at_it_or_below():
     _ingest(RESULTS, PRICES, pass_threshold=1.0)
-    results = dict(Verdict.objects.values_list("attempt__instance__external_id", "result"))
-    # absolute errors 0.5, 2.0, Infinity, 1.0
+    results = dict(Verdict.objects.filter(item__key="mae").values_list("attempt__instance__external_id", "result"))
+    # absolute errors 0, 2, Infinity, 1
     assert results == {"0": "pass", "1": "fail", "2": "fail", "3": "pass"}
-    assert Verdict.objects.get(attempt__instance__external_id="2").score is None
+    assert Verdict.objects.get(item__key="mae", attempt__instance__external_id="2").score is None
+    # a higher-is-better one passes at the threshold or above: closeness 1, 1/3, 0, 1/2
+    closeness = dict(
+        Verdict.objects.filter(item__key="closeness").values_list("attempt__instance__external_id", "result")
+    )
+    assert closeness == {"0": "pass", "1": "fail", "2": "fail", "3": "fail"}
     assert ReportedFigure.objects.get(name="mae,none").per_sample == "verdicts"
 
 
@@ -156,12 +171,12 @@ def test_the_api_and_the_exports_carry_the_reported_figures(reviewer_client):
     _ingest(RESULTS, PRICES)
     body = reviewer_client.get(reverse("api:leaderboard", args=["lm-eval-price_regression"])).json()
     assert body["rows"] == []
-    [figure] = body["reported"]
+    figure = next(f for f in body["reported"] if f["name"] == "mae,none")
     assert figure["name"] == "mae,none" and (figure["value"], figure["value_text"]) == (None, "Infinity")
     assert (figure["stderr_text"], figure["samples"], figure["left_out"]) == ("NaN", 3, 1)
     url = reverse("runs:checklist-leaderboard", args=["lm-eval-price_regression"])
     tables = {t["name"]: t for t in reviewer_client.get(url + "?export=json").json()["tables"]}
-    [row] = tables["reported"]["rows"]
+    [row] = [r for r in tables["reported"]["rows"] if r["name"] == "mae,none"]
     assert (row["name"], row["value_text"], row["direction"], row["per_sample"]) == (
         "mae,none",
         "Infinity",
@@ -220,8 +235,8 @@ def test_finite_mean_leaves_out_nan_and_infinities():
 # the whole run ----------------------------------------------------------------------------------------------
 def test_the_whole_folder_imports_and_again_changes_nothing():
     first = _ingest(RESULTS, ARC, MRPC, PRICES)
-    assert first.counts["reported figures"] == {"created": 5}
-    assert ReportedFigure.objects.count() == 5
+    assert first.counts["reported figures"] == {"created": 6}
+    assert ReportedFigure.objects.count() == 6
     again = _ingest(RESULTS, ARC, MRPC, PRICES)
     assert again.total("created") == again.total("updated") == 0
-    assert again.counts["reported figures"] == {"unchanged": 5}
+    assert again.counts["reported figures"] == {"unchanged": 6}
