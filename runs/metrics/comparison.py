@@ -10,8 +10,9 @@ lists the flips.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -139,11 +140,13 @@ def paired_table(
     metrics: Mapping[str, str],
     per_judge: bool = True,
     excluded_items: int = 0,
+    category_key: Callable[[str], Any] | None = None,
 ) -> SidesComparison:
     """The paired table of the counted sides: per metric (key -> name, in that order) the pooled row, each judge's
-    (when `per_judge`) and each category's pooled across judges (when the instances have categories)."""
+    (when `per_judge`) and each category's pooled across judges (when the instances have categories), categories
+    sorted (by `category_key` when given)."""
     category_of = [counted.categories.get(pk, NO_CATEGORY) for pk in counted.instances]
-    categories = sorted(set(category_of)) if counted.categories else []
+    categories = sorted(set(category_of), key=category_key) if counted.categories else []
     in_category = {cat: np.array([c == cat for c in category_of], dtype=bool) for cat in categories}
     figures = []
     for metric, name in metrics.items():

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from django.urls import reverse
 
@@ -21,6 +22,7 @@ from runs.metrics import comparison, survival
 from runs.metrics.comparison import SideFigures, SidesComparison
 from runs.metrics.conflict import NEITHER, SP
 from runs.metrics.dialogue import Dialogue, longest_success_run, recoveries_and_lapses, resimulate, rows_by
+from runs.metrics.hierarchy import natural_key
 from runs.models import Benchmark, BenchmarkKind, Instance
 from runs.selectors import checklist as checklist_selector
 from runs.selectors import choice as choice_selector
@@ -54,6 +56,8 @@ class KindComparison:
     sides: SidesCounter
     attempt_url: Callable[[Benchmark, str, int], str]
     has_judges: bool = True
+    #: the order of the categories (default: by name)
+    category_key: Callable[[str], Any] | None = None
 
 
 @dataclass
@@ -126,6 +130,7 @@ def compare_kind(
         metrics={m: kind.metrics[m] for m in names},
         per_judge=kind.has_judges,
         excluded_items=len(excluded_items or ()),
+        category_key=kind.category_key,
     )
     entries: dict[str, list[dict]] = {"fixed": [], "broken": []}
     for flip in comparison.flipped_instances(counted, kind.flip_metric):
@@ -363,6 +368,7 @@ KINDS: dict[str, KindComparison] = {
         category="privilege tiers",
         judges=lambda benchmark: judge_names(hierarchy_selector.hierarchy_judges(benchmark)),
         sides=hierarchy_sides,
+        category_key=natural_key,
         attempt_url=lambda benchmark, name, attempt_id: reverse(
             "runs:hierarchy-attempt", args=[benchmark.slug, attempt_id]
         ),
