@@ -284,7 +284,7 @@ def _policy_query(request, benchmark):
     policy = request.query_params.get("exclude", "")
     if policy not in selectors.POLICIES:  # the effect page's words (audits.forms.EffectForm)
         return Response(
-            {"exclude": [exclusion_policy_unknown(with_none=False) % {"value": policy}]},
+            {"exclude": [exclusion_policy_unknown(with_none=False, policies=selectors.POLICIES) % {"value": policy}]},
             status=status.HTTP_400_BAD_REQUEST,
         )
     raw = [p for v in request.query_params.getlist("campaigns") for p in v.split(",") if p.strip()]

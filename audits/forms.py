@@ -187,8 +187,8 @@ class EffectForm(forms.Form):
     def __init__(self, *args, benchmark=None, **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["exclude"].error_messages["invalid_choice"] = exclusion_policy_unknown(
-            with_none=False
-        )  # the API's words
+            with_none=False, policies=POLICIES
+        )  # the API's words, naming the policies this page offers
         started = Campaign.objects.exclude(state=CampaignState.DRAFT).exclude(subject=Subject.VERDICT)
         if benchmark is not None:
             started = started.filter(benchmarks=benchmark)

@@ -43,13 +43,12 @@ def exclusion_policies() -> list[str]:
     return sorted(_PROVIDERS)
 
 
-def exclusion_policy_unknown(*, with_none: bool = True) -> str:
+def exclusion_policy_unknown(*, with_none: bool = True, policies: Iterable[str] | None = None) -> str:
     """The words every page and API refuses an exclusion policy name no app registered with, naming the valid ones
-    (with "none" where no policy is a choice): a form's invalid_choice message, `%(value)r` standing for the name
-    given (`message % {"value": name}` fills it in elsewhere)."""
-    return "unknown exclusion policy %(value)r; one of: " + ", ".join(
-        (["none"] if with_none else []) + exclusion_policies()
-    )
+    (with "none" where no policy is a choice; `policies` where a page offers only some): a form's invalid_choice
+    message, `%(value)r` standing for the name given (`message % {"value": name}` fills it in elsewhere)."""
+    valid = sorted(policies) if policies is not None else exclusion_policies()
+    return "unknown exclusion policy %(value)r; one of: " + ", ".join((["none"] if with_none else []) + valid)
 
 
 def exclusion_policy_choices() -> list[tuple[str, str]]:

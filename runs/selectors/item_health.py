@@ -15,6 +15,13 @@ from runs.models import Benchmark, ChecklistItem, Verdict, VerdictResult
 
 #: the shown items table stops here; the exports carry every row
 ITEMS_SHOWN = 500
+#: the exclusion policies item health offers every leaderboard (runs.exclusions; registered by runs.apps): leave
+#: out the items carrying one flag, or any flag
+ANY_FLAG = "any"
+HEALTH_POLICIES = {
+    **{f"health:{flag}": f"item health: {label}" for flag, label in metrics.FLAG_LABELS.items()},
+    f"health:{ANY_FLAG}": "item health: any flag",
+}
 
 
 def health_report(benchmark: Benchmark) -> metrics.HealthReport:
@@ -115,3 +122,16 @@ def item_health_page(benchmark: Benchmark, query) -> ItemHealthPage:
     )
     flag_counts = {flag: sum(flag in i.flags for i in report.items) for flag in metrics.FLAGS}
     return ItemHealthPage(report, form, errors, state, metrics.sort_items(kept, state["sort"]), flag_counts)
+
+
+def health_excluded_items(benchmark: Benchmark, policy: str, campaigns=None) -> set[int]:
+    """The items of the benchmark a health policy (HEALTH_POLICIES) leaves out: those carrying its flag, or any
+    flag. `campaigns` (the audit policies' argument) does not apply and is ignored."""
+    flag = policy.removeprefix("health:")
+    return {i.item_id for i in health_report(benchmark).items if (i.flags if flag == ANY_FLAG else flag in i.flags)}
+
+
+def health_policy_flags(policy: str) -> list[str]:
+    """The flags a health policy names, as the item health page's ?flag= values."""
+    flag = policy.removeprefix("health:")
+    return list(metrics.FLAGS) if flag == ANY_FLAG else [flag]

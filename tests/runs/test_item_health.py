@@ -15,6 +15,7 @@ from statsmodels.stats.proportion import proportion_confint
 from runs.metrics import item_health as metrics
 from runs.models import AgentModel, Attempt, Benchmark, ChecklistItem, Instance, Judge, Run, Verdict
 from runs.selectors import item_health as selectors
+from runs.services import rollups_rebuild_for_attempts
 
 
 def _items(n):
@@ -166,3 +167,21 @@ def test_it_reads_the_report_in_a_flat_number_of_queries(django_user_model, djan
         assert client.get(reverse("runs:checklist-item-health", args=["octo"])).status_code == 200
     report = selectors.compute_report(Benchmark.objects.get(slug="octo").id)
     assert len(report.items) == 6 and len(report.models) == 6
+
+
+@pytest.mark.django_db
+def test_a_leaderboard_leaves_out_the_flagged_items_and_says_how_the_ranks_moved(django_user_model):
+    bench = _study(models=6)
+    rollups_rebuild_for_attempts(list(Attempt.objects.filter(run__benchmark=bench).values_list("id", flat=True)))
+    client = _client(django_user_model, "rev", ["reviewer"])
+    report = selectors.compute_report(bench.id)
+    ceiling = {i.item_id for i in report.items if "ceiling" in i.flags}
+    assert selectors.health_excluded_items(bench, "health:ceiling") == ceiling and len(ceiling) == 3
+    flagged = {i.item_id for i in report.items if i.flags}
+    assert selectors.health_excluded_items(bench, "health:any") == flagged
+    body = client.get(reverse("api:leaderboard", args=["octo"]) + "?exclude=health:any").json()
+    assert body["excluded_items"] == len(flagged)
+    page = client.get(reverse("runs:checklist-leaderboard", args=["octo"]) + "?exclude=health:judge-split")
+    text = page.content.decode()
+    assert page.status_code == 200 and 'id="exclusion"' in text and "Kendall" in text
+    assert reverse("runs:checklist-item-health", args=["octo"]) + "?flag=judge-split" in text
