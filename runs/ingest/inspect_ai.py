@@ -60,6 +60,8 @@ _ATTACHMENT = "attachment://"
 #: a sample entry as inspect_ai writes it whole, and an entry of a sample in its chunked shape
 _MONOLITH = re.compile(r"^samples/[^/]+\.json$")
 _CHUNKED = re.compile(r"^samples/[^/]+/sample\.json$")
+_SUMMARIES = re.compile(r"^_journal/summaries/(\d+)\.json$")
+SUMMARIES_JSON = "summaries.json"
 
 
 class LogError(Exception):
@@ -76,6 +78,12 @@ class Log:
     #: (where the sample is: the file, or "<file>:<entry>" in a .eval; its line in a .json; the sample;
     #: the bytes it holds beyond those read from disk: a .eval entry's compression)
     samples: Iterator[tuple[Source, int | None, Any, int]] = field(default_factory=lambda: iter(()))
+    #: a .eval's sample summaries (each with the sample's scores), one at a time, and how many samples it holds:
+    #: what measured_scores reads instead of the samples when there is one summary per sample
+    summaries: Callable[[], Iterator[Any]] | None = None
+    sample_count: int | None = None
+    #: let go of the file when the samples are not read
+    close: Callable[[], None] = lambda: None
 
 
 def _unread(header: dict[str, Any]) -> str | None:
@@ -258,7 +266,18 @@ def read_eval(source: Source, ctx: Context) -> Log:
                     continue
                 yield here, None, sample, entry.file_size - entry.compress_size
 
-    return Log(source, header, samples())
+    def summaries() -> Iterator[Any]:
+        """The summaries inspect_ai writes beside the samples: `_journal/summaries/<n>.json` as it goes, else
+        `summaries.json` when it finishes (each a list of summaries, checked as an entry is)."""
+        journal = sorted(
+            (i for i in archive.infolist() if _SUMMARIES.match(i.filename)),
+            key=lambda i: int(_SUMMARIES.match(i.filename).group(1)),
+        )
+        for info in journal or [names[n] for n in (SUMMARIES_JSON,) if n in names]:
+            listed = _loads([_entry_bytes(archive, info, MAX_SAMPLE_BYTES)], "the entry", ctx)
+            yield from listed if isinstance(listed, list) else ()
+
+    return Log(source, header, samples(), summaries, len(entries), archive.close)
 
 
 def read_json(source: Source, ctx: Context) -> Log | None:
@@ -865,17 +884,35 @@ def measured_scores(
         log = reader(source, scratch)
     except LogError:
         return set(), True
+    if log is None:
+        return set(), True
+    if log.summaries is not None:  # a .eval: its summaries, when there is one per sample (a tenth of the work)
+        try:
+            summaries = _score_values(log.summaries(), scratch)
+        except LogError:
+            summaries = None
+        if summaries is not None and summaries[2] == log.sample_count:
+            log.close()
+            return summaries[0], summaries[1]
+    found, scored, _ = _score_values((sample for _, _, sample, _ in log.samples), scratch)
+    return found, scored
+
+
+def _score_values(samples: Iterator[Any], scratch: Context) -> tuple[set[tuple[str, str]], bool, int]:
+    """(the (scorer, key) pairs with a number other than 0 and 1, whether any holds a score, how many were
+    read) of samples or their summaries."""
     found: set[tuple[str, str]] = set()
-    scored = False
-    for _, _, sample, _ in log.samples if log is not None else ():
+    scored, n = False, 0
+    for sample in samples:
         scratch.release()
+        n += 1
         scores = sample.get("scores") if isinstance(sample, dict) else None
         scored = scored or bool(scores)
         for scorer, score in scores.items() if isinstance(scores, dict) else ():
             value = score.get("value") if isinstance(score, dict) else None
             pairs = value.items() if isinstance(value, dict) else [(ANSWER_ITEM, value)]
             found.update((str(scorer), str(key)) for key, v in pairs if is_measure(v))
-    return found, scored
+    return found, scored, n
 
 
 def samples_planned(spec: dict[str, Any], config: dict[str, Any]) -> int | None:

@@ -307,3 +307,24 @@ def test_logs_made_by_inspect_ai_now_import_as_the_committed_ones_do(tmp_path):
             for when in ("now", "committed")
         }
         assert tokens["now"] == tokens["committed"]
+
+
+def test_a_eval_logs_measures_are_found_from_its_summaries_without_reading_its_samples(monkeypatch):
+    read = []
+    entry_bytes = inspect_ai._entry_bytes
+    monkeypatch.setattr(
+        inspect_ai,
+        "_entry_bytes",
+        lambda archive, info, limit: (read.append(info.filename), entry_bytes(archive, info, limit))[1],
+    )
+    options = Options()
+    found = inspect_ai.measured_scores(Source.of(WILD / "graded.eval"), inspect_ai.read_eval, options)
+    assert found == ({("length_ratio", "answer"), ("graded", "overlap")}, True)
+    assert not [name for name in read if name.startswith("samples/")]
+    # a log whose summaries do not cover every sample (one being written) is read sample by sample
+    monkeypatch.setattr(inspect_ai, "_SUMMARIES", inspect_ai.re.compile("^_journal/summaries/(1)-none.json$"))
+    monkeypatch.setattr(inspect_ai, "SUMMARIES_JSON", "none.json")
+    read.clear()
+    partial = WILD.parent / "tiny_if.eval"
+    assert inspect_ai.measured_scores(Source.of(partial), inspect_ai.read_eval, options)[0] == {("brevity", "answer")}
+    assert len([name for name in read if name.startswith("samples/")]) == 6
