@@ -11,7 +11,7 @@ import json
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
-from django.http import Http404, HttpResponse, JsonResponse
+from django.http import Http404, HttpResponse, HttpResponseBadRequest, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils.html import escape
@@ -237,9 +237,9 @@ def _trajectory_context(request, unit) -> dict:
 @login_required
 def unit_text(request, pk):
     """The full text of one long part of a message of a verdict unit's trajectory (thread, msg, field), escaped."""
-    unit = access.unit_for_user(request.user, pk)
+    unit = access.unit_for_user(request.user, pk)  # 404 for a unit the user may not open
     if not unit.attempt_id:
-        raise Http404("This unit has no attempt.")
+        return HttpResponseBadRequest("This unit is an item, not an attempt: it has no trajectory.")
     try:
         text = trajectory_view.message_part(
             trajectory_view.attempt_threads(unit.attempt_id),
@@ -248,7 +248,7 @@ def unit_text(request, pk):
             request.GET.get("field", ""),
         )
     except LookupError:
-        raise Http404("No such message.") from None
+        return HttpResponseBadRequest("No such message: give thread, msg and field of a message of this trajectory.")
     return HttpResponse(f'<pre class="msg-text">{escape(text)}</pre>')
 
 

@@ -30,6 +30,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 from runs.metrics.judge_accuracy import AuditedPair, Estimate, in_domain, interval, ratio_influence, stratified_variance
 from runs.metrics.rank_change import ranks
 from runs.metrics.stats import kendall_tau
@@ -148,3 +150,90 @@ def compare_rankings(rows: Sequence[Calibrated], *, figure: str = "csr") -> list
         ]
         out.append(RankingComparison(judge, raw, cal, tau, swaps))
     return out
+
+
+# coverage check -------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class CoverageSetting:
+    """A simulated study: attempts of `items` items (the first `lenient_items` of category "B", on which the judge
+    passes a true fail with probability `leniency`; on the others it errs both ways with probability `error`), the
+    humans' pass probability per category, and an audit of `audited` pairs stratified by category (proportional)."""
+
+    attempts: int = 400
+    items: int = 5
+    lenient_items: int = 2
+    pass_a: float = 0.8
+    pass_b: float = 0.6
+    error: float = 0.05
+    leniency: float = 0.5
+    audited: int = 200
+
+
+@dataclass(frozen=True)
+class Coverage:
+    """How often each 95% interval covered the study's true CSR and ISR over `studies` simulated studies."""
+
+    setting: CoverageSetting
+    studies: int
+    csr_calibrated: float
+    csr_raw: float
+    isr_calibrated: float
+    isr_raw: float
+    csr_width: float
+
+
+def _binomial_interval(rate: float, n: int) -> tuple[float, float]:
+    se = math.sqrt(rate * (1 - rate) / n) if n else 0.0
+    return rate - 1.959963984540054 * se, rate + 1.959963984540054 * se
+
+
+def simulate_coverage(setting: CoverageSetting, studies: int, seed: int = 1) -> Coverage:
+    """Simulated studies with known human labels and a judge lenient on category B: how often the calibrated 95%
+    intervals (csr_pp, isr_pp) and the raw judge's binomial intervals cover the true CSR and ISR."""
+    rng = np.random.default_rng(seed)
+    n_items, n_att = setting.items, setting.attempts
+    category = np.array(["B"] * setting.lenient_items + ["A"] * (n_items - setting.lenient_items))
+    p_true = np.where(category == "B", setting.pass_b, setting.pass_a)
+    hits = {"csr_cal": 0, "csr_raw": 0, "isr_cal": 0, "isr_raw": 0}
+    widths = []
+    for _ in range(studies):
+        human = rng.random((n_att, n_items)) < p_true
+        flip = rng.random((n_att, n_items))
+        lenient = (category == "B") & ~human & (flip < setting.leniency)
+        wrong = (category == "A") & (flip < setting.error)
+        judge = np.where(lenient, True, np.where(wrong, ~human, human))
+        true_csr, true_isr = human.mean(), human.all(axis=1).mean()
+        n_pass = int(judge.sum())
+        raw_csr = n_pass / judge.size
+        raw_isr = judge.all(axis=1).mean()
+        # the audit: proportional to each category's pairs, drawn without replacement
+        audited = []
+        for cat in ("A", "B"):
+            cols = np.flatnonzero(category == cat)
+            size = cols.size * n_att
+            take = round(setting.audited * size / judge.size)
+            picks = rng.choice(size, size=take, replace=False)
+            rows, cidx = picks // cols.size, cols[picks % cols.size]
+            audited += [
+                AuditedPair(cat, size / take, bool(human[r, c]), bool(judge[r, c]), category=cat, model="m")
+                for r, c in zip(rows, cidx, strict=True)
+            ]
+        csr, _ = csr_pp(n_pass, judge.size - n_pass, audited)
+        attempts = [(int(row.sum()), int(n_items - row.sum())) for row in judge]
+        isr = isr_pp(attempts, audited)
+        lo, hi = _binomial_interval(raw_csr, judge.size)
+        hits["csr_raw"] += lo <= true_csr <= hi
+        lo, hi = _binomial_interval(raw_isr, n_att)
+        hits["isr_raw"] += lo <= true_isr <= hi
+        hits["csr_cal"] += csr.low <= true_csr <= csr.high
+        hits["isr_cal"] += isr.low is not None and isr.low <= true_isr <= isr.high
+        widths.append(csr.high - csr.low)
+    return Coverage(
+        setting,
+        studies,
+        hits["csr_cal"] / studies,
+        hits["csr_raw"] / studies,
+        hits["isr_cal"] / studies,
+        hits["isr_raw"] / studies,
+        sum(widths) / len(widths),
+    )

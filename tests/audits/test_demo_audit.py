@@ -43,7 +43,7 @@ def test_it_is_deterministic_and_runs_once(study):
     demo_audit_load(seed=3)
     first = sorted(Label.objects.values_list("assignment__unit__key", "assignment__slot", "valid"))
     again = demo_audit_load(seed=3)
-    assert again.skipped and Campaign.objects.count() == 2
+    assert again.skipped and Campaign.objects.count() == 3  # the pilot, the settled item audit, the verdict audit
     assert sorted(Label.objects.values_list("assignment__unit__key", "assignment__slot", "valid")) == first
 
 
@@ -52,3 +52,27 @@ def test_the_demo_command_adds_it(db):
     call_command("demo", scale="small", seed=2, stdout=out)
     assert "Demo audit: campaign" in out.getvalue()
     assert Campaign.objects.filter(name=CAMPAIGN_NAME).exists()
+
+
+def test_it_plays_a_settled_verdict_audit_whose_lenient_judge_the_pages_expose(study):
+    from audits import calibration
+    from audits.demo import LENIENT_CATEGORY, LENIENT_JUDGE, VERDICT_NAME
+
+    demo_audit_load(seed=3)
+    campaign = Campaign.objects.get(name=VERDICT_NAME)
+    assert campaign.units.count() and not campaign.units.exclude(state=UnitState.CLOSED).exists()
+    page = calibration.judge_accuracy_page(campaign)
+    spec = {(r.judge, r.group): r.specificity.value for r in page.rows["category"]}
+    lenient = spec[(LENIENT_JUDGE, LENIENT_CATEGORY)]
+    others = [v for (j, g), v in spec.items() if g == LENIENT_CATEGORY and j != LENIENT_JUDGE and v is not None]
+    assert lenient is not None and others and lenient < min(others)
+    octobench = campaign.benchmarks.get(slug="octobench")
+    board = calibration.calibrated_page(octobench, calibration.settled_verdict_campaign(octobench, ""))
+
+    def mean_rectifier(judges):
+        values = [r.rectifier for r in board.rows if r.judge in judges and r.rectifier is not None]
+        return sum(values) / len(values)
+
+    # the calibration takes more off the lenient judge's CSR than off the others'
+    others = {r.judge for r in board.rows} - {LENIENT_JUDGE}
+    assert mean_rectifier({LENIENT_JUDGE}) < mean_rectifier(others)

@@ -88,7 +88,7 @@ def test_the_labelling_screen_shows_the_trajectory_and_no_verdict_stratum_or_rea
     assert "1 matching message" in found
     text = client.get(f"/audits/units/{held.unit_id}/text/?thread=0&msg=1&field=content")
     assert text.status_code == 200 and "Reading the file" in text.content.decode()
-    assert client.get(f"/audits/units/{held.unit_id}/text/?verdict=1").status_code == 404
+    assert client.get(f"/audits/units/{held.unit_id}/text/?verdict=1").status_code == 400  # messages only
 
 
 def test_an_annotator_sees_the_judges_once_the_unit_closes(verdict_campaign, annotator_a, annotator_b):

@@ -24,6 +24,11 @@ class Command(BaseCommand):
             self.style.SUCCESS(
                 f"Demo audit: campaign {result.campaign.name!r}, {result.campaign.units.count()} items sampled, "
                 f"and the settled {result.settled.name!r}, {result.settled.units.count()} items; "
-                f"{result.labels} labels, {result.adjudicated} disagreements adjudicated"
+                + (
+                    f"the verdict audit {result.verdicts.name!r}, {result.verdicts.units.count()} verdicts; "
+                    if result.verdicts
+                    else ""
+                )
+                + f"{result.labels} labels, {result.adjudicated} disagreements adjudicated"
             )
         )
