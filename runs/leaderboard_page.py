@@ -51,6 +51,7 @@ from runs.selectors.checklist import (
     state_digest,
 )
 from runs.selectors.reported import reported_figures
+from runs.selectors.run_status import run_statuses
 
 TEMPLATE = "runs/checklist/leaderboard.html"
 
@@ -162,6 +163,7 @@ def _results(parsed: ChecklistQuery, request):
             "unscored_reasons": [(ReportStatus(status).label, n) for status, n in sorted(notes.unscored.items())],
             # the same for every state, cached and warmed with the rest of the fragment
             "reported": reported_figures(benchmark_id=benchmark.id),
+            "statuses": run_statuses(benchmark_id=benchmark.id),
         }
         return render_to_string(f"{TEMPLATE}#results", context, request)
 

@@ -16,6 +16,7 @@ from runs.metrics.checklist import GROUPINGS
 from runs.models import BenchmarkKind, ChecklistItem, Verdict
 from runs.selectors import checklist as selectors
 from runs.selectors.reported import reported_figures
+from runs.selectors.run_status import run_statuses
 
 #: the API's comma-separated parameters, and the page's repeatable one each adds its values to
 _COMMA_LISTS = {"runs": "run", "judges": "judge"}
@@ -174,6 +175,11 @@ class LeaderboardSerializer(serializers.Serializer):
         "value, or null with value_text NaN/Infinity/N/A; stderr likewise; direction; aggregation; per_sample), "
         "whatever the filters (definitions: /help/metrics/#reported).",
     )
+    runs_incomplete = serializers.ListField(
+        child=serializers.DictField(),
+        help_text="The runs that are not a finished, scored evaluation: label, model, the status their harness "
+        "logged (cancelled, error, started), error, samples done and planned (null: not said), scored.",
+    )
 
 
 class VerdictItemSerializer(serializers.ModelSerializer):
@@ -231,6 +237,7 @@ class LeaderboardView(APIView):
             "excluded_items": len(board.excluded or ()),
             "rows": board.layout["rows"],
             "reported": [row.as_dict() for row in reported_figures(benchmark_id=benchmark.id)],
+            "runs_incomplete": [status.as_dict() for status in run_statuses(benchmark_id=benchmark.id)],
         }
         return Response(LeaderboardSerializer(body).data)
 

@@ -28,6 +28,10 @@ class RunStatus:
     planned: int | None
     scored: bool
 
+    def as_dict(self) -> dict:
+        """The API's fields."""
+        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+
     @property
     def complete(self) -> bool:
         """Finished, scored and holding every sample planned (or the harness did not say how many)."""

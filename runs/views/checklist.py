@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from functools import partial
-
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.http import Http404, HttpResponse
@@ -25,7 +23,7 @@ from runs.models import Attempt, Benchmark, BenchmarkKind, Verdict
 from runs.pages import frame_response, page_tools, render_page, swap_response
 from runs.querystring import query_with
 from runs.selectors import checklist as checklist_selector
-from runs.selectors import run_status, sides
+from runs.selectors import sides
 from runs.selectors.attempts import attempt_verdict_diff
 from runs.selectors.checklist import checklist_query, state_digest
 
@@ -70,8 +68,6 @@ def leaderboard(request, slug):
             request, results_html(parsed, request=request) + said, {"benchmark": benchmark, "page_tools": tools}
         )
     context = {"benchmark": benchmark, "query": parsed.params.urlencode(), "page_tools": tools, "query_notes": notes}
-    # read when the page is rendered, not when it comes from the cache
-    context["statuses"] = partial(run_status.run_statuses, benchmark_id=benchmark.id)
     return HttpResponse(full_page(request, parsed, context))
 
 

@@ -97,6 +97,14 @@ def test_a_stopped_evaluation_says_its_status_and_samples_done(name, said, revie
     assert (status.status, status.done, status.planned, status.scored) == (name, 2, 4, True)
     page = reviewer_client.get(reverse("runs:checklist-leaderboard", args=["graded_qa"])).content.decode()
     assert f'<span class="flag status-{name}">{name}</span>' in page and "2 of 4 samples done" in page
+    [shown] = reviewer_client.get(reverse("api:leaderboard", args=["graded_qa"])).json()["runs_incomplete"]
+    assert (shown["label"], shown["status"], shown["done"], shown["planned"], shown["scored"]) == (
+        "mockllm/model",
+        name,
+        2,
+        4,
+        True,
+    )
 
 
 def test_a_log_without_scores_says_so_and_shows_not_scored(reviewer_client):

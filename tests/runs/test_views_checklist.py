@@ -191,8 +191,8 @@ def test_it_keeps_leaderboard_queries_independent_of_the_number_of_attempts(revi
     assert _queries(reviewer_client, url) == small
     # one of them the usage per model (runs.selectors.checklist.usage_by_model), one the per-instance counts behind
     # the rank intervals and tie groups (runs.selectors.checklist.compute_ties), one the figures the harness
-    # reported (runs.selectors.reported, read when the page is rendered, not when it comes from the cache), one the
-    # runs that are not a finished, scored evaluation (runs.selectors.run_status, read the same way)
+    # reported (runs.selectors.reported), one the runs that are not a finished, scored evaluation
+    # (runs.selectors.run_status), both the same for every state and cached with the #results fragment
     assert small <= 16
 
 
