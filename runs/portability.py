@@ -677,7 +677,8 @@ def _load_matched(zf, archive: Path, entry: dict, table: Table, converter: _Conv
                 row = converter.row(number, values)
                 if not manager.filter(pk=old_pk).exists():
                     cursor.execute(insert_all, row)
-                else:
+                else:  # its id is taken: a new one, after the ids inserted so far
+                    _sequences_reset([table.model])
                     cursor.execute(insert_free, [v for i, v in enumerate(row) if i != pk_column])
                     id_map[old_pk] = manager.filter(**{name: natural}).values_list("pk", flat=True).get()
             count += 1

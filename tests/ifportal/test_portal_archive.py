@@ -114,6 +114,24 @@ def test_it_leaves_password_hashes_and_api_tokens_out_unless_asked(portal, tmp_p
     assert Group.objects.get(name="editor").user_set.get().username == "editor"
 
 
+def test_a_user_whose_id_is_taken_gets_a_new_one_and_keeps_their_links(portal, tmp_path, editor):
+    archive = tmp_path / "portal.zip"
+    call_command("portal_export", archive, "--no-progress")
+    _wipe()
+    user_model = apps.get_model("auth", "User")
+    user_model.objects.create_user("somebody", id=editor.pk)
+    user_model.objects.create_user("reviewer")
+
+    call_command("portal_import", archive, "--no-progress")
+
+    moved = user_model.objects.get(username="editor")
+    assert moved.pk != editor.pk
+    assert share_link_resolve("the-token").created_by == moved
+    assert Job.objects.get().created_by == moved
+    assert list(moved.groups.values_list("name", flat=True)) == ["editor"]
+    assert user_model.objects.get(username="somebody").pk == editor.pk
+
+
 def _rewritten(archive: Path, out: Path, change) -> Path:
     """A copy of the archive with one member's bytes changed by `change(name, data)`."""
     with zipfile.ZipFile(archive) as src, zipfile.ZipFile(out, "w") as dst:
