@@ -583,7 +583,12 @@ def judge_accuracy(request, pk):
     return render_page(
         request,
         "audits/judge_accuracy.html",
-        {"campaign": campaign, "page": calibration.judge_accuracy_page(campaign)},
+        {
+            "campaign": campaign,
+            "page": calibration.judge_accuracy_page(campaign),
+            # a share link belongs to a benchmark: the campaign's first
+            "benchmark": campaign.benchmarks.order_by("slug").first(),
+        },
         page_data=exports.judge_accuracy_page,
         fragment=None,
     )

@@ -69,3 +69,19 @@ def test_annotators_may_not_read_judge_accuracy_or_the_calibrated_leaderboard(se
     assert client.get(f"/api/audits/campaigns/{settled.pk}/judge-accuracy/").status_code == 403
     assert client.get("/audits/calibrated/octo-test/").status_code == 403
     assert client.get("/api/audits/calibrated/octo-test/").status_code == 403
+
+
+def test_both_pages_share_through_the_frame(settled, lead):
+    from django.urls import reverse
+
+    from runs.models import ShareLink
+
+    client = client_for(lead)
+    for url, table in (
+        (f"/audits/{settled.pk}/judge-accuracy/", "overall"),
+        (f"/audits/calibrated/octo-test/?campaign={settled.pk}", "calibrated"),
+    ):
+        assert "Share…" in client.get(url).content.decode()
+        response = client.post(reverse("runs:page-share-create", args=["octo-test"]), {"path": url})
+        assert "/s/" in response.content.decode()
+        assert ShareLink.objects.order_by("-pk").first().snapshot["tables"][0]["name"] == table
