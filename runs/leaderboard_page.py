@@ -163,7 +163,9 @@ def _results(parsed: ChecklistQuery, request):
             "unscored_reasons": [(ReportStatus(status).label, n) for status, n in sorted(notes.unscored.items())],
             # the same for every state, cached and warmed with the rest of the fragment
             "reported": reported_figures(benchmark_id=benchmark.id),
-            "statuses": run_statuses(benchmark_id=benchmark.id),
+            "statuses": (statuses := run_statuses(benchmark_id=benchmark.id)),
+            # the fragment polls for itself while a run is being written (its figures grow as samples land)
+            "live": any(s.in_progress for s in statuses),
         }
         return render_to_string(f"{TEMPLATE}#results", context, request)
 

@@ -245,6 +245,8 @@ def read_eval(source: Source, ctx: Context) -> Log:
     if not isinstance(header, dict):
         archive.close()
         raise LogError(f"{info.filename} is not a JSON object")
+    if info.filename != "header.json":  # inspect_ai writes the header when the evaluation ends: until then it runs
+        header.setdefault("status", "started")
     why = _unread(header)
     if why is None and any(_CHUNKED.match(name) for name in names):
         why = "its samples are in inspect_ai's chunked shape (samples/<id>_epoch_<n>/sample.json and sequences)"

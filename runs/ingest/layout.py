@@ -50,6 +50,7 @@ _SUFFIXES: dict[str, tuple[str, ...]] = {
     "guidebench-tasks": (".json",),
     "guidebench-predictions": (".json",),
     "native": (".jsonl", ".ndjson"),
+    "inspect": (".eval", ".json"),
 }
 _NAMES: dict[str, re.Pattern] = {
     "evolif-dialogs": re.compile(r"dialog_\d+\.jsonl$"),

@@ -13,6 +13,9 @@ from runs.models import Run
 
 #: the status a harness logs for an evaluation that ran to its end
 FINISHED = "success"
+#: the status of an evaluation still being written (Inspect AI's until it writes its header; runs.ingest.watch
+#: sets it on the runs of a file that keeps changing)
+IN_PROGRESS = "started"
 
 
 @dataclass(frozen=True)
@@ -31,6 +34,11 @@ class RunStatus:
     def as_dict(self) -> dict:
         """The API's fields."""
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
+
+    @property
+    def in_progress(self) -> bool:
+        """Still being written: its figures grow as its samples land."""
+        return self.status == IN_PROGRESS
 
     @property
     def complete(self) -> bool:

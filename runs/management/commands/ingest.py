@@ -1,12 +1,18 @@
 """python manage.py ingest FORMAT PATH... [--benchmark SLUG] [--name NAME] [--model NAME] [--run LABEL]
 [--judge NAME] [--scaffold NAME] [--repetition N] [--manifest FILE] [--per-file] [--no-progress]
+[--watch [--interval SECONDS]]
 
 PATH is a file or a results folder (walked for the format's files). Which model, run, judge and
 repetition each file is comes from the options, a manifest, the files and the harness's layout
 (runs/ingest/layout.py; docs/formats.md, "A results folder in one command").
+
+With --watch it keeps running: each new file is imported, and a file that grew or changed is imported again,
+each on its own, one line per import, until stopped with Ctrl-C (runs/ingest/watch.py; docs/formats.md,
+"Watching a folder").
 """
 
 import sys
+import time
 from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
@@ -14,6 +20,7 @@ from tqdm import tqdm
 
 from runs.ingest import FORMATS, IngestFailed, Options, Report, ingest_each, ingest_units
 from runs.ingest.layout import LayoutError, entries_of, manifest_read, plan_import
+from runs.ingest.watch import SETTLE_SECONDS, Watcher
 from runs.services import leaderboards_warmed_at_end
 
 #: how many groups of files the plan lists before "and N more"
@@ -54,6 +61,15 @@ class Command(BaseCommand):
         )
         parser.add_argument("--category-field", help="sample metadata field to group instances by (inspect, lm-eval)")
         parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+        parser.add_argument(
+            "--watch",
+            action="store_true",
+            help="keep running: import each new file and again each file that changed, each on its own, "
+            "until Ctrl-C (a file caught half-written is tried again later)",
+        )
+        parser.add_argument(
+            "--interval", type=float, default=10.0, help="seconds between two looks at the folders (--watch; 10)"
+        )
 
     def handle(self, *args, **opts):
         options = Options(
@@ -67,6 +83,9 @@ class Command(BaseCommand):
             pass_threshold=opts["pass_threshold"],
             category_field=opts["category_field"],
         )
+        if opts["watch"]:
+            self._watch(opts, options)
+            return
         try:
             entries, found = entries_of(opts["paths"], opts["format"])
             manifests = (
@@ -106,6 +125,31 @@ class Command(BaseCommand):
             self.stdout.write(report.summary())
             return
         self._per_file_summary(outcomes)
+
+    def _watch(self, opts, options: Options) -> None:
+        """Import as files appear and change until Ctrl-C, which ends it cleanly (exit 0)."""
+        if opts["interval"] <= 0:
+            raise CommandError("--interval: give a number of seconds above 0")
+        try:
+            watcher = Watcher(
+                opts["format"],
+                opts["paths"],
+                options,
+                manifest=opts["manifest"],
+                settle=max(SETTLE_SECONDS, 3 * opts["interval"]),
+            )
+        except LayoutError as exc:
+            raise CommandError(str(exc)) from None
+        self.stderr.write(f"watching {', '.join(opts['paths'])} every {opts['interval']:g}s; Ctrl-C stops")
+
+        def say(line: str) -> None:
+            self.stdout.write(f"{time.strftime('%H:%M:%S')} {line}")
+            self.stdout.flush()
+
+        try:
+            watcher.run(opts["interval"], say)
+        except KeyboardInterrupt:
+            self.stderr.write("stopped")
 
     def _per_file_summary(self, outcomes) -> None:
         stored = Report()
