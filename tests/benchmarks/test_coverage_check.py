@@ -20,6 +20,7 @@ def test_the_intervals_cover_the_true_figures_and_equal_models_stay_together():
         for figure in ("isr", "csr", "isr_diff", "csr_diff"):
             assert 0.85 <= row[figure] <= 1.0, (row["instances"], figure, row[figure])
         assert row["false_splits_2"] <= 0.12
+        assert row[f"false_splits_{coverage_check.EQUAL}"] <= 0.12
 
 
 def test_a_paired_interval_is_narrower_than_one_that_resamples_the_models_apart():
