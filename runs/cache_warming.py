@@ -6,7 +6,8 @@ and `manage.py leaderboards_warm` calls `leaderboards_default` after a deploy, w
 keys the cache. It computes each checklist benchmark's leaderboard summary
 (runs.selectors.checklist.leaderboard_base) and the leaderboard as first opened (no filters, by model, best ISR
 first, every item): its tables, #results fragment, filter form and choices. Benchmarks without rollups are skipped.
-It also computes each checklist benchmark's item health report with its 2PL fit (runs.selectors.item_health).
+It also computes the item health report of each benchmark with items (checklist, dialogue, hierarchy), with its
+2PL fit (runs.selectors.item_health).
 A failure is logged and never fails the writer: its change is committed, and the first request computes what is
 missing.
 """
@@ -22,7 +23,7 @@ from runs.cache import cache_scope
 from runs.leaderboard_page import page_parts
 from runs.models import AttemptRollup, Benchmark, BenchmarkKind
 from runs.selectors.checklist import checklist_query, filter_choices
-from runs.selectors.item_health import health_report
+from runs.selectors.item_health import ITEM_KINDS, health_report
 
 log = logging.getLogger(__name__)
 
@@ -55,7 +56,7 @@ def leaderboards_default(benchmark_ids: Iterable[int]) -> None:
 
 
 def item_health_default(benchmark_ids: Iterable[int]) -> None:
-    """Compute and cache the item health report (its 2PL fit included) of each checklist benchmark among these."""
-    for benchmark in Benchmark.objects.filter(id__in=sorted(set(benchmark_ids)), kind=BenchmarkKind.CHECKLIST):
+    """Compute and cache the item health report (its 2PL fit included) of each benchmark with items among these."""
+    for benchmark in Benchmark.objects.filter(id__in=sorted(set(benchmark_ids)), kind__in=ITEM_KINDS):
         with cache_scope(None):
             health_report(benchmark)

@@ -56,6 +56,7 @@ urlpatterns = [
     path("b/<slug:slug>/dialogue/", dialogue.metrics, name="dialogue-metrics"),
     path("b/<slug:slug>/dialogue/survival/", dialogue.survival, name="dialogue-survival"),
     path("b/<slug:slug>/dialogue/groups/", dialogue.groups, name="dialogue-groups"),
+    path("b/<slug:slug>/dialogue/items/", item_health.health, {"kind": "dialogue"}, name="dialogue-item-health"),
     path("b/<slug:slug>/dialogue/dialogues/", dialogue.dialogues, name="dialogue-list"),
     path("b/<slug:slug>/dialogue/dialogues/<int:pk>/", dialogue.viewer, name="dialogue-viewer"),
     path("b/<slug:slug>/dialogue/rescore/", dialogue.recheck, name="dialogue-rescore"),
@@ -63,6 +64,7 @@ urlpatterns = [
     # hierarchy benchmarks (metrics, conflict resolution, samples, style re-check)
     path("b/<slug:slug>/hierarchy/", hierarchy.metrics, name="hierarchy-metrics"),
     path("b/<slug:slug>/hierarchy/conflicts/", hierarchy.conflicts, name="hierarchy-conflicts"),
+    path("b/<slug:slug>/hierarchy/items/", item_health.health, {"kind": "hierarchy"}, name="hierarchy-item-health"),
     path("b/<slug:slug>/hierarchy/recheck/", hierarchy.recheck, name="hierarchy-recheck"),
     path(
         "b/<slug:slug>/hierarchy/recheck/start/", recheck.start, {"kind": "hierarchy"}, name="hierarchy-recheck-start"

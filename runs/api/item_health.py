@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from dataclasses import asdict
 
+from django.http import Http404
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from runs.access import benchmark_for
-from runs.models import BenchmarkKind
-from runs.selectors.item_health import item_health_page
+from runs.selectors.item_health import ITEM_KINDS, item_health_page
 
 
 class ItemHealthView(APIView):
@@ -26,13 +26,15 @@ class ItemHealthView(APIView):
                 description="A parameter names a flag, category, kind of check or sort the page "
                 "does not offer, as {parameter: [the page's words]}."
             ),
-            404: OpenApiResponse(description="No benchmark with checklist items has this slug."),
+            404: OpenApiResponse(description="No checklist, dialogue or hierarchy benchmark has this slug."),
         },
         description="Item health (/help/metrics/#item-health). Refused to blind annotators: every figure is a "
         "verdict aggregate of single items.",
     )
     def get(self, request, slug):
-        benchmark = benchmark_for(request, slug, kind=BenchmarkKind.CHECKLIST)
+        benchmark = benchmark_for(request, slug)
+        if benchmark.kind not in ITEM_KINDS:
+            raise Http404(f"The benchmark '{slug}' is of the {benchmark.kind} kind, which has no checklist items.")
         page = item_health_page(benchmark, request.query_params)
         if page.errors:
             return Response(page.errors, status=status.HTTP_400_BAD_REQUEST)

@@ -11,7 +11,10 @@ from django.db.models import Count, Q
 
 from runs.cache import cached
 from runs.metrics import item_health as metrics
-from runs.models import Benchmark, ChecklistItem, Verdict, VerdictResult
+from runs.models import Benchmark, BenchmarkKind, ChecklistItem, Verdict, VerdictResult
+
+#: the kinds whose benchmarks have checklist items with verdicts, each with an item health page
+ITEM_KINDS = (BenchmarkKind.CHECKLIST, BenchmarkKind.DIALOGUE, BenchmarkKind.HIERARCHY)
 
 #: the shown items table stops here; the exports carry every row
 ITEMS_SHOWN = 500

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from urllib.parse import urlencode
+
 from django.contrib.auth.decorators import login_required
 from django.urls import reverse
 
-from runs.access import benchmark_for
+from runs.access import benchmark_for, is_lead
 from runs.exports.item_health import item_health_page
 from runs.metrics.item_health import FIT_MIN_MODELS, FLAG_LABELS
 from runs.pages import render_page
@@ -13,7 +15,11 @@ from runs.selectors.item_health import ITEMS_SHOWN
 from runs.selectors.item_health import item_health_page as health_selector
 
 #: the page's template per kind: each is framed by its kind's head (crumbs, title, badge, pills)
-TEMPLATES = {"checklist": "runs/checklist/item_health.html"}
+TEMPLATES = {
+    "checklist": "runs/checklist/item_health.html",
+    "dialogue": "runs/dialogue/item_health.html",
+    "hierarchy": "runs/hierarchy/item_health.html",
+}
 
 
 @login_required
@@ -32,5 +38,23 @@ def health(request, slug, kind):
         "action": reverse(f"runs:{kind}-item-health", args=[slug]),
         "fit_min_models": FIT_MIN_MODELS,
         "query": request.GET.urlencode(),
+        # a lead may start an audit of the flagged items (the audits app's form; its "item health flag" stratum)
+        "audit_link": _audit_link(benchmark) if is_lead(request.user) else "",
     }
     return render_page(request, TEMPLATES[kind], context, page_data=item_health_page)
+
+
+def _audit_link(benchmark) -> str:
+    """The audits app's new-campaign form, proposing an audit of this benchmark's items stratified by health flag."""
+    subject = {"checklist": "checklist_items", "hierarchy": "hierarchy_constraints"}.get(benchmark.kind)
+    if subject is None:  # a dialogue audit's units are turns, which carry no item flags
+        return ""
+    query = urlencode(
+        {
+            "name": f"{benchmark.name}: item health flags",
+            "subject": subject,
+            "strata": "health",
+            "benchmarks": benchmark.id,
+        }
+    )
+    return f"{reverse('audits:campaign-create')}?{query}"

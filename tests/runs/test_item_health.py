@@ -150,6 +150,7 @@ def test_it_filters_by_flag_in_the_page_the_fragment_and_the_api_alike(django_us
 def test_it_refuses_blind_annotators_anonymous_visitors_and_other_kinds(django_user_model):
     _study(models=2)
     Benchmark.objects.create(slug="dlg", name="Dlg", kind="dialogue")
+    Benchmark.objects.create(slug="mcq", name="Mcq", kind="choice")
     blind = _client(django_user_model, "ann", ["annotator"])
     assert blind.get(reverse("runs:checklist-item-health", args=["octo"])).status_code == 403
     assert blind.get(reverse("api:item-health", args=["octo"])).status_code == 403
@@ -157,6 +158,8 @@ def test_it_refuses_blind_annotators_anonymous_visitors_and_other_kinds(django_u
     assert anonymous.status_code == 302
     reviewer = _client(django_user_model, "rev", ["reviewer"])
     assert reviewer.get(reverse("runs:checklist-item-health", args=["dlg"])).status_code == 404
+    assert reviewer.get(reverse("runs:dialogue-item-health", args=["dlg"])).status_code == 200
+    assert reviewer.get(reverse("api:item-health", args=["mcq"])).status_code == 404
 
 
 @pytest.mark.django_db
