@@ -25,6 +25,7 @@ STRATA = {
     "benchmark": "benchmark",
     "judges": "judges' verdicts: all pass / all fail / split (verdict audits)",
     "model": "model (verdict audits)",
+    "health": "item health flag: the item's first flag, or unflagged as the control",
 }
 ALL = "all"
 #: near-duplicate thresholds: normalised token Jaccard, or difflib's ratio on the normalised text

@@ -33,6 +33,7 @@ from runs.models import (
     Verdict,
     VerdictResult,
 )
+from runs.selectors.item_health import ITEM_KINDS, health_report
 
 #: exclusion policies offered on leaderboards: URL value -> label
 POLICIES = {
@@ -75,6 +76,7 @@ def candidates(subject: str, benchmark_ids: Iterable[int]) -> list[Candidate]:
         .order_by()
     )
     if subject != Subject.DIALOGUE:
+        health = item_health_strata(benchmark_ids)
         return [
             Candidate(
                 key=f"{slug}/{ext}/{key}",
@@ -88,6 +90,7 @@ def candidates(subject: str, benchmark_ids: Iterable[int]) -> list[Candidate]:
                     "primary_category": primary,
                     "benchmark": slug,
                     "conditional": "conditional" if cond else "unconditional",
+                    "health": health.get(pk, UNFLAGGED),
                 },
             )
             for pk, key, inst, ext, slug, cat, ctype, cond, primary, desc, _ in items
@@ -113,6 +116,19 @@ def candidates(subject: str, benchmark_ids: Iterable[int]) -> list[Candidate]:
     return out
 
 
+#: the health stratum of an item no item health flag marks: the control a flag's confirmed share is read against
+UNFLAGGED = "unflagged"
+
+
+def item_health_strata(benchmark_ids: Iterable[int]) -> dict[int, str]:
+    """Each flagged item's health stratum: its first item health flag (runs.metrics.item_health.FLAGS order), from
+    each benchmark's cached item health report; items with no flag are UNFLAGGED."""
+    out = {}
+    for benchmark in Benchmark.objects.filter(id__in=list(benchmark_ids), kind__in=ITEM_KINDS).order_by("id"):
+        out.update({i.item_id: i.flags[0] for i in health_report(benchmark).items if i.flags})
+    return out
+
+
 #: the verdicts a verdict audit checks: machine judges' (a person's is no judge's), on a dialogue benchmark the LLM
 #: judges' only (code checks its other constraints)
 AUDITED_JUDGES = Q(attempt__run__benchmark__kind=BenchmarkKind.DIALOGUE, judge__kind=JudgeKind.LLM) | ~Q(
@@ -128,10 +144,12 @@ def verdict_candidates(benchmark_ids: Iterable[int]) -> list[Candidate]:
     "all fail", "split"), the item's category and check type, the model, the benchmark, the primary category. The
     text is empty: every attempt repeats its item's text, and near-duplicates are an item audit's concern.
     """
+    benchmark_ids = list(benchmark_ids)
+    health = item_health_strata(benchmark_ids)
     rows = (
         Verdict.objects.filter(
             AUDITED_JUDGES,
-            attempt__run__benchmark_id__in=list(benchmark_ids),
+            attempt__run__benchmark_id__in=benchmark_ids,
             item__superseded_by__isnull=True,
             result__in=(VerdictResult.PASS, VerdictResult.FAIL),
         )
@@ -179,6 +197,7 @@ def verdict_candidates(benchmark_ids: Iterable[int]) -> list[Candidate]:
                     "primary_category": primary,
                     "benchmark": slug,
                     "conditional": "conditional" if cond else "unconditional",
+                    "health": health.get(item, UNFLAGGED),
                 },
             )
         )

@@ -64,7 +64,10 @@ def campaign_list(request):
 def campaign_create(request):
     """A lead creates a draft campaign; the sample is drawn when it starts."""
     access.require_lead(request.user)
-    form = CampaignForm(request.POST or None)
+    # a link may propose the subject, benchmarks and strata (the item health page's "Audit these")
+    proposed = {k: request.GET.getlist(k) for k in ("strata", "benchmarks") if k in request.GET}
+    proposed.update({k: request.GET[k] for k in ("name", "subject") if k in request.GET})
+    form = CampaignForm(request.POST or None, initial=proposed)
     if request.method == "POST" and form.is_valid():
         try:
             campaign = services.campaign_create(user=request.user, **form.cleaned_data)
