@@ -427,8 +427,8 @@ def portal_import(
             with transaction.atomic():
                 merging = _target_check(archive, zf, manifest, replace)
                 rows, seconds = _load_tables(zf, archive, members, by_label, progress, merging=merging)
-                imported = list(Benchmark.objects.values_list("id", flat=True))
-                benchmarks_generation_bump(imported)  # no cached page of an earlier portal under these keys
+                # no cached page of an earlier portal is read under these benchmarks' keys
+                benchmarks_generation_bump(_archive_benchmarks(zf, archive, manifest).values())
         except BaseException:
             if staged:
                 shutil.rmtree(staged, ignore_errors=True)
@@ -447,16 +447,19 @@ def _columns_check(archive: Path, entry: dict, table: Table) -> None:
             raise ArchiveError(f"{archive}: {entry['member']}: no column {f.attname!r}, which {table.label} needs")
 
 
-def _archive_slugs(zf: zipfile.ZipFile, archive: Path, manifest_entry: dict) -> list[str]:
-    position = manifest_entry["columns"].index("slug")
-    return [values[position] for _, values in _lines(zf, archive, manifest_entry, check=False)]
+def _archive_benchmarks(zf: zipfile.ZipFile, archive: Path, manifest: dict) -> dict[str, int]:
+    """The archive's benchmarks: {slug: id}."""
+    entry = next((e for e in manifest["tables"] if e["model"] == "runs.benchmark"), None)
+    if entry is None:
+        return {}
+    slug, pk = entry["columns"].index("slug"), entry["columns"].index("id")
+    return {values[slug]: values[pk] for _, values in _lines(zf, archive, entry, check=False)}
 
 
 def _target_check(archive: Path, zf: zipfile.ZipFile, manifest: dict, replace: list[str]) -> bool:
     """Refuse a portal with data unless `replace` names the benchmarks to replace, and delete those; whether the
     archive goes into a portal that keeps other data."""
-    entry = next((e for e in manifest["tables"] if e["model"] == "runs.benchmark"), None)
-    incoming = set(_archive_slugs(zf, archive, entry)) if entry else set()
+    incoming = set(_archive_benchmarks(zf, archive, manifest))
     present = set(Benchmark.objects.values_list("slug", flat=True))
     not_in_archive = sorted(set(replace) - incoming)
     if not_in_archive:
