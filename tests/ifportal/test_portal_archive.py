@@ -218,6 +218,20 @@ def test_an_archive_of_one_benchmark_holds_its_rows_alone(portal, tmp_path):
         call_command("portal_export", tmp_path / "nope.zip", "--benchmark", "nope", "--no-progress")
 
 
+def test_an_archive_of_one_benchmark_goes_into_an_empty_portal_whole(portal, tmp_path):
+    Benchmark.objects.create(slug="other", name="Other", kind="checklist")
+    verdicts = sorted(Verdict.objects.values_list("id", "attempt_id", "item_id", "judge_id", "result"))
+    archive = tmp_path / "one.zip"
+    call_command("portal_export", archive, "--benchmark", portal.slug, "--no-progress")
+    _wipe()
+
+    call_command("portal_import", archive, "--no-progress")
+
+    assert list(Benchmark.objects.values_list("slug", flat=True)) == [portal.slug]
+    assert sorted(Verdict.objects.values_list("id", "attempt_id", "item_id", "judge_id", "result")) == verdicts
+    assert share_link_resolve("the-token").benchmark == portal
+
+
 def test_a_file_that_is_no_archive_is_named(tmp_path, db):
     path = tmp_path / "notes.txt"
     path.write_text("hello")
