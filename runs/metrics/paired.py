@@ -448,17 +448,14 @@ class _PairTests:
             pvalues[refine[k]] = bound
         if by_draws:
             picked = [x[:, by_draws] for x in sides]
-            delta = [picked[2] - picked[0], picked[3] - picked[1]]
-            n, m, j = delta[0].shape
-            moved = [_product(self.swaps, d.reshape(n, -1)).reshape(len(self.swaps), m, j) for d in delta]
-            extreme, defined = (x.astype(float) for x in _permutation_counts(*picked, *moved))
+            count = _DrawCounter(*picked)
+            extreme, defined = count(self.swaps, np.arange(len(by_draws)))
             # the largest threshold any of these comparisons can meet: a pair whose p can no longer fall to it,
             # however many permutations follow, stops drawing
             largest = alpha / (family - len(others) + 1)
             active = np.flatnonzero((1 + extreme) / (1 + needed) <= largest)
-            for swaps in _more_swaps(n, needed - len(self.swaps), self.seed) if active.size else ():
-                moved = [_product(swaps, d[:, active].reshape(n, -1)).reshape(len(swaps), -1, j) for d in delta]
-                more_extreme, more_defined = _permutation_counts(*(x[:, active] for x in picked), *moved)
+            for swaps in _more_swaps(len(self.nums), needed - len(self.swaps), self.seed) if active.size else ():
+                more_extreme, more_defined = count(swaps, active)
                 extreme[active] += more_extreme
                 defined[active] += more_defined
                 active = active[(1 + extreme[active]) / (1 + needed) <= largest]
@@ -539,17 +536,16 @@ def _permutation_counts(a_num, a_den, b_num, b_den, moved_num, moved_den) -> tup
     return extreme.sum(axis=0), defined.sum(axis=0)
 
 
-def _hoeffding_bounds(a_num, a_den, b_num, b_den) -> list[float]:
-    """Per pair, Hoeffding's bound on the paired permutation p, from arrays (n, m, judges) zeroed outside what each
-    pair covers.
+def _sign_flip_terms(a_num, a_den, b_num, b_den) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per pair, from arrays (n, m, judges) zeroed outside what each pair covers: the instances' terms t_i (n, m),
+    whether the sides' denominators are equal on every instance (m,), and whether the pair has a judge in common.
 
     Swapping A and B on instance i flips the sign of its half-difference, so B's sums are half the pair's totals
     plus sum_i s_i (b_i - a_i) / 2, s_i = +1 or -1 with probability one half. To first order around the pooled rate
     r_j = (A's + B's numerators) / (A's + B's denominators) of judge j, the difference is sum_i s_i t_i with
     t_i = mean over the judges with data of 100 x 2 (dnum_ij - r_j dden_ij) / (the judge's two denominator sums),
     d = b - a: exactly the difference when the two sides' denominators are equal on every instance (the swaps then
-    leave them as they are), a first-order expansion otherwise. By Hoeffding's inequality
-    P(|sum s_i t_i| >= |sum t_i|) <= 2 exp(-(sum t_i)^2 / (2 sum t_i^2)). NaN for a pair with no judge in common."""
+    leave them as they are), a first-order expansion otherwise."""
     totals = a_den.sum(axis=0) + b_den.sum(axis=0)
     has = (a_den.sum(axis=0) > 0) & (b_den.sum(axis=0) > 0)
     judges = has.sum(axis=-1)
@@ -557,11 +553,49 @@ def _hoeffding_bounds(a_num, a_den, b_num, b_den) -> list[float]:
     pooled = (a_num.sum(axis=0) + b_num.sum(axis=0)) / safe
     contribution = np.where(has, 2.0 * ((b_num - a_num) - pooled * (b_den - a_den)) / safe, 0.0)
     terms = 100.0 * contribution.sum(axis=-1) / np.maximum(judges, 1)
+    return terms, (a_den == b_den).all(axis=(0, 2)), judges > 0
+
+
+def _hoeffding_bounds(a_num, a_den, b_num, b_den) -> list[float]:
+    """Per pair, Hoeffding's bound on the paired permutation p of the sign-flip sum of _sign_flip_terms:
+    P(|sum s_i t_i| >= |sum t_i|) <= 2 exp(-(sum t_i)^2 / (2 sum t_i^2)); it holds the exact permutation p where the
+    denominators are equal. NaN for a pair with no judge in common."""
+    terms, _, judged = _sign_flip_terms(a_num, a_den, b_num, b_den)
     observed = np.maximum(np.abs(terms.sum(axis=0)) - _EQUAL, 0.0)
     spread = (terms**2).sum(axis=0)
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
         bounds = np.minimum(1.0, 2.0 * np.exp(-(observed**2) / (2.0 * spread)))
-    return np.where((judges > 0) & (spread > 0), bounds, np.nan).tolist()
+    return np.where(judged & (spread > 0), bounds, np.nan).tolist()
+
+
+class _DrawCounter:
+    """Counts, for chosen pairs and a block of swaps, the permutations at least as extreme as the observed
+    difference and those that leave both sides with data (see _permutation_counts), from arrays (n, m, judges)
+    zeroed outside what each pair covers. A pair whose denominators are equal on every instance takes its sum of
+    sign-flipped terms (_sign_flip_terms: exactly its difference, one product per pair instead of one per judge,
+    numerators and denominators); any other pair the swapped sums."""
+
+    def __init__(self, a_num, a_den, b_num, b_den):
+        self.sides = (a_num, a_den, b_num, b_den)
+        self.delta = (b_num - a_num, b_den - a_den)
+        self.terms, self.linear, _ = _sign_flip_terms(*self.sides)
+        self.observed = self.terms.sum(axis=0)
+
+    def __call__(self, swaps: np.ndarray, pairs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        extreme, defined = np.zeros(len(pairs)), np.zeros(len(pairs))
+        linear = self.linear[pairs]
+        if linear.any():
+            chosen = pairs[linear]
+            observed = self.observed[chosen]
+            permuted = observed - 2.0 * (swaps @ self.terms[:, chosen])
+            extreme[linear] = (np.abs(permuted) >= np.abs(observed) - _EQUAL).sum(axis=0)
+            defined[linear] = len(swaps)
+        if not linear.all():
+            chosen = pairs[~linear]
+            n, _, j = self.delta[0].shape
+            moved = [_product(swaps, d[:, chosen].reshape(n, -1)).reshape(len(swaps), -1, j) for d in self.delta]
+            extreme[~linear], defined[~linear] = _permutation_counts(*(x[:, chosen] for x in self.sides), *moved)
+        return extreme, defined
 
 
 def _product(swaps: np.ndarray, delta: np.ndarray) -> np.ndarray:

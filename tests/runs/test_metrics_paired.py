@@ -305,3 +305,17 @@ def test_four_equal_models_are_split_no_more_often_than_two():
         sides = {name: _counts(rng, 80, 2, 2, 0.5) for name in "abcd"}
         splits += len(set(paired.tie_groups(sides).values())) > 1
     assert splits / studies <= 0.08
+
+
+def test_the_sign_flip_count_of_equal_denominators_equals_the_swapped_sums():
+    rng = np.random.default_rng(41)
+    a, b = _counts(rng, 150, 3, 2, 0.4), _counts(rng, 150, 3, 2, 0.47)
+    sides = [x[:, None, :] for x in (*a, *b)]
+    counter = paired._DrawCounter(*sides)
+    assert counter.linear.tolist() == [True]
+    swaps = paired._swaps(150, paired.PERMUTATIONS, paired.BOOTSTRAP_SEED)
+    delta = [sides[2] - sides[0], sides[3] - sides[1]]
+    moved = [(swaps @ d.reshape(150, -1)).reshape(len(swaps), 1, 3) for d in delta]
+    expected = paired._permutation_counts(*sides, *moved)
+    extreme, defined = counter(swaps, np.arange(1))
+    assert extreme.tolist() == expected[0].tolist() and defined.tolist() == expected[1].tolist()
