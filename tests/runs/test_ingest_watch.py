@@ -2,7 +2,9 @@
 figures as they land, a file caught half-written is tried again and never stored in part, a run being written
 says so on the leaderboard, whose #results fragment polls while it does."""
 
+import html
 import json
+import re
 import shutil
 import time
 import zipfile
@@ -89,7 +91,13 @@ def test_an_inspect_log_written_in_parts_shows_its_figures_as_they_land(tmp_path
     [line] = watcher.once()
     assert line.startswith("graded.eval: created ")
     assert Attempt.objects.count() == 3
-    assert "in progress: 3 samples so far" in _leaderboard(reviewer_client)
+    page = _leaderboard(reviewer_client)
+    assert "in progress: 3 samples so far" in page
+    # what the open page's #results asks for every 10 s: the fragment with the new figures, still polling
+    polled = re.search(r'<section id="results" hx-get="([^"]+)" hx-trigger="every 10s"', page).group(1)
+    fragment = reviewer_client.get(html.unescape(polled), HTTP_HX_REQUEST="true").content.decode()
+    assert '<section id="results" hx-get=' in fragment
+    assert "in progress: 3 samples so far" in fragment and "<html" not in fragment
 
     # the evaluation ends: inspect_ai writes the header; the same run, now finished, with Inspect's own figures
     shutil.copy(GRADED, log)
@@ -100,6 +108,8 @@ def test_an_inspect_log_written_in_parts_shows_its_figures_as_they_land(tmp_path
     assert run_statuses(benchmark_id=run.benchmark_id) == []
     page = _leaderboard(reviewer_client)
     assert "in progress" not in page and 'hx-trigger="every 10s"' not in page  # polling stops with the run
+    fragment = reviewer_client.get(html.unescape(polled), HTTP_HX_REQUEST="true").content.decode()
+    assert '<section id="results">' in fragment and "in progress" not in fragment  # the last poll ends it
     row = _match_row(reviewer_client)
     assert row["isr"] == pytest.approx(100 * run.settings["results"]["match"]["accuracy"])
     assert row["isr"] != first["isr"] or row["n"] != first["n"]

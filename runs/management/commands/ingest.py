@@ -11,7 +11,9 @@ each on its own, one line per import, until stopped with Ctrl-C (runs/ingest/wat
 "Watching a folder").
 """
 
+import signal
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -146,6 +148,9 @@ class Command(BaseCommand):
             self.stdout.write(f"{time.strftime('%H:%M:%S')} {line}")
             self.stdout.flush()
 
+        if threading.current_thread() is threading.main_thread():
+            # a service manager's stop (SIGTERM) ends the watch as Ctrl-C does: its in-progress marks taken off
+            signal.signal(signal.SIGTERM, _interrupt)
         try:
             watcher.run(opts["interval"], say)
         except KeyboardInterrupt:
@@ -166,3 +171,7 @@ class Command(BaseCommand):
                 + ", ".join(source.name for source, _ in failed[:10])
                 + (f" and {len(failed) - 10} more" if len(failed) > 10 else "")
             )
+
+
+def _interrupt(signum, frame) -> None:
+    raise KeyboardInterrupt
