@@ -78,6 +78,8 @@ def test_an_inspect_log_written_in_parts_shows_its_figures_as_they_land(tmp_path
     assert "in progress: 2 samples so far</span> of 4 planned" in page
     assert 'hx-trigger="every 10s"' in page  # the #results fragment polls while the run is written
     first = _match_row(reviewer_client)
+    attempt = reviewer_client.get(reverse("runs:attempt", args=[Attempt.objects.first().pk])).content.decode()
+    assert ">run in progress</a>" in attempt  # the run's attempts say it too, linking the leaderboard's count
     assert watcher.once() == []  # nothing changed: nothing imported again
 
     # caught half-written: the bytes inspect_ai has flushed so far are no zip yet; nothing of it is stored
@@ -111,6 +113,8 @@ def test_an_inspect_log_written_in_parts_shows_its_figures_as_they_land(tmp_path
     fragment = reviewer_client.get(html.unescape(polled), HTTP_HX_REQUEST="true").content.decode()
     assert '<section id="results">' in fragment and "in progress" not in fragment  # the last poll ends it
     row = _match_row(reviewer_client)
+    attempt = reviewer_client.get(reverse("runs:attempt", args=[Attempt.objects.first().pk])).content.decode()
+    assert "run in progress" not in attempt
     assert row["isr"] == pytest.approx(100 * run.settings["results"]["match"]["accuracy"])
     assert row["isr"] != first["isr"] or row["n"] != first["n"]
 
