@@ -58,6 +58,8 @@ _NAMES: dict[str, re.Pattern] = {
     "guidebench-tasks": re.compile(r".+_tasks\.json$"),
     "guidebench-predictions": re.compile(r".+_tasks\.json$"),
 }
+#: files a format's own tools write beside its results that are not results: inspect_ai's log-folder index
+_NOT_RESULTS: dict[str, frozenset[str]] = {"inspect": frozenset({"logs.json"})}
 #: formats whose files are results of a model (the layout names model, run, judge, repetition)
 RESULT_FORMATS = frozenset(
     {"octobench-trajectories", "octobench-scores", "evolif-eval", "manyih-results", "guidebench-predictions"}
@@ -132,7 +134,7 @@ def entries_of(paths: Iterable[str | Path], format_name: str) -> tuple[list[Entr
 
 def wanted(format_name: str, name: str) -> bool:
     """Whether a file found in a folder is one the format reads."""
-    if name == MANIFEST_NAME or name.startswith("."):
+    if name == MANIFEST_NAME or name.startswith(".") or name in _NOT_RESULTS.get(format_name, ()):
         return False
     pattern = _NAMES.get(format_name)
     if pattern is not None:

@@ -11,7 +11,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from runs.ingest import Options, Source, ingest, ingest_units
-from runs.ingest.layout import Entry, LayoutError, entries_of, manifest_read, plan_import
+from runs.ingest.layout import Entry, LayoutError, entries_of, manifest_read, plan_import, wanted
 from runs.models import Attempt, Judge, Run, Verdict
 
 pytestmark = pytest.mark.django_db
@@ -303,3 +303,11 @@ def test_two_folders_in_one_command_name_their_files_by_folder(octobench, tmp_pa
 
     names = {s["name"] for run in Run.objects.all() for s in run.sources}
     assert names == {f"{a}/model-a/rep1/scores_judge-x.json", f"{b}/model-b/rep1/scores_judge-x.json"}
+
+
+def test_an_inspect_log_folder_index_is_not_taken_for_a_log():
+    """inspect_ai writes logs.json (its index of the folder's logs) beside the logs; a folder walk reads only logs."""
+    assert not wanted("inspect", "logs.json")
+    assert wanted("inspect", "2026-01-01T00-00-00_task_abc.eval")
+    assert wanted("inspect", "2026-01-01T00-00-00_task_abc.json")
+    assert wanted("octobench-scores", "logs.json")
