@@ -753,7 +753,7 @@ def unit_verdict_counts(unit) -> dict[str, int]:
     if unit.attempt_id:  # a verdict unit: the judges' verdicts on its attempt only
         verdicts = verdicts.filter(attempt_id=unit.attempt_id)
     rows = verdicts.values_list("result").annotate(n=Count("id"))
-    return {VerdictResult(r).label: n for r, n in rows.order_by()}
+    return {VerdictResult(r).label: n for r, n in rows.order_by("result")}
 
 
 def unit_judge_verdicts(unit: AuditUnit) -> list[Verdict]:
