@@ -626,7 +626,13 @@ class JudgeAccuracyView(APIView):
         access.require_overseer(request.user)
         campaign = access.campaign_for_user(request.user, pk)
         if campaign.subject != Subject.VERDICT:
-            return Response({"detail": "Judge accuracy needs a verdict audit."}, status=status.HTTP_404_NOT_FOUND)
+            return Response(
+                {
+                    "detail": f"campaign {campaign.pk} audits {campaign.get_subject_display().lower()}: judge accuracy "
+                    "needs a verdict audit"
+                },
+                status=status.HTTP_400_BAD_REQUEST,
+            )
         page = calibration.judge_accuracy_page(campaign)
         return Response(
             {

@@ -582,7 +582,7 @@ def judge_accuracy(request, pk):
     access.require_overseer(request.user)
     campaign = access.campaign_for_user(request.user, pk)
     if campaign.subject != Subject.VERDICT:
-        raise Http404("Judge accuracy needs a verdict audit.")
+        return render(request, "audits/judge_accuracy.html", {"campaign": campaign, "not_verdicts": True})
     return render_page(
         request,
         "audits/judge_accuracy.html",

@@ -85,3 +85,10 @@ def test_both_pages_share_through_the_frame(settled, lead):
         response = client.post(reverse("runs:page-share-create", args=["octo-test"]), {"path": url})
         assert "/s/" in response.content.decode()
         assert ShareLink.objects.order_by("-pk").first().snapshot["tables"][0]["name"] == table
+
+
+def test_an_item_audit_has_no_judge_accuracy_and_says_why(campaign, lead):
+    client = client_for(lead)
+    assert "not-verdicts" in client.get(f"/audits/{campaign.pk}/judge-accuracy/").content.decode()
+    response = client.get(f"/api/audits/campaigns/{campaign.pk}/judge-accuracy/")
+    assert response.status_code == 400 and "verdict audit" in response.json()["detail"]

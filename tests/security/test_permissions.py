@@ -233,6 +233,10 @@ def fill(route, s: SimpleNamespace, whose: str, token_ok: bool) -> tuple[dict, s
         "audits-api:label": ({"pk": s.assignments.get(whose, s.assignments["other"]).pk}, ""),
         "audits:unit": ({"pk": (s.assignments[whose].unit if whose in s.assignments else s.unassigned).pk}, ""),
         "audits-api:unit": ({"pk": (s.assignments[whose].unit if whose in s.assignments else s.unassigned).pk}, ""),
+        "audits:unit-text": (
+            {"pk": (s.assignments[whose].unit if whose in s.assignments else s.unassigned).pk},
+            "thread=0&msg=0&field=content",
+        ),
         "audits:adjudicate": ({"pk": s.unassigned.pk}, ""),
         "audits-api:adjudicate": ({"pk": s.unassigned.pk}, ""),
         "audits:unit-rewrite": ({"pk": s.unassigned.pk}, ""),  # an empty form: refused for leads, nothing rewritten
