@@ -10,7 +10,7 @@ lists the flips.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Callable, Collection, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,6 +34,8 @@ class PairedFigure:
     category: str | None
     difference: PairedDifference
     name: str = ""
+    #: a figure where less is better ('followed neither'): B is worse when it rises
+    lower_is_better: bool = False
 
     @property
     def metric_name(self) -> str:
@@ -41,9 +43,12 @@ class PairedFigure:
 
     @property
     def regression(self) -> bool:
-        """B is significantly worse than A: p below REGRESSION_ALPHA and the whole interval below 0."""
+        """B is significantly worse than A: p below REGRESSION_ALPHA and the whole interval on the worse side of 0
+        (below it, or above it for a figure where lower is better)."""
         d = self.difference
-        return d.p is not None and d.high is not None and d.p < REGRESSION_ALPHA and d.high < 0
+        if d.p is None or d.low is None or d.high is None or d.p >= REGRESSION_ALPHA:
+            return False
+        return d.low > 0 if self.lower_is_better else d.high < 0
 
 
 @dataclass(frozen=True)
@@ -141,17 +146,19 @@ def paired_table(
     per_judge: bool = True,
     excluded_items: int = 0,
     category_key: Callable[[str], Any] | None = None,
+    lower_is_better: Collection[str] = (),
 ) -> SidesComparison:
     """The paired table of the counted sides: per metric (key -> name, in that order) the pooled row, each judge's
     (when `per_judge`) and each category's pooled across judges (when the instances have categories), categories
-    sorted (by `category_key` when given)."""
+    sorted (by `category_key` when given); a metric in `lower_is_better` regresses when it rises."""
     category_of = [counted.categories.get(pk, NO_CATEGORY) for pk in counted.instances]
     categories = sorted(set(category_of), key=category_key) if counted.categories else []
     in_category = {cat: np.array([c == cat for c in category_of], dtype=bool) for cat in categories}
     figures = []
     for metric, name in metrics.items():
         a, b = counted.sides[0][metric], counted.sides[1][metric]
-        figures.append(PairedFigure(metric, None, None, paired_difference(a, b), name))
+        lower = metric in lower_is_better
+        figures.append(PairedFigure(metric, None, None, paired_difference(a, b), name, lower))
         if per_judge:
             for k, judge in enumerate(counted.judges):
                 column = [k]
@@ -162,12 +169,18 @@ def paired_table(
                         None,
                         paired_difference((a[0][:, column], a[1][:, column]), (b[0][:, column], b[1][:, column])),
                         name,
+                        lower,
                     )
                 )
         for cat, rows in in_category.items():
             figures.append(
                 PairedFigure(
-                    metric, None, cat, paired_difference((a[0][rows], a[1][rows]), (b[0][rows], b[1][rows])), name
+                    metric,
+                    None,
+                    cat,
+                    paired_difference((a[0][rows], a[1][rows]), (b[0][rows], b[1][rows])),
+                    name,
+                    lower,
                 )
             )
     return SidesComparison(

@@ -58,6 +58,8 @@ class KindComparison:
     has_judges: bool = True
     #: the order of the categories (default: by name)
     category_key: Callable[[str], Any] | None = None
+    #: figures where less is better: B regresses when they rise
+    lower_is_better: frozenset[str] = frozenset()
 
 
 @dataclass
@@ -131,6 +133,7 @@ def compare_kind(
         per_judge=kind.has_judges,
         excluded_items=len(excluded_items or ()),
         category_key=kind.category_key,
+        lower_is_better=kind.lower_is_better,
     )
     entries: dict[str, list[dict]] = {"fixed": [], "broken": []}
     for flip in comparison.flipped_instances(counted, kind.flip_metric):
@@ -376,6 +379,7 @@ KINDS: dict[str, KindComparison] = {
     BenchmarkKind.CONFLICT: KindComparison(
         metrics={"sp_rate": "SP rate", "neither": "followed neither"},
         flip_metric="sp_rate",
+        lower_is_better=frozenset({"neither"}),
         category="conflict type",
         judges=lambda benchmark: judge_names(conflict_selector.conflict_judges(benchmark)),
         sides=conflict_sides,
@@ -388,10 +392,10 @@ KINDS: dict[str, KindComparison] = {
             "csr": "CSR",
             "rob": "ROB",
             "rec": "REC",
-            "act_len": "ACT len",
-            "act_acc": "ACT acc",
-            "act_succ": "ACT succ",
-            "lss": "LSS",
+            "act_len": "ACT len (turns)",
+            "act_acc": "ACT acc (turns)",
+            "act_succ": "ACT succ (turns)",
+            "lss": "LSS (turns)",
         },
         flip_metric="completed",
         category="primary category",

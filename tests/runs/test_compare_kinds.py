@@ -327,3 +327,15 @@ def test_the_conflict_sp_rate_is_the_pages_headline_and_gates_a_regression():
     assert document["categories"] == ["UQ vs SP"] and document["n_broken"] == 22
     assert gate("--baseline", "base", "--candidate", "cand", "--metric", "sp_rate", "--fail-on-regression")[0] == 1
     assert gate("--baseline", "base", "--candidate", "base", "--fail-on-regression")[0] == 0
+
+
+def test_followed_neither_regresses_when_it_rises_not_when_it_falls():
+    bench = conflict_study({"base": ["B"] * 40, "cand": ["B"] * 30 + ["neither"] * 10})
+    rising = selectors.paired_comparison_document(bench, "base", "cand")
+    neither = next(r for r in rising["rows"] if r["metric"] == "neither" and r["judge"] is None)
+    assert (neither["a"], neither["b"]) == (0.0, 25.0) and neither["p"] < 0.05 and neither["low"] > 0
+    assert "neither" in rising["regressions"]
+    assert gate("--baseline", "base", "--candidate", "cand", "--metric", "neither", "--fail-on-regression")[0] == 1
+    falling = selectors.paired_comparison_document(bench, "cand", "base")
+    assert "neither" not in falling["regressions"]
+    assert gate("--baseline", "cand", "--candidate", "base", "--metric", "neither", "--fail-on-regression")[0] == 0
