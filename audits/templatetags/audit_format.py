@@ -3,6 +3,7 @@ rounds (runs.rounding)."""
 
 from django import template
 
+from audits.rubrics import rubric_for
 from runs.rounding import shown_number
 
 register = template.Library()
@@ -34,3 +35,21 @@ def dictget(mapping, key):
 def make_list_one(value) -> list:
     """[value]: lets a single row go through a template that loops over rows."""
     return [value]
+
+
+@register.filter
+def status_label(status: str, subject: str) -> str:
+    """A unit's final status (valid, invalid, unresolved) as the campaign's subject names it: a verdict audit's
+    "invalid" is "not satisfied"."""
+    return rubric_for(subject).status_label(status)
+
+
+@register.filter
+def answer_label(value: str, subject: str) -> str:
+    """An annotator's stored answer as the rubric of the campaign's subject words it ("not_satisfied" is "not
+    satisfied"); the value itself when no criterion offers it."""
+    for criterion in rubric_for(subject).criteria:
+        for choice, label in criterion.choices:
+            if choice == value:
+                return label
+    return value

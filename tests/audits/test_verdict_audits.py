@@ -100,3 +100,19 @@ def test_an_annotator_sees_the_judges_once_the_unit_closes(verdict_campaign, ann
     html = client.get(f"/audits/units/{a.unit_id}/").content.decode()
     assert Verdict.objects.filter(attempt_id=a.unit.attempt_id, item_id=a.unit.item_id).count() >= 1
     assert "What the judges said" in html and "REASON" in html
+
+
+def test_a_verdict_campaigns_pages_word_its_statuses_and_send_to_the_judges_not_to_exclusion_policies(
+    verdict_campaign, lead, annotator_a, annotator_b
+):
+    a = services.assignment_next(verdict_campaign, annotator_a)
+    services.label_submit(a, NOT_SATISFIED)
+    services.label_submit(services.assignment_next(verdict_campaign, annotator_b), NOT_SATISFIED)
+    unit = client_for(annotator_a).get(f"/audits/units/{a.unit_id}/").content.decode()
+    assert "final status <strong>not satisfied</strong>" in unit and "not_satisfied" not in unit
+    page = client_for(lead).get(f"/audits/{verdict_campaign.pk}/").content.decode()
+    assert "judged not satisfied" in page and "judged invalid" not in page
+    assert "feeds no exclusion policy" in page and "Exclusion policies read this campaign" not in page
+    assert f"/audits/{verdict_campaign.pk}/judge-accuracy/" in page and "under exclusion policies" not in page
+    queue = client_for(lead).get(f"/audits/{verdict_campaign.pk}/adjudicate/").content.decode()
+    assert "feeds no exclusion policy" in queue and "exclusion policies count" not in queue
