@@ -51,7 +51,7 @@ from runs.selectors.checklist import (
     state_digest,
 )
 from runs.selectors.reported import reported_figures
-from runs.selectors.run_status import run_statuses
+from runs.selectors.run_status import page_status
 
 TEMPLATE = "runs/checklist/leaderboard.html"
 
@@ -163,9 +163,9 @@ def _results(parsed: ChecklistQuery, request):
             "unscored_reasons": [(ReportStatus(status).label, n) for status, n in sorted(notes.unscored.items())],
             # the same for every state, cached and warmed with the rest of the fragment
             "reported": reported_figures(benchmark_id=benchmark.id),
-            "statuses": (statuses := run_statuses(benchmark_id=benchmark.id)),
-            # the fragment polls for itself while a run is being written (its figures grow as samples land)
-            "live": any(s.in_progress for s in statuses),
+            # the incomplete runs, and `live`: the fragment polls for itself while a run is being written (its
+            # figures grow as samples land; the cached copy goes with the data generation the import moves)
+            **page_status(benchmark_id=benchmark.id),
         }
         return render_to_string(f"{TEMPLATE}#results", context, request)
 

@@ -1,7 +1,10 @@
 """The runs of a benchmark that are not a finished, scored evaluation, as the leaderboard and attempt pages say
 them (templates/runs/partials/_run_status.html): the status its harness logged, the samples done of those
 planned, whether it was scored. Any format may set them in a run's settings (`status`, `samples_planned`,
-`scored`, `error`); the Inspect AI import sets them from the log (docs/formats.md, "Inspect AI logs")."""
+`scored`, `error`); the Inspect AI import sets them from the log (docs/formats.md, "Inspect AI logs"), and
+runs.ingest.watch sets "started" on the runs of a file still being written. Every kind's main page takes
+`page_status` into its context: the "Runs not complete" partial and the results region's polling
+(templates/runs/partials/_live_poll.html) read it."""
 
 from __future__ import annotations
 
@@ -70,3 +73,11 @@ def run_statuses(*, benchmark_id: int, incomplete_only: bool = True) -> list[Run
         if not (incomplete_only and status.complete):
             statuses.append(status)
     return statuses
+
+
+def page_status(*, benchmark_id: int) -> dict:
+    """What every kind's main page shows of its runs' status, read live (one query, never from a page cache):
+    `statuses`, the incomplete runs for templates/runs/partials/_run_status.html, and `live`, whether one is still
+    being written, for templates/runs/partials/_live_poll.html (the results region asks for itself while it is)."""
+    statuses = run_statuses(benchmark_id=benchmark_id)
+    return {"statuses": statuses, "live": any(s.in_progress for s in statuses)}

@@ -18,6 +18,7 @@ from runs.models import Benchmark, BenchmarkKind
 from runs.pages import PageDataBuilder, render_page
 from runs.selectors import choice as selectors
 from runs.selectors.choice import CELL, VIEWS
+from runs.selectors.run_status import page_status
 
 
 def _benchmark(request, slug: str) -> Benchmark:
@@ -62,6 +63,7 @@ def metrics(request, slug):
     benchmark = _benchmark(request, slug)
     context = _state(request, benchmark)
     context.update(selectors.choice_metrics(benchmark=benchmark, state=context["state"]))
+    context.update(page_status(benchmark_id=benchmark.id))
     context["figure"] = choice_charts.accuracy_figure(context["run_rows"])
     return _page(
         request, benchmark, "runs/choice/metrics.html", context, fragment="tables", page_data=exports.metrics_page

@@ -11,6 +11,7 @@ from runs.models import BenchmarkKind
 from runs.pages import render_page
 from runs.querystring import query_with
 from runs.selectors import conflict as selectors
+from runs.selectors.run_status import page_status
 
 
 @blind_safe(drop=selectors.DRILL_DOWN_KEYS)
@@ -25,6 +26,7 @@ def metrics(request, slug):
         **selectors.conflict_metrics(state),
         "query": query_with(request, **dict.fromkeys(selectors.DRILL_DOWN_KEYS)),
         "off_query": query_with(request, exclude=None),
+        **page_status(benchmark_id=benchmark.id),
     }
     context["figure"] = charts.resolution_figure(context["rates"])
     return render_page(request, "runs/conflict/metrics.html", context, page_data=exports.metrics_page)

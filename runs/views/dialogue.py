@@ -14,6 +14,7 @@ from runs.models import (
 from runs.pages import render_page
 from runs.querystring import query_with
 from runs.selectors import dialogue as selectors
+from runs.selectors.run_status import page_status
 
 
 def _benchmark(request, slug: str) -> Benchmark:
@@ -33,8 +34,10 @@ def _state(request, benchmark: Benchmark, *, exclusion: bool = False) -> dict:
 @login_required
 def metrics(request, slug):
     """The eight EvolIF metrics per model (or run) with dialogue counts, at a chosen patience."""
-    state = _state(request, _benchmark(request, slug), exclusion=True)
+    benchmark = _benchmark(request, slug)
+    state = _state(request, benchmark, exclusion=True)
     state.update(selectors.dialogue_metrics(state), off_query=query_with(request, exclude=None))
+    state.update(page_status(benchmark_id=benchmark.id))
     return render_page(
         request, "runs/dialogue/metrics.html", {**state, "active": "metrics"}, page_data=exports.metrics_page
     )
@@ -44,8 +47,9 @@ def metrics(request, slug):
 @login_required
 def survival(request, slug):
     """Survival curves per model with 95% bands, the log-rank tests between them, and each steepest drop."""
-    state = _state(request, _benchmark(request, slug))
-    state.update(selectors.dialogue_survival(state))
+    benchmark = _benchmark(request, slug)
+    state = _state(request, benchmark)
+    state.update(selectors.dialogue_survival(state), **page_status(benchmark_id=benchmark.id))
     state["figure"] = dialogue_charts.survival_figure(state["rows"], state["bands"], patience=state["patience"])
     return render_page(
         request, "runs/dialogue/survival.html", {**state, "active": "survival"}, page_data=exports.survival_page

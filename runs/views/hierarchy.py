@@ -14,6 +14,7 @@ from runs.models import (
 from runs.pages import render_page
 from runs.querystring import query_with
 from runs.selectors import hierarchy as selectors
+from runs.selectors.run_status import page_status
 
 
 def _benchmark(request, slug: str) -> Benchmark:
@@ -31,8 +32,10 @@ def _state(request, benchmark: Benchmark) -> dict:
 def metrics(request, slug):
     """Acc, Acc_test and Acc_style per model with intervals, per style group, by tiers, and a run-pair comparison;
     under an audit exclusion policy, each row's rank before and after and the swaps."""
-    state = _state(request, _benchmark(request, slug))
+    benchmark = _benchmark(request, slug)
+    state = _state(request, benchmark)
     state.update(selectors.hierarchy_metrics(state), off_query=query_with(request, exclude=None))
+    state.update(page_status(benchmark_id=benchmark.id))
     state["figure"] = charts.accuracy_figure(state["rows"])
     state["tiers_figure"] = charts.tiers_figure(state["tier_rows"])
     return render_page(
