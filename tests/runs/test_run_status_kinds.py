@@ -89,6 +89,7 @@ def test_a_run_being_written_shows_in_progress_and_its_page_polls_until_it_ends(
     assert polled.split("?")[0] == page_url
     fragment = reviewer_client.get(polled, HTTP_HX_REQUEST="true", HTTP_HX_TARGET=region).content.decode()
     assert "<html" not in fragment and "in progress" in fragment and POLL in _region_tag(fragment, region)
+    assert ("data-plotly" in page) <= ("data-plotly" in fragment)  # a chart on the page is redrawn with it
 
     # the run ends: the next poll answers a region that no longer polls
     run.settings = {**run.settings, "status": "success"}
