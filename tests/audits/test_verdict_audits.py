@@ -116,3 +116,17 @@ def test_a_verdict_campaigns_pages_word_its_statuses_and_send_to_the_judges_not_
     assert f"/audits/{verdict_campaign.pk}/judge-accuracy/" in page and "under exclusion policies" not in page
     queue = client_for(lead).get(f"/audits/{verdict_campaign.pk}/adjudicate/").content.decode()
     assert "feeds no exclusion policy" in queue and "exclusion policies count" not in queue
+
+
+def test_every_page_showing_a_verdict_units_trajectory_styles_it_as_the_attempt_viewer(
+    verdict_campaign, lead, annotator_a, annotator_b
+):
+    a = services.assignment_next(verdict_campaign, annotator_a)
+    label = client_for(annotator_a).get(f"/audits/{verdict_campaign.pk}/label/").content.decode()
+    services.label_submit(a, SATISFIED)
+    services.label_submit(services.assignment_next(verdict_campaign, annotator_b), NOT_SATISFIED)
+    unit = client_for(annotator_a).get(f"/audits/units/{a.unit_id}/").content.decode()
+    adjudicate = client_for(lead).get(f"/audits/units/{a.unit_id}/adjudicate/").content.decode()
+    for page in (label, unit, adjudicate):
+        assert 'class="msg role-' in page or "The attempt's trajectory" in page
+        assert "css/checklist.css" in page  # where .msg, .msg-head, .tabs, .find and .goto are styled
