@@ -26,10 +26,13 @@ class CheckboxDropdown(forms.CheckboxSelectMultiple):
         super().__init__(attrs, choices)
         self.summary_noun = summary_noun
 
-    def summary(self, chosen: list[str], total: int) -> str:
-        """What the closed dropdown says: every value when none is chosen, else the chosen ones (a few by name)."""
+    def summary(self, chosen: list[str], total: int, *, only: str = "") -> str:
+        """What the closed dropdown says: every value when none is chosen (the value itself when it is the `only`
+        one, "none" when there is none), else the chosen ones (a few by name)."""
         if not chosen:
-            return f"all {total} {self.summary_noun}" if total != 1 else f"the one of {self.summary_noun}"
+            if total == 0:
+                return f"no {self.summary_noun}"
+            return f"all {total} {self.summary_noun}" if total != 1 else f"{only} (the only one)"
         named = ", ".join(chosen[:NAMED_IN_SUMMARY])
         more = len(chosen) - NAMED_IN_SUMMARY
         return f"{len(chosen)} of {total}: {named}" + (f" and {more} more" if more > 0 else "")
@@ -50,7 +53,15 @@ class CheckboxDropdown(forms.CheckboxSelectMultiple):
         return escaped_join(
             '<details class="multi" id="{}" data-noun="{}"><summary class="multi-summary">{}</summary>'
             '<div class="multi-list" role="group" aria-label="{}">{}</div></details>',
-            [(base_id, self.summary_noun, self.summary(labels, len(options)), self.summary_noun, boxes)],
+            [
+                (
+                    base_id,
+                    self.summary_noun,
+                    self.summary(labels, len(options), only=options[0][1] if len(options) == 1 else ""),
+                    self.summary_noun,
+                    boxes,
+                )
+            ],
         )
 
     def id_for_label(self, id_, index=None):

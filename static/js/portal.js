@@ -51,7 +51,9 @@
     });
     var text;
     if (!chosen.length) {
-      text = all.length === 1 ? "the one of " + box.dataset.noun : "all " + all.length + " " + box.dataset.noun;
+      if (all.length === 0) { text = "no " + box.dataset.noun; }
+      else if (all.length === 1) { text = all[0].parentNode.querySelector("span").textContent + " (the only one)"; }
+      else { text = "all " + all.length + " " + box.dataset.noun; }
     } else {
       text = chosen.length + " of " + all.length + ": " + chosen.slice(0, NAMED).join(", ") +
         (chosen.length > NAMED ? " and " + (chosen.length - NAMED) + " more" : "");
