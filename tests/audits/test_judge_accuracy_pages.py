@@ -61,6 +61,12 @@ def test_without_a_settled_verdict_audit_nothing_is_calibrated(verdict_campaign,
     assert client.get("/api/audits/calibrated/octo-test/").json()["rows"] == []
     html = client.get("/audits/calibrated/octo-test/").content.decode()
     assert "no-calibration" in html and "not settled" in html
+    assert 'id="campaign"' not in html  # no empty campaign list to choose from
+
+
+def test_the_calibrated_leaderboard_offers_its_settled_campaigns(settled, lead):
+    html = client_for(lead).get("/audits/calibrated/octo-test/").content.decode()
+    assert 'id="campaign"' in html and f'<option value="{settled.pk}" selected>' in html
 
 
 def test_annotators_may_not_read_judge_accuracy_or_the_calibrated_leaderboard(settled, annotator_a):
