@@ -165,6 +165,8 @@ def test_the_leaderboard_shows_infinity_as_written(reviewer_client):
     text = page.content.decode()
     assert page.status_code == 200 and "<code>Infinity</code>" in text and "<code>NaN</code>" in text
     assert "lower is better" in text and "1 non-finite left out" in text
+    # no verdict to rank by: the page points at the harness's figures and draws no empty chart
+    assert 'href="#reported-figures">below</a>' in text and 'data-plotly="leaderboard-figure"' not in text
 
 
 def test_the_api_and_the_exports_carry_the_reported_figures(reviewer_client):
