@@ -339,3 +339,21 @@ def test_followed_neither_regresses_when_it_rises_not_when_it_falls():
     falling = selectors.paired_comparison_document(bench, "cand", "base")
     assert "neither" not in falling["regressions"]
     assert gate("--baseline", "cand", "--candidate", "base", "--metric", "neither", "--fail-on-regression")[0] == 0
+
+
+def test_a_kinds_compare_page_has_its_pages_tabs_and_says_how_it_is_computed(dialogue_study, reviewer_client):
+    empty = reviewer_client.get(f"/b/{SLUG}/compare/").content.decode()
+    assert f'href="/b/{SLUG}/dialogue/survival/"' in empty  # the dialogue pages' tabs, the compare one current
+    assert f'href="/b/{SLUG}/compare/" aria-current="true"' in empty
+    assert "#paired-compare" in empty  # before any choice, the help link is there
+
+
+def test_the_conflict_compare_page_leads_back_to_the_conflicts(reviewer_client):
+    conflict = conflict_study({"base": ["B"] * 4, "cand": ["A"] * 4})
+    page = reviewer_client.get(f"/b/{conflict.slug}/compare/").content.decode()
+    assert f'href="/b/{conflict.slug}/conflict/">Conflicts</a>' in page and 'aria-current="true">Compare runs' in page
+    compared = reviewer_client.get(f"/b/{conflict.slug}/compare/?a=base&b=cand").content.decode()
+    # the sides' columns are A and B; McNemar's discordant counts are named apart from them
+    assert (
+        '">A</th>' in compared and '">B</th>' in compared and ">A only</th>" in compared and ">B only</th>" in compared
+    )
