@@ -27,6 +27,7 @@ def test_the_judge_accuracy_page_shows_each_judge_against_the_humans(settled, le
     client = client_for(lead)
     html = client.get(f"/audits/{settled.pk}/judge-accuracy/").content.decode()
     assert "Per judge and model" in html and 'id="disagreements"' in html and "LENIENT-REASON" in html
+    assert "<th>Judge's verdict</th>" in html  # the judge's name and its verdict are two columns, named apart
     body = client.get(f"/api/audits/campaigns/{settled.pk}/judge-accuracy/").json()
     overall = {r["judge"]: r for r in body["overall"]}
     assert overall["judge-1"]["accuracy"] == pytest.approx(100.0) and overall["judge-1"]["n"] == 16
