@@ -188,3 +188,16 @@ def test_a_leaderboard_leaves_out_the_flagged_items_and_says_how_the_ranks_moved
     text = page.content.decode()
     assert page.status_code == 200 and 'id="exclusion"' in text and "Kendall" in text
     assert reverse("runs:checklist-item-health", args=["octo"]) + "?flag=judge-split" in text
+
+
+@pytest.mark.django_db
+def test_every_kinds_item_health_page_styles_its_intervals_and_flag_counts(django_user_model):
+    _study(models=2)
+    Benchmark.objects.create(slug="dlg", name="Dlg", kind="dialogue")
+    Benchmark.objects.create(slug="ih", name="Ih", kind="hierarchy")
+    reviewer = _client(django_user_model, "rev", ["reviewer"])
+    for route, slug in (("checklist", "octo"), ("dialogue", "dlg"), ("hierarchy", "ih")):
+        page = reviewer.get(reverse(f"runs:{route}-item-health", args=[slug])).content.decode()
+        # .ci puts an interval and an n on their own line under the figure (checklist.css): without it they ran on
+        assert "css/checklist.css" in page, route
+        assert 'class="tag"' not in page, route
