@@ -110,6 +110,9 @@ def test_a_verdict_campaigns_pages_word_its_statuses_and_send_to_the_judges_not_
     services.label_submit(services.assignment_next(verdict_campaign, annotator_b), NOT_SATISFIED)
     unit = client_for(annotator_a).get(f"/audits/units/{a.unit_id}/").content.decode()
     assert "final status <strong>not satisfied</strong>" in unit and "not_satisfied" not in unit
+    mine = client_for(annotator_a).get("/audits/mine/").content.decode()
+    assert "satisfied: not satisfied</span>" in mine and "not_satisfied" not in mine
+    assert "<td>not satisfied <span" in mine
     page = client_for(lead).get(f"/audits/{verdict_campaign.pk}/").content.decode()
     assert "judged not satisfied" in page and "judged invalid" not in page
     assert "feeds no exclusion policy" in page and "Exclusion policies read this campaign" not in page
