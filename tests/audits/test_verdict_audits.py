@@ -117,6 +117,8 @@ def test_a_verdict_campaigns_pages_word_its_statuses_and_send_to_the_judges_not_
     assert "judged not satisfied" in page and "judged invalid" not in page
     assert "feeds no exclusion policy" in page and "Exclusion policies read this campaign" not in page
     assert f"/audits/{verdict_campaign.pk}/judge-accuracy/" in page and "under exclusion policies" not in page
+    agreement = client_for(lead).get(f"/audits/{verdict_campaign.pk}/agreement/").content.decode()
+    assert ">not satisfied</th>" in agreement and "not_satisfied" not in agreement  # the confusion table's answers
     queue = client_for(lead).get(f"/audits/{verdict_campaign.pk}/adjudicate/").content.decode()
     assert "feeds no exclusion policy" in queue and "exclusion policies count" not in queue
 
