@@ -169,7 +169,7 @@ def test_a_share_link_holder_sees_the_snapshot_and_nothing_beyond_its_scope(
     assert page.get_by_role("button", name="Log out").count() == 0 and page.locator("nav.mainnav").count() == 0
     assert _only_share_links(page, token) == []
     with page.expect_download() as download:
-        page.get_by_role("link", name="CSV").click()
+        page.get_by_role("link", name="Leaderboard (CSV)").click()
     rows = list(csv.DictReader(io.StringIO(Path(download.value.path()).read_text(encoding="utf-8"))))
     assert [r["model"] for r in rows] == ["model-x"] and float(rows[0]["isr"]) == pytest.approx(row["isr"])
     shot(page, "share-1-snapshot")
@@ -438,7 +438,7 @@ def test_a_reviewer_compares_judges_and_runs_filters_exports_finds_and_reads_the
     ]
     shot(page, "reviewer-3-filtered")
     with page.expect_download() as download:
-        page.locator("#page-tools").get_by_role("link", name="CSV").click()
+        page.locator("#page-tools").get_by_role("link", name="Leaderboard (CSV)").click()
     assert download.value.suggested_filename == "octobench-leaderboard.csv"  # the benchmark and the page, once each
     exported = list(csv.DictReader(io.StringIO(Path(download.value.path()).read_text(encoding="utf-8"))))
     assert [r["model"] for r in exported] == shown
