@@ -14,7 +14,7 @@ accuracy the harness reports. Other tasks: each per-sample metric that is a bool
 the verdict of judge "lm-eval" on the item named after the metric (with ",<filter>" when the task
 has filters other than "none").
 
-What cannot be scored per sample is kept as the harness reported it (runs.ReportedFigure, "reported by
+What cannot be scored per sample is kept as the harness reported it (runs.models.ReportedFigure, "reported by
 the harness"), with no items: a metric the harness aggregates over the whole task (its config's
 aggregation is not "mean": F1, MCC, BLEU, perplexity; per sample it logs the pair the aggregation takes),
 and, without --pass-threshold, a numeric metric that is not 0/1 (MAE; its per-sample values stay on the

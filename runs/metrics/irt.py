@@ -8,7 +8,7 @@ The fit is marginal maximum likelihood by EM over a fine grid of abilities (Bock
 a normal prior on each discrimination and each difficulty as the regularisation (a maximum a posteriori fit; the
 M-step is one Fisher scoring step per item). Standard errors come from each item's information matrix at the
 fit (the EM's complete-data information plus the prior's, which understates the variance a little); abilities are
-posterior means (EAP) with posterior standard deviations. numpy only; docs/metrics.md, "Item response fit".
+posterior means (EAP) with posterior standard deviations. numpy only; docs/metrics.md, "Item health".
 """
 
 from __future__ import annotations

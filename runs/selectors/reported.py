@@ -1,4 +1,4 @@
-"""The figures harnesses reported for a benchmark's runs (runs.ReportedFigure), as pages and the API show them:
+"""The figures harnesses reported for a benchmark's runs (runs.models.ReportedFigure), as pages and the API show them:
 kept as the harness wrote them, labelled "reported by the harness" (docs/formats.md, "lm-evaluation-harness")."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The item health page of a benchmark with checklist items: which items carry signal (issue 34)."""
+"""The item health page of a benchmark with checklist items: which items carry signal."""
 
 from __future__ import annotations
 

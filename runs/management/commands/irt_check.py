@@ -9,7 +9,7 @@ from django.core.management.base import BaseCommand
 
 from runs.metrics import irt
 
-#: the targets of issue 34: recovery correlations at 100 models x 2,000 items, seconds at 100 x 10,000
+#: the targets: recovery correlations at 100 models x 2,000 items, seconds at 100 x 10,000
 DIFFICULTY_TARGET = 0.9
 DISCRIMINATION_TARGET = 0.8
 SECONDS_TARGET = 60.0
