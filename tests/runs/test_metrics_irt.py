@@ -3,6 +3,7 @@ posterior that scipy finds on its own."""
 
 import numpy as np
 import pytest
+from scipy.integrate import dblquad
 from scipy.optimize import minimize
 from scipy.special import log_expit, logsumexp
 
@@ -61,3 +62,29 @@ def test_it_refuses_counts_that_do_not_add_up():
         irt.fit_2pl(np.array([[3]]), np.array([[2]]))
     with pytest.raises(ValueError, match="one shape"):
         irt.fit_2pl(np.zeros((2, 3)), np.zeros((3, 2)))
+
+
+def test_the_discrimination_ceiling_is_the_posterior_means_correlation_quadrature_finds():
+    truth = irt.simulate_2pl(models=15, items=8, attempts=2, seed=4)
+    sd = irt.SIMULATED_LOG_DISCRIMINATION_SD
+    k, n = truth.successes.astype(float), truth.trials.astype(float)
+
+    def density(b, log_a, item, power):
+        z = np.exp(log_a) * (truth.ability - b)
+        log_lik = k[:, item] @ log_expit(z) + (n - k)[:, item] @ log_expit(-z)
+        return np.exp(log_a * power + log_lik - 0.5 * (log_a / sd) ** 2 - 0.5 * b**2)
+
+    means = []
+    for item in range(8):
+        mass = dblquad(density, -6 * sd, 6 * sd, -6, 6, args=(item, 0))[0]
+        means.append(dblquad(density, -6 * sd, 6 * sd, -6, 6, args=(item, 1))[0] / mass)
+    expected = np.corrcoef(means, truth.discrimination)[0, 1]
+    assert irt.discrimination_ceiling(truth) == pytest.approx(expected, abs=5e-3)
+
+
+def test_the_fit_does_not_beat_the_discrimination_ceiling():
+    for attempts in (1, 3):
+        truth = irt.simulate_2pl(models=60, items=400, attempts=attempts, seed=8)
+        found = irt.recovery(irt.fit_2pl(truth.successes, truth.trials), truth)["discrimination"]
+        ceiling = irt.discrimination_ceiling(truth)
+        assert ceiling - 0.05 < found < ceiling + 0.01
