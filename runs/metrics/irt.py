@@ -24,7 +24,8 @@ import numpy as np
 GRID_POINTS = 81
 GRID_LIMIT = 4.0
 #: the regularising priors: discrimination ~ N(1, 1) (negative values allowed: an item stronger models fail more
-#: often keeps its sign), difficulty ~ N(0, 2^2) (an item every model passes, or none, keeps a finite difficulty,
+#: often keeps its sign, and one of discrimination 0 can come out near 0, which a lognormal prior as in BILOG-MG
+#: would prevent; docs/metrics.md, "Item health"), difficulty ~ N(0, 2^2) (an item every model passes, or none, keeps a finite difficulty,
 #: and so does one whose discrimination is near 0, where b alone is not identified)
 DISCRIMINATION_PRIOR = (1.0, 1.0)
 DIFFICULTY_PRIOR_SD = 2.0
