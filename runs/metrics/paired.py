@@ -38,6 +38,12 @@ RESAMPLED = "instances (with their repetitions, judges and items)"
 #: a permutation p resting on fewer permutations at least as extreme as the observed difference than this is drawn
 #: again with as many permutations as the smallest Holm threshold of a tie-group step needs (step_pvalues)
 REFINE_BELOW = 10
+#: Newton steps towards the lambda of Chernoff's bound (_chernoff_bounds)
+_CHERNOFF_STEPS = 8
+#: the most values a lattice pair's sign-flip sum may span for its exact p (_lattice_pvalues)
+_LATTICE_SPAN = 1 << 18
+#: the first block of permutations a tie-group step draws; each next block is twice as large (step_pvalues)
+_FIRST_BLOCK = 64
 #: permutations drawn at a time when refining (bounded memory: this many rows by the instances)
 _CHUNK = 4096
 #: figures closer than this (in points) are equal when ranking and when comparing a permuted statistic
@@ -292,28 +298,47 @@ def rank_intervals(
     if not with_data.any():
         return result
     n, m, j = nums.shape
-    weights = bootstrap_weights(n, resamples=resamples, seed=seed).astype(float)
+    weights = bootstrap_weights(n, resamples=resamples, seed=seed)
     figures = judge_figure(
-        (weights @ nums.reshape(n, -1)).reshape(-1, m, j), (weights @ dens.reshape(n, -1)).reshape(-1, m, j)
+        _weighted(weights, nums.reshape(n, -1)).reshape(-1, m, j),
+        _weighted(weights, dens.reshape(n, -1)).reshape(-1, m, j),
     )
-    ranks = ranks_of(figures)
+    ranks = np.sort(ranks_of(figures), axis=0)  # each model's drawn ranks in order, NaN last
+    drawn = (~np.isnan(ranks)).sum(axis=0)
     tail = (1 - level) / 2
-    for k, name in enumerate(names):
-        drawn = ranks[:, k][~np.isnan(ranks[:, k])]
-        if drawn.size:
-            low = np.quantile(drawn, tail, method="lower")
-            high = np.quantile(drawn, 1 - tail, method="higher")
-            result[name] = (int(low), int(high))
+    # np.quantile's "lower" and "higher" methods: the drawn rank at floor / ceil of (count - 1) x the quantile
+    low = np.floor((drawn - 1) * tail).astype(np.intp)
+    high = np.ceil((drawn - 1) * (1 - tail)).astype(np.intp)
+    at = np.arange(m)
+    for k in np.flatnonzero(drawn):
+        result[names[k]] = (int(ranks[low[k], at[k]]), int(ranks[high[k], at[k]]))
     return result
 
 
 def ranks_of(figures: np.ndarray) -> np.ndarray:
     """Ranks along the last axis, 1 = best figure, tied figures (within 1e-9) sharing the best rank; NaN figures
     take NaN and do not count for the others."""
-    values = _rounded(figures)
-    better = values[..., None, :] > values[..., :, None]
-    ranks = 1.0 + better.sum(axis=-1)
-    return np.where(np.isnan(values), np.nan, ranks)
+    values = _rounded(np.asarray(figures, dtype=float))
+    flat = values.reshape(-1, values.shape[-1])
+    order = np.argsort(-flat, axis=1, kind="stable")  # best first, NaN last
+    ordered = np.take_along_axis(flat, order, axis=1)
+    position = np.broadcast_to(np.arange(flat.shape[1]), flat.shape)
+    # a figure's rank is 1 + the position of the first figure equal to it in the order
+    starts = np.ones(flat.shape, dtype=bool)
+    starts[:, 1:] = ordered[:, 1:] != ordered[:, :-1]
+    first = np.maximum.accumulate(np.where(starts, position, 0), axis=1)
+    ranks = np.empty(flat.shape)
+    np.put_along_axis(ranks, order, 1.0 + first, axis=1)
+    return np.where(np.isnan(values), np.nan, ranks.reshape(values.shape))
+
+
+def _weighted(weights: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """weights @ counts, (resamples, columns), in float32 where every sum is a whole number below 2^24 (so exact:
+    a resample's weights add up to the instances, so no sum exceeds their number times the largest count), else
+    float64."""
+    if len(weights[0]) * np.abs(counts).max(initial=0) < 2**24 and np.array_equal(counts, np.round(counts)):
+        return (weights.astype(np.float32) @ counts.astype(np.float32)).astype(float)
+    return weights.astype(float) @ counts
 
 
 def _rounded(values):
@@ -369,14 +394,32 @@ def _swaps(n: int, permutations: int, seed: int) -> np.ndarray:
     return swaps
 
 
-def _more_swaps(n: int, permutations: int, seed: int):
+@lru_cache(maxsize=4)
+def _packed_swaps(n: int, permutations: int, seed: int) -> np.ndarray:
+    """_swaps' rows as bits, np.packbits of each row (read-only: cached)."""
+    packed = np.packbits(_swaps(n, permutations, seed) > 0.5, axis=1)
+    packed.flags.writeable = False
+    return packed
+
+
+def _more_packed(n: int, permutations: int, seed: int):
     """`permutations` further swaps beyond _swaps' (a stream of its own, seeded by (seed, 1), one random bit per
-    instance and permutation), _CHUNK rows at a time as float32 0/1 matrices."""
+    instance and permutation), _CHUNK rows at a time as packed bits: (rows, ceil(n / 8)) uint8, instance i the bit
+    7 - i % 8 of byte i // 8 (np.unpackbits' order)."""
     rng = np.random.default_rng([seed, 1])
     for start in range(0, permutations, _CHUNK):
         rows = min(_CHUNK, permutations - start)
-        bits = np.unpackbits(rng.integers(0, 256, size=(rows, (n + 7) // 8), dtype=np.uint8), axis=1, count=n)
-        yield bits.astype(np.float32)
+        yield rng.integers(0, 256, size=(rows, (n + 7) // 8), dtype=np.uint8)
+
+
+def _more_swaps(n: int, permutations: int, seed: int):
+    """_more_packed's swaps as float32 0/1 matrices, (rows, n)."""
+    for packed in _more_packed(n, permutations, seed):
+        yield _unpacked(packed, n)
+
+
+def _unpacked(packed: np.ndarray, n: int) -> np.ndarray:
+    return np.unpackbits(packed, axis=1, count=n).astype(np.float32)
 
 
 class _PairTests:
@@ -391,7 +434,10 @@ class _PairTests:
         self.nums, self.dens = nums, dens
         self.seed = seed
         self.swaps = _swaps(len(nums), permutations, seed)
+        self.packed = _packed_swaps(len(nums), permutations, seed)
         self._swapped: tuple[np.ndarray, np.ndarray] | None = None
+        self._further: list[np.ndarray] = []
+        self._rng: np.random.Generator | None = None
 
     def pvalues(
         self, a: int, others: list[int], permutations: int
@@ -419,51 +465,89 @@ class _PairTests:
     def step_pvalues(
         self, a: int, others: list[int], permutations: int, family: int, alpha: float
     ) -> list[float | None]:
-        """p of model `a` against each of `others` for a tie-group step whose Holm family has `family` comparisons.
+        """p of model `a` against each of `others` for a tie-group step whose Holm family has `family` comparisons,
+        exact wherever it can decide a Holm rejection (holm_rejects makes the same decisions as with pvalues' p).
 
-        pvalues' p with `permutations` draws; when the smallest threshold, alpha / family, lies below what those
-        draws can give, a permutation p resting on fewer than REFINE_BELOW extreme permutations is refined: with
-        ceil(family / alpha) permutations (its first draws, then _more_swaps'), unless Hoeffding's bound on its p
-        (_hoeffding_bounds) is already below alpha / family, which then stands for its p. A
-        pair stops drawing once its p can no longer reach the step's largest threshold (its p is then the share so far,
-        which stays above that threshold)."""
-        results = self.pvalues(a, others, permutations)
-        needed = math.ceil(family / alpha)
-        refine = [
-            k
-            for k, (p, test, *_) in enumerate(results)
-            if test == PERMUTATION and needed > permutations and p * (1 + permutations) < REFINE_BELOW
-        ]
-        pvalues = [p for p, *_ in results]
-        if not refine:
+        McNemar's p where the outcomes are pass/fail; else the permutation p on the seeded swaps, with
+        `permutations` draws, refined when the smallest threshold, alpha / family, lies below what those draws can
+        give: a p resting on fewer than REFINE_BELOW extreme permutations is drawn again with ceil(family / alpha)
+        permutations (its first draws, then _more_swaps'), or computed exactly when its swaps move whole numbers on
+        a lattice (_lattice_pvalues). In that case a pair whose Chernoff bound
+        (_chernoff_bounds) is already below alpha / family takes the bound for its p, with no draw. A pair stops
+        drawing, from its first block of draws on, once its p can no longer reach the step's largest threshold
+        however the remaining draws fall; its p is then the share so far, which stays above every threshold, so it
+        is rejected neither way and moves no other decision. The draws come in blocks, so the many clearly tied
+        pairs stop after a few dozen and only pairs near a threshold draw on."""
+        sides = self._pair_sides(a, others)
+        compared = (sides[1] > 0).any(axis=(0, 2))
+        b_counts, c_counts = _discordant(*sides)
+        pvalues: list[float | None] = [None] * len(others)
+        for k in np.flatnonzero(compared & (b_counts >= 0)):
+            pvalues[k] = mcnemar_exact(int(b_counts[k]), int(c_counts[k]))
+        pending = np.flatnonzero(compared & (b_counts < 0))
+        if not pending.size:
             return pvalues
-        a_num, a_den = self.nums[:, [a]], self.dens[:, [a]]
-        chosen = [others[k] for k in refine]
-        o_num, o_den = self.nums[:, chosen], self.dens[:, chosen]
-        keep = _kept(a_den[:, 0, :], o_den)
-        sides = [a_num * keep, a_den * keep, o_num * keep, o_den * keep]
-        bounds = _hoeffding_bounds(*sides)
-        by_draws = [k for k, bound in enumerate(bounds) if not bound <= alpha / family]
-        for k, bound in enumerate(bounds):
-            pvalues[refine[k]] = bound
-        if by_draws:
-            picked = [x[:, by_draws] for x in sides]
-            count = _DrawCounter(*picked)
-            extreme, defined = count(self.swaps, np.arange(len(by_draws)))
-            # the largest threshold any of these comparisons can meet: a pair whose p can no longer fall to it,
-            # however many permutations follow, stops drawing
-            largest = alpha / (family - len(others) + 1)
-            active = np.flatnonzero((1 + extreme) / (1 + needed) <= largest)
-            for swaps in _more_swaps(len(self.nums), needed - len(self.swaps), self.seed) if active.size else ():
-                more_extreme, more_defined = count(swaps, active)
-                extreme[active] += more_extreme
-                defined[active] += more_defined
-                active = active[(1 + extreme[active]) / (1 + needed) <= largest]
+        needed = math.ceil(family / alpha)
+        refining = needed > permutations
+        # the largest threshold any of these comparisons can meet, and the most draws a pair can take
+        largest = alpha / (family - len(others) + 1)
+        most = needed if refining else permutations
+        sides = [x[:, pending] for x in sides]
+        undecided = np.arange(len(pending))
+        if refining:
+            bounds = np.asarray(_chernoff_bounds(*sides))
+            for k in np.flatnonzero(bounds <= alpha / family):
+                pvalues[pending[k]] = float(bounds[k])
+            undecided = np.flatnonzero(~(bounds <= alpha / family))
+        count = _DrawCounter(*sides)
+        extreme, defined = np.zeros(len(pending)), np.zeros(len(pending))
+
+        def draw(swaps: np.ndarray, active: np.ndarray) -> np.ndarray:
+            more_extreme, more_defined = count(swaps, active)
+            extreme[active] += more_extreme
+            defined[active] += more_defined
+            return active[(1 + extreme[active]) / (1 + most) <= largest]
+
+        active, start, block = undecided, 0, _FIRST_BLOCK
+        while active.size and start < permutations:
+            active = draw(self.packed[start : start + block], active)
+            start, block = start + block, block * 2
+        if refining and active.size:
+            # refined: a p on the first draws resting on fewer than REFINE_BELOW extreme permutations
+            active = active[(1 + extreme[active]) / (1 + defined[active]) * (1 + permutations) < REFINE_BELOW]
+            exact = _lattice_pvalues(*(x[:, active] for x in sides)) if active.size else np.array([])
+            for k, p in zip(active, exact):
+                if not np.isnan(p):
+                    pvalues[pending[k]] = float(p)
+            undecided = np.setdiff1d(undecided, active[~np.isnan(exact)])
+            active = active[np.isnan(exact)]
+            for packed in self._further_swaps(needed - permutations) if active.size else ():
+                active = draw(packed, active)
                 if not active.size:
                     break
-            for k, e, d in zip(by_draws, extreme, defined):
-                pvalues[refine[k]] = float((1 + e) / (1 + d))
+        for k in undecided:
+            pvalues[pending[k]] = float((1 + extreme[k]) / (1 + defined[k]))
         return pvalues
+
+    def _further_swaps(self, permutations: int):
+        """_more_packed's first `permutations` swaps, its whole chunks kept as drawn, since every step of tie_groups
+        draws the same (the first rows of a chunk are what drawing fewer rows gives: one byte after another)."""
+        width = (len(self.nums) + 7) // 8
+        for start in range(0, permutations, _CHUNK):
+            k = start // _CHUNK
+            if k == len(self._further):
+                if self._rng is None:
+                    self._rng = np.random.default_rng([self.seed, 1])
+                self._further.append(self._rng.integers(0, 256, size=(_CHUNK, width), dtype=np.uint8))
+            yield self._further[k][: permutations - start]
+
+    def _pair_sides(self, a: int, others: list[int]) -> list[np.ndarray]:
+        """A's and each other's numerators and denominators, (n, len(others), judges) each, zeroed outside what
+        each pair covers."""
+        a_num, a_den = self.nums[:, [a]], self.dens[:, [a]]
+        o_num, o_den = self.nums[:, others], self.dens[:, others]
+        keep = _kept(a_den[:, 0, :], o_den)
+        return [a_num * keep, a_den * keep, o_num * keep, o_den * keep]
 
     def _moved(self, a: int, others: list[int], whole: np.ndarray, a_num, a_den, b_num, b_den, permutations: int):
         """swaps @ (b - a), numerators and denominators, (permutations, pairs, judges)."""
@@ -556,43 +640,121 @@ def _sign_flip_terms(a_num, a_den, b_num, b_den) -> tuple[np.ndarray, np.ndarray
     return terms, (a_den == b_den).all(axis=(0, 2)), judges > 0
 
 
-def _hoeffding_bounds(a_num, a_den, b_num, b_den) -> list[float]:
-    """Per pair, Hoeffding's bound on the paired permutation p of the sign-flip sum of _sign_flip_terms:
-    P(|sum s_i t_i| >= |sum t_i|) <= 2 exp(-(sum t_i)^2 / (2 sum t_i^2)); it holds the exact permutation p where the
-    denominators are equal. NaN for a pair with no judge in common."""
+def _chernoff_bounds(a_num, a_den, b_num, b_den) -> list[float]:
+    """Per pair, Chernoff's bound on the paired permutation p of the sign-flip sum of _sign_flip_terms:
+    P(|sum s_i t_i| >= d) <= 2 exp(-lambda d) prod_i cosh(lambda t_i) for any lambda >= 0, with d = |sum t_i| less
+    the 1e-9 by which a permuted difference may fall short and still count. Hoeffding's lambda, d / sum t_i^2, gives
+    at most Hoeffding's bound 2 exp(-d^2 / (2 sum t_i^2)) (cosh y <= exp(y^2 / 2)); _CHERNOFF_STEPS Newton steps
+    towards the minimising lambda tighten it, and the smallest bound met is kept (each is a bound). It holds the
+    exact permutation p where the denominators are equal (the sign-flip sum is then the difference), and is a
+    first-order expansion otherwise. NaN for a pair with no judge in common."""
     terms, _, judged = _sign_flip_terms(a_num, a_den, b_num, b_den)
     observed = np.maximum(np.abs(terms.sum(axis=0)) - _EQUAL, 0.0)
     spread = (terms**2).sum(axis=0)
-    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
-        bounds = np.minimum(1.0, 2.0 * np.exp(-(observed**2) / (2.0 * spread)))
-    return np.where(judged & (spread > 0), bounds, np.nan).tolist()
+    usable = judged & (spread > 0)
+    lam = observed / np.where(usable, spread, 1.0)
+    exponent = np.zeros(len(observed))  # lambda = 0: the bound 2
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        for step in range(_CHERNOFF_STEPS + 1):
+            y = lam * terms
+            magnitude = np.abs(y)
+            log_cosh = magnitude + np.log1p(np.exp(-2.0 * magnitude)) - math.log(2.0)
+            exponent = np.fmin(exponent, log_cosh.sum(axis=0) - lam * observed)
+            if step == _CHERNOFF_STEPS:
+                break
+            tanh = np.tanh(y)
+            slope = (terms * tanh).sum(axis=0) - observed
+            curvature = (terms**2 * (1.0 - tanh**2)).sum(axis=0)
+            lam = np.where(curvature > 0, np.maximum(lam - slope / curvature, 0.0), 2.0 * lam)
+        bounds = np.minimum(1.0, 2.0 * np.exp(exponent))
+    return np.where(usable, bounds, np.nan).tolist()
+
+
+def _lattice_pvalues(a_num, a_den, b_num, b_den) -> np.ndarray:
+    """Per pair, from arrays (n, m, judges) zeroed outside what each pair covers, the exact paired permutation p
+    where the swaps move whole numbers on a lattice: the two sides' denominators equal on every instance (so the
+    permuted difference is the sign-flip sum of _sign_flip_terms), whole numerators, and the pair's denominator
+    sum (A's and B's) the same under every judge it has in common. Each instance's term is then a common scale
+    times k_i, the sum over judges of B's numerator less A's, and p = P(|sum s_i k_i| >= |sum k_i|) over the 2^n
+    equally likely sign flips s, from the distribution of the sum built one instance at a time. NaN for any other
+    pair, and for one whose sum spans more than _LATTICE_SPAN values."""
+    delta = b_num - a_num
+    equal = (a_den == b_den).all(axis=(0, 2))
+    totals = a_den.sum(axis=0) + b_den.sum(axis=0)
+    judged = (a_den.sum(axis=0) > 0) & (b_den.sum(axis=0) > 0)
+    high = np.where(judged, totals, -np.inf).max(axis=1)
+    low = np.where(judged, totals, np.inf).min(axis=1)
+    steps = (delta * judged[None]).sum(axis=2)
+    whole = (np.round(a_num) == a_num).all(axis=(0, 2)) & (np.round(b_num) == b_num).all(axis=(0, 2))
+    lattice = equal & whole & judged.any(axis=1) & (high == low)
+    span = np.abs(steps).sum(axis=0)
+    pvalues = np.full(delta.shape[1], np.nan)
+    for k in np.flatnonzero(lattice & (2 * span < _LATTICE_SPAN)):
+        values = np.sort(np.abs(steps[:, k][steps[:, k] != 0])).astype(np.int64)
+        # distribution of the sum over -reach..reach, reach growing with each instance's +-k_i
+        dist = np.ones(1)
+        for v in values:
+            grown = np.zeros(len(dist) + 2 * v)
+            grown[: len(dist)] = dist
+            grown[2 * v :] += dist
+            dist = grown * 0.5
+        reach = (len(dist) - 1) // 2
+        observed = int(abs(round(steps[:, k].sum())))
+        pvalues[k] = min(1.0, float(dist[: reach - observed + 1].sum() + dist[reach + observed :].sum()))
+        if observed == 0:
+            pvalues[k] = 1.0
+    return pvalues
 
 
 class _DrawCounter:
-    """Counts, for chosen pairs and a block of swaps, the permutations at least as extreme as the observed
-    difference and those that leave both sides with data (see _permutation_counts), from arrays (n, m, judges)
-    zeroed outside what each pair covers. A pair whose denominators are equal on every instance takes its sum of
-    sign-flipped terms (_sign_flip_terms: exactly its difference, one product per pair instead of one per judge,
-    numerators and denominators); any other pair the swapped sums."""
+    """Counts, for chosen pairs and a block of swaps given as packed bits (_more_packed's layout), the permutations
+    at least as extreme as the observed difference and those that leave both sides with data (see
+    _permutation_counts), from arrays (n, m, judges) zeroed outside what each pair covers. A pair whose denominators
+    are equal on every instance takes its sum of sign-flipped terms (_sign_flip_terms: exactly its difference),
+    sum_i s_i t_i = sum t - 2 sum over swapped i of t_i, the swapped part read byte by byte from a table of the 256
+    partial sums of each eight instances' terms (28 look-ups instead of 217 products at 217 instances); any other
+    pair the swapped sums of its numerators and denominators."""
 
     def __init__(self, a_num, a_den, b_num, b_den):
         self.sides = (a_num, a_den, b_num, b_den)
         self.delta = (b_num - a_num, b_den - a_den)
         self.terms, self.linear, _ = _sign_flip_terms(*self.sides)
         self.observed = self.terms.sum(axis=0)
+        self._tables: np.ndarray | None = None
+        self._chosen: tuple[bytes, np.ndarray] | None = None
 
-    def __call__(self, swaps: np.ndarray, pairs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def tables(self, chosen: np.ndarray) -> np.ndarray:
+        """(bytes, 256, chosen pairs): entry (g, v, p) is the sum of pair p's terms over the instances whose bits are
+        set in value v of byte g (kept for the last pairs chosen, since a pair draws block after block)."""
+        if self._tables is None:
+            n, m = self.terms.shape
+            width = (n + 7) // 8
+            terms = np.zeros((width * 8, m))
+            terms[:n] = self.terms
+            bits = np.unpackbits(np.arange(256, dtype=np.uint8)[:, None], axis=1).astype(float)
+            self._tables = bits @ terms.reshape(width, 8, m)
+        key = chosen.tobytes()
+        if self._chosen is None or self._chosen[0] != key:
+            self._chosen = (key, np.ascontiguousarray(self._tables[:, :, chosen]))
+        return self._chosen[1]
+
+    def __call__(self, packed: np.ndarray, pairs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         extreme, defined = np.zeros(len(pairs)), np.zeros(len(pairs))
         linear = self.linear[pairs]
         if linear.any():
             chosen = pairs[linear]
             observed = self.observed[chosen]
-            permuted = observed - 2.0 * (swaps @ self.terms[:, chosen])
+            tables = self.tables(chosen)
+            swapped = np.zeros((len(packed), len(chosen)))
+            for g, table in enumerate(tables):
+                swapped += table[packed[:, g]]
+            permuted = observed - 2.0 * swapped
             extreme[linear] = (np.abs(permuted) >= np.abs(observed) - _EQUAL).sum(axis=0)
-            defined[linear] = len(swaps)
+            defined[linear] = len(packed)
         if not linear.all():
             chosen = pairs[~linear]
             n, _, j = self.delta[0].shape
+            swaps = _unpacked(packed, n)
             moved = [_product(swaps, d[:, chosen].reshape(n, -1)).reshape(len(swaps), -1, j) for d in self.delta]
             extreme[~linear], defined[~linear] = _permutation_counts(*(x[:, chosen] for x in self.sides), *moved)
         return extreme, defined

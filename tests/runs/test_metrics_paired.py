@@ -254,28 +254,54 @@ def _exact_permutation_p(a, b):
 
 
 @pytest.mark.parametrize("seed", range(6))
-def test_hoeffdings_bound_holds_the_exact_permutation_p_when_denominators_are_equal(seed):
+def test_chernoffs_bound_holds_the_exact_permutation_p_and_is_below_hoeffdings(seed):
     rng = np.random.default_rng(seed)
     a, b = _counts(rng, 12, 2, 3, 0.35), _counts(rng, 12, 2, 3, 0.7)
     stacked = [x[:, None, :] for x in (*a, *b)]
-    (bound,) = paired._hoeffding_bounds(*stacked)
-    assert _exact_permutation_p(a, b) <= bound + 1e-12
+    (bound,) = paired._chernoff_bounds(*stacked)
+    exact = _exact_permutation_p(a, b)
+    assert exact <= bound + 1e-12
+    # Hoeffding's bound from the instances' terms written out: the judge mean of 200 (b - a) / (A's + B's sums)
+    terms = (200 * (b[0] - a[0]) / (a[1].sum(axis=0) + b[1].sum(axis=0))).mean(axis=1)
+    observed = abs(terms.sum()) - 1e-9
+    assert bound <= min(1.0, 2 * np.exp(-(observed**2) / (2 * (terms**2).sum()))) + 1e-12
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_lattice_pairs_p_is_the_exact_permutation_p(seed):
+    rng = np.random.default_rng(100 + seed)
+    judges = 1 + seed % 3
+    a, b = _counts(rng, 12, judges, 3, 0.4), _counts(rng, 12, judges, 3, 0.6)
+    (p,) = paired._lattice_pvalues(*(x[:, None, :] for x in (*a, *b)))
+    assert p == pytest.approx(_exact_permutation_p(a, b), abs=1e-12)
+
+
+def test_a_pair_off_the_lattice_has_no_exact_p():
+    rng = np.random.default_rng(110)
+    a, b = _counts(rng, 12, 2, 3, 0.4), _counts(rng, 12, 2, 3, 0.6)
+    uneven = a[0], a[1].copy()
+    uneven[1][0, 0] = 2  # one denominator differs from B's
+    uneven[0][0, 0] = min(uneven[0][0, 0], 2)
+    fractional = a[0] + 0.5, a[1]
+    for side in (uneven, fractional):
+        (p,) = paired._lattice_pvalues(*(x[:, None, :] for x in (*side, *b)))
+        assert np.isnan(p)
 
 
 def test_a_step_refines_a_permutation_p_below_what_its_first_draws_can_give():
     """60 instances whose denominators differ between the models (so Hoeffding's bound is only first-order and, for
-    this difference, above the threshold): a family of 2,000 comparisons needs 40,000 permutations; the refined p is
+    this difference, above the threshold, and the pair is off the lattice of _lattice_pvalues): a family of 2,000 comparisons needs 40,000 permutations; the refined p is
     the share of a direct count over the first draws and _more_swaps' further ones."""
     rng = np.random.default_rng(30)
     n = 60
     a_den = rng.integers(1, 4, size=(n, 1)).astype(float)
     b_den = rng.integers(1, 4, size=(n, 1)).astype(float)
     a = rng.binomial(a_den.astype(int), 0.35).astype(float), a_den
-    b = rng.binomial(b_den.astype(int), 0.7).astype(float), b_den
+    b = rng.binomial(b_den.astype(int), 0.66).astype(float), b_den
     tests = paired._PairTests(*paired._stacked({"a": a, "b": b}), paired.PERMUTATIONS, paired.BOOTSTRAP_SEED)
     first = tests.pvalues(0, [1], paired.PERMUTATIONS)[0][0]
     family, alpha = 2000, 0.05
-    (bound,) = paired._hoeffding_bounds(*(x[:, None, :] for x in (*a, *b)))
+    (bound,) = paired._chernoff_bounds(*(x[:, None, :] for x in (*a, *b)))
     assert first == 1 / (1 + paired.PERMUTATIONS) and bound > alpha / family
     (refined,) = tests.step_pvalues(0, [1], paired.PERMUTATIONS, family, alpha)
 
@@ -317,5 +343,5 @@ def test_the_sign_flip_count_of_equal_denominators_equals_the_swapped_sums():
     delta = [sides[2] - sides[0], sides[3] - sides[1]]
     moved = [(swaps @ d.reshape(150, -1)).reshape(len(swaps), 1, 3) for d in delta]
     expected = paired._permutation_counts(*sides, *moved)
-    extreme, defined = counter(swaps, np.arange(1))
+    extreme, defined = counter(np.packbits(swaps > 0.5, axis=1), np.arange(1))
     assert extreme.tolist() == expected[0].tolist() and defined.tolist() == expected[1].tolist()
