@@ -1,8 +1,14 @@
 """Exclusion policies for leaderboards: which checklist items to leave out, supplied from outside runs.
 
 `runs` never imports `audits`; the audits app registers its policies here at start-up
-(flagged_by_either, flagged_by_both, adjudicated_invalid, superseded) and the checklist
-leaderboard, the hierarchy, dialogue and conflict pages and their APIs ask by name.
+(flagged_by_either, flagged_by_both, adjudicated_invalid, superseded), runs.apps registers the item health ones
+(health:<flag>, health:any), and the checklist leaderboard, the hierarchy, dialogue and conflict pages and their
+APIs ask by name.
+
+Policies compose: a composed policy is its parts' names joined by COMPOSE (`flagged_by_either+health:floor`), built
+by `exclusion_policy_compose`, and leaves out the union of the items its parts leave out. Every function here takes
+a composed name where it takes a name, so a page's state carries one policy name whatever it composes, and its
+label, explanation and sources name every part.
 """
 
 from __future__ import annotations
@@ -16,6 +22,8 @@ _SOURCES: dict[str, Callable[[object, str], str]] = {}
 
 #: excluded items a page lists under a policy (the count is always shown)
 EXCLUDED_SHOWN = 300
+#: what joins the parts of a composed policy's name, and their labels ("a + b")
+COMPOSE = "+"
 
 
 def exclusion_policy_register(
@@ -56,36 +64,77 @@ def exclusion_policy_choices() -> list[tuple[str, str]]:
     return [("none", "none (every item)")] + [(p, _LABELS[p]) for p in exclusion_policies()]
 
 
+def exclusion_policy_compose(policies: Iterable[str | None]) -> str:
+    """One policy name leaving out the union of what these leave out: their names in the order given, without
+    repeats, "none" and empty names, joined by COMPOSE ("none" when none is left). Composing a composed name
+    flattens it."""
+    parts = [p for policy in policies for p in exclusion_policy_parts(policy)]
+    return COMPOSE.join(dict.fromkeys(parts)) or "none"
+
+
+def exclusion_policy_parts(policy: str | None) -> list[str]:
+    """The registered names a (composed) policy name is made of; [] for none."""
+    if not policy or policy == "none":
+        return []
+    return [p for p in policy.split(COMPOSE) if p and p != "none"]
+
+
 def exclusion_policy_label(policy: str | None) -> str:
-    """The words for a policy name ("" for none or an unknown name)."""
-    return _LABELS.get(policy or "", "")
+    """The words for a policy name, each part's joined by " + " ("" for none or an unknown name)."""
+    labels = [_LABELS.get(p, "") for p in exclusion_policy_parts(policy)]
+    return "" if not all(labels) else f" {COMPOSE} ".join(labels)
+
+
+def exclusion_explain_links(benchmark, policy: str | None) -> list[tuple[str, str]]:
+    """(label, address) of the page explaining each part's effect on this benchmark, for the parts whose app
+    offers one."""
+    links = []
+    for part in exclusion_policy_parts(policy):
+        explain = _EXPLAINERS.get(part)
+        url = explain(benchmark, part) if explain else ""
+        if url:
+            links.append((_LABELS[part], url))
+    return links
 
 
 def exclusion_explain_url(benchmark, policy: str | None) -> str:
-    """The page explaining a policy's effect on this benchmark ("" when its app offers none)."""
-    explain = _EXPLAINERS.get(policy or "")
-    return explain(benchmark, policy) if explain else ""
+    """The page explaining a policy's effect on this benchmark (of a composed policy: its first part offering one;
+    "" when no part's app offers one)."""
+    links = exclusion_explain_links(benchmark, policy)
+    return links[0][1] if links else ""
 
 
 def exclusion_sources(benchmark, policy: str | None) -> str:
-    """What a policy draws on for this benchmark, in words ("" for none or when its app does not say)."""
-    sources = _SOURCES.get(policy or "")
-    return sources(benchmark, policy) if sources else ""
+    """What a policy draws on for this benchmark, in words, each part's joined by "; " ("" for none or when its
+    apps do not say)."""
+    said = []
+    for part in exclusion_policy_parts(policy):
+        sources = _SOURCES.get(part)
+        text = sources(benchmark, part) if sources else ""
+        if text and text not in said:
+            said.append(text)
+    return "; ".join(said)
 
 
 def excluded_item_ids(benchmark, policy: str | None, campaigns: Iterable[int] | None = None) -> set[int] | None:
-    """Item ids the policy leaves out of this benchmark's leaderboards; None for no policy. `campaigns`
-    names what a policy draws on instead of its default (audits: the settled campaigns).
+    """Item ids the policy leaves out of this benchmark's leaderboards (a composed policy: the union of its parts');
+    None for no policy. `campaigns` names what a policy draws on instead of its default (audits: the settled
+    campaigns); each part takes it, and a part that draws on no campaign ignores it.
 
     Raises ValueError for a name no app registered.
     """
-    if not policy or policy == "none":
+    parts = exclusion_policy_parts(policy)
+    if not parts:
         return None
-    if policy not in _PROVIDERS:
-        raise ValueError(exclusion_policy_unknown() % {"value": policy})
-    if campaigns is None:
-        return _PROVIDERS[policy](benchmark, policy)
-    return _PROVIDERS[policy](benchmark, policy, campaigns)
+    for part in parts:
+        if part not in _PROVIDERS:
+            raise ValueError(exclusion_policy_unknown() % {"value": part})
+    excluded: set[int] = set()
+    for part in parts:
+        excluded |= (
+            _PROVIDERS[part](benchmark, part) if campaigns is None else _PROVIDERS[part](benchmark, part, campaigns)
+        )
+    return excluded
 
 
 def exclusion_box(
@@ -105,6 +154,7 @@ def exclusion_box(
     return {
         "policy": policy,
         "label": exclusion_policy_label(policy),
+        "parts": exclusion_policy_parts(policy),
         "n_excluded": len(excluded),
         "lines": lines_by,
         "tau": tau,
@@ -120,3 +170,29 @@ def exclusion_box(
         "shown": shown[:EXCLUDED_SHOWN],
         "n_hidden": max(0, len(shown) - EXCLUDED_SHOWN),
     }
+
+
+def exclusion_facts(box: Mapping | None) -> dict | None:
+    """What a page's exports say of its exclusion box (`exclusion_box`'s shape, or the checklist leaderboard's):
+    the policy and its parts, its label, the items left out, Kendall's tau and the swapped pairs as [up, down];
+    None without a policy."""
+    if not box:
+        return None
+    swaps = [_pair(s) for s in box["swaps"]]
+    return {
+        "policy": box["policy"],
+        "parts": exclusion_policy_parts(box["policy"]),
+        "label": box["label"],
+        "n_excluded": box["n_excluded"],
+        "tau": box["tau"],
+        "swaps": swaps,
+    }
+
+
+def _pair(swap) -> list[str]:
+    """[up, down] of a swap: a dict (exclusion_box), a RankSwap or an (up, down) tuple."""
+    if isinstance(swap, Mapping):
+        return [swap["up"], swap["down"]]
+    if hasattr(swap, "up"):
+        return [swap.up, swap.down]
+    return list(swap)
