@@ -24,7 +24,7 @@ decorator. Safe views show aggregates only (leaderboards, metric tables, curves)
 themselves through the audit access helpers (`audits.access`: own assignments, own labels
 until a unit closes). `blind_safe(drop=...)` names the query parameters that would narrow an
 aggregate down to single items (a drill-down cell, a failing-turn list); the middleware
-removes them, and an audit exclusion policy (`exclude`, which reads annotators' labels) on
+removes them, and an exclusion (`exclude` and `health`, which read annotators' labels) on
 every route, before the view runs, so the view cannot honour them.
 
 Templates read `blind` (the context processor `context`) to leave out controls a blind
@@ -61,8 +61,9 @@ BLIND_REFUSAL = (
 #: (a blind annotator is never staff)
 SELF_GUARDED_NAMESPACES = ("admin",)
 #: query parameters no view may honour for a blind annotator: an audit exclusion policy leaves out the items
-#: annotators flagged, so a page under it tells which items the other annotator flagged
-ALWAYS_DROPPED = ("exclude",)
+#: annotators flagged, so a page under it tells which items the other annotator flagged; item health flags
+#: (`health`) read annotators' labels and judges' splits on single items alike
+ALWAYS_DROPPED = ("exclude", "health")
 WRITE_REFUSAL = (
     "Your role reads results and changes nothing: imports, re-checks, share links and job retries are "
     "for editors and leads. Ask a lead for the editor role."

@@ -20,16 +20,21 @@ NAMED_IN_SUMMARY = 2
 
 
 class CheckboxDropdown(forms.CheckboxSelectMultiple):
-    """Checkboxes in a <details> dropdown whose summary names the choice (`summary_noun` names the values)."""
+    """Checkboxes in a <details> dropdown whose summary names the choice (`summary_noun` names the values;
+    `none_chosen`, when given, is what it says with nothing ticked, for a choice where none means none rather
+    than every value, such as the item health flags whose items a leaderboard leaves out)."""
 
-    def __init__(self, attrs=None, choices=(), *, summary_noun: str = "values"):
+    def __init__(self, attrs=None, choices=(), *, summary_noun: str = "values", none_chosen: str = ""):
         super().__init__(attrs, choices)
         self.summary_noun = summary_noun
+        self.none_chosen = none_chosen
 
     def summary(self, chosen: list[str], total: int, *, only: str = "") -> str:
         """What the closed dropdown says: every value when none is chosen (the value itself when it is the `only`
         one, "none" when there is none), else the chosen ones (a few by name)."""
         if not chosen:
+            if self.none_chosen:
+                return self.none_chosen
             if total == 0:
                 return f"no {self.summary_noun}"
             return f"all {total} {self.summary_noun}" if total != 1 else f"{only} (the only one)"
@@ -51,12 +56,13 @@ class CheckboxDropdown(forms.CheckboxSelectMultiple):
         )
         labels = [label for v, label in options if v in chosen]
         return escaped_join(
-            '<details class="multi" id="{}" data-noun="{}"><summary class="multi-summary">{}</summary>'
+            '<details class="multi" id="{}" data-noun="{}"{}><summary class="multi-summary">{}</summary>'
             '<div class="multi-list" role="group" aria-label="{}">{}</div></details>',
             [
                 (
                     base_id,
                     self.summary_noun,
+                    attributes({"data-none": self.none_chosen or False}),
                     self.summary(labels, len(options), only=options[0][1] if len(options) == 1 else ""),
                     self.summary_noun,
                     boxes,

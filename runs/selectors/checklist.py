@@ -34,10 +34,9 @@ from runs.cache import cached, digest
 from runs.charts import checklist as charts
 from runs.exclusions import (
     excluded_item_ids,
-    exclusion_explain_url,
-    exclusion_policy_choices,
+    exclusion_explain_links,
     exclusion_policy_label,
-    exclusion_policy_unknown,
+    exclusion_policy_parts,
     exclusion_sources,
 )
 from runs.metrics import checklist as metrics
@@ -83,7 +82,15 @@ from runs.models import (
     VerdictResult,
 )
 from runs.querystring import params_with
-from runs.selectors.state import JUDGE_UNKNOWN, RUN_UNKNOWN, SwitchField
+from runs.selectors.state import (
+    JUDGE_UNKNOWN,
+    RUN_UNKNOWN,
+    ExclusionQuery,
+    SwitchField,
+    exclusion_parameters,
+    exclusion_policy_of,
+    health_flags,
+)
 from runs.widgets import CheckboxDropdown
 
 # the page state ------------------------------------------------------------------------------
@@ -106,15 +113,16 @@ SORTS = {
 }
 
 #: the leaderboard's parameters whose unknown values it says rather than passes over (the others fall back quietly)
-STATED = ("run", "judge", "exclude")
+STATED = ("run", "judge", "exclude", "health")
 
 #: the by-model table's column sets: the scores, or where the tokens and the time went (the rows are the same)
 COLUMN_SETS = {"scores": "scores", "usage": "tokens, time and tool calls"}
 
 
-class LeaderboardFilterForm(forms.Form):
-    """Filters, grouping, sort, the bootstrap flag and the audit exclusion policy of a checklist leaderboard;
-    choices come from the benchmark (and the policies from runs.exclusions)."""
+class LeaderboardFilterForm(ExclusionQuery):
+    """Filters, grouping, sort, the bootstrap flag and the exclusion (an audit policy and item health flags,
+    ExclusionQuery) of a checklist leaderboard; choices come from the benchmark (and the policies from
+    runs.exclusions)."""
 
     run = forms.MultipleChoiceField(
         required=False,
@@ -138,12 +146,9 @@ class LeaderboardFilterForm(forms.Form):
     sort = forms.ChoiceField(choices=list(SORTS.items()), required=False, label="Sort")
     ci = SwitchField(label="Bootstrap 95% interval")
     cols = forms.ChoiceField(choices=list(COLUMN_SETS.items()), required=False, label="Columns")
-    exclude = forms.ChoiceField(required=False, label="Audit exclusion")
 
     def __init__(self, data, *, benchmark, **kwargs):
         super().__init__(data, **kwargs)
-        self.fields["exclude"].choices = exclusion_policy_choices()
-        self.fields["exclude"].error_messages["invalid_choice"] = exclusion_policy_unknown()  # the API's words
         for name, values in filter_choices(benchmark).items():
             self.fields[name].choices = [(v, v) for v in values]
 
@@ -154,10 +159,13 @@ class LeaderboardFilterForm(forms.Form):
 
 def state_of(data: dict) -> dict:
     """A leaderboard state from cleaned form data; `state_of({})` is the default state (no filters,
-    by model, best ISR first, no interval, every item)."""
+    by model, best ISR first, no interval, every item). `exclude` is the policy applied: the audit policy and the
+    item health flags (`health`) composed."""
 
     def values(name: str) -> list[str]:  # sorted, without repeats: one state however the query lists them
         return sorted(set(data.get(name) or []))
+
+    health = health_flags(data.get("health"))
 
     return {
         "filters": Filters(
@@ -169,7 +177,8 @@ def state_of(data: dict) -> dict:
         "by": data.get("by") or "model",
         "sort": data.get("sort") or "-isr",
         "ci": bool(data.get("ci")),
-        "exclude": data.get("exclude") or "none",
+        "exclude": exclusion_policy_of(data.get("exclude"), health),
+        "health": health,
         "cols": data.get("cols") or "scores",
     }
 
@@ -189,9 +198,14 @@ def state_query(state: dict) -> QueryDict:
     ):
         if values:
             query.setlist(name, list(values))
-    for name in ("by", "sort", "exclude", "cols"):
+    for name in ("by", "sort", "cols"):
         if state[name] != default[name]:
             query[name] = state[name]
+    exclude, health = exclusion_parameters(state.get("exclude") or "none")
+    if exclude != "none":
+        query["exclude"] = exclude
+    if health:
+        query.setlist("health", health)
     if state["ci"]:
         query["ci"] = "on"
     return query
@@ -519,7 +533,8 @@ def score_row_dict(row: ScoreRow) -> dict:
 
 
 def state_dict(state: dict) -> dict:
-    """A leaderboard state (filters, grouping, sort, interval flag, exclusion policy) as plain JSON."""
+    """A leaderboard state (filters, grouping, sort, interval flag, exclusion policy) as plain JSON: `exclude` is the
+    policy applied (audit and item health parts joined by "+"), `health` the item health flags it composes."""
     f: Filters = state["filters"]
     return {
         "run": list(f.runs),
@@ -530,6 +545,7 @@ def state_dict(state: dict) -> dict:
         "sort": state["sort"],
         "ci": state["ci"],
         "exclude": state.get("exclude", "none"),
+        "health": list(state.get("health") or ()),
     }
 
 
@@ -602,12 +618,33 @@ def leaderboard_layout(benchmark: Benchmark, state: dict, tables: LeaderboardTab
         "small_cell": metrics.SMALL_CELL,
     }
     if excluded is not None:
+        rows, tau, swaps = _rank_change(benchmark, state, tables)
         layout["exclusion"] = {
             "policy": state["exclude"],
             "label": exclusion_policy_label(state["exclude"]),
+            "parts": exclusion_policy_parts(state["exclude"]),
             "n_excluded": len(excluded),
+            "items": sorted(excluded),
+            "tau": tau,
+            "swaps": [list(pair) for pair in swaps],
+            "ranks": {
+                r.model: {
+                    "isr_before": r.isr_before,
+                    "isr_after": r.isr_after,
+                    "rank_before": r.rank_before,
+                    "rank_after": r.rank_after,
+                }
+                for r in rows
+            },
         }
     return layout
+
+
+def _rank_change(benchmark, state: dict, tables: LeaderboardTables) -> tuple[list, float | None, list[tuple[str, str]]]:
+    """runs.metrics.rank_change.compare of the by-model rows with every item and those under the state's exclusion
+    policy: the rows by ISR before and after, Kendall's tau-b, the pairs whose order changed."""
+    before = leaderboard_tables(benchmark, state | {"exclude": "none", "health": [], "by": "model", "ci": False})
+    return rank_change.compare(before.overall, tables.overall)
 
 
 def leaderboard_attempt_lists(benchmark: Benchmark, state: dict) -> dict:
@@ -637,21 +674,26 @@ def scorers_of(benchmark) -> list[str]:
 
 def exclusion_effect(benchmark, state: dict, tables: LeaderboardTables, excluded: set[int], params: QueryDict) -> dict:
     """The page's exclusion box: what the state's exclusion policy did to each model's ISR and rank, Kendall's tau,
-    the swaps (the audits' effect page, audits.effect.exclusion_effect, also explains the swaps from verdicts)."""
-    before = leaderboard_tables(benchmark, state | {"exclude": "none", "by": "model", "ci": False}).overall
-    rows, tau, swaps = rank_change.compare(before, tables.overall)
-    explain = exclusion_explain_url(benchmark, state["exclude"])
-    filters = params_with(params, exclude=None, by=None, sort=None, ci=None)
+    the swaps (the audits' effect page, audits.effect.exclusion_effect, also explains the swaps from verdicts); under
+    a composed policy, a link to each part's explanation."""
+    rows, tau, swaps = _rank_change(benchmark, state, tables)
+    filters = params_with(params, exclude=None, health=None, by=None, sort=None, ci=None)
+    links = [
+        {"label": label, "url": f"{url}&{filters}" if filters else url}
+        for label, url in exclusion_explain_links(benchmark, state["exclude"])
+    ]
     return {
         "policy": state["exclude"],
         "label": exclusion_policy_label(state["exclude"]),
+        "parts": exclusion_policy_parts(state["exclude"]),
         "n_excluded": len(excluded),
         "sources": exclusion_sources(benchmark, state["exclude"]),
         "rows": {r.model: r for r in rows},
         "tau": tau,
         "swaps": swaps,
-        "explain_url": f"{explain}&{filters}" if explain and filters else explain,
-        "off_query": params_with(params, exclude=None),
+        "explain_url": links[0]["url"] if links else "",
+        "explain_links": links,
+        "off_query": params_with(params, exclude=None, health=None),
     }
 
 

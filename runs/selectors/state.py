@@ -1,5 +1,5 @@
-"""What the page state of every kind shares: the query fields for runs, judge, grouping and the audit exclusion
-policy, their defaults, and the errors a page shows beside its defaults and its API answers with (400), in the
+"""What the page state of every kind shares: the query fields for runs, judge, grouping and the exclusion (an audit
+policy and item health flags, composed: `ExclusionQuery`), their defaults, and the errors a page shows beside its defaults and its API answers with (400), in the
 same words. A parameter holding a control character (a NUL byte: PostgreSQL text cannot hold one) is refused here
 for every kind: left out of the page's state with a note, answered 400 by the API before any lookup."""
 
@@ -10,7 +10,16 @@ from collections.abc import Mapping, Sequence
 
 from django import forms
 
-from runs.exclusions import excluded_item_ids, exclusion_policy_choices, exclusion_policy_unknown
+from runs.exclusions import (
+    excluded_item_ids,
+    exclusion_policies,
+    exclusion_policy_compose,
+    exclusion_policy_label,
+    exclusion_policy_parts,
+    exclusion_policy_unknown,
+)
+from runs.metrics.item_health import FLAG_LABELS, FLAGS
+from runs.selectors.item_health import ANY_FLAG, HEALTH_POLICIES
 from runs.widgets import CheckboxDropdown
 
 #: the words every kind's page says an unknown run or judge in (a note beside its defaults) and its API refuses it with
@@ -122,8 +131,88 @@ class RefusesControlCharacters(forms.Form):
             self._errors.setdefault(name, self.error_class()).extend(messages)
 
 
-class KindQuery(RefusesControlCharacters):
-    """Which runs and judge a page of a kind shows, how its rows are grouped and under which exclusion policy.
+#: what a health policy's name starts with (runs.selectors.item_health.HEALTH_POLICIES: health:<flag>, health:any)
+HEALTH_PREFIX = "health:"
+#: the words a page says an unknown item health flag in and its API refuses it with (400): a form's invalid_choice
+#: message, `%(value)s` standing for the flag given
+HEALTH_UNKNOWN = "unknown item health flag '%(value)s'; one of: " + ", ".join((*FLAGS, ANY_FLAG))
+
+
+def health_flags(flags) -> list[str]:
+    """Item health flags in one order (FLAGS', any last), without repeats; `any` alone when chosen (it leaves out
+    every flagged item, so the other flags add nothing)."""
+    chosen = set(flags or ())
+    if ANY_FLAG in chosen:
+        return [ANY_FLAG]
+    return [flag for flag in FLAGS if flag in chosen]
+
+
+def exclusion_policy_of(exclude: str | None, health: list[str]) -> str:
+    """The policy a page applies (runs.exclusions, composed): the audit policy `exclude`, then health:<flag> for
+    each chosen item health flag; the items left out are the union of what each leaves out."""
+    return exclusion_policy_compose([exclude, *(f"{HEALTH_PREFIX}{flag}" for flag in health_flags(health))])
+
+
+def exclusion_parameters(policy: str) -> tuple[str, list[str]]:
+    """The (exclude, health) parameters that give a policy back (`exclusion_policy_of`'s inverse): its audit part
+    as `exclude` ("none" without one), its health parts as flags."""
+    parts = exclusion_policy_parts(policy)
+    audit = [p for p in parts if not p.startswith(HEALTH_PREFIX)]
+    flags = health_flags(p.removeprefix(HEALTH_PREFIX) for p in parts if p.startswith(HEALTH_PREFIX))
+    return exclusion_policy_compose(audit), flags
+
+
+def audit_policy_choices() -> list[tuple[str, str]]:
+    """(name, label) of the `exclude` control: none first, then every registered policy but the item health ones
+    (the `health` control chooses those)."""
+    return [("none", "none (every item)")] + [
+        (p, exclusion_policy_label(p)) for p in exclusion_policies() if p not in HEALTH_POLICIES
+    ]
+
+
+def health_flag_choices() -> list[tuple[str, str]]:
+    """(flag, label) of the `health` control: every item health flag, then any flag."""
+    return [*FLAG_LABELS.items(), (ANY_FLAG, "any flag")]
+
+
+def with_health_exclusion_folded(query):
+    """The query with an `exclude` naming an item health policy (`exclude=health:floor`, as links made before the
+    `health` parameter say it) moved into `health` (`health=floor`): it leaves out the same items, and the page's
+    controls show it where they show item health flags."""
+    if not query or not hasattr(query, "getlist"):
+        return query
+    policy = query.get("exclude") or ""
+    if policy not in HEALTH_POLICIES:
+        return query
+    folded = query.copy()
+    folded.setlist("health", [*folded.getlist("health"), policy.removeprefix(HEALTH_PREFIX)])
+    del folded["exclude"]
+    return folded
+
+
+class ExclusionQuery(forms.Form):
+    """The exclusion fields every kind's page state shares: `exclude`, an audit exclusion policy, and `health`, item
+    health flags (several), composed into one policy (`exclusion_policy_of`) whose excluded items are the union.
+    An `exclude` naming an item health policy is read as the flag it names (`with_health_exclusion_folded`)."""
+
+    exclude = forms.ChoiceField(required=False, label="Audit exclusion")
+    health = forms.MultipleChoiceField(
+        required=False,
+        label="Item health exclusion",
+        widget=CheckboxDropdown(summary_noun="flags", none_chosen="none (every item)"),
+        error_messages={"invalid_choice": HEALTH_UNKNOWN},
+    )
+
+    def __init__(self, data=None, *args, **kwargs):
+        super().__init__(with_health_exclusion_folded(data), *args, **kwargs)
+        self.fields["exclude"].choices = audit_policy_choices()
+        self.fields["exclude"].error_messages["invalid_choice"] = exclusion_policy_unknown()  # the API's words
+        self.fields["health"].choices = health_flag_choices()
+
+
+class KindQuery(ExclusionQuery, RefusesControlCharacters):
+    """Which runs and judge a page of a kind shows, how its rows are grouped and under which exclusion (an audit policy
+    and item health flags, ExclusionQuery).
 
     A field that does not validate is left out (its default applies) and its error is kept: the page shows it,
     the API answers 400 with it."""
@@ -136,12 +225,9 @@ class KindQuery(RefusesControlCharacters):
     )
     judge = forms.ChoiceField(required=False, label="Judge", error_messages={"invalid_choice": JUDGE_UNKNOWN})
     by = forms.ChoiceField(required=False, choices=BY, label="Rows per")
-    exclude = forms.ChoiceField(required=False, label="Audit exclusion")
 
     def __init__(self, data, *, runs: Sequence, judges: Sequence):
         super().__init__(data)
-        self.fields["exclude"].choices = exclusion_policy_choices()
-        self.fields["exclude"].error_messages["invalid_choice"] = exclusion_policy_unknown()
         self.fields["run"].choices = [(r.label, f"{r.label} ({r.model.name})") for r in runs]
         self.fields["judge"].choices = [(j.name, f"{j.name} ({j.get_kind_display()})") for j in judges]
 
@@ -157,14 +243,16 @@ def kind_state(
     exclusion: bool = True,
 ) -> dict:
     """The state every kind's page shares: chosen runs (every run when none is chosen), judge (the default one when
-    none is chosen), grouping (`default_by` when none valid is chosen), exclusion policy and (with `exclusion`) the
-    items it excludes, and the query's errors."""
+    none is chosen), grouping (`default_by` when none valid is chosen), exclusion policy (`exclude`: the audit policy
+    and the item health flags `health` composed) and (with `exclusion`) the items it excludes, and the query's
+    errors."""
     form.is_valid()  # an invalid field is left out of cleaned_data: its default applies
     clean = form.cleaned_data
     chosen = [r for r in runs if r.label in clean.get("run", [])] or list(runs)
     default = default_judge if default_judge is not None else (judges[0] if judges else None)
     judge = next((j for j in judges if j.name == clean.get("judge")), default)
-    exclude = clean.get("exclude") or "none"
+    health = health_flags(clean.get("health"))
+    exclude = exclusion_policy_of(clean.get("exclude"), health)
     return {
         "benchmark": benchmark,
         "form": form,
@@ -175,9 +263,10 @@ def kind_state(
         "judges": list(judges),
         "by": clean.get("by") or default_by,
         "exclude": exclude,
+        "health": health,
         "excluded": excluded_item_ids(benchmark, exclude) if exclusion else None,
         "errors": query_errors(form),
-        "query_notes": query_notes(form, shown_beside=("exclude",)),
+        "query_notes": query_notes(form, shown_beside=("exclude", "health")),
     }
 
 

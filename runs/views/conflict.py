@@ -25,7 +25,7 @@ def metrics(request, slug):
         **state,
         **selectors.conflict_metrics(state),
         "query": query_with(request, **dict.fromkeys(selectors.DRILL_DOWN_KEYS)),
-        "off_query": query_with(request, exclude=None),
+        "off_query": query_with(request, exclude=None, health=None),
         **page_status(benchmark_id=benchmark.id),
     }
     context["figure"] = charts.resolution_figure(context["rates"])

@@ -36,7 +36,7 @@ def metrics(request, slug):
     """The eight EvolIF metrics per model (or run) with dialogue counts, at a chosen patience."""
     benchmark = _benchmark(request, slug)
     state = _state(request, benchmark, exclusion=True)
-    state.update(selectors.dialogue_metrics(state), off_query=query_with(request, exclude=None))
+    state.update(selectors.dialogue_metrics(state), off_query=query_with(request, exclude=None, health=None))
     state.update(page_status(benchmark_id=benchmark.id))
     return render_page(
         request, "runs/dialogue/metrics.html", {**state, "active": "metrics"}, page_data=exports.metrics_page

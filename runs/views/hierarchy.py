@@ -34,7 +34,7 @@ def metrics(request, slug):
     under an audit exclusion policy, each row's rank before and after and the swaps."""
     benchmark = _benchmark(request, slug)
     state = _state(request, benchmark)
-    state.update(selectors.hierarchy_metrics(state), off_query=query_with(request, exclude=None))
+    state.update(selectors.hierarchy_metrics(state), off_query=query_with(request, exclude=None, health=None))
     state.update(page_status(benchmark_id=benchmark.id))
     state["figure"] = charts.accuracy_figure(state["rows"])
     state["tiers_figure"] = charts.tiers_figure(state["tier_rows"])

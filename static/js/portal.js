@@ -51,7 +51,8 @@
     });
     var text;
     if (!chosen.length) {
-      if (all.length === 0) { text = "no " + box.dataset.noun; }
+      if (box.dataset.none) { text = box.dataset.none; }
+      else if (all.length === 0) { text = "no " + box.dataset.noun; }
       else if (all.length === 1) { text = all[0].parentNode.querySelector("span").textContent + " (the only one)"; }
       else { text = "all " + all.length + " " + box.dataset.noun; }
     } else {
