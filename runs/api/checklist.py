@@ -58,6 +58,14 @@ class LeaderboardQuerySerializer(serializers.Serializer):
         help_text="Audit exclusion policy: none, "
         "flagged_by_either, flagged_by_both or adjudicated_invalid (items it flags are left out).",
     )
+    health = serializers.ListField(
+        child=serializers.CharField(),
+        required=False,
+        help_text="Item health flag whose items are also left out; repeat for several: floor, ceiling, "
+        "low-discrimination, negative-discrimination, judge-split, annotators, any. Composes with exclude: the "
+        "items left out are the union, and `exclude` in the answer names every part (e.g. "
+        "flagged_by_either+health:floor).",
+    )
 
 
 # output ------------------------------------------------------------------------------
@@ -168,6 +176,13 @@ class LeaderboardSerializer(serializers.Serializer):
         help_text="The filters, grouping, sort and exclusion policy the rows were computed with."
     )
     excluded_items = serializers.IntegerField(help_text="Checklist items the exclusion policy left out.")
+    exclusion = serializers.DictField(
+        allow_null=True,
+        help_text="Under an exclusion policy (null without): policy (its parts joined by +), parts, label, "
+        "n_excluded, items (the ids left out), tau (Kendall's tau-b between the rankings by ISR with every item and "
+        "after), swaps ([gainer, other] pairs whose order changed) and ranks (model -> isr_before, isr_after, "
+        "rank_before, rank_after), as the page's exclusion box shows them.",
+    )
     rows = LeaderboardRowSerializer(many=True)
     reported = serializers.ListField(
         child=serializers.DictField(),
@@ -235,6 +250,7 @@ class LeaderboardView(APIView):
             "by": parsed.state["by"],
             "state": board.layout["state"],
             "excluded_items": len(board.excluded or ()),
+            "exclusion": board.layout.get("exclusion"),
             "rows": board.layout["rows"],
             "reported": [row.as_dict() for row in reported_figures(benchmark_id=benchmark.id)],
             "runs_incomplete": [status.as_dict() for status in run_statuses(benchmark_id=benchmark.id)],

@@ -162,6 +162,14 @@ class HierarchyMetricsQuerySerializer(serializers.Serializer):
         "flagged_by_both, adjudicated_invalid or superseded (the generated constraints it "
         "flags are left out and Acc is recomputed from the verdicts).",
     )
+    health = serializers.ListField(
+        child=serializers.CharField(),
+        required=False,
+        help_text="Item health flag whose items are also left out; repeat for several: floor, ceiling, "
+        "low-discrimination, negative-discrimination, judge-split, annotators, any. Composes with exclude: the "
+        "items left out are the union, and `exclude` in the answer names every part (e.g. "
+        "flagged_by_either+health:floor).",
+    )
 
 
 class StyleGroupSerializer(serializers.Serializer):

@@ -6,6 +6,7 @@ behind each cell (runs.selectors.checklist.leaderboard_attempt_lists)."""
 
 from __future__ import annotations
 
+from runs.exclusions import exclusion_facts
 from runs.exports.compare import paired_table
 from runs.exports.reported import reported_table
 from runs.ingest.usage import USAGE_FIELDS
@@ -31,6 +32,14 @@ _SCORES = (
 _COUNTS = ("n_instances", "n_attempts", "n_empty", "n_unscored", "n_unrecognised")
 _PER_JUDGE = ("isr", "csr", "macro_csr")
 _TIES = ("rank_low", "rank_high", "tie_group")
+#: under an exclusion policy, the by-model rows' rank by ISR after it, and their ISR and rank with every item
+_EXCLUSION = ("rank_after", "isr_before", "rank_before")
+
+
+def _ranks_of(row: dict, ranks: dict) -> dict:
+    """The exclusion columns of a leaderboard row (empty in a model x group cell, as the tie columns)."""
+    line = ranks.get(row["model"]) if not row.get("group") else None
+    return {k: (line or {}).get(k) for k in _EXCLUSION}
 
 
 def _leaderboard_attempt_lists(context: dict) -> dict:
@@ -45,19 +54,25 @@ def leaderboard_page(context: dict) -> PageData:
     benchmark, state = context["benchmark"], context["state"]
     board = selectors.leaderboard(benchmark, state)
     tables, layout = board.tables, board.layout
+    exclusion = layout.get("exclusion")
     return PageData(
         "Leaderboard",
-        [leaderboard_table(layout["rows"]), reported_table(reported_figures(benchmark_id=benchmark.id))],
+        [
+            leaderboard_table(layout["rows"], ranks=exclusion["ranks"] if exclusion else None),
+            reported_table(reported_figures(benchmark_id=benchmark.id)),
+        ],
         [tables.figure] if tables.figure and tables.overall else [],
         help_anchor="checklist",
-        facts=layout["state"],
+        facts=layout["state"] | ({"exclusion": exclusion_facts(exclusion)} if exclusion else {}),
         judges=list(state["filters"].judges) or None,
         layout=layout,
     )
 
 
-def leaderboard_table(rows: list[dict]) -> Table:
-    """Leaderboard rows (runs.selectors.checklist.score_row_dict) as the frame's table, judges in name order."""
+def leaderboard_table(rows: list[dict], *, ranks: dict | None = None) -> Table:
+    """Leaderboard rows (runs.selectors.checklist.score_row_dict) as the frame's table, judges in name order; under
+    an exclusion policy (`ranks`: model -> its ISR and rank with every item and after, the layout's), each by-model
+    row's rank after, ISR and rank with every item as the last columns."""
     judges = sorted({j for r in rows for j in r["per_judge"]})
     columns = (
         Column("model", "model"),
@@ -70,6 +85,7 @@ def leaderboard_table(rows: list[dict]) -> Table:
         # after the runs: columns added after scripts learnt the others' places (rank interval and tie group: by-model
         # rows only, empty in model x group cells)
         *(Column(k, k, "int") for k in _TIES),
+        *(Column(k, k, "pct" if k == "isr_before" else "num") for k in _EXCLUSION if ranks is not None),
     )
     out = []
     for r in rows:
@@ -85,6 +101,7 @@ def leaderboard_table(rows: list[dict]) -> Table:
                 "csr_ci_low": csr_ci[0],
                 "csr_ci_high": csr_ci[1],
                 **{f"{j} {m}": (r["per_judge"].get(j) or {}).get(m) for j in judges for m in _PER_JUDGE},
+                **(_ranks_of(r, ranks) if ranks is not None else {}),
             }
         )
     return Table("leaderboard", "Leaderboard", columns, out)

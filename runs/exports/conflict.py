@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from runs.exclusions import exclusion_facts
 from runs.metrics.conflict import NEITHER
 from runs.pages import Column, PageData, Table, page_builder
 
@@ -120,4 +121,5 @@ def metrics_page(context: dict) -> PageData:
         figures,
         help_anchor="conflict",
         judges=[judge.name] if judge else None,
+        facts={"exclusion": exclusion_facts(context.get("exclusion"))},
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from runs.exclusions import exclusion_facts
 from runs.exports import agreement_table, yes_no
 from runs.metrics.dialogue import REFERENCE_FIELDS
 from runs.pages import Column, PageData, Table, page_builder, rows_of
@@ -83,6 +84,7 @@ def metrics_page(context: dict) -> PageData:
         "runs": [r.label for r in context.get("runs", [])],
         "exclude": context.get("exclude") if context.get("excluded") is not None else "none",
         "ranked_by": context["rank_metric"][0] if context.get("rank_metric") else None,
+        "exclusion": exclusion_facts(context.get("exclusion")),
     }
     return PageData(
         "Dialogue metrics",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from runs.exclusions import exclusion_facts
 from runs.exports import agreement_table, yes_no
 from runs.pages import Column, PageData, Table, page_builder
 
@@ -142,7 +143,14 @@ def metrics_page(context: dict) -> PageData:
         )
     )
     figures = [f for f in (context.get("figure"), context.get("tiers_figure")) if f and context.get("rows")]
-    return PageData("Privilege hierarchy metrics", tables, figures, help_anchor="hierarchy", judges=_judge(context))
+    return PageData(
+        "Privilege hierarchy metrics",
+        tables,
+        figures,
+        help_anchor="hierarchy",
+        judges=_judge(context),
+        facts={"exclusion": exclusion_facts(context.get("exclusion"))},
+    )
 
 
 @page_builder(
