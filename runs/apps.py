@@ -7,9 +7,11 @@ class RunsConfig(AppConfig):
 
     def ready(self) -> None:
         from runs.cache_warming import after_write  # reads models: only once the registry is ready
+        from runs.search_index import reasoning_index_soon
         from runs.signals import benchmarks_written
 
         benchmarks_written.connect(after_write, dispatch_uid="runs.cache_warming.after_write")
+        benchmarks_written.connect(reasoning_index_soon, dispatch_uid="runs.search_index.reasoning_index_soon")
         _register_health_policies()
 
 

@@ -574,7 +574,7 @@ class SearchText(models.Model):
     filed by benchmark, run and model; the ingest writes these rows in its own transaction, `manage.py search_rebuild`
     rebuilds them. A message longer than `runs.search.PIECE` characters is cut into overlapping
     pieces (`piece` 0, 1, ...): every query of up to `runs.search.MAX_QUERY` characters lies whole in
-    one of them. Judge reasoning is searched where it is stored (the verdict table has its own index).
+    one of them. Judge reasoning is walked where it is stored and looked up through ReasoningText.
     Benchmark, run and model are copies of the attempt's, without constraints (see AttemptRollup).
     """
 
@@ -604,3 +604,24 @@ class SearchText(models.Model):
             models.Index(fields=["benchmark", "source", "id"], name="search_text_walk"),
             models.Index(fields=["run", "source", "id"], name="search_text_run_walk"),
         ]
+
+
+class ReasoningText(models.Model):
+    """A verdict's judge reasoning as the search's trigram index holds it (PostgreSQL; `runs.search_index`).
+
+    Copied from the verdict table after the verdicts' import has committed, by a background step that works
+    through ReasoningPending, so an import does not pay for the index (CJK reasoning makes about one trigram a
+    character: two thirds of an import's time, docs/performance.md "Ingest"). No constraint to the verdict:
+    triggers on the verdict table (migration 0018) delete these rows with their verdicts, and a search checks
+    every candidate against the verdict's own text."""
+
+    verdict_id = models.BigIntegerField(primary_key=True)
+    text = models.TextField()
+
+
+class ReasoningPending(models.Model):
+    """A verdict whose reasoning ReasoningText does not hold yet, or holds as it was before a change: the verdict
+    table's triggers write these as verdicts are stored or their reasoning changes (in the writer's transaction,
+    so they appear when it commits), and `runs.search_index.reasoning_index_catch_up` works them off."""
+
+    verdict_id = models.BigIntegerField(primary_key=True)

@@ -66,6 +66,8 @@ from runs.models import (
     Attempt,
     Benchmark,
     BenchmarkKind,
+    ReasoningPending,
+    ReasoningText,
     Run,
     SearchSource,
     SearchText,
@@ -73,6 +75,7 @@ from runs.models import (
     Verdict,
     VerdictResult,
 )
+from runs.search_index import reasoning_index_asked, reasoning_pending
 from runs.trajectory_view import StoredThread, pretty, stored_threads
 
 #: characters of one SearchText piece; longer messages are cut into pieces overlapping by MAX_QUERY. Small
@@ -150,7 +153,7 @@ class _TextLookup(models.Lookup):
 
     #: the column's trigram index is on INDEXED_TEXT (SearchText.text)
     joined = False
-    #: the column's trigram index is on the column itself (Verdict.reasoning)
+    #: the column's trigram index is on the column itself (ReasoningText.text)
     indexed = True
 
     def needles(self) -> list[str]:
@@ -244,8 +247,10 @@ SearchText._meta.get_field("text").register_lookup(ContainsJoinedText)
 SearchText._meta.get_field("text").register_lookup(AllJoinedWords)
 SearchText._meta.get_field("text").register_lookup(ContainsTextWalked)
 SearchText._meta.get_field("text").register_lookup(AllWordsWalked)
-Verdict._meta.get_field("reasoning").register_lookup(ContainsText)
-Verdict._meta.get_field("reasoning").register_lookup(AllWords)
+Verdict._meta.get_field("reasoning").register_lookup(ContainsTextWalked)
+Verdict._meta.get_field("reasoning").register_lookup(AllWordsWalked)
+ReasoningText._meta.get_field("text").register_lookup(ContainsText)
+ReasoningText._meta.get_field("text").register_lookup(AllWords)
 
 
 def query_words(text: str) -> list[str]:
@@ -543,6 +548,9 @@ class SearchPage:
     #: when that takes a count (`hits_total`)
     total: int | None = None
     total_exact: bool = True
+    #: verdicts whose judge reasoning is not in the search's index yet (runs.search_index; at most
+    #: runs.search_index.COUNT_CAP + 1): found by reading the verdicts meanwhile, more slowly
+    reasoning_pending: int = 0
 
     @property
     def known(self) -> int:
@@ -582,10 +590,22 @@ def _text_rows(benchmark: Benchmark, query: SearchQuery, source: str, *, walked:
 
 
 def _reasoning_rows(benchmark: Benchmark, query: SearchQuery) -> models.QuerySet:
-    lookup = "reasoning__contains_text" if query.mode == "text" else "reasoning__all_words"
-    # "reasoning <> ''" is the condition of the partial indexes on reasoning
+    """The benchmark's verdicts whose reasoning the query finds, checked against the verdicts' own text."""
+    lookup = "reasoning__contains_text_walked" if query.mode == "text" else "reasoning__all_words_walked"
     rows = Verdict.objects.filter(attempt__run__benchmark=benchmark, **{lookup: query.text}).exclude(reasoning="")
     return _of_verdicts(_of_runs(rows, query, run="attempt__run"), query)
+
+
+def _reasoning_candidates(benchmark: Benchmark, query: SearchQuery) -> models.QuerySet | None:
+    """`_reasoning_rows` among the candidates of ReasoningText's trigram index (PostgreSQL), or None while some
+    verdicts' reasoning is not in it yet (runs.search_index): then only walks find every hit. A copy older than
+    its verdict's reasoning is never a hit on its own: each candidate is checked against the verdict's text."""
+    if connection.vendor != "postgresql" or ReasoningPending.objects.exists():
+        return None
+    lookup = "text__contains_text" if query.mode == "text" else "text__all_words"
+    return _reasoning_rows(benchmark, query).filter(
+        id__in=ReasoningText.objects.filter(**{lookup: query.text}).values("verdict_id")
+    )
 
 
 def _snippet(qs: models.QuerySet, column: str, needle: str, size: int) -> models.QuerySet:
@@ -628,6 +648,9 @@ def search(benchmark: Benchmark, query: SearchQuery, *, page_size: int | None = 
     """
     with _search_slot(), _bounded_transaction():
         page = _search(benchmark, query, page_size or PAGE_SIZE)
+    if SearchSource.REASONING in query.sources and (pending := reasoning_pending()):
+        page.reasoning_pending = pending
+        reasoning_index_asked()
     if not (page.next_after or query.after):
         page.total, page.total_exact = len(page.hits), True
     elif page.partial:
@@ -665,11 +688,11 @@ def _counted(benchmark: Benchmark, query: SearchQuery, deadline: float) -> tuple
     their ids are read as a stream, so a count cut short still says how many it had read."""
     counted = 0
     for source in query.sources:
-        rows = (
-            _reasoning_rows(benchmark, query)
-            if source == SearchSource.REASONING
-            else _text_rows(benchmark, query, source)
-        )
+        if source == SearchSource.REASONING:
+            candidates = _reasoning_candidates(benchmark, query)
+            rows = _reasoning_rows(benchmark, query) if candidates is None else candidates
+        else:
+            rows = _text_rows(benchmark, query, source)
         try:
             with _savepoint(), _bounded(deadline), connection.cursor() as cursor:
                 if connection.vendor == "postgresql":
@@ -772,7 +795,7 @@ def _reasoning_ids(
     try:
         return rest_of_attempt + _walked_or_tried(
             rows,
-            rows,
+            _reasoning_candidates(benchmark, query),
             chunk,
             start=after_attempt,
             want=want - len(rest_of_attempt),
@@ -830,7 +853,7 @@ def _transcript_ids(
 
 def _walked_or_tried(
     walked: models.QuerySet,
-    candidates: models.QuerySet,
+    candidates: models.QuerySet | None,
     chunk_of: Callable[[int, int], _Chunk],
     *,
     start: int,
@@ -843,8 +866,8 @@ def _walked_or_tried(
 
     Two ways to find them take turns, each bounded: a walk of the rows of the next `sizes` values of `key` (their
     ids or their attempts: `chunk_of(after, size)`, those values; `walked`, the query checked against each row)
-    and a try of the trigram index's candidates after the rows walked (`candidates`) for at most
-    CANDIDATE_TRIES_MS. A walk answers text common enough to fill a page within its rows, and a source with
+    and a try of the trigram index's candidates after the rows walked (`candidates`; None: walks alone) for at
+    most CANDIDATE_TRIES_MS. A walk answers text common enough to fill a page within its rows, and a source with
     fewer rows; candidates answer rare text whatever its place (PostgreSQL estimates how many rows match a
     pattern poorly, so which one a query is cannot be told before); each walk starts where the last stopped.
 
@@ -861,7 +884,7 @@ def _walked_or_tried(
 
 def _walks_and_tries(
     walked: models.QuerySet,
-    candidates: models.QuerySet,
+    candidates: models.QuerySet | None,
     chunk_of: Callable[[int, int], _Chunk],
     found: list[int],
     *,
@@ -872,7 +895,7 @@ def _walks_and_tries(
     sizes: Sequence[int] | None,
 ) -> list[int]:
     """`_walked_or_tried`'s turns, adding the ids they find to `found` as they go."""
-    tries = iter(CANDIDATE_TRIES_MS)
+    tries = iter(CANDIDATE_TRIES_MS if candidates is not None else ())
     order = list(dict.fromkeys((key, "id")))
     sizes = sizes or WALK_ROWS
     for size in itertools.chain(sizes, itertools.repeat(sizes[-1])):

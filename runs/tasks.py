@@ -4,6 +4,7 @@ from celery import shared_task
 
 from runs.jobs import RUN_JOB_TASK, job_execute
 from runs.jobs import uploads_clean as job_uploads_clean
+from runs.search_index import REASONING_INDEX_TASK, reasoning_index_catch_up
 
 
 @shared_task(name=RUN_JOB_TASK, acks_late=True)
@@ -16,3 +17,10 @@ def run_job(job_id: str) -> None:
 def uploads_clean() -> int:
     """Delete uploads kept past IFPORTAL_UPLOAD_RETENTION_DAYS (daily on the beat schedule)."""
     return len(job_uploads_clean())
+
+
+@shared_task(name=REASONING_INDEX_TASK)
+def reasoning_index() -> int | None:
+    """Make the judge reasoning of newly stored verdicts searchable (runs.search_index); None when another
+    worker is at it."""
+    return reasoning_index_catch_up()

@@ -101,6 +101,11 @@ class SearchPageSerializer(serializers.Serializer):
         "short); null when not counted (ask with count=1).",
     )
     total_exact = serializers.BooleanField()
+    reasoning_pending = serializers.IntegerField(
+        help_text="Verdicts stored in the last moments whose judge reasoning is not in the search index yet "
+        "(at most 100,001: more than 100,000 when so); the search reads them from the verdicts meanwhile, "
+        "more slowly. 0 once the index has caught up."
+    )
 
 
 class SearchView(APIView):
@@ -158,6 +163,7 @@ class SearchView(APIView):
                     "partial": page.partial,
                     "total": page.total,
                     "total_exact": page.total_exact,
+                    "reasoning_pending": page.reasoning_pending,
                 }
             ).data
         )

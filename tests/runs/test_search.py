@@ -21,7 +21,8 @@ from django.urls import reverse
 
 from runs import search as s
 from runs.ingest import Options, Source, ingest
-from runs.models import Attempt, Benchmark, BenchmarkKind, SearchText
+from runs.models import Attempt, Benchmark, BenchmarkKind, ReasoningPending, ReasoningText, SearchText, Verdict
+from runs.search_index import reasoning_index_catch_up
 from runs.selectors import SEARCH_EXAMPLES
 
 pytestmark = pytest.mark.django_db
@@ -138,10 +139,15 @@ STUDY = [
 ]
 
 
-def _ingest(tmp_path: Path, records=STUDY, name="study.jsonl"):
+def _ingest(tmp_path: Path, records=STUDY, name="study.jsonl", *, reasoning_indexed=True):
+    """Ingest `records`; then, unless told not to, what follows the import's commit, which a test's transaction
+    never reaches: its judge reasoning copied into the search's index (runs.search_index)."""
     path = tmp_path / name
     path.write_text("\n".join(json.dumps(r, ensure_ascii=False) for r in records) + "\n", encoding="utf-8")
-    return ingest("native", [Source.of(path)], Options())
+    report = ingest("native", [Source.of(path)], Options())
+    if reasoning_indexed:
+        reasoning_index_catch_up(wait=True)
+    return report
 
 
 @pytest.fixture
@@ -604,3 +610,89 @@ def test_transcript_phrases_are_looked_up_through_the_joined_trigram_index(study
             cursor.execute(f"EXPLAIN {sql}", sql_params)
             plan = "\n".join(line for (line,) in cursor.fetchall())
         assert "search_text_trgm" in plan, plan
+
+
+def test_reasoning_is_found_right_after_the_import_and_through_its_index_once_copied(
+    tmp_path, postgres, settings, monkeypatch
+):
+    """Judge reasoning reaches the trigram index after the import's commit (runs.search_index): before, a search
+    reads the verdicts, says how many are pending and asks for the copy; after, the index's candidates give the
+    same hits; changed and deleted reasoning follow (the verdict table's triggers)."""
+    from runs import search_index
+
+    settings.IFPORTAL_JOBS = "celery"  # the copy is a worker's: none runs here
+    asked = []
+    monkeypatch.setattr(search_index.current_app, "send_task", lambda name, **kw: asked.append(name))
+    _ingest(tmp_path, reasoning_indexed=False)
+    study = Benchmark.objects.get(slug="acme")
+    with_reasoning = Verdict.objects.exclude(reasoning="").count()
+    assert with_reasoning and ReasoningPending.objects.count() == with_reasoning
+    assert not ReasoningText.objects.exists()
+    query = s.search_query_of({"q": ["push"]})
+    reasoning = [h for h in _expected("push") if h[0] == "reasoning"]
+    assert reasoning
+
+    before = s.search(study, query)
+    assert before.reasoning_pending == with_reasoning and asked == [search_index.REASONING_INDEX_TASK]
+    assert s._reasoning_candidates(study, query) is None  # walks alone until the index holds every verdict
+    assert _keys(before.hits) == _expected("push")
+    s.search(study, query)
+    assert len(asked) == 1  # asked once a minute at most
+
+    assert reasoning_index_catch_up(batch=2) == with_reasoning  # several batches
+    assert not ReasoningPending.objects.exists()
+    assert sorted(ReasoningText.objects.values_list("verdict_id", "text")) == sorted(
+        Verdict.objects.exclude(reasoning="").values_list("id", "reasoning")
+    )
+    after = s.search(study, query)
+    assert after.reasoning_pending == 0
+    assert _keys(after.hits) == _expected("push")
+    candidates = s._reasoning_candidates(study, query)
+    assert sorted(candidates.values_list("reasoning", flat=True)) == sorted(
+        r["reasoning"] for r in STUDY if r["type"] == "verdict" and "push" in r["reasoning"].lower()
+    )
+    # the index answers the lookup the candidates are found by (a mismatch of expressions would read every row)
+    sql, params = ReasoningText.objects.filter(text__contains_text="push").values("verdict_id").query.sql_with_params()
+    with transaction.atomic(), connection.cursor() as cursor:
+        s._plan(cursor, timeout_ms=2000, walk=False)  # the settings the candidates are read with
+        cursor.execute("EXPLAIN " + sql, params)
+        assert "reasoning_text_trgm" in "\n".join(row[0] for row in cursor.fetchall())
+
+    # a changed reasoning is pending again: found through the verdicts, never through its old copy
+    changed = Verdict.objects.filter(reasoning__icontains="push").order_by("id").first()
+    Verdict.objects.filter(id=changed.id).update(reasoning="Nothing of the sort happened.")
+    assert list(ReasoningPending.objects.values_list("verdict_id", flat=True)) == [changed.id]
+    assert len([h for h in s.search(study, query).hits if h.source == "reasoning"]) == len(reasoning) - 1
+    reasoning_index_catch_up()
+    assert ReasoningText.objects.get(verdict_id=changed.id).text == "Nothing of the sort happened."
+    assert len([h for h in s.search(study, query).hits if h.source == "reasoning"]) == len(reasoning) - 1
+
+    # deleted verdicts take their copies with them
+    Attempt.objects.filter(run__benchmark=study).delete()
+    assert not ReasoningText.objects.exists() and not ReasoningPending.objects.exists()
+
+
+def test_an_import_asks_for_its_reasoning_to_be_copied_where_jobs_run(tmp_path, postgres, settings, monkeypatch):
+    """After a write commits, the catch-up goes where IFPORTAL_JOBS runs jobs: a Celery task, a thread, or now."""
+    from runs import search_index
+
+    _ingest(tmp_path, reasoning_indexed=False)
+    sent, started = [], []
+    monkeypatch.setattr(search_index.current_app, "send_task", lambda name, **kw: sent.append(name))
+    monkeypatch.setattr(search_index.threading, "Thread", lambda **kw: started.append(kw["name"]) or _NoThread())
+    settings.IFPORTAL_JOBS = "celery"
+    search_index.reasoning_index_soon([1])
+    settings.IFPORTAL_JOBS = "thread"
+    search_index.reasoning_index_soon([1])
+    assert sent == [search_index.REASONING_INDEX_TASK] and started == ["reasoning-index"]
+    assert ReasoningPending.objects.exists()
+    settings.IFPORTAL_JOBS = "inline"
+    search_index.reasoning_index_soon([1])
+    assert not ReasoningPending.objects.exists() and ReasoningText.objects.exists()
+    search_index.reasoning_index_soon([1])  # nothing pending: nothing asked
+    assert len(sent) == 1 and len(started) == 1
+
+
+class _NoThread:
+    def start(self):
+        pass

@@ -17,12 +17,14 @@ import threading
 import time
 from pathlib import Path
 
+from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
 from runs.ingest import FORMATS, IngestFailed, Options, Report, ingest_each, ingest_units
 from runs.ingest.layout import LayoutError, entries_of, manifest_read, plan_import
 from runs.ingest.watch import SETTLE_SECONDS, Watcher
+from runs.search_index import reasoning_index_catch_up, reasoning_pending
 from runs.services import leaderboards_warmed_at_end
 
 #: how many groups of files the plan lists before "and N more"
@@ -125,8 +127,22 @@ class Command(BaseCommand):
                 bar.close()
         if not opts["per_file"]:
             self.stdout.write(report.summary())
+        else:
+            self._per_file_summary(outcomes)
+        self._reasoning_searchable()
+
+    def _reasoning_searchable(self) -> None:
+        """In thread mode, wait for the thread the import started to make its judge reasoning searchable
+        (runs.search_index): it would end with this process. A Celery worker does it on its own; inline, the
+        import has done it."""
+        if settings.IFPORTAL_JOBS != "thread" or not reasoning_pending():
             return
-        self._per_file_summary(outcomes)
+        self.stderr.write("making the judge reasoning searchable (the import is stored and shown already)...")
+        start = time.perf_counter()
+        copied = reasoning_index_catch_up(wait=True)
+        self.stderr.write(
+            f"judge reasoning searchable ({copied:,} more verdicts) after {time.perf_counter() - start:.1f} s"
+        )
 
     def _watch(self, opts, options: Options) -> None:
         """Import as files appear and change until Ctrl-C, which ends it cleanly (exit 0)."""
