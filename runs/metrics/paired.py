@@ -40,6 +40,8 @@ RESAMPLED = "instances (with their repetitions, judges and items)"
 REFINE_BELOW = 10
 #: Newton steps towards the lambda of Chernoff's bound (_chernoff_bounds)
 _CHERNOFF_STEPS = 8
+#: Hoeffding's bound above which a pair does not try Chernoff's (a tied pair: no bound would decide it)
+_CHERNOFF_FROM = 0.1
 #: the most values a lattice pair's sign-flip sum may span for its exact p (_lattice_pvalues)
 _LATTICE_SPAN = 1 << 18
 #: the first block of permutations a tie-group step draws; each next block is twice as large (step_pvalues)
@@ -438,6 +440,18 @@ class _PairTests:
         self._swapped: tuple[np.ndarray, np.ndarray] | None = None
         self._further: list[np.ndarray] = []
         self._rng: np.random.Generator | None = None
+        # Every model on every instance under every judge with the same denominators, more than one outcome each
+        # (no McNemar): a pair covers everything, its sides' denominators are equal, and its sign-flip terms are
+        # B's units less A's, units[i, m] = 100 x mean over judges of model m's numerator / the judge's denominator
+        # sum (_sign_flip_terms with A's and B's sums alike); on the lattice when the numerators are whole and every
+        # judge's denominator sum is the same, the steps being the numerators summed over judges.
+        den_sums = dens[:, :1, :].sum(axis=0)[0]
+        self.uniform = bool(dens.size and (dens > 1).any() and (dens > 0).all() and (dens == dens[:, :1, :]).all())
+        self.units = self.steps = None
+        if self.uniform:
+            self.units = 100.0 * (nums / den_sums).sum(axis=2) / nums.shape[2]
+            if np.array_equal(nums, np.round(nums)) and (den_sums == den_sums[0]).all():
+                self.steps = nums.sum(axis=2)
 
     def pvalues(
         self, a: int, others: list[int], permutations: int
@@ -478,28 +492,55 @@ class _PairTests:
         however the remaining draws fall; its p is then the share so far, which stays above every threshold, so it
         is rejected neither way and moves no other decision. The draws come in blocks, so the many clearly tied
         pairs stop after a few dozen and only pairs near a threshold draw on."""
+        if self.uniform:
+            return self._uniform_step(a, others, permutations, family, alpha)
         sides = self._pair_sides(a, others)
         compared = (sides[1] > 0).any(axis=(0, 2))
-        b_counts, c_counts = _discordant(*sides)
+        b_counts = c_counts = np.full(len(others), -1)
+        # McNemar's needs one outcome per instance and side: denominators of at most 1
+        outcomes = np.flatnonzero((sides[1].max(axis=(0, 2)) <= 1) & (sides[3].max(axis=(0, 2)) <= 1))
+        if outcomes.size:
+            b_counts, c_counts = b_counts.copy(), c_counts.copy()
+            b_counts[outcomes], c_counts[outcomes] = _discordant(*(x[:, outcomes] for x in sides))
         pvalues: list[float | None] = [None] * len(others)
         for k in np.flatnonzero(compared & (b_counts >= 0)):
             pvalues[k] = mcnemar_exact(int(b_counts[k]), int(c_counts[k]))
         pending = np.flatnonzero(compared & (b_counts < 0))
         if not pending.size:
             return pvalues
+        sides = [x[:, pending] for x in sides]
+        found = self._permutation_step(sides, _sign_flip_terms(*sides), None, len(others), permutations, family, alpha)
+        for k, p in zip(pending, found):
+            pvalues[k] = p
+        return pvalues
+
+    def _uniform_step(self, a: int, others: list[int], permutations: int, family: int, alpha: float) -> list[float]:
+        """step_pvalues where self.uniform: every pair's sign-flip terms from the units, no masking."""
+        terms = self.units[:, others] - self.units[:, [a]]
+        judged = np.ones(len(others), dtype=bool)
+        steps = None if self.steps is None else self.steps[:, others] - self.steps[:, [a]]
+        return self._permutation_step(None, (terms, judged, judged), steps, len(others), permutations, family, alpha)
+
+    def _permutation_step(
+        self, sides, flips, steps, tested: int, permutations: int, family: int, alpha: float
+    ) -> list[float]:
+        """The permutation p of each pair of a tie-group step (see step_pvalues) whose sides (arrays (n, pairs,
+        judges) zeroed outside what each pair covers; None when every pair is linear and `steps` says which are
+        on the lattice) have the sign-flip terms `flips` (_sign_flip_terms), among `tested` comparisons."""
+        pending = np.arange(flips[0].shape[1])
+        pvalues: list[float] = [math.nan] * len(pending)
         needed = math.ceil(family / alpha)
         refining = needed > permutations
         # the largest threshold any of these comparisons can meet, and the most draws a pair can take
-        largest = alpha / (family - len(others) + 1)
+        largest = alpha / (family - tested + 1)
         most = needed if refining else permutations
-        sides = [x[:, pending] for x in sides]
         undecided = np.arange(len(pending))
         if refining:
-            bounds = np.asarray(_chernoff_bounds(*sides))
+            bounds = _chernoff_of_terms(flips[0], flips[2])
             for k in np.flatnonzero(bounds <= alpha / family):
                 pvalues[pending[k]] = float(bounds[k])
             undecided = np.flatnonzero(~(bounds <= alpha / family))
-        count = _DrawCounter(*sides)
+        count = _DrawCounter(sides, flips)
         extreme, defined = np.zeros(len(pending)), np.zeros(len(pending))
 
         def draw(swaps: np.ndarray, active: np.ndarray) -> np.ndarray:
@@ -515,7 +556,12 @@ class _PairTests:
         if refining and active.size:
             # refined: a p on the first draws resting on fewer than REFINE_BELOW extreme permutations
             active = active[(1 + extreme[active]) / (1 + defined[active]) * (1 + permutations) < REFINE_BELOW]
-            exact = _lattice_pvalues(*(x[:, active] for x in sides)) if active.size else np.array([])
+            if not active.size:
+                exact = np.array([])
+            elif sides is None:
+                exact = np.full(len(active), np.nan) if steps is None else _lattice_of_steps(steps[:, active])
+            else:
+                exact = _lattice_pvalues(*(x[:, active] for x in sides))
             for k, p in zip(active, exact):
                 if not np.isnan(p):
                     pvalues[pending[k]] = float(p)
@@ -649,10 +695,27 @@ def _chernoff_bounds(a_num, a_den, b_num, b_den) -> list[float]:
     exact permutation p where the denominators are equal (the sign-flip sum is then the difference), and is a
     first-order expansion otherwise. NaN for a pair with no judge in common."""
     terms, _, judged = _sign_flip_terms(a_num, a_den, b_num, b_den)
+    return _chernoff_of_terms(terms, judged).tolist()
+
+
+def _chernoff_of_terms(terms: np.ndarray, judged: np.ndarray) -> np.ndarray:
+    """_chernoff_bounds from the sign-flip terms (n, pairs) and whether each pair has a judge in common; the Newton
+    steps only for pairs whose Hoeffding bound is at most _CHERNOFF_FROM (the others keep Hoeffding's)."""
     observed = np.maximum(np.abs(terms.sum(axis=0)) - _EQUAL, 0.0)
     spread = (terms**2).sum(axis=0)
     usable = judged & (spread > 0)
     lam = observed / np.where(usable, spread, 1.0)
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        exponent = np.minimum(0.0, -(observed**2) / (2.0 * np.where(usable, spread, 1.0)))  # Hoeffding's
+        near = np.flatnonzero(usable & (2.0 * np.exp(exponent) <= _CHERNOFF_FROM))
+        exponent[near] = _chernoff_exponents(terms[:, near], observed[near], lam[near])
+        bounds = np.minimum(1.0, 2.0 * np.exp(exponent))
+    return np.where(usable, bounds, np.nan)
+
+
+def _chernoff_exponents(terms: np.ndarray, observed: np.ndarray, lam: np.ndarray) -> np.ndarray:
+    """min over the lambdas met of log(exp(-lambda d) prod_i cosh(lambda t_i)), from Hoeffding's lambda by Newton
+    steps on the exponent (convex in lambda)."""
     exponent = np.zeros(len(observed))  # lambda = 0: the bound 2
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         for step in range(_CHERNOFF_STEPS + 1):
@@ -666,8 +729,7 @@ def _chernoff_bounds(a_num, a_den, b_num, b_den) -> list[float]:
             slope = (terms * tanh).sum(axis=0) - observed
             curvature = (terms**2 * (1.0 - tanh**2)).sum(axis=0)
             lam = np.where(curvature > 0, np.maximum(lam - slope / curvature, 0.0), 2.0 * lam)
-        bounds = np.minimum(1.0, 2.0 * np.exp(exponent))
-    return np.where(usable, bounds, np.nan).tolist()
+    return exponent
 
 
 def _lattice_pvalues(a_num, a_den, b_num, b_den) -> np.ndarray:
@@ -687,8 +749,14 @@ def _lattice_pvalues(a_num, a_den, b_num, b_den) -> np.ndarray:
     steps = (delta * judged[None]).sum(axis=2)
     whole = (np.round(a_num) == a_num).all(axis=(0, 2)) & (np.round(b_num) == b_num).all(axis=(0, 2))
     lattice = equal & whole & judged.any(axis=1) & (high == low)
+    return _lattice_of_steps(steps, lattice)
+
+
+def _lattice_of_steps(steps: np.ndarray, lattice: np.ndarray | bool = True) -> np.ndarray:
+    """Per pair, P(|sum s_i k_i| >= |sum k_i|) over the 2^n equally likely sign flips s, from whole-number steps k
+    (n, pairs), for the pairs on the lattice and spanning at most _LATTICE_SPAN values; NaN for the others."""
     span = np.abs(steps).sum(axis=0)
-    pvalues = np.full(delta.shape[1], np.nan)
+    pvalues = np.full(steps.shape[1], np.nan)
     for k in np.flatnonzero(lattice & (2 * span < _LATTICE_SPAN)):
         values = np.sort(np.abs(steps[:, k][steps[:, k] != 0])).astype(np.int64)
         # distribution of the sum over -reach..reach, reach growing with each instance's +-k_i
@@ -700,10 +768,16 @@ def _lattice_pvalues(a_num, a_den, b_num, b_den) -> np.ndarray:
             dist = grown * 0.5
         reach = (len(dist) - 1) // 2
         observed = int(abs(round(steps[:, k].sum())))
-        pvalues[k] = min(1.0, float(dist[: reach - observed + 1].sum() + dist[reach + observed :].sum()))
-        if observed == 0:
-            pvalues[k] = 1.0
+        pvalues[k] = (
+            1.0
+            if observed == 0
+            else min(1.0, float(dist[: reach - observed + 1].sum() + dist[reach + observed :].sum()))
+        )
     return pvalues
+
+
+#: the eight bits of every byte value, most significant first (np.unpackbits' order), (256, 8)
+_BYTE_BITS = np.unpackbits(np.arange(256, dtype=np.uint8)[:, None], axis=1).astype(float)
 
 
 class _DrawCounter:
@@ -715,27 +789,22 @@ class _DrawCounter:
     partial sums of each eight instances' terms (28 look-ups instead of 217 products at 217 instances); any other
     pair the swapped sums of its numerators and denominators."""
 
-    def __init__(self, a_num, a_den, b_num, b_den):
-        self.sides = (a_num, a_den, b_num, b_den)
-        self.delta = (b_num - a_num, b_den - a_den)
-        self.terms, self.linear, _ = _sign_flip_terms(*self.sides)
+    def __init__(self, sides, flips: tuple | None = None):
+        self.sides = sides
+        self.terms, self.linear, _ = flips or _sign_flip_terms(*sides)
         self.observed = self.terms.sum(axis=0)
-        self._tables: np.ndarray | None = None
         self._chosen: tuple[bytes, np.ndarray] | None = None
 
     def tables(self, chosen: np.ndarray) -> np.ndarray:
         """(bytes, 256, chosen pairs): entry (g, v, p) is the sum of pair p's terms over the instances whose bits are
         set in value v of byte g (kept for the last pairs chosen, since a pair draws block after block)."""
-        if self._tables is None:
-            n, m = self.terms.shape
-            width = (n + 7) // 8
-            terms = np.zeros((width * 8, m))
-            terms[:n] = self.terms
-            bits = np.unpackbits(np.arange(256, dtype=np.uint8)[:, None], axis=1).astype(float)
-            self._tables = bits @ terms.reshape(width, 8, m)
         key = chosen.tobytes()
         if self._chosen is None or self._chosen[0] != key:
-            self._chosen = (key, np.ascontiguousarray(self._tables[:, :, chosen]))
+            n = len(self.terms)
+            width = (n + 7) // 8
+            terms = np.zeros((width * 8, len(chosen)))
+            terms[:n] = self.terms[:, chosen]
+            self._chosen = (key, np.ascontiguousarray(_BYTE_BITS @ terms.reshape(width, 8, -1)))
         return self._chosen[1]
 
     def __call__(self, packed: np.ndarray, pairs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -753,10 +822,13 @@ class _DrawCounter:
             defined[linear] = len(packed)
         if not linear.all():
             chosen = pairs[~linear]
-            n, _, j = self.delta[0].shape
+            a_num, a_den, b_num, b_den = (x[:, chosen] for x in self.sides)
+            n, _, j = a_num.shape
             swaps = _unpacked(packed, n)
-            moved = [_product(swaps, d[:, chosen].reshape(n, -1)).reshape(len(swaps), -1, j) for d in self.delta]
-            extreme[~linear], defined[~linear] = _permutation_counts(*(x[:, chosen] for x in self.sides), *moved)
+            moved = [
+                _product(swaps, d.reshape(n, -1)).reshape(len(swaps), -1, j) for d in (b_num - a_num, b_den - a_den)
+            ]
+            extreme[~linear], defined[~linear] = _permutation_counts(a_num, a_den, b_num, b_den, *moved)
         return extreme, defined
 
 

@@ -337,7 +337,7 @@ def test_the_sign_flip_count_of_equal_denominators_equals_the_swapped_sums():
     rng = np.random.default_rng(41)
     a, b = _counts(rng, 150, 3, 2, 0.4), _counts(rng, 150, 3, 2, 0.47)
     sides = [x[:, None, :] for x in (*a, *b)]
-    counter = paired._DrawCounter(*sides)
+    counter = paired._DrawCounter(sides)
     assert counter.linear.tolist() == [True]
     swaps = paired._swaps(150, paired.PERMUTATIONS, paired.BOOTSTRAP_SEED)
     delta = [sides[2] - sides[0], sides[3] - sides[1]]
@@ -345,3 +345,20 @@ def test_the_sign_flip_count_of_equal_denominators_equals_the_swapped_sums():
     expected = paired._permutation_counts(*sides, *moved)
     extreme, defined = counter(np.packbits(swaps > 0.5, axis=1), np.arange(1))
     assert extreme.tolist() == expected[0].tolist() and defined.tolist() == expected[1].tolist()
+
+
+def test_a_step_on_counts_alike_everywhere_equals_the_masked_path():
+    """Every model with the same denominators on every instance and judge takes its sign-flip terms and lattice
+    steps from per-model arrays (_PairTests.uniform); the p of each pair equal those of the masked path."""
+    rng = np.random.default_rng(50)
+    rates = {f"m{k:02d}": 0.5 + 0.004 * k for k in range(30)}
+    sides = _leaderboard(rng, rates, n=120, judges=3, attempts=3)
+    tests = paired._PairTests(*paired._stacked(sides), paired.PERMUTATIONS, paired.BOOTSTRAP_SEED)
+    assert tests.uniform and tests.steps is not None
+    family = 30 * 29 // 2
+    fast = tests.step_pvalues(29, list(range(29)), paired.PERMUTATIONS, family, 0.05)
+    tests.uniform = False
+    masked = tests.step_pvalues(29, list(range(29)), paired.PERMUTATIONS, family, 0.05)
+    assert fast == pytest.approx(masked, rel=1e-9)
+    assert paired.holm_rejects(fast, family) == paired.holm_rejects(masked, family)
+    assert any(paired.holm_rejects(fast, family)) and not all(paired.holm_rejects(fast, family))
