@@ -121,5 +121,5 @@ def metrics_page(context: dict) -> PageData:
         figures,
         help_anchor="conflict",
         judges=[judge.name] if judge else None,
-        facts={"exclusion": exclusion_facts(context.get("exclusion"))},
+        facts={"exclusion": exclusion_facts(context["exclusion"])} if context.get("exclusion") else {},
     )

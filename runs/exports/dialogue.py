@@ -84,8 +84,9 @@ def metrics_page(context: dict) -> PageData:
         "runs": [r.label for r in context.get("runs", [])],
         "exclude": context.get("exclude") if context.get("excluded") is not None else "none",
         "ranked_by": context["rank_metric"][0] if context.get("rank_metric") else None,
-        "exclusion": exclusion_facts(context.get("exclusion")),
     }
+    if context.get("exclusion"):
+        facts["exclusion"] = exclusion_facts(context["exclusion"])
     return PageData(
         "Dialogue metrics",
         [Table("metrics", "Metrics", tuple(columns), rows)],

@@ -149,7 +149,7 @@ def metrics_page(context: dict) -> PageData:
         figures,
         help_anchor="hierarchy",
         judges=_judge(context),
-        facts={"exclusion": exclusion_facts(context.get("exclusion"))},
+        facts={"exclusion": exclusion_facts(context["exclusion"])} if context.get("exclusion") else {},
     )
 
 
