@@ -89,6 +89,8 @@ def judge_figure(num_sums: np.ndarray, den_sums: np.ndarray) -> np.ndarray:
 
     NaN where no judge has data."""
     has = den_sums > 0
+    if has.all():  # every judge has data everywhere: the same figures without the masks
+        return 100.0 * (num_sums / den_sums).sum(axis=-1) / den_sums.shape[-1]
     with np.errstate(invalid="ignore", divide="ignore"):
         rates = np.where(has, num_sums / np.where(has, den_sums, 1), 0.0)
     counted = has.sum(axis=-1)
@@ -536,7 +538,7 @@ class _PairTests:
         most = needed if refining else permutations
         undecided = np.arange(len(pending))
         if refining:
-            bounds = _chernoff_of_terms(flips[0], flips[2])
+            bounds = _chernoff_of_terms(flips[0], flips[2], alpha / family)
             for k in np.flatnonzero(bounds <= alpha / family):
                 pvalues[pending[k]] = float(bounds[k])
             undecided = np.flatnonzero(~(bounds <= alpha / family))
@@ -698,16 +700,18 @@ def _chernoff_bounds(a_num, a_den, b_num, b_den) -> list[float]:
     return _chernoff_of_terms(terms, judged).tolist()
 
 
-def _chernoff_of_terms(terms: np.ndarray, judged: np.ndarray) -> np.ndarray:
+def _chernoff_of_terms(terms: np.ndarray, judged: np.ndarray, enough: float = 0.0) -> np.ndarray:
     """_chernoff_bounds from the sign-flip terms (n, pairs) and whether each pair has a judge in common; the Newton
-    steps only for pairs whose Hoeffding bound is at most _CHERNOFF_FROM (the others keep Hoeffding's)."""
+    steps only for pairs whose Hoeffding bound is at most _CHERNOFF_FROM and above `enough` (the others keep
+    Hoeffding's: a tied pair's no bound would bring down, one at most `enough` needs no tighter)."""
     observed = np.maximum(np.abs(terms.sum(axis=0)) - _EQUAL, 0.0)
     spread = (terms**2).sum(axis=0)
     usable = judged & (spread > 0)
     lam = observed / np.where(usable, spread, 1.0)
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         exponent = np.minimum(0.0, -(observed**2) / (2.0 * np.where(usable, spread, 1.0)))  # Hoeffding's
-        near = np.flatnonzero(usable & (2.0 * np.exp(exponent) <= _CHERNOFF_FROM))
+        hoeffding = 2.0 * np.exp(exponent)
+        near = np.flatnonzero(usable & (hoeffding <= _CHERNOFF_FROM) & (hoeffding > enough))
         exponent[near] = _chernoff_exponents(terms[:, near], observed[near], lam[near])
         bounds = np.minimum(1.0, 2.0 * np.exp(exponent))
     return np.where(usable, bounds, np.nan)
