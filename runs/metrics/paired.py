@@ -22,8 +22,8 @@ from runs.metrics.stats import (
     BOOTSTRAP_RESAMPLES,
     BOOTSTRAP_SEED,
     INSTANCE_INTERVAL_METHOD,
-    bootstrap_interval,
     bootstrap_weights,
+    interval_tail,
 )
 
 #: a model's numerators and denominators, (n_instances, n_judges) each, on an instance axis shared with the others
@@ -111,13 +111,12 @@ def figure_interval(
     """Expanded percentile bootstrap interval (INSTANCE_INTERVAL_METHOD) of the figure over the side's instances with data
     (judge mean recomputed in each resample): runs.metrics.checklist.with_bootstrap's interval for the same counts."""
     num, den = _rows_with_data(side)
-    return bootstrap_interval(
+    return _instance_interval(
         len(num),
-        lambda weights: judge_figure(weights @ num, weights @ den),
+        lambda weights: judge_figure(_weighted(weights, num), _weighted(weights, den)),
         resamples=resamples,
         seed=seed,
         level=level,
-        method=INSTANCE_INTERVAL_METHOD,
     )
 
 
@@ -173,11 +172,10 @@ def paired_difference(
     fig_b = float(judge_figure(b_num.sum(axis=0), b_den.sum(axis=0)))
 
     def diff(weights: np.ndarray) -> np.ndarray:
-        return judge_figure(weights @ b_num, weights @ b_den) - judge_figure(weights @ a_num, weights @ a_den)
+        sums = [_weighted(weights, x) for x in (a_num, a_den, b_num, b_den)]
+        return judge_figure(sums[2], sums[3]) - judge_figure(sums[0], sums[1])
 
-    interval = bootstrap_interval(
-        len(shared), diff, resamples=resamples, seed=seed, level=level, method=INSTANCE_INTERVAL_METHOD
-    )
+    interval = _instance_interval(len(shared), diff, resamples=resamples, seed=seed, level=level)
     low, high = interval if interval else (None, None)
     tests = _PairTests(*_stacked({"a": a, "b": b}), permutations, seed)
     p, test, b_count, c_count = tests.pvalues(0, [1], permutations)[0]
@@ -302,7 +300,7 @@ def rank_intervals(
     if not with_data.any():
         return result
     n, m, j = nums.shape
-    weights = bootstrap_weights(n, resamples=resamples, seed=seed)
+    weights = _cached_weights(n, resamples, seed)
     figures = judge_figure(
         _weighted(weights, nums.reshape(n, -1)).reshape(-1, m, j),
         _weighted(weights, dens.reshape(n, -1)).reshape(-1, m, j),
@@ -334,6 +332,28 @@ def ranks_of(figures: np.ndarray) -> np.ndarray:
     ranks = np.empty(flat.shape)
     np.put_along_axis(ranks, order, 1.0 + first, axis=1)
     return np.where(np.isnan(values), np.nan, ranks.reshape(values.shape))
+
+
+def _instance_interval(n: int, statistic, *, resamples: int, seed: int, level: float) -> tuple[float, float] | None:
+    """runs.metrics.stats.bootstrap_interval over n instances by INSTANCE_INTERVAL_METHOD, on the same drawn
+    instances (bootstrap_weights' matrix, kept per n, resamples and seed, as every figure of a comparison draws
+    the same), so the same interval."""
+    if n <= 0:
+        return None
+    values = np.asarray(statistic(_cached_weights(n, resamples, seed)), dtype=float)
+    values = values[~np.isnan(values)]
+    if values.size == 0:
+        return None
+    tail = interval_tail(n, level, INSTANCE_INTERVAL_METHOD) * 100
+    low, high = np.percentile(values, [tail, 100 - tail])
+    return float(low), float(high)
+
+
+@lru_cache(maxsize=16)
+def _cached_weights(n: int, resamples: int, seed: int) -> np.ndarray:
+    weights = bootstrap_weights(n, resamples=resamples, seed=seed)
+    weights.flags.writeable = False
+    return weights
 
 
 def _weighted(weights: np.ndarray, counts: np.ndarray) -> np.ndarray:
