@@ -501,19 +501,18 @@ class _PairTests:
     def step_pvalues(
         self, a: int, others: list[int], permutations: int, family: int, alpha: float
     ) -> list[float | None]:
-        """p of model `a` against each of `others` for a tie-group step whose Holm family has `family` comparisons,
-        exact wherever it can decide a Holm rejection (holm_rejects makes the same decisions as with pvalues' p).
+        """p of model `a` against each of `others` for a tie-group step whose Holm family has `family` comparisons:
+        each a p, or a bound on it, that gives every Holm decision (holm_rejects) its p would.
 
-        McNemar's p where the outcomes are pass/fail; else the permutation p on the seeded swaps, with
-        `permutations` draws, refined when the smallest threshold, alpha / family, lies below what those draws can
-        give: a p resting on fewer than REFINE_BELOW extreme permutations is drawn again with ceil(family / alpha)
-        permutations (its first draws, then _more_swaps'), or computed exactly when its swaps move whole numbers on
-        a lattice (_lattice_pvalues). In that case a pair whose Chernoff bound
-        (_chernoff_bounds) is already below alpha / family takes the bound for its p, with no draw. A pair stops
-        drawing, from its first block of draws on, once its p can no longer reach the step's largest threshold
-        however the remaining draws fall; its p is then the share so far, which stays above every threshold, so it
-        is rejected neither way and moves no other decision. The draws come in blocks, so the many clearly tied
-        pairs stop after a few dozen and only pairs near a threshold draw on."""
+        McNemar's p where the outcomes are pass/fail; else the permutation p on the seeded swaps with `permutations`
+        draws. When the smallest threshold, alpha / family, lies below what those draws can give: a pair whose
+        Chernoff bound (_chernoff_bounds) is already at most alpha / family takes the bound, with no draw; a p
+        resting on fewer than REFINE_BELOW extreme permutations is computed exactly when the pair's swaps move whole
+        numbers on a lattice (_lattice_pvalues), else drawn again with ceil(family / alpha) permutations (its first
+        draws, then the further stream of _more_packed). The draws come in blocks, and a pair stops drawing once its
+        p can no longer reach the step's largest threshold however the remaining draws fall: its p is then the
+        share so far, above every threshold, so it is rejected neither way and moves no other decision. The many
+        clearly tied pairs stop after a few dozen draws; only pairs near a threshold draw on."""
         if self.uniform:
             return self._uniform_step(a, others, permutations, family, alpha)
         sides = self._pair_sides(a, others)
