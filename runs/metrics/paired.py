@@ -564,15 +564,15 @@ class _PairTests:
         count = _DrawCounter(sides, flips)
         extreme, defined = np.zeros(len(pending)), np.zeros(len(pending))
 
-        def draw(swaps: np.ndarray, active: np.ndarray) -> np.ndarray:
-            more_extreme, more_defined = count(swaps, active)
+        def draw(swaps: np.ndarray, active: np.ndarray, unpacked: np.ndarray | None = None) -> np.ndarray:
+            more_extreme, more_defined = count(swaps, active, unpacked)
             extreme[active] += more_extreme
             defined[active] += more_defined
             return active[(1 + extreme[active]) / (1 + most) <= largest]
 
         active, start, block = undecided, 0, _FIRST_BLOCK
         while active.size and start < permutations:
-            active = draw(self.packed[start : start + block], active)
+            active = draw(self.packed[start : start + block], active, self.swaps[start : start + block])
             start, block = start + block, block * 2
         if refining and active.size:
             # refined: a p on the first draws resting on fewer than REFINE_BELOW extreme permutations
@@ -830,16 +830,23 @@ class _DrawCounter:
             self._chosen = (key, np.ascontiguousarray(_BYTE_BITS @ terms.reshape(width, 8, -1)))
         return self._chosen[1]
 
-    def __call__(self, packed: np.ndarray, pairs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def __call__(
+        self, packed: np.ndarray, pairs: np.ndarray, swaps: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """(extreme, defined) per pair of `pairs` over the swaps `packed`; `swaps`, the same swaps as a 0/1 float
+        matrix when the caller has it (the first draws), is multiplied instead of read from the byte tables:
+        one product, for the short blocks of the first draws."""
         extreme, defined = np.zeros(len(pairs)), np.zeros(len(pairs))
         linear = self.linear[pairs]
         if linear.any():
             chosen = pairs[linear]
             observed = self.observed[chosen]
-            tables = self.tables(chosen)
-            swapped = np.zeros((len(packed), len(chosen)))
-            for g, table in enumerate(tables):
-                swapped += table[packed[:, g]]
+            if swaps is not None:
+                swapped = swaps @ self.terms[:, chosen]
+            else:
+                swapped = np.zeros((len(packed), len(chosen)))
+                for g, table in enumerate(self.tables(chosen)):
+                    swapped += table[packed[:, g]]
             permuted = observed - 2.0 * swapped
             extreme[linear] = (np.abs(permuted) >= np.abs(observed) - _EQUAL).sum(axis=0)
             defined[linear] = len(packed)
@@ -847,7 +854,7 @@ class _DrawCounter:
             chosen = pairs[~linear]
             a_num, a_den, b_num, b_den = (x[:, chosen] for x in self.sides)
             n, _, j = a_num.shape
-            swaps = _unpacked(packed, n)
+            swaps = _unpacked(packed, n) if swaps is None else swaps
             moved = [
                 _product(swaps, d.reshape(n, -1)).reshape(len(swaps), -1, j) for d in (b_num - a_num, b_den - a_den)
             ]
