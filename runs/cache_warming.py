@@ -6,8 +6,8 @@ and `manage.py leaderboards_warm` calls `leaderboards_default` after a deploy, w
 keys the cache. It computes each checklist benchmark's leaderboard summary
 (runs.selectors.checklist.leaderboard_base) and the leaderboard as first opened (no filters, by model, best ISR
 first, every item): its tables, #results fragment, filter form and choices. Benchmarks without rollups are skipped.
-It also computes the item health report of each benchmark with items (checklist, dialogue, hierarchy), with its
-2PL fit (runs.selectors.item_health).
+It also has the item health report of each benchmark with items (checklist, dialogue, hierarchy) computed, with its
+2PL fit (runs.selectors.item_health), off the writer's path (runs.background.soon: seconds at a million verdicts).
 A failure is logged and never fails the writer: its change is committed, and the first request computes what is
 missing.
 """
@@ -19,6 +19,7 @@ from collections.abc import Iterable
 
 from django.http import QueryDict
 
+from runs import background
 from runs.cache import cache_scope
 from runs.leaderboard_page import page_parts
 from runs.models import AttemptRollup, Benchmark, BenchmarkKind
@@ -26,6 +27,9 @@ from runs.selectors.checklist import checklist_query, filter_choices
 from runs.selectors.item_health import ITEM_KINDS, health_report
 
 log = logging.getLogger(__name__)
+
+#: the Celery task that fits item health after a write (runs.tasks.item_health_fit)
+ITEM_HEALTH_TASK = "runs.item_health_fit"
 
 
 def after_write(benchmark_ids: Iterable[int], **signal) -> None:
@@ -37,10 +41,7 @@ def after_write(benchmark_ids: Iterable[int], **signal) -> None:
         leaderboards_default(ids)
     except Exception:
         log.warning("warming the leaderboards of benchmarks %s failed", ids, exc_info=True)
-    try:
-        item_health_default(ids)
-    except Exception:
-        log.warning("fitting the item health of benchmarks %s failed", ids, exc_info=True)
+    background.soon(ITEM_HEALTH_TASK, item_health_default, ids)
 
 
 def leaderboards_default(benchmark_ids: Iterable[int]) -> None:
@@ -56,7 +57,11 @@ def leaderboards_default(benchmark_ids: Iterable[int]) -> None:
 
 
 def item_health_default(benchmark_ids: Iterable[int]) -> None:
-    """Compute and cache the item health report (its 2PL fit included) of each benchmark with items among these."""
-    for benchmark in Benchmark.objects.filter(id__in=sorted(set(benchmark_ids)), kind__in=ITEM_KINDS):
-        with cache_scope(None):
-            health_report(benchmark)
+    """Compute and cache the item health report (its 2PL fit included) of each benchmark with items among these; a
+    failure is logged."""
+    try:
+        for benchmark in Benchmark.objects.filter(id__in=sorted(set(benchmark_ids)), kind__in=ITEM_KINDS):
+            with cache_scope(None):
+                health_report(benchmark)
+    except Exception:
+        log.warning("fitting the item health of benchmarks %s failed", sorted(set(benchmark_ids)), exc_info=True)

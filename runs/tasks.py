@@ -2,6 +2,7 @@
 
 from celery import shared_task
 
+from runs.cache_warming import ITEM_HEALTH_TASK, item_health_default
 from runs.jobs import RUN_JOB_TASK, job_execute
 from runs.jobs import uploads_clean as job_uploads_clean
 from runs.search_index import REASONING_INDEX_TASK, reasoning_index_catch_up
@@ -24,3 +25,9 @@ def reasoning_index() -> int | None:
     """Make the judge reasoning of newly stored verdicts searchable (runs.search_index); None when another
     worker is at it."""
     return reasoning_index_catch_up()
+
+
+@shared_task(name=ITEM_HEALTH_TASK)
+def item_health_fit(benchmark_ids: list[int]) -> None:
+    """Fit and cache the item health of these benchmarks after a write (runs.cache_warming)."""
+    item_health_default(benchmark_ids)

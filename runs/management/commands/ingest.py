@@ -21,10 +21,11 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
+from runs import background
 from runs.ingest import FORMATS, IngestFailed, Options, Report, ingest_each, ingest_units
 from runs.ingest.layout import LayoutError, entries_of, manifest_read, plan_import
 from runs.ingest.watch import SETTLE_SECONDS, Watcher
-from runs.search_index import reasoning_index_catch_up, reasoning_pending
+from runs.search_index import reasoning_pending
 from runs.services import leaderboards_warmed_at_end
 
 #: how many groups of files the plan lists before "and N more"
@@ -129,20 +130,20 @@ class Command(BaseCommand):
             self.stdout.write(report.summary())
         else:
             self._per_file_summary(outcomes)
-        self._reasoning_searchable()
+        self._background_finished()
 
-    def _reasoning_searchable(self) -> None:
-        """In thread mode, wait for the thread the import started to make its judge reasoning searchable
-        (runs.search_index): it would end with this process. A Celery worker does it on its own; inline, the
-        import has done it."""
-        if settings.IFPORTAL_JOBS != "thread" or not reasoning_pending():
+    def _background_finished(self) -> None:
+        """Wait for what the import started in threads of this process (IFPORTAL_JOBS=thread): its judge reasoning
+        copied into the search's index, its item health fitted (runs.background). The threads would end with
+        this process; a Celery worker does that work on its own, and inline the import has done it."""
+        if settings.IFPORTAL_JOBS != "thread":
             return
-        self.stderr.write("making the judge reasoning searchable (the import is stored and shown already)...")
+        pending = reasoning_pending()
         start = time.perf_counter()
-        copied = reasoning_index_catch_up(wait=True)
-        self.stderr.write(
-            f"judge reasoning searchable ({copied:,} more verdicts) after {time.perf_counter() - start:.1f} s"
-        )
+        if pending:
+            self.stderr.write("making the judge reasoning searchable (the import is stored and shown already)...")
+        if background.wait() and pending:
+            self.stderr.write(f"judge reasoning searchable after {time.perf_counter() - start:.1f} s")
 
     def _watch(self, opts, options: Options) -> None:
         """Import as files appear and change until Ctrl-C, which ends it cleanly (exit 0)."""
