@@ -67,7 +67,12 @@ BENCH_SERVER ?= postgres://postgres@127.0.0.1:5432
 BENCH_DB     ?= ifportal_bench
 BENCH_CACHE  ?= redis://127.0.0.1:6379/5
 BENCH_JSON   ?= benchmark.json
-BENCH_ARGS   ?= --instances 217 --items 33 --models 16 --repetitions 3 --judges 3
+# The study is built on OctoBench's real instances where ../shared/data holds them (their checklists, and judge
+# reasoning drawn from their own, largely Chinese, text: 68 models x 1,635 items x 3 repetitions x 3 judges =
+# 1,000,620 verdicts), else generated (217 instances x 33 items, English reasoning, 16 models: 1,031,184).
+BENCH_REAL   ?= $(wildcard ../shared/data/octobench/instances.jsonl)
+BENCH_ARGS   ?= $(if $(BENCH_REAL),--real-instances $(BENCH_REAL) --models 68,--instances 217 --items 33 --models 16) \
+	--repetitions 3 --judges 3
 BENCH_ENV     = DATABASE_URL=$(BENCH_SERVER)/$(BENCH_DB) CACHE_URL=$(BENCH_CACHE) IFPORTAL_JOBS=inline
 
 # The 10M-verdict study: 217 instances x 33 items x 100 models x 3 repetitions x 5 judges

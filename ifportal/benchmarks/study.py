@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import psycopg
+import redis
 from django.conf import settings
 from django.db import connection
 from psycopg import sql
@@ -49,10 +50,14 @@ class StudySize:
     models: int = 8
     repetitions: int = 3
     judges: int = 3
+    #: every instance's checklist items together, where instances differ in length (real instances); else
+    #: instances x items_per_instance
+    items: int | None = None
 
     @property
     def verdicts(self) -> int:
-        return self.instances * self.items_per_instance * self.models * self.repetitions * self.judges
+        items = self.items if self.items is not None else self.instances * self.items_per_instance
+        return items * self.models * self.repetitions * self.judges
 
 
 @dataclass
@@ -62,17 +67,111 @@ class StudyFiles:
     #: the results folder in mini-vela's layout: <results>/<model>/rep<N>/scores_<judge>.json
     results: Path
     scores: list[tuple[str, str, int, Path]] = field(default_factory=list)  # (model, judge, repetition, path)
+    instance_ids: list[str] = field(default_factory=list)
 
 
-def study_write(size: StudySize, root: Path, *, seed: int = 7) -> StudyFiles:
+#: the shortest and longest judge reasoning drawn from a real item's text (`study_write` with `real_instances`)
+REASONING_CHARS = (60, 200)
+
+
+def real_study_size(real_instances: Path, size: StudySize) -> StudySize:
+    """`size` with the instance and item counts of a real OctoBench instances file."""
+    instances = items = 0
+    with open(real_instances, encoding="utf-8") as lines:
+        for line in lines:
+            if line.strip():
+                record = json.loads(line)
+                instances += 1
+                items += sum(len(part.get("checks", [])) for part in record["checklist"].values())
+    return StudySize(instances, round(items / max(1, instances)), size.models, size.repetitions, size.judges, items)
+
+
+def _real_checklists(real_instances: Path, out) -> tuple[list[tuple[str, list[tuple[str, str]]]], dict]:
+    """Copy a real instances file to `out`; each instance's (category, check id) keys, and per key the text its
+    judges' reasoning is drawn from: the item's description, then its category's (their own words and language)."""
+    checklists, texts = [], {}
+    with open(real_instances, encoding="utf-8") as lines:
+        for line in lines:
+            if not line.strip():
+                continue
+            record = json.loads(line)
+            keys = []
+            for category, part in record["checklist"].items():
+                for check in part.get("checks", []):
+                    keys.append((category, check["check_id"]))
+                    text = " ".join(
+                        t for t in (check.get("description"), part.get("description")) if isinstance(t, str)
+                    )
+                    texts[(record["instance_id"], check["check_id"])] = " ".join(text.split()) or check["check_id"]
+            checklists.append((record["instance_id"], keys))
+            out.write(json.dumps(record, ensure_ascii=False) + "\n")
+    return checklists, texts
+
+
+def _drawn_reasoning(rng: random.Random, text: str) -> str:
+    """A window of REASONING_CHARS characters of `text` (all of it when shorter), at a random place."""
+    length = rng.randint(*REASONING_CHARS)
+    if len(text) <= length:
+        return text
+    start = rng.randrange(len(text) - length + 1)
+    return text[start : start + length]
+
+
+def study_write(size: StudySize, root: Path, *, seed: int = 7, real_instances: Path | None = None) -> StudyFiles:
     """Write instances JSONL and a results folder as the harness leaves it: one scores JSON per
     (model, repetition, judge), at results/model-<m>/rep<r>/scores_judge-<j>.json (the layout
-    `manage.py ingest octobench-scores results/` reads model, repetition and judge from)."""
+    `manage.py ingest octobench-scores results/` reads model, repetition and judge from).
+
+    With `real_instances` (an OctoBench instances JSONL, e.g. ../shared/data/octobench/instances.jsonl) the
+    study is built on those instances and their checklists (size's instance and item counts are ignored), and
+    every verdict's reasoning is a window of 60-200 characters of its item's own description and its category's,
+    in their language (largely Chinese for OctoBench): text whose trigrams differ verdict to verdict, as a real
+    judge's do. Otherwise instances are generated and reasoning is one of two English sentences."""
     rng = random.Random(seed)
     root.mkdir(parents=True, exist_ok=True)
     files = StudyFiles(root=root, instances=root / "instances.jsonl", results=root / "results")
     checklists: list[tuple[str, list[tuple[str, str]]]] = []
-    with open(files.instances, "w", encoding="utf-8") as out:
+    texts: dict[tuple[str, str], str] | None = None
+    if real_instances is not None:
+        with open(files.instances, "w", encoding="utf-8") as out:
+            checklists, texts = _real_checklists(real_instances, out)
+    else:
+        checklists = _generated_checklists(size, files.instances)
+    files.instance_ids = [iid for iid, _ in checklists]
+    for m in range(size.models):
+        skill = 0.80 + 0.15 * m / max(1, size.models - 1)
+        for r in range(1, size.repetitions + 1):
+            truth = {(iid, cid): rng.random() < skill for iid, keys in checklists for _, cid in keys}
+            folder = files.results / f"model-{m}" / f"rep{r}"
+            folder.mkdir(parents=True, exist_ok=True)
+            for j in range(size.judges):
+                path = folder / f"scores_judge-{j}.json"
+                results = []
+                for iid, keys in checklists:
+                    eval_result: dict[str, dict] = {}
+                    for category, cid in keys:
+                        passed = truth[(iid, cid)] if rng.random() > 0.07 else not truth[(iid, cid)]
+                        eval_result.setdefault(category, {"checks": []})["checks"].append(
+                            {
+                                "check_id": cid,
+                                "result": "success" if passed else "fail",
+                                "reasoning": _drawn_reasoning(rng, texts[(iid, cid)])
+                                if texts is not None
+                                else "The assistant did what the rule asks."
+                                if passed
+                                else "The rule was broken in turn 3.",
+                            }
+                        )
+                    results.append({"instance_id": iid, "eval_result": eval_result})
+                path.write_text(json.dumps({"results": results}, ensure_ascii=False), encoding="utf-8")
+                files.scores.append((f"model-{m}", f"judge-{j}", r, path))
+    return files
+
+
+def _generated_checklists(size: StudySize, path: Path) -> list[tuple[str, list[tuple[str, str]]]]:
+    """Write `size.instances` generated instances of `size.items_per_instance` items to `path`; their keys."""
+    checklists: list[tuple[str, list[tuple[str, str]]]] = []
+    with open(path, "w", encoding="utf-8") as out:
         for i in range(size.instances):
             instance_id = f"bench-{i:05d}"
             checklist: dict[str, dict] = {}
@@ -100,32 +199,7 @@ def study_write(size: StudySize, root: Path, *, seed: int = 7) -> StudyFiles:
             }
             out.write(json.dumps(record, ensure_ascii=False) + "\n")
             checklists.append((instance_id, keys))
-    for m in range(size.models):
-        skill = 0.80 + 0.15 * m / max(1, size.models - 1)
-        for r in range(1, size.repetitions + 1):
-            truth = {(iid, cid): rng.random() < skill for iid, keys in checklists for _, cid in keys}
-            folder = files.results / f"model-{m}" / f"rep{r}"
-            folder.mkdir(parents=True, exist_ok=True)
-            for j in range(size.judges):
-                path = folder / f"scores_judge-{j}.json"
-                results = []
-                for iid, keys in checklists:
-                    eval_result: dict[str, dict] = {}
-                    for category, cid in keys:
-                        passed = truth[(iid, cid)] if rng.random() > 0.07 else not truth[(iid, cid)]
-                        eval_result.setdefault(category, {"checks": []})["checks"].append(
-                            {
-                                "check_id": cid,
-                                "result": "success" if passed else "fail",
-                                "reasoning": "The assistant did what the rule asks."
-                                if passed
-                                else "The rule was broken in turn 3.",
-                            }
-                        )
-                    results.append({"instance_id": iid, "eval_result": eval_result})
-                path.write_text(json.dumps({"results": results}, ensure_ascii=False), encoding="utf-8")
-                files.scores.append((f"model-{m}", f"judge-{j}", r, path))
-    return files
+    return checklists
 
 
 def trajectory_write(path: Path, *, instance_ids: list[str], megabytes: int, seed: int = 3) -> int:
@@ -177,6 +251,11 @@ def trajectory_write(path: Path, *, instance_ids: list[str], megabytes: int, see
 
 
 # measurements -------------------------------------------------------------------------------
+def broker_flush(url: str) -> None:
+    """Empty the Redis database behind a Celery broker URL (the tasks no worker took)."""
+    redis.Redis.from_url(url).flushdb()
+
+
 def timed(fn: Callable[[], object]) -> tuple[float, object]:
     start = time.perf_counter()
     result = fn()
@@ -188,10 +267,11 @@ def copy_throughput(rows: list[tuple]) -> dict[str, float] | None:
 
     `temp_table`: into a temporary table without indexes (no WAL, nothing to maintain), the
     raw rate of the wire protocol; `verdict_like`: into a logged table made LIKE the verdict
-    table (its unique constraint and indexes, no foreign keys), committed; `verdict_table`: the
+    table (its unique constraint and b-tree indexes, no foreign keys), committed; `verdict_table`: the
     same plus the verdict table's foreign keys to attempt, item and judge (deferred, as Django
     makes them), committed: what storing these rows in the verdict table costs, the fastest any
-    ingest of them can be.
+    ingest of them can be, "COPY-fk". The search's trigram index is left out of both: what it costs is part
+    of what the ingest is measured against this baseline for (docs/performance.md, "Ingest").
     """
     from django.db import transaction
 
@@ -212,6 +292,11 @@ def copy_throughput(rows: list[tuple]) -> dict[str, float] | None:
     for name, keys in (("verdict_like", False), ("verdict_table", True)):
         with connection.cursor() as cursor:
             cursor.execute(f"CREATE TABLE bench_copy_like (LIKE {table} INCLUDING ALL)")
+            cursor.execute(
+                "SELECT indexname FROM pg_indexes WHERE tablename = 'bench_copy_like' AND indexdef NOT LIKE '%%btree%%'"
+            )
+            for (index,) in cursor.fetchall():
+                cursor.execute(f'DROP INDEX "{index}"')
             if keys:
                 for f in ("attempt", "item", "judge"):
                     field = Verdict._meta.get_field(f)
@@ -583,6 +668,32 @@ SEARCH_QUERIES = [
     ("every word, any order", {"q": "rule broken", "mode": "words"}),
     ("one model's reasoning", {"q": "what the rule asks", "model": "model-1"}),
 ]
+
+
+def real_search_queries(real_instances: Path) -> list[tuple[str, dict]]:
+    """Searches of the judge reasoning of a study built on real instances (`study_write` with `real_instances`),
+    in the instances' own words: a rare phrase (eight characters of one item's description, so found in the
+    reasoning of a few verdicts), a common word, both narrowed, a phrase found nowhere and a words search."""
+    descriptions = []
+    with open(real_instances, encoding="utf-8") as lines:
+        for line in lines:
+            if line.strip():
+                for part in json.loads(line)["checklist"].values():
+                    descriptions += [
+                        c["description"] for c in part.get("checks", []) if isinstance(c.get("description"), str)
+                    ]
+    runs = [m.group(0) for d in descriptions for m in re.finditer(r"[^\x00-\x7f]{8,}", d)]
+    rare = runs[len(runs) // 2][:8] if runs else "the rule"
+    words = re.findall(r"[^\x00-\x7f\s，。、：；（）]{3}", " ".join(descriptions))
+    common = max(set(words), key=words.count) if words else "check"
+    return [
+        ("rare phrase in judge reasoning", {"q": rare, "source": "reasoning"}),
+        ("common word in judge reasoning", {"q": common, "source": "reasoning"}),
+        ("common word in failed verdicts' reasoning", {"q": common, "verdict": "fail", "source": "reasoning"}),
+        ("rare phrase in one model's reasoning", {"q": rare, "model": "model-1", "source": "reasoning"}),
+        ("phrase found nowhere in reasoning", {"q": "从未出现过的一句话", "source": "reasoning"}),
+        ("every word, any order, in reasoning", {"q": f"assistant {common}", "mode": "words", "source": "reasoning"}),
+    ]
 
 
 def search_latency(slug: str, *, repeats: int = 20, queries: list[tuple[str, dict]] | None = None) -> dict:

@@ -16,15 +16,19 @@ from django.urls import NoReverseMatch, reverse
 
 from ifportal.benchmarks import browser, long_trajectory, search_corpus
 from ifportal.benchmarks import study as sb
+from runs import background
 from runs.cache_warming import after_write
 from runs.ingest import Options, Source, ingest, ingest_units
 from runs.ingest.layout import entries_of, plan_import
 from runs.models import Benchmark, Run, Trajectory, Verdict
+from runs.search_index import reasoning_index_catch_up, reasoning_pending
 from runs.services import benchmarks_generation_bump
 
 SLUG = "benchmark-study"
 #: the same study loaded again through `manage.py ingest`, as users run it (removed afterwards)
 SLUG_CLI = "benchmark-study-cli"
+#: the Celery broker the CLI's imports hand their search step to (no worker listens; emptied afterwards)
+CLI_BROKER = os.environ.get("BENCH_BROKER_URL", "redis://127.0.0.1:6379/6")
 
 
 class Command(BaseCommand):
@@ -54,6 +58,13 @@ class Command(BaseCommand):
             type=int,
             default=5,
             help="times each page is opened in Chromium, each in a new context (a cold browser cache)",
+        )
+        parser.add_argument(
+            "--real-instances",
+            metavar="JSONL",
+            help="build the study on these OctoBench instances (e.g. ../shared/data/octobench/instances.jsonl): "
+            "their checklists, and judge reasoning drawn from their own text and language; --instances and --items "
+            "are ignored",
         )
         parser.add_argument("--json", help="also write the figures to this file")
         parser.add_argument("--keep", action="store_true", help="keep the generated benchmark in the database")
@@ -141,10 +152,17 @@ class Command(BaseCommand):
                     f"benchmark '{slug}' exists from an earlier run: delete it (or use another database)"
                 )
         size = sb.StudySize(o["instances"], o["items"], o["models"], o["repetitions"], o["judges"])
+        real = Path(o["real_instances"]) if o["real_instances"] else None
+        if real is not None:
+            size = sb.real_study_size(real, size)
         root = sb.tmpdir()
-        figures: dict = {"size": size.__dict__ | {"verdicts": size.verdicts}, "database": connection.vendor}
-        self._say(f"generating a study of {size.verdicts:,} verdicts in {root}")
-        seconds, files = sb.timed(lambda: sb.study_write(size, root))
+        figures: dict = {
+            "size": size.__dict__ | {"verdicts": size.verdicts},
+            "database": connection.vendor,
+            "text": f"judge reasoning drawn from the items of {real.name}" if real else "generated English sentences",
+        }
+        self._say(f"generating a study of {size.verdicts:,} verdicts in {root} ({figures['text']})")
+        seconds, files = sb.timed(lambda: sb.study_write(size, root, real_instances=real))
         figures["generate_seconds"] = round(seconds, 2)
 
         seconds, _ = sb.timed(
@@ -160,7 +178,8 @@ class Command(BaseCommand):
             # in process: the results folder planned as the command plans it, ingested in one transaction
             start = time.perf_counter()
             entries, _ = entries_of([files.results], "octobench-scores")
-            ingest_units("octobench-scores", plan_import("octobench-scores", entries, Options(benchmark=SLUG)))
+            with background.apart():
+                ingest_units("octobench-scores", plan_import("octobench-scores", entries, Options(benchmark=SLUG)))
             ingest_seconds = time.perf_counter() - start
             stored = Verdict.objects.filter(attempt__run__benchmark__slug=SLUG).count()
             figures["ingest"] = {
@@ -175,6 +194,7 @@ class Command(BaseCommand):
                 f"= {stored / ingest_seconds:,.0f} verdicts/s"
             )
 
+        figures["reasoning_index"] = self._reasoning_index(stored, ingest_seconds)
         if connection.vendor == "postgresql":
             # what autovacuum does some time after a bulk load; done now so page figures do not
             # depend on its timing (stale statistics after a million-row load mislead the planner)
@@ -233,7 +253,7 @@ class Command(BaseCommand):
         self._say(f"notebook way (pandas over the source files): {seconds:.2f} s")
 
         big = root / "trajectory-large.jsonl"
-        ids = [f"bench-{i:05d}" for i in range(min(size.instances, 20))]
+        ids = files.instance_ids[:20]
         nbytes = sb.trajectory_write(big, instance_ids=ids, megabytes=o["trajectory_mb"])
         env = {**os.environ}
         seconds, rss, status, out = sb.peak_rss_of_command(
@@ -270,7 +290,11 @@ class Command(BaseCommand):
             figures["search_corpus"] = self._search_corpus(o["search_corpus_mb"])
         if connection.vendor == "postgresql":
             connection.cursor().execute("ANALYZE runs_searchtext")
-        queries = sb.SEARCH_QUERIES + (search_corpus.corpus_queries(SLUG) if o["search_corpus_mb"] else [])
+        queries = (
+            sb.SEARCH_QUERIES
+            + (sb.real_search_queries(real) if real else [])
+            + (search_corpus.corpus_queries(SLUG) if o["search_corpus_mb"] else [])
+        )
         figures["search"] = sb.search_latency(SLUG, repeats=o["requests"], queries=queries)
         self._say(
             f"search: {figures['search']['search_text_mb']} MB of trajectory and response text in "
@@ -390,6 +414,25 @@ class Command(BaseCommand):
         )
         return out
 
+    def _reasoning_index(self, stored: int, ingest_seconds: float) -> dict:
+        """Time the step after the import's commit that copies its judge reasoning into the search's index
+        (runs.search_index), which the timed import left pending."""
+        pending = reasoning_pending()
+        seconds, copied = sb.timed(lambda: reasoning_index_catch_up(wait=True))
+        figures = {
+            "pending_after_import": pending,
+            "copied": copied,
+            "seconds": round(seconds, 2),
+            "verdicts_per_second": round(copied / seconds) if copied and seconds else None,
+            "searchable_after_import_commit_seconds": round(seconds, 2),
+            "import_and_copy_verdicts_per_second": round(stored / (ingest_seconds + seconds)),
+        }
+        self._say(
+            f"judge reasoning searchable through its index {seconds:.1f} s after the import committed ({copied:,} "
+            "verdicts copied; found by reading the verdicts meanwhile)"
+        )
+        return figures
+
     def _cli_ingest(self, files: sb.StudyFiles) -> dict:
         """The study the way users load it: `manage.py ingest` over the instances file, then once over the
         results folder (mini-vela layout), each a new process; into a second benchmark, removed afterwards."""
@@ -398,16 +441,23 @@ class Command(BaseCommand):
             ("instances", ["octobench-instances", str(files.instances)]),
             ("scores", ["octobench-scores", str(files.results)]),
         )
+        # as on a deployment with a worker: the import hands the copy of its judge reasoning into the search's
+        # index to one (runs.search_index) and ends; none runs here, so this process makes the copy, timed apart
+        env = {**os.environ, "IFPORTAL_JOBS": "celery", "CELERY_BROKER_URL": CLI_BROKER}
         try:
             for name, args in steps:
                 argv = sb.manage_py("ingest", *args, "--benchmark", SLUG_CLI, "--no-progress")
-                seconds, rss, status, output = sb.peak_rss_of_command(argv, {**os.environ})
+                seconds, rss, status, output = sb.peak_rss_of_command(argv, env)
                 if status != 0:
                     raise CommandError(f"`manage.py ingest {' '.join(args)}` failed:\n{output[-2000:]}")
                 out[f"{name}_seconds"] = round(seconds, 2)
                 out[f"{name}_peak_rss_mb"] = round(rss / 2**20, 1)
             verdicts = Verdict.objects.filter(attempt__run__benchmark__slug=SLUG_CLI).count()
+            seconds, copied = sb.timed(lambda: reasoning_index_catch_up(wait=True))
+            out["reasoning_searchable_after_seconds"] = round(seconds, 2)
+            out["reasoning_copied"] = copied
         finally:
+            sb.broker_flush(CLI_BROKER)
             Benchmark.objects.filter(slug=SLUG_CLI).delete()
         seconds = out["instances_seconds"] + out["scores_seconds"]
         out |= {
@@ -421,7 +471,8 @@ class Command(BaseCommand):
         }
         self._say(
             f"through the CLI: {verdicts:,} verdicts in {seconds:.1f} s ({out['instances_seconds']:.1f} s instances, "
-            f"{out['scores_seconds']:.1f} s the results folder) = {verdicts / seconds:,.0f} verdicts/s"
+            f"{out['scores_seconds']:.1f} s the results folder) = {verdicts / seconds:,.0f} verdicts/s; its judge "
+            f"reasoning searchable through the index {out['reasoning_searchable_after_seconds']:.1f} s after"
         )
         return out
 
