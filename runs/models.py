@@ -611,17 +611,20 @@ class ReasoningText(models.Model):
 
     Copied from the verdict table after the verdicts' import has committed, by a background step that works
     through ReasoningPending, so an import does not pay for the index (CJK reasoning makes about one trigram a
-    character: two thirds of an import's time, docs/performance.md "Ingest"). No constraint to the verdict:
-    triggers on the verdict table (migration 0018) delete these rows with their verdicts, and a search checks
-    every candidate against the verdict's own text."""
+    character: two thirds of an import's time, docs/performance.md "Ingest"). No constraint to the verdict or
+    the attempt: a trigger on the verdict table (migration 0018) deletes these rows with their verdicts, and a
+    search checks every candidate against the verdict's own text."""
 
     verdict_id = models.BigIntegerField(primary_key=True)
+    #: the verdict's attempt: a catch-up replaces an attempt's rows
+    attempt_id = models.BigIntegerField(db_index=True)
     text = models.TextField()
 
 
 class ReasoningPending(models.Model):
-    """A verdict whose reasoning ReasoningText does not hold yet, or holds as it was before a change: the verdict
-    table's triggers write these as verdicts are stored or their reasoning changes (in the writer's transaction,
-    so they appear when it commits), and `runs.search_index.reasoning_index_catch_up` works them off."""
+    """An attempt whose verdicts' reasoning ReasoningText may not hold as it is: listed by the writers of verdicts
+    (`runs.search_index.reasoning_changed`, in their transaction, so it appears when they commit) and by the
+    verdict table's update trigger (migration 0018); `runs.search_index.reasoning_index_catch_up` works them off.
+    By attempt, not by verdict: an import lists a few thousand rows, not a million."""
 
-    verdict_id = models.BigIntegerField(primary_key=True)
+    attempt_id = models.BigIntegerField(primary_key=True)

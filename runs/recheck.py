@@ -36,6 +36,7 @@ from runs.metrics.hierarchy import LOGGED_JUDGE as MANYIH_LOG
 from runs.metrics.hierarchy import UNCHECKED
 from runs.models import Attempt, BenchmarkKind, ChecklistItem, Judge, JudgeKind, Run, Verdict, VerdictResult
 from runs.rounding import shown_number
+from runs.search_index import reasoning_changed
 from runs.services import benchmarks_lock, rollups_rebuild_for_attempts
 from runs.trajectory_view import stored_threads_of
 
@@ -186,6 +187,7 @@ def _store(attempt_ids: list[int], judge: Judge, wanted: Rows, report: RecheckRe
         report.touched.update(attempt_id for attempt_id, _ in stale)
     Verdict.objects.bulk_create(create, batch_size=2000)
     Verdict.objects.bulk_update(update, list(FIELDS), batch_size=500)
+    reasoning_changed(v.attempt_id for v in create if v.reasoning)  # updates: the verdict table's trigger
     report.created += len(create)
     report.updated += len(update)
     report.removed += len(stale)

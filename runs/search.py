@@ -548,7 +548,7 @@ class SearchPage:
     #: when that takes a count (`hits_total`)
     total: int | None = None
     total_exact: bool = True
-    #: verdicts whose judge reasoning is not in the search's index yet (runs.search_index; at most
+    #: attempts whose judge reasoning is not in the search's index yet (runs.search_index; at most
     #: runs.search_index.COUNT_CAP + 1): found by reading the verdicts meanwhile, more slowly
     reasoning_pending: int = 0
 

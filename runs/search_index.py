@@ -1,10 +1,10 @@
 """Judge reasoning made searchable after its import commits (PostgreSQL): ReasoningText, its trigram index, catching up.
 
-The import writes verdicts and nothing more for search: the verdict table's triggers list each new verdict with
-reasoning, and each verdict whose reasoning changed, in ReasoningPending, in the writer's transaction (migration
-0018). `reasoning_index_catch_up` then copies their reasoning into ReasoningText, whose trigram index the search
-reads, a batch per transaction, and crosses them off. Until it has, a search finds the new reasoning by walking the
-verdicts (`runs.search`), complete but slower, and says so (`reasoning_pending`).
+The import writes verdicts and lists their attempts in ReasoningPending (`reasoning_changed`, in its transaction);
+the verdict table's update trigger lists the attempts of any other change of reasoning (migration 0018).
+`reasoning_index_catch_up` then copies those attempts' reasoning into ReasoningText, whose trigram index the search
+reads, a batch of attempts per transaction, and crosses them off. Until it has, a search finds the new reasoning by
+walking the verdicts (`runs.search`), complete but slower, and says so (`reasoning_pending`).
 
 Why not the index on the verdict table: with real judges' reasoning (largely Chinese for OctoBench, about one
 trigram a character) maintaining it took two thirds of an import's time; copied after the commit, the import
@@ -29,9 +29,9 @@ from runs.models import ReasoningPending, ReasoningText, Verdict
 
 #: the Celery task that catches up (runs.tasks.reasoning_index)
 REASONING_INDEX_TASK = "runs.reasoning_index"
-#: verdicts copied in one transaction: 1-3 s of CJK reasoning on the development machine, so a search sees
-#: the index grow and a stopped catch-up loses little
-BATCH = 20_000
+#: attempts copied in one transaction: about 20,000 verdicts of OctoBench (34 items, 3 judges), 1-3 s of CJK
+#: reasoning on the development machine, so a stopped catch-up loses little
+BATCH = 200
 #: the GIN pending list a catch-up lets grow (kB, the most PostgreSQL allows) before its entries go into the index's
 #: tree: appended unsorted, then merged in bulk at the end (`gin_clean_pending_list`). 353,160 verdicts of CJK
 #: reasoning: 56 s, against 110 s inserted into the tree one by one and 110 s with a 256 MB list (load 2.3-3.8)
@@ -40,8 +40,8 @@ PENDING_LIST_KB = 2_097_151
 LOCK = (7301, 18)
 #: a search page asks for a catch-up at most this often (seconds) while reasoning is pending
 ASK_EVERY_SECONDS = 60
-#: pending verdicts counted exactly; beyond, a search says "more than"
-COUNT_CAP = 100_000
+#: pending attempts counted exactly; beyond, a search says "more than"
+COUNT_CAP = 10_000
 
 
 def reasoning_indexed() -> bool:
@@ -49,8 +49,21 @@ def reasoning_indexed() -> bool:
     return connection.vendor == "postgresql"
 
 
+def reasoning_changed(attempt_ids: Iterable[int]) -> None:
+    """List these attempts for the catch-up: their verdicts' reasoning was stored or changed in this transaction
+    (PostgreSQL; the writers of verdicts call this)."""
+    ids = sorted({a for a in attempt_ids if a is not None})
+    if ids and reasoning_indexed():
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"INSERT INTO {ReasoningPending._meta.db_table} (attempt_id) SELECT unnest(%s::bigint[]) "
+                "ON CONFLICT DO NOTHING",
+                [ids],
+            )
+
+
 def reasoning_pending() -> int:
-    """Verdicts whose reasoning the search's index does not hold yet (at most COUNT_CAP + 1; 0 on SQLite)."""
+    """Attempts whose reasoning the search's index may not hold yet (at most COUNT_CAP + 1; 0 on SQLite)."""
     if not reasoning_indexed():
         return 0
     return ReasoningPending.objects.all()[: COUNT_CAP + 1].count()
@@ -59,10 +72,10 @@ def reasoning_pending() -> int:
 def reasoning_index_catch_up(
     *, batch: int = BATCH, wait: bool = False, progress: Callable[[int, int], None] | None = None
 ) -> int | None:
-    """Copy the reasoning of every pending verdict into ReasoningText, `batch` verdicts a transaction; the verdicts
-    copied, or None when another catch-up holds the lock (with `wait`, once it has finished, this one goes on
-    with whatever it left). `progress(done, pending)` after each batch. A verdict whose reasoning is empty now,
-    or which is gone, loses its copy."""
+    """Copy the reasoning of every pending attempt's verdicts into ReasoningText, `batch` attempts a transaction;
+    the attempts done, or None when another catch-up holds the lock (with `wait`, once it has finished, this one
+    goes on with whatever it left). `progress(done, pending)` after each batch. A verdict whose reasoning is
+    empty now, or which is gone, loses its copy."""
     if not reasoning_indexed():
         return 0
     with connection.cursor() as cursor:
@@ -95,29 +108,31 @@ def _merged() -> None:
 
 
 def _copied(batch: int) -> int:
-    """One batch: take up to `batch` pending verdicts (rows a concurrent writer is listing again wait for the next
-    batch), copy their reasoning, drop the copies of the emptied or deleted; how many were taken. The verdicts are
-    named by their ids: joined to a CTE instead, the planner read the verdict table from its first row each batch."""
+    """One batch: take up to `batch` pending attempts (rows a concurrent writer is listing again wait for the next
+    batch), drop the copies their verdicts no longer have, copy their reasoning; how many attempts were taken. The
+    attempts are named by their ids: the planner then reads their verdicts through the attempt index."""
     text, pending, verdicts = ReasoningText._meta.db_table, ReasoningPending._meta.db_table, Verdict._meta.db_table
     with connection.cursor() as cursor:
         cursor.execute("SELECT set_config('gin_pending_list_limit', %s, true)", [str(PENDING_LIST_KB)])
         cursor.execute(
-            f"DELETE FROM {pending} WHERE verdict_id IN (SELECT verdict_id FROM {pending} ORDER BY verdict_id "
-            "LIMIT %s FOR UPDATE SKIP LOCKED) RETURNING verdict_id",
+            f"DELETE FROM {pending} WHERE attempt_id IN (SELECT attempt_id FROM {pending} ORDER BY attempt_id "
+            "LIMIT %s FOR UPDATE SKIP LOCKED) RETURNING attempt_id",
             [batch],
         )
         taken = [row[0] for row in cursor.fetchall()]
         if not taken:
             return 0
         cursor.execute(
-            f"INSERT INTO {text} (verdict_id, text) SELECT id, reasoning FROM {verdicts} "
-            "WHERE id = ANY(%s) AND reasoning <> '' "
-            "ON CONFLICT (verdict_id) DO UPDATE SET text = EXCLUDED.text RETURNING verdict_id",
+            f"DELETE FROM {text} t WHERE t.attempt_id = ANY(%s) AND NOT EXISTS "
+            f"(SELECT 1 FROM {verdicts} v WHERE v.id = t.verdict_id AND v.reasoning <> '')",
             [taken],
         )
-        copied = [row[0] for row in cursor.fetchall()]
-        if len(copied) < len(taken):
-            cursor.execute(f"DELETE FROM {text} WHERE verdict_id = ANY(%s) AND verdict_id <> ALL(%s)", [taken, copied])
+        cursor.execute(
+            f"INSERT INTO {text} AS t (verdict_id, attempt_id, text) SELECT id, attempt_id, reasoning FROM {verdicts} "
+            "WHERE attempt_id = ANY(%s) AND reasoning <> '' "
+            "ON CONFLICT (verdict_id) DO UPDATE SET text = EXCLUDED.text WHERE t.text IS DISTINCT FROM EXCLUDED.text",
+            [taken],
+        )
     return len(taken)
 
 

@@ -102,8 +102,8 @@ class SearchPageSerializer(serializers.Serializer):
     )
     total_exact = serializers.BooleanField()
     reasoning_pending = serializers.IntegerField(
-        help_text="Verdicts stored in the last moments whose judge reasoning is not in the search index yet "
-        "(at most 100,001: more than 100,000 when so); the search reads them from the verdicts meanwhile, "
+        help_text="Attempts stored in the last moments whose judge reasoning is not in the search index yet "
+        "(at most 10,001: more than 10,000 when so); the search reads it from the verdicts meanwhile, "
         "more slowly. 0 once the index has caught up."
     )
 

@@ -14,6 +14,7 @@ from runs.bulk import bulk_insert_rows
 from runs.ingest.base import Context, overflows_float
 from runs.models import Run, Verdict, VerdictResult
 from runs.search import benchmarks_mark_searchable
+from runs.search_index import reasoning_changed
 
 _RESULTS = {
     "success": VerdictResult.PASS,
@@ -143,8 +144,10 @@ _REASONED_BATCH = 10_000
 
 
 def _reasoning_searchable(rows: list[dict[str, Any]]) -> None:
-    """Judge reasoning is searched where it is stored: mark the benchmarks of the attempts that got some."""
+    """Mark the benchmarks of the attempts that got judge reasoning searchable, and list those attempts for the
+    copy into the search's index that follows the commit (runs.search_index)."""
     reasoned = sorted({row["attempt_id"] for row in rows if row["reasoning"] and row["attempt_id"] is not None})
+    reasoning_changed(reasoned)
     for start in range(0, len(reasoned), _REASONED_BATCH):
         benchmarks_mark_searchable(
             Run.objects.filter(attempts__id__in=reasoned[start : start + _REASONED_BATCH])

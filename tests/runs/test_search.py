@@ -625,24 +625,24 @@ def test_reasoning_is_found_right_after_the_import_and_through_its_index_once_co
     monkeypatch.setattr(background.current_app, "send_task", lambda name, **kw: asked.append(name))
     _ingest(tmp_path, reasoning_indexed=False)
     study = Benchmark.objects.get(slug="acme")
-    with_reasoning = Verdict.objects.exclude(reasoning="").count()
-    assert with_reasoning and ReasoningPending.objects.count() == with_reasoning
+    reasoned = set(Verdict.objects.exclude(reasoning="").values_list("attempt_id", flat=True))
+    assert reasoned and set(ReasoningPending.objects.values_list("attempt_id", flat=True)) == reasoned
     assert not ReasoningText.objects.exists()
     query = s.search_query_of({"q": ["push"]})
     reasoning = [h for h in _expected("push") if h[0] == "reasoning"]
     assert reasoning
 
-    before = s.search(study, query)
-    assert before.reasoning_pending == with_reasoning and asked == [search_index.REASONING_INDEX_TASK]
     assert s._reasoning_candidates(study, query) is None  # walks alone until the index holds every verdict
+    before = s.search(study, query)
+    assert before.reasoning_pending == len(reasoned) and asked == [search_index.REASONING_INDEX_TASK]
     assert _keys(before.hits) == _expected("push")
     s.search(study, query)
     assert len(asked) == 1  # asked once a minute at most
 
-    assert reasoning_index_catch_up(batch=2) == with_reasoning  # several batches
+    assert reasoning_index_catch_up(batch=1) == len(reasoned)  # one attempt a batch
     assert not ReasoningPending.objects.exists()
-    assert sorted(ReasoningText.objects.values_list("verdict_id", "text")) == sorted(
-        Verdict.objects.exclude(reasoning="").values_list("id", "reasoning")
+    assert sorted(ReasoningText.objects.values_list("verdict_id", "attempt_id", "text")) == sorted(
+        Verdict.objects.exclude(reasoning="").values_list("id", "attempt_id", "reasoning")
     )
     after = s.search(study, query)
     assert after.reasoning_pending == 0
@@ -658,18 +658,24 @@ def test_reasoning_is_found_right_after_the_import_and_through_its_index_once_co
         cursor.execute("EXPLAIN " + sql, params)
         assert "reasoning_text_trgm" in "\n".join(row[0] for row in cursor.fetchall())
 
-    # a changed reasoning is pending again: found through the verdicts, never through its old copy
-    changed = Verdict.objects.filter(reasoning__icontains="push").order_by("id").first()
+    # a reasoning changed by any writer lists its attempt again (the update trigger): found through the verdicts,
+    # never through its old copy; an emptied one loses its copy
+    changed, emptied = Verdict.objects.filter(reasoning__icontains="push").order_by("id")[:2]
     Verdict.objects.filter(id=changed.id).update(reasoning="Nothing of the sort happened.")
-    assert list(ReasoningPending.objects.values_list("verdict_id", flat=True)) == [changed.id]
-    assert len([h for h in s.search(study, query).hits if h.source == "reasoning"]) == len(reasoning) - 1
+    Verdict.objects.filter(id=emptied.id).update(reasoning="")
+    assert set(ReasoningPending.objects.values_list("attempt_id", flat=True)) == {
+        changed.attempt_id,
+        emptied.attempt_id,
+    }
+    assert len([h for h in s.search(study, query).hits if h.source == "reasoning"]) == len(reasoning) - 2
     reasoning_index_catch_up()
     assert ReasoningText.objects.get(verdict_id=changed.id).text == "Nothing of the sort happened."
-    assert len([h for h in s.search(study, query).hits if h.source == "reasoning"]) == len(reasoning) - 1
+    assert not ReasoningText.objects.filter(verdict_id=emptied.id).exists()
+    assert len([h for h in s.search(study, query).hits if h.source == "reasoning"]) == len(reasoning) - 2
 
     # deleted verdicts take their copies with them
     Attempt.objects.filter(run__benchmark=study).delete()
-    assert not ReasoningText.objects.exists() and not ReasoningPending.objects.exists()
+    assert not ReasoningText.objects.exists()
 
 
 def test_an_import_asks_for_its_reasoning_to_be_copied_where_jobs_run(tmp_path, postgres, settings, monkeypatch):
