@@ -358,14 +358,15 @@ class Command(BaseCommand):
         is copied after the first batch (`_first_batch_database`) for `_ingest_pairs`."""
         per_model = size.verdicts // size.models
         self._say(f"ingest in process, in batches of about {per_batch:,} verdicts (whole models of {per_model:,}):")
-        out = sb.ingest_in_batches(
-            files.results,
-            SLUG,
-            per_model=per_model,
-            per_batch=per_batch,
-            say=self._say,
-            after_first=self._first_batch_snapshot if snapshot else None,
-        )
+        with background.apart():  # the reasoning copy and the item health fit are timed apart (_reasoning_index)
+            out = sb.ingest_in_batches(
+                files.results,
+                SLUG,
+                per_model=per_model,
+                per_batch=per_batch,
+                say=self._say,
+                after_first=self._first_batch_snapshot if snapshot else None,
+            )
         first, last = out["first_batch"], out["last_batch"]
         self._say(
             f"ingest in process: {out['verdicts']:,} verdicts in {out['seconds']:.1f} s = {out['verdicts_per_second']:,} "
@@ -395,15 +396,16 @@ class Command(BaseCommand):
         try:
             batch = sb.batch_write(size, root / "pairs", first_model=size.models)
             self._say(f"the same batch into the study at two sizes, back to back, {pairs} pair(s):")
-            out = sb.ingest_pairs(
-                batch,
-                SLUG,
-                small=small,
-                big=connection.settings_dict["NAME"],
-                pairs=pairs,
-                per_model=size.verdicts // size.models,
-                say=self._say,
-            )
+            with background.apart():
+                out = sb.ingest_pairs(
+                    batch,
+                    SLUG,
+                    small=small,
+                    big=connection.settings_dict["NAME"],
+                    pairs=pairs,
+                    per_model=size.verdicts // size.models,
+                    say=self._say,
+                )
         finally:
             sb.database_drop(small)
             # the copies share this database's ids and the cache: what they cached must not answer for this one
