@@ -30,6 +30,7 @@ def soon(task: str, work: Callable[..., object], *args) -> None:
     if mode == "celery":
         current_app.send_task(task, args=list(args))
     elif mode == "thread":
+        _threads[:] = [t for t in _threads if t.is_alive()]  # a long-lived process starts many
         thread = threading.Thread(target=_in_thread, args=(task, work, args), name=task, daemon=True)
         _threads.append(thread)
         thread.start()

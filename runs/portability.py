@@ -48,6 +48,7 @@ from django.utils.dateparse import parse_date, parse_datetime
 from tqdm import tqdm
 
 from runs.models import Benchmark
+from runs.search_index import reasoning_index_soon, reasoning_missing_listed
 from runs.services import benchmarks_generation_bump
 
 FORMAT = "ifportal-portal-archive"
@@ -60,6 +61,9 @@ CARRIED_APPS = ("auth", "authtoken", "runs", "audits", "ifportal")
 NOT_CARRIED = {
     "auth.permission": "made by migrate on every portal; group and user permissions name them by (app, codename)",
     "ifportal.signindelay": "this server's sign-in throttling of typed names; the new portal starts without delays",
+    "runs.reasoningtext": "the search's copy of judge reasoning, made again from the verdicts after the import "
+    "(runs.search_index): an archive of one benchmark would otherwise carry every benchmark's reasoning",
+    "runs.reasoningpending": "which attempts wait for that copy: the import lists every attempt whose copy is missing",
 }
 #: carried only with --with-password-hashes: they sign a person in
 CREDENTIALS = {"authtoken.token"}
@@ -427,6 +431,8 @@ def portal_import(
             with transaction.atomic():
                 merging = _target_check(archive, zf, manifest, replace)
                 rows, seconds = _load_tables(zf, archive, members, by_label, progress, merging=merging)
+                reasoning_missing_listed()  # copied into the search's index after the commit
+                transaction.on_commit(reasoning_index_soon)
                 # no cached page of an earlier portal is read under these benchmarks' keys
                 benchmarks_generation_bump(_archive_benchmarks(zf, archive, manifest).values())
         except BaseException:

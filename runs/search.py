@@ -2,9 +2,10 @@
 
 Writes: trajectories and responses are split into `SearchText` rows (one per message, long
 messages in overlapping pieces) by the ingest, in its transaction (`Context.upsert` calls
-`index_written`), and by `manage.py search_rebuild` for data stored before. Judge reasoning is
-searched where it is stored, in the verdict table, so every writer of verdicts (ingest, re-checks,
-audits) is searchable at once.
+`index_written`), and by `manage.py search_rebuild` for data stored before. Judge reasoning is walked
+where it is stored, in the verdict table, and looked up through its copy in ReasoningText, which
+`runs.search_index` makes after the writer's commit; while a benchmark has reasoning waiting for its copy,
+its reasoning is found by the walks alone, so every writer of verdicts is searchable at once.
 
 Reads: `search(benchmark, query)` is the one selector behind the page and the API. Two modes:
 
@@ -66,7 +67,6 @@ from runs.models import (
     Attempt,
     Benchmark,
     BenchmarkKind,
-    ReasoningPending,
     ReasoningText,
     Run,
     SearchSource,
@@ -75,7 +75,7 @@ from runs.models import (
     Verdict,
     VerdictResult,
 )
-from runs.search_index import reasoning_index_asked, reasoning_pending
+from runs.search_index import reasoning_index_asked, reasoning_pending, reasoning_pending_any
 from runs.trajectory_view import StoredThread, pretty, stored_threads
 
 #: characters of one SearchText piece; longer messages are cut into pieces overlapping by MAX_QUERY. Small
@@ -600,7 +600,7 @@ def _reasoning_candidates(benchmark: Benchmark, query: SearchQuery) -> models.Qu
     """`_reasoning_rows` among the candidates of ReasoningText's trigram index (PostgreSQL), or None while some
     verdicts' reasoning is not in it yet (runs.search_index): then only walks find every hit. A copy older than
     its verdict's reasoning is never a hit on its own: each candidate is checked against the verdict's text."""
-    if connection.vendor != "postgresql" or ReasoningPending.objects.exists():
+    if connection.vendor != "postgresql" or reasoning_pending_any(benchmark.id):
         return None
     lookup = "text__contains_text" if query.mode == "text" else "text__all_words"
     return _reasoning_rows(benchmark, query).filter(
@@ -648,7 +648,7 @@ def search(benchmark: Benchmark, query: SearchQuery, *, page_size: int | None = 
     """
     with _search_slot(), _bounded_transaction():
         page = _search(benchmark, query, page_size or PAGE_SIZE)
-    if SearchSource.REASONING in query.sources and (pending := reasoning_pending()):
+    if SearchSource.REASONING in query.sources and (pending := reasoning_pending(benchmark.id)):
         page.reasoning_pending = pending
         reasoning_index_asked()
     if not (page.next_after or query.after):

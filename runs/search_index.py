@@ -18,14 +18,18 @@ advisory lock).
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Iterable
 
+from django.conf import settings
 from django.core.cache import cache
-from django.db import connection, transaction
+from django.db import DatabaseError, connection, transaction
 
 from runs import background
-from runs.models import ReasoningPending, ReasoningText, Verdict
+from runs.models import Attempt, ReasoningPending, ReasoningText, Verdict
+
+log = logging.getLogger(__name__)
 
 #: the Celery task that catches up (runs.tasks.reasoning_index)
 REASONING_INDEX_TASK = "runs.reasoning_index"
@@ -55,18 +59,49 @@ def reasoning_changed(attempt_ids: Iterable[int]) -> None:
     ids = sorted({a for a in attempt_ids if a is not None})
     if ids and reasoning_indexed():
         with connection.cursor() as cursor:
+            # a row already listed is updated, not passed over: locked until this transaction commits, so a
+            # catch-up skips it (SKIP LOCKED) rather than copy the reasoning as it was and cross it off; in id
+            # order, so two writers lock in one order
             cursor.execute(
                 f"INSERT INTO {ReasoningPending._meta.db_table} (attempt_id) SELECT unnest(%s::bigint[]) "
-                "ON CONFLICT DO NOTHING",
+                "ON CONFLICT (attempt_id) DO UPDATE SET attempt_id = EXCLUDED.attempt_id",
                 [ids],
             )
 
 
-def reasoning_pending() -> int:
-    """Attempts whose reasoning the search's index may not hold yet (at most COUNT_CAP + 1; 0 on SQLite)."""
+def reasoning_missing_listed() -> int:
+    """List every attempt with reasoning that has no copy in ReasoningText (after a portal import, whose archive
+    carries no copies, or `manage.py search_rebuild`); how many (PostgreSQL; 0 on SQLite)."""
     if not reasoning_indexed():
         return 0
-    return ReasoningPending.objects.all()[: COUNT_CAP + 1].count()
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"INSERT INTO {ReasoningPending._meta.db_table} (attempt_id) "
+            f"SELECT DISTINCT v.attempt_id FROM {Verdict._meta.db_table} v WHERE v.reasoning <> '' AND NOT EXISTS "
+            f"(SELECT 1 FROM {ReasoningText._meta.db_table} t WHERE t.verdict_id = v.id) ORDER BY 1 "
+            "ON CONFLICT (attempt_id) DO UPDATE SET attempt_id = EXCLUDED.attempt_id"
+        )
+        return cursor.rowcount
+
+
+def reasoning_pending(benchmark_id: int | None = None) -> int:
+    """Attempts (of a benchmark, or of all) whose reasoning the search's index may not hold yet (at most
+    COUNT_CAP + 1; 0 on SQLite)."""
+    if not reasoning_indexed():
+        return 0
+    return _pending(benchmark_id)[: COUNT_CAP + 1].count()
+
+
+def reasoning_pending_any(benchmark_id: int | None = None) -> bool:
+    """Whether an attempt (of a benchmark, or of all) has reasoning the search's index may not hold yet."""
+    return reasoning_indexed() and _pending(benchmark_id).exists()
+
+
+def _pending(benchmark_id: int | None):
+    rows = ReasoningPending.objects.all()
+    if benchmark_id is not None:
+        rows = rows.filter(attempt_id__in=Attempt.objects.filter(run__benchmark_id=benchmark_id).values("id"))
+    return rows
 
 
 def reasoning_index_catch_up(
@@ -78,33 +113,43 @@ def reasoning_index_catch_up(
     empty now, or which is gone, loses its copy."""
     if not reasoning_indexed():
         return 0
-    with connection.cursor() as cursor:
-        cursor.execute(f"SELECT {'pg_advisory_lock' if wait else 'pg_try_advisory_lock'}(%s, %s)", LOCK)
-        if not wait and not cursor.fetchone()[0]:
-            return None
     done = 0
-    try:
-        total = reasoning_pending()
-        while True:
-            with transaction.atomic():
-                moved = _copied(batch)
-                if moved < batch:  # the last batch, unless writers add more: into the tree before it commits
-                    _merged()
-            if not moved:
-                return done
-            done += moved
-            if progress:
-                progress(done, max(total, done))
-    finally:
+    while True:  # again when a writer listed attempts while this catch-up let go of the lock
         with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_advisory_unlock(%s, %s)", LOCK)
+            cursor.execute(f"SELECT {'pg_advisory_lock' if wait else 'pg_try_advisory_lock'}(%s, %s)", LOCK)
+            if not wait and not cursor.fetchone()[0]:
+                return None if not done else done
+        before = done
+        try:
+            total = done + reasoning_pending()
+            while moved := _batch_copied(batch):
+                done += moved
+                if progress:
+                    progress(done, max(total, done))
+            _merged()
+        finally:
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT pg_advisory_unlock(%s, %s)", LOCK)
+        # done, or what is left is held by writers still at work (their commit asks for a catch-up again)
+        if done == before or not ReasoningPending.objects.exists():
+            return done
+
+
+def _batch_copied(batch: int) -> int:
+    with transaction.atomic():
+        return _copied(batch)
 
 
 def _merged() -> None:
-    """Move the entries the catch-up left in the GIN pending list into the index's tree, in bulk: a search reads
-    the candidates only once nothing is pending, and a long pending list would make each read slow."""
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT gin_clean_pending_list('reasoning_text_trgm'::regclass)")
+    """Move the entries the catch-up left in the GIN pending list into the index's tree, in bulk (its own
+    transaction, after the copies committed: only the index's owner may, and a failure loses no copy; the
+    entries then wait for the next catch-up or for autovacuum). Searches read the index's candidates once nothing
+    of their benchmark is pending, and a long pending list makes each read slower."""
+    try:
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute("SELECT gin_clean_pending_list('reasoning_text_trgm'::regclass)")
+    except DatabaseError:
+        log.warning("merging the search index's pending entries failed; autovacuum merges them", exc_info=True)
 
 
 def _copied(batch: int) -> int:
@@ -145,6 +190,9 @@ def reasoning_index_soon(benchmark_ids: Iterable[int] = (), **signal) -> None:
 
 def reasoning_index_asked() -> None:
     """A search found reasoning pending: ask for a catch-up, at most once every ASK_EVERY_SECONDS across the
-    portal's processes (a catch-up whose process stopped is started again this way)."""
-    if cache.add("ifportal:reasoning-index:asked", time.time(), ASK_EVERY_SECONDS):
+    portal's processes (a catch-up whose process stopped is started again this way); never inline, where the
+    catch-up would run inside the search's request."""
+    if settings.IFPORTAL_JOBS != "inline" and cache.add(
+        "ifportal:reasoning-index:asked", time.time(), ASK_EVERY_SECONDS
+    ):
         reasoning_index_soon()

@@ -715,7 +715,7 @@ def search_latency(slug: str, *, repeats: int = 20, queries: list[tuple[str, dic
         with connection.cursor() as cursor:
             cursor.execute(
                 "SELECT relname, pg_total_relation_size(oid) FROM pg_class WHERE relname IN "
-                "('runs_searchtext', 'search_text_trgm', 'verdict_reasoning_trgm')"
+                "('runs_searchtext', 'search_text_trgm', 'runs_reasoningtext', 'reasoning_text_trgm')"
             )
             out["sizes_mb"] = {name: round(size / 2**20, 1) for name, size in cursor.fetchall()}
     everything = []

@@ -12,7 +12,6 @@ upgrade. SQLite has no search index: the tables stay empty there and search read
 from django.db import migrations, models
 
 POSTGRES_FORWARD = [
-    "DROP INDEX IF EXISTS verdict_reasoning_trgm",
     "INSERT INTO runs_reasoningtext (verdict_id, attempt_id, text) "
     "SELECT id, attempt_id, reasoning FROM runs_verdict WHERE reasoning <> ''",
     "CREATE INDEX reasoning_text_trgm ON runs_reasoningtext USING gin (text gin_trgm_ops)",
@@ -21,8 +20,8 @@ POSTGRES_FORWARD = [
     BEGIN
         INSERT INTO runs_reasoningpending (attempt_id)
         SELECT DISTINCT after.attempt_id FROM after JOIN before ON before.id = after.id
-        WHERE after.reasoning IS DISTINCT FROM before.reasoning
-        ON CONFLICT DO NOTHING;
+        WHERE after.reasoning IS DISTINCT FROM before.reasoning ORDER BY 1
+        ON CONFLICT (attempt_id) DO UPDATE SET attempt_id = EXCLUDED.attempt_id;
         RETURN NULL;
     END $$
     """,
@@ -37,6 +36,8 @@ POSTGRES_FORWARD = [
     "NEW TABLE AS after FOR EACH STATEMENT EXECUTE FUNCTION runs_reasoning_changed()",
     "CREATE TRIGGER verdict_reasoning_deleted AFTER DELETE ON runs_verdict REFERENCING OLD TABLE AS gone "
     "FOR EACH STATEMENT EXECUTE FUNCTION runs_reasoning_deleted()",
+    # last: dropping it locks the verdict table until the migration commits
+    "DROP INDEX IF EXISTS verdict_reasoning_trgm",
 ]
 POSTGRES_BACKWARD = [
     "DROP TRIGGER IF EXISTS verdict_reasoning_changed ON runs_verdict",

@@ -8,12 +8,14 @@ trigram/full-text path returns the same hits (the expected hits are computed her
 from __future__ import annotations
 
 import importlib
+import io
 import json
 from pathlib import Path
 
 import pytest
 from django.apps import apps
 from django.contrib.auth.models import Group
+from django.core.management import call_command
 from django.db import connection, transaction
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
@@ -703,3 +705,35 @@ def test_an_import_asks_for_its_reasoning_to_be_copied_where_jobs_run(tmp_path, 
 class _NoThread:
     def start(self):
         pass
+
+
+def test_reasoning_pending_in_another_benchmark_leaves_this_ones_index_in_use(study, tmp_path, postgres):
+    """Whether search trusts the index's candidates is a benchmark's own affair: another benchmark's import that
+    waits for its copy leaves this one's search on the index, and its page counts only its own attempts."""
+    other = [dict(r, reasoning="Pushed it.") if r["type"] == "verdict" else r for r in BARE]
+    _ingest(tmp_path, other, name="bare.jsonl", reasoning_indexed=False)
+    bare = Benchmark.objects.get(slug="bare")
+    query = s.search_query_of({"q": ["push"]})
+    assert s._reasoning_candidates(study, query) is not None and s.search(study, query).reasoning_pending == 0
+    assert s._reasoning_candidates(bare, query) is None and s.search(bare, query).reasoning_pending == 1
+
+
+def test_search_rebuild_copies_the_reasoning_the_index_lacks(study, postgres):
+    """An archive carries no copies of reasoning (runs.portability.NOT_CARRIED) and a database may lose them:
+    search_rebuild lists every attempt whose copy is missing and copies it."""
+    copies = sorted(ReasoningText.objects.values_list("verdict_id", "text"))
+    assert copies
+    ReasoningText.objects.all().delete()
+    call_command("search_rebuild", stdout=io.StringIO())
+    assert sorted(ReasoningText.objects.values_list("verdict_id", "text")) == copies
+    assert not ReasoningPending.objects.exists()
+
+
+def test_a_writer_lists_an_attempt_already_listed_again(study, postgres):
+    """A listed attempt is re-listed (updated, so locked by the writer until it commits), never passed over."""
+    from runs.search_index import reasoning_changed
+
+    attempt = Verdict.objects.exclude(reasoning="").values_list("attempt_id", flat=True).first()
+    reasoning_changed([attempt, attempt, None])
+    reasoning_changed([attempt])
+    assert list(ReasoningPending.objects.values_list("attempt_id", flat=True)) == [attempt]

@@ -4,13 +4,15 @@ from django.core.management.base import BaseCommand, CommandError
 
 from runs.models import Benchmark
 from runs.search import search_rebuild
+from runs.search_index import reasoning_index_catch_up, reasoning_missing_listed
 
 
 class Command(BaseCommand):
     help = (
         "Rebuild the search rows of trajectories and responses (runs.search) from what is stored: run it once "
         "after upgrading to the migration that adds search, for data imported before it. Imports keep them "
-        "up to date themselves; judge reasoning needs no rebuild (it is searched where it is stored)."
+        "up to date themselves. Then the judge reasoning that has no copy in the search's index yet is copied "
+        "(runs.search_index; PostgreSQL)."
     )
 
     def add_arguments(self, parser):
@@ -25,3 +27,6 @@ class Command(BaseCommand):
             ids = list(found.values())
         written = search_rebuild(ids)
         self.stdout.write(f"indexed {written['attempts']} attempt(s): {written['rows']} search row(s)")
+        listed = reasoning_missing_listed()
+        copied = reasoning_index_catch_up(wait=True)
+        self.stdout.write(f"judge reasoning: {listed} attempt(s) without a copy listed, {copied} copied")
