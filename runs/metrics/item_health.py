@@ -146,21 +146,37 @@ class HealthReport:
     fit_iterations: int | None
 
 
-def count_matrix(rows: Iterable[AttemptItem], item_ids: list[int]) -> tuple[list[str], np.ndarray, np.ndarray]:
-    """Models (sorted) and (models x items) matrices of passing and judged verdicts summed over attempts."""
-    rows = list(rows)
-    models = sorted({r.model for r in rows})
+def count_matrix(
+    rows: Iterable[AttemptItem], item_ids: list[int], models: list[str] | None = None
+) -> tuple[list[str], np.ndarray, np.ndarray, dict[int, int], dict[int, int]]:
+    """Models (sorted) and (models x items) matrices of passing and judged verdicts summed over attempts, and per
+    item the attempts judged twice or more and those on which the judges split, in one pass over `rows`. Given
+    the `models` (a superset), the rows are read as a stream, never held: a benchmark of ten million verdicts has
+    millions; models without a judged verdict are then dropped."""
+    if models is None:
+        rows = list(rows)
+        models = sorted({r.model for r in rows})
     m_index = {m: i for i, m in enumerate(models)}
     i_index = {item: j for j, item in enumerate(item_ids)}
     passes = np.zeros((len(models), len(item_ids)))
     judged = np.zeros((len(models), len(item_ids)))
+    split: dict[int, int] = defaultdict(int)
+    twice: dict[int, int] = defaultdict(int)
     for r in rows:
+        if r.judged >= 2:
+            twice[r.item_id] += 1
+            if 0 < r.passes < r.judged:
+                split[r.item_id] += 1
         j = i_index.get(r.item_id)
         if j is None:
             continue
         passes[m_index[r.model], j] += r.passes
         judged[m_index[r.model], j] += r.judged
-    return models, passes, judged
+    kept = judged.sum(axis=1) > 0
+    if not kept.all():
+        models = [m for m, keep in zip(models, kept) if keep]
+        passes, judged = passes[kept], judged[kept]
+    return models, passes, judged, split, twice
 
 
 def rest_correlations(passes: np.ndarray, judged: np.ndarray) -> np.ndarray:
@@ -224,19 +240,13 @@ def item_health(
     *,
     audit: Mapping[int, AuditLabel] | None = None,
     fit_min_models: int = FIT_MIN_MODELS,
+    models: list[str] | None = None,
 ) -> HealthReport:
-    """Every item's health (in the order of `items`) and every instance's, from per-attempt verdict counts."""
-    rows = list(rows)
+    """Every item's health (in the order of `items`) and every instance's, from per-attempt verdict counts (read
+    once, as a stream, when the `models` they may name are given: `count_matrix`)."""
     audit = audit or {}
     item_ids = [i.item_id for i in items]
-    models, passes, judged = count_matrix(rows, item_ids)
-    split = defaultdict(int)
-    twice = defaultdict(int)
-    for r in rows:
-        if r.judged >= 2:
-            twice[r.item_id] += 1
-            if 0 < r.passes < r.judged:
-                split[r.item_id] += 1
+    models, passes, judged, split, twice = count_matrix(rows, item_ids, models)
     rest = rest_correlations(passes, judged)
     seen = judged > 0
     answered = seen.any(axis=0)

@@ -24,6 +24,23 @@ def _items(n):
     ]
 
 
+def test_the_rows_read_as_a_stream_give_the_report_they_give_held():
+    """Given the models, the per-attempt rows are read once as they come (a generator), never held: the report is
+    the one they give as a list; a model named without any judged verdict is left out, as it is from the list."""
+    rng = np.random.default_rng(5)
+    rows = [
+        metrics.AttemptItem(item, f"m{m}", int(k), 3)
+        for m in range(metrics.FIT_MIN_MODELS + 4)
+        for item in range(6)
+        for k in [rng.integers(0, 4)]
+        for _ in range(2)  # two attempts each
+    ]
+    held = metrics.item_health(rows, _items(6))
+    streamed = metrics.item_health((r for r in rows), _items(6), models=["m-none", *held.models])
+    assert streamed.models == held.models and held.fitted and streamed.fitted
+    assert [vars(i) for i in streamed.items] == [vars(i) for i in held.items]
+
+
 def test_it_equals_scipy_and_statsmodels_on_one_verdict_per_model_and_item():
     rng = np.random.default_rng(3)
     outcome = rng.integers(0, 2, size=(8, 5))
