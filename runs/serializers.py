@@ -274,3 +274,16 @@ class AttemptSerializer(serializers.ModelSerializer):
             "updated_at",
         ]
         read_only_fields = fields
+
+
+def health_flags_field() -> serializers.ListField:
+    """The `health` parameter of every kind's leaderboard API: item health flags whose items are left out too,
+    composed with the audit policy `exclude` (runs.exclusions)."""
+    return serializers.ListField(
+        child=serializers.CharField(),
+        required=False,
+        help_text="Item health flag whose items are also left out; repeat for several: floor, ceiling, "
+        "low-discrimination, negative-discrimination, judge-split, annotators, any. Composes with exclude: the "
+        "items left out are the union, and `exclude` in the answer names every part (e.g. "
+        "flagged_by_either+health:floor).",
+    )

@@ -17,6 +17,7 @@ from runs.models import BenchmarkKind, ChecklistItem, Verdict
 from runs.selectors import checklist as selectors
 from runs.selectors.reported import reported_figures
 from runs.selectors.run_status import run_statuses
+from runs.serializers import health_flags_field
 
 #: the API's comma-separated parameters, and the page's repeatable one each adds its values to
 _COMMA_LISTS = {"runs": "run", "judges": "judge"}
@@ -58,14 +59,7 @@ class LeaderboardQuerySerializer(serializers.Serializer):
         help_text="Audit exclusion policy: none, "
         "flagged_by_either, flagged_by_both or adjudicated_invalid (items it flags are left out).",
     )
-    health = serializers.ListField(
-        child=serializers.CharField(),
-        required=False,
-        help_text="Item health flag whose items are also left out; repeat for several: floor, ceiling, "
-        "low-discrimination, negative-discrimination, judge-split, annotators, any. Composes with exclude: the "
-        "items left out are the union, and `exclude` in the answer names every part (e.g. "
-        "flagged_by_either+health:floor).",
-    )
+    health = health_flags_field()
 
 
 # output ------------------------------------------------------------------------------

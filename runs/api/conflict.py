@@ -18,6 +18,7 @@ from runs.api.core import PageQueryView
 from runs.metrics import paired
 from runs.models import BenchmarkKind
 from runs.selectors import conflict as selectors
+from runs.serializers import health_flags_field
 
 
 class ConflictMetricsQuerySerializer(serializers.Serializer):
@@ -34,14 +35,7 @@ class ConflictMetricsQuerySerializer(serializers.Serializer):
     )
     by = serializers.ChoiceField(choices=["model", "run"], required=False, help_text="Rows per model (default) or run.")
     exclude = serializers.CharField(required=False, help_text="Audit exclusion policy (none: every item).")
-    health = serializers.ListField(
-        child=serializers.CharField(),
-        required=False,
-        help_text="Item health flag whose items are also left out; repeat for several: floor, ceiling, "
-        "low-discrimination, negative-discrimination, judge-split, annotators, any. Composes with exclude: the "
-        "items left out are the union, and `exclude` in the answer names every part (e.g. "
-        "flagged_by_either+health:floor).",
-    )
+    health = health_flags_field()
 
 
 class ResolutionRateSerializer(serializers.Serializer):

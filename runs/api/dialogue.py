@@ -17,6 +17,7 @@ from runs.metrics import dialogue as metrics
 from runs.metrics import paired
 from runs.models import BenchmarkKind, Run
 from runs.selectors import dialogue as selectors
+from runs.serializers import health_flags_field
 
 
 class DialogueMetricsQuerySerializer(serializers.Serializer):
@@ -45,14 +46,7 @@ class DialogueMetricsQuerySerializer(serializers.Serializer):
         help_text="Audit exclusion policy: none, flagged_by_either, flagged_by_both, "
         "adjudicated_invalid (the constraints of flagged user queries are left out).",
     )
-    health = serializers.ListField(
-        child=serializers.CharField(),
-        required=False,
-        help_text="Item health flag whose items are also left out; repeat for several: floor, ceiling, "
-        "low-discrimination, negative-discrimination, judge-split, annotators, any. Composes with exclude: the "
-        "items left out are the union, and `exclude` in the answer names every part (e.g. "
-        "flagged_by_either+health:floor).",
-    )
+    health = health_flags_field()
 
 
 class ReferenceMetricsSerializer(serializers.Serializer):

@@ -24,6 +24,7 @@ from runs.metrics import paired
 from runs.models import BenchmarkKind, ChecklistItem, Instance, Run
 from runs.scoring.hierarchy import resolve_privileges
 from runs.selectors import hierarchy as selectors
+from runs.serializers import health_flags_field
 
 INTERFACES = ("ordinal", "scalar")
 
@@ -162,14 +163,7 @@ class HierarchyMetricsQuerySerializer(serializers.Serializer):
         "flagged_by_both, adjudicated_invalid or superseded (the generated constraints it "
         "flags are left out and Acc is recomputed from the verdicts).",
     )
-    health = serializers.ListField(
-        child=serializers.CharField(),
-        required=False,
-        help_text="Item health flag whose items are also left out; repeat for several: floor, ceiling, "
-        "low-discrimination, negative-discrimination, judge-split, annotators, any. Composes with exclude: the "
-        "items left out are the union, and `exclude` in the answer names every part (e.g. "
-        "flagged_by_either+health:floor).",
-    )
+    health = health_flags_field()
 
 
 class StyleGroupSerializer(serializers.Serializer):

@@ -23,7 +23,7 @@ from runs.metrics.stats import (
     BOOTSTRAP_SEED,
     INSTANCE_INTERVAL_METHOD,
     bootstrap_weights,
-    interval_tail,
+    percentile_interval,
 )
 
 #: a model's numerators and denominators, (n_instances, n_judges) each, on an instance axis shared with the others
@@ -340,13 +340,9 @@ def _instance_interval(n: int, statistic, *, resamples: int, seed: int, level: f
     the same), so the same interval."""
     if n <= 0:
         return None
-    values = np.asarray(statistic(_cached_weights(n, resamples, seed)), dtype=float)
-    values = values[~np.isnan(values)]
-    if values.size == 0:
-        return None
-    tail = interval_tail(n, level, INSTANCE_INTERVAL_METHOD) * 100
-    low, high = np.percentile(values, [tail, 100 - tail])
-    return float(low), float(high)
+    return percentile_interval(
+        statistic(_cached_weights(n, resamples, seed)), n, level=level, method=INSTANCE_INTERVAL_METHOD
+    )
 
 
 @lru_cache(maxsize=16)

@@ -95,7 +95,13 @@ def bootstrap_interval(
     draws = rng.integers(0, n_units, size=(resamples, n_units))
     weights = np.zeros((resamples, n_units), dtype=np.int64)
     np.add.at(weights, (np.repeat(np.arange(resamples), n_units), draws.ravel()), 1)
-    values = np.asarray(statistic(weights), dtype=float)
+    return percentile_interval(statistic(weights), n_units, level=level, method=method)
+
+
+def percentile_interval(values, n_units: int, *, level: float, method: str) -> tuple[float, float] | None:
+    """The resamples' `values` (NaN dropped) at the tails of `method` for `n_units` (interval_tail); None when no
+    resample is defined."""
+    values = np.asarray(values, dtype=float)
     values = values[~np.isnan(values)]
     if values.size == 0:
         return None
