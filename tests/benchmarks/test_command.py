@@ -222,10 +222,12 @@ def test_the_http_figures_include_every_html_page_and_the_long_trajectory_in_chr
 
     assert isinstance(chromium, dict), chromium
     labels = list(chromium["pages"])  # the pages timed over HTTP, by the same labels, but the JSON APIs
-    assert labels[:2] == ["leaderboard", "drill-down"] and labels[-1] == "search page" and len(labels) == 5
-    assert [label.split(" (")[0] for label in labels[2:4]] == ["attempt", "attempt"]
+    assert labels[:2] == ["leaderboard", "drill-down"] and labels[-2:] == ["search page", "compare two models (page)"]
+    assert [label.split(" (")[0] for label in labels[2:4]] == ["attempt", "attempt"] and len(labels) == 6
     assert all(figures["http"][label]["path"] == chromium["pages"][label]["path"] for label in labels)
-    assert "search API" in figures["http"] and "search API" not in labels
+    for api in ("search API", "compare two models (API)"):
+        assert api in figures["http"] and api not in labels
+    assert figures["http"]["compare, pairs nobody asked"]["pairs"] == 0  # two models: the warm pair is all there is
     long = figures["long_trajectory"]["http"]["chromium"]["pages"]["long trajectory, attempt page"]
     for page in [*chromium["pages"].values(), long]:
         assert page["statuses"] == [200] and page["console_errors"] == 0, page["errors"]
