@@ -75,7 +75,7 @@ from runs.models import (
     Verdict,
     VerdictResult,
 )
-from runs.search_index import reasoning_index_asked, reasoning_pending, reasoning_pending_any
+from runs.search_index import reasoning_index_asked, reasoning_indexed, reasoning_pending, reasoning_pending_any
 from runs.trajectory_view import StoredThread, pretty, stored_threads
 
 #: characters of one SearchText piece; longer messages are cut into pieces overlapping by MAX_QUERY. Small
@@ -600,7 +600,7 @@ def _reasoning_candidates(benchmark: Benchmark, query: SearchQuery) -> models.Qu
     """`_reasoning_rows` among the candidates of ReasoningText's trigram index (PostgreSQL), or None while some
     verdicts' reasoning is not in it yet (runs.search_index): then only walks find every hit. A copy older than
     its verdict's reasoning is never a hit on its own: each candidate is checked against the verdict's text."""
-    if connection.vendor != "postgresql" or reasoning_pending_any(benchmark.id):
+    if not reasoning_indexed() or reasoning_pending_any(benchmark.id):
         return None
     lookup = "text__contains_text" if query.mode == "text" else "text__all_words"
     return _reasoning_rows(benchmark, query).filter(

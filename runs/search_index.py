@@ -48,6 +48,11 @@ ASK_EVERY_SECONDS = 60
 COUNT_CAP = 10_000
 
 
+#: how an attempt already listed in ReasoningPending is listed again: updated, not passed over, so the writer holds
+#: it locked until it commits (`reasoning_changed`); the verdict table's update trigger does the same (migration 0018)
+_RELISTED = "ON CONFLICT (attempt_id) DO UPDATE SET attempt_id = EXCLUDED.attempt_id"
+
+
 def reasoning_indexed() -> bool:
     """Whether judge reasoning is searched through ReasoningText (PostgreSQL) rather than read from the verdicts."""
     return connection.vendor == "postgresql"
@@ -59,12 +64,11 @@ def reasoning_changed(attempt_ids: Iterable[int]) -> None:
     ids = sorted({a for a in attempt_ids if a is not None})
     if ids and reasoning_indexed():
         with connection.cursor() as cursor:
-            # a row already listed is updated, not passed over: locked until this transaction commits, so a
-            # catch-up skips it (SKIP LOCKED) rather than copy the reasoning as it was and cross it off; in id
-            # order, so two writers lock in one order
+            # a row already listed is locked until this transaction commits (_RELISTED), so a catch-up skips it
+            # (SKIP LOCKED) rather than copy the reasoning as it was and cross it off; in id order, so two writers
+            # lock in one order
             cursor.execute(
-                f"INSERT INTO {ReasoningPending._meta.db_table} (attempt_id) SELECT unnest(%s::bigint[]) "
-                "ON CONFLICT (attempt_id) DO UPDATE SET attempt_id = EXCLUDED.attempt_id",
+                f"INSERT INTO {ReasoningPending._meta.db_table} (attempt_id) SELECT unnest(%s::bigint[]) {_RELISTED}",
                 [ids],
             )
 
@@ -78,8 +82,7 @@ def reasoning_missing_listed() -> int:
         cursor.execute(
             f"INSERT INTO {ReasoningPending._meta.db_table} (attempt_id) "
             f"SELECT DISTINCT v.attempt_id FROM {Verdict._meta.db_table} v WHERE v.reasoning <> '' AND NOT EXISTS "
-            f"(SELECT 1 FROM {ReasoningText._meta.db_table} t WHERE t.verdict_id = v.id) ORDER BY 1 "
-            "ON CONFLICT (attempt_id) DO UPDATE SET attempt_id = EXCLUDED.attempt_id"
+            f"(SELECT 1 FROM {ReasoningText._meta.db_table} t WHERE t.verdict_id = v.id) ORDER BY 1 {_RELISTED}"
         )
         return cursor.rowcount
 
