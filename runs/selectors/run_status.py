@@ -8,11 +8,11 @@ runs.ingest.watch sets "started" on the runs of a file still being written. Ever
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from django.db.models import Count
 
-from runs.models import Run
+from runs.models import Attempt, Run
 
 #: the status a harness logs for an evaluation that ran to its end
 FINISHED = "success"
@@ -50,29 +50,44 @@ class RunStatus:
 
 
 def run_statuses(*, benchmark_id: int, incomplete_only: bool = True) -> list[RunStatus]:
-    """The benchmark's runs with their status, by label (one query); only the incomplete ones by default."""
-    rows = (
+    """The benchmark's runs with their status, by label; only the incomplete ones by default. The runs' settings
+    are one query; their samples are counted (a second) only for the runs that may be incomplete: a run the harness
+    logged as finished and scored with no samples planned is complete whatever it holds."""
+    rows = list(
         Run.objects.filter(benchmark_id=benchmark_id)
-        .annotate(done=Count("attempts"))
-        .values_list("label", "model__name", "settings", "done")
+        .values_list("id", "label", "model__name", "settings")
         .order_by("label")
     )
-    statuses = []
-    for label, model, settings, done in rows:
-        settings = settings if isinstance(settings, dict) else {}
-        planned = settings.get("samples_planned")
-        status = RunStatus(
-            label=label,
-            model=model,
-            status=str(settings.get("status") or ""),
-            error=str(settings.get("error") or ""),
-            done=done,
-            planned=planned if isinstance(planned, int) and not isinstance(planned, bool) else None,
-            scored=settings.get("scored") is not False,
+    statuses = [(pk, _status(label, model, settings)) for pk, label, model, settings in rows]
+    maybe_incomplete = {pk for pk, status in statuses if not incomplete_only or not status.complete}
+    done = (
+        dict(
+            Attempt.objects.filter(run_id__in=maybe_incomplete)
+            .values("run_id")
+            .annotate(n=Count("id"))
+            .values_list("run_id", "n")
+            .order_by()
         )
-        if not (incomplete_only and status.complete):
-            statuses.append(status)
-    return statuses
+        if maybe_incomplete
+        else {}
+    )
+    counted = [replace(status, done=done.get(pk, 0)) for pk, status in statuses if pk in maybe_incomplete]
+    return [status for status in counted if not (incomplete_only and status.complete)]
+
+
+def _status(label: str, model: str, settings) -> RunStatus:
+    """A run's status from its settings, before its samples are counted (done 0)."""
+    settings = settings if isinstance(settings, dict) else {}
+    planned = settings.get("samples_planned")
+    return RunStatus(
+        label=label,
+        model=model,
+        status=str(settings.get("status") or ""),
+        error=str(settings.get("error") or ""),
+        done=0,
+        planned=planned if isinstance(planned, int) and not isinstance(planned, bool) else None,
+        scored=settings.get("scored") is not False,
+    )
 
 
 def page_status(*, benchmark_id: int) -> dict:
