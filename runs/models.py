@@ -400,6 +400,10 @@ class AttemptRollup(models.Model):
     unscored = models.CharField(max_length=20, blank=True, default="")
     #: verdicts whose result string the benchmark's reference scorer does not recognise (counted as it counts them)
     n_unrecognised = models.PositiveIntegerField(default=0)
+    #: the items whose verdict passed, and failed, as comma-separated ids in no order: what a paired
+    #: comparison's flipped items are read from (runs.selectors.checklist.compare_sides), not the verdicts
+    passed_items = models.TextField(blank=True, default="")
+    failed_items = models.TextField(blank=True, default="")
 
     class Meta:
         constraints = [

@@ -47,9 +47,9 @@ from django.utils import timezone
 from django.utils.dateparse import parse_date, parse_datetime
 from tqdm import tqdm
 
-from runs.models import Benchmark
+from runs.models import AttemptRollup, Benchmark
 from runs.search_index import reasoning_index_soon, reasoning_missing_listed
-from runs.services import benchmarks_generation_bump
+from runs.services import benchmarks_generation_bump, rollups_rebuild_for_attempts
 
 FORMAT = "ifportal-portal-archive"
 #: the archive layout this code writes and the newest it reads
@@ -431,6 +431,7 @@ def portal_import(
             with transaction.atomic():
                 merging = _target_check(archive, zf, manifest, replace)
                 rows, seconds = _load_tables(zf, archive, members, by_label, progress, merging=merging)
+                _rollups_completed(members)
                 reasoning_missing_listed()  # copied into the search's index after the commit
                 transaction.on_commit(reasoning_index_soon)
                 # no cached page of an earlier portal is read under these benchmarks' keys
@@ -441,6 +442,15 @@ def portal_import(
             raise
     media_files = _media_commit(staged)
     return ImportReport(rows=rows, seconds=seconds, media_files=media_files, replaced=replace)
+
+
+def _rollups_completed(members: list[dict]) -> None:
+    """Rebuild the attempt rollups an archive carried without a column they have here (an archive written before
+    AttemptRollup kept the items that passed and failed): a column left at its default would read as no item."""
+    carried = next((m for m in members if m.get("model") == model_label(AttemptRollup)), None)
+    here = {f.attname for f in AttemptRollup._meta.concrete_fields}
+    if carried and not here <= set(carried.get("columns") or []):
+        rollups_rebuild_for_attempts(AttemptRollup.objects.values_list("attempt_id", flat=True).distinct().order_by())
 
 
 def _columns_check(archive: Path, entry: dict, table: Table) -> None:

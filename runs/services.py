@@ -245,6 +245,11 @@ def _rollups_rebuild_sql(batch: list[int], judges: list[int] | None) -> int:
     # attempt-leading index, in a materialized CTE, and "+ 0" keeps the planner off the judge index.
     # Right after a bulk load (autovacuum lagging, or off) stale statistics otherwise make a scan of
     # all of one judge's verdicts, or of the (item, judge) index, look as cheap as the batch's few.
+    # the items that passed and failed, as AttemptRollup keeps them (comma-separated ids)
+    item_lists = ", ".join(
+        f"COALESCE(string_agg(v.item_id::text, ',') FILTER (WHERE v.result = '{result}'), '') AS {column}"
+        for result, column in ((VerdictResult.PASS, "passed_items"), (VerdictResult.FAIL, "failed_items"))
+    )
     of_judges = "" if judges is None else " AND judge_id + 0 = ANY(%s)"
     params = [batch] if judges is None else [batch, judges]
     facets, present = [], []
@@ -270,7 +275,7 @@ def _rollups_rebuild_sql(batch: list[int], judges: list[int] | None) -> int:
             f"WHERE attempt_id = ANY(%s){of_judges}), "
             f"f AS MATERIALIZED (SELECT a.id, a.run_id, a.instance_id, r.benchmark_id, r.model_id "
             f"FROM {t[Attempt]} a JOIN {t[Run]} r ON r.id = a.run_id WHERE a.id = ANY(%s)), "
-            f"cv AS (SELECT v.attempt_id, v.judge_id, count(*) AS n, {counts} FROM v GROUP BY 1, 2), "
+            f"cv AS (SELECT v.attempt_id, v.judge_id, count(*) AS n, {counts}, {item_lists} FROM v GROUP BY 1, 2), "
             f"r AS MATERIALIZED (SELECT attempt_id, judge_id, status, n_applicable_extra, n_passed_extra, "
             f"(SELECT count(*) FROM jsonb_object_keys(unrecognised)) AS n_unrecognised FROM {t[JudgeReport]} "
             f"WHERE attempt_id = ANY(%s){of_judges}), "
@@ -278,7 +283,8 @@ def _rollups_rebuild_sql(batch: list[int], judges: list[int] | None) -> int:
             f"COALESCE(cv.n, 0) AS n, COALESCE(cv.n_applicable, 0) + COALESCE(r.n_applicable_extra, 0) AS n_applicable, "
             f"COALESCE(cv.n_passed, 0) + COALESCE(r.n_passed_extra, 0) AS n_passed, "
             f"CASE WHEN r.status IS NULL OR r.status = '{ReportStatus.SCORED}' THEN '' ELSE r.status END AS unscored, "
-            f"COALESCE(r.n_unrecognised, 0) AS n_unrecognised "
+            f"COALESCE(r.n_unrecognised, 0) AS n_unrecognised, "
+            f"COALESCE(cv.passed_items, '') AS passed_items, COALESCE(cv.failed_items, '') AS failed_items "
             f"FROM cv FULL OUTER JOIN r ON r.attempt_id = cv.attempt_id AND r.judge_id = cv.judge_id), "
             # one pass over the verdicts, each unpivoted into its four facets (empty text facets are left out)
             f"g AS (SELECT v.attempt_id, v.judge_id, d.dimension, d.value, {counts} FROM v "
@@ -293,9 +299,10 @@ def _rollups_rebuild_sql(batch: list[int], judges: list[int] | None) -> int:
             f"WHERE r.status <> '{ReportStatus.SCORED}' AND d.value IS NOT NULL "
             f"AND (d.value <> '' OR d.dimension NOT IN ({', '.join(present)})) GROUP BY 1, 2, 3, 4), "
             f"attempts AS (INSERT INTO {t[AttemptRollup]} (attempt_id, judge_id, benchmark_id, run_id, model_id, "
-            f"instance_id, n_items, n_applicable, n_passed, unscored, n_unrecognised) "
+            f"instance_id, n_items, n_applicable, n_passed, unscored, n_unrecognised, passed_items, failed_items) "
             f"SELECT c.attempt_id, c.judge_id, f.benchmark_id, f.run_id, f.model_id, f.instance_id, c.n, "
-            f"c.n_applicable, c.n_passed, c.unscored, c.n_unrecognised FROM c JOIN f ON f.id = c.attempt_id RETURNING 1), "
+            f"c.n_applicable, c.n_passed, c.unscored, c.n_unrecognised, c.passed_items, c.failed_items "
+            f"FROM c JOIN f ON f.id = c.attempt_id RETURNING 1), "
             f"groups AS (INSERT INTO {t[GroupRollup]} (attempt_id, judge_id, benchmark_id, model_id, dimension, value, "
             f"n_applicable, n_passed) "
             f"SELECT g.attempt_id, g.judge_id, f.benchmark_id, f.model_id, g.dimension, g.value, g.n_applicable, "
@@ -336,6 +343,11 @@ def _rollups_rebuild_batch(batch: list[int], judges: list[int] | None) -> int:
         (row["attempt_id"], row["judge_id"]): row
         for row in verdicts.values("attempt_id", "judge_id").annotate(**counts).order_by()
     }
+    item_lists: dict[tuple[int, int, str], list[str]] = {}
+    for attempt_id, judge_id, item_id, result in verdicts.filter(
+        result__in=(VerdictResult.PASS, VerdictResult.FAIL)
+    ).values_list("attempt_id", "judge_id", "item_id", "result"):
+        item_lists.setdefault((attempt_id, judge_id, result), []).append(str(item_id))
     reports = {
         (r["attempt_id"], r["judge_id"]): r
         for r in JudgeReport.objects.filter(attempt_id__in=batch, **of_judges).values(
@@ -362,6 +374,8 @@ def _rollups_rebuild_batch(batch: list[int], judges: list[int] | None) -> int:
                 n_passed=row["n_passed"] + report["n_passed_extra"],
                 unscored="" if report["status"] == ReportStatus.SCORED else report["status"],
                 n_unrecognised=len(report["unrecognised"] or {}),
+                passed_items=",".join(item_lists.get((*key, VerdictResult.PASS), ())),
+                failed_items=",".join(item_lists.get((*key, VerdictResult.FAIL), ())),
             )
         )
     bulk_insert(AttemptRollup, rollups)

@@ -670,30 +670,89 @@ class FlippedItem:
     direction: str  # "fixed" (fail in A, pass in B) or "broken"
 
 
+@dataclass
+class Flips:
+    """The items that flipped between two sides, per direction ("fixed", "broken"): how many (instance, item) pairs,
+    and the first of them in (instance, item) order with the judges under which each flipped, in name order."""
+
+    counts: dict[str, int]
+    listed: dict[str, dict[tuple[int, int], list[str]]]
+
+
+def flipped_items_of_rollups(
+    rollups_a: Sequence[tuple[int, str, str, str]],
+    rollups_b: Sequence[tuple[int, str, str, str]],
+    *,
+    limit: int | None = None,
+) -> Flips:
+    """The items whose outcome (flipped_items' definition) differs between two sides, from their attempt rollups: rows
+    (instance, judge, passed items, failed items), the items as AttemptRollup keeps them (comma-separated ids). Per
+    side an item fails under a judge when some attempt's verdict failed it, passes when every one passed it; an item
+    A failed and B passed is "fixed", one A passed and B failed "broken". Counted over arrays indexed by (item, judge),
+    not per verdict; only the first `limit` of each direction (default all) listed."""
+    judges = sorted({row[1] for row in rollups_a} | {row[1] for row in rollups_b})
+    if not judges:
+        return Flips({"fixed": 0, "broken": 0}, {"fixed": {}, "broken": {}})
+    judge_index = {judge: n for n, judge in enumerate(judges)}
+    listed = [_listed_items(rows, column, judge_index) for rows in (rollups_a, rollups_b) for column in (2, 3)]
+    items, where = np.unique(np.concatenate([ids for ids, _, _ in listed]), return_inverse=True)
+    instance_of = np.zeros(len(items), dtype=np.int64)
+    instance_of[where] = np.concatenate([instances for _, instances, _ in listed])
+    cells, bounds = len(items) * len(judges), np.cumsum([0] + [len(ids) for ids, _, _ in listed])
+    outcome = []
+    for n, (_, _, judge) in enumerate(listed):
+        found = np.zeros(cells, dtype=bool)
+        found[where[bounds[n] : bounds[n + 1]] * len(judges) + judge] = True
+        outcome.append(found)
+    passed_a, failed_a, passed_b, failed_b = outcome
+    passed_a &= ~failed_a
+    passed_b &= ~failed_b
+    flips = Flips({}, {})
+    for direction, flipped in (("fixed", failed_a & passed_b), ("broken", passed_a & failed_b)):
+        cell = np.flatnonzero(flipped)
+        item, judge = cell // len(judges), cell % len(judges)
+        order = np.lexsort((judge, items[item], instance_of[item]))
+        instance, item, judge = instance_of[item][order], items[item][order], judge[order]
+        starts = np.flatnonzero(np.r_[True, (instance[1:] != instance[:-1]) | (item[1:] != item[:-1])][: len(item)])
+        shown = len(instance) if limit is None or limit >= len(starts) else starts[limit]
+        found: dict[tuple[int, int], list[str]] = {}
+        for key in zip(instance[:shown].tolist(), item[:shown].tolist(), judge[:shown].tolist()):
+            found.setdefault(key[:2], []).append(judges[key[2]])
+        flips.counts[direction], flips.listed[direction] = len(starts), found
+    return flips
+
+
+def _listed_items(
+    rows: Sequence[tuple[int, str, str, str]], column: int, judge_index: Mapping[str, int]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The item ids one column of rollup rows lists, with the instance and the judge's index of each."""
+    texts = [row[column] for row in rows]
+    counts = np.array([text.count(",") + 1 if text else 0 for text in texts], dtype=np.int64)
+    joined = ",".join(text for text in texts if text)
+    ids = np.fromstring(joined, dtype=np.int64, sep=",") if joined else np.zeros(0, dtype=np.int64)
+    instances = np.repeat(np.array([row[0] for row in rows], dtype=np.int64), counts)
+    judges = np.repeat(np.array([judge_index[row[1]] for row in rows], dtype=np.int64), counts)
+    return ids, instances, judges
+
+
 def flipped_items(
     verdicts_a: Iterable[tuple[int, int, str, str]], verdicts_b: Iterable[tuple[int, int, str, str]]
 ) -> list[FlippedItem]:
-    """Items whose outcome differs between sides; input rows are (instance, item, judge, result).
+    """Items whose outcome differs between sides, from verdict rows (instance, item, judge, result): per side an item
+    passes under a judge when all its applicable verdicts (over repetitions) pass; not-applicable verdicts are
+    ignored. The definition flipped_items_of_rollups computes from the rollups."""
 
-    Per side an item passes under a judge when all its applicable verdicts (over
-    repetitions) pass; not-applicable verdicts are ignored.
-    """
-
-    def outcome(rows):
+    def outcomes(rows) -> dict[tuple[int, int, str], bool]:
         out: dict[tuple[int, int, str], bool] = {}
         for instance, item, judge, result in rows:
-            if result == "na":
-                continue
-            key = (instance, item, judge)
-            out[key] = out.get(key, True) and result == "pass"
+            if result != "na":
+                out[(instance, item, judge)] = out.get((instance, item, judge), True) and result == "pass"
         return out
 
-    a, b = outcome(verdicts_a), outcome(verdicts_b)
-    flips = []
-    for key in sorted(set(a) & set(b)):
-        if a[key] != b[key]:
-            flips.append(FlippedItem(key[0], key[1], key[2], "fixed" if b[key] else "broken"))
-    return flips
+    a, b = outcomes(verdicts_a), outcomes(verdicts_b)
+    return [
+        FlippedItem(*key, "fixed" if b[key] else "broken") for key in sorted(a.keys() & b.keys()) if a[key] != b[key]
+    ]
 
 
 # which cells a leaderboard reads and how they are grouped ----------------------------------

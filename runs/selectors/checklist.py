@@ -25,7 +25,20 @@ from functools import cached_property
 
 from django import forms
 from django.db import connection
-from django.db.models import Aggregate, Avg, Count, Exists, F, FloatField, IntegerField, Max, OuterRef, Q, Sum, Value
+from django.db.models import (
+    Aggregate,
+    Avg,
+    Count,
+    Exists,
+    F,
+    FloatField,
+    IntegerField,
+    Max,
+    OuterRef,
+    Q,
+    Sum,
+    Value,
+)
 from django.db.models.functions import Cast, Length, NullIf, Substr
 from django.http import QueryDict
 from django.urls import reverse
@@ -53,7 +66,6 @@ from runs.metrics.checklist import (
     Spread,
     UsageSummary,
     cell_counts,
-    flipped_items,
     group_order,
     group_value,
     judge_score_of,
@@ -82,6 +94,7 @@ from runs.models import (
     VerdictResult,
 )
 from runs.querystring import params_with
+from runs.selectors.sides import side_runs
 from runs.selectors.state import (
     JUDGE_UNKNOWN,
     RUN_UNKNOWN,
@@ -1355,52 +1368,67 @@ def _side_filters(side: str) -> Filters:
     return Filters(runs=[side])
 
 
-def compare_sides(benchmark_id: int, a: str, b: str, *, limit: int = 200) -> dict:
-    """Paired comparison of two sides and the items that flipped each way (verdicts of the common instances)."""
-    cells_a = attempt_cells(benchmark_id, _side_filters(a))
-    cells_b = attempt_cells(benchmark_id, _side_filters(b))
+def _flipped_items(
+    benchmark_id: int, a: str, b: str, instances: Collection[int], judges: Collection[str], *, limit: int
+) -> metrics.Flips:
+    """The items that flipped between two sides on the instances and judges given, from the items each attempt
+    rollup lists as passed and failed (metrics.flipped_items_of_rollups), not from the verdicts."""
+    judge_of = dict(Judge.objects.filter(name__in=list(judges)).values_list("id", "name"))
+
+    def rollups(side: str) -> list[tuple[int, str, str, str]]:
+        rows = AttemptRollup.objects.filter(
+            run_id__in=list(side_runs(benchmark_id, side).values()),
+            instance_id__in=list(instances),
+            judge_id__in=list(judge_of),
+        ).values_list("instance_id", "judge_id", "passed_items", "failed_items")
+        return [(instance, judge_of[judge], passed, failed) for instance, judge, passed, failed in rows.order_by()]
+
+    return metrics.flipped_items_of_rollups(rollups(a), rollups(b), limit=limit)
+
+
+def compare_sides(
+    benchmark_id: int, a: str, b: str, *, limit: int = 200, cells: tuple[list[Cell], list[Cell]] | None = None
+) -> dict:
+    """Paired comparison of two sides and the items that flipped each way (verdicts of the common instances): every
+    flip counted, the first `limit` of each direction listed with their item. `cells`: both sides' attempt cells
+    when the caller has read them (compare_checklist)."""
+    cells_a, cells_b = cells or tuple(attempt_cells(benchmark_id, _side_filters(side)) for side in (a, b))
     paired = paired_comparison(cells_a, cells_b, label_a=a, label_b=b)
     common = {c.instance_id for c in cells_a} & {c.instance_id for c in cells_b}
 
-    def verdicts(side: str):
-        f = _side_filters(side)
-        qs = Verdict.objects.filter(
-            attempt__run__benchmark_id=benchmark_id, attempt__instance_id__in=common, judge__name__in=paired.judges
-        )
-        qs = (
-            qs.filter(attempt__run__label__in=list(f.runs))
-            if f.runs
-            else qs.filter(attempt__run__model__name__in=list(f.models))
-        )
-        return qs.values_list("attempt__instance_id", "item_id", "judge__name", "result").order_by()
-
-    flips = flipped_items(verdicts(a), verdicts(b)) if common else []
-    ids = {f.item_id for f in flips}
+    flips = (
+        _flipped_items(benchmark_id, a, b, common, paired.judges, limit=limit)
+        if common
+        else metrics.Flips({"fixed": 0, "broken": 0}, {"fixed": {}, "broken": {}})
+    )
+    shown = [key for entries in flips.listed.values() for key in entries]
     items = {
-        i["id"]: i for i in ChecklistItem.objects.filter(id__in=ids).values("id", "key", "description", "category")
-    }
-    external = dict(Instance.objects.filter(id__in={f.instance_id for f in flips}).values_list("id", "external_id"))
-    merged: dict[tuple[int, int, str], dict] = {}
-    for f in flips:
-        entry = merged.setdefault(
-            (f.instance_id, f.item_id, f.direction),
-            {
-                **items.get(f.item_id, {}),
-                "instance_id": f.instance_id,
-                "external_id": external.get(f.instance_id, ""),
-                "direction": f.direction,
-                "judges": [],
-            },
+        i["id"]: i
+        for i in ChecklistItem.objects.filter(id__in={item for _, item in shown}).values(
+            "id", "key", "description", "category"
         )
-        entry["judges"].append(f.judge)
-    fixed = [e for e in merged.values() if e["direction"] == "fixed"]
-    broken = [e for e in merged.values() if e["direction"] == "broken"]
+    }
+    external = dict(
+        Instance.objects.filter(id__in={instance for instance, _ in shown}).values_list("id", "external_id")
+    )
+
+    def entry(direction: str, instance_id: int, item_id: int, judges: list[str]) -> dict:
+        return {
+            **items.get(item_id, {}),
+            "instance_id": instance_id,
+            "external_id": external.get(instance_id, ""),
+            "direction": direction,
+            "judges": judges,
+        }
+
     return {
         "paired": paired,
-        "fixed": fixed[:limit],
-        "broken": broken[:limit],
-        "n_fixed": len(fixed),
-        "n_broken": len(broken),
+        **{
+            direction: [entry(direction, *key, judges) for key, judges in entries.items()]
+            for direction, entries in flips.listed.items()
+        },
+        "n_fixed": flips.counts["fixed"],
+        "n_broken": flips.counts["broken"],
     }
 
 
@@ -1434,9 +1462,11 @@ def compare_paired(
     metrics: Sequence[str] = tuple(PAIRED_METRICS),
     judges: Collection[str] = (),
     excluded_items: Collection[int] | None = None,
+    cells: Sequence[list[Cell]] | None = None,
 ) -> SidesComparison:
-    """The paired table of two sides (named as side_of returns them), on the judges given (default: all)."""
-    cells = [_paired_cells(benchmark.id, side, judges, excluded_items or ()) for side in (baseline, candidate)]
+    """The paired table of two sides (named as side_of returns them), on the judges given (default: all); `cells`:
+    both sides' _paired_cells where the caller has read them."""
+    cells = cells or [_paired_cells(benchmark.id, side, judges, excluded_items or ()) for side in (baseline, candidate)]
     instances = sorted({c.instance_id for side in cells for c in side})
     judge_names = sorted({c.judge for side in cells for c in side})
     category_of = {c.instance_id: c.group or comparison.NO_CATEGORY for side in cells for c in side}
@@ -1460,6 +1490,30 @@ def _paired_cells(benchmark_id: int, side: str, judges: Collection[str], exclude
     if excluded_items:
         return verdict_cells(benchmark_id, filters, by="primary_category", excluded_items=excluded_items)
     return attempt_cells(benchmark_id, filters, by="primary_category")
+
+
+def compare_checklist(
+    benchmark: Benchmark,
+    baseline: str,
+    candidate: str,
+    *,
+    metrics: Sequence[str] = tuple(PAIRED_METRICS),
+    judges: Collection[str] = (),
+    excluded_items: Collection[int] | None = None,
+) -> tuple[SidesComparison, dict]:
+    """compare_paired and compare_sides of two sides, each side's rollups read once where both read the same (every
+    judge, no item left out)."""
+    cells = tuple(_paired_cells(benchmark.id, side, (), ()) for side in (baseline, candidate))
+    table = compare_paired(
+        benchmark,
+        baseline,
+        candidate,
+        metrics=metrics,
+        judges=judges,
+        excluded_items=excluded_items,
+        cells=None if judges or excluded_items else cells,
+    )
+    return table, compare_sides(benchmark.id, baseline, candidate, cells=cells)
 
 
 def paired_document(table: SidesComparison, flips: dict) -> dict:
@@ -1495,7 +1549,7 @@ def paired_comparison_document(
 ) -> dict:
     """paired_document of compare_paired and the flipped items: a checklist benchmark's answer to
     GET /api/compare/<slug>/ and manage.py compare --json (runs.selectors.compare.paired_comparison_document)."""
-    comparison = compare_paired(
+    table, flips = compare_checklist(
         benchmark, baseline, candidate, metrics=metrics, judges=judges, excluded_items=excluded_items
     )
-    return paired_document(comparison, compare_sides(benchmark.id, baseline, candidate))
+    return paired_document(table, flips)

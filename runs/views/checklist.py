@@ -374,6 +374,6 @@ def compare(request, slug):
         except sides.UnknownSide as unknown:
             context["unknown_side"] = str(unknown)
         else:
-            context.update(checklist_selector.compare_sides(benchmark.id, a, b))
-            context["comparison"] = checklist_selector.compare_paired(benchmark, a, b)
+            context["comparison"], flips = checklist_selector.compare_checklist(benchmark, a, b)
+            context.update(flips)
     return render_page(request, "runs/checklist/compare.html", context, page_data=exports.compare_page, fragment=None)

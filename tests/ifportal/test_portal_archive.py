@@ -2,6 +2,7 @@
 
 The demo study's trip SQLite -> PostgreSQL -> SQLite, compared page by page, is test_portal_archive_roundtrip.py."""
 
+import hashlib
 import json
 import zipfile
 from pathlib import Path
@@ -237,3 +238,33 @@ def test_a_file_that_is_no_archive_is_named(tmp_path, db):
     path.write_text("hello")
     with pytest.raises(CommandError, match=r"notes.txt: not a readable zip archive"):
         call_command("portal_import", path, "--no-progress")
+
+
+def test_an_archive_whose_rollups_lack_a_column_gets_them_rebuilt(portal, tmp_path):
+    """An archive written before AttemptRollup kept the items that passed and failed: its rollups come back whole,
+    the lists rebuilt from the verdicts rather than left empty (a paired comparison would find no item flipped)."""
+    before = _rows()
+    assert any(row[-2] or row[-1] for row in before["runs.attemptrollup"])
+    archive = tmp_path / "portal.zip"
+    call_command("portal_export", archive, "--with-password-hashes", "--no-progress")
+    member = "data/runs.attemptrollup.jsonl"
+    with zipfile.ZipFile(archive) as zf:
+        manifest = json.loads(zf.read("manifest.json"))
+        entry = next(t for t in manifest["tables"] if t["member"] == member)
+        keep = [n for n, column in enumerate(entry["columns"]) if column not in ("passed_items", "failed_items")]
+        lines = [json.loads(line) for line in zf.read(member).splitlines() if line]
+    older = "".join(json.dumps([row[n] for n in keep]) + "\n" for row in lines).encode()
+    entry.update(
+        columns=[entry["columns"][n] for n in keep], bytes=len(older), sha256=hashlib.sha256(older).hexdigest()
+    )
+
+    def without_the_lists(name, data):
+        return older if name == member else json.dumps(manifest).encode() if name == "manifest.json" else data
+
+    _wipe()
+    call_command("portal_import", _rewritten(archive, tmp_path / "older.zip", without_the_lists), "--no-progress")
+
+    def rebuilt(rows):  # new ids; the lists' ids in no order
+        return sorted((*row[1:-2], *(frozenset(listed.split(",")) for listed in row[-2:])) for row in rows)
+
+    assert rebuilt(_rows()["runs.attemptrollup"]) == rebuilt(before["runs.attemptrollup"])

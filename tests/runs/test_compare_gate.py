@@ -14,6 +14,7 @@ from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from runs.access import ANNOTATOR
+from runs.metrics import checklist as metrics
 from runs.metrics import paired
 from runs.models import AgentModel, Attempt, Benchmark, ChecklistItem, Instance, Judge, Run, Verdict
 from runs.selectors import checklist as selectors
@@ -233,3 +234,50 @@ def test_the_page_names_an_unknown_side(reviewer_client):
     seeded_study({"base": 0.7, "same": 0.7}, n_instances=4)
     body = reviewer_client.get(reverse("runs:checklist-compare", args=[SLUG]) + "?a=base-r1&b=nope").content.decode()
     assert "no run labelled &#x27;nope&#x27; and no model named &#x27;nope&#x27;" in body
+
+
+def test_the_items_that_flipped_are_counted_in_the_database_as_the_metric_defines_them():
+    """compare_sides asks the database for each side's outcome of an (instance, item, judge); the same flips as
+    runs.metrics.checklist.flipped_items over the verdicts, with models of three and two runs (repetitions), not-applicable
+    verdicts, an item only one side judged and an instance only one side covers."""
+    rng = np.random.default_rng(7)
+    bench = Benchmark.objects.create(slug=SLUG, name="Gate", kind="checklist")
+    judges = [Judge.objects.get_or_create(name=j)[0] for j in ("j1", "j2")]
+    a_model, b_model = AgentModel.objects.create(name="a"), AgentModel.objects.create(name="b")
+    runs = {
+        "a": [Run.objects.create(benchmark=bench, label=f"a-r{n}", model=a_model) for n in (1, 2, 3)],
+        "b": [Run.objects.create(benchmark=bench, label=f"b-r{n}", model=b_model) for n in (1, 2)],
+    }
+    rows = {"a": [], "b": []}
+    attempts, verdicts = [], []
+    for n in range(12):
+        inst = Instance.objects.create(benchmark=bench, external_id=f"t{n}", primary_category="System Prompt")
+        items = [ChecklistItem.objects.create(instance=inst, key=f"c{k}", position=k) for k in range(4)]
+        for side, side_runs in runs.items():
+            if side == "b" and n == 11:
+                continue  # an instance only A covers
+            for run in side_runs:  # a model's runs are its repetitions
+                attempt = Attempt.objects.create(run=run, instance=inst)
+                attempts.append(attempt)
+                for judge in judges:
+                    for item in items:
+                        if side == "b" and item.key == "c3" and judge.name == "j2":
+                            continue  # an item only A's judge j2 scored
+                        result = str(rng.choice(["pass", "pass", "pass", "fail", "na"]))
+                        verdicts.append(Verdict(attempt=attempt, item=item, judge=judge, result=result))
+                        rows[side].append((inst.id, item.id, judge.name, result))
+    Verdict.objects.bulk_create(verdicts)
+    rollups_rebuild_for_attempts([a.id for a in attempts])
+
+    found = selectors.compare_sides(bench.id, "model:a", "model:b", limit=10_000)
+    expected = metrics.flipped_items(
+        [r for r in rows["a"] if r[0] != Instance.objects.get(benchmark=bench, external_id="t11").id], rows["b"]
+    )
+    listed = sorted(
+        (entry["instance_id"], entry["id"], judge, entry["direction"])
+        for direction in ("fixed", "broken")
+        for entry in found[direction]
+        for judge in entry["judges"]
+    )
+    assert listed == sorted((f.instance_id, f.item_id, f.judge, f.direction) for f in expected)
+    assert found["n_fixed"] > 3 and found["n_broken"] > 3

@@ -1,5 +1,7 @@
 """Checklist metrics (METRICS.md section 1) on hand-built cells and rollups with known answers."""
 
+import random
+
 import pytest
 
 from runs.categories import normalise_category
@@ -7,6 +9,7 @@ from runs.metrics.checklist import (
     Cell,
     Filters,
     flipped_items,
+    flipped_items_of_rollups,
     isr_by_length,
     judge_score,
     paired_comparison,
@@ -144,6 +147,44 @@ def test_it_lists_items_that_flipped_in_each_direction():
     b = [(1, 10, "j", "pass"), (1, 11, "j", "fail"), (1, 12, "j", "pass"), (1, 13, "j", "pass")]
     flips = flipped_items(a, b)
     assert [(f.item_id, f.direction) for f in flips] == [(10, "fixed"), (11, "broken")]
+
+
+def test_the_flips_counted_from_rollups_equal_those_of_the_verdicts():
+    """flipped_items_of_rollups over each attempt's passed and failed item lists (as AttemptRollup keeps them) gives
+    flipped_items' answer over the verdicts: repetitions, not-applicable verdicts, items one side never judged."""
+    rng = random.Random(5)
+    verdicts = {"a": [], "b": []}
+    rollups = {"a": [], "b": []}
+    for side, repetitions in (("a", 3), ("b", 2)):
+        for instance in range(1, 9):
+            for _ in range(repetitions):  # each an attempt
+                for judge in ("j2", "j1"):
+                    lists = {"pass": [], "fail": []}
+                    for item in range(instance * 100, instance * 100 + 6):
+                        if side == "b" and item % 100 == 5:
+                            continue  # an item B's judges never scored
+                        result = rng.choice(["pass", "pass", "pass", "fail", "na"])
+                        verdicts[side].append((instance, item, judge, result))
+                        if result in lists:
+                            lists[result].append(str(item))
+                    rollups[side].append((instance, judge, ",".join(lists["pass"]), ",".join(lists["fail"])))
+    expected = flipped_items(verdicts["a"], verdicts["b"])
+    found = flipped_items_of_rollups(rollups["a"], rollups["b"])
+    listed = [
+        (*key, judge, direction)
+        for direction in ("fixed", "broken")
+        for key, judges in found.listed[direction].items()
+        for judge in judges
+    ]
+    assert sorted(listed) == sorted((f.instance_id, f.item_id, f.judge, f.direction) for f in expected)
+    fixed = found.listed["fixed"]
+    assert list(fixed) == sorted(fixed) and found.counts == {d: len(found.listed[d]) for d in ("fixed", "broken")}
+    assert found.counts["fixed"] > 3 and found.counts["broken"] > 3
+    first = flipped_items_of_rollups(rollups["a"], rollups["b"], limit=2)
+    assert first.counts == found.counts and first.listed["broken"] == dict(list(found.listed["broken"].items())[:2])
+    assert flipped_items_of_rollups([], []).counts == {"fixed": 0, "broken": 0}
+    one_way = flipped_items_of_rollups([(1, "j", "", "7")], [(1, "j", "7", "")])
+    assert one_way.counts == {"fixed": 1, "broken": 0} and one_way.listed == {"fixed": {(1, 7): ["j"]}, "broken": {}}
 
 
 def test_it_bootstraps_an_interval_that_contains_the_estimate():

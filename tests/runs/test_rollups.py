@@ -30,8 +30,9 @@ DIMENSIONS = {"category": "category", "check_type": "check_type", "group": "grou
 
 
 def recompute() -> tuple[set[tuple], set[tuple]]:
-    """(attempt rollups, group rollups) counted in Python from the verdict table."""
-    attempts = defaultdict(lambda: [0, 0, 0])
+    """(attempt rollups, group rollups) counted in Python from the verdict table; an attempt rollup's items that
+    passed and failed as sets of ids."""
+    attempts = defaultdict(lambda: [0, 0, 0, set(), set()])
     groups = defaultdict(lambda: [0, 0])
     for v in Verdict.objects.select_related("item", "attempt__run"):
         applicable = v.result != VerdictResult.NOT_APPLICABLE
@@ -48,6 +49,8 @@ def recompute() -> tuple[set[tuple], set[tuple]]:
         row[0] += 1
         row[1] += applicable
         row[2] += passed
+        if v.result in (VerdictResult.PASS, VerdictResult.FAIL):
+            row[3 if passed else 4].add(v.item_id)
         for dimension, field in DIMENSIONS.items():
             value = getattr(v.item, field)
             if value is None or value == "":
@@ -57,12 +60,19 @@ def recompute() -> tuple[set[tuple], set[tuple]]:
             ]
             g[0] += applicable
             g[1] += passed
-    return ({(*k, *v) for k, v in attempts.items()}, {(*k, *v) for k, v in groups.items()})
+    return (
+        {(*k, *v[:3], frozenset(v[3]), frozenset(v[4])) for k, v in attempts.items()},
+        {(*k, *v) for k, v in groups.items()},
+    )
 
 
 def stored() -> tuple[set[tuple], set[tuple]]:
-    a = set(
-        AttemptRollup.objects.values_list(
+    def ids(listed: str) -> frozenset[int]:
+        return frozenset(int(item) for item in listed.split(",")) if listed else frozenset()
+
+    a = {
+        (*row[:-2], ids(row[-2]), ids(row[-1]))
+        for row in AttemptRollup.objects.values_list(
             "attempt_id",
             "judge_id",
             "benchmark_id",
@@ -72,8 +82,10 @@ def stored() -> tuple[set[tuple], set[tuple]]:
             "n_items",
             "n_applicable",
             "n_passed",
+            "passed_items",
+            "failed_items",
         )
-    )
+    }
     g = set(
         GroupRollup.objects.values_list(
             "attempt_id", "judge_id", "benchmark_id", "model_id", "dimension", "value", "n_applicable", "n_passed"
