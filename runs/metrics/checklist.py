@@ -434,19 +434,23 @@ def cell_counts(
     counted attempts' pass rates and their number. Attempts with no applicable item count nowhere, as on the
     leaderboard."""
     shape = (len(instances), len(judges))
-    counts = {figure: (np.zeros(shape), np.zeros(shape)) for figure in figures}
-    for c in cells:
-        if c.n_applicable == 0:
-            continue
-        at = (instances[c.instance_id], judges[c.judge])
-        for figure, num, den in (
-            ("isr", c.success, 1),
-            ("csr", c.n_passed, c.n_applicable),
-            ("macro_csr", c.n_passed / c.n_applicable, 1),
-        ):
-            if figure in counts:
-                counts[figure][0][at] += num
-                counts[figure][1][at] += den
+    table = np.array(
+        [
+            (instances[c.instance_id], judges[c.judge], c.success, c.n_passed, c.n_applicable)
+            for c in cells
+            if c.n_applicable
+        ],
+        dtype=float,
+    ).reshape(-1, 5)
+    at = (table[:, 0].astype(np.int64), table[:, 1].astype(np.int64))
+    success, passed, applicable, ones = table[:, 2], table[:, 3], table[:, 4], np.ones(len(table))
+    terms = {"isr": (success, ones), "csr": (passed, applicable), "macro_csr": (passed / applicable, ones)}
+    counts = {}
+    for figure in figures:
+        num, den = np.zeros(shape), np.zeros(shape)
+        np.add.at(num, at, terms[figure][0])
+        np.add.at(den, at, terms[figure][1])
+        counts[figure] = (num, den)
     return counts
 
 
