@@ -281,3 +281,14 @@ def test_the_items_that_flipped_are_counted_in_the_database_as_the_metric_define
     )
     assert listed == sorted((f.instance_id, f.item_id, f.judge, f.direction) for f in expected)
     assert found["n_fixed"] > 3 and found["n_broken"] > 3
+
+
+def test_the_page_says_when_it_lists_only_the_first_flipped_items(reviewer_client, monkeypatch):
+    seeded_study({"base": 0.5, "other": 0.5}, n_instances=30)
+    monkeypatch.setattr(selectors.compare_sides, "__kwdefaults__", {"limit": 3, "cells": None})
+    body = reviewer_client.get(
+        reverse("runs:checklist-compare", args=[SLUG]) + "?a=base-r1&b=other-r1"
+    ).content.decode()
+    fixed = int(body.split("Fixed in B (", 1)[1].split(")", 1)[0])
+    assert fixed > 3 and f"The first 3 of {fixed}, by instance." in body
+    assert 'href="/help/metrics/#checklist-compare"' in body
