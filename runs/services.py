@@ -241,15 +241,15 @@ def _rollups_rebuild_sql(batch: list[int], judges: list[int] | None) -> int:
         "count(*) FILTER (WHERE v.result <> 'na') AS n_applicable, "
         "count(*) FILTER (WHERE v.result = 'pass') AS n_passed"
     )
-    # The batch's attempts drive every statement: the verdicts are picked first, through an
-    # attempt-leading index, in a materialized CTE, and "+ 0" keeps the planner off the judge index.
-    # Right after a bulk load (autovacuum lagging, or off) stale statistics otherwise make a scan of
-    # all of one judge's verdicts, or of the (item, judge) index, look as cheap as the batch's few.
     # the items that passed and failed, as AttemptRollup keeps them (comma-separated ids)
     item_lists = ", ".join(
         f"COALESCE(string_agg(v.item_id::text, ',') FILTER (WHERE v.result = '{result}'), '') AS {column}"
         for result, column in ((VerdictResult.PASS, "passed_items"), (VerdictResult.FAIL, "failed_items"))
     )
+    # The batch's attempts drive every statement: the verdicts are picked first, through an
+    # attempt-leading index, in a materialized CTE, and "+ 0" keeps the planner off the judge index.
+    # Right after a bulk load (autovacuum lagging, or off) stale statistics otherwise make a scan of
+    # all of one judge's verdicts, or of the (item, judge) index, look as cheap as the batch's few.
     of_judges = "" if judges is None else " AND judge_id + 0 = ANY(%s)"
     params = [batch] if judges is None else [batch, judges]
     facets, present = [], []
