@@ -16,18 +16,17 @@ class RunsConfig(AppConfig):
 
 
 def _register_health_policies() -> None:
-    """Every leaderboard may leave out the items item health flags (runs.selectors.item_health.HEALTH_POLICIES),
+    """Every leaderboard may leave out the items item health flags (runs.metrics.item_health.HEALTH_POLICIES),
     as it leaves out those the audits' policies name; the explanation is the benchmark's item health page."""
     from urllib.parse import urlencode
 
     from django.urls import reverse
 
     from runs.exclusions import exclusion_policy_register
-    from runs.selectors.item_health import HEALTH_POLICIES, ITEM_KINDS, health_excluded_items, health_policy_flags
+    from runs.metrics.item_health import HEALTH_POLICIES
+    from runs.selectors.item_health import health_excluded_items, health_policy_flags
 
     def explain(benchmark, policy):
-        if benchmark.kind not in ITEM_KINDS:
-            return ""
         query = urlencode({"flag": health_policy_flags(policy)}, doseq=True)
         return f"{reverse(f'runs:{benchmark.kind}-item-health', args=[benchmark.slug])}?{query}"
 

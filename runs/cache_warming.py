@@ -24,7 +24,7 @@ from runs.cache import cache_scope
 from runs.leaderboard_page import page_parts
 from runs.models import AttemptRollup, Benchmark, BenchmarkKind
 from runs.selectors.checklist import checklist_query, filter_choices
-from runs.selectors.item_health import ITEM_KINDS, health_report
+from runs.selectors.item_health import health_report
 
 log = logging.getLogger(__name__)
 
@@ -57,10 +57,10 @@ def leaderboards_default(benchmark_ids: Iterable[int]) -> None:
 
 
 def item_health_default(benchmark_ids: Iterable[int]) -> None:
-    """Compute and cache the item health report (its 2PL fit included) of each benchmark with items among these; a
-    failure is logged."""
+    """Compute and cache the item health report (its 2PL fit included) of each of these benchmarks; a failure is
+    logged."""
     try:
-        for benchmark in Benchmark.objects.filter(id__in=sorted(set(benchmark_ids)), kind__in=ITEM_KINDS):
+        for benchmark in Benchmark.objects.filter(id__in=sorted(set(benchmark_ids))):
             with cache_scope(None):
                 health_report(benchmark)
     except Exception:

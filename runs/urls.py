@@ -75,9 +75,11 @@ urlpatterns = [
     path("b/<slug:slug>/choice/confusion/", choice.confusion, name="choice-confusion"),
     path("b/<slug:slug>/choice/rules/", choice.rules, name="choice-rules"),
     path("b/<slug:slug>/choice/tasks/", choice.tasks, name="choice-tasks"),
+    path("b/<slug:slug>/choice/items/", item_health.health, {"kind": "choice"}, name="choice-item-health"),
     path("b/<slug:slug>/choice/tasks/<str:external_id>/", choice.task, name="choice-task"),
     # conflict benchmarks (resolution rates per type, SP rate per scenario, drill-down to attempts)
     path("b/<slug:slug>/conflict/", conflict.metrics, name="conflict-metrics"),
+    path("b/<slug:slug>/conflict/items/", item_health.health, {"kind": "conflict"}, name="conflict-item-health"),
     # search across every transcript of a benchmark (any kind)
     path("b/<slug:slug>/search/", search.search, name="search"),
 ]

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 from dataclasses import asdict
 
-from django.http import Http404
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from runs.access import benchmark_for
-from runs.selectors.item_health import ITEM_KINDS, item_health_page
+from runs.selectors.item_health import item_health_page
 
 
 class ItemHealthView(APIView):
@@ -21,26 +20,28 @@ class ItemHealthView(APIView):
     @extend_schema(
         operation_id="item_health_retrieve",
         responses={
-            200: OpenApiResponse(description="{benchmark, models, irt_fitted, state, flag_counts, items, instances}"),
+            200: OpenApiResponse(
+                description="{benchmark, unit, models, irt_fitted, state, flag_counts, items, instances}"
+            ),
             400: OpenApiResponse(
                 description="A parameter names a flag, category, kind of check or sort the page "
                 "does not offer, as {parameter: [the page's words]}."
             ),
-            404: OpenApiResponse(description="No checklist, dialogue or hierarchy benchmark has this slug."),
+            404: OpenApiResponse(description="No benchmark has this slug."),
         },
-        description="Item health (/help/metrics/#item-health). Refused to blind annotators: every figure is a "
+        description="Item health (/help/metrics/#item-health): unit 'item' lists checklist items, 'task' a choice "
+        "benchmark's tasks (then instances is empty). Refused to blind annotators: every figure is a "
         "verdict aggregate of single items.",
     )
     def get(self, request, slug):
         benchmark = benchmark_for(request, slug)
-        if benchmark.kind not in ITEM_KINDS:
-            raise Http404(f"The benchmark '{slug}' is of the {benchmark.kind} kind, which has no checklist items.")
         page = item_health_page(benchmark, request.query_params)
         if page.errors:
             return Response(page.errors, status=status.HTTP_400_BAD_REQUEST)
         return Response(
             {
                 "benchmark": benchmark.slug,
+                "unit": page.report.unit,
                 "models": page.report.models,
                 "irt_fitted": page.report.fitted,
                 "state": page.state,

@@ -18,10 +18,11 @@ import json
 import math
 import random
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from runs.metrics.item_health import AttemptItem
 from runs.scoring.choice import choice_ground_truth
 
 #: the task counts GuideBench's evaluate.py weights its six categories by for its "all" figure, whatever the
@@ -460,6 +461,14 @@ def scored_answer(outcome: Any, *, view: str = EXACT) -> tuple[Any, Any, Any] | 
         return None
     source = (outcome.get("normalised") or {}) if view == NORMALISED else outcome
     return source.get("answer"), source.get("ground_truth"), outcome.get("unanswered")
+
+
+def health_rows(rows: Iterable[ChoiceRow], model_of: Mapping[str, str]) -> Iterator[AttemptItem]:
+    """Item health's rows (runs.metrics.item_health) of tasks: one per scored attempt, the task as the item, passed
+    when the answer matches the ground truth as the reference scorer compares them, by the run's model (`model_of`:
+    run label -> model name)."""
+    for r in rows:
+        yield AttemptItem(item_id=r.instance_id, model=model_of[r.run], passes=int(r.correct), judged=1)
 
 
 def choice_row(attempt: Sequence, answer: Any, truth: Any, unanswered: Any, guidelines: Any = None) -> ChoiceRow:

@@ -31,6 +31,12 @@ NEGATIVE_DISCRIMINATION = "negative-discrimination"
 JUDGE_SPLIT = "judge-split"
 ANNOTATORS = "annotators"
 FLAGS = (FLOOR, CEILING, LOW_DISCRIMINATION, NEGATIVE_DISCRIMINATION, JUDGE_SPLIT, ANNOTATORS)
+#: the flags a task of a choice benchmark can carry: a reference scorer, not judges, decides it, and audits label
+#: checklist items, not tasks
+TASK_FLAGS = (FLOOR, CEILING, LOW_DISCRIMINATION, NEGATIVE_DISCRIMINATION)
+#: what the report's rows are: checklist items (of instances), or a choice benchmark's tasks (its instances, each
+#: scored right or wrong as a whole)
+ITEM, TASK = "item", "task"
 FLAG_LABELS = {
     FLOOR: "floor (almost no model passes)",
     CEILING: "ceiling (almost every model passes)",
@@ -38,6 +44,14 @@ FLAG_LABELS = {
     NEGATIVE_DISCRIMINATION: "negative discrimination",
     JUDGE_SPLIT: "high judge split",
     ANNOTATORS: "flagged by annotators",
+}
+#: the exclusion policies item health offers every leaderboard (runs.exclusions; registered by runs.apps with
+#: runs.selectors.item_health's): leave
+#: out the items carrying one flag, or any flag
+ANY_FLAG = "any"
+HEALTH_POLICIES = {
+    **{f"health:{flag}": f"item health: {label}" for flag, label in FLAG_LABELS.items()},
+    f"health:{ANY_FLAG}": "item health: any flag",
 }
 #: floor: pass rate at most 5%; ceiling: at least 95%
 FLOOR_RATE = 0.05
@@ -55,12 +69,18 @@ ANNOTATOR_INVALID = "invalid"
 
 @dataclass(frozen=True)
 class AttemptItem:
-    """One attempt's verdicts on one item: passing and judged (pass or fail) verdicts."""
+    """One attempt's verdicts on one item: passing and judged (pass or fail) verdicts.
+
+    Where a judge answers more than pass or fail (a conflict's side followed), `answers` counts the judges that
+    answered and `split` says whether they named different answers; otherwise both are read off `passes` and
+    `judged` (a split: some but not all passed)."""
 
     item_id: int
     model: str
     passes: int
     judged: int
+    answers: int | None = None
+    split: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -144,6 +164,18 @@ class HealthReport:
     fitted: bool
     fit_converged: bool | None
     fit_iterations: int | None
+    #: ITEM (checklist items) or TASK (a choice benchmark's tasks)
+    unit: str = ITEM
+
+    @property
+    def flags(self) -> tuple[str, ...]:
+        """The flags its rows can carry."""
+        return TASK_FLAGS if self.unit == TASK else FLAGS
+
+    @property
+    def judged_twice(self) -> bool:
+        """Whether any attempt had two or more judges' answers (else there is no judge split to show)."""
+        return any(i.judged_twice for i in self.items)
 
 
 def count_matrix(
@@ -163,9 +195,9 @@ def count_matrix(
     split: dict[int, int] = defaultdict(int)
     twice: dict[int, int] = defaultdict(int)
     for r in rows:
-        if r.judged >= 2:
+        if (r.judged if r.answers is None else r.answers) >= 2:
             twice[r.item_id] += 1
-            if 0 < r.passes < r.judged:
+            if (0 < r.passes < r.judged) if r.split is None else r.split:
                 split[r.item_id] += 1
         j = i_index.get(r.item_id)
         if j is None:
@@ -241,9 +273,11 @@ def item_health(
     audit: Mapping[int, AuditLabel] | None = None,
     fit_min_models: int = FIT_MIN_MODELS,
     models: list[str] | None = None,
+    unit: str = ITEM,
 ) -> HealthReport:
     """Every item's health (in the order of `items`) and every instance's, from per-attempt verdict counts (read
-    once, as a stream, when the `models` they may name are given: `count_matrix`)."""
+    once, as a stream, when the `models` they may name are given: `count_matrix`). Tasks (`unit` TASK) are their
+    own instances: the report lists no instances beside them."""
     audit = audit or {}
     item_ids = [i.item_id for i in items]
     models, passes, judged, split, twice = count_matrix(rows, item_ids, models)
@@ -291,11 +325,12 @@ def item_health(
         out.append(health)
     return HealthReport(
         items=out,
-        instances=instance_health(out),
+        instances=instance_health(out) if unit == ITEM else [],
         models=models,
         fitted=fit is not None,
         fit_converged=fit.converged if fit is not None else None,
         fit_iterations=fit.iterations if fit is not None else None,
+        unit=unit,
     )
 
 

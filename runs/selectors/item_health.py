@@ -1,57 +1,109 @@
-"""Item health of a benchmark with checklist items: the state its page, exports and API share, and the report
-(runs.metrics.item_health) computed once per data generation and cached (warmed after each write by
-runs.cache_warming, so the 2PL fit runs in the background, not in a reader's request)."""
+"""Item health of a benchmark: the state its page, exports and API share, and the report (runs.metrics.item_health)
+computed once per data generation and cached (warmed after each write by runs.cache_warming, so the 2PL fit runs in
+the background, not in a reader's request). Its rows are checklist items on every kind but choice, whose tasks are
+scored right or wrong as a whole and are its rows."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from django import forms
 from django.db.models import Count, Q
 
 from runs.cache import cached
 from runs.metrics import item_health as metrics
-from runs.models import Benchmark, BenchmarkKind, ChecklistItem, Run, Verdict, VerdictResult
+from runs.metrics.choice import health_rows as task_health_rows
+from runs.metrics.conflict import ITEM_KEY, REWRITE_PREFIX, conflict_pair
+from runs.metrics.conflict import health_rows as resolution_health_rows
+from runs.models import Benchmark, BenchmarkKind, ChecklistItem, Instance, Run, Verdict, VerdictResult
+from runs.selectors.choice import choice_rows
 
-#: the kinds whose benchmarks have checklist items with verdicts, each with an item health page
-ITEM_KINDS = (BenchmarkKind.CHECKLIST, BenchmarkKind.DIALOGUE, BenchmarkKind.HIERARCHY)
+#: the kinds whose benchmarks have checklist items with verdicts: their item health rows are the items (which item
+#: audits label and exclusion policies leave out)
+ITEM_KINDS = (BenchmarkKind.CHECKLIST, BenchmarkKind.DIALOGUE, BenchmarkKind.HIERARCHY, BenchmarkKind.CONFLICT)
 
 #: the shown items table stops here; the exports carry every row
 ITEMS_SHOWN = 500
-#: the exclusion policies item health offers every leaderboard (runs.exclusions; registered by runs.apps): leave
-#: out the items carrying one flag, or any flag
-ANY_FLAG = "any"
-HEALTH_POLICIES = {
-    **{f"health:{flag}": f"item health: {label}" for flag, label in metrics.FLAG_LABELS.items()},
-    f"health:{ANY_FLAG}": "item health: any flag",
-}
 
 
 def health_report(benchmark: Benchmark) -> metrics.HealthReport:
     """Every item's and instance's health for the benchmark's current data generation (cached)."""
     return cached(
-        benchmark.id, "item-health", lambda: compute_report(benchmark.id), kind=metrics.HealthReport, charged=False
+        benchmark.id,
+        "item-health",
+        lambda: compute_report(benchmark.id, benchmark.kind),
+        kind=metrics.HealthReport,
+        charged=False,
     )
 
 
-def compute_report(benchmark_id: int) -> metrics.HealthReport:
-    """Read the verdicts per (item, attempt) as a stream (millions of rows at ten million verdicts: held, they
-    took 1.2 GB), the items, the models and the settled audit labels, and hand them to the metrics."""
-    rows = (
-        metrics.AttemptItem(item_id=item_id, model=model, passes=passes, judged=judged)
-        for item_id, _, model, passes, judged in Verdict.objects.filter(
-            item__instance__benchmark_id=benchmark_id, result__in=(VerdictResult.PASS, VerdictResult.FAIL)
-        )
-        .values("item_id", "attempt_id", "attempt__run__model__name")
-        .annotate(passes=Count("id", filter=Q(result=VerdictResult.PASS)), judged=Count("id"))
-        .values_list("item_id", "attempt_id", "attempt__run__model__name", "passes", "judged")
-        .order_by()
-        .iterator(chunk_size=20_000)
-    )
+def compute_report(benchmark_id: int, kind: str = BenchmarkKind.CHECKLIST) -> metrics.HealthReport:
+    """Read the rows per (item, attempt) as a stream (millions of rows at ten million verdicts: held, they took
+    1.2 GB), the items, the models and the settled audit labels, and hand them to the metrics."""
     models = sorted(
         set(Run.objects.filter(benchmark_id=benchmark_id).values_list("model__name", flat=True).distinct().order_by())
     )
-    items = [
+    if kind == BenchmarkKind.CHOICE:
+        return _task_report(benchmark_id, models)
+    if kind == BenchmarkKind.CONFLICT:
+        items = _items(benchmark_id, resolution_only=True)
+        pairs = {
+            pk: conflict_pair({"conflict": c}) if c is not None else None
+            for pk, c in Instance.objects.filter(benchmark_id=benchmark_id).values_list("id", "spec__conflict")
+        }
+        # a conflict's kind of check is its type ("UQ vs SP")
+        items = [replace(i, check_type=pairs[i.instance_id].type) if pairs.get(i.instance_id) else i for i in items]
+        rows = resolution_health_rows(
+            pairs,
+            Verdict.objects.filter(item__instance__benchmark_id=benchmark_id)
+            .filter(Q(item__key=ITEM_KEY) | Q(item__key__startswith=REWRITE_PREFIX))
+            .values_list("item_id", "attempt_id", "attempt__run__model__name", "item__instance_id", "evidence")
+            .order_by("item_id", "attempt_id")
+            .iterator(chunk_size=20_000),
+        )
+    else:
+        items = _items(benchmark_id)
+        rows = (
+            metrics.AttemptItem(item_id=item_id, model=model, passes=passes, judged=judged)
+            for item_id, _, model, passes, judged in Verdict.objects.filter(
+                item__instance__benchmark_id=benchmark_id, result__in=(VerdictResult.PASS, VerdictResult.FAIL)
+            )
+            .values("item_id", "attempt_id", "attempt__run__model__name")
+            .annotate(passes=Count("id", filter=Q(result=VerdictResult.PASS)), judged=Count("id"))
+            .values_list("item_id", "attempt_id", "attempt__run__model__name", "passes", "judged")
+            .order_by()
+            .iterator(chunk_size=20_000)
+        )
+    return metrics.item_health(rows, items, audit=audit_labels(benchmark_id), models=models)
+
+
+def _task_report(benchmark_id: int, models: list[str]) -> metrics.HealthReport:
+    """A choice benchmark's tasks as its rows: every run's scored attempts (as the reference scorer scores them)."""
+    model_of = dict(Run.objects.filter(benchmark_id=benchmark_id).values_list("label", "model__name"))
+    rows = task_health_rows(choice_rows(benchmark_id, list(model_of)), model_of)
+    tasks = [
+        metrics.ItemInfo(
+            item_id=pk,
+            key=external_id,
+            instance_id=pk,
+            instance=external_id,
+            category=category,
+            check_type="",
+            description=str(context or instruction or "")[:300],
+        )
+        for pk, external_id, category, context, instruction in Instance.objects.filter(benchmark_id=benchmark_id)
+        .order_by("external_id", "id")
+        .values_list("id", "external_id", "primary_category", "spec__Context", "spec__Instruction")
+    ]
+    return metrics.item_health(rows, tasks, models=models, unit=metrics.TASK)
+
+
+def _items(benchmark_id: int, *, resolution_only: bool = False) -> list[metrics.ItemInfo]:
+    """The benchmark's checklist items (a conflict benchmark's resolution items only), by instance and position."""
+    items = ChecklistItem.objects.filter(instance__benchmark_id=benchmark_id)
+    if resolution_only:
+        items = items.filter(Q(key=ITEM_KEY) | Q(key__startswith=REWRITE_PREFIX))
+    return [
         metrics.ItemInfo(
             item_id=i["id"],
             key=i["key"],
@@ -61,11 +113,10 @@ def compute_report(benchmark_id: int) -> metrics.HealthReport:
             check_type=i["check_type"],
             description=i["description"][:300],
         )
-        for i in ChecklistItem.objects.filter(instance__benchmark_id=benchmark_id)
-        .order_by("instance__external_id", "position", "id")
-        .values("id", "key", "instance_id", "instance__external_id", "category", "check_type", "description")
+        for i in items.order_by("instance__external_id", "position", "id").values(
+            "id", "key", "instance_id", "instance__external_id", "category", "check_type", "description"
+        )
     ]
-    return metrics.item_health(rows, items, audit=audit_labels(benchmark_id), models=models)
 
 
 def audit_labels(benchmark_id: int) -> dict[int, metrics.AuditLabel]:
@@ -93,9 +144,11 @@ class ItemHealthForm(forms.Form):
 
     def __init__(self, data, *, report: metrics.HealthReport, **kwargs):
         super().__init__(data, **kwargs)
-        self.fields["flag"].choices = [*metrics.FLAG_LABELS.items(), ("none", "no flag")]
+        self.fields["flag"].choices = [*((f, metrics.FLAG_LABELS[f]) for f in report.flags), ("none", "no flag")]
         self.fields["category"].choices = [(c, c or "(none)") for c in sorted({i.category for i in report.items})]
         self.fields["check_type"].choices = [(c, c or "(none)") for c in sorted({i.check_type for i in report.items})]
+        if report.unit == metrics.TASK:
+            self.fields["sort"].choices = [(k, "task" if k == "item" else v) for k, v in metrics.ITEM_SORTS.items()]
 
 
 @dataclass
@@ -126,7 +179,7 @@ def item_health_page(benchmark: Benchmark, query) -> ItemHealthPage:
     kept = metrics.filter_items(
         report.items, flags=state["flag"], categories=state["category"], check_types=state["check_type"]
     )
-    flag_counts = {flag: sum(flag in i.flags for i in report.items) for flag in metrics.FLAGS}
+    flag_counts = {flag: sum(flag in i.flags for i in report.items) for flag in report.flags}
     return ItemHealthPage(report, form, errors, state, metrics.sort_items(kept, state["sort"]), flag_counts)
 
 
@@ -134,10 +187,12 @@ def health_excluded_items(benchmark: Benchmark, policy: str, campaigns=None) -> 
     """The items of the benchmark a health policy (HEALTH_POLICIES) leaves out: those carrying its flag, or any
     flag. `campaigns` (the audit policies' argument) does not apply and is ignored."""
     flag = policy.removeprefix("health:")
-    return {i.item_id for i in health_report(benchmark).items if (i.flags if flag == ANY_FLAG else flag in i.flags)}
+    return {
+        i.item_id for i in health_report(benchmark).items if (i.flags if flag == metrics.ANY_FLAG else flag in i.flags)
+    }
 
 
 def health_policy_flags(policy: str) -> list[str]:
     """The flags a health policy names, as the item health page's ?flag= values."""
     flag = policy.removeprefix("health:")
-    return list(metrics.FLAGS) if flag == ANY_FLAG else [flag]
+    return list(metrics.FLAGS) if flag == metrics.ANY_FLAG else [flag]

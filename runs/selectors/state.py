@@ -18,8 +18,7 @@ from runs.exclusions import (
     exclusion_policy_parts,
     exclusion_policy_unknown,
 )
-from runs.metrics.item_health import FLAG_LABELS, FLAGS
-from runs.selectors.item_health import ANY_FLAG, HEALTH_POLICIES
+from runs.metrics.item_health import ANY_FLAG, FLAG_LABELS, FLAGS, HEALTH_POLICIES
 from runs.widgets import CheckboxDropdown
 
 #: the words every kind's page says an unknown run or judge in (a note beside its defaults) and its API refuses it with
@@ -131,7 +130,7 @@ class RefusesControlCharacters(forms.Form):
             self._errors.setdefault(name, self.error_class()).extend(messages)
 
 
-#: what a health policy's name starts with (runs.selectors.item_health.HEALTH_POLICIES: health:<flag>, health:any)
+#: what a health policy's name starts with (runs.metrics.item_health.HEALTH_POLICIES: health:<flag>, health:any)
 HEALTH_PREFIX = "health:"
 #: the words a page says an unknown item health flag in and its API refuses it with (400): a form's invalid_choice
 #: message, `%(value)s` standing for the flag given

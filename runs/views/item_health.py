@@ -1,4 +1,4 @@
-"""The item health page of a benchmark with checklist items: which items carry signal."""
+"""The item health page of a benchmark: which items (a choice benchmark's tasks) carry signal."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from django.contrib.auth.decorators import login_required
 from django.urls import reverse
 
 from runs.access import benchmark_for, is_lead
-from runs.exports.item_health import item_health_page
-from runs.metrics.item_health import FIT_MIN_MODELS, FLAG_LABELS
+from runs.exports.item_health import item_health_page, task_health_page
+from runs.metrics.item_health import FIT_MIN_MODELS, FLAG_LABELS, TASK
 from runs.pages import render_page
 from runs.selectors.item_health import ITEMS_SHOWN
 from runs.selectors.item_health import item_health_page as health_selector
@@ -19,6 +19,8 @@ TEMPLATES = {
     "checklist": "runs/checklist/item_health.html",
     "dialogue": "runs/dialogue/item_health.html",
     "hierarchy": "runs/hierarchy/item_health.html",
+    "conflict": "runs/conflict/item_health.html",
+    "choice": "runs/choice/item_health.html",
 }
 
 
@@ -35,19 +37,26 @@ def health(request, slug, kind):
         "form": page.form,
         "shown": page.items[:ITEMS_SHOWN],
         "flag_pills": [(FLAG_LABELS[flag], count) for flag, count in page.flag_counts.items()],
+        # a choice benchmark's tasks have no judges' verdicts and no audit labels: those columns would stay empty
+        "tasks": page.report.unit == TASK,
+        "judged_twice": page.report.judged_twice,
         "action": reverse(f"runs:{kind}-item-health", args=[slug]),
         "fit_min_models": FIT_MIN_MODELS,
         "query": request.GET.urlencode(),
         # a lead may start an audit of the flagged items (the audits app's form; its "item health flag" stratum)
         "audit_link": _audit_link(benchmark) if is_lead(request.user) else "",
     }
-    return render_page(request, TEMPLATES[kind], context, page_data=item_health_page)
+    return render_page(
+        request, TEMPLATES[kind], context, page_data=task_health_page if context["tasks"] else item_health_page
+    )
 
 
 def _audit_link(benchmark) -> str:
     """The audits app's new-campaign form, proposing an audit of this benchmark's items stratified by health flag."""
-    subject = {"checklist": "checklist_items", "hierarchy": "hierarchy_constraints"}.get(benchmark.kind)
-    if subject is None:  # a dialogue audit's units are turns, which carry no item flags
+    subject = {"checklist": "checklist_items", "conflict": "checklist_items", "hierarchy": "hierarchy_constraints"}.get(
+        benchmark.kind
+    )
+    if subject is None:  # a dialogue audit's units are turns, which carry no item flags; a choice task is no item
         return ""
     query = urlencode(
         {

@@ -164,7 +164,7 @@ def test_it_filters_by_flag_in_the_page_the_fragment_and_the_api_alike(django_us
 
 
 @pytest.mark.django_db
-def test_it_refuses_blind_annotators_anonymous_visitors_and_other_kinds(django_user_model):
+def test_it_refuses_blind_annotators_anonymous_visitors_and_another_kinds_route(django_user_model):
     _study(models=2)
     Benchmark.objects.create(slug="dlg", name="Dlg", kind="dialogue")
     Benchmark.objects.create(slug="mcq", name="Mcq", kind="choice")
@@ -176,7 +176,9 @@ def test_it_refuses_blind_annotators_anonymous_visitors_and_other_kinds(django_u
     reviewer = _client(django_user_model, "rev", ["reviewer"])
     assert reviewer.get(reverse("runs:checklist-item-health", args=["dlg"])).status_code == 404
     assert reviewer.get(reverse("runs:dialogue-item-health", args=["dlg"])).status_code == 200
-    assert reviewer.get(reverse("api:item-health", args=["mcq"])).status_code == 404
+    assert reviewer.get(reverse("runs:choice-item-health", args=["octo"])).status_code == 404
+    assert reviewer.get(reverse("runs:choice-item-health", args=["mcq"])).status_code == 200
+    assert reviewer.get(reverse("api:item-health", args=["mcq"])).json()["unit"] == "task"
 
 
 @pytest.mark.django_db
@@ -212,8 +214,16 @@ def test_every_kinds_item_health_page_styles_its_intervals_and_flag_counts(djang
     _study(models=2)
     Benchmark.objects.create(slug="dlg", name="Dlg", kind="dialogue")
     Benchmark.objects.create(slug="ih", name="Ih", kind="hierarchy")
+    Benchmark.objects.create(slug="cf", name="Cf", kind="conflict")
+    Benchmark.objects.create(slug="mcq", name="Mcq", kind="choice")
     reviewer = _client(django_user_model, "rev", ["reviewer"])
-    for route, slug in (("checklist", "octo"), ("dialogue", "dlg"), ("hierarchy", "ih")):
+    for route, slug in (
+        ("checklist", "octo"),
+        ("dialogue", "dlg"),
+        ("hierarchy", "ih"),
+        ("conflict", "cf"),
+        ("choice", "mcq"),
+    ):
         page = reviewer.get(reverse(f"runs:{route}-item-health", args=[slug])).content.decode()
         # .ci puts an interval and an n on their own line under the figure (checklist.css): without it they ran on
         assert "css/checklist.css" in page, route
