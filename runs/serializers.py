@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import asdict
 
 from django.urls import reverse
 from drf_spectacular.utils import extend_schema_field
@@ -287,3 +288,15 @@ def health_flags_field() -> serializers.ListField:
         "items left out are the union, and `exclude` in the answer names every part (e.g. "
         "flagged_by_either+health:floor).",
     )
+
+
+def exclusion_effect_data(exclusion: dict | None) -> dict | None:
+    """What an exclusion policy did to a kind's ranking (runs.exclusions.exclusion_box), as its API answers it:
+    Kendall's tau, each row's score and rank before and after, and the pairs that swapped; None without a policy."""
+    if exclusion is None:
+        return None
+    return {
+        "tau": exclusion["tau"],
+        "ranks": [asdict(line) | {"rank_change": line.rank_change} for line in exclusion["lines"].values()],
+        "swaps": [{"up": s["up"], "down": s["down"]} for s in exclusion["swaps"]],
+    }

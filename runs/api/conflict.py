@@ -18,7 +18,7 @@ from runs.api.core import PageQueryView
 from runs.metrics import paired
 from runs.models import BenchmarkKind
 from runs.selectors import conflict as selectors
-from runs.serializers import health_flags_field
+from runs.serializers import exclusion_effect_data, health_flags_field
 
 
 class ConflictMetricsQuerySerializer(serializers.Serializer):
@@ -128,7 +128,6 @@ class ConflictMetricsView(PageQueryView):
             )
         state["cell"] = {}  # aggregates only (the page's drill-down lists attempts)
         data = selectors.conflict_metrics(state)
-        exclusion = data["exclusion"]
         return Response(
             ConflictMetricsSerializer(
                 {
@@ -145,15 +144,7 @@ class ConflictMetricsView(PageQueryView):
                         | data["ties"].get(r.label, paired.Tie()).fields()
                         for r in data["scenario_rates"]
                     ],
-                    "exclusion": None
-                    if exclusion is None
-                    else {
-                        "tau": exclusion["tau"],
-                        "ranks": [
-                            asdict(line) | {"rank_change": line.rank_change} for line in exclusion["lines"].values()
-                        ],
-                        "swaps": [{"up": s["up"], "down": s["down"]} for s in exclusion["swaps"]],
-                    },
+                    "exclusion": exclusion_effect_data(data["exclusion"]),
                 }
             ).data
         )

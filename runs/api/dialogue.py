@@ -17,7 +17,7 @@ from runs.metrics import dialogue as metrics
 from runs.metrics import paired
 from runs.models import BenchmarkKind, Run
 from runs.selectors import dialogue as selectors
-from runs.serializers import health_flags_field
+from runs.serializers import exclusion_effect_data, health_flags_field
 
 
 class DialogueMetricsQuerySerializer(serializers.Serializer):
@@ -158,6 +158,12 @@ class DialogueMetricsSerializer(serializers.Serializer):
         "difference from it is not significant at 5% after Holm's correction; the next group starts at the best "
         "model outside it (/help/metrics/#paired). null as rank_low.",
     )
+    exclusion = serializers.DictField(
+        allow_null=True,
+        help_text="Under an exclusion policy (exclude= or health=): what it did to the ranking of every model by "
+        "`ranked_by`, as the metrics page with no run selected shows it: Kendall's tau, each model's score and rank "
+        "before and after, and the pairs that swapped (/help/metrics/#audits-effect). null without a policy.",
+    )
 
 
 def _error(message: str, code=status.HTTP_400_BAD_REQUEST) -> Response:
@@ -243,15 +249,16 @@ class DialogueMetricsView(PageQueryView):
                     "ended_by": pooled["ended_by"],
                     "reference": _reference_data(row.reference if row else metrics.reference_metrics([]), counted),
                     "ranked_by": selectors.rank_metric(state["sort"])[0],
-                    **_tie_fields(request, benchmark, state, runs[0].model.name),
+                    **_among_every_model(request, benchmark, state, runs[0].model.name),
                 }
             ).data
         )
 
 
-def _tie_fields(request, benchmark, state: dict, model: str) -> dict:
+def _among_every_model(request, benchmark, state: dict, model: str) -> dict:
     """rank_low, rank_high and tie_group of the model among every model of the benchmark (the metrics page's rows
-    with no run selected) under the state's judge, patience, exclusion policy and rank metric."""
+    with no run selected) under the state's judge, patience, exclusion policy and rank metric, and what the policy
+    did to that ranking (`exclusion`)."""
     query = request.query_params.copy()
     query.pop("run", None)
     query["by"] = "model"
@@ -260,6 +267,6 @@ def _tie_fields(request, benchmark, state: dict, model: str) -> dict:
         query["patience"] = str(state["patience"])
     every = selectors.dialogue_state(benchmark=benchmark, query=query, exclusion=True)
     if every["refused"] or every["judge"] is None:
-        return paired.Tie().fields()
-    ties = selectors.dialogue_ties(every, selectors.rank_metric(state["sort"])[0])
-    return ties.get(model, paired.Tie()).fields()
+        return {**paired.Tie().fields(), "exclusion": None}
+    page = selectors.dialogue_metrics(every)
+    return {**page["ties"].get(model, paired.Tie()).fields(), "exclusion": exclusion_effect_data(page["exclusion"])}
