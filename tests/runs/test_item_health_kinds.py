@@ -13,6 +13,7 @@ from django.urls import reverse
 from scipy import stats
 from statsmodels.stats.proportion import proportion_confint
 
+from audits.selectors import candidates
 from runs.ingest import Options, Source, ingest
 from runs.models import AgentModel, Attempt, Benchmark, Instance, Run
 
@@ -145,6 +146,9 @@ def test_a_conflict_page_links_its_item_health_and_leaves_out_flagged_resolution
     page = lead.get(reverse("runs:conflict-item-health", args=[CONFLICT])).content.decode()
     assert "Conflict types" in page and "followed the system prompt" in page
     assert "subject=checklist_items" in page and "strata=health" in page  # "Audit these": conflicts are items
+    # and the item audit it proposes draws c11 from the floor stratum, the unflagged conflicts from the control
+    strata = {c.key.split("/")[1]: c.facets["health"] for c in candidates("checklist_items", [conflict_study.id])}
+    assert strata["c11"] == "floor" and strata["c10"] == "ceiling" and strata["m0"] == "unflagged"
     metrics_page = lead.get(reverse("runs:conflict-metrics", args=[CONFLICT])).content.decode()
     assert reverse("runs:conflict-item-health", args=[CONFLICT]) in metrics_page
     api = lead.get(reverse("api:conflict-metrics") + f"?benchmark={CONFLICT}&judge=j1&health=floor").json()
