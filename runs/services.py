@@ -191,7 +191,9 @@ def statistics_count_at_commit() -> None:
             cursor.execute("SELECT pg_stat_force_next_flush()")
 
 
-def rollups_rebuild_for_attempts(attempt_ids: Iterable[int], judge_ids: Iterable[int] | None = None) -> int:
+def rollups_rebuild_for_attempts(
+    attempt_ids: Iterable[int], judge_ids: Iterable[int] | None = None, *, bump: Iterable[int] = ()
+) -> int:
     """Recompute AttemptRollup and GroupRollup rows of these attempts from their verdicts, and the
     items their judges split on (JudgeDisagreement).
 
@@ -205,7 +207,8 @@ def rollups_rebuild_for_attempts(attempt_ids: Iterable[int], judge_ids: Iterable
     readers see the previous complete rows until it commits, concurrent rebuilds of the
     same data run one after the other, and running it twice gives the same rows. The
     benchmarks' data generation is bumped in the same transaction (cached leaderboards
-    of the old rows are no longer read). Returns the number of attempt x judge rollups written.
+    of the old rows are no longer read), with those of `bump` (a writer's other changes: one bump, so one
+    warm-up of their leaderboards after the commit). Returns the number of attempt x judge rollups written.
     """
     ids = sorted(set(attempt_ids))
     judges = None if judge_ids is None else sorted(set(judge_ids))
@@ -219,7 +222,7 @@ def rollups_rebuild_for_attempts(attempt_ids: Iterable[int], judge_ids: Iterable
                 written += _rollups_rebuild_sql(batch, judges)
             else:
                 written += _rollups_rebuild_batch(batch, judges)
-        benchmarks_generation_bump(benchmarks)
+        benchmarks_generation_bump({*benchmarks, *bump})
     return written
 
 

@@ -16,6 +16,7 @@ from django.db import transaction
 
 from runs.ingest.base import Context, IngestFailed, Options, Problem, Report, Source
 from runs.ingest.layout import Unit
+from runs.ingest.verdicts import reasoning_searchable
 from runs.models import (
     Attempt,
     AttemptRollup,
@@ -128,13 +129,17 @@ def ingest_units(
                 hashes = run_sources.setdefault(run.id, (run, {}))[1]
                 hashes.update((name, digest) for name, digest in ctx.source_hashes.items() if name in names)
         ctx.raise_if_failed()
-        if ctx.touched_attempts:
-            rollups_rebuild_for_attempts(ctx.touched_attempts, ctx.touched_judges)
+        reasoning_searchable(ctx)
         for run, hashes in run_sources.values():
             run_record_sources(run, hashes, format_name)
-        if any(ctx.report.total(outcome) for outcome in ("created", "updated", "removed")):
-            # instances, items or runs may have changed what a leaderboard shows without a rollup rebuild
-            benchmarks_generation_bump(ctx.benchmarks)
+        # instances, items or runs may have changed what a leaderboard shows without a rollup rebuild
+        changed = ctx.benchmarks if any(ctx.report.total(o) for o in ("created", "updated", "removed")) else set()
+        if ctx.touched_attempts:
+            # every verdict on an attempt this ingest created is its own: no judge filter to apply
+            judges = None if ctx.touched_attempts <= ctx.created_attempts else ctx.touched_judges
+            rollups_rebuild_for_attempts(ctx.touched_attempts, judges, bump=changed)
+        elif changed:
+            benchmarks_generation_bump(changed)
         statistics_count_at_commit()
         if before_commit is not None:
             before_commit(ctx.report)

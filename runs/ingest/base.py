@@ -43,7 +43,7 @@ from runs.ingest.decode import (
     too_deep_reason,
     value_end,
 )
-from runs.models import Attempt, ChecklistItem
+from runs.models import Attempt, ChecklistItem, Instance
 
 MAX_LISTED_PROBLEMS = 50
 #: problems after which the rest of a file is not read: the import has failed by then, and a file of
@@ -272,6 +272,16 @@ class Context:
         self.source: Source | None = None
         #: benchmarks this ingest locked for writing (their data generation is bumped if anything changed)
         self.benchmarks: set[int] = set()
+        #: what this ingest looked up once for all its files (runs.ingest.lookups): benchmarks by slug, and each
+        #: benchmark's instance and item index (no format that reads the index writes instances or items)
+        self.benchmarks_by_slug: dict[str, Any] = {}
+        self.instance_indexes: dict[int, Any] = {}
+        #: attempts given judge reasoning: listed for the search's index and their benchmarks marked searchable
+        #: once, before the ingest commits (runs.ingest.verdicts.reasoning_searchable)
+        self.reasoned_attempts: set[int] = set()
+        #: attempts this ingest created: every verdict on them is its own, so their rollups are rebuilt for every
+        #: judge (no judge filter to apply)
+        self.created_attempts: set[int] = set()
 
     # problems -------------------------------------------------------------------------
     def problem(self, source: Source | str, line: int | None, reason: str, *, awaits_import: bool = False) -> None:
@@ -399,6 +409,8 @@ class Context:
             by_key[tuple(row[k] for k in key)] = row
         if not by_key:
             return {}
+        if model in (Instance, ChecklistItem):  # an index read before would miss what this writes
+            self.instance_indexes.clear()
         self.check_lengths(model, by_key, kind)
         existing: dict[tuple, dict[str, Any]] = {}
         first = key[0]

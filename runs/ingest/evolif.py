@@ -212,7 +212,7 @@ def ingest_eval(sources: Sequence[Source], ctx: Context) -> None:
     if run is None:
         return
     judge = judge_get_or_create(ctx.options.judge or DEFAULT_JUDGE, JudgeKind.LOGGED)
-    index = InstanceIndex(benchmark)
+    index = InstanceIndex.of(ctx, benchmark)
     recorded = run.settings.get("patience")
     patience_seen: tuple[int, str] | None = (int(recorded), f"run '{run.label}'") if isinstance(recorded, int) else None
     seen: dict[str, str] = {}

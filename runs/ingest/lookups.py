@@ -34,6 +34,8 @@ def benchmark_get_or_create(ctx: Context, *, default_slug: str, kind: str, name:
     """The benchmark named by --benchmark (or the format's default), created if missing, locked
     for the rest of the ingest (see `benchmark_lock_for_ingest`)."""
     slug = ctx.options.benchmark or default_slug
+    if slug in ctx.benchmarks_by_slug:  # read and locked by an earlier file of this ingest
+        return ctx.benchmarks_by_slug[slug]
     benchmark = Benchmark.objects.filter(slug=slug).first()
     if benchmark is None:
         catalog_lock(slug)
@@ -43,6 +45,7 @@ def benchmark_get_or_create(ctx: Context, *, default_slug: str, kind: str, name:
         if created:
             ctx.report.add("benchmarks", "created")
     benchmark_lock_for_ingest(benchmark, ctx)
+    ctx.benchmarks_by_slug[slug] = benchmark
     return benchmark
 
 
@@ -73,6 +76,8 @@ def benchmark_existing(ctx: Context, source: Source, *, default_slug: str) -> Be
     """The benchmark results refer to, locked for the rest of the ingest; a missing one is a
     problem (load its instances first)."""
     slug = ctx.options.benchmark or default_slug
+    if slug in ctx.benchmarks_by_slug:  # read and locked by an earlier file of this ingest
+        return ctx.benchmarks_by_slug[slug]
     benchmark = Benchmark.objects.filter(slug=slug).first()
     if benchmark is None:
         ctx.problem(
@@ -84,6 +89,7 @@ def benchmark_existing(ctx: Context, source: Source, *, default_slug: str) -> Be
         )
         return None
     benchmark_lock_for_ingest(benchmark, ctx)
+    ctx.benchmarks_by_slug[slug] = benchmark
     return benchmark
 
 
@@ -159,7 +165,16 @@ def run_get_or_create(
 
 
 class InstanceIndex:
-    """external id -> instance id, and (instance id, item key) -> item id, loaded lazily."""
+    """external id -> instance id, and (instance id, item key) -> item id, loaded lazily; one per benchmark and
+    ingest (`of`)."""
+
+    @classmethod
+    def of(cls, ctx: Context, benchmark: Benchmark) -> InstanceIndex:
+        """The benchmark's index for every file of this ingest: the formats that read it write no instance or
+        item, so it is loaded once, not once a file."""
+        if benchmark.id not in ctx.instance_indexes:
+            ctx.instance_indexes[benchmark.id] = cls(benchmark)
+        return ctx.instance_indexes[benchmark.id]
 
     def __init__(self, benchmark: Benchmark):
         self.benchmark = benchmark
@@ -206,6 +221,7 @@ def attempt_ids_for(ctx: Context, run: Run, instance_ids: list[int]) -> dict[int
     if missing and not ctx.failed:
         created = Attempt.objects.bulk_create([Attempt(run=run, instance_id=i) for i in missing])
         found.update({a.instance_id: a.id for a in created})
+        ctx.created_attempts.update(a.id for a in created)
     return found
 
 

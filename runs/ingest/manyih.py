@@ -366,7 +366,7 @@ def ingest_results(sources: Sequence[Source], ctx: Context) -> None:
     if run is None:
         return
     judge = judge_get_or_create(ctx.options.judge or DEFAULT_JUDGE, JudgeKind.LOGGED)
-    index = InstanceIndex(benchmark)
+    index = InstanceIndex.of(ctx, benchmark)
     seen: dict[str, str] = {}
     eval_config: dict | None = None
     pending: list[dict] = []

@@ -243,7 +243,7 @@ def ingest_trajectories(sources: Sequence[Source], ctx: Context) -> None:
     benchmark = benchmark_existing(ctx, sources[0], default_slug=DEFAULT_SLUG) if sources else None
     if benchmark is None:
         return
-    index = InstanceIndex(benchmark)
+    index = InstanceIndex.of(ctx, benchmark)
     runs: dict[str, Any] = {}
     done_sessions: dict[str, str] = {}
     for source in sources:
@@ -553,7 +553,7 @@ def ingest_scores(sources: Sequence[Source], ctx: Context) -> None:
     if run is None:
         return
     judge = judge_get_or_create(ctx.options.judge, JudgeKind.LLM)
-    index = InstanceIndex(benchmark)
+    index = InstanceIndex.of(ctx, benchmark)
     seen: dict[str, str] = {}
     pending: list[tuple[int, list[dict]]] = []
     for source in sources:

@@ -122,7 +122,7 @@ def verdicts_upsert(ctx: Context, rows: list[dict[str, Any]]) -> None:
             bulk_insert_rows(Verdict, list(by_key.values()))
             ctx.touched_attempts.update(attempts)
             ctx.touched_judges.update(judges)
-            _reasoning_searchable(rows)
+            _reasoned(ctx, rows)
         return
     ctx.upsert(
         Verdict,
@@ -136,17 +136,24 @@ def verdicts_upsert(ctx: Context, rows: list[dict[str, Any]]) -> None:
     ctx.touched_attempts.update(k[0] for k in changed if k[0] is not None)
     ctx.touched_judges.update(k[2] for k in changed if k[0] is not None)
     if not ctx.failed:
-        _reasoning_searchable(rows)
+        _reasoned(ctx, rows)
+
+
+def _reasoned(ctx: Context, rows: list[dict[str, Any]]) -> None:
+    ctx.reasoned_attempts.update(
+        row["attempt_id"] for row in rows if row["reasoning"] and row["attempt_id"] is not None
+    )
 
 
 #: attempt ids per query when finding the benchmarks of verdicts with reasoning
 _REASONED_BATCH = 10_000
 
 
-def _reasoning_searchable(rows: list[dict[str, Any]]) -> None:
+def reasoning_searchable(ctx: Context) -> None:
     """Mark the benchmarks of the attempts that got judge reasoning searchable, and list those attempts for the
-    copy into the search's index that follows the commit (runs.search_index)."""
-    reasoned = sorted({row["attempt_id"] for row in rows if row["reasoning"] and row["attempt_id"] is not None})
+    copy into the search's index that follows the commit (runs.search_index): once, at the end of the ingest's
+    transaction, for every file's verdicts (a statement per batch of verdicts cost a second a million)."""
+    reasoned = sorted(ctx.reasoned_attempts)
     reasoning_changed(reasoned)
     for start in range(0, len(reasoned), _REASONED_BATCH):
         benchmarks_mark_searchable(

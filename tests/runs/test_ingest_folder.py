@@ -9,10 +9,14 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from runs.ingest import Options, Source, ingest, ingest_units
 from runs.ingest.layout import Entry, LayoutError, entries_of, manifest_read, plan_import, wanted
-from runs.models import Attempt, Judge, Run, Verdict
+from runs.models import Attempt, AttemptRollup, Benchmark, ChecklistItem, Judge, Run, Verdict
+from runs.services import rollups_rebuild_for_attempts
+from runs.signals import benchmarks_written
 
 pytestmark = pytest.mark.django_db
 
@@ -311,3 +315,32 @@ def test_an_inspect_log_folder_index_is_not_taken_for_a_log():
     assert wanted("inspect", "2026-01-01T00-00-00_task_abc.eval")
     assert wanted("inspect", "2026-01-01T00-00-00_task_abc.json")
     assert wanted("octobench-scores", "logs.json")
+
+
+def test_a_folder_reads_its_benchmark_and_item_index_once_and_warms_its_pages_once(
+    octobench, tmp_path, django_capture_on_commit_callbacks
+):
+    """Eight scores files in one ingest: the benchmark and its checklist items are read once, not once a file, the
+    judge reasoning is listed for search in one statement, and the committed change is announced once (one warm-up
+    of the leaderboards), with the rollups of every judge as a rebuild of each judge alone gives them."""
+    study = mini_vela_study(tmp_path / "study")
+    entries, _ = entries_of([study], "octobench-scores")
+    sent = []
+    benchmarks_written.connect(receiver := lambda **kw: sent.append(kw["benchmark_ids"]), weak=False)
+    try:
+        with CaptureQueriesContext(connection) as queries, django_capture_on_commit_callbacks(execute=True):
+            ingest_units("octobench-scores", plan_import("octobench-scores", entries, Options()))
+    finally:
+        benchmarks_written.disconnect(receiver)
+    statements = [q["sql"] for q in queries.captured_queries]
+    item_table, benchmark_table = ChecklistItem._meta.db_table, Benchmark._meta.db_table
+    index = f'SELECT "{item_table}"."instance_id" AS "instance_id", "{item_table}"."key" AS "key", "{item_table}"."id"'
+    assert sum(s.startswith(index) for s in statements) == 1
+    assert sum(f'WHERE "{benchmark_table}"."slug" = ' in s for s in statements) == 1
+    assert len(sent) == 1
+    assert Verdict.objects.count() == 8 * verdicts_in_fixture()
+    attempts = list(Attempt.objects.values_list("id", flat=True))
+    before = set(AttemptRollup.objects.values_list("attempt_id", "judge_id", "n_applicable", "n_passed"))
+    for judge in Judge.objects.all():
+        rollups_rebuild_for_attempts(attempts, [judge.id])
+    assert set(AttemptRollup.objects.values_list("attempt_id", "judge_id", "n_applicable", "n_passed")) == before
