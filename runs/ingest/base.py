@@ -282,6 +282,20 @@ class Context:
         #: attempts this ingest created: every verdict on them is its own, so their rollups are rebuilt for every
         #: judge (no judge filter to apply)
         self.created_attempts: set[int] = set()
+        #: (attempt, judge) pairs this ingest gave verdicts or a judge report (`known_unjudged`)
+        self.judged_pairs: set[tuple[int, int]] = set()
+        #: run id -> {instance id: attempt id} of the attempts this ingest created or found (lookups.attempt_ids_for)
+        self.attempts_known: dict[int, dict[int, int]] = {}
+
+    def known_unjudged(self, attempts: set[int | None], judges: set[int]) -> bool:
+        """Whether no verdict or judge report of these attempts by these judges can be stored, without asking the
+        database: this ingest created every attempt and wrote none of the pairs yet (a first import's files)."""
+        return (
+            bool(attempts)
+            and None not in attempts
+            and attempts <= self.created_attempts
+            and not any((a, j) in self.judged_pairs for a in attempts for j in judges)
+        )
 
     # problems -------------------------------------------------------------------------
     def problem(self, source: Source | str, line: int | None, reason: str, *, awaits_import: bool = False) -> None:
@@ -397,12 +411,14 @@ class Context:
         count: bool = True,
         changed: set[tuple] | None = None,
         returning_ids: bool = True,
+        new: bool = False,
     ) -> dict[tuple, int]:
         """Insert new rows, update changed ones, count unchanged ones; returns {key: pk}.
 
         Rows with the same key within one call keep the last. Nothing is written once a
         problem has been reported (validation goes on so every problem is listed). With
         `returning_ids=False` new rows are bulk-inserted (COPY) and only existing ids come back.
+        `new`: the caller knows no row with these keys is stored (`known_unjudged`), so none is read.
         """
         by_key: dict[tuple, dict[str, Any]] = {}
         for row in rows:
@@ -422,7 +438,7 @@ class Context:
                 if len(values) <= 500:
                     qs = qs.filter(**{f"{extra}__in": values})
         owner = _OWNED_ELSEWHERE.get(model)
-        for found in qs.values("pk", *key, *compare, *([owner[0]] if owner else [])):
+        for found in () if new else qs.values("pk", *key, *compare, *([owner[0]] if owner else [])):
             k = tuple(found[f] for f in key)
             if k in by_key:
                 existing[k] = found

@@ -214,14 +214,20 @@ def attempts_upsert(ctx: Context, run: Run, rows: list[dict[str, Any]], *, compa
 
 def attempt_ids_for(ctx: Context, run: Run, instance_ids: list[int]) -> dict[int, int]:
     """Existing attempts of a run, {instance id: attempt id}; creates empty ones for the rest
-    (verdicts may arrive before or without a trajectory)."""
-    found = dict(Attempt.objects.filter(run=run, instance_id__in=instance_ids).values_list("instance_id", "id"))
-    missing = [i for i in dict.fromkeys(instance_ids) if i not in found]
+    (verdicts may arrive before or without a trajectory). What this ingest created or found is not read again
+    (a run's second judge's file finds every attempt known)."""
+    known = ctx.attempts_known.setdefault(run.id, {})
+    wanted = list(dict.fromkeys(instance_ids))
+    found = {i: known[i] for i in wanted if i in known}
+    if unknown := [i for i in wanted if i not in found]:
+        found.update(Attempt.objects.filter(run=run, instance_id__in=unknown).values_list("instance_id", "id"))
+    missing = [i for i in wanted if i not in found]
     ctx.report.add("attempts", "created", len(missing))
     if missing and not ctx.failed:
         created = Attempt.objects.bulk_create([Attempt(run=run, instance_id=i) for i in missing])
         found.update({a.instance_id: a.id for a in created})
         ctx.created_attempts.update(a.id for a in created)
+    known.update(found)
     return found
 
 

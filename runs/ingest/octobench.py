@@ -784,6 +784,8 @@ def _write_scores(ctx: Context, run, judge, pending: list[tuple[int, list[dict],
         reports.append({**report, "attempt_id": attempt_id, "judge_id": judge.id})
         if report["status"] != ReportStatus.SCORED:
             unscored.append(attempt_id)
+    # asked before the verdicts are written: they make the pairs judged
+    fresh = ctx.known_unjudged({r["attempt_id"] for r in reports}, {judge.id})
     verdicts_upsert(ctx, rows)
     changed: set[tuple] = set()
     ctx.upsert(
@@ -794,7 +796,9 @@ def _write_scores(ctx: Context, run, judge, pending: list[tuple[int, list[dict],
         kind="judge reports",
         changed=changed,
         returning_ids=False,
+        new=fresh,
     )
+    ctx.judged_pairs.update((r["attempt_id"], judge.id) for r in reports)
     if unscored and not ctx.failed:  # a result that is unscored now drops what the judge said before
         stale = Verdict.objects.filter(attempt_id__in=unscored, judge_id=judge.id)
         if removed := stale.delete()[1].get("runs.Verdict", 0):

@@ -114,7 +114,9 @@ def verdicts_upsert(ctx: Context, rows: list[dict[str, Any]]) -> None:
         row.setdefault("score", None)
         row.setdefault("evidence", None)
     attempts, judges = {row["attempt_id"] for row in rows}, {row["judge_id"] for row in rows}
-    if rows and _all_new(attempts, judges):
+    new = rows and (ctx.known_unjudged(attempts, judges) or _all_new(attempts, judges))
+    ctx.judged_pairs.update((row["attempt_id"], row["judge_id"]) for row in rows)
+    if new:
         by_key = {(row["attempt_id"], row["item_id"], row["judge_id"]): row for row in rows}
         ctx.check_lengths(Verdict, by_key, "verdicts")
         ctx.report.add("verdicts", "created", len(by_key))

@@ -13,8 +13,8 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from runs.ingest import Options, Source, ingest, ingest_units
-from runs.ingest.layout import Entry, LayoutError, entries_of, manifest_read, plan_import, wanted
-from runs.models import Attempt, AttemptRollup, Benchmark, ChecklistItem, Judge, Run, Verdict
+from runs.ingest.layout import Entry, LayoutError, Unit, entries_of, manifest_read, plan_import, wanted
+from runs.models import Attempt, AttemptRollup, Benchmark, ChecklistItem, Judge, JudgeReport, Run, Verdict
 from runs.services import rollups_rebuild_for_attempts
 from runs.signals import benchmarks_written
 
@@ -344,3 +344,17 @@ def test_a_folder_reads_its_benchmark_and_item_index_once_and_warms_its_pages_on
     for judge in Judge.objects.all():
         rollups_rebuild_for_attempts(attempts, [judge.id])
     assert set(AttemptRollup.objects.values_list("attempt_id", "judge_id", "n_applicable", "n_passed")) == before
+
+
+def test_a_scores_file_given_twice_in_one_ingest_is_stored_once(octobench, tmp_path):
+    """The second copy of a run's judge's scores in the same ingest finds the verdicts and the judge reports the
+    first wrote (the attempts it created are not taken as unjudged), so it stores nothing twice."""
+    copy = tmp_path / "again.json"
+    shutil.copy(OCTO / "scores.json", copy)
+    options = Options(model="model-a", judge="judge-x")
+    report = ingest_units(
+        "octobench-scores", [Unit(options, [Source.of(OCTO / "scores.json")]), Unit(options, [Source.of(copy)])]
+    )
+    assert Verdict.objects.count() == verdicts_in_fixture()
+    assert report.total("unchanged") >= verdicts_in_fixture()
+    assert JudgeReport.objects.count() == Attempt.objects.count()
