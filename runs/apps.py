@@ -27,7 +27,7 @@ def _register_health_policies() -> None:
     from runs.selectors.item_health import health_excluded_items, health_policy_flags
 
     def explain(benchmark, policy):
-        query = urlencode({"flag": health_policy_flags(policy)}, doseq=True)
+        query = urlencode({"flag": health_policy_flags(benchmark, policy)}, doseq=True)
         return f"{reverse(f'runs:{benchmark.kind}-item-health', args=[benchmark.slug])}?{query}"
 
     def sources(benchmark, policy):

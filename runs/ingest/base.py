@@ -273,7 +273,8 @@ class Context:
         #: benchmarks this ingest locked for writing (their data generation is bumped if anything changed)
         self.benchmarks: set[int] = set()
         #: what this ingest looked up once for all its files (runs.ingest.lookups): benchmarks by slug, and each
-        #: benchmark's instance and item index (no format that reads the index writes instances or items)
+        #: benchmark's instance and item index (an ingest reads one format; no format that reads the index writes
+        #: or deletes instances or items, and an upsert of either clears it)
         self.benchmarks_by_slug: dict[str, Any] = {}
         self.instance_indexes: dict[int, Any] = {}
         #: attempts given judge reasoning: listed for the search's index and their benchmarks marked searchable

@@ -6,6 +6,7 @@ scored right or wrong as a whole and are its rows."""
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from itertools import chain
 
 from django import forms
 from django.db.models import Count, Q
@@ -13,7 +14,7 @@ from django.db.models import Count, Q
 from runs.cache import cached
 from runs.metrics import item_health as metrics
 from runs.metrics.choice import health_rows as task_health_rows
-from runs.metrics.conflict import ITEM_KEY, REWRITE_PREFIX, conflict_pair
+from runs.metrics.conflict import ITEM_KEY, REWRITE_PREFIX, conflict_pair, is_resolution_key
 from runs.metrics.conflict import health_rows as resolution_health_rows
 from runs.models import Benchmark, BenchmarkKind, ChecklistItem, Instance, Run, Verdict, VerdictResult
 from runs.selectors.choice import choice_rows
@@ -45,36 +46,50 @@ def compute_report(benchmark_id: int, kind: str = BenchmarkKind.CHECKLIST) -> me
     )
     if kind == BenchmarkKind.CHOICE:
         return _task_report(benchmark_id, models)
-    if kind == BenchmarkKind.CONFLICT:
-        items = _items(benchmark_id, resolution_only=True)
-        pairs = {
-            pk: conflict_pair({"conflict": c}) if c is not None else None
-            for pk, c in Instance.objects.filter(benchmark_id=benchmark_id).values_list("id", "spec__conflict")
-        }
-        # a conflict's kind of check is its type ("UQ vs SP")
-        items = [replace(i, check_type=pairs[i.instance_id].type) if pairs.get(i.instance_id) else i for i in items]
-        rows = resolution_health_rows(
+    items = _items(benchmark_id)
+    if kind != BenchmarkKind.CONFLICT:
+        return metrics.item_health(
+            rows_of_verdicts(benchmark_id), items, audit=audit_labels(benchmark_id), models=models
+        )
+    # a conflict's resolution items from the side followed (its kind of check is the conflict's type, "UQ vs SP");
+    # any other item of its instances is scored pass or fail like a checklist item
+    pairs = {
+        pk: conflict_pair({"conflict": c}) if c is not None else None
+        for pk, c in Instance.objects.filter(benchmark_id=benchmark_id).values_list("id", "spec__conflict")
+    }
+    items = [
+        replace(i, check_type=pairs[i.instance_id].type) if is_resolution_key(i.key) and pairs.get(i.instance_id) else i
+        for i in items
+    ]
+    resolutions = Q(item__key=ITEM_KEY) | Q(item__key__startswith=REWRITE_PREFIX)
+    rows = chain(
+        resolution_health_rows(
             pairs,
-            Verdict.objects.filter(item__instance__benchmark_id=benchmark_id)
-            .filter(Q(item__key=ITEM_KEY) | Q(item__key__startswith=REWRITE_PREFIX))
+            Verdict.objects.filter(resolutions, item__instance__benchmark_id=benchmark_id)
             .values_list("item_id", "attempt_id", "attempt__run__model__name", "item__instance_id", "evidence")
             .order_by("item_id", "attempt_id")
             .iterator(chunk_size=20_000),
-        )
-    else:
-        items = _items(benchmark_id)
-        rows = (
-            metrics.AttemptItem(item_id=item_id, model=model, passes=passes, judged=judged)
-            for item_id, _, model, passes, judged in Verdict.objects.filter(
-                item__instance__benchmark_id=benchmark_id, result__in=(VerdictResult.PASS, VerdictResult.FAIL)
-            )
-            .values("item_id", "attempt_id", "attempt__run__model__name")
-            .annotate(passes=Count("id", filter=Q(result=VerdictResult.PASS)), judged=Count("id"))
-            .values_list("item_id", "attempt_id", "attempt__run__model__name", "passes", "judged")
-            .order_by()
-            .iterator(chunk_size=20_000)
-        )
+        ),
+        rows_of_verdicts(benchmark_id, ~resolutions),
+    )
     return metrics.item_health(rows, items, audit=audit_labels(benchmark_id), models=models)
+
+
+def rows_of_verdicts(benchmark_id: int, where: Q | None = None):
+    """Per (item, attempt) of the benchmark's items (those `where` keeps, else all), the passing and the judged
+    (pass or fail) verdicts, as a stream."""
+    where = Q() if where is None else where
+    return (
+        metrics.AttemptItem(item_id=item_id, model=model, passes=passes, judged=judged)
+        for item_id, _, model, passes, judged in Verdict.objects.filter(
+            where, item__instance__benchmark_id=benchmark_id, result__in=(VerdictResult.PASS, VerdictResult.FAIL)
+        )
+        .values("item_id", "attempt_id", "attempt__run__model__name")
+        .annotate(passes=Count("id", filter=Q(result=VerdictResult.PASS)), judged=Count("id"))
+        .values_list("item_id", "attempt_id", "attempt__run__model__name", "passes", "judged")
+        .order_by()
+        .iterator(chunk_size=20_000)
+    )
 
 
 def _task_report(benchmark_id: int, models: list[str]) -> metrics.HealthReport:
@@ -98,11 +113,9 @@ def _task_report(benchmark_id: int, models: list[str]) -> metrics.HealthReport:
     return metrics.item_health(rows, tasks, models=models, unit=metrics.TASK)
 
 
-def _items(benchmark_id: int, *, resolution_only: bool = False) -> list[metrics.ItemInfo]:
-    """The benchmark's checklist items (a conflict benchmark's resolution items only), by instance and position."""
+def _items(benchmark_id: int) -> list[metrics.ItemInfo]:
+    """The benchmark's checklist items, by instance and position."""
     items = ChecklistItem.objects.filter(instance__benchmark_id=benchmark_id)
-    if resolution_only:
-        items = items.filter(Q(key=ITEM_KEY) | Q(key__startswith=REWRITE_PREFIX))
     return [
         metrics.ItemInfo(
             item_id=i["id"],
@@ -187,12 +200,13 @@ def health_excluded_items(benchmark: Benchmark, policy: str, campaigns=None) -> 
     """The items of the benchmark a health policy (HEALTH_POLICIES) leaves out: those carrying its flag, or any
     flag. `campaigns` (the audit policies' argument) does not apply and is ignored."""
     flag = policy.removeprefix("health:")
-    return {
-        i.item_id for i in health_report(benchmark).items if (i.flags if flag == metrics.ANY_FLAG else flag in i.flags)
-    }
+    report = health_report(benchmark)
+    if report.unit == metrics.TASK:  # a task is no item: nothing an item exclusion reads
+        return set()
+    return {i.item_id for i in report.items if (i.flags if flag == metrics.ANY_FLAG else flag in i.flags)}
 
 
-def health_policy_flags(policy: str) -> list[str]:
-    """The flags a health policy names, as the item health page's ?flag= values."""
+def health_policy_flags(benchmark: Benchmark, policy: str) -> list[str]:
+    """The flags a health policy names, as the benchmark's item health page's ?flag= values (those it offers)."""
     flag = policy.removeprefix("health:")
-    return list(metrics.FLAGS) if flag == metrics.ANY_FLAG else [flag]
+    return list(health_report(benchmark).flags) if flag == metrics.ANY_FLAG else [flag]

@@ -63,13 +63,24 @@ def conflict_study(tmp_path):
                 "type": "instance",
                 "id": key,
                 "spec": {"conflict": conflict},
-                "items": [{"key": "resolution", "check_type": "conflict"}],
+                "items": [{"key": "resolution", "check_type": "conflict"}, {"key": "tone", "check_type": "style"}],
             }
         )
-    for model in MODELS:
+    for m, model in enumerate(MODELS):
         records.append({"type": "run", "label": f"{model}-r1", "model": model})
         for key in SP_CONFLICTS + MD_CONFLICTS:
             records.append({"type": "attempt", "run": f"{model}-r1", "instance": key, "response": "reply"})
+            # an item beside the resolution, judged pass or fail as on a checklist: models 0, 2, 4 pass it
+            records.append(
+                {
+                    "type": "verdict",
+                    "run": f"{model}-r1",
+                    "instance": key,
+                    "item": "tone",
+                    "judge": "j1",
+                    "result": "fail" if m % 2 else "pass",
+                }
+            )
             for judge in ("j1", "j2") if key in TWICE else ("j1",):
                 side = FOLLOWED[(model, key)] if judge == "j1" else _j2(model, key)
                 records.append(
@@ -108,8 +119,12 @@ def test_a_conflicts_health_counts_following_the_system_prompt_and_judges_naming
     client = _client(django_user_model, "rev", "reviewer")
     api = client.get(reverse("api:item-health", args=[CONFLICT])).json()
     assert api["unit"] == "item" and api["models"] == MODELS and api["irt_fitted"] is False
-    items = {i["instance"]: i for i in api["items"]}
+    items = {i["instance"]: i for i in api["items"] if i["key"] == "resolution"}
     assert sorted(items) == sorted(SP_CONFLICTS + MD_CONFLICTS)
+    tones = [i for i in api["items"] if i["key"] == "tone"]
+    assert len(tones) == len(items) and {(t["passes"], t["verdicts"], t["check_type"]) for t in tones} == {
+        (3, 5, "style")
+    }
     for key in SP_CONFLICTS:
         answers = [FOLLOWED[(m, key)] for m in MODELS] + ([_j2(m, key) for m in MODELS] if key in TWICE else [])
         k, n = answers.count("B"), len(answers)
@@ -136,19 +151,25 @@ def test_a_conflicts_health_counts_following_the_system_prompt_and_judges_naming
     passes[:, : len(TWICE)] += twice
     judged = np.ones_like(own)
     judged[:, : len(TWICE)] += 1
+    # every other item with pass or fail verdicts counts in the rest: the tone items too (one verdict each)
+    tone_passes = np.array([(m % 2 == 0) * len(SP_CONFLICTS + MD_CONFLICTS) for m in range(len(MODELS))])
+    tone_judged = len(SP_CONFLICTS + MD_CONFLICTS)
     j = SP_CONFLICTS.index("c05")
-    rest = (passes.sum(axis=1) - passes[:, j]) / (judged.sum(axis=1) - judged[:, j])
+    rest = (passes.sum(axis=1) - passes[:, j] + tone_passes) / (judged.sum(axis=1) - judged[:, j] + tone_judged)
     assert items["c05"]["rest_correlation"] == pytest.approx(stats.pearsonr(passes[:, j] / judged[:, j], rest)[0])
 
 
 def test_a_conflict_page_links_its_item_health_and_leaves_out_flagged_resolutions(conflict_study, django_user_model):
     lead = _client(django_user_model, "lead", "lead")
     page = lead.get(reverse("runs:conflict-item-health", args=[CONFLICT])).content.decode()
-    assert "Conflict types" in page and "followed the system prompt" in page
+    assert "Conflict types" in page and "followed the system prompt" in page and "Any other item" in page
     assert "subject=checklist_items" in page and "strata=health" in page  # "Audit these": conflicts are items
     # and the item audit it proposes draws c11 from the floor stratum, the unflagged conflicts from the control
-    strata = {c.key.split("/")[1]: c.facets["health"] for c in candidates("checklist_items", [conflict_study.id])}
-    assert strata["c11"] == "floor" and strata["c10"] == "ceiling" and strata["m0"] == "unflagged"
+    strata = {
+        tuple(c.key.split("/")[1:]): c.facets["health"] for c in candidates("checklist_items", [conflict_study.id])
+    }
+    assert strata[("c11", "resolution")] == "floor" and strata[("c10", "resolution")] == "ceiling"
+    assert strata[("m0", "resolution")] == "unflagged" and strata[("c11", "tone")] == "unflagged"
     metrics_page = lead.get(reverse("runs:conflict-metrics", args=[CONFLICT])).content.decode()
     assert reverse("runs:conflict-item-health", args=[CONFLICT]) in metrics_page
     api = lead.get(reverse("api:conflict-metrics") + f"?benchmark={CONFLICT}&judge=j1&health=floor").json()
