@@ -14,13 +14,13 @@ from runs.pages import render_page
 from runs.selectors.item_health import ITEMS_SHOWN
 from runs.selectors.item_health import item_health_page as health_selector
 
-#: the page's template per kind: each is framed by its kind's head (crumbs, title, badge, pills)
-TEMPLATES = {
-    "checklist": "runs/checklist/item_health.html",
-    "dialogue": "runs/dialogue/item_health.html",
-    "hierarchy": "runs/hierarchy/item_health.html",
-    "conflict": "runs/conflict/item_health.html",
-    "choice": "runs/choice/item_health.html",
+#: one page template for every kind, framed by the kind's own head (crumbs, title, badge, page tabs)
+HEADS = {
+    "checklist": "runs/checklist/_head.html",
+    "dialogue": "runs/dialogue/_head.html",
+    "hierarchy": "runs/hierarchy/_head.html",
+    "conflict": "runs/conflict/_head.html",
+    "choice": "runs/choice/_nav.html",
 }
 
 
@@ -33,6 +33,7 @@ def health(request, slug, kind):
     page = health_selector(benchmark, request.GET)
     context = {
         "benchmark": benchmark,
+        "head_template": HEADS[kind],
         "health": page,
         "form": page.form,
         "shown": page.items[:ITEMS_SHOWN],
@@ -47,7 +48,7 @@ def health(request, slug, kind):
         "audit_link": _audit_link(benchmark) if is_lead(request.user) else "",
     }
     return render_page(
-        request, TEMPLATES[kind], context, page_data=task_health_page if context["tasks"] else item_health_page
+        request, "runs/item_health.html", context, page_data=task_health_page if context["tasks"] else item_health_page
     )
 
 
