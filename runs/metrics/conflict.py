@@ -129,6 +129,11 @@ def conflict_pair(spec: Mapping[str, Any] | None) -> ConflictPair | None:
     )
 
 
+def conflict_pairs(conflicts: Iterable[tuple[int, Any]]) -> dict[int, ConflictPair | None]:
+    """Instance id -> its conflict pair (None without a valid one), from (instance id, spec.conflict) pairs."""
+    return {pk: conflict_pair({"conflict": c}) if c is not None else None for pk, c in conflicts}
+
+
 def followed_problems(evidence: Any) -> list[str]:
     """Why a resolution verdict's evidence does not say which side was followed (empty when it does)."""
     followed = evidence.get("followed") if isinstance(evidence, dict) else None
@@ -369,7 +374,7 @@ def conflict_rows(conflicts: Iterable[tuple[int, Any]], verdicts: Iterable[tuple
     `verdicts` (attempt id, run label, model name, instance id, instance external id, evidence, item id) ordered by
     run, instance and item version (so the first verdict of an attempt is the one read). Attempts on instances
     without a valid pair, and verdicts without a side, give no row."""
-    pairs = {pk: conflict_pair({"conflict": c}) if c is not None else None for pk, c in conflicts}
+    pairs = conflict_pairs(conflicts)
     rows, seen = [], set()
     for attempt_id, run, model, instance_id, external_id, evidence, item_id in verdicts:
         if attempt_id in seen:

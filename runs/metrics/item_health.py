@@ -46,8 +46,7 @@ FLAG_LABELS = {
     ANNOTATORS: "flagged by annotators",
 }
 #: the exclusion policies item health offers every leaderboard (runs.exclusions; registered by runs.apps with
-#: runs.selectors.item_health's): leave
-#: out the items carrying one flag, or any flag
+#: runs.selectors.item_health's functions): leave out the items carrying one flag, or any flag
 ANY_FLAG = "any"
 HEALTH_POLICIES = {
     **{f"health:{flag}": f"item health: {label}" for flag, label in FLAG_LABELS.items()},

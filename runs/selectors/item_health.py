@@ -14,7 +14,7 @@ from django.db.models import Count, Q
 from runs.cache import cached
 from runs.metrics import item_health as metrics
 from runs.metrics.choice import health_rows as task_health_rows
-from runs.metrics.conflict import ITEM_KEY, REWRITE_PREFIX, conflict_pair, is_resolution_key
+from runs.metrics.conflict import ITEM_KEY, REWRITE_PREFIX, conflict_pairs, is_resolution_key
 from runs.metrics.conflict import health_rows as resolution_health_rows
 from runs.models import Benchmark, BenchmarkKind, ChecklistItem, Instance, Run, Verdict, VerdictResult
 from runs.selectors.choice import choice_rows
@@ -41,11 +41,11 @@ def health_report(benchmark: Benchmark) -> metrics.HealthReport:
 def compute_report(benchmark_id: int, kind: str = BenchmarkKind.CHECKLIST) -> metrics.HealthReport:
     """Read the rows per (item, attempt) as a stream (millions of rows at ten million verdicts: held, they took
     1.2 GB), the items, the models and the settled audit labels, and hand them to the metrics."""
+    if kind == BenchmarkKind.CHOICE:
+        return _task_report(benchmark_id)
     models = sorted(
         set(Run.objects.filter(benchmark_id=benchmark_id).values_list("model__name", flat=True).distinct().order_by())
     )
-    if kind == BenchmarkKind.CHOICE:
-        return _task_report(benchmark_id, models)
     items = _items(benchmark_id)
     if kind != BenchmarkKind.CONFLICT:
         return metrics.item_health(
@@ -53,10 +53,7 @@ def compute_report(benchmark_id: int, kind: str = BenchmarkKind.CHECKLIST) -> me
         )
     # a conflict's resolution items from the side followed (its kind of check is the conflict's type, "UQ vs SP");
     # any other item of its instances is scored pass or fail like a checklist item
-    pairs = {
-        pk: conflict_pair({"conflict": c}) if c is not None else None
-        for pk, c in Instance.objects.filter(benchmark_id=benchmark_id).values_list("id", "spec__conflict")
-    }
+    pairs = conflict_pairs(Instance.objects.filter(benchmark_id=benchmark_id).values_list("id", "spec__conflict"))
     items = [
         replace(i, check_type=pairs[i.instance_id].type) if is_resolution_key(i.key) and pairs.get(i.instance_id) else i
         for i in items
@@ -92,9 +89,10 @@ def rows_of_verdicts(benchmark_id: int, where: Q | None = None):
     )
 
 
-def _task_report(benchmark_id: int, models: list[str]) -> metrics.HealthReport:
+def _task_report(benchmark_id: int) -> metrics.HealthReport:
     """A choice benchmark's tasks as its rows: every run's scored attempts (as the reference scorer scores them)."""
     model_of = dict(Run.objects.filter(benchmark_id=benchmark_id).values_list("label", "model__name"))
+    models = sorted(set(model_of.values()))
     rows = task_health_rows(choice_rows(benchmark_id, list(model_of)), model_of)
     tasks = [
         metrics.ItemInfo(
@@ -115,7 +113,6 @@ def _task_report(benchmark_id: int, models: list[str]) -> metrics.HealthReport:
 
 def _items(benchmark_id: int) -> list[metrics.ItemInfo]:
     """The benchmark's checklist items, by instance and position."""
-    items = ChecklistItem.objects.filter(instance__benchmark_id=benchmark_id)
     return [
         metrics.ItemInfo(
             item_id=i["id"],
@@ -126,9 +123,9 @@ def _items(benchmark_id: int) -> list[metrics.ItemInfo]:
             check_type=i["check_type"],
             description=i["description"][:300],
         )
-        for i in items.order_by("instance__external_id", "position", "id").values(
-            "id", "key", "instance_id", "instance__external_id", "category", "check_type", "description"
-        )
+        for i in ChecklistItem.objects.filter(instance__benchmark_id=benchmark_id)
+        .order_by("instance__external_id", "position", "id")
+        .values("id", "key", "instance_id", "instance__external_id", "category", "check_type", "description")
     ]
 
 
