@@ -387,9 +387,19 @@ def is_default(state: dict, excluded_items: Collection[int] | None = None) -> bo
     )
 
 
-def leaderboard_base(benchmark_id: int) -> ModelBase:
-    """The benchmark's ModelBase of the current data generation (computed from the rollups when missing)."""
-    return cached(benchmark_id, "base", lambda: model_base(benchmark_id), kind=ModelBase, charged=False)
+def leaderboard_base(benchmark_id: int, *, facets: bool = True) -> ModelBase:
+    """The benchmark's ModelBase of the current data generation (computed from the rollups when missing); without
+    its cells per scaffold and primary category unless `facets` (metrics.needs_facets says when a state needs them):
+    a state that does not fetches and unpickles a fifteenth of it (1 MB and 16 ms at 100 models), cached apart."""
+    if facets:
+        return cached(benchmark_id, "base", lambda: model_base(benchmark_id), kind=ModelBase, charged=False)
+    return cached(
+        benchmark_id,
+        "base-without-facets",
+        lambda: metrics.without_facets(leaderboard_base(benchmark_id)),
+        kind=ModelBase,
+        charged=False,
+    )
 
 
 def leaderboard_usage(benchmark_id: int, filters, base: ModelBase) -> dict[str, UsageSummary]:
@@ -414,7 +424,7 @@ def _rows(benchmark_id: int, filters, *, by: str, ci: bool, excluded_items) -> l
     """Leaderboard rows: from the precomputed base where it answers the state, else from rollups or verdicts.
     Rows by model carry their attempts' usage whichever way they were computed."""
     if not ci and not excluded_items and by in metrics.BASE_GROUPINGS:
-        base = leaderboard_base(benchmark_id)
+        base = leaderboard_base(benchmark_id, facets=metrics.needs_facets(filters, by))
         rows = metrics.base_rows(base, filters, by=by)
         if by == "model" and rows:
             with_usage(rows, leaderboard_usage(benchmark_id, filters, base))
@@ -429,7 +439,7 @@ def compute_tables(
     excluded), without caching the tables themselves."""
     filters, by, ci = state["filters"], state["by"], state["ci"]
     overall = sort_rows(_rows(benchmark_id, filters, by="model", ci=ci, excluded_items=excluded_items), state["sort"])
-    pooled = metrics.runs_by_model(leaderboard_base(benchmark_id), filters)
+    pooled = metrics.runs_by_model(leaderboard_base(benchmark_id, facets=metrics.needs_facets(filters)), filters)
     ties = leaderboard_ties(benchmark_id, filters, rank_figure(state["sort"]), excluded_items=excluded_items)
     for row in overall:
         row.runs = pooled.get(row.model, ())
@@ -481,7 +491,7 @@ def compute_ties(benchmark_id: int, filters, figure: str, *, excluded_items: Col
         cells = leaderboard_cells(benchmark_id, filters, by="model", excluded_items=excluded_items)
         sides = metrics.model_sides(cells, figure=figure)
     else:
-        base = leaderboard_base(benchmark_id)
+        base = leaderboard_base(benchmark_id, facets=False)  # its names: the counts are the instance counts'
         sides = metrics.base_sides(base, leaderboard_instance_counts(benchmark_id), filters, figure=figure)
     return Ties(paired.rank_intervals(sides), paired.tie_groups(sides))
 

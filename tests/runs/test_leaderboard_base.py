@@ -15,7 +15,16 @@ from django.urls import reverse
 
 from runs import services
 from runs.cache import cache_key, cache_scope, data_generation
-from runs.metrics.checklist import BASE_GROUPINGS, Filters, ModelBase, base_rows, judges_score_every_attempt, score_rows
+from runs.metrics.checklist import (
+    BASE_GROUPINGS,
+    Filters,
+    ModelBase,
+    base_rows,
+    judges_score_every_attempt,
+    needs_facets,
+    score_rows,
+    without_facets,
+)
 from runs.models import Attempt, AttemptRollup, Instance, Run, Verdict
 from runs.selectors.checklist import (
     attempt_cells,
@@ -89,6 +98,23 @@ def test_the_base_gives_the_rows_of_the_rollups_for_every_filter_and_grouping():
     assert rows["alpha"].n_empty == 1 and rows["alpha"].per_judge["j1"].n_empty == 2
     assert rows["beta"].per_judge["j3"].unscored == {"failed": 1} and rows["alpha"].n_unrecognised == 2
     assert {r.group for r in base_rows(base, Filters(), by="scaffold")} == {"droid", "claudecode", "(none)"}
+
+
+@pytest.mark.django_db
+def test_a_base_without_facets_answers_every_state_that_needs_none_and_refuses_the_others():
+    bench, _ = _varied_study()
+    base = model_base(bench.id)
+    lean = without_facets(base)
+    assert lean.cells is None and lean.merged == base.merged
+    for filters in FILTERS:
+        for by in BASE_GROUPINGS:
+            if needs_facets(filters, by):
+                with pytest.raises(ValueError, match="facet"):
+                    base_rows(lean, filters, by=by)
+            else:
+                assert _same(base_rows(lean, filters, by=by), base_rows(base, filters, by=by)), (filters, by)
+    assert needs_facets(Filters(scaffolds=["droid"])) and needs_facets(Filters(), "primary_category")
+    assert not needs_facets(Filters(judges=["j1"], runs=["alpha-r1"]), "judge")
 
 
 @pytest.mark.django_db
