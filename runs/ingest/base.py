@@ -277,6 +277,9 @@ class Context:
         #: or deletes instances or items, and an upsert of either clears it)
         self.benchmarks_by_slug: dict[str, Any] = {}
         self.instance_indexes: dict[int, Any] = {}
+        #: models and judges by name, and runs by (benchmark id, label), as this ingest found or created them
+        #: (runs.ingest.lookups: a results folder names the same ones file after file; none is deleted meanwhile)
+        self.catalog: dict[tuple, Any] = {}
         #: attempts given judge reasoning: listed for the search's index and their benchmarks marked searchable
         #: once, before the ingest commits (runs.ingest.verdicts.reasoning_searchable)
         self.reasoned_attempts: set[int] = set()

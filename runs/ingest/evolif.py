@@ -61,7 +61,7 @@ from runs.ingest.lookups import (
     benchmark_existing,
     benchmark_get_or_create,
     file_items,
-    judge_get_or_create,
+    judge_of_ingest,
     run_get_or_create,
 )
 from runs.ingest.options import model_missing, option_name, run_missing
@@ -211,7 +211,7 @@ def ingest_eval(sources: Sequence[Source], ctx: Context) -> None:
     run, run_is_new = _run_for_logs(ctx, benchmark, sources[0])
     if run is None:
         return
-    judge = judge_get_or_create(ctx.options.judge or DEFAULT_JUDGE, JudgeKind.LOGGED)
+    judge = judge_of_ingest(ctx, ctx.options.judge or DEFAULT_JUDGE, JudgeKind.LOGGED)
     index = InstanceIndex.of(ctx, benchmark)
     recorded = run.settings.get("patience")
     patience_seen: tuple[int, str] | None = (int(recorded), f"run '{run.label}'") if isinstance(recorded, int) else None

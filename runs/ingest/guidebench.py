@@ -17,7 +17,7 @@ from runs.ingest.lookups import (
     attempts_upsert,
     benchmark_existing,
     benchmark_get_or_create,
-    judge_get_or_create,
+    judge_of_ingest,
     run_get_or_create,
 )
 from runs.ingest.options import model_missing, option_name, run_missing
@@ -261,7 +261,7 @@ def ingest_predictions(sources: Sequence[Source], ctx: Context) -> None:
     run = _run(ctx, benchmark, sources[0])
     if run is None:
         return
-    judge = judge_get_or_create(ctx.options.judge or DEFAULT_JUDGE, JudgeKind.CHECKER)
+    judge = judge_of_ingest(ctx, ctx.options.judge or DEFAULT_JUDGE, JudgeKind.CHECKER)
     instances = dict(Instance.objects.filter(benchmark=benchmark).values_list("external_id", "id"))
     items = dict(
         ChecklistItem.objects.filter(instance__benchmark=benchmark, key=ITEM_KEY).values_list("instance_id", "id")

@@ -111,6 +111,14 @@ def model_get_or_create(name: str) -> AgentModel:
     return AgentModel.objects.get_or_create(name=name)[0]
 
 
+def judge_of_ingest(ctx: Context, name: str, kind: str = JudgeKind.LLM) -> Judge:
+    """judge_get_or_create, asked once per name in an ingest."""
+    judge = ctx.catalog.get(("judge", name))
+    if judge is None:
+        judge = ctx.catalog[("judge", name)] = judge_get_or_create(name, kind)
+    return judge
+
+
 def judge_get_or_create(name: str, kind: str = JudgeKind.LLM) -> Judge:
     found = Judge.objects.filter(name=name).first()
     if found is not None:
@@ -129,8 +137,12 @@ def run_get_or_create(
 ) -> Run:
     """The run named by --run (default: the model name), for --model, with --repetition and --scaffold."""
     label = ctx.options.run or label or model_name
-    model = model_get_or_create(model_name)
-    run = Run.objects.filter(benchmark=benchmark, label=label).first()
+    model = ctx.catalog.get(("model", model_name))
+    if model is None:
+        model = ctx.catalog[("model", model_name)] = model_get_or_create(model_name)
+    run = ctx.catalog.get(("run", benchmark.id, label))
+    if run is None:
+        run = Run.objects.filter(benchmark=benchmark, label=label).first()
     if run is None:
         run = Run.objects.create(
             benchmark=benchmark,
@@ -141,7 +153,9 @@ def run_get_or_create(
             settings=settings or {},
         )
         ctx.report.add("runs", "created")
+        ctx.catalog[("run", benchmark.id, label)] = run
         return run
+    ctx.catalog[("run", benchmark.id, label)] = run
     if run.model_id != model.id:
         ctx.problem(
             option_name(ctx.options, "run"),

@@ -39,7 +39,7 @@ from runs.ingest.lookups import (
     benchmark_existing,
     benchmark_get_or_create,
     file_items,
-    judge_get_or_create,
+    judge_of_ingest,
     run_get_or_create,
 )
 from runs.ingest.options import model_missing, run_missing
@@ -365,7 +365,7 @@ def ingest_results(sources: Sequence[Source], ctx: Context) -> None:
     run, run_is_new = _run_for_results(ctx, benchmark, sources[0])
     if run is None:
         return
-    judge = judge_get_or_create(ctx.options.judge or DEFAULT_JUDGE, JudgeKind.LOGGED)
+    judge = judge_of_ingest(ctx, ctx.options.judge or DEFAULT_JUDGE, JudgeKind.LOGGED)
     index = InstanceIndex.of(ctx, benchmark)
     seen: dict[str, str] = {}
     eval_config: dict | None = None

@@ -25,7 +25,7 @@ from runs.ingest.lookups import (
     benchmark_existing,
     benchmark_get_or_create,
     file_items,
-    judge_get_or_create,
+    judge_of_ingest,
     run_get_or_create,
 )
 from runs.ingest.options import model_missing, option_ask, run_missing
@@ -552,7 +552,7 @@ def ingest_scores(sources: Sequence[Source], ctx: Context) -> None:
     run = _run_for_results(ctx, benchmark, sources[0])
     if run is None:
         return
-    judge = judge_get_or_create(ctx.options.judge, JudgeKind.LLM)
+    judge = judge_of_ingest(ctx, ctx.options.judge, JudgeKind.LLM)
     index = InstanceIndex.of(ctx, benchmark)
     seen: dict[str, str] = {}
     pending: list[tuple[int, list[dict]]] = []

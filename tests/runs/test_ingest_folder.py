@@ -14,7 +14,7 @@ from django.test.utils import CaptureQueriesContext
 
 from runs.ingest import Options, Source, ingest, ingest_units
 from runs.ingest.layout import Entry, LayoutError, Unit, entries_of, manifest_read, plan_import, wanted
-from runs.models import Attempt, AttemptRollup, Benchmark, ChecklistItem, Judge, JudgeReport, Run, Verdict
+from runs.models import AgentModel, Attempt, AttemptRollup, Benchmark, ChecklistItem, Judge, JudgeReport, Run, Verdict
 from runs.services import rollups_rebuild_for_attempts
 from runs.signals import benchmarks_written
 
@@ -320,7 +320,8 @@ def test_an_inspect_log_folder_index_is_not_taken_for_a_log():
 def test_a_folder_reads_its_benchmark_and_item_index_once_and_warms_its_pages_once(
     octobench, tmp_path, django_capture_on_commit_callbacks
 ):
-    """Eight scores files in one ingest: the benchmark and its checklist items are read once, not once a file, the
+    """Eight scores files in one ingest: the benchmark and its checklist items are read once, not once a file, each
+    run, model and judge is looked up once (not once a file: four runs of two models, by two judges), the
     judge reasoning is listed for search in one statement, and the committed change is announced once (one warm-up
     of the leaderboards), with the rollups of every judge as a rebuild of each judge alone gives them."""
     study = mini_vela_study(tmp_path / "study")
@@ -337,6 +338,16 @@ def test_a_folder_reads_its_benchmark_and_item_index_once_and_warms_its_pages_on
     index = f'SELECT "{item_table}"."instance_id" AS "instance_id", "{item_table}"."key" AS "key", "{item_table}"."id"'
     assert sum(s.startswith(index) for s in statements) == 1
     assert sum(f'WHERE "{benchmark_table}"."slug" = ' in s for s in statements) == 1
+    run_table, judge_table, model_table = Run._meta.db_table, Judge._meta.db_table, AgentModel._meta.db_table
+    assert (
+        sum(
+            s.startswith("SELECT") and f'FROM "{run_table}" ' in s and f'"{run_table}"."label" = ' in s
+            for s in statements
+        )
+        == 4
+    )
+    for table in (judge_table, model_table):  # a new name: the look-up, then get_or_create's own
+        assert sum(f'FROM "{table}" WHERE "{table}"."name" = ' in s for s in statements) == 2 * 2, table
     assert len(sent) == 1
     assert Verdict.objects.count() == 8 * verdicts_in_fixture()
     attempts = list(Attempt.objects.values_list("id", flat=True))
