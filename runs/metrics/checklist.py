@@ -524,7 +524,7 @@ def base_sides(
         ],
         dtype=bool,
     )
-    # the rows the filters keep, numbered by their (model, judge) in name order
+    # the rows the filters keep, each with the number of its (model, judge) in the order met (sorted by name below)
     group_of: dict[tuple[str, str], int] = {}
     picked, group = [], []
     for k, (run_id, judge_id) in enumerate(counts.keys):
