@@ -286,6 +286,8 @@ class Context:
         #: attempts this ingest created: every verdict on them is its own, so their rollups are rebuilt for every
         #: judge (no judge filter to apply)
         self.created_attempts: set[int] = set()
+        #: runs this ingest created: every attempt of theirs is one it created (`attempts_known` lists them)
+        self.created_runs: set[int] = set()
         #: (attempt, judge) pairs this ingest gave verdicts or a judge report (`known_unjudged`)
         self.judged_pairs: set[tuple[int, int]] = set()
         #: run id -> {instance id: attempt id} of the attempts this ingest created or found (lookups.attempt_ids_for)

@@ -154,6 +154,7 @@ def run_get_or_create(
         )
         ctx.report.add("runs", "created")
         ctx.catalog[("run", benchmark.id, label)] = run
+        ctx.created_runs.add(run.id)
         return run
     ctx.catalog[("run", benchmark.id, label)] = run
     if run.model_id != model.id:
@@ -223,18 +224,23 @@ def attempts_upsert(ctx: Context, run: Run, rows: list[dict[str, Any]], *, compa
     for row in rows:
         row["run_id"] = run.id
     ids = ctx.upsert(Attempt, rows, key=("run_id", "instance_id"), compare=compare, kind="attempts")
-    return {k[1]: v for k, v in ids.items()}
+    found = {k[1]: v for k, v in ids.items()}
+    ctx.attempts_known.setdefault(run.id, {}).update(found)  # so attempt_ids_for finds them (a run it created)
+    return found
 
 
 def attempt_ids_for(ctx: Context, run: Run, instance_ids: list[int]) -> dict[int, int]:
     """Existing attempts of a run, {instance id: attempt id}; creates empty ones for the rest
     (verdicts may arrive before or without a trajectory). What this ingest created or found is not read again
-    (a run's second judge's file finds every attempt known)."""
+    (a run's second judge's file finds every attempt known), nor the attempts of a run it created (none but its own)."""
     known = ctx.attempts_known.setdefault(run.id, {})
     wanted = list(dict.fromkeys(instance_ids))
     found = {i: known[i] for i in wanted if i in known}
-    if unknown := [i for i in wanted if i not in found]:
-        found.update(Attempt.objects.filter(run=run, instance_id__in=unknown).values_list("instance_id", "id"))
+    unknown = [i for i in wanted if i not in found]
+    if unknown and run.id not in ctx.created_runs:  # a run this ingest created has only the attempts it knows
+        found.update(
+            Attempt.objects.filter(run=run, instance_id__in=unknown).values_list("instance_id", "id").order_by()
+        )  # unordered: the model's ordering joins four tables for nothing here
     missing = [i for i in wanted if i not in found]
     ctx.report.add("attempts", "created", len(missing))
     if missing and not ctx.failed:

@@ -321,7 +321,8 @@ def test_a_folder_reads_its_benchmark_and_item_index_once_and_warms_its_pages_on
     octobench, tmp_path, django_capture_on_commit_callbacks
 ):
     """Eight scores files in one ingest: the benchmark and its checklist items are read once, not once a file, each
-    run, model and judge is looked up once (not once a file: four runs of two models, by two judges), the
+    run, model and judge is looked up once (not once a file: four runs of two models, by two judges), the attempts
+    of a run it created are not looked for, the
     judge reasoning is listed for search in one statement, and the committed change is announced once (one warm-up
     of the leaderboards), with the rollups of every judge as a rebuild of each judge alone gives them."""
     study = mini_vela_study(tmp_path / "study")
@@ -348,6 +349,9 @@ def test_a_folder_reads_its_benchmark_and_item_index_once_and_warms_its_pages_on
     )
     for table in (judge_table, model_table):  # a new name: the look-up, then get_or_create's own
         assert sum(f'FROM "{table}" WHERE "{table}"."name" = ' in s for s in statements) == 2 * 2, table
+    attempt_table = Attempt._meta.db_table
+    looked_for = [s for s in statements if s.startswith(f'SELECT "{attempt_table}"."instance_id"')]
+    assert not looked_for  # the runs are new: no attempt of theirs to look for
     assert len(sent) == 1
     assert Verdict.objects.count() == 8 * verdicts_in_fixture()
     attempts = list(Attempt.objects.values_list("id", flat=True))
