@@ -25,7 +25,9 @@ def bulk_insert(model: type[models.Model], objs: list[models.Model]) -> None:
     columns = ", ".join(connection.ops.quote_name(f.column) for f in fields)
     table = connection.ops.quote_name(model._meta.db_table)
     json_fields = {f.attname for f in fields if isinstance(f, models.JSONField)}
-    with connection.cursor() as cursor:
+    # psycopg's COPY is under Django's cursor: its errors are made Django's (a lost connection an OperationalError,
+    # which jobs tell apart) and mark the connection as Django's own statements do
+    with connection.cursor() as cursor, connection.wrap_database_errors:
         with cursor.cursor.copy(f"COPY {table} ({columns}) FROM STDIN") as copy:
             for obj in objs:
                 copy.write_row([_value(obj, f, json_fields) for f in fields])
@@ -57,7 +59,7 @@ def bulk_insert_rows(model: type[models.Model], rows: list[dict[str, Any]]) -> N
     order = [given.index(name) if name in rows[0] else None for name in names]
     fill = [(i, defaults[name]) for i, name in enumerate(names) if name in defaults]
     dumps = [(i, json_fields[name]) for i, name in enumerate(names) if name in json_fields]
-    with connection.cursor() as cursor:
+    with connection.cursor() as cursor, connection.wrap_database_errors:  # as in bulk_insert
         with cursor.cursor.copy(f"COPY {table} ({columns}) FROM STDIN") as copy:
             for row in rows:
                 got = take(row) if len(given) > 1 else (take(row),)

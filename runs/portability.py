@@ -620,7 +620,8 @@ def _load_rows(zf, archive: Path, entry: dict, table: Table, converter: _Convert
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":
             columns = ", ".join(quote(f.column) for f in table.fields)
-            with cursor.cursor.copy(f"COPY {quote(table.model._meta.db_table)} ({columns}) FROM STDIN") as copy:
+            copying = cursor.cursor.copy(f"COPY {quote(table.model._meta.db_table)} ({columns}) FROM STDIN")
+            with connection.wrap_database_errors, copying as copy:  # its errors Django's, as runs.bulk's
                 for number, values in _lines(zf, archive, entry):
                     copy.write_row(converter.row(number, values))
                     count += 1
