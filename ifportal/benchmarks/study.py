@@ -781,7 +781,7 @@ def ingest_in_batches(
         ingest_units("octobench-scores", plan_import("octobench-scores", batch, Options(benchmark=slug)))
         seconds = time.perf_counter() - start
         costs = {
-            name: round(value - before[name], 1) if value is not None and before[name] is not None else None
+            name: round(value - before[name], 3) if value is not None and before[name] is not None else None
             for name, value in _ingest_costs().items()
         }
         verdicts = per_model * len(chosen)
