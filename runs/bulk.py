@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import operator
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from django.db import connection, models
@@ -25,12 +27,9 @@ def bulk_insert(model: type[models.Model], objs: list[models.Model]) -> None:
     columns = ", ".join(connection.ops.quote_name(f.column) for f in fields)
     table = connection.ops.quote_name(model._meta.db_table)
     json_fields = {f.attname for f in fields if isinstance(f, models.JSONField)}
-    # psycopg's COPY is under Django's cursor: its errors are made Django's (a lost connection an OperationalError,
-    # which jobs tell apart) and mark the connection as Django's own statements do
-    with connection.cursor() as cursor, connection.wrap_database_errors:
-        with cursor.cursor.copy(f"COPY {table} ({columns}) FROM STDIN") as copy:
-            for obj in objs:
-                copy.write_row([_value(obj, f, json_fields) for f in fields])
+    with connection.cursor() as cursor, copy_in(cursor, table, columns) as copy:
+        for obj in objs:
+            copy.write_row([_value(obj, f, json_fields) for f in fields])
 
 
 def bulk_insert_rows(model: type[models.Model], rows: list[dict[str, Any]]) -> None:
@@ -59,17 +58,25 @@ def bulk_insert_rows(model: type[models.Model], rows: list[dict[str, Any]]) -> N
     order = [given.index(name) if name in rows[0] else None for name in names]
     fill = [(i, defaults[name]) for i, name in enumerate(names) if name in defaults]
     dumps = [(i, json_fields[name]) for i, name in enumerate(names) if name in json_fields]
-    with connection.cursor() as cursor, connection.wrap_database_errors:  # as in bulk_insert
-        with cursor.cursor.copy(f"COPY {table} ({columns}) FROM STDIN") as copy:
-            for row in rows:
-                got = take(row) if len(given) > 1 else (take(row),)
-                values = [got[i] if i is not None else None for i in order] if fill else list(got)
-                for i, default in fill:
-                    values[i] = default
-                for i, nullable in dumps:
-                    if not (values[i] is None and nullable):
-                        values[i] = json.dumps(values[i], ensure_ascii=False)
-                copy.write_row(values)
+    with connection.cursor() as cursor, copy_in(cursor, table, columns) as copy:
+        for row in rows:
+            got = take(row) if len(given) > 1 else (take(row),)
+            values = [got[i] if i is not None else None for i in order] if fill else list(got)
+            for i, default in fill:
+                values[i] = default
+            for i, nullable in dumps:
+                if not (values[i] is None and nullable):
+                    values[i] = json.dumps(values[i], ensure_ascii=False)
+            copy.write_row(values)
+
+
+@contextmanager
+def copy_in(cursor, table: str, columns: str) -> Iterator[Any]:
+    """psycopg's `COPY table (columns) FROM STDIN` on a Django cursor (names quoted by the caller), under Django's
+    error wrapper: its errors are Django's (a lost connection an OperationalError, which jobs tell apart) and mark
+    the connection as Django's own statements do."""
+    with connection.wrap_database_errors, cursor.cursor.copy(f"COPY {table} ({columns}) FROM STDIN") as copy:
+        yield copy
 
 
 def _value(obj: models.Model, field: models.Field, json_fields: set[str]) -> Any:

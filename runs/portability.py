@@ -47,6 +47,7 @@ from django.utils import timezone
 from django.utils.dateparse import parse_date, parse_datetime
 from tqdm import tqdm
 
+from runs.bulk import copy_in
 from runs.models import AttemptRollup, Benchmark
 from runs.search_index import reasoning_index_soon, reasoning_missing_listed
 from runs.services import benchmarks_generation_bump, rollups_rebuild_for_attempts
@@ -620,8 +621,7 @@ def _load_rows(zf, archive: Path, entry: dict, table: Table, converter: _Convert
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":
             columns = ", ".join(quote(f.column) for f in table.fields)
-            copying = cursor.cursor.copy(f"COPY {quote(table.model._meta.db_table)} ({columns}) FROM STDIN")
-            with connection.wrap_database_errors, copying as copy:  # its errors Django's, as runs.bulk's
+            with copy_in(cursor, quote(table.model._meta.db_table), columns) as copy:
                 for number, values in _lines(zf, archive, entry):
                     copy.write_row(converter.row(number, values))
                     count += 1

@@ -4,6 +4,7 @@ and indexes of existing instances and items for resolving references."""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 from django.db import connection
@@ -111,12 +112,16 @@ def model_get_or_create(name: str) -> AgentModel:
     return AgentModel.objects.get_or_create(name=name)[0]
 
 
+def _catalogued(ctx: Context, key: tuple, find: Callable[[], Any]) -> Any:
+    """What `find()` gives, asked once per key in an ingest (Context.catalog)."""
+    if key not in ctx.catalog:
+        ctx.catalog[key] = find()
+    return ctx.catalog[key]
+
+
 def judge_of_ingest(ctx: Context, name: str, kind: str = JudgeKind.LLM) -> Judge:
     """judge_get_or_create, asked once per name in an ingest."""
-    judge = ctx.catalog.get(("judge", name))
-    if judge is None:
-        judge = ctx.catalog[("judge", name)] = judge_get_or_create(name, kind)
-    return judge
+    return _catalogued(ctx, ("judge", name), lambda: judge_get_or_create(name, kind))
 
 
 def judge_get_or_create(name: str, kind: str = JudgeKind.LLM) -> Judge:
@@ -137,9 +142,7 @@ def run_get_or_create(
 ) -> Run:
     """The run named by --run (default: the model name), for --model, with --repetition and --scaffold."""
     label = ctx.options.run or label or model_name
-    model = ctx.catalog.get(("model", model_name))
-    if model is None:
-        model = ctx.catalog[("model", model_name)] = model_get_or_create(model_name)
+    model = _catalogued(ctx, ("model", model_name), lambda: model_get_or_create(model_name))
     run = ctx.catalog.get(("run", benchmark.id, label))
     if run is None:
         run = Run.objects.filter(benchmark=benchmark, label=label).first()

@@ -322,9 +322,9 @@ def test_a_folder_reads_its_benchmark_and_item_index_once_and_warms_its_pages_on
 ):
     """Eight scores files in one ingest: the benchmark and its checklist items are read once, not once a file, each
     run, model and judge is looked up once (not once a file: four runs of two models, by two judges), the attempts
-    of a run it created are not looked for, the
-    judge reasoning is listed for search in one statement, and the committed change is announced once (one warm-up
-    of the leaderboards), with the rollups of every judge as a rebuild of each judge alone gives them."""
+    of a run it created are not looked for, the judge reasoning is listed for search in one statement, and the
+    committed change is announced once (one warm-up of the leaderboards), with the rollups of every judge as a
+    rebuild of each judge alone gives them."""
     study = mini_vela_study(tmp_path / "study")
     entries, _ = entries_of([study], "octobench-scores")
     sent = []
