@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 import operator
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
-from django.db import connection, models
+from django.db import DEFAULT_DB_ALIAS, connection, connections, models
 
 #: below this many rows bulk_create is as fast and simpler; above it COPY is faster (a scores file's 48 judge reports,
 #: written 612 times in a results folder's import, took 2.5 s as bulk_create)
@@ -32,12 +34,16 @@ def bulk_insert(model: type[models.Model], objs: list[models.Model]) -> None:
             copy.write_row([_value(obj, f, json_fields) for f in fields])
 
 
-def bulk_insert_rows(model: type[models.Model], rows: list[dict[str, Any]]) -> None:
+def bulk_insert_rows(
+    model: type[models.Model], rows: list[dict[str, Any]], *, behind: CopyBehind | None = None
+) -> None:
     """Insert rows given as {attname: value} dicts without returning ids, skipping model instances
     on PostgreSQL (COPY straight from the dicts; missing fields take their defaults).
 
     Falls back to `bulk_insert` of model instances where that would differ: other databases,
-    small batches, fields filled at save time (auto_now), or rows keyed by field name.
+    small batches, fields filled at save time (auto_now), or rows keyed by field name. With `behind`,
+    the COPY runs on its thread (`copies_behind`) and this returns at once; the caller leaves `rows` as
+    they are.
     """
     if not rows:
         return
@@ -58,7 +64,8 @@ def bulk_insert_rows(model: type[models.Model], rows: list[dict[str, Any]]) -> N
     order = [given.index(name) if name in rows[0] else None for name in names]
     fill = [(i, defaults[name]) for i, name in enumerate(names) if name in defaults]
     dumps = [(i, json_fields[name]) for i, name in enumerate(names) if name in json_fields]
-    with connection.cursor() as cursor, copy_in(cursor, table, columns) as copy:
+
+    def write(copy) -> None:
         for row in rows:
             got = take(row) if len(given) > 1 else (take(row),)
             values = [got[i] if i is not None else None for i in order] if fill else list(got)
@@ -69,14 +76,101 @@ def bulk_insert_rows(model: type[models.Model], rows: list[dict[str, Any]]) -> N
                     values[i] = json.dumps(values[i], ensure_ascii=False)
             copy.write_row(values)
 
+    if behind is not None:
+        behind.submit(table, columns, write)
+        return
+    with connection.cursor() as cursor, copy_in(cursor, table, columns) as copy:
+        write(copy)
+
 
 @contextmanager
 def copy_in(cursor, table: str, columns: str) -> Iterator[Any]:
     """psycopg's `COPY table (columns) FROM STDIN` on a Django cursor (names quoted by the caller), under Django's
     error wrapper: its errors are Django's (a lost connection an OperationalError, which jobs tell apart) and mark
-    the connection as Django's own statements do."""
+    the connection as Django's own statements do. A COPY running behind (`copies_behind`) is waited for first."""
+    behind = _behind.get()
+    if behind is not None:
+        behind.wait()
     with connection.wrap_database_errors, cursor.cursor.copy(f"COPY {table} ({columns}) FROM STDIN") as copy:
         yield copy
+
+
+#: the CopyBehind of the caller's open `copies_behind` block (a new thread starts without one)
+_behind: ContextVar[CopyBehind | None] = ContextVar("copy_behind", default=None)
+
+
+class CopyBehind:
+    """COPYs into the open transaction that run on a thread of their own while the caller goes on (parsing the
+    next file): one at a time, on the caller's connection. Every other statement of the caller's waits for the one
+    under way first (`copies_behind` hooks them), and its error is raised there, in the caller's thread."""
+
+    def __init__(self, wrapper):
+        #: the caller's Django connection: its psycopg connection is used from the thread, not a new one
+        self.wrapper = wrapper
+        self._thread: threading.Thread | None = None
+        self._error: BaseException | None = None
+
+    def submit(self, table: str, columns: str, write: Callable[[Any], None]) -> None:
+        self.wait()
+        wrapper = self.wrapper
+
+        def run() -> None:
+            try:
+                with wrapper.wrap_database_errors, wrapper.connection.cursor() as cursor:
+                    with cursor.copy(f"COPY {table} ({columns}) FROM STDIN") as copy:
+                        write(copy)
+            except BaseException as exc:  # raised in the caller's thread by wait()
+                self._error = exc
+
+        self._thread = threading.Thread(target=run, name="copy-behind", daemon=True)
+        self._thread.start()
+
+    def wait(self) -> None:
+        """Until the COPY under way is done; its error, if it failed."""
+        if self._thread is None:
+            return
+        self._thread.join()
+        self._thread = None
+        if self._error is not None:
+            error, self._error = self._error, None
+            raise error
+
+
+@contextmanager
+def copies_behind(*checked: type[models.Model]) -> Iterator[CopyBehind | None]:
+    """A `CopyBehind` for the caller's transaction on PostgreSQL (None elsewhere), done when the block ends.
+
+    The foreign keys of the `checked` models' tables are checked per statement inside it (SET CONSTRAINTS ...
+    IMMEDIATE), so that their checks run behind with the COPY, not all at the commit: checked per COPY, they cost
+    what they cost at the commit (docs/performance.md, "Ingest")."""
+    if connection.vendor != "postgresql":
+        yield None
+        return
+    behind = CopyBehind(connections[DEFAULT_DB_ALIAS])  # this thread's, not the proxy that resolves per thread
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT conname FROM pg_constraint WHERE contype = 'f' AND condeferrable AND conrelid = ANY(%s::regclass[])",
+            [[model._meta.db_table for model in checked]],
+        )
+        names = [connection.ops.quote_name(name) for (name,) in cursor.fetchall()]
+        if names:
+            cursor.execute(f"SET CONSTRAINTS {', '.join(names)} IMMEDIATE")
+
+    def after_copy(execute, sql, params, many, context):
+        behind.wait()
+        return execute(sql, params, many, context)
+
+    token = _behind.set(behind)
+    try:
+        with connection.execute_wrapper(after_copy):
+            yield behind
+        behind.wait()
+        if names:  # as Django makes them again, for what the transaction does next
+            with connection.cursor() as cursor:
+                cursor.execute(f"SET CONSTRAINTS {', '.join(names)} DEFERRED")
+    finally:
+        _behind.reset(token)
+        behind.wait()  # a failed block leaves nothing running on its connection
 
 
 def _value(obj: models.Model, field: models.Field, json_fields: set[str]) -> Any:

@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 
 from django.db import transaction
 
+from runs.bulk import copies_behind
 from runs.ingest.base import Context, IngestFailed, Options, Problem, Report, Source
 from runs.ingest.layout import Unit
 from runs.ingest.verdicts import reasoning_searchable
@@ -120,14 +121,17 @@ def ingest_units(
     #: run id -> (run, {file name: SHA-256} of the files that wrote to it)
     run_sources: dict[int, tuple[object, dict[str, str]]] = {}
     with transaction.atomic():
-        for unit in units:
-            ctx.options = unit.options
-            ctx.touched_runs = {}
-            read(unit.sources, ctx)
-            names = {source.name for source in unit.sources}
-            for run in ctx.touched_runs.values():
-                hashes = run_sources.setdefault(run.id, (run, {}))[1]
-                hashes.update((name, digest) for name, digest in ctx.source_hashes.items() if name in names)
+        # the verdicts of one file go in (and their keys are checked) while the next is read
+        with copies_behind(Verdict) as ctx.copy_behind:
+            for unit in units:
+                ctx.options = unit.options
+                ctx.touched_runs = {}
+                read(unit.sources, ctx)
+                names = {source.name for source in unit.sources}
+                for run in ctx.touched_runs.values():
+                    hashes = run_sources.setdefault(run.id, (run, {}))[1]
+                    hashes.update((name, digest) for name, digest in ctx.source_hashes.items() if name in names)
+        ctx.copy_behind = None
         ctx.raise_if_failed()
         reasoning_searchable(ctx)
         for run, hashes in run_sources.values():

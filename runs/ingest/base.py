@@ -24,7 +24,7 @@ from typing import Any
 from django.db import models
 
 from runs import search
-from runs.bulk import bulk_insert_rows
+from runs.bulk import CopyBehind, bulk_insert_rows
 from runs.ingest.decode import (
     BATCH_HELD_BYTES,
     MAX_HELD_BYTES,
@@ -292,6 +292,8 @@ class Context:
         self.judged_pairs: set[tuple[int, int]] = set()
         #: run id -> {instance id: attempt id} of the attempts this ingest created or found (lookups.attempt_ids_for)
         self.attempts_known: dict[int, dict[int, int]] = {}
+        #: where the verdicts' COPY runs while the next file is read (runs.bulk.copies_behind; None: in line)
+        self.copy_behind: CopyBehind | None = None
 
     def known_unjudged(self, attempts: set[int | None], judges: set[int]) -> bool:
         """Whether no verdict or judge report of these attempts by these judges can be stored, without asking the

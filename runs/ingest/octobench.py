@@ -549,8 +549,10 @@ def ingest_scores(sources: Sequence[Source], ctx: Context) -> None:
     if not ctx.options.judge:
         ctx.problem(sources[0], None, f"scores need a judge: {option_ask(ctx.options, 'judge')}")
         return
-    run = _run_for_results(ctx, benchmark, sources[0])
-    if run is None:
+    # a run named by its model is found or made at the first write, not before the file is read: the look-up waits
+    # for the verdicts the previous file is still copying in (Context.copy_behind), and this file is read meanwhile
+    run = None if ctx.options.model else _run_for_results(ctx, benchmark, sources[0])
+    if run is None and not ctx.options.model:
         return
     judge = judge_of_ingest(ctx, ctx.options.judge, JudgeKind.LLM)
     index = InstanceIndex.of(ctx, benchmark)
@@ -566,11 +568,12 @@ def ingest_scores(sources: Sequence[Source], ctx: Context) -> None:
             if rows is not None:
                 pending.append(rows)
             if len(pending) >= BATCH or ctx.batch_full:
+                run = run or _run_for_results(ctx, benchmark, sources[0])
                 _write_scores(ctx, run, judge, pending)
                 pending = []
         if not saw_results and not ctx.failed:
             ctx.problem(source, 1, "no 'results' list: this is not an OctoBench scores file")
-    _write_scores(ctx, run, judge, pending)
+    _write_scores(ctx, run or _run_for_results(ctx, benchmark, sources[0]), judge, pending)
 
 
 def _run_for_results(ctx: Context, benchmark, source: Source):
@@ -786,7 +789,6 @@ def _write_scores(ctx: Context, run, judge, pending: list[tuple[int, list[dict],
             unscored.append(attempt_id)
     # asked before the verdicts are written: they make the pairs judged
     fresh = ctx.known_unjudged({r["attempt_id"] for r in reports}, {judge.id})
-    verdicts_upsert(ctx, rows)
     changed: set[tuple] = set()
     ctx.upsert(
         JudgeReport,
@@ -798,7 +800,6 @@ def _write_scores(ctx: Context, run, judge, pending: list[tuple[int, list[dict],
         returning_ids=False,
         new=fresh,
     )
-    ctx.judged_pairs.update((r["attempt_id"], judge.id) for r in reports)
     if unscored and not ctx.failed:  # a result that is unscored now drops what the judge said before
         stale = Verdict.objects.filter(attempt_id__in=unscored, judge_id=judge.id)
         if removed := stale.delete()[1].get("runs.Verdict", 0):
@@ -806,6 +807,9 @@ def _write_scores(ctx: Context, run, judge, pending: list[tuple[int, list[dict],
             changed.update((a, judge.id) for a in unscored)
     ctx.touched_attempts.update(k[0] for k in changed if k[0] is not None)
     ctx.touched_judges.update(k[1] for k in changed if k[0] is not None)
+    # last: their COPY runs behind while the next file is read (Context.copy_behind)
+    verdicts_upsert(ctx, rows)
+    ctx.judged_pairs.update((r["attempt_id"], judge.id) for r in reports)
 
 
 #: the judge report fields an import compares with what is stored

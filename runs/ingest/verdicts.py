@@ -121,7 +121,7 @@ def verdicts_upsert(ctx: Context, rows: list[dict[str, Any]]) -> None:
         ctx.check_lengths(Verdict, by_key, "verdicts")
         ctx.report.add("verdicts", "created", len(by_key))
         if not ctx.failed:
-            bulk_insert_rows(Verdict, list(by_key.values()))
+            bulk_insert_rows(Verdict, list(by_key.values()), behind=ctx.copy_behind)
             ctx.touched_attempts.update(attempts)
             ctx.touched_judges.update(judges)
             _reasoned(ctx, rows)

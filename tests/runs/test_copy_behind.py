@@ -1,0 +1,88 @@
+"""runs.bulk.copies_behind: an ingest's verdicts go in on a thread of their own while it reads the next file.
+
+What it must keep: every statement of the caller's sees the rows of a COPY submitted before it (it waits),
+a COPY that fails fails the caller's transaction with the COPY's own error, raised in the caller's thread,
+and nothing of it is stored; the verdicts' foreign keys are checked with the COPY, not at the commit.
+"""
+
+from __future__ import annotations
+
+import pytest
+from django.db import IntegrityError, connection, transaction
+
+from runs.bulk import bulk_insert_rows, copies_behind
+from runs.models import AgentModel, Attempt, Benchmark, ChecklistItem, Instance, Judge, Run, Verdict
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def keys():
+    benchmark = Benchmark.objects.create(slug="b", name="B")
+    instance = Instance.objects.create(benchmark=benchmark, external_id="i1")
+    items = [ChecklistItem.objects.create(instance=instance, key=f"c{n}", description="d") for n in range(30)]
+    run = Run.objects.create(benchmark=benchmark, model=AgentModel.objects.create(name="m"), label="r")
+    attempt = Attempt.objects.create(run=run, instance=instance)
+    return attempt, items, Judge.objects.create(name="j")
+
+
+def rows_of(attempt_id: int, items, judge) -> list[dict]:
+    return [
+        {
+            "attempt_id": attempt_id,
+            "item_id": item.id,
+            "judge_id": judge.id,
+            "result": "pass",
+            "reasoning": "理由 \t tab\nline \\ backslash",
+            "score": None,
+            "evidence": None,
+        }
+        for item in items
+    ]
+
+
+def test_a_statement_after_a_copy_behind_sees_its_rows(postgres, keys):
+    attempt, items, judge = keys
+    with transaction.atomic():
+        with copies_behind(Verdict) as behind:
+            assert behind is not None
+            bulk_insert_rows(Verdict, rows_of(attempt.id, items, judge), behind=behind)
+            # the ORM's statement waits for the COPY under way: the rows are there
+            assert Verdict.objects.filter(attempt=attempt).count() == len(items)
+            bulk_insert_rows(Verdict, rows_of(attempt.id, items[:0], judge), behind=behind)
+    stored = Verdict.objects.get(attempt=attempt, item=items[0])
+    assert stored.reasoning == "理由 \t tab\nline \\ backslash"
+
+
+def test_a_failed_copy_behind_raises_in_the_callers_thread_and_stores_nothing(postgres, keys):
+    attempt, items, judge = keys
+    missing = attempt.id + 1000
+    with pytest.raises(IntegrityError, match="foreign key"):
+        with transaction.atomic():
+            with copies_behind(Verdict) as behind:
+                bulk_insert_rows(Verdict, rows_of(attempt.id, items, judge), behind=behind)
+                bulk_insert_rows(Verdict, rows_of(missing, items, judge), behind=behind)
+                # checked with the COPY (the key is IMMEDIATE inside the block), so it fails before the commit
+                Verdict.objects.count()
+            pytest.fail("the failed COPY was not raised before the block ended")  # pragma: no cover
+    assert not Verdict.objects.exists()
+
+
+def test_the_block_waits_for_the_last_copy(postgres, keys):
+    attempt, items, judge = keys
+    with transaction.atomic():
+        with copies_behind(Verdict) as behind:
+            bulk_insert_rows(Verdict, rows_of(attempt.id, items, judge), behind=behind)
+        with connection.cursor() as cursor:  # a raw statement outside the block: nothing left to wait for
+            cursor.execute(f"SELECT count(*) FROM {Verdict._meta.db_table}")
+            assert cursor.fetchone()[0] == len(items)
+
+
+def test_elsewhere_there_is_no_thread(keys):
+    if connection.vendor == "postgresql":
+        pytest.skip("the SQLite case")
+    attempt, items, judge = keys
+    with transaction.atomic(), copies_behind(Verdict) as behind:
+        assert behind is None
+        bulk_insert_rows(Verdict, rows_of(attempt.id, items, judge), behind=behind)
+    assert Verdict.objects.count() == len(items)
