@@ -11,10 +11,14 @@ from contextvars import ContextVar
 from typing import Any
 
 from django.db import DEFAULT_DB_ALIAS, connection, connections, models
+from django.db.backends.base.base import BaseDatabaseWrapper
 
 #: below this many rows bulk_create is as fast and simpler; above it COPY is faster (a scores file's 48 judge reports,
 #: written 612 times in a results folder's import, took 2.5 s as bulk_create)
 COPY_THRESHOLD = 20
+
+#: the CopyBehind of the caller's open `copies_behind` block (a new thread starts without one)
+_behind: ContextVar[CopyBehind | None] = ContextVar("copy_behind", default=None)
 
 
 def bulk_insert(model: type[models.Model], objs: list[models.Model]) -> None:
@@ -95,35 +99,32 @@ def copy_in(cursor, table: str, columns: str) -> Iterator[Any]:
         yield copy
 
 
-#: the CopyBehind of the caller's open `copies_behind` block (a new thread starts without one)
-_behind: ContextVar[CopyBehind | None] = ContextVar("copy_behind", default=None)
-
-
 class CopyBehind:
     """COPYs into the open transaction that run on a thread of their own while the caller goes on (parsing the
     next file): one at a time, on the caller's connection. Every other statement of the caller's waits for the one
     under way first (`copies_behind` hooks them), and its error is raised there, in the caller's thread."""
 
-    def __init__(self, wrapper):
+    def __init__(self, database: BaseDatabaseWrapper):
         #: the caller's Django connection: its psycopg connection is used from the thread, not a new one
-        self.wrapper = wrapper
+        self.database = database
         self._thread: threading.Thread | None = None
         self._error: BaseException | None = None
 
     def submit(self, table: str, columns: str, write: Callable[[Any], None]) -> None:
         self.wait()
-        wrapper = self.wrapper
+        database = self.database
 
         def run() -> None:
             try:
-                with wrapper.wrap_database_errors, wrapper.connection.cursor() as cursor:
+                with database.wrap_database_errors, database.connection.cursor() as cursor:
                     with cursor.copy(f"COPY {table} ({columns}) FROM STDIN") as copy:
                         write(copy)
             except BaseException as exc:  # raised in the caller's thread by wait()
                 self._error = exc
 
-        self._thread = threading.Thread(target=run, name="copy-behind", daemon=True)
-        self._thread.start()
+        thread = threading.Thread(target=run, name="copy-behind", daemon=True)
+        thread.start()
+        self._thread = thread
 
     def wait(self) -> None:
         """Until the COPY under way is done; its error, if it failed."""
@@ -149,28 +150,35 @@ def copies_behind(*checked: type[models.Model]) -> Iterator[CopyBehind | None]:
     behind = CopyBehind(connections[DEFAULT_DB_ALIAS])  # this thread's, not the proxy that resolves per thread
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT conname FROM pg_constraint WHERE contype = 'f' AND condeferrable AND conrelid = ANY(%s::regclass[])",
+            "SELECT conname FROM pg_constraint WHERE contype = 'f' AND condeferred AND conrelid = ANY(%s::regclass[])",
             [[model._meta.db_table for model in checked]],
         )
         names = [connection.ops.quote_name(name) for (name,) in cursor.fetchall()]
         if names:
             cursor.execute(f"SET CONSTRAINTS {', '.join(names)} IMMEDIATE")
 
-    def after_copy(execute, sql, params, many, context):
+    def wait_for_copy(execute, sql, params, many, context):
         behind.wait()
         return execute(sql, params, many, context)
 
     token = _behind.set(behind)
     try:
-        with connection.execute_wrapper(after_copy):
+        with connection.execute_wrapper(wait_for_copy):
             yield behind
-        behind.wait()
-        if names:  # as Django makes them again, for what the transaction does next
-            with connection.cursor() as cursor:
-                cursor.execute(f"SET CONSTRAINTS {', '.join(names)} DEFERRED")
+    except BaseException as failed:
+        # nothing is left running on the connection; the block's own error is the one raised (every statement
+        # of the block waited for the COPY before it, so a failed COPY is not what made it fail)
+        try:
+            behind.wait()
+        except BaseException as copy_failed:
+            failed.add_note(f"The COPY behind it failed too: {copy_failed}")
+        raise
     finally:
         _behind.reset(token)
-        behind.wait()  # a failed block leaves nothing running on its connection
+    behind.wait()
+    if names:  # initially deferred again, as Django makes them, for what the transaction does next
+        with connection.cursor() as cursor:
+            cursor.execute(f"SET CONSTRAINTS {', '.join(names)} DEFERRED")
 
 
 def _value(obj: models.Model, field: models.Field, json_fields: set[str]) -> Any:

@@ -43,7 +43,8 @@ MAX_DEPTH = 200
 #: about what one decoded value takes in memory (an empty list is 56 bytes and a slot in its parent 8;
 #: a small dict over 200): the weight of a record's values beside its text
 VALUE_BYTES = 100
-#: the most weight of records read and not yet written an ingest holds (a batch is written before)
+#: the most weight of records read and not yet written an ingest holds (a batch is written before); the batch
+#: whose COPY is still under way (runs.bulk.copies_behind) comes on top, at most BATCH_HELD_BYTES of it
 MAX_HELD_BYTES = 160 << 20
 #: the weight at which a format that writes in batches writes the one it holds
 BATCH_HELD_BYTES = 48 << 20

@@ -68,6 +68,32 @@ def test_a_failed_copy_behind_raises_in_the_callers_thread_and_stores_nothing(po
     assert not Verdict.objects.exists()
 
 
+def test_an_error_in_the_block_is_the_one_raised_and_the_copy_is_done_before_the_rollback(postgres, keys):
+    attempt, items, judge = keys
+    with pytest.raises(ValueError, match="the block's own") as raised:
+        with transaction.atomic():
+            with copies_behind(Verdict) as behind:
+                bulk_insert_rows(Verdict, rows_of(attempt.id + 1000, items, judge), behind=behind)
+                raise ValueError("the block's own")
+    assert any("COPY behind it failed" in note for note in raised.value.__notes__)
+    assert not Verdict.objects.exists()
+    # the connection is usable: nothing was left running on it
+    assert Verdict.objects.count() == 0
+
+
+def test_the_keys_are_deferred_again_after_the_block(postgres, keys):
+    attempt, items, judge = keys
+    stored_before_the_commit = False
+    with pytest.raises(IntegrityError):
+        with transaction.atomic():
+            with copies_behind(Verdict):
+                pass
+            # after the block a missing key is found at the commit, as Django makes the keys, not at the COPY
+            bulk_insert_rows(Verdict, rows_of(attempt.id + 1000, items, judge))
+            stored_before_the_commit = Verdict.objects.count() == len(items)
+    assert stored_before_the_commit
+
+
 def test_the_block_waits_for_the_last_copy(postgres, keys):
     attempt, items, judge = keys
     with transaction.atomic():
