@@ -89,13 +89,14 @@ def bulk_insert_rows(
 
 @contextmanager
 def copy_in(cursor, table: str, columns: str) -> Iterator[Any]:
-    """psycopg's `COPY table (columns) FROM STDIN` on a Django cursor (names quoted by the caller), under Django's
-    error wrapper: its errors are Django's (a lost connection an OperationalError, which jobs tell apart) and mark
-    the connection as Django's own statements do. A COPY running behind (`copies_behind`) is waited for first."""
+    """psycopg's `COPY table (columns) FROM STDIN` on a Django cursor (names quoted by the caller), under its
+    connection's error wrapper: its errors are Django's (a lost connection an OperationalError, which jobs tell
+    apart) and mark the connection as Django's own statements do. A COPY running behind (`copies_behind`) in this
+    thread is waited for first."""
     behind = _behind.get()
     if behind is not None:
         behind.wait()
-    with connection.wrap_database_errors, cursor.cursor.copy(f"COPY {table} ({columns}) FROM STDIN") as copy:
+    with cursor.db.wrap_database_errors, cursor.cursor.copy(f"COPY {table} ({columns}) FROM STDIN") as copy:
         yield copy
 
 
@@ -116,9 +117,13 @@ class CopyBehind:
 
         def run() -> None:
             try:
-                with database.wrap_database_errors, database.connection.cursor() as cursor:
-                    with cursor.copy(f"COPY {table} ({columns}) FROM STDIN") as copy:
-                        write(copy)
+                # a Django cursor over the caller's psycopg connection (make_cursor: Django's own cursor() refuses
+                # a connection of another thread); this thread has no COPY behind of its own to wait for
+                with (
+                    database.make_cursor(database.connection.cursor()) as cursor,
+                    copy_in(cursor, table, columns) as copy,
+                ):
+                    write(copy)
             except BaseException as exc:  # raised in the caller's thread by wait()
                 self._error = exc
 

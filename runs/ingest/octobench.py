@@ -551,9 +551,11 @@ def ingest_scores(sources: Sequence[Source], ctx: Context) -> None:
         return
     # a run named by its model is found or made at the first write, not before the file is read: the look-up waits
     # for the verdicts the previous file is still copying in (Context.copy_behind), and this file is read meanwhile
-    run = None if ctx.options.model else _run_for_results(ctx, benchmark, sources[0])
-    if run is None and not ctx.options.model:
-        return
+    run = None
+    if not ctx.options.model:
+        run = _run_for_results(ctx, benchmark, sources[0])
+        if run is None:
+            return
     judge = judge_of_ingest(ctx, ctx.options.judge, JudgeKind.LLM)
     index = InstanceIndex.of(ctx, benchmark)
     seen: dict[str, str] = {}
