@@ -35,6 +35,8 @@ from runs.ingest.base import Options, Source
 MANIFEST_NAME = "ifportal-import.json"
 #: fields a manifest entry (or the layout) may set for a file
 FILE_FIELDS = ("model", "run", "judge", "repetition", "scaffold")
+#: the longest model, run, judge or scaffold name (the columns that hold them: AgentModel.name, Run.label...)
+NAME_MAX = 200
 #: the largest manifest read (it lists files, not data)
 MANIFEST_MAX_BYTES = 1 << 20
 
@@ -213,8 +215,8 @@ def manifest_read(path: Path, *, name: str | None = None, folder: Path | None | 
             if key == "repetition":
                 if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                     raise LayoutError(f"{label}: files[{n}].repetition should be a whole number from 1")
-            elif not isinstance(value, str) or len(value) > 200:
-                raise LayoutError(f"{label}: files[{n}].{key} should be a text of at most 200 characters")
+            elif not isinstance(value, str) or len(value) > NAME_MAX:
+                raise LayoutError(f"{label}: files[{n}].{key} should be a text of at most {NAME_MAX} characters")
             values[key] = value
         entries.append((item["path"].removeprefix("./"), values))
     folder_path = path.parent if folder is True else (folder or None)
@@ -287,7 +289,14 @@ def file_options(format_name: str, entry: Entry, options: Options, manifests: Se
     if "repetition" in said and "run" not in said and "model" in said and not options.run:
         said["run"] = f"{options.model or said['model']}-r{said['repetition']}"
     chosen = {name: getattr(options, name) for name in FILE_FIELDS if getattr(options, name) not in (None, "")}
-    return replace(options, **{**{k: v for k, v in said.items() if k in FILE_FIELDS}, **chosen})
+    given = {**{k: v for k, v in said.items() if k in FILE_FIELDS}, **chosen}
+    for key, value in given.items():
+        if isinstance(value, str) and len(value) > NAME_MAX:
+            raise LayoutError(
+                f"{_display(entry)}: the {key} '{value[:40]}…' is {len(value):,} characters long; "
+                f"a {key} name holds at most {NAME_MAX}"
+            )
+    return replace(options, **given)
 
 
 def _from_layout(format_name: str, entry: Entry) -> dict[str, Any]:
@@ -345,4 +354,4 @@ def _eval_config_model(path: Path) -> str | None:
     except (ValueError, RecursionError):
         return None
     model = config.get("model") if isinstance(config, dict) else None
-    return model if isinstance(model, str) and 0 < len(model) <= 200 else None
+    return model if isinstance(model, str) and 0 < len(model) <= NAME_MAX else None

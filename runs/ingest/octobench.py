@@ -32,6 +32,7 @@ from runs.ingest.options import model_missing, option_ask, run_missing
 from runs.ingest.usage import USAGE_FIELDS, CallTally, tool_calls_in
 from runs.ingest.verdicts import verdicts_upsert
 from runs.models import (
+    AgentModel,
     BenchmarkKind,
     ChecklistItem,
     Instance,
@@ -282,7 +283,8 @@ def _trajectory_record(ctx: Context, source: Source, line: int, record: dict) ->
         if not isinstance(body.get("messages"), list):
             ctx.problem(source, line, "request_body has no 'messages' list")
             return None
-        return str(record["session_id"]), "raw", str(body.get("model") or "")
+        model = _model_named(ctx, source, line, body.get("model"), "request_body.model")
+        return None if model is None else (str(record["session_id"]), "raw", model)
     if "messages" in record:
         meta = record.get("meta")
         if not isinstance(meta, dict) or not meta.get("session_id"):
@@ -291,7 +293,8 @@ def _trajectory_record(ctx: Context, source: Source, line: int, record: dict) ->
         if not isinstance(record["messages"], list):
             ctx.problem(source, line, "field 'messages' should be a list")
             return None
-        return str(meta["session_id"]), "merged", str(meta.get("model") or "")
+        model = _model_named(ctx, source, line, meta.get("model"), "meta.model")
+        return None if model is None else (str(meta["session_id"]), "merged", model)
     if "checklist" in record:
         ctx.problem(source, line, "this looks like an OctoBench instance, not a trajectory record")
     else:
@@ -299,6 +302,20 @@ def _trajectory_record(ctx: Context, source: Source, line: int, record: dict) ->
             source, line, "not a trajectory record: expected 'messages' (merged) or 'request_body' (raw proxy log)"
         )
     return None
+
+
+def _model_named(ctx: Context, source: Source, line: int, value: Any, field: str) -> str | None:
+    """The model a trajectory record names ('' when it names none); None, with a problem, when the value is not
+    text or is longer than a model's name (and the run named after it) can be."""
+    if not value:
+        return ""
+    if not isinstance(value, str):
+        ctx.problem(source, line, f"field '{field}' should be text (the model's name)")
+        return None
+    if len(value) > (limit := text_limit(AgentModel, "name")):
+        ctx.problem(source, line, f"field '{field}' is {len(value):,} characters; a model's name holds at most {limit}")
+        return None
+    return value
 
 
 class _Session:

@@ -187,6 +187,19 @@ def test_a_wrong_manifest_is_refused_before_anything_is_read(octobench, tmp_path
     assert Run.objects.count() == 0
 
 
+def test_a_model_folder_with_a_name_too_long_for_a_model_is_refused_before_anything_is_read(octobench, tmp_path):
+    folder = tmp_path / "study" / ("m" * 199) / "rep2"  # the model fits; its run, "<model>-r2", does not
+    folder.mkdir(parents=True)
+    shutil.copy(OCTO / "scores.json", folder / "scores_j.json")
+
+    with pytest.raises(CommandError) as info:
+        run_command("octobench-scores", str(tmp_path / "study"))
+
+    assert f"{'m' * 199}/rep2/scores_j.json: the run 'mmmm" in str(info.value)
+    assert "is 202 characters long; a run name holds at most 200" in str(info.value)
+    assert Run.objects.count() == 0
+
+
 def test_a_folder_without_the_formats_files_or_a_missing_path_is_a_clear_error(tmp_path):
     with pytest.raises(CommandError, match="no evolif-eval files in this folder .files named like eval_N.jsonl."):
         run_command("evolif-eval", str(tmp_path))

@@ -462,6 +462,32 @@ def test_it_rejects_a_trajectory_of_an_unknown_instance(instances, tmp_path):
     ]
 
 
+@pytest.mark.parametrize(
+    "fixture_name, model, message",
+    [
+        ("trajectory_raw.jsonl", {"name": "model-y"}, "field 'request_body.model' should be text (the model's name)"),
+        ("trajectory_merged.jsonl", ["model-x"], "field 'meta.model' should be text (the model's name)"),
+        (
+            "trajectory_merged.jsonl",
+            "m" * 201,
+            "field 'meta.model' is 201 characters; a model's name holds at most 200",
+        ),
+    ],
+)
+def test_a_trajectory_whose_model_is_not_a_name_is_refused_at_its_line(
+    instances, tmp_path, fixture_name, model, message
+):
+    records = fixture_records(fixture_name)
+    for record in records:
+        (record["request_body"] if "request_body" in record else record["meta"])["model"] = model
+    path = write(tmp_path, fixture_name, "".join(json.dumps(r) + "\n" for r in records))
+
+    failure = fails("octobench-trajectories", path)
+
+    assert str(failure.problems[0]) == f"{fixture_name}:1: {message}"
+    assert Run.objects.count() == 0
+
+
 def test_it_rejects_results_before_their_benchmark_exists():
     failure = fails("octobench-scores", FIXTURES / "scores.json", model="model-x", judge="judge-a")
 
