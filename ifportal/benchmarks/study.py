@@ -30,6 +30,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import quote
 
 import psycopg
 import redis
@@ -856,6 +857,17 @@ def database_copy(source: str, target: str) -> float:
     database_drop(target)  # closes this process's connection too
     _maintenance(sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(sql.Identifier(target), sql.Identifier(source)))
     return time.perf_counter() - start
+
+
+def database_url(name: str) -> str:
+    """The DATABASE_URL by which a child process reaches database `name` on this process's server, as this
+    process's user."""
+    db = connection.settings_dict
+    user = quote(db["USER"] or "", safe="")
+    password = f":{quote(db['PASSWORD'], safe='')}" if db["PASSWORD"] else ""
+    host = db["HOST"] or "127.0.0.1"
+    port = f":{db['PORT']}" if db["PORT"] else ""
+    return f"postgres://{user}{password}{'@' if user else ''}{host}{port}/{quote(name, safe='')}"
 
 
 def database_drop(name: str) -> None:

@@ -65,6 +65,14 @@ def test_benchmark_prints_every_ingest_figure_and_cleans_up(postgres, tmp_path, 
     assert figures["ingest_cli_share_of_copy_into_verdict_table"] == pytest.approx(
         cli["verdicts_per_second"] / table, rel=0.05, abs=1e-4
     )
+    # into a copy of the database as it was before the study (the COPY-fk baseline's table starts empty too),
+    # dropped afterwards
+    assert cli["database"] == "a copy of this one before the study"
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*) FROM pg_database WHERE datname = %s", [f"{connection.settings_dict['NAME']}_cli"]
+        )
+        assert cursor.fetchone()[0] == 0
     assert figures["ingest"]["files"] == 2 * 1 * 2
     assert figures["large_trajectory"]["peak_rss_mb"] > 0
     assert figures["notebook_leaderboard_seconds"] > 0

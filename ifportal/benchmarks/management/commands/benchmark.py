@@ -25,8 +25,6 @@ from runs.search_index import reasoning_index_catch_up, reasoning_pending
 from runs.services import benchmarks_generation_bump
 
 SLUG = "benchmark-study"
-#: the same study loaded again through `manage.py ingest`, as users run it (removed afterwards)
-SLUG_CLI = "benchmark-study-cli"
 #: the Celery broker the CLI's imports hand their search step to (no worker listens; emptied afterwards)
 CLI_BROKER = os.environ.get("BENCH_BROKER_URL", "redis://127.0.0.1:6379/6")
 
@@ -124,7 +122,8 @@ class Command(BaseCommand):
     def handle(self, *args, **o):
         if connection.vendor != "postgresql":
             self.stderr.write(
-                "note: not on PostgreSQL (set DATABASE_URL); COPY throughput is skipped and figures are not the target ones"
+                "note: not on PostgreSQL (set DATABASE_URL); COPY throughput and the import through the CLI are skipped and "
+                "figures are not the target ones"
             )
         if o["long_trajectory_only"]:
             figures = {"database": connection.vendor, "long_trajectory": self._long_trajectory(o)}
@@ -146,11 +145,8 @@ class Command(BaseCommand):
             return
         if o["ingest_pairs"] and (connection.vendor != "postgresql" or not o["ingest_batch_verdicts"]):
             raise CommandError("--ingest-pairs needs PostgreSQL and --ingest-batch-verdicts")
-        for slug in (SLUG, SLUG_CLI):
-            if Benchmark.objects.filter(slug=slug).exists():
-                raise CommandError(
-                    f"benchmark '{slug}' exists from an earlier run: delete it (or use another database)"
-                )
+        if Benchmark.objects.filter(slug=SLUG).exists():
+            raise CommandError(f"benchmark '{SLUG}' exists from an earlier run: delete it (or use another database)")
         size = sb.StudySize(o["instances"], o["items"], o["models"], o["repetitions"], o["judges"])
         real = Path(o["real_instances"]) if o["real_instances"] else None
         if real is not None:
@@ -164,6 +160,8 @@ class Command(BaseCommand):
         self._say(f"generating a study of {size.verdicts:,} verdicts in {root} ({figures['text']})")
         seconds, files = sb.timed(lambda: sb.study_write(size, root, real_instances=real))
         figures["generate_seconds"] = round(seconds, 2)
+        cli_wanted = not o["skip_cli"] and connection.vendor == "postgresql"
+        figures["ingest_cli"] = self._cli_ingest(files) if cli_wanted else None
 
         seconds, _ = sb.timed(
             lambda: ingest("octobench-instances", [Source.of(files.instances)], Options(benchmark=SLUG))
@@ -235,7 +233,7 @@ class Command(BaseCommand):
                 f"verdict table ({100 * rate / copy['verdict_table']:.1f}%)"
             )
 
-        figures["ingest_cli"] = cli = self._cli_ingest(files) if not o["skip_cli"] else None
+        cli = figures.get("ingest_cli")
         if copy and cli:
             figures["ingest_cli_share_of_copy_into_verdict_table"] = round(
                 cli["verdicts_per_second"] / copy["verdict_table"], 4
@@ -437,30 +435,48 @@ class Command(BaseCommand):
 
     def _cli_ingest(self, files: sb.StudyFiles) -> dict:
         """The study the way users load it: `manage.py ingest` over the instances file, then once over the
-        results folder (mini-vela layout), each a new process; into a second benchmark, removed afterwards."""
-        out: dict = {"benchmark": SLUG_CLI, "load_average_at_start": [round(x, 2) for x in os.getloadavg()]}
+        results folder (mini-vela layout), each a new process. Into a copy of this database as it is before the
+        study, dropped afterwards: the verdict table starts as the COPY-fk baseline's does, and as the import in
+        process does (an import into a table that already holds a study is `--ingest-pairs`' measure)."""
+        database = f"{connection.settings_dict['NAME']}_cli"
+        copy_seconds = sb.database_copy(connection.settings_dict["NAME"], database)
+        out: dict = {
+            "database": "a copy of this one before the study",
+            "copy_seconds": round(copy_seconds, 2),
+            "load_average_at_start": [round(x, 2) for x in os.getloadavg()],
+        }
         steps = (
             ("instances", ["octobench-instances", str(files.instances)]),
             ("scores", ["octobench-scores", str(files.results)]),
         )
         # as on a deployment with a worker: the import hands the copy of its judge reasoning into the search's
         # index to one (runs.search_index) and ends; none runs here, so this process makes the copy, timed apart
-        env = {**os.environ, "IFPORTAL_JOBS": "celery", "CELERY_BROKER_URL": CLI_BROKER}
+        env = {
+            **os.environ,
+            "DATABASE_URL": sb.database_url(database),
+            "IFPORTAL_JOBS": "celery",
+            "CELERY_BROKER_URL": CLI_BROKER,
+        }
         try:
+            with sb.database_used(database):
+                connection.cursor().execute("CHECKPOINT")
             for name, args in steps:
-                argv = sb.manage_py("ingest", *args, "--benchmark", SLUG_CLI, "--no-progress")
+                argv = sb.manage_py("ingest", *args, "--benchmark", SLUG, "--no-progress")
                 seconds, rss, status, output = sb.peak_rss_of_command(argv, env)
                 if status != 0:
                     raise CommandError(f"`manage.py ingest {' '.join(args)}` failed:\n{output[-2000:]}")
                 out[f"{name}_seconds"] = round(seconds, 2)
                 out[f"{name}_peak_rss_mb"] = round(rss / 2**20, 1)
-            verdicts = Verdict.objects.filter(attempt__run__benchmark__slug=SLUG_CLI).count()
-            seconds, attempts = sb.timed(lambda: reasoning_index_catch_up(wait=True))
+            with sb.database_used(database):
+                verdicts = Verdict.objects.filter(attempt__run__benchmark__slug=SLUG).count()
+                seconds, attempts = sb.timed(lambda: reasoning_index_catch_up(wait=True))
             out["reasoning_searchable_after_seconds"] = round(seconds, 2)
             out["reasoning_attempts_copied"] = attempts
         finally:
             sb.broker_flush(CLI_BROKER)
-            Benchmark.objects.filter(slug=SLUG_CLI).delete()
+            sb.database_drop(database)
+            # the copy shares this database's ids and the cache: what it cached must not answer for this one
+            cache.clear()
         seconds = out["instances_seconds"] + out["scores_seconds"]
         out |= {
             "verdicts": verdicts,
@@ -472,9 +488,10 @@ class Command(BaseCommand):
             "load_average_at_end": [round(x, 2) for x in os.getloadavg()],
         }
         self._say(
-            f"through the CLI: {verdicts:,} verdicts in {seconds:.1f} s ({out['instances_seconds']:.1f} s instances, "
-            f"{out['scores_seconds']:.1f} s the results folder) = {verdicts / seconds:,.0f} verdicts/s; its judge "
-            f"reasoning searchable through the index {out['reasoning_searchable_after_seconds']:.1f} s after"
+            f"through the CLI, into a copy of the database before the study: {verdicts:,} verdicts in {seconds:.1f} s "
+            f"({out['instances_seconds']:.1f} s instances, {out['scores_seconds']:.1f} s the results folder) = "
+            f"{verdicts / seconds:,.0f} verdicts/s; its judge reasoning searchable through the index "
+            f"{out['reasoning_searchable_after_seconds']:.1f} s after"
         )
         return out
 
