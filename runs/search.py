@@ -75,7 +75,7 @@ from runs.models import (
     Verdict,
     VerdictResult,
 )
-from runs.search_index import reasoning_index_asked, reasoning_indexed, reasoning_pending, reasoning_pending_any
+from runs.search_index import reasoning_index_asked, reasoning_indexed, reasoning_pending, reasoning_pending_attempts
 from runs.trajectory_view import StoredThread, pretty, stored_threads
 
 #: characters of one SearchText piece; longer messages are cut into pieces overlapping by MAX_QUERY. Small
@@ -108,6 +108,11 @@ WALK_ROWS = (6_000, 24_000, 96_000)
 #: 33 items x its judges' verdicts, so a third as many verdicts as WALK_ROWS rows at three judges (three times
 #: the attempts measure the same: the reasoning searches' median and p95 within 15 ms)
 REASONING_WALK_ATTEMPTS = (20, 80, 320)
+#: attempts whose reasoning the index does not hold yet that a search reads beside the index's candidates (each
+#: attempt's verdicts through the attempt index, checked against their text): a few just re-checked or edited keep
+#: every reasoning search on the index (five pending attempts made each search of 1M verdicts' reasoning walk them
+#: all, 0.9-1.7 s); more, just after an import, and reasoning is walked until the copy catches up
+PENDING_READ_ATTEMPTS = 100
 #: virtual-machine instructions of a SQLite statement between two checks of the search's time limit (`_bounded`):
 #: a scan takes about 6 a row, one of them the check of the row's text, so a check comes every 170 rows or so of
 #: 1,500 characters, about 2 ms of the scan (measured on 40,000 rows; 17 ms at 10,000 instructions); a check is one
@@ -597,15 +602,20 @@ def _reasoning_rows(benchmark: Benchmark, query: SearchQuery) -> models.QuerySet
 
 
 def _reasoning_candidates(benchmark: Benchmark, query: SearchQuery) -> models.QuerySet | None:
-    """`_reasoning_rows` among the candidates of ReasoningText's trigram index (PostgreSQL), or None while some
-    verdicts' reasoning is not in it yet (runs.search_index): then only walks find every hit. A copy older than
-    its verdict's reasoning is never a hit on its own: each candidate is checked against the verdict's text."""
-    if not reasoning_indexed() or reasoning_pending_any(benchmark.id):
+    """`_reasoning_rows` among the candidates of ReasoningText's trigram index (PostgreSQL) and the verdicts of the
+    benchmark's attempts whose reasoning is not in it yet (runs.search_index), while those are at most
+    PENDING_READ_ATTEMPTS; None when they are more: then only walks find every hit. A copy older than its
+    verdict's reasoning is never a hit on its own: each candidate is checked against the verdict's text."""
+    if not reasoning_indexed():
+        return None
+    pending = reasoning_pending_attempts(benchmark.id, limit=PENDING_READ_ATTEMPTS + 1)
+    if len(pending) > PENDING_READ_ATTEMPTS:
         return None
     lookup = "text__contains_text" if query.mode == "text" else "text__all_words"
-    return _reasoning_rows(benchmark, query).filter(
-        id__in=ReasoningText.objects.filter(**{lookup: query.text}).values("verdict_id")
-    )
+    candidates = ReasoningText.objects.filter(**{lookup: query.text}).values("verdict_id")
+    if pending:
+        candidates = candidates.union(Verdict.objects.filter(attempt_id__in=pending).values("id"), all=True)
+    return _reasoning_rows(benchmark, query).filter(id__in=candidates)
 
 
 def _snippet(qs: models.QuerySet, column: str, needle: str, size: int) -> models.QuerySet:

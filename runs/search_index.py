@@ -95,9 +95,9 @@ def reasoning_pending(benchmark_id: int | None = None) -> int:
     return _pending(benchmark_id)[: COUNT_CAP + 1].count()
 
 
-def reasoning_pending_any(benchmark_id: int | None = None) -> bool:
-    """Whether an attempt (of a benchmark, or of all) has reasoning the search's index may not hold yet."""
-    return reasoning_indexed() and _pending(benchmark_id).exists()
+def reasoning_pending_attempts(benchmark_id: int, limit: int) -> list[int]:
+    """The ids of at most `limit` attempts of a benchmark whose reasoning the search's index may not hold yet."""
+    return list(_pending(benchmark_id).order_by().values_list("attempt_id", flat=True)[:limit])
 
 
 def _pending(benchmark_id: int | None):

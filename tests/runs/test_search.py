@@ -634,7 +634,13 @@ def test_reasoning_is_found_right_after_the_import_and_through_its_index_once_co
     reasoning = [h for h in _expected("push") if h[0] == "reasoning"]
     assert reasoning
 
-    assert s._reasoning_candidates(study, query) is None  # walks alone until the index holds every verdict
+    # a few attempts pending: their verdicts are read beside the index's candidates, which miss none of their hits
+    expected_reasoning = sorted(
+        r["reasoning"] for r in STUDY if r["type"] == "verdict" and "push" in r["reasoning"].lower()
+    )
+    assert sorted(s._reasoning_candidates(study, query).values_list("reasoning", flat=True)) == expected_reasoning
+    monkeypatch.setattr(s, "PENDING_READ_ATTEMPTS", len(reasoned) - 1)
+    assert s._reasoning_candidates(study, query) is None  # more pending: walks alone until the copy catches up
     before = s.search(study, query)
     assert before.reasoning_pending == len(reasoned) and asked == [search_index.REASONING_INDEX_TASK]
     assert _keys(before.hits) == _expected("push")
@@ -650,9 +656,7 @@ def test_reasoning_is_found_right_after_the_import_and_through_its_index_once_co
     assert after.reasoning_pending == 0
     assert _keys(after.hits) == _expected("push")
     candidates = s._reasoning_candidates(study, query)
-    assert sorted(candidates.values_list("reasoning", flat=True)) == sorted(
-        r["reasoning"] for r in STUDY if r["type"] == "verdict" and "push" in r["reasoning"].lower()
-    )
+    assert sorted(candidates.values_list("reasoning", flat=True)) == expected_reasoning
     # the index answers the lookup the candidates are found by (a mismatch of expressions would read every row)
     sql, params = ReasoningText.objects.filter(text__contains_text="push").values("verdict_id").query.sql_with_params()
     with transaction.atomic(), connection.cursor() as cursor:
@@ -709,13 +713,15 @@ class _NoThread:
 
 def test_reasoning_pending_in_another_benchmark_leaves_this_ones_index_in_use(study, tmp_path, postgres):
     """Whether search trusts the index's candidates is a benchmark's own affair: another benchmark's import that
-    waits for its copy leaves this one's search on the index, and its page counts only its own attempts."""
+    waits for its copy leaves this one's search on the index, and its page counts only its own attempts; the
+    other's pending attempt is read beside its candidates."""
     other = [dict(r, reasoning="Pushed it.") if r["type"] == "verdict" else r for r in BARE]
     _ingest(tmp_path, other, name="bare.jsonl", reasoning_indexed=False)
     bare = Benchmark.objects.get(slug="bare")
     query = s.search_query_of({"q": ["push"]})
     assert s._reasoning_candidates(study, query) is not None and s.search(study, query).reasoning_pending == 0
-    assert s._reasoning_candidates(bare, query) is None and s.search(bare, query).reasoning_pending == 1
+    pending = s._reasoning_candidates(bare, query).values_list("reasoning", flat=True)
+    assert list(pending) and set(pending) == {"Pushed it."} and s.search(bare, query).reasoning_pending == 1
 
 
 def test_search_rebuild_copies_the_reasoning_the_index_lacks(study, postgres):
