@@ -30,13 +30,19 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from runs.ingest.base import Options, Source
+from runs.ingest.base import Options, Source, text_limit
+from runs.models import AgentModel, Judge, Run
 
 MANIFEST_NAME = "ifportal-import.json"
 #: fields a manifest entry (or the layout) may set for a file
 FILE_FIELDS = ("model", "run", "judge", "repetition", "scaffold")
-#: the longest model, run, judge or scaffold name (the columns that hold them: AgentModel.name, Run.label...)
-NAME_MAX = 200
+#: the longest name each text field of FILE_FIELDS may hold: its column's
+NAME_LIMITS = {
+    "model": text_limit(AgentModel, "name"),
+    "run": text_limit(Run, "label"),
+    "judge": text_limit(Judge, "name"),
+    "scaffold": text_limit(Run, "scaffold"),
+}
 #: the largest manifest read (it lists files, not data)
 MANIFEST_MAX_BYTES = 1 << 20
 
@@ -215,8 +221,10 @@ def manifest_read(path: Path, *, name: str | None = None, folder: Path | None | 
             if key == "repetition":
                 if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                     raise LayoutError(f"{label}: files[{n}].repetition should be a whole number from 1")
-            elif not isinstance(value, str) or len(value) > NAME_MAX:
-                raise LayoutError(f"{label}: files[{n}].{key} should be a text of at most {NAME_MAX} characters")
+            elif not isinstance(value, str) or len(value) > NAME_LIMITS[key]:
+                raise LayoutError(
+                    f"{label}: files[{n}].{key} should be a text of at most {NAME_LIMITS[key]} characters"
+                )
             values[key] = value
         entries.append((item["path"].removeprefix("./"), values))
     folder_path = path.parent if folder is True else (folder or None)
@@ -291,10 +299,10 @@ def file_options(format_name: str, entry: Entry, options: Options, manifests: Se
     chosen = {name: getattr(options, name) for name in FILE_FIELDS if getattr(options, name) not in (None, "")}
     given = {**{k: v for k, v in said.items() if k in FILE_FIELDS}, **chosen}
     for key, value in given.items():
-        if isinstance(value, str) and len(value) > NAME_MAX:
+        if isinstance(value, str) and len(value) > NAME_LIMITS[key]:
             raise LayoutError(
                 f"{_display(entry)}: the {key} '{value[:40]}…' is {len(value):,} characters long; "
-                f"a {key} name holds at most {NAME_MAX}"
+                f"a {key} name holds at most {NAME_LIMITS[key]}"
             )
     return replace(options, **given)
 
@@ -354,4 +362,4 @@ def _eval_config_model(path: Path) -> str | None:
     except (ValueError, RecursionError):
         return None
     model = config.get("model") if isinstance(config, dict) else None
-    return model if isinstance(model, str) and 0 < len(model) <= NAME_MAX else None
+    return model if isinstance(model, str) and 0 < len(model) <= NAME_LIMITS["model"] else None

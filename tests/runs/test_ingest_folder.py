@@ -171,6 +171,7 @@ def test_a_manifest_says_what_the_layout_does_not(octobench, tmp_path):
         ('{"files": [{"model": "m"}]}', "files[1] needs a 'path'"),
         ('{"files": [{"path": "a.json", "modle": "m"}]}', "unknown field(s) modle"),
         ('{"files": [{"path": "a.json", "repetition": 0}]}', "repetition should be a whole number"),
+        ('{"files": [{"path": "a.json", "scaffold": "%s"}]}' % ("s" * 101), "scaffold should be a text of at most 100"),
         ('{"files": [{"path": "missing.json", "model": "m"}]}', "missing.json, which match no file"),
         ('{"files": [', "ifportal-import.json:1: not a valid JSON manifest"),
     ],
