@@ -11,6 +11,8 @@ import time
 
 import pytest
 from django.db import connection
+from django.db.models import Value
+from django.db.models.functions import Concat
 
 from ifportal.benchmarks import search_corpus as bs
 from runs import search as s
@@ -191,6 +193,18 @@ def test_walks_and_candidates_taking_turns_find_the_hits_computed_in_python(post
     monkeypatch.setattr(s, "CANDIDATE_TRIES_MS", (10_000,))  # the candidates always answer
     for params in CASES:
         assert found(params) == expected[str(params)], params
+    # rows rewritten in place keep their ids but move to the table's end, after every other hit in page order (the
+    # order in which the trigram index's bitmap is read): hits are listed in id order all the same
+    hits = SearchText.objects.filter(id__in=expected["{}"])
+    moved = list(hits.order_by("id").values_list("id", flat=True)[:3])
+    SearchText.objects.filter(id__in=moved).update(text=Concat("text", Value(" rewritten")))
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT id FROM {SearchText._meta.db_table} WHERE id = ANY(%s) ORDER BY ctid", [expected["{}"]])
+        in_page_order = [row[0] for row in cursor.fetchall()]
+    assert in_page_order != sorted(in_page_order)  # a moved row lies after hits of later ids (one may stay in its page)
+    monkeypatch.setattr(s, "WALK_ROWS", (1, 1))
+    for page_size in (2, 25, 1000):  # through the candidates alone (tries of 10 s), pages of 2, 25 and every hit
+        assert [h.id for h in _hits(benchmark, bs.COMMON, page_size=page_size, source="message")] == expected["{}"]
     # a run with no text: nothing to walk
     Run.objects.create(benchmark=benchmark, label="empty-r1", model=Run.objects.first().model)
     assert _hits(benchmark, bs.COMMON, source="message", run="empty-r1") == []
@@ -250,6 +264,13 @@ def test_reasoning_walks_and_candidates_taking_turns_find_the_hits_computed_in_p
         for params in cases:
             assert found(params) == expected[str(params)], (text, params)
         monkeypatch.undo()
+    # verdicts rewritten in place keep their ids but move to the table's end (as transcript rows above): hits are
+    # listed in attempt and id order all the same
+    expected = _python_reasoning_hits(benchmark, "broken")
+    Verdict.objects.filter(id__in=expected[:3]).update(evidence={"rewritten": True})
+    monkeypatch.setattr(s, "REASONING_WALK_ATTEMPTS", (1, 1))
+    for page_size in (2, 25, 1000):
+        assert [h.id for h in _hits(benchmark, "broken", page_size=page_size, source="reasoning")] == expected
 
 
 def test_walk_chunks_are_the_next_rows_by_benchmark_or_by_run_from_the_walk_indexes(postgres, tmp_path):
