@@ -376,16 +376,20 @@ class AttemptRollup(models.Model):
     """Per attempt and judge: how many items were applicable and passed (METRICS.md section 1).
 
     Denormalises run, model, benchmark and instance facets so leaderboards filter and
-    group without joining the verdict table. Every column but the counts is a copy: the judge
-    of the verdicts counted, the facets of their attempt (the rebuild selects them through the
-    verdicts, whose keys the database checks, in the same transaction). So the database checks
-    only the attempt key; a constraint on each copy would be one more lookup per row at every
-    commit for nothing (deleting a judge, benchmark, run, model or instance still deletes its
-    rollups: Django cascades). Single-column indexes that lead a composite one are left out for
-    the same reason.
+    group without joining the verdict table. Every column but the counts is a copy: the attempt
+    and judge of the verdicts (or judge report) counted, the facets of their attempt (the rebuild
+    selects them through the verdicts and reports, whose keys the database checks, in the same
+    transaction; that check also locks the attempt against deletion until the commit). So the
+    database checks none of these keys again: a constraint on each copy is one more lookup per row
+    at every commit for nothing (the attempt's alone, on the three rollup tables, cost 2.8 s of a
+    1M-verdict import's commit; docs/performance.md, "Ingest"). Deleting an attempt, judge, benchmark,
+    run, model or instance still deletes its rollups: Django cascades. Single-column indexes that lead
+    a composite one are left out for the same reason.
     """
 
-    attempt = models.ForeignKey(Attempt, on_delete=models.CASCADE, related_name="rollups", db_index=False)
+    attempt = models.ForeignKey(
+        Attempt, on_delete=models.CASCADE, related_name="rollups", db_constraint=False, db_index=False
+    )
     judge = models.ForeignKey(Judge, on_delete=models.CASCADE, related_name="+", db_constraint=False)
     benchmark = models.ForeignKey(
         Benchmark, on_delete=models.CASCADE, related_name="+", db_constraint=False, db_index=False
@@ -419,13 +423,15 @@ class AttemptRollup(models.Model):
 class GroupRollup(models.Model):
     """Per attempt, judge and facet value (category, check type, constraint group, turn).
 
-    `dimension` is one of "category", "check_type", "group", "turn". Judge, benchmark and model
-    are copies, without constraints of their own (see AttemptRollup).
+    `dimension` is one of "category", "check_type", "group", "turn". Attempt, judge, benchmark and
+    model are copies, without constraints of their own (see AttemptRollup).
     """
 
     # judge and model lead no index of their own: pages find these rows through the leaderboard
     # index, rebuilds through the unique one; only deleting a judge or a model scans (rare, admin)
-    attempt = models.ForeignKey(Attempt, on_delete=models.CASCADE, related_name="group_rollups", db_index=False)
+    attempt = models.ForeignKey(
+        Attempt, on_delete=models.CASCADE, related_name="group_rollups", db_constraint=False, db_index=False
+    )
     judge = models.ForeignKey(Judge, on_delete=models.CASCADE, related_name="+", db_constraint=False, db_index=False)
     benchmark = models.ForeignKey(
         Benchmark, on_delete=models.CASCADE, related_name="+", db_constraint=False, db_index=False
@@ -455,11 +461,13 @@ class JudgeDisagreement(models.Model):
     verdicts) instead of grouping the verdict table. `passed_by` and `failed_by` hold the ids of the
     judges that passed and failed the item, as the keys of a JSON object (`{"3": 1}`; their sizes are
     the pass and fail counts), so a judge filter keeps the pairs split among its judges; a pair absent
-    here splits under no choice of judges. Benchmark, run, model and instance are copies of the
-    attempt's, without constraints (see AttemptRollup).
+    here splits under no choice of judges. The attempt and item are its verdicts', benchmark, run, model
+    and instance copies of the attempt's, all without constraints (see AttemptRollup).
     """
 
-    attempt = models.ForeignKey(Attempt, on_delete=models.CASCADE, related_name="+", db_index=False)
+    attempt = models.ForeignKey(
+        Attempt, on_delete=models.CASCADE, related_name="+", db_constraint=False, db_index=False
+    )
     item = models.ForeignKey(
         ChecklistItem, on_delete=models.CASCADE, related_name="+", db_constraint=False, db_index=False
     )

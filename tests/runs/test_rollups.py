@@ -17,6 +17,7 @@ from runs.models import (
     GroupRollup,
     Instance,
     Judge,
+    JudgeDisagreement,
     Run,
     Verdict,
     VerdictResult,
@@ -230,3 +231,19 @@ def test_the_rollup_job_rebuilds_every_attempt(random_study):
     job.refresh_from_db()
     assert job.state == "succeeded", job.errors
     assert stored() == recompute()
+
+
+def test_deleting_attempts_deletes_their_rollups_and_splits(random_study):
+    """The rollup tables' attempt keys are not checked by the database (every row is built from verdicts or
+    reports whose key is): deleting an attempt, or the run holding it, still leaves none of its rows behind."""
+    rollups_rebuild_for_attempts(random_study)
+    assert JudgeDisagreement.objects.exists()
+    tables = (AttemptRollup, GroupRollup, JudgeDisagreement)
+    gone = Attempt.objects.filter(pk__in=JudgeDisagreement.objects.values("attempt_id")).first()
+    gone.delete()
+    assert not any(table.objects.filter(attempt_id=gone.pk).exists() for table in tables)
+    run = Run.objects.exclude(attempts=None).first()
+    attempts = list(run.attempts.values_list("pk", flat=True))
+    run.delete()
+    assert not any(table.objects.filter(attempt_id__in=attempts).exists() for table in tables)
+    assert stored() == recompute()  # the rest as they were
