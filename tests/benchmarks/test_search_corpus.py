@@ -268,6 +268,10 @@ def test_reasoning_walks_and_candidates_taking_turns_find_the_hits_computed_in_p
     # listed in attempt and id order all the same
     expected = _python_reasoning_hits(benchmark, "broken")
     Verdict.objects.filter(id__in=expected[:3]).update(evidence={"rewritten": True})
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT id FROM {Verdict._meta.db_table} WHERE id = ANY(%s) ORDER BY ctid", [expected])
+        in_page_order = [row[0] for row in cursor.fetchall()]
+    assert in_page_order != sorted(in_page_order)
     monkeypatch.setattr(s, "REASONING_WALK_ATTEMPTS", (1, 1))
     for page_size in (2, 25, 1000):
         assert [h.id for h in _hits(benchmark, "broken", page_size=page_size, source="reasoning")] == expected
