@@ -58,6 +58,13 @@ def _study(tmp_path, slug: str = "corpus", runs=range(RUNS)) -> Benchmark:
     return Benchmark.objects.get(slug=slug)
 
 
+def _in_page_order(model, ids: list[int]) -> list[int]:
+    """These rows' ids in the order of the table's pages (PostgreSQL), the order a bitmap heap scan reads them in."""
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT id FROM {model._meta.db_table} WHERE id = ANY(%s) ORDER BY ctid", [ids])
+        return [row[0] for row in cursor.fetchall()]
+
+
 def _hits(benchmark, text, page_size=25, **params):
     """Every hit of a search, page after page (the selector the page and the API call)."""
     hits, after = [], None
@@ -198,9 +205,7 @@ def test_walks_and_candidates_taking_turns_find_the_hits_computed_in_python(post
     hits = SearchText.objects.filter(id__in=expected["{}"])
     moved = list(hits.order_by("id").values_list("id", flat=True)[:3])
     SearchText.objects.filter(id__in=moved).update(text=Concat("text", Value(" rewritten")))
-    with connection.cursor() as cursor:
-        cursor.execute(f"SELECT id FROM {SearchText._meta.db_table} WHERE id = ANY(%s) ORDER BY ctid", [expected["{}"]])
-        in_page_order = [row[0] for row in cursor.fetchall()]
+    in_page_order = _in_page_order(SearchText, expected["{}"])
     assert in_page_order != sorted(in_page_order)  # a moved row lies after hits of later ids (one may stay in its page)
     monkeypatch.setattr(s, "WALK_ROWS", (1, 1))
     for page_size in (2, 25, 1000):  # through the candidates alone (tries of 10 s), pages of 2, 25 and every hit
@@ -268,9 +273,7 @@ def test_reasoning_walks_and_candidates_taking_turns_find_the_hits_computed_in_p
     # listed in attempt and id order all the same
     expected = _python_reasoning_hits(benchmark, "broken")
     Verdict.objects.filter(id__in=expected[:3]).update(evidence={"rewritten": True})
-    with connection.cursor() as cursor:
-        cursor.execute(f"SELECT id FROM {Verdict._meta.db_table} WHERE id = ANY(%s) ORDER BY ctid", [expected])
-        in_page_order = [row[0] for row in cursor.fetchall()]
+    in_page_order = _in_page_order(Verdict, expected)
     assert in_page_order != sorted(in_page_order)
     monkeypatch.setattr(s, "REASONING_WALK_ATTEMPTS", (1, 1))
     for page_size in (2, 25, 1000):

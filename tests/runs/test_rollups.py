@@ -239,11 +239,13 @@ def test_deleting_attempts_deletes_their_rollups_and_splits(random_study):
     rollups_rebuild_for_attempts(random_study)
     assert JudgeDisagreement.objects.exists()
     tables = (AttemptRollup, GroupRollup, JudgeDisagreement)
-    gone = Attempt.objects.filter(pk__in=JudgeDisagreement.objects.values("attempt_id")).first()
-    gone.delete()
-    assert not any(table.objects.filter(attempt_id=gone.pk).exists() for table in tables)
+    gone = Attempt.objects.filter(pk__in=JudgeDisagreement.objects.values("attempt_id")).first().pk
+    assert all(table.objects.filter(attempt_id=gone).exists() for table in tables)
+    Attempt.objects.get(pk=gone).delete()
+    assert not any(table.objects.filter(attempt_id=gone).exists() for table in tables)
     run = Run.objects.exclude(attempts=None).first()
     attempts = list(run.attempts.values_list("pk", flat=True))
+    assert all(table.objects.filter(attempt_id__in=attempts).exists() for table in tables)
     run.delete()
     assert not any(table.objects.filter(attempt_id__in=attempts).exists() for table in tables)
     assert stored() == recompute()  # the rest as they were
