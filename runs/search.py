@@ -93,11 +93,16 @@ CONTEXT = 120
 SOURCES = (SearchSource.MESSAGE, SearchSource.RESPONSE, SearchSource.REASONING)
 MODES = ("text", "words")
 _WRITE_BATCH = 2000
-#: how long (ms) the trigram index's candidates of a source are tried between the walks (`_walked_or_tried`)
-#: before the rows are walked on instead: the first try long enough for the index to intersect the trigrams of a
-#: phrase of common words (39-59 ms for `broken in turn 3` over 1.5M rows, more under load: at 60 ms that
-#: search's p95 was 305-310 ms, at 80 ms 136-144), as rarer text takes less (2-25 ms)
-CANDIDATE_TRIES_MS = (80, 150)
+#: how long (ms) each statement of a try of the trigram index's candidates (`_candidates_tried`) may take between
+#: the walks (`_walked_or_tried`) before the rows are walked on instead: long enough to read the posting lists of a
+#: common word (`error`'s 745,883 candidates at 1 GB: 150-185 ms on a host that walks a row in 8 us) and of a
+#: phrase of common words (`broken in turn 3`: 39-59 ms on a host twice as fast), as rarer text takes less (2-25 ms)
+CANDIDATE_TRIES_MS = (300, 400)
+#: the memory (`work_mem`) a search's statements may hold a bitmap in (a sort, a hash): enough for the trigram
+#: index's candidates of 1.5M rows (1 GB of text) to stay exact, one entry a row, so a range of ids rules rows out
+#: by the index alone; with PostgreSQL's default 4 MB the bitmap went lossy and every row of its pages was checked
+#: against the text (the 126,000 rows before `error`'s first hit at 1 GB: 385 against 165-215 ms at 16-64 MB)
+SEARCH_WORK_MEM = "32MB"
 #: rows of a source walked in id order in turn with those tries (`_walked_or_tried`): the first walk answers
 #: text in more than about 0.5% of the rows, and every source of fewer rows, in 15-45 ms for transcripts (1-5 us
 #: a row for the ASCII-folding ILIKE of `_ilike` on pieces of 680-1,500 characters; three times the rows of the
@@ -736,13 +741,19 @@ def _canceled(exc: OperationalError) -> bool:
 
 
 def _plan(cursor, *, timeout_ms: int, walk: bool | None = None) -> None:
-    """Settings of the search transaction (PostgreSQL): the statement timeout, never a sequential scan (the
-    planner does not count reading long values out of TOAST, so a table of few long rows could look cheaper to
-    read whole), and with `walk` True only the walk in id order, False only the indexes' candidates."""
+    """Settings of the search transaction (PostgreSQL): the statement timeout, SEARCH_WORK_MEM, never a sequential
+    scan (the planner does not count reading long values out of TOAST, so a table of few long rows could look
+    cheaper to read whole), and with `walk` True only the walk in id order, False only the indexes' candidates."""
     cursor.execute(
         "SELECT set_config('statement_timeout', %s, true), set_config('enable_seqscan', 'off', true), "
-        "set_config('enable_bitmapscan', %s, true), set_config('enable_indexscan', %s, true)",
-        [str(int(timeout_ms)), "off" if walk else "on", "off" if walk is False else "on"],
+        "set_config('enable_bitmapscan', %s, true), set_config('enable_indexscan', %s, true), "
+        "set_config('work_mem', %s, true)",
+        [
+            str(int(timeout_ms)),
+            "off" if walk else "on",
+            "off" if walk is False else "on",
+            SEARCH_WORK_MEM,
+        ],
     )
 
 
@@ -876,13 +887,14 @@ def _walked_or_tried(
 
     Two ways to find them take turns, each bounded: a walk of the rows of the next `sizes` values of `key` (their
     ids or their attempts: `chunk_of(after, size)`, those values; `walked`, the query checked against each row)
-    and a try of the trigram index's candidates after the rows walked (`candidates`; None: walks alone) for at
-    most CANDIDATE_TRIES_MS. A walk answers text common enough to fill a page within its rows, and a source with
-    fewer rows; candidates answer rare text whatever its place (PostgreSQL estimates how many rows match a
-    pattern poorly, so which one a query is cannot be told before); each walk starts where the last stopped.
+    and a try of the trigram index's candidates after the rows walked (`candidates`; None: walks alone), each of its
+    statements for at most CANDIDATE_TRIES_MS (`_candidates_tried`). A walk answers text common enough to fill a
+    page within its rows, and a source with fewer rows; candidates answer rare text whatever its place, and text
+    that a long stretch of rows lacks (PostgreSQL estimates how many rows match a pattern poorly, so which one a
+    query is cannot be told before); each walk starts where the last stopped, or after the hits a try bounded.
 
     A try cannot be bounded by the candidates it reads rather than by time: the index hands over every candidate
-    at once (a bitmap), and each must be checked against the text, which is the try's cost. `deadline`
+    at once (a bitmap), and each it returns must be checked against the text, which is the try's cost. `deadline`
     (time.monotonic()): past it the search is too slow (SearchTooSlow), as one statement past the statement
     timeout is, with the ids found by then (`found`); so is a walk the statement timeout cancels."""
     found: list[int] = []
@@ -930,15 +942,49 @@ def _walks_and_tries(
         start = last
         budget = next(tries, None)
         if budget is not None:
-            rest = (
-                candidates.filter(**{f"{key}__gt": start})
-                .order_by(*order)
-                .values_list("id", flat=True)[: want - len(found)]
-            )
-            if (ids := _tried(rest, min(budget, _ms_left(deadline)), walk=False)) is not None:
+            tried = _candidates_tried(candidates, start, want - len(found), budget, key=key, deadline=deadline)
+            if tried is not None:
+                ids, start = tried
                 found += ids
-                return found
+                if start is None or len(found) >= want:
+                    return found
     return found
+
+
+def _candidates_tried(
+    candidates: models.QuerySet, start: int, want: int, budget_ms: float, *, key: str, deadline: float
+) -> tuple[list[int], int | None] | None:
+    """A try of the trigram index's candidates after `start` (in `key` order) in two statements, each within
+    `budget_ms`: (the ids of the first hits, in order; the `key` up to which they are every hit, or None when they
+    are every hit after `start`), or None when a statement outlasts its budget.
+
+    First any `want` hits after `start`, in the order of the table's pages (the bitmap is read in that order, so the
+    statement ends at the `want`-th hit, checking no more candidates against the text): with fewer, they are every
+    hit, and the answer. Otherwise their `key`s bound the first hits: all of them when the pages held them in `key`
+    order, else the smallest; the hits up to that bound are read in order, from the candidates in that range alone.
+    So text that a long stretch of rows lacks and the rows after it hold in plenty (`error` after the benchmark
+    study's 206 MB of long trajectories) costs two reads of the index's posting lists and no walk through the
+    stretch; sorting every candidate after `start`, as one statement, meant checking each against the text (745,883
+    for `error` at 1 GB)."""
+    order = list(dict.fromkeys((key, "id")))
+    # `key + 0`: the bound from below is checked on the hits; as an index condition it would read every later key
+    anywhere = (
+        candidates.alias(after=F(key) + 0).filter(after__gt=start).values_list(key, "id")[:want]  # no ORDER BY
+    )
+    hits = _tried(anywhere, min(budget_ms, _ms_left(deadline)), walk=False)
+    if hits is None:
+        return None
+    if len(hits) < want:
+        return [pk for _, pk in sorted(hits)], None
+    keys = [k for k, _ in hits]
+    # pages in `key` order (rows appended as imported): the hits' range is about the candidates the statement read,
+    # and holds a page; else (rows of later keys in pages freed before) only the first hit is bounded
+    bound = keys[-1] if keys == sorted(keys) else min(keys)
+    within = (
+        candidates.filter(**{f"{key}__gt": start, f"{key}__lte": bound}).order_by(*order).values_list("id", flat=True)
+    )
+    ids = _tried(within[:want], min(budget_ms, _ms_left(deadline)), walk=False)
+    return None if ids is None else (ids, bound)
 
 
 def _walk_runs(benchmark: Benchmark, query: SearchQuery) -> list[int] | None:

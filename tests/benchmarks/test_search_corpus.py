@@ -11,7 +11,7 @@ import time
 
 import pytest
 from django.db import connection
-from django.db.models import Value
+from django.db.models import Max, Min, Value
 from django.db.models.functions import Concat
 
 from ifportal.benchmarks import search_corpus as bs
@@ -213,6 +213,53 @@ def test_walks_and_candidates_taking_turns_find_the_hits_computed_in_python(post
     # a run with no text: nothing to walk
     Run.objects.create(benchmark=benchmark, label="empty-r1", model=Run.objects.first().model)
     assert _hits(benchmark, bs.COMMON, source="message", run="empty-r1") == []
+
+
+def test_text_a_long_stretch_lacks_is_found_after_it_without_walking_through_it(postgres, tmp_path, monkeypatch):
+    """A long trajectory without a common word but in two of its 300 messages, and the word in every later
+    attempt's messages: the try of the candidates reads any hits first, in the table's page order, and then the hits
+    up to the first of those in order, by their id range alone (`_candidates_tried`). The hits are those computed in
+    Python, page after page, and no walk goes through the stretch's rows but from a page's cursor; with the rows
+    rewritten, so the table's pages no longer hold them in id order, too."""
+    benchmark = _study(tmp_path)
+    attempts = list(Attempt.objects.filter(run__benchmark=benchmark).order_by("id"))
+    lines = ["all fine"] * 300
+    lines[150] = lines[151] = "an Error here"
+    s.trajectories_index({attempts[0].id: [{"messages": [{"role": "assistant", "content": x} for x in lines]}]})
+    s.trajectories_index(
+        {a.id: [{"messages": [{"role": "assistant", "content": f"error in {a.id}"}] * 3}] for a in attempts[1:]}
+    )
+    stretch = SearchText.objects.filter(attempt=attempts[0]).aggregate(first=Min("id"), last=Max("id"))
+    expected = _python_hits(benchmark, "error")
+    assert len(expected) == 2 + 3 * (len(attempts) - 1)
+    real_chunk, real_tried = s._walk_chunk, s._tried
+    walked_from, tries = [], []
+
+    def chunk(*args, **kwargs):
+        walked_from.append(kwargs["start"])
+        return real_chunk(*args, **kwargs)
+
+    def tried(ordered, budget_ms, *, walk):
+        ids = real_tried(ordered, budget_ms, walk=walk)
+        tries.append(("<=" in str(ordered.query), ids))  # the range of ids up to the first hit found
+        return ids
+
+    monkeypatch.setattr(s, "_walk_chunk", chunk)
+    monkeypatch.setattr(s, "_tried", tried)
+    monkeypatch.setattr(s, "WALK_ROWS", (5, 20))
+    for rewritten in (False, True):
+        if rewritten:
+            SearchText.objects.filter(id__in=expected[::2]).update(text=Concat("text", Value(" rewritten")))
+            assert _in_page_order(SearchText, expected) != expected
+        for page_size in (1, 2, 25):
+            walked_from.clear()
+            assert [h.id for h in _hits(benchmark, "error", page_size=page_size, source="message")] == expected
+            inside = {start for start in walked_from if stretch["first"] <= start < stretch["last"]}
+            assert inside <= set(expected), walked_from  # a walk starts inside the stretch only at a page's cursor
+        assert any(ranged and ids for ranged, ids in tries)
+    # tries that outlast their budget: the stretch is walked, with the same hits
+    monkeypatch.setattr(s, "_tried", lambda *args, **kwargs: None)
+    assert [h.id for h in _hits(benchmark, "error", source="message")] == expected
 
 
 def _python_reasoning_hits(benchmark, text: str, *, run: str = "", model: str = "", verdict: str = "") -> list[int]:
