@@ -163,6 +163,7 @@ class Command(BaseCommand):
         cli_wanted = not o["skip_cli"] and connection.vendor == "postgresql"
         figures["ingest_cli"] = self._cli_ingest(files) if cli_wanted else None
 
+        sb.writes_settled()
         seconds, _ = sb.timed(
             lambda: ingest("octobench-instances", [Source.of(files.instances)], Options(benchmark=SLUG))
         )
@@ -174,6 +175,7 @@ class Command(BaseCommand):
             stored, ingest_seconds = figures["ingest"]["verdicts"], figures["ingest"]["seconds"]
         else:
             # in process: the results folder planned as the command plans it, ingested in one transaction
+            sb.writes_settled()
             start = time.perf_counter()
             entries, _ = entries_of([files.results], "octobench-scores")
             with background.apart():
@@ -459,7 +461,7 @@ class Command(BaseCommand):
         }
         try:
             with sb.database_used(database):
-                connection.cursor().execute("CHECKPOINT")
+                sb.writes_settled()  # the study's files and the copy: written out before the clock starts
             for name, args in steps:
                 argv = sb.manage_py("ingest", *args, "--benchmark", SLUG, "--no-progress")
                 seconds, rss, status, output = sb.peak_rss_of_command(argv, env)
