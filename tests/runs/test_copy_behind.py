@@ -7,10 +7,13 @@ and nothing of it is stored; the verdicts' foreign keys are checked with the COP
 
 from __future__ import annotations
 
+import sys
+import threading
+
 import pytest
 from django.db import IntegrityError, connection, transaction
 
-from runs.bulk import bulk_insert_rows, copies_behind
+from runs.bulk import COPY_BEHIND_SWITCH_INTERVAL, _switching_often, bulk_insert_rows, copies_behind
 from runs.models import AgentModel, Attempt, Benchmark, ChecklistItem, Instance, Judge, Run, Verdict
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -112,3 +115,41 @@ def test_elsewhere_there_is_no_thread(keys):
         assert behind is None
         bulk_insert_rows(Verdict, rows_of(attempt.id, items, judge), behind=behind)
     assert Verdict.objects.count() == len(items)
+
+
+@pytest.fixture
+def switch_interval():
+    before = sys.getswitchinterval()
+    sys.setswitchinterval(0.004)
+    yield 0.004
+    sys.setswitchinterval(before)
+
+
+def test_the_copy_thread_gets_the_interpreter_back_soon_inside_the_block_only(postgres, keys, switch_interval):
+    attempt, items, judge = keys
+    with transaction.atomic(), copies_behind(Verdict) as behind:
+        assert sys.getswitchinterval() == pytest.approx(COPY_BEHIND_SWITCH_INTERVAL)
+        bulk_insert_rows(Verdict, rows_of(attempt.id, items, judge), behind=behind)
+    assert sys.getswitchinterval() == pytest.approx(switch_interval)
+    with pytest.raises(RuntimeError), transaction.atomic(), copies_behind(Verdict):
+        raise RuntimeError("the block failed")
+    assert sys.getswitchinterval() == pytest.approx(switch_interval)
+
+
+def test_overlapping_blocks_of_two_threads_give_the_interval_back_when_the_last_ends(switch_interval):
+    entered, leave = threading.Event(), threading.Event()
+
+    def other_import() -> None:
+        with _switching_often():
+            entered.set()
+            leave.wait(5)
+
+    thread = threading.Thread(target=other_import)
+    with _switching_often():
+        thread.start()
+        assert entered.wait(5)
+    # this block ended first; the other thread's is still open
+    assert sys.getswitchinterval() == pytest.approx(COPY_BEHIND_SWITCH_INTERVAL)
+    leave.set()
+    thread.join(5)
+    assert sys.getswitchinterval() == pytest.approx(switch_interval)
