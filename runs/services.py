@@ -273,6 +273,7 @@ def _rollups_rebuild_sql(batch: list[int], judges: list[int] | None) -> int:
                 f"dv AS MATERIALIZED (SELECT attempt_id, judge_id, item_id, result FROM {t[Verdict]} WHERE attempt_id = ANY(%s)), "
             )
         )
+        judged = "v" if judges is None else "dv"
         cursor.execute(
             f"WITH v AS MATERIALIZED (SELECT attempt_id, judge_id, item_id, result FROM {t[Verdict]} "
             f"WHERE attempt_id = ANY(%s){of_judges}), "
@@ -314,12 +315,12 @@ def _rollups_rebuild_sql(batch: list[int], judges: list[int] | None) -> int:
             # the split items found by a cheap aggregate first ('fail' < 'pass': both given where they differ), then
             # who said which for those only (about a fifth of the items): the JSON built for every item and most of
             # it thrown away made the rebuild of a 1M-verdict study 6% slower (docs/performance.md, "Ingest")
-            f"{every_judge}sk AS (SELECT attempt_id, item_id FROM {'v' if judges is None else 'dv'} "
+            f"{every_judge}sk AS (SELECT attempt_id, item_id FROM {judged} "
             f"WHERE result IN ('{VerdictResult.PASS}', '{VerdictResult.FAIL}') GROUP BY 1, 2 HAVING min(result) <> max(result)), "
             f"s AS (SELECT x.attempt_id, x.item_id, "
             f"jsonb_object_agg(x.judge_id::text, 1) FILTER (WHERE x.result = '{VerdictResult.PASS}') AS passed_by, "
             f"jsonb_object_agg(x.judge_id::text, 1) FILTER (WHERE x.result = '{VerdictResult.FAIL}') AS failed_by "
-            f"FROM {'v' if judges is None else 'dv'} x JOIN sk ON sk.attempt_id = x.attempt_id AND sk.item_id = x.item_id "
+            f"FROM {judged} x JOIN sk ON sk.attempt_id = x.attempt_id AND sk.item_id = x.item_id "
             f"GROUP BY 1, 2), "
             f"splits AS (INSERT INTO {t[JudgeDisagreement]} (attempt_id, item_id, benchmark_id, run_id, model_id, "
             f"instance_id, passed_by, failed_by) SELECT s.attempt_id, s.item_id, f.benchmark_id, f.run_id, f.model_id, "

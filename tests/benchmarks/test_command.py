@@ -65,7 +65,7 @@ def test_benchmark_prints_every_ingest_figure_and_cleans_up(postgres, tmp_path, 
     assert figures["ingest_cli_share_of_copy_into_verdict_table"] == pytest.approx(
         cli["verdicts_per_second"] / table, rel=0.05, abs=1e-4
     )
-    # the measure: the results folder's command alone
+    # the results folder's own command, its import as a user runs it
     assert cli["scores_command_verdicts_per_second"] == pytest.approx(48 / cli["scores_seconds"], rel=0.05, abs=0.6)
     assert figures["ingest_folder_share_of_copy_into_verdict_table"] == pytest.approx(
         cli["scores_command_verdicts_per_second"] / table, rel=0.05, abs=1e-4
